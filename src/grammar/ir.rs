@@ -1,0 +1,255 @@
+//! The grammar intermediate representation (IR) shared by every front end.
+//!
+//! A [`Grammar`] is a list of named [`Rule`]s, each with one [`Expr`] body, and a root rule.
+//! Terminals are byte strings, Unicode character classes (code point ranges) and token
+//! terminals (exactly one special token of the vocabulary). Front ends (EBNF, JSON Schema,
+//! regex, structural tags) produce this form; the automaton builder consumes it. Nothing here
+//! knows about a tokenizer: token terminals given by text are resolved at compile time.
+
+use std::fmt;
+
+/// Index of a rule in [`Grammar::rules`].
+///
+/// A newtype over `u32` so that a rule id can never be passed where a node or token id is
+/// expected. Valid ids are `0..rules.len()`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RuleId(pub u32);
+
+impl RuleId {
+    /// The largest number of rules a grammar may have (ids are `u32`, with headroom for
+    /// helper rules that lowering adds).
+    pub const LIMIT: usize = (u32::MAX / 2) as usize;
+
+    /// The id as an index into [`Grammar::rules`].
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// A token terminal: matches exactly one special token of the vocabulary.
+///
+/// Written `<|im_end|>` (by the token's text) or `<[151645]>` (by id) in EBNF. Resolved
+/// against the vocabulary when the grammar is compiled; an unknown text or an id past the
+/// vocabulary is a compile error.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum TokenRef {
+    /// A token id, as in `<[151645]>`.
+    Id(u32),
+    /// A special token's text, as in `<|im_end|>` (the text includes the angle brackets).
+    Text(String),
+}
+
+/// A set of Unicode scalar values: inclusive code point ranges, optionally negated.
+///
+/// `ranges` need not be sorted or disjoint; [`CharClass::normalized`] gives the canonical
+/// form (sorted, merged, negation applied, surrogates U+D800..U+DFFF removed). The class
+/// matches one code point, encoded as 1–4 bytes of UTF-8.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct CharClass {
+    /// True for `[^...]`: the class matches every scalar value *not* in `ranges`.
+    pub negated: bool,
+    /// Inclusive `(low, high)` code point ranges, `low <= high <= 0x10FFFF`.
+    pub ranges: Vec<(u32, u32)>,
+}
+
+impl CharClass {
+    /// The class as sorted, disjoint, non-adjacent, non-negated ranges of Unicode scalar
+    /// values (surrogates excluded). An empty result matches nothing.
+    pub fn normalized(&self) -> Vec<(u32, u32)> {
+        let mut r: Vec<(u32, u32)> = self
+            .ranges
+            .iter()
+            .filter(|(lo, hi)| lo <= hi)
+            .map(|&(lo, hi)| (lo.min(0x10FFFF), hi.min(0x10FFFF)))
+            .collect();
+        r.sort_unstable();
+        let mut merged: Vec<(u32, u32)> = Vec::with_capacity(r.len());
+        for (lo, hi) in r {
+            match merged.last_mut() {
+                Some(last) if lo <= last.1.saturating_add(1) => last.1 = last.1.max(hi),
+                _ => merged.push((lo, hi)),
+            }
+        }
+        if self.negated {
+            let mut out = Vec::with_capacity(merged.len() + 1);
+            let mut next = 0u32;
+            for (lo, hi) in merged {
+                if lo > next {
+                    out.push((next, lo - 1));
+                }
+                next = hi + 1;
+            }
+            if next <= 0x10FFFF {
+                out.push((next, 0x10FFFF));
+            }
+            merged = out;
+        }
+        // Remove surrogates: they are not scalar values and have no UTF-8 encoding.
+        let mut out = Vec::with_capacity(merged.len() + 1);
+        for (lo, hi) in merged {
+            if hi < 0xD800 || lo > 0xDFFF {
+                out.push((lo, hi));
+            } else {
+                if lo < 0xD800 {
+                    out.push((lo, 0xD7FF));
+                }
+                if hi > 0xDFFF {
+                    out.push((0xE000, hi));
+                }
+            }
+        }
+        out
+    }
+}
+
+/// A grammar expression: the body of a rule.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Expr {
+    /// The empty string (ε), written `""` or `()` in EBNF.
+    Empty,
+    /// A literal byte string (UTF-8 of an EBNF string literal). Never empty; use
+    /// [`Expr::Empty`] for the empty string.
+    Bytes(Vec<u8>),
+    /// One code point from a character class.
+    Class(CharClass),
+    /// The concatenation of the parts, in order.
+    Seq(Vec<Expr>),
+    /// Any one of the alternatives.
+    Choice(Vec<Expr>),
+    /// `expr` repeated between `min` and `max` times (`None` = unbounded). `*` is `{0,}`,
+    /// `+` is `{1,}`, `?` is `{0,1}`. Large bounds are lowered compactly (no copies per
+    /// repetition), so `{2,20000}` stays small.
+    Repeat {
+        /// What is repeated.
+        expr: Box<Expr>,
+        /// The least number of repetitions.
+        min: u32,
+        /// The most, or `None` for no upper bound. Always `>= min` when present.
+        max: Option<u32>,
+    },
+    /// A reference to another rule (or to the same one: recursion, left recursion included).
+    Rule(RuleId),
+    /// Exactly one special token.
+    Token(TokenRef),
+}
+
+/// A named rule: `name ::= body`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Rule {
+    /// The rule's name as written in EBNF (`[A-Za-z_][A-Za-z0-9_-]*`); helper rules that
+    /// front ends add have generated names that are still valid EBNF identifiers.
+    pub name: String,
+    /// What the rule matches.
+    pub body: Expr,
+}
+
+/// A context-free grammar over bytes and special tokens.
+///
+/// Invariants (checked by [`Grammar::validate`]): `root` and every [`Expr::Rule`] refer to a
+/// rule in `rules`; rule names are unique. The `Display` impl prints EBNF that the EBNF front
+/// end parses back to an equal grammar.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Grammar {
+    /// The rules; a [`RuleId`] indexes this vector.
+    pub rules: Vec<Rule>,
+    /// The rule the whole output must match.
+    pub root: RuleId,
+}
+
+/// What is wrong with a [`Grammar`] built by hand or by a front end.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum InvalidGrammar {
+    /// A rule id that is not `< rules.len()`.
+    #[error("rule `{rule}` refers to rule id {id}, but the grammar has only {count} rules")]
+    DanglingRule {
+        /// The rule where the reference occurs (or `<root>`).
+        rule: String,
+        /// The bad id.
+        id: u32,
+        /// `rules.len()`.
+        count: usize,
+    },
+    /// Two rules with the same name.
+    #[error("rule `{0}` is defined twice")]
+    DuplicateRule(String),
+    /// The grammar has no rules.
+    #[error("the grammar has no rules")]
+    Empty,
+    /// A repetition whose `max` is less than its `min`.
+    #[error("rule `{rule}`: repetition {{{min},{max}}} has max < min")]
+    BadRepeat {
+        /// The rule where it occurs.
+        rule: String,
+        /// The lower bound.
+        min: u32,
+        /// The upper bound.
+        max: u32,
+    },
+}
+
+impl Grammar {
+    /// Looks a rule up by name.
+    pub fn rule_id(&self, name: &str) -> Option<RuleId> {
+        self.rules
+            .iter()
+            .position(|r| r.name == name)
+            .map(|i| RuleId(i as u32))
+    }
+
+    /// Checks the invariants listed on [`Grammar`].
+    ///
+    /// # Errors
+    /// The first [`InvalidGrammar`] found, in rule order.
+    pub fn validate(&self) -> Result<(), InvalidGrammar> {
+        if self.rules.is_empty() {
+            return Err(InvalidGrammar::Empty);
+        }
+        let count = self.rules.len();
+        if self.root.index() >= count {
+            return Err(InvalidGrammar::DanglingRule {
+                rule: "<root>".into(),
+                id: self.root.0,
+                count,
+            });
+        }
+        let mut names = rustc_hash::FxHashSet::default();
+        for rule in &self.rules {
+            if !names.insert(rule.name.as_str()) {
+                return Err(InvalidGrammar::DuplicateRule(rule.name.clone()));
+            }
+            let mut stack = vec![&rule.body];
+            while let Some(e) = stack.pop() {
+                match e {
+                    Expr::Seq(v) | Expr::Choice(v) => stack.extend(v.iter()),
+                    Expr::Repeat { expr, min, max } => {
+                        if let Some(max) = max {
+                            if max < min {
+                                return Err(InvalidGrammar::BadRepeat {
+                                    rule: rule.name.clone(),
+                                    min: *min,
+                                    max: *max,
+                                });
+                            }
+                        }
+                        stack.push(expr)
+                    }
+                    Expr::Rule(id) if id.index() >= count => {
+                        return Err(InvalidGrammar::DanglingRule {
+                            rule: rule.name.clone(),
+                            id: id.0,
+                            count,
+                        })
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for RuleId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "#{}", self.0)
+    }
+}
