@@ -1,0 +1,286 @@
+//! Rule bodies → Thompson NFAs over byte ranges, rule calls and token terminals → DFAs by
+//! subset construction. One automaton per rule; calls stay edges (the parser runs them with
+//! a stack), so the automata stay small whatever the grammar's recursion.
+
+use super::{ByteEdge, CallEdge, TokenEdge};
+use crate::grammar::Expr;
+use regex_syntax::utf8::Utf8Sequences;
+use rustc_hash::FxHashMap;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) enum Label {
+    Eps,
+    Bytes(u8, u8),
+    Call(u32),
+    Token(u32),
+}
+
+/// A Thompson NFA for one rule.
+#[derive(Default)]
+pub(crate) struct Nfa {
+    edges: Vec<Vec<(Label, u32)>>,
+}
+
+/// The body of a rule failed to build (depth or size limit).
+#[derive(Debug)]
+pub(crate) enum BuildError {
+    TooDeep(usize),
+    TooManyStates,
+}
+
+/// How deep an expression tree may be before the builder refuses it (it recurses).
+pub(crate) const MAX_EXPR_DEPTH: usize = 2_000;
+
+impl Nfa {
+    fn state(&mut self) -> u32 {
+        self.edges.push(Vec::new());
+        (self.edges.len() - 1) as u32
+    }
+
+    fn edge(&mut self, from: u32, label: Label, to: u32) {
+        self.edges[from as usize].push((label, to));
+    }
+
+    /// Adds `e` starting at `entry`; returns its exit state. `resolve` maps a token terminal
+    /// to its id (already checked by the caller).
+    pub(crate) fn add(
+        &mut self,
+        e: &Expr,
+        entry: u32,
+        depth: usize,
+        token: &dyn Fn(&crate::grammar::TokenRef) -> u32,
+    ) -> Result<u32, BuildError> {
+        if depth > MAX_EXPR_DEPTH {
+            return Err(BuildError::TooDeep(depth));
+        }
+        Ok(match e {
+            Expr::Empty => entry,
+            Expr::Bytes(b) => {
+                let mut s = entry;
+                for &c in b {
+                    let t = self.state();
+                    self.edge(s, Label::Bytes(c, c), t);
+                    s = t;
+                }
+                s
+            }
+            Expr::Class(c) => {
+                let exit = self.state();
+                for (lo, hi) in c.normalized() {
+                    let (Some(lo), Some(hi)) = (char::from_u32(lo), char::from_u32(hi)) else {
+                        continue;
+                    };
+                    for seq in Utf8Sequences::new(lo, hi) {
+                        let ranges = seq.as_slice();
+                        let mut s = entry;
+                        for (i, r) in ranges.iter().enumerate() {
+                            let t = if i + 1 == ranges.len() {
+                                exit
+                            } else {
+                                self.state()
+                            };
+                            self.edge(s, Label::Bytes(r.start, r.end), t);
+                            s = t;
+                        }
+                    }
+                }
+                exit
+            }
+            Expr::Seq(v) => {
+                let mut s = entry;
+                for x in v {
+                    s = self.add(x, s, depth + 1, token)?;
+                }
+                s
+            }
+            Expr::Choice(v) => {
+                let exit = self.state();
+                for x in v {
+                    let s = self.state();
+                    self.edge(entry, Label::Eps, s);
+                    let t = self.add(x, s, depth + 1, token)?;
+                    self.edge(t, Label::Eps, exit);
+                }
+                exit
+            }
+            Expr::Repeat { expr, min, max } => {
+                let mut s = entry;
+                for _ in 0..*min {
+                    s = self.add(expr, s, depth + 1, token)?;
+                }
+                match max {
+                    None => {
+                        // Loop: s -e-> t, t -ε-> s; exit at s.
+                        let body = self.state();
+                        self.edge(s, Label::Eps, body);
+                        let t = self.add(expr, body, depth + 1, token)?;
+                        self.edge(t, Label::Eps, s);
+                        s
+                    }
+                    Some(max) => {
+                        let exit = self.state();
+                        self.edge(s, Label::Eps, exit);
+                        for _ in *min..*max {
+                            let t = self.add(expr, s, depth + 1, token)?;
+                            self.edge(t, Label::Eps, exit);
+                            s = t;
+                        }
+                        exit
+                    }
+                }
+            }
+            Expr::Rule(r) => {
+                let t = self.state();
+                self.edge(entry, Label::Call(r.0), t);
+                t
+            }
+            Expr::Token(tr) => {
+                let t = self.state();
+                self.edge(entry, Label::Token(token(tr)), t);
+                t
+            }
+        })
+    }
+
+    fn closure(&self, set: &mut Vec<u32>, seen: &mut Vec<bool>) {
+        let mut stack: Vec<u32> = set.clone();
+        for &s in set.iter() {
+            seen[s as usize] = true;
+        }
+        while let Some(s) = stack.pop() {
+            for &(l, t) in &self.edges[s as usize] {
+                if l == Label::Eps && !seen[t as usize] {
+                    seen[t as usize] = true;
+                    set.push(t);
+                    stack.push(t);
+                }
+            }
+        }
+        for &s in set.iter() {
+            seen[s as usize] = false;
+        }
+        set.sort_unstable();
+        set.dedup();
+    }
+}
+
+/// One DFA state of a rule, with edges to other states of the same rule (local indices).
+pub(crate) struct DfaState {
+    pub is_final: bool,
+    pub bytes: Vec<ByteEdge>,
+    pub calls: Vec<CallEdge>,
+    pub tokens: Vec<TokenEdge>,
+}
+
+/// Builds the DFA of `body`; state 0 is the start state.
+pub(crate) fn build_dfa(
+    body: &Expr,
+    token: &dyn Fn(&crate::grammar::TokenRef) -> u32,
+    max_states: usize,
+) -> Result<Vec<DfaState>, BuildError> {
+    let mut nfa = Nfa::default();
+    let start = nfa.state();
+    let accept = nfa.add(body, start, 0, token)?;
+    let mut seen = vec![false; nfa.edges.len()];
+
+    let mut start_set = vec![start];
+    nfa.closure(&mut start_set, &mut seen);
+    let mut ids: FxHashMap<Vec<u32>, u32> = FxHashMap::default();
+    let mut sets: Vec<Vec<u32>> = vec![start_set.clone()];
+    ids.insert(start_set, 0);
+    let mut out: Vec<DfaState> = Vec::new();
+    let mut i = 0;
+    while i < sets.len() {
+        let set = sets[i].clone();
+        let mut byte_ranges: Vec<(u8, u8, u32)> = Vec::new();
+        let mut calls: FxHashMap<u32, Vec<u32>> = FxHashMap::default();
+        let mut toks: FxHashMap<u32, Vec<u32>> = FxHashMap::default();
+        for &s in &set {
+            for &(l, t) in &nfa.edges[s as usize] {
+                match l {
+                    Label::Eps => {}
+                    Label::Bytes(lo, hi) => byte_ranges.push((lo, hi, t)),
+                    Label::Call(r) => calls.entry(r).or_default().push(t),
+                    Label::Token(k) => toks.entry(k).or_default().push(t),
+                }
+            }
+        }
+        let mut intern = |mut targets: Vec<u32>,
+                          sets: &mut Vec<Vec<u32>>,
+                          ids: &mut FxHashMap<Vec<u32>, u32>|
+         -> Result<u32, BuildError> {
+            targets.sort_unstable();
+            targets.dedup();
+            nfa.closure(&mut targets, &mut seen);
+            if let Some(&id) = ids.get(&targets) {
+                return Ok(id);
+            }
+            if sets.len() >= max_states {
+                return Err(BuildError::TooManyStates);
+            }
+            let id = sets.len() as u32;
+            ids.insert(targets.clone(), id);
+            sets.push(targets);
+            Ok(id)
+        };
+        // Split the byte ranges into elementary intervals with one target set each.
+        let mut bounds: Vec<u16> = Vec::with_capacity(byte_ranges.len() * 2);
+        for &(lo, hi, _) in &byte_ranges {
+            bounds.push(lo as u16);
+            bounds.push(hi as u16 + 1);
+        }
+        bounds.sort_unstable();
+        bounds.dedup();
+        let mut bytes: Vec<ByteEdge> = Vec::new();
+        for w in bounds.windows(2) {
+            let (lo, hi) = (w[0], w[1] - 1);
+            let targets: Vec<u32> = byte_ranges
+                .iter()
+                .filter(|&&(a, b, _)| a as u16 <= lo && hi <= b as u16)
+                .map(|&(_, _, t)| t)
+                .collect();
+            if targets.is_empty() {
+                continue;
+            }
+            let target = intern(targets, &mut sets, &mut ids)?;
+            match bytes.last_mut() {
+                Some(last) if last.target == target && last.hi as u16 + 1 == lo => {
+                    last.hi = hi as u8
+                }
+                _ => bytes.push(ByteEdge {
+                    lo: lo as u8,
+                    hi: hi as u8,
+                    target,
+                }),
+            }
+        }
+        let mut call_edges = Vec::new();
+        let mut call_keys: Vec<u32> = calls.keys().copied().collect();
+        call_keys.sort_unstable();
+        for r in call_keys {
+            let t = calls.remove(&r).unwrap_or_default();
+            call_edges.push(CallEdge {
+                rule: r,
+                target: intern(t, &mut sets, &mut ids)?,
+            });
+        }
+        let mut tok_edges = Vec::new();
+        let mut tok_keys: Vec<u32> = toks.keys().copied().collect();
+        tok_keys.sort_unstable();
+        for k in tok_keys {
+            let t = toks.remove(&k).unwrap_or_default();
+            tok_edges.push(TokenEdge {
+                token: k,
+                target: intern(t, &mut sets, &mut ids)?,
+            });
+        }
+        out.push(DfaState {
+            is_final: set.binary_search(&accept).is_ok(),
+            bytes,
+            calls: call_edges,
+            tokens: tok_edges,
+        });
+        i += 1;
+    }
+    Ok(out)
+}

@@ -1,0 +1,118 @@
+//! The token mask cache: for every automaton node, which text tokens are accepted whatever
+//! the context, and which are *uncertain* (they run past the end of the node's rule, so the
+//! answer depends on the stack). All other text tokens are rejected whatever the context.
+//!
+//! A node's sets are computed by walking the vocabulary trie with an Earley chart whose
+//! base item is the node: a byte that no item can scan prunes the whole subtree. A token
+//! is *accepted* when all its bytes are consumed; it is *uncertain* when the walk failed
+//! but the node's rule could have ended after `k >= 1` of its bytes and byte `k` may follow
+//! that rule somewhere in the grammar. (Ending after 0 bytes is covered at run time: the
+//! completed caller is itself in the matcher's item set.)
+
+use super::trie::TokenTrie;
+use crate::automaton::{byte_in, Automaton};
+use crate::parser::Chart;
+
+/// A set of token ids in its smallest form.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum TokenSet {
+    /// The listed ids (sorted).
+    Accepted(Vec<u32>),
+    /// Every text token except the listed ids (sorted; uncertain tokens are listed too).
+    Rejected(Vec<u32>),
+    /// One bit per token id, `ceil(vocab_size / 32)` words.
+    Bitset(Box<[u32]>),
+}
+
+/// The precomputed mask of one automaton node.
+#[derive(Clone, Debug)]
+pub(crate) struct NodeMask {
+    pub accepted: TokenSet,
+    /// Trie positions (indices into [`TokenTrie::sorted`]) of uncertain tokens, ascending.
+    pub uncertain: Vec<u32>,
+}
+
+impl NodeMask {
+    /// Heap bytes held.
+    pub fn memory_bytes(&self) -> usize {
+        let set = match &self.accepted {
+            TokenSet::Accepted(v) | TokenSet::Rejected(v) => v.capacity() * 4,
+            TokenSet::Bitset(b) => b.len() * 4,
+        };
+        set + self.uncertain.capacity() * 4
+    }
+}
+
+/// Computes the mask of `node`. `words` is the bitmask length in `u32` words.
+pub(crate) fn compute_node_mask(
+    aut: &Automaton,
+    trie: &TokenTrie,
+    node: u32,
+    words: usize,
+) -> NodeMask {
+    let follow = &aut.follow[aut.nodes[node as usize].rule as usize];
+    let mut chart = Chart::new(aut, node);
+    let mut accepted: Vec<u32> = Vec::new(); // trie positions
+    let mut uncertain: Vec<u32> = Vec::new();
+    // exit_ok[d]: along the current path, the rule could end after d bytes and byte d may
+    // follow it; prefix_ok[d] = exit_ok[1] || ... || exit_ok[d].
+    let mut prefix_ok: Vec<bool> = vec![false];
+    let mut exit_here: Vec<bool> = vec![false];
+    let n = trie.byte.len();
+    let mut i = 0usize;
+    // Cost: one chart push per trie node visited; failed subtrees are skipped whole.
+    while i < n {
+        let d = trie.depth[i] as usize;
+        while chart.len() > d {
+            chart.pop();
+            prefix_ok.pop();
+            exit_here.pop();
+        }
+        let b = trie.byte[i];
+        // Could the rule end before this byte (after d - 1 >= 1 bytes) with b following it?
+        let ok_before = prefix_ok[d - 1] || (d >= 2 && exit_here[d - 1] && byte_in(follow, b));
+        if chart.push_byte(aut, b) {
+            accepted.extend(trie.tok_start[i]..trie.tok_here_end[i]);
+            prefix_ok.push(ok_before);
+            exit_here.push(chart.can_exit());
+            i += 1;
+        } else {
+            if ok_before {
+                let end = trie.subtree_end[i] as usize;
+                uncertain.extend(trie.tok_start[i]..trie.tok_start[end]);
+            }
+            i = trie.subtree_end[i] as usize;
+        }
+    }
+    let mut ids: Vec<u32> = accepted.iter().map(|&p| trie.sorted[p as usize]).collect();
+    ids.sort_unstable();
+    let total = trie.token_count();
+    // The rejected form lists every text token that is not accepted (uncertain ones too).
+    let rejected_count = total - ids.len();
+    let accepted = if ids.len() * 4 <= words * 4 && ids.len() <= rejected_count {
+        TokenSet::Accepted(ids)
+    } else if rejected_count * 4 <= words * 4 {
+        let mut acc = vec![false; trie.pos_of.len()];
+        for &id in &ids {
+            acc[id as usize] = true;
+        }
+        let mut rej: Vec<u32> = trie
+            .sorted
+            .iter()
+            .copied()
+            .filter(|&id| !acc[id as usize])
+            .collect();
+        rej.sort_unstable();
+        TokenSet::Rejected(rej)
+    } else {
+        let mut bits = vec![0u32; words].into_boxed_slice();
+        for &id in &ids {
+            bits[(id / 32) as usize] |= 1 << (id % 32);
+        }
+        TokenSet::Bitset(bits)
+    };
+    NodeMask {
+        accepted,
+        uncertain,
+    }
+}

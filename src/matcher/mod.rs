@@ -1,0 +1,509 @@
+//! The grammar matcher: one per sequence being decoded.
+//!
+//! Per decoding step an inference loop calls [`GrammarMatcher::fill_next_token_bitmask`],
+//! applies the mask to the logits, samples, then calls [`GrammarMatcher::accept_token`].
+//! The invariant every test leans on: **for every token and every state, the mask bit is
+//! set if and only if `accept_token` on that state would succeed.**
+//!
+//! ```
+//! use std::sync::Arc;
+//! use tokensieve::{GrammarCompiler, GrammarMatcher, Vocabulary};
+//!
+//! let tokens: Vec<&[u8]> = vec![b"a", b"b", b"ab", b"</s>"];
+//! let vocab = Vocabulary::from_token_bytes(&tokens, &[3], &[3]).unwrap();
+//! let compiler = GrammarCompiler::new(vocab);
+//! let grammar = compiler.compile_grammar(r#"root ::= "a" "b"+"#).unwrap();
+//! let mut m = GrammarMatcher::new(grammar);
+//! let mut mask = vec![0u32; m.bitmask_words()];
+//! m.fill_next_token_bitmask(&mut mask).unwrap();
+//! assert_eq!(mask[0], 0b0101); // "a" and "ab"
+//! assert!(m.accept_token(2)); // "ab"
+//! assert!(m.accept_token(3)); // </s>: the root may end here
+//! assert!(m.is_terminated());
+//! ```
+
+use crate::compiler::CompiledGrammar;
+use crate::mask::cache::TokenSet;
+use crate::parser::{Chart, EXT};
+use std::sync::Arc;
+
+/// Why a token was rejected by [`GrammarMatcher::try_accept_token`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TokenRejection {
+    /// A stop token was already accepted.
+    #[error("token {token}: the matcher has terminated (a stop token was accepted)")]
+    Terminated {
+        /// The token id.
+        token: u32,
+    },
+    /// The id is not below the vocabulary size (the logits width).
+    #[error("token {token} is past the vocabulary size {vocab_size}")]
+    OutOfRange {
+        /// The token id.
+        token: u32,
+        /// The vocabulary size.
+        vocab_size: usize,
+    },
+    /// A padding id: below the logits width but past the tokenizer.
+    #[error("token {token} is a padding id (the tokenizer has {tokenizer_size} tokens)")]
+    Padding {
+        /// The token id.
+        token: u32,
+        /// The tokenizer's size.
+        tokenizer_size: usize,
+    },
+    /// A stop token where the root rule cannot end.
+    #[error("stop token {token} where the grammar cannot end")]
+    StopNotAllowed {
+        /// The token id.
+        token: u32,
+    },
+    /// A special token that no token terminal allows here.
+    #[error("special token {token} is not allowed here")]
+    SpecialNotAllowed {
+        /// The token id.
+        token: u32,
+    },
+    /// A token with no bytes.
+    #[error("token {token} has no bytes")]
+    Empty {
+        /// The token id.
+        token: u32,
+    },
+    /// The grammar rejects the token's bytes at byte `offset`.
+    #[error("token {token}: byte {offset} (0x{byte:02x}) does not match the grammar")]
+    Bytes {
+        /// The token id (`u32::MAX` for `accept_string`).
+        token: u32,
+        /// Offset of the first rejected byte in the token.
+        offset: usize,
+        /// That byte.
+        byte: u8,
+    },
+}
+
+/// Errors of the matcher's other calls.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MatcherError {
+    /// The bitmask buffer has the wrong length.
+    #[error("bitmask has {got} words, expected ceil(vocab_size / 32) = {expected}")]
+    BitmaskLength {
+        /// `ceil(vocab_size / 32)`.
+        expected: usize,
+        /// The buffer's length.
+        got: usize,
+    },
+    /// Rollback of more steps than were accepted.
+    #[error("cannot roll back {requested} tokens: only {available} were accepted")]
+    Rollback {
+        /// Steps asked for.
+        requested: usize,
+        /// Steps available.
+        available: usize,
+    },
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Step {
+    /// Chart length before the step.
+    chart_len: u32,
+    /// The step was a stop token.
+    stop: bool,
+}
+
+/// Matches one sequence against a compiled grammar, token by token.
+///
+/// Cheap to create from an `Arc<CompiledGrammar>`; `clone()` forks it (the chart is copied:
+/// O(items accepted so far)). Not `Sync` (it mutates scratch space); `Send`.
+#[derive(Clone, Debug)]
+pub struct GrammarMatcher {
+    compiled: Arc<CompiledGrammar>,
+    chart: Chart,
+    history: Vec<Step>,
+    terminated: bool,
+    // Scratch space reused by every mask computation (no allocation per step once warm).
+    node_stamp: Vec<u32>,
+    stamp: u32,
+    kernel: Vec<u32>,
+    scratch_bits: Vec<u32>,
+    scratch_uncertain: Vec<u32>,
+}
+
+impl GrammarMatcher {
+    /// A matcher at the start of `compiled`'s root rule.
+    pub fn new(compiled: Arc<CompiledGrammar>) -> Self {
+        let root_start = compiled.aut.rule_start[compiled.aut.root as usize];
+        let chart = Chart::new(&compiled.aut, root_start);
+        let n = compiled.aut.nodes.len();
+        GrammarMatcher {
+            chart,
+            history: Vec::new(),
+            terminated: false,
+            node_stamp: vec![0; n],
+            stamp: 0,
+            kernel: Vec::new(),
+            scratch_bits: Vec::new(),
+            scratch_uncertain: Vec::new(),
+            compiled,
+        }
+    }
+
+    /// The compiled grammar this matcher runs.
+    pub fn compiled_grammar(&self) -> &Arc<CompiledGrammar> {
+        &self.compiled
+    }
+
+    /// The length in `u32` words of this matcher's bitmask: `ceil(vocab_size / 32)`.
+    pub fn bitmask_words(&self) -> usize {
+        self.compiled.vocab.bitmask_words()
+    }
+
+    /// True once a stop token has been accepted; every token is rejected after that.
+    pub fn is_terminated(&self) -> bool {
+        self.terminated
+    }
+
+    /// True when the output so far is a complete match of the root rule (a stop token would
+    /// be accepted now), or the matcher has terminated.
+    pub fn is_completed(&self) -> bool {
+        self.terminated || self.chart.can_exit()
+    }
+
+    /// Number of steps that [`GrammarMatcher::rollback`] can undo.
+    pub fn num_accepted_steps(&self) -> usize {
+        self.history.len()
+    }
+
+    /// Accepts token `token` if the grammar allows it; returns false (state unchanged)
+    /// otherwise. [`GrammarMatcher::try_accept_token`] says why.
+    pub fn accept_token(&mut self, token: u32) -> bool {
+        self.try_accept_token(token).is_ok()
+    }
+
+    /// Accepts token `token`, or says why not.
+    ///
+    /// Stop tokens are accepted exactly where the root rule can end, and terminate the
+    /// matcher. Special tokens are accepted only through a token terminal of the grammar.
+    ///
+    /// # Errors
+    /// A [`TokenRejection`]; the matcher's state is then exactly as before the call.
+    pub fn try_accept_token(&mut self, token: u32) -> Result<(), TokenRejection> {
+        if self.terminated {
+            return Err(TokenRejection::Terminated { token });
+        }
+        let vocab = &self.compiled.vocab;
+        if token as usize >= vocab.vocab_size() {
+            return Err(TokenRejection::OutOfRange {
+                token,
+                vocab_size: vocab.vocab_size(),
+            });
+        }
+        let Some(bytes) = vocab.token_bytes(token) else {
+            return Err(TokenRejection::Padding {
+                token,
+                tokenizer_size: vocab.tokenizer_size(),
+            });
+        };
+        let before = self.chart.len() as u32;
+        let aut = &self.compiled.aut;
+        if self.chart.push_token(aut, token) {
+            self.history.push(Step {
+                chart_len: before,
+                stop: false,
+            });
+            return Ok(());
+        }
+        if vocab.is_stop_token(token) {
+            if self.chart.can_exit() {
+                self.terminated = true;
+                self.history.push(Step {
+                    chart_len: before,
+                    stop: true,
+                });
+                return Ok(());
+            }
+            return Err(TokenRejection::StopNotAllowed { token });
+        }
+        if vocab.is_special(token) {
+            return Err(TokenRejection::SpecialNotAllowed { token });
+        }
+        if bytes.is_empty() {
+            return Err(TokenRejection::Empty { token });
+        }
+        for (offset, &byte) in bytes.iter().enumerate() {
+            if !self.chart.push_byte(aut, byte) {
+                self.chart.truncate(before as usize);
+                return Err(TokenRejection::Bytes {
+                    token,
+                    offset,
+                    byte,
+                });
+            }
+        }
+        self.history.push(Step {
+            chart_len: before,
+            stop: false,
+        });
+        Ok(())
+    }
+
+    /// Accepts the bytes of `text` as one step (for rollback), all or nothing.
+    pub fn accept_string(&mut self, text: &str) -> bool {
+        self.try_accept_bytes(text.as_bytes()).is_ok()
+    }
+
+    /// Accepts `bytes` as one step, all or nothing.
+    ///
+    /// # Errors
+    /// [`TokenRejection::Bytes`] (with `token` = `u32::MAX`) at the first byte the grammar
+    /// rejects, or [`TokenRejection::Terminated`]; the state is then unchanged.
+    pub fn try_accept_bytes(&mut self, bytes: &[u8]) -> Result<(), TokenRejection> {
+        if self.terminated {
+            return Err(TokenRejection::Terminated { token: u32::MAX });
+        }
+        let before = self.chart.len() as u32;
+        for (offset, &byte) in bytes.iter().enumerate() {
+            if !self.chart.push_byte(&self.compiled.aut, byte) {
+                self.chart.truncate(before as usize);
+                return Err(TokenRejection::Bytes {
+                    token: u32::MAX,
+                    offset,
+                    byte,
+                });
+            }
+        }
+        self.history.push(Step {
+            chart_len: before,
+            stop: false,
+        });
+        Ok(())
+    }
+
+    /// Undoes the last `n` accepted steps (tokens, or strings accepted with
+    /// `accept_string`); a stop token counts as one step.
+    ///
+    /// # Errors
+    /// [`MatcherError::Rollback`] when `n` exceeds the steps accepted; nothing changes then.
+    pub fn rollback(&mut self, n: usize) -> Result<(), MatcherError> {
+        if n > self.history.len() {
+            return Err(MatcherError::Rollback {
+                requested: n,
+                available: self.history.len(),
+            });
+        }
+        if n == 0 {
+            return Ok(());
+        }
+        let keep = self.history.len() - n;
+        let first = self.history[keep];
+        if self.history[keep..].iter().any(|s| s.stop) {
+            self.terminated = false;
+        }
+        self.chart.truncate(first.chart_len as usize);
+        self.history.truncate(keep);
+        Ok(())
+    }
+
+    /// Returns to the start of the grammar, as a new matcher.
+    pub fn reset(&mut self) {
+        self.chart.truncate(1);
+        self.history.clear();
+        self.terminated = false;
+    }
+
+    /// The bytes that the grammar forces next, whatever is sampled: the longest run of
+    /// positions with exactly one possible byte (stopping where the root could end or a
+    /// special token could come). Does not change the state.
+    pub fn find_jump_forward_bytes(&mut self) -> Vec<u8> {
+        let mut out = Vec::new();
+        if self.terminated {
+            return out;
+        }
+        let aut = &self.compiled.aut;
+        let start = self.chart.len();
+        while out.len() < 65_536 && !self.chart.can_exit() {
+            let mut single: Option<u8> = None;
+            let mut forced = true;
+            'items: for it in self.chart.current() {
+                if !aut.tokens_of(it.node).is_empty() {
+                    forced = false;
+                    break;
+                }
+                for e in aut.bytes_of(it.node) {
+                    if e.lo != e.hi || single.is_some_and(|s| s != e.lo) {
+                        forced = false;
+                        break 'items;
+                    }
+                    single = Some(e.lo);
+                }
+            }
+            match single {
+                Some(b) if forced && self.chart.push_byte(aut, b) => out.push(b),
+                _ => break,
+            }
+        }
+        self.chart.truncate(start);
+        out
+    }
+
+    /// [`GrammarMatcher::find_jump_forward_bytes`] cut to its longest valid UTF-8 prefix, as
+    /// XGrammar's `find_jump_forward_string`.
+    pub fn find_jump_forward_string(&mut self) -> String {
+        let bytes = self.find_jump_forward_bytes();
+        match String::from_utf8(bytes) {
+            Ok(s) => s,
+            Err(e) => {
+                let valid = e.utf8_error().valid_up_to();
+                let mut b = e.into_bytes();
+                b.truncate(valid);
+                String::from_utf8(b).unwrap_or_default()
+            }
+        }
+    }
+
+    /// Writes the token bitmask of the next step into `bitmask`: bit `i % 32` of word
+    /// `i / 32` is set when `accept_token(i)` would succeed now. Padding ids and the bits
+    /// past `vocab_size` are clear; after termination every bit is clear.
+    ///
+    /// `bitmask.len()` must be `ceil(vocab_size / 32)` words. No allocation once the
+    /// matcher's scratch space is warm.
+    ///
+    /// # Errors
+    /// [`MatcherError::BitmaskLength`] for a buffer of the wrong length.
+    pub fn fill_next_token_bitmask(&mut self, bitmask: &mut [u32]) -> Result<(), MatcherError> {
+        let words = self.bitmask_words();
+        if bitmask.len() != words {
+            return Err(MatcherError::BitmaskLength {
+                expected: words,
+                got: bitmask.len(),
+            });
+        }
+        bitmask.fill(0);
+        if self.terminated {
+            return Ok(());
+        }
+        let compiled = self.compiled.clone();
+        let aut = &compiled.aut;
+        let pos = self.chart.pos();
+        self.stamp = self.stamp.wrapping_add(1);
+        if self.stamp == 0 {
+            self.node_stamp.fill(0);
+            self.stamp = 1;
+        }
+        self.kernel.clear();
+        for it in self.chart.current() {
+            for e in aut.tokens_of(it.node) {
+                bitmask[(e.token / 32) as usize] |= 1 << (e.token % 32);
+            }
+            // Items of rule instances that started here are covered by their predictor's
+            // precomputed mask; only older instances (and the base item) need their own.
+            if it.origin == pos && it.origin != EXT {
+                continue;
+            }
+            let n = it.node as usize;
+            if self.node_stamp[n] != self.stamp {
+                self.node_stamp[n] = self.stamp;
+                self.kernel.push(it.node);
+            }
+        }
+        if self.chart.can_exit() {
+            for &t in compiled.vocab.stop_tokens() {
+                bitmask[(t / 32) as usize] |= 1 << (t % 32);
+            }
+        }
+        // Context-independent accepted tokens.
+        let mut uncertain_nodes = 0usize;
+        let mut single_uncertain: Option<u32> = None;
+        for &n in &self.kernel {
+            let Some(m) = compiled.node_mask(n) else {
+                continue;
+            };
+            match &m.accepted {
+                TokenSet::Accepted(ids) => {
+                    for &id in ids {
+                        bitmask[(id / 32) as usize] |= 1 << (id % 32);
+                    }
+                }
+                TokenSet::Bitset(bits) => {
+                    for (w, b) in bitmask.iter_mut().zip(bits.iter()) {
+                        *w |= b;
+                    }
+                }
+                TokenSet::Rejected(ids) => {
+                    self.scratch_bits.clear();
+                    self.scratch_bits.extend_from_slice(&compiled.text_bits);
+                    for &id in ids {
+                        self.scratch_bits[(id / 32) as usize] &= !(1 << (id % 32));
+                    }
+                    for (w, b) in bitmask.iter_mut().zip(self.scratch_bits.iter()) {
+                        *w |= b;
+                    }
+                }
+            }
+            if !m.uncertain.is_empty() {
+                uncertain_nodes += 1;
+                single_uncertain = Some(n);
+            }
+        }
+        // Context-dependent tokens: run each through the full chart, sharing prefixes.
+        if uncertain_nodes == 1 {
+            if let Some(m) = single_uncertain.and_then(|n| compiled.node_mask(n)) {
+                check_tokens(&mut self.chart, &compiled, &m.uncertain, bitmask);
+            }
+        } else if uncertain_nodes > 1 {
+            let mut list = std::mem::take(&mut self.scratch_uncertain);
+            list.clear();
+            for &n in &self.kernel {
+                if let Some(m) = compiled.node_mask(n) {
+                    list.extend_from_slice(&m.uncertain);
+                }
+            }
+            list.sort_unstable();
+            list.dedup();
+            check_tokens(&mut self.chart, &compiled, &list, bitmask);
+            self.scratch_uncertain = list;
+        }
+        Ok(())
+    }
+}
+
+/// Sets the bit of every token (given by trie position, ascending) that the chart accepts.
+/// The chart is restored before returning.
+fn check_tokens(chart: &mut Chart, compiled: &CompiledGrammar, positions: &[u32], bitmask: &mut [u32]) {
+    let aut = &compiled.aut;
+    let base = chart.len();
+    let mut prev: &[u8] = &[];
+    // Bytes of `prev` pushed onto the chart; `failed`: byte `pushed` of `prev` was rejected.
+    let mut pushed = 0usize;
+    let mut failed = false;
+    // Cost: one chart push per byte not shared with the previous token's accepted prefix.
+    for &p in positions {
+        let id = compiled.trie.sorted[p as usize];
+        if bitmask[(id / 32) as usize] >> (id % 32) & 1 == 1 {
+            continue;
+        }
+        let bytes = compiled.vocab.token_bytes(id).unwrap_or(&[]);
+        let lcp = prev.iter().zip(bytes).take_while(|(a, b)| a == b).count();
+        if failed && lcp > pushed {
+            continue; // shares the prefix that already failed
+        }
+        if lcp < pushed {
+            chart.truncate(base + lcp);
+            pushed = lcp;
+        }
+        failed = false;
+        prev = bytes;
+        while pushed < bytes.len() {
+            if chart.push_byte(aut, bytes[pushed]) {
+                pushed += 1;
+            } else {
+                failed = true;
+                break;
+            }
+        }
+        if !failed {
+            bitmask[(id / 32) as usize] |= 1 << (id % 32);
+        }
+    }
+    chart.truncate(base);
+}

@@ -1,0 +1,220 @@
+//! An Earley recogniser over the byte-level rule automata.
+//!
+//! An item is `(node, origin)`: a node of some rule's automaton and the chart position where
+//! that rule instance started. The chart holds one item set per consumed symbol (a byte or a
+//! special token). Scanning advances items over a byte edge; prediction adds the start node
+//! of each called rule; completion advances the callers waiting at the origin. Nullable rules
+//! are handled by advancing over their call at prediction time (Aycock & Horspool), so
+//! completion never needs to revisit the set being built. The item count per position is
+//! bounded by `nodes × positions`, so no grammar (left-recursive, ambiguous, nested stars)
+//! blows up exponentially.
+//!
+//! The *base item* has origin [`EXT`]: it stands for a rule instance that began outside the
+//! chart (the root rule in a matcher, or the rule of a node whose mask is being precomputed).
+//! When it reaches a final node, the chart records an *exit* at that position instead of
+//! completing a caller.
+//!
+//! Push and pop are O(items of one set), so the mask computation can walk a token trie by
+//! pushing a byte per edge and popping on the way back.
+
+use crate::automaton::Automaton;
+use rustc_hash::FxHashSet;
+
+/// Origin of the base item.
+pub(crate) const EXT: u32 = u32::MAX;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct Item {
+    pub node: u32,
+    pub origin: u32,
+}
+
+/// An Earley chart whose sets can be pushed and popped.
+#[derive(Clone, Debug)]
+pub(crate) struct Chart {
+    pub items: Vec<Item>,
+    /// Start index in `items` of each set; set `k` ends where set `k + 1` starts.
+    pub starts: Vec<u32>,
+    /// `exits[k]`: the base item is at a final node in set `k`.
+    pub exits: Vec<bool>,
+    seen: FxHashSet<u64>,
+}
+
+impl Chart {
+    /// A chart whose set 0 is the closure of the base item at `node`.
+    pub fn new(aut: &Automaton, node: u32) -> Self {
+        let mut c = Chart {
+            items: Vec::with_capacity(64),
+            starts: vec![0],
+            exits: vec![false],
+            seen: FxHashSet::default(),
+        };
+        c.seen.clear();
+        c.add(Item { node, origin: EXT });
+        c.close(aut, 0);
+        c
+    }
+
+    /// Index of the current (last) set.
+    #[inline]
+    pub fn pos(&self) -> u32 {
+        (self.starts.len() - 1) as u32
+    }
+
+    #[inline]
+    pub fn set(&self, k: u32) -> &[Item] {
+        let s = self.starts[k as usize] as usize;
+        let e = self
+            .starts
+            .get(k as usize + 1)
+            .map_or(self.items.len(), |&e| e as usize);
+        &self.items[s..e]
+    }
+
+    #[inline]
+    pub fn current(&self) -> &[Item] {
+        self.set(self.pos())
+    }
+
+    /// True when the base rule may end at the current position.
+    #[inline]
+    pub fn can_exit(&self) -> bool {
+        self.exits[self.exits.len() - 1]
+    }
+
+    #[inline]
+    fn add(&mut self, it: Item) {
+        if self.seen.insert(((it.node as u64) << 32) | it.origin as u64) {
+            self.items.push(it);
+        }
+    }
+
+    /// Consumes byte `b`. Returns false (and changes nothing) when no item can scan it.
+    pub fn push_byte(&mut self, aut: &Automaton, b: u8) -> bool {
+        let cur = self.pos();
+        let (s, e) = (self.starts[cur as usize] as usize, self.items.len());
+        let start = self.items.len();
+        self.seen.clear();
+        // Cost: one pass over the current set's items and their byte edges.
+        for i in s..e {
+            let it = self.items[i];
+            for edge in aut.bytes_of(it.node) {
+                if edge.lo <= b && b <= edge.hi {
+                    self.add(Item {
+                        node: edge.target,
+                        origin: it.origin,
+                    });
+                    break;
+                }
+            }
+        }
+        if self.items.len() == start {
+            return false;
+        }
+        self.starts.push(start as u32);
+        self.exits.push(false);
+        self.close(aut, start);
+        true
+    }
+
+    /// Consumes special token `token` through a token edge. Returns false (and changes
+    /// nothing) when no item has such an edge.
+    pub fn push_token(&mut self, aut: &Automaton, token: u32) -> bool {
+        let start = self.items.len();
+        self.seen.clear();
+        let cur = self.pos();
+        let (s, e) = (self.starts[cur as usize] as usize, self.items.len());
+        for i in s..e {
+            let it = self.items[i];
+            for edge in aut.tokens_of(it.node) {
+                if edge.token == token {
+                    self.add(Item {
+                        node: edge.target,
+                        origin: it.origin,
+                    });
+                }
+            }
+        }
+        if self.items.len() == start {
+            return false;
+        }
+        self.starts.push(start as u32);
+        self.exits.push(false);
+        self.close(aut, start);
+        true
+    }
+
+    /// Removes the last set (undoes one push). Never removes set 0.
+    pub fn pop(&mut self) {
+        if self.starts.len() > 1 {
+            let s = self.starts.pop().unwrap_or(0);
+            self.exits.pop();
+            self.items.truncate(s as usize);
+        }
+    }
+
+    /// Pops until `len` sets remain.
+    pub fn truncate(&mut self, len: usize) {
+        let len = len.max(1);
+        if self.starts.len() > len {
+            let s = self.starts[len];
+            self.starts.truncate(len);
+            self.exits.truncate(len);
+            self.items.truncate(s as usize);
+        }
+    }
+
+    /// Number of sets (positions + 1).
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.starts.len()
+    }
+
+    /// Prediction and completion for the items of the current set from index `from` on.
+    /// `seen` already holds the items of the current set added so far.
+    fn close(&mut self, aut: &Automaton, from: usize) {
+        let pos = self.pos();
+        let mut j = from;
+        while j < self.items.len() {
+            let it = self.items[j];
+            j += 1;
+            let node = &aut.nodes[it.node as usize];
+            for c in aut.calls_of(it.node) {
+                self.add(Item {
+                    node: aut.rule_start[c.rule as usize],
+                    origin: pos,
+                });
+                if aut.nullable[c.rule as usize] {
+                    self.add(Item {
+                        node: c.target,
+                        origin: it.origin,
+                    });
+                }
+            }
+            if node.is_final {
+                if it.origin == EXT {
+                    let last = self.exits.len() - 1;
+                    self.exits[last] = true;
+                } else if it.origin != pos {
+                    // Completion: advance every caller of this rule waiting at the origin.
+                    let rule = node.rule;
+                    let (s, e) = (
+                        self.starts[it.origin as usize] as usize,
+                        self.starts[it.origin as usize + 1] as usize,
+                    );
+                    for k in s..e {
+                        let caller = self.items[k];
+                        for c in aut.calls_of(caller.node) {
+                            if c.rule == rule {
+                                self.add(Item {
+                                    node: c.target,
+                                    origin: caller.origin,
+                                });
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,272 @@
+//! Engine behaviour on grammars built as IR, over a small synthetic vocabulary, checked
+//! against an independent recogniser (`tests/oracle`): mask ⇔ accept at every step of
+//! random walks, texts accepted at termination belong to the language, rollback and fork.
+
+mod oracle;
+
+use oracle::{Oracle, Sym};
+use rand::{rngs::StdRng, Rng, SeedableRng};
+use std::sync::Arc;
+use tokensieve::grammar::{CharClass, Expr, Grammar, Rule, RuleId, TokenRef};
+use tokensieve::{CompiledGrammar, GrammarCompiler, GrammarMatcher, Vocabulary};
+
+const EOS: &[u8] = b"<eos>";
+const SPECIAL: &[u8] = b"<|sep|>";
+
+/// Every string of 1–3 symbols over `alphabet`, plus multi-byte characters, then the
+/// special separator token and the stop token (last two ids).
+fn synthetic_vocab(alphabet: &[&str]) -> Vocabulary {
+    let mut tokens: Vec<Vec<u8>> = Vec::new();
+    for a in alphabet {
+        tokens.push(a.as_bytes().to_vec());
+        for b in alphabet {
+            tokens.push(format!("{a}{b}").into_bytes());
+            for c in alphabet {
+                tokens.push(format!("{a}{b}{c}").into_bytes());
+            }
+        }
+    }
+    // Partial UTF-8: first byte of 'é' and of '😀' alone, and their continuations.
+    tokens.push(vec![0xC3]);
+    tokens.push(vec![0xA9]);
+    tokens.push(vec![0xF0, 0x9F]);
+    tokens.push(vec![0x98, 0x80]);
+    tokens.push(b"\xF0\x9F\x98\x80".to_vec());
+    tokens.push(SPECIAL.to_vec());
+    tokens.push(EOS.to_vec());
+    let n = tokens.len() as u32;
+    Vocabulary::from_token_bytes(&tokens, &[n - 2, n - 1], &[n - 1]).unwrap()
+}
+
+fn lit(s: &str) -> Expr {
+    Expr::Bytes(s.as_bytes().to_vec())
+}
+
+fn r(i: u32) -> Expr {
+    Expr::Rule(RuleId(i))
+}
+
+fn class(ranges: &[(char, char)], negated: bool) -> Expr {
+    Expr::Class(CharClass {
+        negated,
+        ranges: ranges.iter().map(|&(a, b)| (a as u32, b as u32)).collect(),
+    })
+}
+
+fn rep(e: Expr, min: u32, max: Option<u32>) -> Expr {
+    Expr::Repeat {
+        expr: Box::new(e),
+        min,
+        max,
+    }
+}
+
+fn grammar(rules: Vec<(&str, Expr)>) -> Grammar {
+    Grammar {
+        rules: rules
+            .into_iter()
+            .map(|(n, b)| Rule {
+                name: n.to_string(),
+                body: b,
+            })
+            .collect(),
+        root: RuleId(0),
+    }
+}
+
+/// Checks mask ⇔ accept for every token at the matcher's state; returns the allowed ids.
+fn check_invariant(m: &GrammarMatcher, vocab: &Vocabulary) -> Vec<u32> {
+    let mut mask = vec![0u32; vocab.bitmask_words()];
+    let mut fork = m.clone();
+    fork.fill_next_token_bitmask(&mut mask).unwrap();
+    let mut allowed = Vec::new();
+    for t in 0..vocab.vocab_size() as u32 {
+        let bit = mask[(t / 32) as usize] >> (t % 32) & 1 == 1;
+        let ok = fork.accept_token(t);
+        assert_eq!(
+            bit, ok,
+            "token {t} {:?}: mask bit {bit}, accept_token {ok}",
+            String::from_utf8_lossy(vocab.token_bytes(t).unwrap_or(b"?"))
+        );
+        if ok {
+            allowed.push(t);
+            fork.rollback(1).unwrap();
+        }
+    }
+    allowed
+}
+
+fn to_syms(vocab: &Vocabulary, ids: &[u32]) -> Vec<Sym> {
+    let mut out = Vec::new();
+    for &id in ids {
+        if vocab.is_special(id) {
+            out.push(Sym::Token(id));
+        } else {
+            out.extend(vocab.token_bytes(id).unwrap().iter().map(|&b| Sym::Byte(b)));
+        }
+    }
+    out
+}
+
+/// Random walks: at every step the mask must equal accept_token; at a stop token the text
+/// must be accepted by the oracle; mid-walk, rollback must restore the exact mask.
+fn random_walks(g: &Grammar, vocab: Vocabulary, walks: usize, max_steps: usize, seed: u64) {
+    let vocab = Arc::new(vocab);
+    let compiler = GrammarCompiler::new(vocab.clone());
+    let compiled: Arc<CompiledGrammar> = compiler.compile_ir(g).unwrap();
+    let special_text = String::from_utf8(SPECIAL.to_vec()).unwrap();
+    let sep_id = vocab.special_token_id(&special_text);
+    let text_to_id = |s: &str| if s == special_text { sep_id } else { None };
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut terminated = 0;
+    for _ in 0..walks {
+        let mut m = GrammarMatcher::new(compiled.clone());
+        let mut ids = Vec::new();
+        for step in 0..max_steps {
+            let allowed = check_invariant(&m, &vocab);
+            if allowed.is_empty() {
+                panic!("dead end after {:?}", String::from_utf8_lossy(&vocab.decode_bytes(&ids)));
+            }
+            // Prefer ending late: stop tokens only half the time they are allowed.
+            let mut t = allowed[rng.gen_range(0..allowed.len())];
+            if vocab.is_stop_token(t) && allowed.len() > 1 && rng.gen_bool(0.5) && step + 1 < max_steps {
+                t = *allowed.iter().find(|&&x| !vocab.is_stop_token(x)).unwrap();
+            }
+            // Rollback check: the mask after accept + rollback equals the mask before.
+            if step % 3 == 1 {
+                let mut before = vec![0u32; vocab.bitmask_words()];
+                let mut after = before.clone();
+                m.fill_next_token_bitmask(&mut before).unwrap();
+                assert!(m.accept_token(t));
+                m.rollback(1).unwrap();
+                m.fill_next_token_bitmask(&mut after).unwrap();
+                assert_eq!(before, after, "rollback changed the mask");
+            }
+            assert!(m.accept_token(t));
+            if vocab.is_stop_token(t) {
+                assert!(m.is_terminated());
+                let syms = to_syms(&vocab, &ids);
+                assert!(
+                    Oracle::accepts(g, &syms, &text_to_id),
+                    "oracle rejects {:?}",
+                    String::from_utf8_lossy(&vocab.decode_bytes(&ids))
+                );
+                terminated += 1;
+                break;
+            }
+            ids.push(t);
+        }
+    }
+    assert!(terminated > 0, "no walk reached a stop token");
+}
+
+#[test]
+fn left_recursive_arithmetic() {
+    // expr ::= expr "+" term | term ; term ::= term "*" factor | factor ;
+    // factor ::= "(" expr ")" | [0-9]+
+    let g = grammar(vec![
+        ("expr", Expr::Choice(vec![Expr::Seq(vec![r(0), lit("+"), r(1)]), r(1)])),
+        ("term", Expr::Choice(vec![Expr::Seq(vec![r(1), lit("*"), r(2)]), r(2)])),
+        (
+            "factor",
+            Expr::Choice(vec![
+                Expr::Seq(vec![lit("("), r(0), lit(")")]),
+                rep(class(&[('0', '9')], false), 1, None),
+            ]),
+        ),
+    ]);
+    random_walks(&g, synthetic_vocab(&["1", "2", "+", "*", "(", ")", "x"]), 20, 30, 1);
+}
+
+#[test]
+fn nullable_nested_stars_and_ambiguity() {
+    // root ::= ((("a"*)*)*) "b" | ("a" | "aa")* "c" | x x ; x ::= "a"? | "ab"
+    let g = grammar(vec![
+        (
+            "root",
+            Expr::Choice(vec![
+                Expr::Seq(vec![rep(rep(rep(lit("a"), 0, None), 0, None), 0, None), lit("b")]),
+                Expr::Seq(vec![rep(Expr::Choice(vec![lit("a"), lit("aa")]), 0, None), lit("c")]),
+                Expr::Seq(vec![r(1), r(1)]),
+            ]),
+        ),
+        ("x", Expr::Choice(vec![rep(lit("a"), 0, Some(1)), lit("ab")])),
+    ]);
+    random_walks(&g, synthetic_vocab(&["a", "b", "c"]), 30, 40, 2);
+}
+
+#[test]
+fn unicode_classes_and_partial_utf8_tokens() {
+    // root ::= [a-zé😀-😂]+ "!" with negated class too
+    let g = grammar(vec![(
+        "root",
+        Expr::Seq(vec![
+            rep(class(&[('a', 'b'), ('é', 'é'), ('😀', '😂')], false), 1, None),
+            class(&[('a', 'z'), ('\u{80}', '\u{10FFFF}')], true),
+        ]),
+    )]);
+    random_walks(&g, synthetic_vocab(&["a", "b", "!", "é"]), 30, 20, 3);
+}
+
+#[test]
+fn bounded_repetition_small_and_large() {
+    let g = grammar(vec![(
+        "root",
+        Expr::Seq(vec![
+            rep(lit("a"), 2, Some(5)),
+            lit("b"),
+            rep(class(&[('a', 'b')], false), 3, Some(20_000)),
+            lit("c"),
+        ]),
+    )]);
+    random_walks(&g, synthetic_vocab(&["a", "b", "c"]), 20, 40, 4);
+}
+
+#[test]
+fn large_repetition_is_compact_and_exact() {
+    let g = grammar(vec![("root", rep(class(&[('a', 'z')], false), 2, Some(20_000)))]);
+    let vocab = Arc::new(synthetic_vocab(&["a", "b", "-"]));
+    let compiler = GrammarCompiler::new(vocab.clone());
+    let compiled = compiler.compile_ir(&g).unwrap();
+    assert!(compiled.node_count() < 400, "{} nodes", compiled.node_count());
+    let mut m = GrammarMatcher::new(compiled.clone());
+    assert!(!m.accept_token(vocab.stop_tokens()[0]));
+    assert!(m.accept_string("a"));
+    assert!(!m.is_completed());
+    assert!(m.accept_string("b"));
+    assert!(m.is_completed());
+    // Exactly 20,000 letters are allowed, not one more.
+    let mut m = GrammarMatcher::new(compiled);
+    assert!(m.accept_string(&"ab".repeat(9_999)));
+    assert!(m.accept_string("zz"));
+    assert!(m.is_completed());
+    assert!(!m.accept_string("a"));
+    assert!(m.accept_token(vocab.stop_tokens()[0]));
+}
+
+#[test]
+fn special_token_terminal() {
+    // root ::= "a"+ <|sep|> "b"+
+    let g = grammar(vec![(
+        "root",
+        Expr::Seq(vec![
+            rep(lit("a"), 1, None),
+            Expr::Token(TokenRef::Text("<|sep|>".into())),
+            rep(lit("b"), 1, None),
+        ]),
+    )]);
+    random_walks(&g, synthetic_vocab(&["a", "b", "<", "|"]), 20, 20, 5);
+}
+
+#[test]
+fn grammar_literal_equal_to_special_text_does_not_allow_the_special_token() {
+    // The grammar's text "<|sep|>" is bytes; the special token of that text must stay masked.
+    let g = grammar(vec![("root", lit("<|sep|>"))]);
+    let vocab = Arc::new(synthetic_vocab(&["<", "|", "s", "e", "p", ">"]));
+    let compiled = GrammarCompiler::new(vocab.clone()).compile_ir(&g).unwrap();
+    let m = GrammarMatcher::new(compiled);
+    let allowed = check_invariant(&m, &vocab);
+    let sep = vocab.special_token_id("<|sep|>").unwrap();
+    assert!(!allowed.contains(&sep));
+    assert!(!allowed.is_empty());
+}
