@@ -5,10 +5,10 @@
 //! returns an `Arc<CompiledGrammar>` that any number of [`crate::GrammarMatcher`]s, on any
 //! threads, share.
 
-use crate::automaton::{lower::lower_repeats, Automaton, AutomatonError};
+use crate::automaton::{lower::{inline_rules, lower_repeats}, Automaton, AutomatonError};
 use crate::grammar::ebnf::{parse_ebnf, EbnfError};
 use crate::grammar::{Expr, Grammar, InvalidGrammar, TokenRef};
-use crate::mask::cache::{compute_node_mask, NodeMask};
+use crate::mask::cache::{compute_node_mask, compute_pair_mask, NodeMask};
 use crate::mask::TokenTrie;
 use crate::vocab::Vocabulary;
 use rayon::prelude::*;
@@ -83,6 +83,11 @@ pub struct CompiledGrammar {
     /// Per node: its mask, once computed; nodes without byte or call edges keep none.
     masks: Vec<OnceLock<NodeMask>>,
     has_mask: Vec<bool>,
+    /// `sites[r]`: the nodes with a call edge to rule `r`, ascending.
+    pub(crate) sites: Vec<Vec<u32>>,
+    /// Per node, per call site of its rule (same order as `sites`): the node's mask in
+    /// that caller's context, once computed.
+    pair_masks: Vec<OnceLock<Box<[OnceLock<NodeMask>]>>>,
 }
 
 impl GrammarCompiler {
@@ -169,13 +174,22 @@ impl GrammarCompiler {
                 }
             }
         }
-        let lowered = lower_repeats(grammar);
+        let lowered = lower_repeats(&inline_rules(grammar));
         let aut = Automaton::build(&lowered, &|t| resolved.get(t).copied().unwrap_or(0))?;
         let has_mask: Vec<bool> = (0..aut.nodes.len() as u32)
             .map(|n| !aut.bytes_of(n).is_empty() || !aut.calls_of(n).is_empty())
             .collect();
         let masks = (0..aut.nodes.len()).map(|_| OnceLock::new()).collect();
+        let mut sites: Vec<Vec<u32>> = vec![Vec::new(); aut.rule_start.len()];
+        for n in 0..aut.nodes.len() as u32 {
+            for c in aut.calls_of(n) {
+                sites[c.rule as usize].push(n);
+            }
+        }
+        let pair_masks = (0..aut.nodes.len()).map(|_| OnceLock::new()).collect();
         let compiled = CompiledGrammar {
+            sites,
+            pair_masks,
             vocab: self.vocab.clone(),
             trie: self.trie.clone(),
             text_bits: self.text_bits.clone(),
@@ -190,6 +204,17 @@ impl GrammarCompiler {
                 .for_each(|n| {
                     compiled.node_mask(n);
                 });
+            // Context masks for the nodes whose tokens can run past their rule's end.
+            let pairs: Vec<(u32, u32)> = (0..compiled.masks.len() as u32)
+                .filter(|&n| compiled.node_mask(n).is_some_and(|m| !m.uncertain.is_empty()))
+                .flat_map(|n| {
+                    let rule = compiled.aut.nodes[n as usize].rule as usize;
+                    compiled.sites[rule].iter().map(move |&m| (n, m))
+                })
+                .collect();
+            pairs.into_par_iter().for_each(|(n, m)| {
+                compiled.pair_mask(n, m);
+            });
         }
         Ok(Arc::new(compiled))
     }
@@ -237,6 +262,20 @@ impl CompiledGrammar {
         }))
     }
 
+    /// The mask of node `n` when its rule instance was called from node `caller` (which must
+    /// be one of `sites[rule of n]`), computed on first use.
+    pub(crate) fn pair_mask(&self, n: u32, caller: u32) -> Option<&NodeMask> {
+        let rule = self.aut.nodes[n as usize].rule as usize;
+        let sites = &self.sites[rule];
+        let k = sites.binary_search(&caller).ok()?;
+        let row = self.pair_masks[n as usize]
+            .get_or_init(|| (0..sites.len()).map(|_| OnceLock::new()).collect());
+        let own = self.node_mask(n)?;
+        Some(row[k].get_or_init(|| {
+            compute_pair_mask(&self.aut, &self.trie, &self.vocab, own, n, caller)
+        }))
+    }
+
     /// The grammar this was compiled from (before lowering); `to_string()` prints it as EBNF.
     pub fn grammar(&self) -> &Grammar {
         &self.grammar
@@ -271,6 +310,16 @@ impl CompiledGrammar {
                 std::mem::size_of::<OnceLock<NodeMask>>() + m.get().map_or(0, |m| m.memory_bytes())
             })
             .sum();
-        aut + masks + self.has_mask.capacity()
+        let pairs: usize = self
+            .pair_masks
+            .iter()
+            .filter_map(|row| row.get())
+            .flat_map(|row| row.iter())
+            .map(|m| {
+                std::mem::size_of::<OnceLock<NodeMask>>() + m.get().map_or(0, |m| m.memory_bytes())
+            })
+            .sum();
+        let sites: usize = self.sites.iter().map(|s| s.capacity() * 4 + 24).sum();
+        aut + masks + pairs + sites + self.has_mask.capacity()
     }
 }

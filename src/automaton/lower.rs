@@ -197,3 +197,234 @@ pub(crate) fn lower_repeats(grammar: &Grammar) -> Grammar {
         root: grammar.root,
     }
 }
+
+/// Rules whose body has at most this many IR nodes are inlined into their callers when
+/// they are not recursive: one larger automaton per rule means fewer rule boundaries, and
+/// tokens that cross a rule boundary are the ones the mask cache cannot decide alone.
+const INLINE_MAX_SIZE: u64 = 256;
+
+fn for_each_call(e: &Expr, f: &mut dyn FnMut(u32)) {
+    let mut stack = vec![e];
+    while let Some(e) = stack.pop() {
+        match e {
+            Expr::Seq(v) | Expr::Choice(v) => stack.extend(v.iter()),
+            Expr::Repeat { expr, .. } => stack.push(expr),
+            Expr::Rule(r) => f(r.0),
+            _ => {}
+        }
+    }
+}
+
+/// `cyclic[r]`: rule `r` can reach itself through calls (Tarjan's SCC, iterative).
+fn cyclic_rules(calls: &[Vec<u32>]) -> Vec<bool> {
+    let n = calls.len();
+    let mut index = vec![u32::MAX; n];
+    let mut low = vec![0u32; n];
+    let mut on_stack = vec![false; n];
+    let mut stack: Vec<u32> = Vec::new();
+    let mut cyclic = vec![false; n];
+    let mut next = 0u32;
+    for root in 0..n {
+        if index[root] != u32::MAX {
+            continue;
+        }
+        // (node, next edge index)
+        let mut work: Vec<(u32, usize)> = vec![(root as u32, 0)];
+        index[root] = next;
+        low[root] = next;
+        next += 1;
+        stack.push(root as u32);
+        on_stack[root] = true;
+        while let Some(&mut (v, ref mut ei)) = work.last_mut() {
+            let v = v as usize;
+            if *ei < calls[v].len() {
+                let w = calls[v][*ei] as usize;
+                *ei += 1;
+                if w == v {
+                    cyclic[v] = true;
+                }
+                if index[w] == u32::MAX {
+                    index[w] = next;
+                    low[w] = next;
+                    next += 1;
+                    stack.push(w as u32);
+                    on_stack[w] = true;
+                    work.push((w as u32, 0));
+                } else if on_stack[w] {
+                    low[v] = low[v].min(index[w]);
+                }
+            } else {
+                work.pop();
+                if let Some(&(u, _)) = work.last() {
+                    low[u as usize] = low[u as usize].min(low[v]);
+                }
+                if low[v] == index[v] {
+                    let mut members = Vec::new();
+                    while let Some(w) = stack.pop() {
+                        on_stack[w as usize] = false;
+                        members.push(w);
+                        if w as usize == v {
+                            break;
+                        }
+                    }
+                    if members.len() > 1 {
+                        for w in members {
+                            cyclic[w as usize] = true;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    cyclic
+}
+
+fn substitute(e: &mut Expr, inline: &[Option<Expr>]) {
+    let mut stack = vec![e];
+    while let Some(e) = stack.pop() {
+        match e {
+            Expr::Rule(r) => {
+                if let Some(body) = &inline[r.index()] {
+                    *e = body.clone();
+                }
+            }
+            Expr::Seq(v) | Expr::Choice(v) => stack.extend(v.iter_mut()),
+            Expr::Repeat { expr, .. } => stack.push(expr),
+            _ => {}
+        }
+    }
+}
+
+fn remap(e: &mut Expr, map: &[u32]) {
+    let mut stack = vec![e];
+    while let Some(e) = stack.pop() {
+        match e {
+            Expr::Rule(r) => r.0 = map[r.index()],
+            Expr::Seq(v) | Expr::Choice(v) => stack.extend(v.iter_mut()),
+            Expr::Repeat { expr, .. } => stack.push(expr),
+            _ => {}
+        }
+    }
+}
+
+/// Inlines small non-recursive rules into their callers, then drops the rules the root can
+/// no longer reach (ids are renumbered; the root keeps its name).
+pub(crate) fn inline_rules(grammar: &Grammar) -> Grammar {
+    let n = grammar.rules.len();
+    let calls: Vec<Vec<u32>> = grammar
+        .rules
+        .iter()
+        .map(|r| {
+            let mut v = Vec::new();
+            for_each_call(&r.body, &mut |c| v.push(c));
+            v.sort_unstable();
+            v.dedup();
+            v
+        })
+        .collect();
+    let cyclic = cyclic_rules(&calls);
+    // Post-order over the call DAG of non-cyclic rules: callees are finished first, so an
+    // inlined body never contains a call of another inlinable rule.
+    let mut bodies: Vec<Expr> = grammar.rules.iter().map(|r| r.body.clone()).collect();
+    let mut inline: Vec<Option<Expr>> = vec![None; n];
+    let mut done = vec![false; n];
+    for start in 0..n {
+        if done[start] {
+            continue;
+        }
+        let mut work: Vec<(usize, usize)> = vec![(start, 0)];
+        done[start] = true;
+        while let Some(&mut (v, ref mut ei)) = work.last_mut() {
+            if *ei < calls[v].len() {
+                let w = calls[v][*ei] as usize;
+                *ei += 1;
+                if !done[w] {
+                    done[w] = true;
+                    work.push((w, 0));
+                }
+            } else {
+                work.pop();
+                let mut body = std::mem::replace(&mut bodies[v], Expr::Empty);
+                substitute(&mut body, &inline);
+                if !cyclic[v] && v != grammar.root.index() && size(&body) <= INLINE_MAX_SIZE {
+                    inline[v] = Some(body.clone());
+                }
+                bodies[v] = body;
+            }
+        }
+    }
+    // Keep the rules reachable from the root.
+    let mut reach = vec![false; n];
+    let mut stack = vec![grammar.root.0];
+    reach[grammar.root.index()] = true;
+    while let Some(r) = stack.pop() {
+        for_each_call(&bodies[r as usize], &mut |c| {
+            if !reach[c as usize] {
+                reach[c as usize] = true;
+                stack.push(c);
+            }
+        });
+    }
+    let mut map = vec![u32::MAX; n];
+    let mut rules = Vec::new();
+    for (i, body) in bodies.into_iter().enumerate() {
+        if reach[i] {
+            map[i] = rules.len() as u32;
+            rules.push(Rule {
+                name: grammar.rules[i].name.clone(),
+                body,
+            });
+        }
+    }
+    for r in &mut rules {
+        remap(&mut r.body, &map);
+    }
+    Grammar {
+        rules,
+        root: RuleId(map[grammar.root.index()]),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rule(i: u32) -> Expr {
+        Expr::Rule(RuleId(i))
+    }
+
+    #[test]
+    fn inlines_small_acyclic_rules_and_drops_unreachable() {
+        // root ::= a b ; a ::= "x" ; b ::= "y" b | "" ; unused ::= "z"
+        let g = Grammar {
+            rules: vec![
+                Rule { name: "root".into(), body: Expr::Seq(vec![rule(1), rule(2)]) },
+                Rule { name: "a".into(), body: Expr::Bytes(b"x".to_vec()) },
+                Rule {
+                    name: "b".into(),
+                    body: Expr::Choice(vec![Expr::Seq(vec![Expr::Bytes(b"y".to_vec()), rule(2)]), Expr::Empty]),
+                },
+                Rule { name: "unused".into(), body: Expr::Bytes(b"z".to_vec()) },
+            ],
+            root: RuleId(0),
+        };
+        let out = inline_rules(&g);
+        let names: Vec<&str> = out.rules.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(names, ["root", "b"]);
+        assert_eq!(out.rules[0].body, Expr::Seq(vec![Expr::Bytes(b"x".to_vec()), rule(1)]));
+        assert_eq!(out.root, RuleId(0));
+    }
+
+    #[test]
+    fn large_repetition_lowers_to_few_rules() {
+        let g = Grammar {
+            rules: vec![Rule {
+                name: "root".into(),
+                body: Expr::Repeat { expr: Box::new(Expr::Bytes(b"a".to_vec())), min: 2, max: Some(20_000) },
+            }],
+            root: RuleId(0),
+        };
+        let out = lower_repeats(&g);
+        assert!(out.rules.len() < 60, "{} rules", out.rules.len());
+    }
+}

@@ -1,6 +1,11 @@
 //! Grammars: the IR every front end produces, the EBNF/GBNF front end, the printer, and
 //! built-in grammars.
 
+pub mod builtin;
+pub mod ebnf;
 pub mod ir;
+pub mod print;
 
+pub use builtin::{json_grammar, JSON_EBNF};
+pub use ebnf::{parse_ebnf, EbnfError, EbnfErrorKind, MAX_NESTING_DEPTH, MAX_REPEAT_BOUND};
 pub use ir::{CharClass, Expr, Grammar, InvalidGrammar, Rule, RuleId, TokenRef};

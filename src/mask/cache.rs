@@ -12,6 +12,7 @@
 use super::trie::TokenTrie;
 use crate::automaton::{byte_in, Automaton};
 use crate::parser::Chart;
+use crate::vocab::Vocabulary;
 
 /// A set of token ids in its smallest form.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -51,11 +52,92 @@ pub(crate) fn compute_node_mask(
     words: usize,
 ) -> NodeMask {
     let follow = &aut.follow[aut.nodes[node as usize].rule as usize];
-    let mut chart = Chart::new(aut, node);
+    let chart = Chart::new(aut, node);
+    walk(trie, aut, chart, follow, words)
+}
+
+/// Computes the mask of `node` in a rule instance called from `caller` (a node with a call
+/// edge to `node`'s rule). Only the node's own uncertain tokens are examined: the result's
+/// `accepted` lists those that this context accepts (the node's own accepted set is applied
+/// separately), and `uncertain` those that may also run past the caller's rule.
+pub(crate) fn compute_pair_mask(
+    aut: &Automaton,
+    trie: &TokenTrie,
+    vocab: &Vocabulary,
+    node_mask: &NodeMask,
+    node: u32,
+    caller: u32,
+) -> NodeMask {
+    let follow = &aut.follow[aut.nodes[caller as usize].rule as usize];
+    let mut chart = Chart::with_caller(aut, caller, node);
+    let base = chart.len();
+    let mut accepted: Vec<u32> = Vec::new();
+    let mut uncertain: Vec<u32> = Vec::new();
+    let mut prefix_ok: Vec<bool> = vec![false];
+    let mut exit_here: Vec<bool> = vec![false];
+    let mut prev: &[u8] = &[];
+    // Bytes of `prev` on the chart; `failed`: byte `pushed` of `prev` was rejected.
+    let mut pushed = 0usize;
+    let mut failed = false;
+    // Cost: one chart push per byte not shared with the previous token.
+    for &p in &node_mask.uncertain {
+        let id = trie.sorted[p as usize];
+        let bytes = vocab.token_bytes(id).unwrap_or(&[]);
+        let lcp = prev.iter().zip(bytes).take_while(|(a, b)| a == b).count();
+        if failed && lcp > pushed {
+            // Shares the failed prefix: same verdict as the previous token.
+            if prefix_ok_at_failure(&prefix_ok, &exit_here, pushed, prev[pushed], follow) {
+                uncertain.push(p);
+            }
+            continue;
+        }
+        if lcp < pushed {
+            chart.truncate(base + lcp);
+            prefix_ok.truncate(lcp + 1);
+            exit_here.truncate(lcp + 1);
+            pushed = lcp;
+        }
+        failed = false;
+        prev = bytes;
+        while pushed < bytes.len() {
+            let b = bytes[pushed];
+            let ok_before = prefix_ok_at_failure(&prefix_ok, &exit_here, pushed, b, follow);
+            if chart.push_byte(aut, b) {
+                pushed += 1;
+                prefix_ok.push(ok_before);
+                exit_here.push(chart.can_exit());
+            } else {
+                failed = true;
+                if ok_before {
+                    uncertain.push(p);
+                }
+                break;
+            }
+        }
+        if !failed {
+            accepted.push(id);
+        }
+    }
+    accepted.sort_unstable();
+    NodeMask {
+        accepted: TokenSet::Accepted(accepted),
+        uncertain,
+    }
+}
+
+/// With `c` bytes consumed and byte `b` next: could the base rule have ended after some
+/// `k` in `1..=c` bytes with the byte after it in `follow`?
+#[inline]
+fn prefix_ok_at_failure(prefix_ok: &[bool], exit_here: &[bool], c: usize, b: u8, follow: &[u64; 4]) -> bool {
+    prefix_ok[c] || (c >= 1 && exit_here[c] && byte_in(follow, b))
+}
+
+fn walk(trie: &TokenTrie, aut: &Automaton, mut chart: Chart, follow: &[u64; 4], words: usize) -> NodeMask {
+    let base = chart.len();
     let mut accepted: Vec<u32> = Vec::new(); // trie positions
     let mut uncertain: Vec<u32> = Vec::new();
-    // exit_ok[d]: along the current path, the rule could end after d bytes and byte d may
-    // follow it; prefix_ok[d] = exit_ok[1] || ... || exit_ok[d].
+    // exit_here[c]: after c bytes the base rule could end; prefix_ok[c]: it could end after
+    // some k in 1..c bytes with byte k in `follow`.
     let mut prefix_ok: Vec<bool> = vec![false];
     let mut exit_here: Vec<bool> = vec![false];
     let n = trie.byte.len();
@@ -63,7 +145,7 @@ pub(crate) fn compute_node_mask(
     // Cost: one chart push per trie node visited; failed subtrees are skipped whole.
     while i < n {
         let d = trie.depth[i] as usize;
-        while chart.len() > d {
+        while chart.len() > base + d - 1 {
             chart.pop();
             prefix_ok.pop();
             exit_here.pop();

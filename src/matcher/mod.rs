@@ -124,7 +124,11 @@ pub struct GrammarMatcher {
     // Scratch space reused by every mask computation (no allocation per step once warm).
     node_stamp: Vec<u32>,
     stamp: u32,
-    kernel: Vec<u32>,
+    kernel: Vec<crate::parser::Item>,
+    /// (node, caller node) pairs whose uncertain tokens need the full chart this step.
+    uncertain_lists: Vec<(u32, u32)>,
+    /// (node, caller node, uncertain included) pairs already applied this step.
+    pairs_seen: Vec<(u32, u32, bool)>,
     scratch_bits: Vec<u32>,
     scratch_uncertain: Vec<u32>,
 }
@@ -142,6 +146,8 @@ impl GrammarMatcher {
             node_stamp: vec![0; n],
             stamp: 0,
             kernel: Vec::new(),
+            uncertain_lists: Vec::new(),
+            pairs_seen: Vec::new(),
             scratch_bits: Vec::new(),
             scratch_uncertain: Vec::new(),
             compiled,
@@ -397,65 +403,77 @@ impl GrammarMatcher {
             }
             // Items of rule instances that started here are covered by their predictor's
             // precomputed mask; only older instances (and the base item) need their own.
-            if it.origin == pos && it.origin != EXT {
+            if it.origin == pos {
                 continue;
             }
-            let n = it.node as usize;
-            if self.node_stamp[n] != self.stamp {
-                self.node_stamp[n] = self.stamp;
-                self.kernel.push(it.node);
-            }
+            self.kernel.push(*it);
         }
         if self.chart.can_exit() {
             for &t in compiled.vocab.stop_tokens() {
                 bitmask[(t / 32) as usize] |= 1 << (t % 32);
             }
         }
-        // Context-independent accepted tokens.
-        let mut uncertain_nodes = 0usize;
-        let mut single_uncertain: Option<u32> = None;
-        for &n in &self.kernel {
+        self.uncertain_lists.clear();
+        self.pairs_seen.clear();
+        for k in 0..self.kernel.len() {
+            let it = self.kernel[k];
+            let n = it.node;
             let Some(m) = compiled.node_mask(n) else {
                 continue;
             };
-            match &m.accepted {
-                TokenSet::Accepted(ids) => {
-                    for &id in ids {
-                        bitmask[(id / 32) as usize] |= 1 << (id % 32);
-                    }
-                }
-                TokenSet::Bitset(bits) => {
-                    for (w, b) in bitmask.iter_mut().zip(bits.iter()) {
-                        *w |= b;
-                    }
-                }
-                TokenSet::Rejected(ids) => {
-                    self.scratch_bits.clear();
-                    self.scratch_bits.extend_from_slice(&compiled.text_bits);
-                    for &id in ids {
-                        self.scratch_bits[(id / 32) as usize] &= !(1 << (id % 32));
-                    }
-                    for (w, b) in bitmask.iter_mut().zip(self.scratch_bits.iter()) {
-                        *w |= b;
-                    }
-                }
+            if self.node_stamp[n as usize] != self.stamp {
+                self.node_stamp[n as usize] = self.stamp;
+                or_token_set(bitmask, &m.accepted, &compiled.text_bits, &mut self.scratch_bits);
             }
-            if !m.uncertain.is_empty() {
-                uncertain_nodes += 1;
-                single_uncertain = Some(n);
+            // Tokens that run past the rule's end: nothing follows the root's base instance;
+            // other instances continue in each caller waiting at the origin, whose context
+            // mask decides most of them.
+            if m.uncertain.is_empty() || it.origin == EXT {
+                continue;
+            }
+            let rule = aut.nodes[n as usize].rule;
+            for caller in self.chart.set(it.origin) {
+                if !aut.calls_of(caller.node).iter().any(|c| c.rule == rule) {
+                    continue;
+                }
+                let open = caller.origin != EXT;
+                if let Some(seen) = self
+                    .pairs_seen
+                    .iter_mut()
+                    .find(|p| p.0 == n && p.1 == caller.node)
+                {
+                    if seen.2 || !open {
+                        continue;
+                    }
+                    seen.2 = true;
+                } else {
+                    self.pairs_seen.push((n, caller.node, open));
+                    let Some(pm) = compiled.pair_mask(n, caller.node) else {
+                        continue;
+                    };
+                    or_token_set(bitmask, &pm.accepted, &compiled.text_bits, &mut self.scratch_bits);
+                }
+                if open {
+                    if let Some(pm) = compiled.pair_mask(n, caller.node) {
+                        if !pm.uncertain.is_empty() {
+                            self.uncertain_lists.push((n, caller.node));
+                        }
+                    }
+                }
             }
         }
         // Context-dependent tokens: run each through the full chart, sharing prefixes.
-        if uncertain_nodes == 1 {
-            if let Some(m) = single_uncertain.and_then(|n| compiled.node_mask(n)) {
-                check_tokens(&mut self.chart, &compiled, &m.uncertain, bitmask);
+        if self.uncertain_lists.len() == 1 {
+            let (n, c) = self.uncertain_lists[0];
+            if let Some(pm) = compiled.pair_mask(n, c) {
+                check_tokens(&mut self.chart, &compiled, &pm.uncertain, bitmask);
             }
-        } else if uncertain_nodes > 1 {
+        } else if self.uncertain_lists.len() > 1 {
             let mut list = std::mem::take(&mut self.scratch_uncertain);
             list.clear();
-            for &n in &self.kernel {
-                if let Some(m) = compiled.node_mask(n) {
-                    list.extend_from_slice(&m.uncertain);
+            for &(n, c) in &self.uncertain_lists {
+                if let Some(pm) = compiled.pair_mask(n, c) {
+                    list.extend_from_slice(&pm.uncertain);
                 }
             }
             list.sort_unstable();
@@ -464,6 +482,32 @@ impl GrammarMatcher {
             self.scratch_uncertain = list;
         }
         Ok(())
+    }
+}
+
+/// ORs a precomputed token set into `bitmask`.
+fn or_token_set(bitmask: &mut [u32], set: &TokenSet, text_bits: &[u32], scratch: &mut Vec<u32>) {
+    match set {
+        TokenSet::Accepted(ids) => {
+            for &id in ids {
+                bitmask[(id / 32) as usize] |= 1 << (id % 32);
+            }
+        }
+        TokenSet::Bitset(bits) => {
+            for (w, b) in bitmask.iter_mut().zip(bits.iter()) {
+                *w |= b;
+            }
+        }
+        TokenSet::Rejected(ids) => {
+            scratch.clear();
+            scratch.extend_from_slice(text_bits);
+            for &id in ids {
+                scratch[(id / 32) as usize] &= !(1 << (id % 32));
+            }
+            for (w, b) in bitmask.iter_mut().zip(scratch.iter()) {
+                *w |= b;
+            }
+        }
     }
 }
 

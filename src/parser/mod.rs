@@ -55,6 +55,27 @@ impl Chart {
         c
     }
 
+    /// A chart for a node of a rule instance whose caller is known: set 0 holds only the
+    /// caller item at `caller` (origin [`EXT`], not closed), set 1 the closure of `node`
+    /// (origin 0). Exits are then exits of the *caller's* rule.
+    pub fn with_caller(aut: &Automaton, caller: u32, node: u32) -> Self {
+        let mut c = Chart {
+            items: Vec::with_capacity(64),
+            starts: vec![0],
+            exits: vec![false],
+            seen: FxHashSet::default(),
+        };
+        c.items.push(Item {
+            node: caller,
+            origin: EXT,
+        });
+        c.starts.push(1);
+        c.exits.push(false);
+        c.add(Item { node, origin: 0 });
+        c.close(aut, 1);
+        c
+    }
+
     /// Index of the current (last) set.
     #[inline]
     pub fn pos(&self) -> u32 {
