@@ -166,35 +166,44 @@ fn walk(trie: &TokenTrie, aut: &Automaton, mut chart: Chart, follow: &[u64; 4], 
             i = trie.subtree_end[i] as usize;
         }
     }
-    let mut ids: Vec<u32> = accepted.iter().map(|&p| trie.sorted[p as usize]).collect();
-    ids.sort_unstable();
-    let total = trie.token_count();
+    // Sorting ids through a bitset: cheaper than sorting a list of 100k+ ids.
+    let mut bits = vec![0u32; words].into_boxed_slice();
+    for &p in &accepted {
+        let id = trie.sorted[p as usize];
+        bits[(id / 32) as usize] |= 1 << (id % 32);
+    }
+    let count = accepted.len();
+    let rejected_count = trie.token_count() - count;
     // The rejected form lists every text token that is not accepted (uncertain ones too).
-    let rejected_count = total - ids.len();
-    let accepted = if ids.len() * 4 <= words * 4 && ids.len() <= rejected_count {
-        TokenSet::Accepted(ids)
-    } else if rejected_count * 4 <= words * 4 {
-        let mut acc = vec![false; trie.pos_of.len()];
-        for &id in &ids {
-            acc[id as usize] = true;
-        }
+    let accepted = if count <= words && count <= rejected_count {
+        TokenSet::Accepted(set_bits(&bits))
+    } else if rejected_count <= words {
         let mut rej: Vec<u32> = trie
             .sorted
             .iter()
             .copied()
-            .filter(|&id| !acc[id as usize])
+            .filter(|&id| bits[(id / 32) as usize] >> (id % 32) & 1 == 0)
             .collect();
         rej.sort_unstable();
         TokenSet::Rejected(rej)
     } else {
-        let mut bits = vec![0u32; words].into_boxed_slice();
-        for &id in &ids {
-            bits[(id / 32) as usize] |= 1 << (id % 32);
-        }
         TokenSet::Bitset(bits)
     };
     NodeMask {
         accepted,
         uncertain,
     }
+}
+
+/// The indices of the set bits, ascending.
+fn set_bits(bits: &[u32]) -> Vec<u32> {
+    let mut out = Vec::new();
+    for (w, &word) in bits.iter().enumerate() {
+        let mut x = word;
+        while x != 0 {
+            out.push(w as u32 * 32 + x.trailing_zeros());
+            x &= x - 1;
+        }
+    }
+    out
 }

@@ -37,7 +37,10 @@ pub(crate) struct Chart {
     pub starts: Vec<u32>,
     /// `exits[k]`: the base item is at a final node in set `k`.
     pub exits: Vec<bool>,
+    /// Dedupe of the set being built: linear scan while it is small, then a hash set.
     seen: FxHashSet<u64>,
+    hashed: bool,
+    building: usize,
 }
 
 impl Chart {
@@ -48,8 +51,10 @@ impl Chart {
             starts: vec![0],
             exits: vec![false],
             seen: FxHashSet::default(),
+            hashed: false,
+            building: 0,
         };
-        c.seen.clear();
+        c.begin_set(0);
         c.add(Item { node, origin: EXT });
         c.close(aut, 0);
         c
@@ -64,6 +69,8 @@ impl Chart {
             starts: vec![0],
             exits: vec![false],
             seen: FxHashSet::default(),
+            hashed: false,
+            building: 0,
         };
         c.items.push(Item {
             node: caller,
@@ -71,6 +78,7 @@ impl Chart {
         });
         c.starts.push(1);
         c.exits.push(false);
+        c.begin_set(1);
         c.add(Item { node, origin: 0 });
         c.close(aut, 1);
         c
@@ -104,8 +112,30 @@ impl Chart {
     }
 
     #[inline]
+    fn begin_set(&mut self, start: usize) {
+        self.building = start;
+        if self.hashed {
+            self.seen.clear();
+            self.hashed = false;
+        }
+    }
+
+    /// Adds `it` to the set being built unless it is there already.
+    #[inline]
     fn add(&mut self, it: Item) {
-        if self.seen.insert(((it.node as u64) << 32) | it.origin as u64) {
+        const LINEAR: usize = 24;
+        if !self.hashed {
+            if self.items[self.building..].contains(&it) {
+                return;
+            }
+            self.items.push(it);
+            if self.items.len() - self.building > LINEAR {
+                self.hashed = true;
+                for x in &self.items[self.building..] {
+                    self.seen.insert(((x.node as u64) << 32) | x.origin as u64);
+                }
+            }
+        } else if self.seen.insert(((it.node as u64) << 32) | it.origin as u64) {
             self.items.push(it);
         }
     }
@@ -115,7 +145,7 @@ impl Chart {
         let cur = self.pos();
         let (s, e) = (self.starts[cur as usize] as usize, self.items.len());
         let start = self.items.len();
-        self.seen.clear();
+        self.begin_set(start);
         // Cost: one pass over the current set's items and their byte edges.
         for i in s..e {
             let it = self.items[i];
@@ -142,7 +172,7 @@ impl Chart {
     /// nothing) when no item has such an edge.
     pub fn push_token(&mut self, aut: &Automaton, token: u32) -> bool {
         let start = self.items.len();
-        self.seen.clear();
+        self.begin_set(start);
         let cur = self.pos();
         let (s, e) = (self.starts[cur as usize] as usize, self.items.len());
         for i in s..e {
