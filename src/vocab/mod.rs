@@ -9,9 +9,15 @@
 //!
 //! Loaders: [`Vocabulary::from_token_bytes`] (raw byte strings), and behind features
 //! `Vocabulary::from_tokenizer_json` (Hugging Face `tokenizer.json`, feature `hf`) and
-//! `Vocabulary::o200k_base` (embedded, offline; feature `tiktoken`).
+//! `Vocabulary::from_tiktoken_ranks` / `Vocabulary::o200k_base` (embedded, offline; feature
+//! `tiktoken`).
 
 use rustc_hash::FxHashMap;
+
+#[cfg(feature = "hf")]
+mod hf;
+#[cfg(feature = "tiktoken")]
+mod tiktoken;
 
 /// Why a vocabulary could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -122,8 +128,12 @@ impl Vocabulary {
             special_by_text: FxHashMap::default(),
         };
         for &id in special {
-            if let Ok(text) = std::str::from_utf8(vocab.token_bytes_unchecked(id)) {
-                vocab.special_by_text.entry(text.to_string()).or_insert(id);
+            // Empty texts (holes in the id space) are not names of special tokens.
+            match std::str::from_utf8(vocab.token_bytes_unchecked(id)) {
+                Ok(text) if !text.is_empty() => {
+                    vocab.special_by_text.entry(text.to_string()).or_insert(id);
+                }
+                _ => {}
             }
         }
         vocab = vocab.with_stop_tokens(stop)?;
