@@ -502,3 +502,23 @@ fn from_token_bytes_errors() {
         "vocab_size 2 is smaller than the tokenizer's 3 tokens"
     );
 }
+
+/// A tokenizer loaded with the `tokenizers` crate gives the same vocabulary as the file.
+#[test]
+fn from_hf_tokenizer_matches_the_file_loader() {
+    for name in ["qwen3", "llama2"] {
+        let Some(path) = common::tokenizer_path(name) else {
+            continue;
+        };
+        let config = std::fs::read_to_string(path.with_file_name("tokenizer_config.json")).ok();
+        let tok = tokenizers::Tokenizer::from_file(&path).unwrap();
+        let a = Vocabulary::from_hf_tokenizer(&tok, config.as_deref()).unwrap();
+        let b = Vocabulary::from_tokenizer_json(&path).unwrap();
+        assert_eq!(a.tokenizer_size(), b.tokenizer_size(), "{name}");
+        assert_eq!(a.stop_tokens(), b.stop_tokens(), "{name}");
+        for id in 0..a.tokenizer_size() as u32 {
+            assert_eq!(a.token_bytes(id), b.token_bytes(id), "{name} token {id}");
+            assert_eq!(a.is_special(id), b.is_special(id), "{name} token {id}");
+        }
+    }
+}

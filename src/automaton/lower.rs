@@ -202,6 +202,23 @@ pub(crate) fn lower_repeats(grammar: &Grammar) -> Grammar {
 /// they are not recursive: one larger automaton per rule means fewer rule boundaries, and
 /// tokens that cross a rule boundary are the ones the mask cache cannot decide alone.
 const INLINE_MAX_SIZE: u64 = 256;
+/// Only bodies at most this deep are inlined, so inlining keeps every rule within
+/// `Grammar::MAX_DEPTH + INLINE_MAX_DEPTH` levels (the later passes recurse on depth).
+const INLINE_MAX_DEPTH: usize = 64;
+
+fn depth(e: &Expr) -> usize {
+    let mut max = 0;
+    let mut stack = vec![(e, 1usize)];
+    while let Some((e, d)) = stack.pop() {
+        max = max.max(d);
+        match e {
+            Expr::Seq(v) | Expr::Choice(v) => stack.extend(v.iter().map(|x| (x, d + 1))),
+            Expr::Repeat { expr, .. } => stack.push((expr, d + 1)),
+            _ => {}
+        }
+    }
+    max
+}
 
 fn for_each_call(e: &Expr, f: &mut dyn FnMut(u32)) {
     let mut stack = vec![e];
@@ -346,7 +363,11 @@ pub(crate) fn inline_rules(grammar: &Grammar) -> Grammar {
                 work.pop();
                 let mut body = std::mem::replace(&mut bodies[v], Expr::Empty);
                 substitute(&mut body, &inline);
-                if !cyclic[v] && v != grammar.root.index() && size(&body) <= INLINE_MAX_SIZE {
+                if !cyclic[v]
+                    && v != grammar.root.index()
+                    && size(&body) <= INLINE_MAX_SIZE
+                    && depth(&body) <= INLINE_MAX_DEPTH
+                {
                     inline[v] = Some(body.clone());
                 }
                 bodies[v] = body;

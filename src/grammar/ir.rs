@@ -175,6 +175,15 @@ pub enum InvalidGrammar {
     /// The grammar has no rules.
     #[error("the grammar has no rules")]
     Empty,
+    /// An expression nested deeper than [`Grammar::MAX_DEPTH`] (the compiler's passes
+    /// recurse on expression depth; rules, not nesting, are the way to build deep grammars).
+    #[error("rule `{rule}` nests expressions more than {limit} deep; split it into rules")]
+    TooDeep {
+        /// The rule.
+        rule: String,
+        /// The limit.
+        limit: usize,
+    },
     /// A repetition whose `max` is less than its `min`.
     #[error("rule `{rule}`: repetition {{{min},{max}}} has max < min")]
     BadRepeat {
@@ -188,6 +197,10 @@ pub enum InvalidGrammar {
 }
 
 impl Grammar {
+    /// The deepest expression nesting [`Grammar::validate`] accepts (the EBNF parser's own
+    /// limit is the same).
+    pub const MAX_DEPTH: usize = 1_000;
+
     /// Looks a rule up by name.
     pub fn rule_id(&self, name: &str) -> Option<RuleId> {
         self.rules
@@ -217,10 +230,16 @@ impl Grammar {
             if !names.insert(rule.name.as_str()) {
                 return Err(InvalidGrammar::DuplicateRule(rule.name.clone()));
             }
-            let mut stack = vec![&rule.body];
-            while let Some(e) = stack.pop() {
+            let mut stack = vec![(&rule.body, 1usize)];
+            while let Some((e, depth)) = stack.pop() {
+                if depth > Self::MAX_DEPTH {
+                    return Err(InvalidGrammar::TooDeep {
+                        rule: rule.name.clone(),
+                        limit: Self::MAX_DEPTH,
+                    });
+                }
                 match e {
-                    Expr::Seq(v) | Expr::Choice(v) => stack.extend(v.iter()),
+                    Expr::Seq(v) | Expr::Choice(v) => stack.extend(v.iter().map(|x| (x, depth + 1))),
                     Expr::Repeat { expr, min, max } => {
                         if let Some(max) = max {
                             if max < min {
@@ -231,7 +250,7 @@ impl Grammar {
                                 });
                             }
                         }
-                        stack.push(expr)
+                        stack.push((expr, depth + 1))
                     }
                     Expr::Rule(id) if id.index() >= count => {
                         return Err(InvalidGrammar::DanglingRule {

@@ -132,6 +132,31 @@ impl Vocabulary {
             "tokenizer_config.json",
         )
     }
+
+    /// Builds the vocabulary of a tokenizer already loaded with the `tokenizers` crate
+    /// (what an inference loop built on candle or mistral.rs usually holds), with its
+    /// `tokenizer_config.json` text for the eos token.
+    ///
+    /// The tokenizer is serialised back to its `tokenizer.json` form and read as
+    /// [`Vocabulary::from_tokenizer_json_str`] does, so the two give the same vocabulary.
+    ///
+    /// # Errors
+    /// [`VocabError::Tokenizer`] when the tokenizer cannot be serialised, plus the errors of
+    /// [`Vocabulary::from_tokenizer_json_str`].
+    pub fn from_hf_tokenizer(
+        tokenizer: &tokenizers::Tokenizer,
+        tokenizer_config_json: Option<&str>,
+    ) -> Result<Self, VocabError> {
+        let json = tokenizer
+            .to_string(false)
+            .map_err(|e| tokenizer_error("(in-memory tokenizers::Tokenizer)", e))?;
+        load(
+            &json,
+            tokenizer_config_json,
+            "(in-memory tokenizers::Tokenizer)",
+            "tokenizer_config.json",
+        )
+    }
 }
 
 fn read_to_string(path: &Path) -> Result<String, VocabError> {
