@@ -5,7 +5,10 @@
 //! returns an `Arc<CompiledGrammar>` that any number of [`crate::GrammarMatcher`]s, on any
 //! threads, share.
 
-use crate::automaton::{lower::{inline_rules, lower_repeats}, Automaton, AutomatonError};
+use crate::automaton::{
+    lower::{inline_rules, lower_repeats},
+    Automaton, AutomatonError,
+};
 use crate::grammar::ebnf::{parse_ebnf, EbnfError};
 use crate::grammar::{Expr, Grammar, InvalidGrammar, TokenRef};
 use crate::mask::cache::{compute_node_mask, compute_pair_mask, NodeMask};
@@ -206,7 +209,11 @@ impl GrammarCompiler {
                 });
             // Context masks for the nodes whose tokens can run past their rule's end.
             let pairs: Vec<(u32, u32)> = (0..compiled.masks.len() as u32)
-                .filter(|&n| compiled.node_mask(n).is_some_and(|m| !m.uncertain.is_empty()))
+                .filter(|&n| {
+                    compiled
+                        .node_mask(n)
+                        .is_some_and(|m| !m.uncertain.is_empty())
+                })
                 .flat_map(|n| {
                     let rule = compiled.aut.nodes[n as usize].rule as usize;
                     compiled.sites[rule].iter().map(move |&m| (n, m))
@@ -235,9 +242,9 @@ impl GrammarCompiler {
                 // A text token spelled exactly so (such as an added but non-special token).
                 let trie = &self.trie;
                 let bytes = |p: usize| self.vocab.token_bytes(trie.sorted[p]).unwrap_or(&[]);
-                let p = trie
-                    .sorted
-                    .partition_point(|&id| self.vocab.token_bytes(id).unwrap_or(&[]) < text.as_bytes());
+                let p = trie.sorted.partition_point(|&id| {
+                    self.vocab.token_bytes(id).unwrap_or(&[]) < text.as_bytes()
+                });
                 if p < trie.sorted.len() && bytes(p) == text.as_bytes() {
                     return Ok(trie.sorted[p]);
                 }
@@ -271,9 +278,11 @@ impl CompiledGrammar {
         let row = self.pair_masks[n as usize]
             .get_or_init(|| (0..sites.len()).map(|_| OnceLock::new()).collect());
         let own = self.node_mask(n)?;
-        Some(row[k].get_or_init(|| {
-            compute_pair_mask(&self.aut, &self.trie, &self.vocab, own, n, caller)
-        }))
+        Some(
+            row[k].get_or_init(|| {
+                compute_pair_mask(&self.aut, &self.trie, &self.vocab, own, n, caller)
+            }),
+        )
     }
 
     /// The grammar this was compiled from (before lowering); `to_string()` prints it as EBNF.
@@ -302,7 +311,10 @@ impl CompiledGrammar {
             + a.rule_start.capacity() * 4
             + a.nullable.capacity()
             + a.follow.capacity() * 32
-            + a.rule_names.iter().map(|n| n.capacity() + 24).sum::<usize>();
+            + a.rule_names
+                .iter()
+                .map(|n| n.capacity() + 24)
+                .sum::<usize>();
         let masks: usize = self
             .masks
             .iter()

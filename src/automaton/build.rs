@@ -142,7 +142,7 @@ impl Nfa {
         })
     }
 
-    fn closure(&self, set: &mut Vec<u32>, seen: &mut Vec<bool>) {
+    fn closure(&self, set: &mut Vec<u32>, seen: &mut [bool]) {
         let mut stack: Vec<u32> = set.clone();
         for &s in set.iter() {
             seen[s as usize] = true;

@@ -419,20 +419,35 @@ mod tests {
         // root ::= a b ; a ::= "x" ; b ::= "y" b | "" ; unused ::= "z"
         let g = Grammar {
             rules: vec![
-                Rule { name: "root".into(), body: Expr::Seq(vec![rule(1), rule(2)]) },
-                Rule { name: "a".into(), body: Expr::Bytes(b"x".to_vec()) },
+                Rule {
+                    name: "root".into(),
+                    body: Expr::Seq(vec![rule(1), rule(2)]),
+                },
+                Rule {
+                    name: "a".into(),
+                    body: Expr::Bytes(b"x".to_vec()),
+                },
                 Rule {
                     name: "b".into(),
-                    body: Expr::Choice(vec![Expr::Seq(vec![Expr::Bytes(b"y".to_vec()), rule(2)]), Expr::Empty]),
+                    body: Expr::Choice(vec![
+                        Expr::Seq(vec![Expr::Bytes(b"y".to_vec()), rule(2)]),
+                        Expr::Empty,
+                    ]),
                 },
-                Rule { name: "unused".into(), body: Expr::Bytes(b"z".to_vec()) },
+                Rule {
+                    name: "unused".into(),
+                    body: Expr::Bytes(b"z".to_vec()),
+                },
             ],
             root: RuleId(0),
         };
         let out = inline_rules(&g);
         let names: Vec<&str> = out.rules.iter().map(|r| r.name.as_str()).collect();
         assert_eq!(names, ["root", "b"]);
-        assert_eq!(out.rules[0].body, Expr::Seq(vec![Expr::Bytes(b"x".to_vec()), rule(1)]));
+        assert_eq!(
+            out.rules[0].body,
+            Expr::Seq(vec![Expr::Bytes(b"x".to_vec()), rule(1)])
+        );
         assert_eq!(out.root, RuleId(0));
     }
 
@@ -441,7 +456,11 @@ mod tests {
         let g = Grammar {
             rules: vec![Rule {
                 name: "root".into(),
-                body: Expr::Repeat { expr: Box::new(Expr::Bytes(b"a".to_vec())), min: 2, max: Some(20_000) },
+                body: Expr::Repeat {
+                    expr: Box::new(Expr::Bytes(b"a".to_vec())),
+                    min: 2,
+                    max: Some(20_000),
+                },
             }],
             root: RuleId(0),
         };

@@ -61,7 +61,9 @@ pub enum AutomatonError {
         limit: usize,
     },
     /// A rule's automaton would have too many states.
-    #[error("rule `{rule}` needs more than {limit} automaton states; simplify it or raise the limit")]
+    #[error(
+        "rule `{rule}` needs more than {limit} automaton states; simplify it or raise the limit"
+    )]
     TooManyStates {
         /// The rule.
         rule: String,
@@ -108,29 +110,36 @@ impl Automaton {
             root: grammar.root.0,
         };
         for (ri, rule) in grammar.rules.iter().enumerate() {
-            let dfa = build::build_dfa(&rule.body, token, MAX_RULE_STATES).map_err(|e| match e {
-                build::BuildError::TooDeep(depth) => AutomatonError::TooDeep {
-                    rule: rule.name.clone(),
-                    depth,
-                    limit: build::MAX_EXPR_DEPTH,
-                },
-                build::BuildError::TooManyStates => AutomatonError::TooManyStates {
-                    rule: rule.name.clone(),
-                    limit: MAX_RULE_STATES,
-                },
-            })?;
+            let dfa =
+                build::build_dfa(&rule.body, token, MAX_RULE_STATES).map_err(|e| match e {
+                    build::BuildError::TooDeep(depth) => AutomatonError::TooDeep {
+                        rule: rule.name.clone(),
+                        depth,
+                        limit: build::MAX_EXPR_DEPTH,
+                    },
+                    build::BuildError::TooManyStates => AutomatonError::TooManyStates {
+                        rule: rule.name.clone(),
+                        limit: MAX_RULE_STATES,
+                    },
+                })?;
             let base = a.nodes.len() as u32;
             a.rule_start.push(base);
             for st in dfa {
                 let b0 = a.byte_edges.len() as u32;
-                a.byte_edges
-                    .extend(st.bytes.iter().map(|e| ByteEdge { target: e.target + base, ..*e }));
+                a.byte_edges.extend(st.bytes.iter().map(|e| ByteEdge {
+                    target: e.target + base,
+                    ..*e
+                }));
                 let c0 = a.call_edges.len() as u32;
-                a.call_edges
-                    .extend(st.calls.iter().map(|e| CallEdge { target: e.target + base, ..*e }));
+                a.call_edges.extend(st.calls.iter().map(|e| CallEdge {
+                    target: e.target + base,
+                    ..*e
+                }));
                 let t0 = a.token_edges.len() as u32;
-                a.token_edges
-                    .extend(st.tokens.iter().map(|e| TokenEdge { target: e.target + base, ..*e }));
+                a.token_edges.extend(st.tokens.iter().map(|e| TokenEdge {
+                    target: e.target + base,
+                    ..*e
+                }));
                 a.nodes.push(Node {
                     rule: ri as u32,
                     is_final: st.is_final,

@@ -239,7 +239,9 @@ impl Grammar {
                     });
                 }
                 match e {
-                    Expr::Seq(v) | Expr::Choice(v) => stack.extend(v.iter().map(|x| (x, depth + 1))),
+                    Expr::Seq(v) | Expr::Choice(v) => {
+                        stack.extend(v.iter().map(|x| (x, depth + 1)))
+                    }
                     Expr::Repeat { expr, min, max } => {
                         if let Some(max) = max {
                             if max < min {

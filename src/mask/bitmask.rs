@@ -55,7 +55,10 @@ pub fn is_token_allowed(bitmask: &[u32], token: u32) -> bool {
 /// # Errors
 /// [`BitmaskError::Length`] when the bitmask is shorter than the logits need; nothing is
 /// changed then.
-pub fn apply_token_bitmask_inplace(logits: &mut [f32], bitmask: &[u32]) -> Result<(), BitmaskError> {
+pub fn apply_token_bitmask_inplace(
+    logits: &mut [f32],
+    bitmask: &[u32],
+) -> Result<(), BitmaskError> {
     let need = bitmask_words(logits.len());
     if bitmask.len() < need {
         return Err(BitmaskError::Length {

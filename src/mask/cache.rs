@@ -128,11 +128,23 @@ pub(crate) fn compute_pair_mask(
 /// With `c` bytes consumed and byte `b` next: could the base rule have ended after some
 /// `k` in `1..=c` bytes with the byte after it in `follow`?
 #[inline]
-fn prefix_ok_at_failure(prefix_ok: &[bool], exit_here: &[bool], c: usize, b: u8, follow: &[u64; 4]) -> bool {
+fn prefix_ok_at_failure(
+    prefix_ok: &[bool],
+    exit_here: &[bool],
+    c: usize,
+    b: u8,
+    follow: &[u64; 4],
+) -> bool {
     prefix_ok[c] || (c >= 1 && exit_here[c] && byte_in(follow, b))
 }
 
-fn walk(trie: &TokenTrie, aut: &Automaton, mut chart: Chart, follow: &[u64; 4], words: usize) -> NodeMask {
+fn walk(
+    trie: &TokenTrie,
+    aut: &Automaton,
+    mut chart: Chart,
+    follow: &[u64; 4],
+    words: usize,
+) -> NodeMask {
     let base = chart.len();
     let mut accepted: Vec<u32> = Vec::new(); // trie positions
     let mut uncertain: Vec<u32> = Vec::new();

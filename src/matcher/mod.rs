@@ -423,7 +423,12 @@ impl GrammarMatcher {
             };
             if self.node_stamp[n as usize] != self.stamp {
                 self.node_stamp[n as usize] = self.stamp;
-                or_token_set(bitmask, &m.accepted, &compiled.text_bits, &mut self.scratch_bits);
+                or_token_set(
+                    bitmask,
+                    &m.accepted,
+                    &compiled.text_bits,
+                    &mut self.scratch_bits,
+                );
             }
             // Tokens that run past the rule's end: nothing follows the root's base instance;
             // other instances continue in each caller waiting at the origin, whose context
@@ -451,7 +456,12 @@ impl GrammarMatcher {
                     let Some(pm) = compiled.pair_mask(n, caller.node) else {
                         continue;
                     };
-                    or_token_set(bitmask, &pm.accepted, &compiled.text_bits, &mut self.scratch_bits);
+                    or_token_set(
+                        bitmask,
+                        &pm.accepted,
+                        &compiled.text_bits,
+                        &mut self.scratch_bits,
+                    );
                 }
                 if open {
                     if let Some(pm) = compiled.pair_mask(n, caller.node) {
@@ -513,7 +523,12 @@ fn or_token_set(bitmask: &mut [u32], set: &TokenSet, text_bits: &[u32], scratch:
 
 /// Sets the bit of every token (given by trie position, ascending) that the chart accepts.
 /// The chart is restored before returning.
-fn check_tokens(chart: &mut Chart, compiled: &CompiledGrammar, positions: &[u32], bitmask: &mut [u32]) {
+fn check_tokens(
+    chart: &mut Chart,
+    compiled: &CompiledGrammar,
+    positions: &[u32],
+    bitmask: &mut [u32],
+) {
     let aut = &compiled.aut;
     let base = chart.len();
     let mut prev: &[u8] = &[];

@@ -135,7 +135,10 @@ impl Chart {
                     self.seen.insert(((x.node as u64) << 32) | x.origin as u64);
                 }
             }
-        } else if self.seen.insert(((it.node as u64) << 32) | it.origin as u64) {
+        } else if self
+            .seen
+            .insert(((it.node as u64) << 32) | it.origin as u64)
+        {
             self.items.push(it);
         }
     }
