@@ -15,7 +15,9 @@ use crate::mask::cache::{compute_node_mask, compute_pair_mask, NodeMask};
 use crate::mask::TokenTrie;
 use crate::vocab::Vocabulary;
 use rayon::prelude::*;
-use std::sync::{Arc, OnceLock};
+use rustc_hash::FxHashMap;
+use std::ops::Deref;
+use std::sync::{Arc, OnceLock, RwLock};
 
 /// Why a grammar could not be compiled.
 #[derive(Debug, thiserror::Error)]
@@ -91,6 +93,30 @@ pub struct CompiledGrammar {
     /// Per node, per call site of its rule (same order as `sites`): the node's mask in
     /// that caller's context, once computed.
     pair_masks: Vec<OnceLock<Box<[OnceLock<NodeMask>]>>>,
+    /// Masks of virtual nodes (counted repetitions), by their shared key.
+    virtual_masks: RwLock<FxHashMap<VirtualKey, Arc<NodeMask>>>,
+    virtual_pair_masks: RwLock<FxHashMap<(VirtualKey, u32), Arc<NodeMask>>>,
+    /// The longest text token, in bytes (bounds how many repetitions one token spans).
+    max_token_len: u32,
+}
+
+/// (counted rule index, body state, distance to min, distance to max), clipped.
+type VirtualKey = (u32, u32, u32, u32);
+
+/// A node mask, borrowed from the grammar or shared from its cache of virtual-node masks.
+pub(crate) enum MaskRef<'a> {
+    Borrowed(&'a NodeMask),
+    Shared(Arc<NodeMask>),
+}
+
+impl Deref for MaskRef<'_> {
+    type Target = NodeMask;
+    fn deref(&self) -> &NodeMask {
+        match self {
+            MaskRef::Borrowed(m) => m,
+            MaskRef::Shared(m) => m,
+        }
+    }
 }
 
 impl GrammarCompiler {
@@ -177,10 +203,12 @@ impl GrammarCompiler {
                 }
             }
         }
-        let lowered = lower_repeats(&inline_rules(grammar));
-        let aut = Automaton::build(&lowered, &|t| resolved.get(t).copied().unwrap_or(0))?;
+        let (lowered, counted) = lower_repeats(&inline_rules(grammar));
+        let aut = Automaton::build(&lowered, &counted, &|t| {
+            resolved.get(t).copied().unwrap_or(0)
+        })?;
         let has_mask: Vec<bool> = (0..aut.nodes.len() as u32)
-            .map(|n| !aut.bytes_of(n).is_empty() || !aut.calls_of(n).is_empty())
+            .map(|n| aut.has_edges(n))
             .collect();
         let masks = (0..aut.nodes.len()).map(|_| OnceLock::new()).collect();
         let mut sites: Vec<Vec<u32>> = vec![Vec::new(); aut.rule_start.len()];
@@ -200,6 +228,9 @@ impl GrammarCompiler {
             aut,
             masks,
             has_mask,
+            virtual_masks: RwLock::new(FxHashMap::default()),
+            virtual_pair_masks: RwLock::new(FxHashMap::default()),
+            max_token_len: self.trie.depth.iter().copied().max().unwrap_or(0) as u32,
         };
         if self.precompute == Precompute::Eager {
             (0..compiled.masks.len() as u32)
@@ -215,7 +246,7 @@ impl GrammarCompiler {
                         .is_some_and(|m| !m.uncertain.is_empty())
                 })
                 .flat_map(|n| {
-                    let rule = compiled.aut.nodes[n as usize].rule as usize;
+                    let rule = compiled.aut.rule_of(n) as usize;
                     compiled.sites[rule].iter().map(move |&m| (n, m))
                 })
                 .collect();
@@ -260,29 +291,81 @@ impl GrammarCompiler {
 impl CompiledGrammar {
     /// The mask of node `n`, computed on first use. `None` for nodes without byte or call
     /// edges (they accept no text token).
-    pub(crate) fn node_mask(&self, n: u32) -> Option<&NodeMask> {
+    pub(crate) fn node_mask(&self, n: u32) -> Option<MaskRef<'_>> {
+        if self.aut.is_virtual(n) {
+            let key = self.virtual_key(n);
+            if let Some(m) = self.read_cache(&self.virtual_masks, &key) {
+                return Some(MaskRef::Shared(m));
+            }
+            let m = Arc::new(compute_node_mask(
+                &self.aut,
+                &self.trie,
+                n,
+                self.vocab.bitmask_words(),
+            ));
+            let mut w = self
+                .virtual_masks
+                .write()
+                .unwrap_or_else(|e| e.into_inner());
+            return Some(MaskRef::Shared(w.entry(key).or_insert(m).clone()));
+        }
         if !self.has_mask[n as usize] {
             return None;
         }
-        Some(self.masks[n as usize].get_or_init(|| {
-            compute_node_mask(&self.aut, &self.trie, n, self.vocab.bitmask_words())
-        }))
+        Some(MaskRef::Borrowed(self.masks[n as usize].get_or_init(
+            || compute_node_mask(&self.aut, &self.trie, n, self.vocab.bitmask_words()),
+        )))
+    }
+
+    fn virtual_key(&self, n: u32) -> VirtualKey {
+        let k = self.aut.counted.partition_point(|c| c.first <= n) - 1;
+        let (s, to_min, to_max) = self.aut.counted[k].mask_key(n, self.max_token_len);
+        (k as u32, s, to_min, to_max)
+    }
+
+    fn read_cache<K: std::hash::Hash + Eq>(
+        &self,
+        cache: &RwLock<FxHashMap<K, Arc<NodeMask>>>,
+        key: &K,
+    ) -> Option<Arc<NodeMask>> {
+        cache
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(key)
+            .cloned()
     }
 
     /// The mask of node `n` when its rule instance was called from node `caller` (which must
     /// be one of `sites[rule of n]`), computed on first use.
-    pub(crate) fn pair_mask(&self, n: u32, caller: u32) -> Option<&NodeMask> {
-        let rule = self.aut.nodes[n as usize].rule as usize;
+    pub(crate) fn pair_mask(&self, n: u32, caller: u32) -> Option<MaskRef<'_>> {
+        let rule = self.aut.rule_of(n) as usize;
         let sites = &self.sites[rule];
         let k = sites.binary_search(&caller).ok()?;
+        let own = self.node_mask(n)?;
+        if self.aut.is_virtual(n) {
+            let key = (self.virtual_key(n), caller);
+            if let Some(m) = self.read_cache(&self.virtual_pair_masks, &key) {
+                return Some(MaskRef::Shared(m));
+            }
+            let m = Arc::new(compute_pair_mask(
+                &self.aut,
+                &self.trie,
+                &self.vocab,
+                &own,
+                n,
+                caller,
+            ));
+            let mut w = self
+                .virtual_pair_masks
+                .write()
+                .unwrap_or_else(|e| e.into_inner());
+            return Some(MaskRef::Shared(w.entry(key).or_insert(m).clone()));
+        }
         let row = self.pair_masks[n as usize]
             .get_or_init(|| (0..sites.len()).map(|_| OnceLock::new()).collect());
-        let own = self.node_mask(n)?;
-        Some(
-            row[k].get_or_init(|| {
-                compute_pair_mask(&self.aut, &self.trie, &self.vocab, own, n, caller)
-            }),
-        )
+        Some(MaskRef::Borrowed(row[k].get_or_init(|| {
+            compute_pair_mask(&self.aut, &self.trie, &self.vocab, &own, n, caller)
+        })))
     }
 
     /// The grammar this was compiled from (before lowering); `to_string()` prints it as EBNF.
@@ -332,6 +415,23 @@ impl CompiledGrammar {
             })
             .sum();
         let sites: usize = self.sites.iter().map(|s| s.capacity() * 4 + 24).sum();
-        aut + masks + pairs + sites + self.has_mask.capacity()
+        let virt: usize = self
+            .virtual_masks
+            .read()
+            .map(|m| m.values().map(|m| m.memory_bytes() + 48).sum())
+            .unwrap_or(0)
+            + self
+                .virtual_pair_masks
+                .read()
+                .map(|m| m.values().map(|m| m.memory_bytes() + 52).sum())
+                .unwrap_or(0);
+        let counted: usize = a
+            .counted
+            .iter()
+            .map(|c| {
+                c.edges.capacity() * 8 + c.body_edges.capacity() * 8 + c.body_final.capacity() + 64
+            })
+            .sum();
+        aut + masks + pairs + sites + virt + counted + self.has_mask.capacity()
     }
 }

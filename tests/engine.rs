@@ -84,7 +84,8 @@ fn check_invariant(m: &GrammarMatcher, vocab: &Vocabulary) -> Vec<u32> {
         let bit = mask[(t / 32) as usize] >> (t % 32) & 1 == 1;
         let ok = fork.accept_token(t);
         assert_eq!(
-            bit, ok,
+            bit,
+            ok,
             "token {t} {:?}: mask bit {bit}, accept_token {ok}",
             String::from_utf8_lossy(vocab.token_bytes(t).unwrap_or(b"?"))
         );
@@ -125,11 +126,18 @@ fn random_walks(g: &Grammar, vocab: Vocabulary, walks: usize, max_steps: usize, 
         for step in 0..max_steps {
             let allowed = check_invariant(&m, &vocab);
             if allowed.is_empty() {
-                panic!("dead end after {:?}", String::from_utf8_lossy(&vocab.decode_bytes(&ids)));
+                panic!(
+                    "dead end after {:?}",
+                    String::from_utf8_lossy(&vocab.decode_bytes(&ids))
+                );
             }
             // Prefer ending late: stop tokens only half the time they are allowed.
             let mut t = allowed[rng.gen_range(0..allowed.len())];
-            if vocab.is_stop_token(t) && allowed.len() > 1 && rng.gen_bool(0.5) && step + 1 < max_steps {
+            if vocab.is_stop_token(t)
+                && allowed.len() > 1
+                && rng.gen_bool(0.5)
+                && step + 1 < max_steps
+            {
                 t = *allowed.iter().find(|&&x| !vocab.is_stop_token(x)).unwrap();
             }
             // Rollback check: the mask after accept + rollback equals the mask before.
@@ -165,8 +173,14 @@ fn left_recursive_arithmetic() {
     // expr ::= expr "+" term | term ; term ::= term "*" factor | factor ;
     // factor ::= "(" expr ")" | [0-9]+
     let g = grammar(vec![
-        ("expr", Expr::Choice(vec![Expr::Seq(vec![r(0), lit("+"), r(1)]), r(1)])),
-        ("term", Expr::Choice(vec![Expr::Seq(vec![r(1), lit("*"), r(2)]), r(2)])),
+        (
+            "expr",
+            Expr::Choice(vec![Expr::Seq(vec![r(0), lit("+"), r(1)]), r(1)]),
+        ),
+        (
+            "term",
+            Expr::Choice(vec![Expr::Seq(vec![r(1), lit("*"), r(2)]), r(2)]),
+        ),
         (
             "factor",
             Expr::Choice(vec![
@@ -175,7 +189,13 @@ fn left_recursive_arithmetic() {
             ]),
         ),
     ]);
-    random_walks(&g, synthetic_vocab(&["1", "2", "+", "*", "(", ")", "x"]), 20, 30, 1);
+    random_walks(
+        &g,
+        synthetic_vocab(&["1", "2", "+", "*", "(", ")", "x"]),
+        20,
+        30,
+        1,
+    );
 }
 
 #[test]
@@ -185,12 +205,21 @@ fn nullable_nested_stars_and_ambiguity() {
         (
             "root",
             Expr::Choice(vec![
-                Expr::Seq(vec![rep(rep(rep(lit("a"), 0, None), 0, None), 0, None), lit("b")]),
-                Expr::Seq(vec![rep(Expr::Choice(vec![lit("a"), lit("aa")]), 0, None), lit("c")]),
+                Expr::Seq(vec![
+                    rep(rep(rep(lit("a"), 0, None), 0, None), 0, None),
+                    lit("b"),
+                ]),
+                Expr::Seq(vec![
+                    rep(Expr::Choice(vec![lit("a"), lit("aa")]), 0, None),
+                    lit("c"),
+                ]),
                 Expr::Seq(vec![r(1), r(1)]),
             ]),
         ),
-        ("x", Expr::Choice(vec![rep(lit("a"), 0, Some(1)), lit("ab")])),
+        (
+            "x",
+            Expr::Choice(vec![rep(lit("a"), 0, Some(1)), lit("ab")]),
+        ),
     ]);
     random_walks(&g, synthetic_vocab(&["a", "b", "c"]), 30, 40, 2);
 }
@@ -201,7 +230,11 @@ fn unicode_classes_and_partial_utf8_tokens() {
     let g = grammar(vec![(
         "root",
         Expr::Seq(vec![
-            rep(class(&[('a', 'b'), ('é', 'é'), ('😀', '😂')], false), 1, None),
+            rep(
+                class(&[('a', 'b'), ('é', 'é'), ('😀', '😂')], false),
+                1,
+                None,
+            ),
             class(&[('a', 'z'), ('\u{80}', '\u{10FFFF}')], true),
         ]),
     )]);
@@ -224,11 +257,18 @@ fn bounded_repetition_small_and_large() {
 
 #[test]
 fn large_repetition_is_compact_and_exact() {
-    let g = grammar(vec![("root", rep(class(&[('a', 'z')], false), 2, Some(20_000)))]);
+    let g = grammar(vec![(
+        "root",
+        rep(class(&[('a', 'z')], false), 2, Some(20_000)),
+    )]);
     let vocab = Arc::new(synthetic_vocab(&["a", "b", "-"]));
     let compiler = GrammarCompiler::new(vocab.clone());
     let compiled = compiler.compile_ir(&g).unwrap();
-    assert!(compiled.node_count() < 400, "{} nodes", compiled.node_count());
+    assert!(
+        compiled.node_count() < 400,
+        "{} nodes",
+        compiled.node_count()
+    );
     let mut m = GrammarMatcher::new(compiled.clone());
     assert!(!m.accept_token(vocab.stop_tokens()[0]));
     assert!(m.accept_string("a"));
@@ -269,4 +309,62 @@ fn grammar_literal_equal_to_special_text_does_not_allow_the_special_token() {
     let sep = vocab.special_token_id("<|sep|>").unwrap();
     assert!(!allowed.contains(&sep));
     assert!(!allowed.is_empty());
+}
+
+/// Counted repetitions share masks between counts far from the bounds; near `min` and
+/// `max` every count must still get exactly its own answer.
+#[test]
+fn counted_repetition_masks_are_exact_near_both_bounds() {
+    // Tokens "a" .. "aaaaaaa", "b", "ab", "aab", the stop token.
+    let mut tokens: Vec<Vec<u8>> = (1..=7).map(|k| vec![b'a'; k]).collect();
+    tokens.extend([b"b".to_vec(), b"ab".to_vec(), b"aab".to_vec(), EOS.to_vec()]);
+    let n = tokens.len() as u32;
+    let vocab = Arc::new(Vocabulary::from_token_bytes(&tokens, &[n - 1], &[n - 1]).unwrap());
+    for (min, max) in [(40u32, 45u32), (3, 40), (0, 33), (50, 50)] {
+        let g = grammar(vec![(
+            "root",
+            Expr::Seq(vec![
+                rep(class(&[('a', 'a')], false), min, Some(max)),
+                lit("b"),
+            ]),
+        )]);
+        let compiled = GrammarCompiler::new(vocab.clone()).compile_ir(&g).unwrap();
+        for step in [1usize, 2, 3, 5, 7] {
+            let mut m = GrammarMatcher::new(compiled.clone());
+            let mut count = 0usize;
+            loop {
+                let allowed = check_invariant(&m, &vocab);
+                // The letter count decides everything: check it against the bounds.
+                let b_ok = count >= min as usize && count <= max as usize;
+                assert_eq!(
+                    allowed.contains(&7),
+                    b_ok,
+                    "{{{min},{max}}} after {count}: 'b'"
+                );
+                for k in 1..=7usize {
+                    let ok = count + k <= max as usize;
+                    assert_eq!(
+                        allowed.contains(&(k as u32 - 1)),
+                        ok,
+                        "{{{min},{max}}} after {count}: {k} a's"
+                    );
+                }
+                let ab_ok = count + 1 >= min as usize && count + 1 <= max as usize;
+                assert_eq!(
+                    allowed.contains(&8),
+                    ab_ok,
+                    "{{{min},{max}}} after {count}: 'ab'"
+                );
+                let k = step.min(max as usize - count);
+                if k == 0 {
+                    break;
+                }
+                assert!(m.accept_token(k as u32 - 1));
+                count += k;
+            }
+            assert_eq!(count, max as usize);
+            assert!(m.accept_token(7));
+            assert!(m.accept_token(n - 1));
+        }
+    }
 }

@@ -46,6 +46,33 @@ struct Lowerer {
     exact: FxHashMap<(u32, u32), u32>,
     pow: FxHashMap<(u32, u32), u32>,
     atmost: FxHashMap<(u32, u32), u32>,
+    counted: Vec<u32>,
+}
+
+/// True when `e` matches bytes only: no rule calls, no token terminals.
+fn is_pure_bytes(e: &Expr) -> bool {
+    let mut stack = vec![e];
+    while let Some(e) = stack.pop() {
+        match e {
+            Expr::Rule(_) | Expr::Token(_) => return false,
+            Expr::Seq(v) | Expr::Choice(v) => stack.extend(v.iter()),
+            Expr::Repeat { expr, .. } => stack.push(expr),
+            _ => {}
+        }
+    }
+    true
+}
+
+/// True when `e` (pure bytes) matches the empty string.
+fn nullable(e: &Expr) -> bool {
+    match e {
+        Expr::Empty => true,
+        Expr::Bytes(b) => b.is_empty(),
+        Expr::Class(_) | Expr::Token(_) | Expr::Rule(_) => false,
+        Expr::Seq(v) => v.iter().all(nullable),
+        Expr::Choice(v) => v.iter().any(nullable),
+        Expr::Repeat { expr, min, .. } => *min == 0 || nullable(expr),
+    }
 }
 
 impl Lowerer {
@@ -150,6 +177,22 @@ impl Lowerer {
                         max,
                     };
                 }
+                if is_pure_bytes(&inner) && !nullable(&inner) {
+                    // A counted rule: the automaton runs one copy of the body's DFA with a
+                    // counter (virtual nodes), however large the bounds.
+                    let key = Expr::Repeat {
+                        expr: Box::new(inner),
+                        min,
+                        max,
+                    };
+                    if let Some(&r) = self.bodies.get(&key) {
+                        return Expr::Rule(RuleId(r));
+                    }
+                    let r = self.fresh("rep_counted", key.clone());
+                    self.bodies.insert(key, r);
+                    self.counted.push(r);
+                    return Expr::Rule(RuleId(r));
+                }
                 let b = self.body_rule(&inner);
                 let mut parts = Vec::new();
                 if min > 0 {
@@ -178,8 +221,10 @@ impl Lowerer {
 }
 
 /// Lowers large repetitions of `grammar` into helper rules (appended after the existing
-/// rules, so existing [`RuleId`]s keep their meaning).
-pub(crate) fn lower_repeats(grammar: &Grammar) -> Grammar {
+/// rules, so existing [`RuleId`]s keep their meaning). Returns the grammar and the ids of
+/// the *counted* rules: each one's body is a single `Repeat` of a non-nullable, bytes-only
+/// expression, run by the automaton with a counter.
+pub(crate) fn lower_repeats(grammar: &Grammar) -> (Grammar, Vec<u32>) {
     let mut l = Lowerer {
         rules: grammar.rules.clone(),
         names: grammar.rules.iter().map(|r| r.name.clone()).collect(),
@@ -187,15 +232,19 @@ pub(crate) fn lower_repeats(grammar: &Grammar) -> Grammar {
         exact: FxHashMap::default(),
         pow: FxHashMap::default(),
         atmost: FxHashMap::default(),
+        counted: Vec::new(),
     };
     for i in 0..grammar.rules.len() {
         let body = std::mem::replace(&mut l.rules[i].body, Expr::Empty);
         l.rules[i].body = l.lower(body);
     }
-    Grammar {
-        rules: l.rules,
-        root: grammar.root,
-    }
+    (
+        Grammar {
+            rules: l.rules,
+            root: grammar.root,
+        },
+        l.counted,
+    )
 }
 
 /// Rules whose body has at most this many IR nodes are inlined into their callers when
@@ -464,7 +513,29 @@ mod tests {
             }],
             root: RuleId(0),
         };
-        let out = lower_repeats(&g);
+        let (out, counted) = lower_repeats(&g);
+        assert_eq!(out.rules.len(), 2);
+        assert_eq!(counted, vec![1]);
+        // A body with a rule call cannot be counted: it becomes O(log n) helper rules.
+        let g = Grammar {
+            rules: vec![
+                Rule {
+                    name: "root".into(),
+                    body: Expr::Repeat {
+                        expr: Box::new(Expr::Rule(RuleId(1))),
+                        min: 2,
+                        max: Some(20_000),
+                    },
+                },
+                Rule {
+                    name: "x".into(),
+                    body: Expr::Bytes(b"a".to_vec()),
+                },
+            ],
+            root: RuleId(0),
+        };
+        let (out, counted) = lower_repeats(&g);
+        assert!(counted.is_empty());
         assert!(out.rules.len() < 60, "{} rules", out.rules.len());
     }
 }

@@ -9,7 +9,7 @@
 mod build;
 pub(crate) mod lower;
 
-use crate::grammar::{Grammar, TokenRef};
+use crate::grammar::{Expr, Grammar, TokenRef};
 
 /// Index of a node in [`Automaton::nodes`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -86,6 +86,78 @@ pub struct Automaton {
     /// `follow[r]`: a 256-bit set of the bytes that may come right after rule `r` ends.
     pub(crate) follow: Vec<[u64; 4]>,
     pub(crate) root: u32,
+    /// Counted rules, by ascending first virtual node id.
+    pub(crate) counted: Vec<Counted>,
+}
+
+/// A counted repetition `body{min,max}` whose body is a non-nullable byte DFA.
+///
+/// Its nodes are *virtual*: node `first + c * (S + 1) + s` is "c iterations completed, in
+/// body state `s`" (`s == S` is the rule's start, with `c == 0`). Nothing per count is
+/// stored, so `{2,20000}` costs one body DFA. Two virtual nodes with the same
+/// [`Counted::mask_key`] have the same token masks, since a token of at most `L` bytes
+/// completes at most `L` iterations.
+#[derive(Clone, Debug)]
+pub(crate) struct Counted {
+    pub rule: u32,
+    pub first: u32,
+    /// Body DFA states `S`.
+    pub states: u32,
+    pub min: u32,
+    pub max: Option<u32>,
+    pub body_final: Vec<bool>,
+    /// Per body state: range of its edges in `edges` (targets are body states).
+    pub body_edges: Vec<(u32, u32)>,
+    pub edges: Vec<ByteEdge>,
+}
+
+impl Counted {
+    #[inline]
+    fn id(&self, c: u32, s: u32) -> u32 {
+        self.first + c * (self.states + 1) + s
+    }
+
+    #[inline]
+    fn split(&self, n: u32) -> (u32, u32) {
+        let k = n - self.first;
+        (k / (self.states + 1), k % (self.states + 1))
+    }
+
+    /// Edges of body state `s`; the rule's start behaves as body state 0.
+    #[inline]
+    fn edges_of(&self, s: u32) -> &[ByteEdge] {
+        let s = if s == self.states { 0 } else { s };
+        let (a, b) = self.body_edges[s as usize];
+        &self.edges[a as usize..b as usize]
+    }
+
+    /// The count after completing one more iteration at count `c`, if another may start.
+    #[inline]
+    fn next_count(&self, c: u32) -> Option<u32> {
+        match self.max {
+            Some(max) => (c + 1 < max).then_some(c + 1),
+            None => Some((c + 1).min(self.min)),
+        }
+    }
+
+    #[inline]
+    fn is_final(&self, c: u32, s: u32) -> bool {
+        if s == self.states {
+            self.min == 0
+        } else {
+            self.body_final[s as usize] && c + 1 >= self.min
+        }
+    }
+
+    /// The key under which virtual node `(c, s)` shares its masks: body state, and the
+    /// distances to `min` and `max` clipped at `max_token_len + 2`.
+    pub fn mask_key(&self, n: u32, max_token_len: u32) -> (u32, u32, u32) {
+        let (c, s) = self.split(n);
+        let clip = max_token_len.saturating_add(2);
+        let to_min = self.min.saturating_sub(c).min(clip);
+        let to_max = self.max.map_or(u32::MAX, |m| (m - c).min(clip));
+        (s, to_min, to_max)
+    }
 }
 
 /// Most states one rule's DFA may have.
@@ -96,6 +168,7 @@ impl Automaton {
     /// token terminal to its id.
     pub(crate) fn build(
         grammar: &Grammar,
+        counted_rules: &[u32],
         token: &dyn Fn(&TokenRef) -> u32,
     ) -> Result<Self, AutomatonError> {
         let mut a = Automaton {
@@ -108,20 +181,31 @@ impl Automaton {
             nullable: vec![false; grammar.rules.len()],
             follow: vec![[0; 4]; grammar.rules.len()],
             root: grammar.root.0,
+            counted: Vec::new(),
         };
+        let mut pending: Vec<(u32, Vec<build::DfaState>, u32, Option<u32>)> = Vec::new();
         for (ri, rule) in grammar.rules.iter().enumerate() {
-            let dfa =
-                build::build_dfa(&rule.body, token, MAX_RULE_STATES).map_err(|e| match e {
-                    build::BuildError::TooDeep(depth) => AutomatonError::TooDeep {
-                        rule: rule.name.clone(),
-                        depth,
-                        limit: build::MAX_EXPR_DEPTH,
-                    },
-                    build::BuildError::TooManyStates => AutomatonError::TooManyStates {
-                        rule: rule.name.clone(),
-                        limit: MAX_RULE_STATES,
-                    },
-                })?;
+            let is_counted = counted_rules.contains(&(ri as u32));
+            let body = match (&rule.body, is_counted) {
+                (Expr::Repeat { expr, .. }, true) => expr.as_ref(),
+                _ => &rule.body,
+            };
+            let dfa = build::build_dfa(body, token, MAX_RULE_STATES).map_err(|e| match e {
+                build::BuildError::TooDeep(depth) => AutomatonError::TooDeep {
+                    rule: rule.name.clone(),
+                    depth,
+                    limit: build::MAX_EXPR_DEPTH,
+                },
+                build::BuildError::TooManyStates => AutomatonError::TooManyStates {
+                    rule: rule.name.clone(),
+                    limit: MAX_RULE_STATES,
+                },
+            })?;
+            if let (Expr::Repeat { min, max, .. }, true) = (&rule.body, is_counted) {
+                a.rule_start.push(u32::MAX); // set below, once real nodes are numbered
+                pending.push((ri as u32, dfa, *min, *max));
+                continue;
+            }
             let base = a.nodes.len() as u32;
             a.rule_start.push(base);
             for st in dfa {
@@ -149,24 +233,169 @@ impl Automaton {
                 });
             }
         }
+        // Virtual node ids of counted rules follow the real nodes.
+        let mut next = a.nodes.len() as u64;
+        for (rule, dfa, min, max) in pending {
+            let states = dfa.len() as u32;
+            let counts = match max {
+                Some(m) => m.max(1),
+                None => min + 1,
+            };
+            let span = counts as u64 * (states as u64 + 1);
+            if next + span >= u32::MAX as u64 / 2 {
+                return Err(AutomatonError::TooManyStates {
+                    rule: a.rule_names[rule as usize].clone(),
+                    limit: (u32::MAX / 2) as usize,
+                });
+            }
+            let mut edges = Vec::new();
+            let mut body_edges = Vec::with_capacity(dfa.len());
+            let mut body_final = Vec::with_capacity(dfa.len());
+            for st in &dfa {
+                let e0 = edges.len() as u32;
+                edges.extend_from_slice(&st.bytes);
+                body_edges.push((e0, edges.len() as u32));
+                body_final.push(st.is_final);
+            }
+            let c = Counted {
+                rule,
+                first: next as u32,
+                states,
+                min,
+                max,
+                body_final,
+                body_edges,
+                edges,
+            };
+            a.rule_start[rule as usize] = c.id(0, states);
+            a.counted.push(c);
+            next += span;
+        }
         a.compute_nullable();
         a.compute_follow();
         Ok(a)
     }
 
+    /// True for the virtual nodes of counted rules.
+    #[inline]
+    pub(crate) fn is_virtual(&self, n: u32) -> bool {
+        n as usize >= self.nodes.len()
+    }
+
+    /// The counted rule a virtual node belongs to, with its (count, state).
+    #[inline]
+    pub(crate) fn locate(&self, n: u32) -> (&Counted, u32, u32) {
+        let k = self.counted.partition_point(|c| c.first <= n) - 1;
+        let c = &self.counted[k];
+        let (count, s) = c.split(n);
+        (c, count, s)
+    }
+
+    /// The rule node `n` belongs to.
+    #[inline]
+    pub(crate) fn rule_of(&self, n: u32) -> u32 {
+        match self.nodes.get(n as usize) {
+            Some(node) => node.rule,
+            None => self.locate(n).0.rule,
+        }
+    }
+
+    /// True when the rule may end at node `n`.
+    #[inline]
+    pub(crate) fn is_final(&self, n: u32) -> bool {
+        match self.nodes.get(n as usize) {
+            Some(node) => node.is_final,
+            None => {
+                let (c, count, s) = self.locate(n);
+                c.is_final(count, s)
+            }
+        }
+    }
+
+    /// Calls `f` with each node reached from `n` on byte `b` (at most one for a real node,
+    /// at most two for a virtual one: go on in the iteration, or start the next).
+    #[inline]
+    pub(crate) fn for_each_byte_target(&self, n: u32, b: u8, mut f: impl FnMut(u32)) {
+        if let Some(node) = self.nodes.get(n as usize) {
+            let (s, e) = node.bytes;
+            for edge in &self.byte_edges[s as usize..e as usize] {
+                if edge.lo <= b && b <= edge.hi {
+                    f(edge.target);
+                    return;
+                }
+            }
+            return;
+        }
+        let (c, count, s) = self.locate(n);
+        for edge in c.edges_of(s) {
+            if edge.lo <= b && b <= edge.hi {
+                f(c.id(count, edge.target));
+                break;
+            }
+        }
+        if s != c.states && c.body_final[s as usize] {
+            if let Some(next) = c.next_count(count) {
+                for edge in c.edges_of(0) {
+                    if edge.lo <= b && b <= edge.hi {
+                        f(c.id(next, edge.target));
+                        break;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Calls `f(lo, hi)` for each byte range leaving node `n`.
+    pub(crate) fn for_each_byte_range(&self, n: u32, mut f: impl FnMut(u8, u8)) {
+        if !self.is_virtual(n) {
+            for e in self.bytes_of(n) {
+                f(e.lo, e.hi);
+            }
+            return;
+        }
+        let (c, count, s) = self.locate(n);
+        for e in c.edges_of(s) {
+            f(e.lo, e.hi);
+        }
+        if s != c.states && c.body_final[s as usize] && c.next_count(count).is_some() {
+            for e in c.edges_of(0) {
+                f(e.lo, e.hi);
+            }
+        }
+    }
+
+    /// True when node `n` has byte or call edges (so it has a token mask).
+    pub(crate) fn has_edges(&self, n: u32) -> bool {
+        let mut any = false;
+        self.for_each_byte_range(n, |_, _| any = true);
+        any || !self.calls_of(n).is_empty()
+    }
+
+    /// Byte edges of a real node (none for a virtual one: see
+    /// [`Automaton::for_each_byte_target`]).
     pub(crate) fn bytes_of(&self, n: u32) -> &[ByteEdge] {
-        let (s, e) = self.nodes[n as usize].bytes;
-        &self.byte_edges[s as usize..e as usize]
+        match self.nodes.get(n as usize) {
+            Some(node) => &self.byte_edges[node.bytes.0 as usize..node.bytes.1 as usize],
+            None => &[],
+        }
     }
 
+    /// Call edges of node `n` (virtual nodes have none).
+    #[inline]
     pub(crate) fn calls_of(&self, n: u32) -> &[CallEdge] {
-        let (s, e) = self.nodes[n as usize].calls;
-        &self.call_edges[s as usize..e as usize]
+        match self.nodes.get(n as usize) {
+            Some(node) => &self.call_edges[node.calls.0 as usize..node.calls.1 as usize],
+            None => &[],
+        }
     }
 
+    /// Token edges of node `n` (virtual nodes have none).
+    #[inline]
     pub(crate) fn tokens_of(&self, n: u32) -> &[TokenEdge] {
-        let (s, e) = self.nodes[n as usize].tokens;
-        &self.token_edges[s as usize..e as usize]
+        match self.nodes.get(n as usize) {
+            Some(node) => &self.token_edges[node.tokens.0 as usize..node.tokens.1 as usize],
+            None => &[],
+        }
     }
 
     /// Number of nodes over all rules.
@@ -199,10 +428,16 @@ impl Automaton {
     }
 
     fn compute_nullable(&mut self) {
+        for c in &self.counted {
+            self.nullable[c.rule as usize] = c.min == 0;
+        }
         loop {
             let end = self.nullable_to_end();
             let mut changed = false;
             for r in 0..self.rule_start.len() {
+                if self.is_virtual(self.rule_start[r]) {
+                    continue;
+                }
                 if !self.nullable[r] && end[self.rule_start[r] as usize] {
                     self.nullable[r] = true;
                     changed = true;
@@ -225,13 +460,27 @@ impl Automaton {
                 }
             }
         }
+        // First bytes of counted rules: those of their body's start state.
+        let mut counted_first: Vec<[u64; 4]> = vec![[0; 4]; self.rule_start.len()];
+        for c in &self.counted {
+            for e in c.edges_of(0) {
+                for b in e.lo..=e.hi {
+                    counted_first[c.rule as usize][(b >> 6) as usize] |= 1 << (b & 63);
+                }
+            }
+        }
         loop {
             let mut changed = false;
             for n in 0..self.nodes.len() {
                 let mut acc = first[n];
                 for c in self.calls_of(n as u32) {
-                    let s = self.rule_start[c.rule as usize] as usize;
-                    or_into(&mut acc, &first[s]);
+                    let s = self.rule_start[c.rule as usize];
+                    let f = if self.is_virtual(s) {
+                        counted_first[c.rule as usize]
+                    } else {
+                        first[s as usize]
+                    };
+                    or_into(&mut acc, &f);
                     if self.nullable[c.rule as usize] {
                         or_into(&mut acc, &first[c.target as usize]);
                     }

@@ -51,7 +51,7 @@ pub(crate) fn compute_node_mask(
     node: u32,
     words: usize,
 ) -> NodeMask {
-    let follow = &aut.follow[aut.nodes[node as usize].rule as usize];
+    let follow = &aut.follow[aut.rule_of(node) as usize];
     let chart = Chart::new(aut, node);
     walk(trie, aut, chart, follow, words)
 }
@@ -68,7 +68,7 @@ pub(crate) fn compute_pair_mask(
     node: u32,
     caller: u32,
 ) -> NodeMask {
-    let follow = &aut.follow[aut.nodes[caller as usize].rule as usize];
+    let follow = &aut.follow[aut.rule_of(caller) as usize];
     let mut chart = Chart::with_caller(aut, caller, node);
     let base = chart.len();
     let mut accepted: Vec<u32> = Vec::new();

@@ -335,12 +335,14 @@ impl GrammarMatcher {
                     forced = false;
                     break;
                 }
-                for e in aut.bytes_of(it.node) {
-                    if e.lo != e.hi || single.is_some_and(|s| s != e.lo) {
+                aut.for_each_byte_range(it.node, |lo, hi| {
+                    if lo != hi || single.is_some_and(|s| s != lo) {
                         forced = false;
-                        break 'items;
                     }
-                    single = Some(e.lo);
+                    single = Some(lo);
+                });
+                if !forced {
+                    break 'items;
                 }
             }
             match single {
@@ -421,8 +423,16 @@ impl GrammarMatcher {
             let Some(m) = compiled.node_mask(n) else {
                 continue;
             };
-            if self.node_stamp[n as usize] != self.stamp {
-                self.node_stamp[n as usize] = self.stamp;
+            // Virtual nodes (counted repetitions) are not deduplicated: rare, and harmless.
+            let fresh = match self.node_stamp.get_mut(n as usize) {
+                Some(st) if *st == self.stamp => false,
+                Some(st) => {
+                    *st = self.stamp;
+                    true
+                }
+                None => true,
+            };
+            if fresh {
                 or_token_set(
                     bitmask,
                     &m.accepted,
@@ -436,7 +446,7 @@ impl GrammarMatcher {
             if m.uncertain.is_empty() || it.origin == EXT {
                 continue;
             }
-            let rule = aut.nodes[n as usize].rule;
+            let rule = aut.rule_of(n);
             for caller in self.chart.set(it.origin) {
                 if !aut.calls_of(caller.node).iter().any(|c| c.rule == rule) {
                     continue;

@@ -152,15 +152,12 @@ impl Chart {
         // Cost: one pass over the current set's items and their byte edges.
         for i in s..e {
             let it = self.items[i];
-            for edge in aut.bytes_of(it.node) {
-                if edge.lo <= b && b <= edge.hi {
-                    self.add(Item {
-                        node: edge.target,
-                        origin: it.origin,
-                    });
-                    break;
-                }
-            }
+            aut.for_each_byte_target(it.node, b, |target| {
+                self.add(Item {
+                    node: target,
+                    origin: it.origin,
+                })
+            });
         }
         if self.items.len() == start {
             return false;
@@ -232,7 +229,6 @@ impl Chart {
         while j < self.items.len() {
             let it = self.items[j];
             j += 1;
-            let node = &aut.nodes[it.node as usize];
             for c in aut.calls_of(it.node) {
                 self.add(Item {
                     node: aut.rule_start[c.rule as usize],
@@ -245,13 +241,13 @@ impl Chart {
                     });
                 }
             }
-            if node.is_final {
+            if aut.is_final(it.node) {
                 if it.origin == EXT {
                     let last = self.exits.len() - 1;
                     self.exits[last] = true;
                 } else if it.origin != pos {
                     // Completion: advance every caller of this rule waiting at the origin.
-                    let rule = node.rule;
+                    let rule = aut.rule_of(it.node);
                     let (s, e) = (
                         self.starts[it.origin as usize] as usize,
                         self.starts[it.origin as usize + 1] as usize,
