@@ -386,8 +386,8 @@ impl GrammarMatcher {
                 got: bitmask.len(),
             });
         }
-        bitmask.fill(0);
         if self.terminated {
+            bitmask.fill(0);
             return Ok(());
         }
         let compiled = self.compiled.clone();
@@ -400,21 +400,15 @@ impl GrammarMatcher {
         }
         self.kernel.clear();
         for it in self.chart.current() {
-            for e in aut.tokens_of(it.node) {
-                bitmask[(e.token / 32) as usize] |= 1 << (e.token % 32);
-            }
             // Items of rule instances that started here are covered by their predictor's
             // precomputed mask; only older instances (and the base item) need their own.
-            if it.origin == pos {
-                continue;
-            }
-            self.kernel.push(*it);
-        }
-        if self.chart.can_exit() {
-            for &t in compiled.vocab.stop_tokens() {
-                bitmask[(t / 32) as usize] |= 1 << (t % 32);
+            if it.origin != pos {
+                self.kernel.push(*it);
             }
         }
+        // `bitmask` holds garbage until the first token set is written: a large first set
+        // is copied in rather than ORed into a cleared buffer.
+        let mut blank = true;
         self.uncertain_lists.clear();
         self.pairs_seen.clear();
         for k in 0..self.kernel.len() {
@@ -435,6 +429,7 @@ impl GrammarMatcher {
             if fresh {
                 or_token_set(
                     bitmask,
+                    &mut blank,
                     &m.accepted,
                     &compiled.text_bits,
                     &mut self.scratch_bits,
@@ -468,6 +463,7 @@ impl GrammarMatcher {
                     };
                     or_token_set(
                         bitmask,
+                        &mut blank,
                         &pm.accepted,
                         &compiled.text_bits,
                         &mut self.scratch_bits,
@@ -480,6 +476,20 @@ impl GrammarMatcher {
                         }
                     }
                 }
+            }
+        }
+        if blank {
+            bitmask.fill(0);
+        }
+        // Special tokens through token terminals, and stop tokens where the root may end.
+        for it in self.chart.current() {
+            for e in aut.tokens_of(it.node) {
+                bitmask[(e.token / 32) as usize] |= 1 << (e.token % 32);
+            }
+        }
+        if self.chart.can_exit() {
+            for &t in compiled.vocab.stop_tokens() {
+                bitmask[(t / 32) as usize] |= 1 << (t % 32);
             }
         }
         // Context-dependent tokens: run each through the full chart, sharing prefixes.
@@ -505,20 +515,44 @@ impl GrammarMatcher {
     }
 }
 
-/// ORs a precomputed token set into `bitmask`.
-fn or_token_set(bitmask: &mut [u32], set: &TokenSet, text_bits: &[u32], scratch: &mut Vec<u32>) {
+/// ORs a precomputed token set into `bitmask`; when `blank` (the buffer holds garbage), a
+/// bitset or rejected-list set is copied in instead, and the buffer is no longer blank.
+fn or_token_set(
+    bitmask: &mut [u32],
+    blank: &mut bool,
+    set: &TokenSet,
+    text_bits: &[u32],
+    scratch: &mut Vec<u32>,
+) {
     match set {
         TokenSet::Accepted(ids) => {
+            if *blank {
+                bitmask.fill(0);
+                *blank = false;
+            }
             for &id in ids {
                 bitmask[(id / 32) as usize] |= 1 << (id % 32);
             }
         }
         TokenSet::Bitset(bits) => {
-            for (w, b) in bitmask.iter_mut().zip(bits.iter()) {
-                *w |= b;
+            if *blank {
+                bitmask.copy_from_slice(bits);
+                *blank = false;
+            } else {
+                for (w, b) in bitmask.iter_mut().zip(bits.iter()) {
+                    *w |= b;
+                }
             }
         }
         TokenSet::Rejected(ids) => {
+            if *blank {
+                bitmask.copy_from_slice(text_bits);
+                for &id in ids {
+                    bitmask[(id / 32) as usize] &= !(1 << (id % 32));
+                }
+                *blank = false;
+                return;
+            }
             scratch.clear();
             scratch.extend_from_slice(text_bits);
             for &id in ids {
