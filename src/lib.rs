@@ -29,7 +29,7 @@
 //! ```
 #![warn(missing_docs)]
 
-pub mod automaton;
+mod automaton;
 mod compiler;
 pub mod grammar;
 pub mod mask;
@@ -37,6 +37,7 @@ pub mod matcher;
 mod parser;
 pub mod vocab;
 
+pub use automaton::AutomatonError;
 pub use compiler::{CompileError, CompiledGrammar, GrammarCompiler, Precompute};
 pub use grammar::{Grammar, RuleId};
 pub use matcher::{GrammarMatcher, MatcherError, TokenRejection};

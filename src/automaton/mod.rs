@@ -4,16 +4,12 @@
 //! The parser (`crate::parser`) runs these automata as an Earley recogniser: an item is a
 //! node of one rule's automaton plus the input position where that rule started. Because
 //! calls stay edges, left recursion, ambiguity and nullable rules need no rewriting.
-//! Node ids are global across rules ([`NodeId`]); `rule_start[r]` is rule `r`'s start node.
+//! Node ids (`u32`) are global across rules; `rule_start[r]` is rule `r`'s start node.
 
 mod build;
 pub(crate) mod lower;
 
 use crate::grammar::{Expr, Grammar, TokenRef};
-
-/// Index of a node in [`Automaton::nodes`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct NodeId(pub u32);
 
 /// An edge on one byte range `lo..=hi`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -3,7 +3,7 @@
 //! Only *text* tokens are in the trie: non-empty tokens that are not special. Tokens are
 //! sorted by bytes; node `i`'s subtree is `i..subtree_end[i]`, so a walk that fails at a
 //! node skips its whole subtree in one step. Tokens ending at a node, and tokens of a
-//! subtree, are contiguous ranges of [`TokenTrie::sorted`].
+//! subtree, are contiguous ranges of the sorted token list.
 
 use crate::vocab::Vocabulary;
 
