@@ -349,7 +349,7 @@ fn counted_repetition_masks_are_exact_near_both_bounds() {
                         "{{{min},{max}}} after {count}: {k} a's"
                     );
                 }
-                let ab_ok = count + 1 >= min as usize && count + 1 <= max as usize;
+                let ab_ok = count + 1 >= min as usize && count < max as usize;
                 assert_eq!(
                     allowed.contains(&8),
                     ab_ok,

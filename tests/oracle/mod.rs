@@ -4,7 +4,7 @@
 //! the set of end positions of every (rule, start) pair, so left recursion and ambiguity are
 //! handled by iteration instead of automata. Cubic or worse; only for short test texts.
 
-#![allow(dead_code)]
+#![allow(dead_code, clippy::needless_range_loop)]
 
 use tokensieve::grammar::{Expr, Grammar};
 
