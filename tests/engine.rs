@@ -368,3 +368,20 @@ fn counted_repetition_masks_are_exact_near_both_bounds() {
         }
     }
 }
+
+/// Found by fuzzing: `+` nested in `+` a hundred times once doubled the automaton at every
+/// level. One copy per level keeps it linear.
+#[test]
+fn deeply_nested_plus_compiles_linearly() {
+    let mut e = lit("ab");
+    for i in 0..100 {
+        e = rep(e, if i % 3 == 0 { 0 } else { 1 }, None);
+    }
+    let g = grammar(vec![("root", Expr::Seq(vec![e, lit("c")]))]);
+    let vocab = Arc::new(synthetic_vocab(&["a", "b", "c"]));
+    let compiled = GrammarCompiler::new(vocab.clone()).compile_ir(&g).unwrap();
+    assert!(compiled.node_count() < 10, "{} nodes", compiled.node_count());
+    let mut m = GrammarMatcher::new(compiled);
+    assert!(m.accept_string("ababc"));
+    assert!(m.is_completed());
+}

@@ -103,6 +103,23 @@ impl Nfa {
                 }
                 exit
             }
+            Expr::Repeat {
+                expr,
+                min,
+                max: None,
+            } if *min >= 1 => {
+                // `x{m,}` = x^(m-1) x+, and x+ is one copy with a loop back: `+` nested in
+                // `+` must not double the automaton at every level.
+                let mut s = entry;
+                for _ in 1..*min {
+                    s = self.add(expr, s, depth + 1, token)?;
+                }
+                let body = self.state();
+                self.edge(s, Label::Eps, body);
+                let t = self.add(expr, body, depth + 1, token)?;
+                self.edge(t, Label::Eps, body);
+                t
+            }
             Expr::Repeat { expr, min, max } => {
                 let mut s = entry;
                 for _ in 0..*min {
