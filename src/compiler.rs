@@ -151,6 +151,11 @@ impl GrammarCompiler {
     /// Compiles an EBNF grammar (XGrammar's dialect or llama.cpp GBNF) whose root rule is
     /// named `root`.
     ///
+    /// Token terminals (`<|im_end|>`, `<[151645]>`) naming a *special* token match exactly
+    /// that token id; naming an ordinary token (such as Qwen3's non-special `<think>`), they
+    /// match its text, by any tokenization. Stop tokens are allowed exactly where the root
+    /// rule can end and never match grammar text.
+    ///
     /// # Errors
     /// [`CompileError::Ebnf`] for syntax errors and undefined rules (with line:column),
     /// [`CompileError::UnknownToken`] / [`CompileError::TokenOutOfRange`] for token
@@ -203,7 +208,31 @@ impl GrammarCompiler {
                 }
             }
         }
-        let (lowered, counted) = lower_repeats(&inline_rules(grammar));
+        // A terminal naming an ordinary (non-special) token means that token's text: as
+        // bytes, any tokenization of it matches, so mask and accept agree on one reading.
+        let mut rewritten = grammar.clone();
+        for rule in &mut rewritten.rules {
+            let mut stack = vec![&mut rule.body];
+            while let Some(e) = stack.pop() {
+                match e {
+                    Expr::Seq(v) | Expr::Choice(v) => stack.extend(v.iter_mut()),
+                    Expr::Repeat { expr, .. } => stack.push(expr),
+                    Expr::Token(t) => {
+                        let id = resolved[&*t];
+                        if !self.vocab.is_special(id) {
+                            let bytes = self.vocab.token_bytes(id).unwrap_or(&[]);
+                            *e = if bytes.is_empty() {
+                                Expr::Empty
+                            } else {
+                                Expr::Bytes(bytes.to_vec())
+                            };
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        let (lowered, counted) = lower_repeats(&inline_rules(&rewritten));
         let aut = Automaton::build(&lowered, &counted, &|t| {
             resolved.get(t).copied().unwrap_or(0)
         })?;

@@ -1,6 +1,7 @@
 //! The vocabulary as a byte trie in array form (depth-first order).
 //!
-//! Only *text* tokens are in the trie: non-empty tokens that are not special. Tokens are
+//! Only *text* tokens are in the trie: non-empty tokens that are neither special nor stop
+//! tokens (a stop token only ever stops, even when its bytes are ordinary text). Tokens are
 //! sorted by bytes; node `i`'s subtree is `i..subtree_end[i]`, so a walk that fails at a
 //! node skips its whole subtree in one step. Tokens ending at a node, and tokens of a
 //! subtree, are contiguous ranges of the sorted token list.
@@ -33,7 +34,9 @@ impl TokenTrie {
         let n = vocab.tokenizer_size();
         let mut sorted: Vec<u32> = (0..n as u32)
             .filter(|&id| {
-                !vocab.is_special(id) && vocab.token_bytes(id).is_some_and(|b| !b.is_empty())
+                !vocab.is_special(id)
+                    && !vocab.is_stop_token(id)
+                    && vocab.token_bytes(id).is_some_and(|b| !b.is_empty())
             })
             .collect();
         let bytes_of = |id: u32| vocab.token_bytes(id).unwrap_or(&[]);

@@ -325,6 +325,37 @@ impl RealTokenizer {
     /// Token ids of `pieces`: text pieces through [`RealTokenizer::encode_exact`], special
     /// pieces as their id (which must be a special token).
     pub fn encode_pieces(&self, pieces: &[Piece<'_>]) -> Vec<u32> {
+        // The whole text, encoded at once, holds every special piece as its special id.
+        let specials: Vec<u32> = pieces
+            .iter()
+            .filter_map(|p| match *p {
+                Piece::Special(s) => self.vocab.special_token_id(s),
+                _ => None,
+            })
+            .collect();
+        if !specials.is_empty() && pieces.iter().all(|p| !matches!(p, Piece::Plain(_))) {
+            let whole: String = pieces
+                .iter()
+                .map(|p| match *p {
+                    Piece::Text(s) | Piece::Special(s) | Piece::Token(s) | Piece::Plain(s) => s,
+                })
+                .collect();
+            let enc = self
+                .tokenizer
+                .encode(whole.as_str(), false)
+                .expect("encodes");
+            let found: Vec<u32> = enc
+                .get_ids()
+                .iter()
+                .copied()
+                .filter(|id| specials.contains(id))
+                .collect();
+            assert_eq!(
+                found, specials,
+                "{}: special tokens in {whole:?}",
+                self.name
+            );
+        }
         let mut ids = Vec::new();
         for p in pieces {
             match *p {
