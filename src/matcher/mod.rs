@@ -197,7 +197,8 @@ impl GrammarMatcher {
         if self.terminated {
             return Err(TokenRejection::Terminated { token });
         }
-        let vocab = &self.compiled.vocab;
+        let compiled = self.compiled.clone();
+        let vocab = &compiled.vocab;
         if token as usize >= vocab.vocab_size() {
             return Err(TokenRejection::OutOfRange {
                 token,
@@ -236,21 +237,7 @@ impl GrammarMatcher {
         if bytes.is_empty() {
             return Err(TokenRejection::Empty { token });
         }
-        for (offset, &byte) in bytes.iter().enumerate() {
-            if !self.chart.push_byte(aut, byte) {
-                self.chart.truncate(before as usize);
-                return Err(TokenRejection::Bytes {
-                    token,
-                    offset,
-                    byte,
-                });
-            }
-        }
-        self.history.push(Step {
-            chart_len: before,
-            stop: false,
-        });
-        Ok(())
+        self.push_bytes(bytes, token)
     }
 
     /// Accepts the bytes of `text` as one step (for rollback), all or nothing.
@@ -267,12 +254,17 @@ impl GrammarMatcher {
         if self.terminated {
             return Err(TokenRejection::Terminated { token: u32::MAX });
         }
+        self.push_bytes(bytes, u32::MAX)
+    }
+
+    /// Pushes `bytes` as one step, all or nothing; `token` names the step in errors.
+    fn push_bytes(&mut self, bytes: &[u8], token: u32) -> Result<(), TokenRejection> {
         let before = self.chart.len() as u32;
         for (offset, &byte) in bytes.iter().enumerate() {
             if !self.chart.push_byte(&self.compiled.aut, byte) {
                 self.chart.truncate(before as usize);
                 return Err(TokenRejection::Bytes {
-                    token: u32::MAX,
+                    token,
                     offset,
                     byte,
                 });

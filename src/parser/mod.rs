@@ -159,13 +159,7 @@ impl Chart {
                 })
             });
         }
-        if self.items.len() == start {
-            return false;
-        }
-        self.starts.push(start as u32);
-        self.exits.push(false);
-        self.close(aut, start);
-        true
+        self.finish_set(aut, start)
     }
 
     /// Consumes special token `token` through a token edge. Returns false (and changes
@@ -186,6 +180,12 @@ impl Chart {
                 }
             }
         }
+        self.finish_set(aut, start)
+    }
+
+    /// Opens the set whose scanned items start at `start`, and closes it (prediction and
+    /// completion). False, with nothing changed, when the scan added no item.
+    fn finish_set(&mut self, aut: &Automaton, start: usize) -> bool {
         if self.items.len() == start {
             return false;
         }
