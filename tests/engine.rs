@@ -385,3 +385,60 @@ fn deeply_nested_plus_compiles_linearly() {
     assert!(m.accept_string("ababc"));
     assert!(m.is_completed());
 }
+
+/// Whole-language check against the oracle: every string up to a length over a small
+/// alphabet is accepted by the engine (all bytes consumed, root complete) exactly when the
+/// oracle accepts it. Random walks only see accepted texts; this also sees rejected ones.
+fn assert_same_language(g: &Grammar, alphabet: &[u8], max_len: usize) {
+    let tokens: Vec<Vec<u8>> = alphabet.iter().map(|&b| vec![b]).chain([EOS.to_vec()]).collect();
+    let n = tokens.len() as u32;
+    let vocab = Arc::new(Vocabulary::from_token_bytes(&tokens, &[n - 1], &[n - 1]).unwrap());
+    let compiled = GrammarCompiler::new(vocab).compile_ir(g).unwrap();
+    let none = |_: &str| None;
+    let mut strings: Vec<Vec<u8>> = vec![Vec::new()];
+    let mut frontier = strings.clone();
+    for _ in 0..max_len {
+        let mut next = Vec::new();
+        for s in &frontier {
+            for &b in alphabet {
+                let mut t = s.clone();
+                t.push(b);
+                next.push(t);
+            }
+        }
+        strings.extend(next.iter().cloned());
+        frontier = next;
+    }
+    for s in strings {
+        let mut m = GrammarMatcher::new(compiled.clone());
+        let engine = m.try_accept_bytes(&s).is_ok() && m.is_completed();
+        let syms: Vec<Sym> = s.iter().map(|&b| Sym::Byte(b)).collect();
+        let oracle = Oracle::accepts(g, &syms, &none);
+        assert_eq!(engine, oracle, "{:?}: engine {engine}, oracle {oracle}", String::from_utf8_lossy(&s));
+    }
+}
+
+/// Found by review: a star's loop state doubled as its exit, so `c* b*` accepted "bc".
+#[test]
+fn consecutive_repetitions_keep_their_order() {
+    let star = |s: &str| rep(lit(s), 0, None);
+    let plus = |s: &str| rep(lit(s), 1, None);
+    let cases = vec![
+        grammar(vec![("root", Expr::Seq(vec![star("c"), star("b")]))]),
+        grammar(vec![("root", Expr::Seq(vec![plus("a"), star("b")]))]),
+        grammar(vec![("root", rep(Expr::Seq(vec![lit("a"), star("c"), star("b")]), 1, None))]),
+        grammar(vec![
+            ("root", Expr::Seq(vec![r(1), r(1)])),
+            ("x", Expr::Seq(vec![lit("a"), star("c"), star("b")])),
+        ]),
+        grammar(vec![("root", Expr::Seq(vec![rep(lit("a"), 1, Some(3)), star("b"), plus("c"), rep(lit("b"), 0, Some(2))]))]),
+        grammar(vec![("root", Expr::Seq(vec![rep(rep(lit("ab"), 0, None), 1, None), lit("c"), star("a")]))]),
+        grammar(vec![(
+            "root",
+            Expr::Choice(vec![Expr::Seq(vec![star("a"), lit("b")]), Expr::Seq(vec![plus("b"), star("a"), lit("c")])]),
+        )]),
+    ];
+    for g in &cases {
+        assert_same_language(g, b"abc", 6);
+    }
+}

@@ -107,44 +107,41 @@ impl Nfa {
                 expr,
                 min,
                 max: None,
-            } if *min >= 1 => {
-                // `x{m,}` = x^(m-1) x+, and x+ is one copy with a loop back: `+` nested in
-                // `+` must not double the automaton at every level.
+            } => {
+                // `x{m,}` = x^(m-1) x+ (or x* when m = 0): one copy in a loop through a fresh
+                // head, left through a fresh exit, so nothing after it can loop back into it
+                // and `+` nested in `+` does not double the automaton at every level.
                 let mut s = entry;
                 for _ in 1..*min {
                     s = self.add(expr, s, depth + 1, token)?;
                 }
-                let body = self.state();
-                self.edge(s, Label::Eps, body);
-                let t = self.add(expr, body, depth + 1, token)?;
-                self.edge(t, Label::Eps, body);
-                t
+                let head = self.state();
+                self.edge(s, Label::Eps, head);
+                let t = self.add(expr, head, depth + 1, token)?;
+                self.edge(t, Label::Eps, head);
+                let exit = self.state();
+                self.edge(if *min == 0 { head } else { t }, Label::Eps, exit);
+                exit
             }
-            Expr::Repeat { expr, min, max } => {
+            Expr::Repeat {
+                expr,
+                min,
+                max: Some(max),
+            } => {
+                // x^min, then (max - min) nested optional copies, each able to leave through
+                // one fresh exit.
                 let mut s = entry;
                 for _ in 0..*min {
                     s = self.add(expr, s, depth + 1, token)?;
                 }
-                match max {
-                    None => {
-                        // Loop: s -e-> t, t -ε-> s; exit at s.
-                        let body = self.state();
-                        self.edge(s, Label::Eps, body);
-                        let t = self.add(expr, body, depth + 1, token)?;
-                        self.edge(t, Label::Eps, s);
-                        s
-                    }
-                    Some(max) => {
-                        let exit = self.state();
-                        self.edge(s, Label::Eps, exit);
-                        for _ in *min..*max {
-                            let t = self.add(expr, s, depth + 1, token)?;
-                            self.edge(t, Label::Eps, exit);
-                            s = t;
-                        }
-                        exit
-                    }
+                let exit = self.state();
+                self.edge(s, Label::Eps, exit);
+                for _ in *min..*max {
+                    let t = self.add(expr, s, depth + 1, token)?;
+                    self.edge(t, Label::Eps, exit);
+                    s = t;
                 }
+                exit
             }
             Expr::Rule(r) => {
                 let t = self.state();
