@@ -46,6 +46,13 @@ pub enum CompileError {
         /// The tokenizer's size.
         size: usize,
     },
+    /// The grammar matches no string at all (its root can never complete), so a matcher
+    /// would allow no token, not even a stop token.
+    #[error("the grammar matches nothing: rule `{root}` can never complete (an empty character class, or rules that only call each other?)")]
+    EmptyLanguage {
+        /// The root rule's name.
+        root: String,
+    },
     /// The automata exceed a size limit.
     #[error(transparent)]
     Automaton(#[from] AutomatonError),
@@ -236,6 +243,11 @@ impl GrammarCompiler {
         let aut = Automaton::build(&lowered, &counted, &|t| {
             resolved.get(t).copied().unwrap_or(0)
         })?;
+        if !aut.root_is_productive() {
+            return Err(CompileError::EmptyLanguage {
+                root: grammar.rules[grammar.root.index()].name.clone(),
+            });
+        }
         let has_mask: Vec<bool> = (0..aut.nodes.len() as u32)
             .map(|n| aut.has_edges(n))
             .collect();

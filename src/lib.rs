@@ -35,8 +35,10 @@ pub mod grammar;
 pub mod mask;
 pub mod matcher;
 mod parser;
+pub mod regex;
 pub mod vocab;
 
+pub use crate::regex::{RegexCompileError, RegexError, RegexOptions};
 pub use automaton::AutomatonError;
 pub use compiler::{CompileError, CompiledGrammar, GrammarCompiler, Precompute};
 pub use grammar::{Grammar, RuleId};

@@ -380,7 +380,11 @@ fn deeply_nested_plus_compiles_linearly() {
     let g = grammar(vec![("root", Expr::Seq(vec![e, lit("c")]))]);
     let vocab = Arc::new(synthetic_vocab(&["a", "b", "c"]));
     let compiled = GrammarCompiler::new(vocab.clone()).compile_ir(&g).unwrap();
-    assert!(compiled.node_count() < 10, "{} nodes", compiled.node_count());
+    assert!(
+        compiled.node_count() < 10,
+        "{} nodes",
+        compiled.node_count()
+    );
     let mut m = GrammarMatcher::new(compiled);
     assert!(m.accept_string("ababc"));
     assert!(m.is_completed());
@@ -390,7 +394,11 @@ fn deeply_nested_plus_compiles_linearly() {
 /// alphabet is accepted by the engine (all bytes consumed, root complete) exactly when the
 /// oracle accepts it. Random walks only see accepted texts; this also sees rejected ones.
 fn assert_same_language(g: &Grammar, alphabet: &[u8], max_len: usize) {
-    let tokens: Vec<Vec<u8>> = alphabet.iter().map(|&b| vec![b]).chain([EOS.to_vec()]).collect();
+    let tokens: Vec<Vec<u8>> = alphabet
+        .iter()
+        .map(|&b| vec![b])
+        .chain([EOS.to_vec()])
+        .collect();
     let n = tokens.len() as u32;
     let vocab = Arc::new(Vocabulary::from_token_bytes(&tokens, &[n - 1], &[n - 1]).unwrap());
     let compiled = GrammarCompiler::new(vocab).compile_ir(g).unwrap();
@@ -414,7 +422,12 @@ fn assert_same_language(g: &Grammar, alphabet: &[u8], max_len: usize) {
         let engine = m.try_accept_bytes(&s).is_ok() && m.is_completed();
         let syms: Vec<Sym> = s.iter().map(|&b| Sym::Byte(b)).collect();
         let oracle = Oracle::accepts(g, &syms, &none);
-        assert_eq!(engine, oracle, "{:?}: engine {engine}, oracle {oracle}", String::from_utf8_lossy(&s));
+        assert_eq!(
+            engine,
+            oracle,
+            "{:?}: engine {engine}, oracle {oracle}",
+            String::from_utf8_lossy(&s)
+        );
     }
 }
 
@@ -426,19 +439,101 @@ fn consecutive_repetitions_keep_their_order() {
     let cases = vec![
         grammar(vec![("root", Expr::Seq(vec![star("c"), star("b")]))]),
         grammar(vec![("root", Expr::Seq(vec![plus("a"), star("b")]))]),
-        grammar(vec![("root", rep(Expr::Seq(vec![lit("a"), star("c"), star("b")]), 1, None))]),
+        grammar(vec![(
+            "root",
+            rep(Expr::Seq(vec![lit("a"), star("c"), star("b")]), 1, None),
+        )]),
         grammar(vec![
             ("root", Expr::Seq(vec![r(1), r(1)])),
             ("x", Expr::Seq(vec![lit("a"), star("c"), star("b")])),
         ]),
-        grammar(vec![("root", Expr::Seq(vec![rep(lit("a"), 1, Some(3)), star("b"), plus("c"), rep(lit("b"), 0, Some(2))]))]),
-        grammar(vec![("root", Expr::Seq(vec![rep(rep(lit("ab"), 0, None), 1, None), lit("c"), star("a")]))]),
         grammar(vec![(
             "root",
-            Expr::Choice(vec![Expr::Seq(vec![star("a"), lit("b")]), Expr::Seq(vec![plus("b"), star("a"), lit("c")])]),
+            Expr::Seq(vec![
+                rep(lit("a"), 1, Some(3)),
+                star("b"),
+                plus("c"),
+                rep(lit("b"), 0, Some(2)),
+            ]),
+        )]),
+        grammar(vec![(
+            "root",
+            Expr::Seq(vec![
+                rep(rep(lit("ab"), 0, None), 1, None),
+                lit("c"),
+                star("a"),
+            ]),
+        )]),
+        grammar(vec![(
+            "root",
+            Expr::Choice(vec![
+                Expr::Seq(vec![star("a"), lit("b")]),
+                Expr::Seq(vec![plus("b"), star("a"), lit("c")]),
+            ]),
         )]),
     ];
     for g in &cases {
         assert_same_language(g, b"abc", 6);
     }
+}
+
+/// Found by review: `root ::= "a"+ <eos>` needed the stop token twice. A stop token used
+/// as a terminal ends decoding when the root is complete after it.
+#[test]
+fn stop_token_as_terminal_terminates() {
+    let g = grammar(vec![(
+        "root",
+        Expr::Seq(vec![
+            rep(lit("a"), 1, None),
+            Expr::Token(TokenRef::Text("<eos>".into())),
+        ]),
+    )]);
+    let vocab = Arc::new(synthetic_vocab(&["a", "b"]));
+    let eos = vocab.stop_tokens()[0];
+    let compiled = GrammarCompiler::new(vocab.clone()).compile_ir(&g).unwrap();
+    let mut m = GrammarMatcher::new(compiled);
+    assert!(!m.accept_token(eos));
+    assert!(m.accept_string("aa"));
+    let allowed = check_invariant(&m, &vocab);
+    assert!(allowed.contains(&eos));
+    assert!(m.accept_token(eos));
+    assert!(m.is_terminated());
+    m.rollback(1).unwrap();
+    assert!(!m.is_terminated());
+    assert!(m.accept_string("a"));
+}
+
+/// Found by review: grammars matching nothing compiled and then allowed no token at all.
+#[test]
+fn grammar_matching_nothing_is_a_compile_error() {
+    let vocab = Arc::new(synthetic_vocab(&["a"]));
+    let compiler = GrammarCompiler::new(vocab);
+    let empty_class = class(&[('\0', '\u{10FFFF}')], true);
+    for g in [
+        grammar(vec![("root", r(0))]),
+        grammar(vec![("root", empty_class.clone())]),
+        grammar(vec![
+            ("root", Expr::Seq(vec![lit("a"), r(1)])),
+            ("x", Expr::Seq(vec![lit("b"), r(1)])),
+        ]),
+        grammar(vec![("root", rep(empty_class.clone(), 40, Some(50)))]),
+    ] {
+        let err = compiler.compile_ir(&g).unwrap_err();
+        assert!(
+            matches!(err, tokensieve::CompileError::EmptyLanguage { .. }),
+            "{err}"
+        );
+        assert!(err.to_string().contains("matches nothing"), "{err}");
+    }
+    // Unproductive alternatives are fine while another one completes.
+    let g = grammar(vec![(
+        "root",
+        Expr::Choice(vec![
+            r(0),
+            empty_class,
+            lit("a"),
+            rep(class(&[('a', 'a')], true), 40, Some(50)),
+        ]),
+    )]);
+    assert!(compiler.compile_ir(&g).is_ok());
 }

@@ -58,13 +58,14 @@ fn inputs(rt: &RealTokenizer) -> Vec<(&'static str, Arc<CompiledGrammar>, Vec<u3
             rt.encode_exact(DOC),
         ),
         (
+            // A special token that is not a stop token, so the stop token still comes after.
             "special tokens",
-            c.compile_grammar(r#"root ::= <|im_start|> [a-z]+ "\n" [^<]* <|im_end|> "\n"?"#)
+            c.compile_grammar(r#"root ::= <|im_start|> [a-z]+ "\n" [^<]* <|vision_end|> "\n"?"#)
                 .unwrap(),
             rt.encode_pieces(&[
                 common::Piece::Special("<|im_start|>"),
                 common::Piece::Text("assistant\nHello there, 世界!"),
-                common::Piece::Special("<|im_end|>"),
+                common::Piece::Special("<|vision_end|>"),
             ]),
         ),
         (

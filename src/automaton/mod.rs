@@ -57,9 +57,7 @@ pub enum AutomatonError {
         limit: usize,
     },
     /// A rule's automaton would have too many states.
-    #[error(
-        "rule `{rule}` needs more than {limit} automaton states; simplify it or raise the limit"
-    )]
+    #[error("rule `{rule}` needs more than {limit} automaton states; split it into smaller rules")]
     TooManyStates {
         /// The rule.
         rule: String,
@@ -270,6 +268,65 @@ impl Automaton {
         a.compute_nullable();
         a.compute_follow();
         Ok(a)
+    }
+
+    /// True when the root rule matches at least one string (of bytes and special tokens).
+    pub(crate) fn root_is_productive(&self) -> bool {
+        let rules = self.rule_start.len();
+        let mut rule_ok = vec![false; rules];
+        for c in &self.counted {
+            // Body states that reach a final state.
+            let mut ok: Vec<bool> = c.body_final.clone();
+            loop {
+                let mut changed = false;
+                for st in 0..c.states {
+                    if !ok[st as usize] && c.edges_of(st).iter().any(|e| ok[e.target as usize]) {
+                        ok[st as usize] = true;
+                        changed = true;
+                    }
+                }
+                if !changed {
+                    break;
+                }
+            }
+            rule_ok[c.rule as usize] = c.min == 0 || ok.first().copied().unwrap_or(false);
+        }
+        let mut node_ok: Vec<bool> = self.nodes.iter().map(|n| n.is_final).collect();
+        loop {
+            let mut changed = false;
+            for n in 0..self.nodes.len() {
+                if node_ok[n] {
+                    continue;
+                }
+                let n32 = n as u32;
+                let ok = self
+                    .bytes_of(n32)
+                    .iter()
+                    .any(|e| node_ok[e.target as usize])
+                    || self
+                        .tokens_of(n32)
+                        .iter()
+                        .any(|e| node_ok[e.target as usize])
+                    || self
+                        .calls_of(n32)
+                        .iter()
+                        .any(|e| rule_ok[e.rule as usize] && node_ok[e.target as usize]);
+                if ok {
+                    node_ok[n] = true;
+                    changed = true;
+                }
+            }
+            for (ok, &s) in rule_ok.iter_mut().zip(&self.rule_start) {
+                if !*ok && !self.is_virtual(s) && node_ok[s as usize] {
+                    *ok = true;
+                    changed = true;
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        rule_ok[self.root as usize]
     }
 
     /// True for the virtual nodes of counted rules.

@@ -189,7 +189,10 @@ impl GrammarMatcher {
     /// Accepts token `token`, or says why not.
     ///
     /// Stop tokens are accepted exactly where the root rule can end, and terminate the
-    /// matcher. Special tokens are accepted only through a token terminal of the grammar.
+    /// matcher; a stop token that the grammar names as a terminal is accepted there too, and
+    /// terminates the matcher when the root is complete after it and nothing else could
+    /// follow (`root ::= "hi" <|eot_id|>` needs one stop token, not two). Special tokens are
+    /// accepted only through a token terminal of the grammar.
     ///
     /// # Errors
     /// A [`TokenRejection`]; the matcher's state is then exactly as before the call.
@@ -214,9 +217,13 @@ impl GrammarMatcher {
         let before = self.chart.len() as u32;
         let aut = &self.compiled.aut;
         if self.chart.push_token(aut, token) {
+            // A stop token written in the grammar (`root ::= "hi" <|eot_id|>`) still ends
+            // decoding when the root is complete after it and nothing else could follow.
+            let stop = vocab.is_stop_token(token) && self.chart.can_exit() && !self.can_continue();
+            self.terminated = stop;
             self.history.push(Step {
                 chart_len: before,
-                stop: false,
+                stop,
             });
             return Ok(());
         }
@@ -238,6 +245,16 @@ impl GrammarMatcher {
             return Err(TokenRejection::Empty { token });
         }
         self.push_bytes(bytes, token)
+    }
+
+    /// True when some item of the current set has an edge: more than the end may follow.
+    fn can_continue(&self) -> bool {
+        let aut = &self.compiled.aut;
+        self.chart.current().iter().any(|it| {
+            let mut bytes = false;
+            aut.for_each_byte_range(it.node, |_, _| bytes = true);
+            bytes || !aut.tokens_of(it.node).is_empty() || !aut.calls_of(it.node).is_empty()
+        })
     }
 
     /// Accepts the bytes of `text` as one step (for rollback), all or nothing.
