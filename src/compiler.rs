@@ -240,10 +240,10 @@ impl GrammarCompiler {
             }
         }
         let (lowered, counted) = lower_repeats(&inline_rules(&rewritten));
-        let aut = Automaton::build(&lowered, &counted, &|t| {
+        let mut aut = Automaton::build(&lowered, &counted, &|t| {
             resolved.get(t).copied().unwrap_or(0)
         })?;
-        if !aut.root_is_productive() {
+        if !aut.prune_unproductive() {
             return Err(CompileError::EmptyLanguage {
                 root: grammar.rules[grammar.root.index()].name.clone(),
             });

@@ -537,3 +537,65 @@ fn grammar_matching_nothing_is_a_compile_error() {
     )]);
     assert!(compiler.compile_ir(&g).is_ok());
 }
+
+/// Found by review: `[a-z]{0,20} "y" [a-z]{0,20}` has an exponential DFA; such rules now
+/// run as an ε-free NFA (several edges on one byte), with the same language.
+#[test]
+fn exponential_dfa_falls_back_to_nfa() {
+    let az = || class(&[('a', 'z')], false);
+    let g = grammar(vec![(
+        "root",
+        Expr::Seq(vec![
+            rep(az(), 0, Some(20)),
+            lit("y"),
+            rep(az(), 0, Some(20)),
+        ]),
+    )]);
+    let vocab = Arc::new(synthetic_vocab(&["a", "y", "b"]));
+    let compiled = GrammarCompiler::new(vocab.clone()).compile_ir(&g).unwrap();
+    assert!(
+        compiled.node_count() < 500,
+        "{} nodes",
+        compiled.node_count()
+    );
+    for (text, ok) in [
+        ("y", true),
+        ("ayb", true),
+        ("yyy", true),
+        ("b", false),
+        ("bab", false),
+    ] {
+        let mut m = GrammarMatcher::new(compiled.clone());
+        assert_eq!(m.accept_string(text) && m.is_completed(), ok, "{text}");
+    }
+    let long = format!("{}y{}", "a".repeat(20), "b".repeat(20));
+    let mut m = GrammarMatcher::new(compiled.clone());
+    assert!(m.accept_string(&long) && m.is_completed());
+    assert!(!m.accept_string("a"));
+    assert_same_language(&g, b"ayb", 6);
+    random_walks(&g, synthetic_vocab(&["a", "y", "b"]), 10, 30, 9);
+}
+
+/// Found by review: `root ::= "a" | "b" r1` with `r1 ::= "c" r1` allowed "b" and then "c"
+/// forever, though no string through "b" completes. Dead ends are pruned at compile time.
+#[test]
+fn dead_ends_are_never_allowed() {
+    let vocab = Arc::new(synthetic_vocab(&["a", "b", "c"]));
+    let g = grammar(vec![
+        (
+            "root",
+            Expr::Choice(vec![lit("a"), Expr::Seq(vec![lit("b"), r(1)])]),
+        ),
+        ("r1", Expr::Seq(vec![lit("c"), r(1)])),
+    ]);
+    let compiled = GrammarCompiler::new(vocab.clone()).compile_ir(&g).unwrap();
+    let mut m = GrammarMatcher::new(compiled);
+    let allowed = check_invariant(&m, &vocab);
+    let a = allowed
+        .iter()
+        .map(|&t| vocab.token_bytes(t).unwrap().to_vec())
+        .collect::<Vec<_>>();
+    assert_eq!(a, vec![b"a".to_vec()], "only \"a\" can complete");
+    assert!(!m.accept_string("b"));
+    assert_same_language(&g, b"abc", 5);
+}

@@ -26,6 +26,8 @@ pub(crate) struct Nfa {
 pub(crate) enum BuildError {
     TooDeep(usize),
     TooManyStates,
+    /// Subset construction exceeded its budget (internal: the caller falls back to the NFA).
+    Blowup,
 }
 
 /// How deep an expression tree may be before the builder refuses it (it recurses).
@@ -186,8 +188,11 @@ pub(crate) struct DfaState {
     pub tokens: Vec<TokenEdge>,
 }
 
-/// Builds the DFA of `body`; state 0 is the start state.
-pub(crate) fn build_dfa(
+/// Builds the automaton of `body`; state 0 is the start state. A DFA by subset construction
+/// when it stays within a few times the NFA's size; otherwise (patterns such as
+/// `[a-z]{0,20} "y" [a-z]{0,20}`, whose DFA is exponential) the ε-free NFA, whose states may
+/// have several edges on one byte: the Earley parser runs either.
+pub(crate) fn build_automaton(
     body: &Expr,
     token: &dyn Fn(&crate::grammar::TokenRef) -> u32,
     max_states: usize,
@@ -195,6 +200,80 @@ pub(crate) fn build_dfa(
     let mut nfa = Nfa::default();
     let start = nfa.state();
     let accept = nfa.add(body, start, 0, token)?;
+    let budget = (nfa.edges.len() * 4 + 256).min(max_states);
+    match subset_construction(&nfa, start, accept, budget) {
+        Err(BuildError::Blowup) => epsilon_free(&nfa, start, accept, max_states),
+        other => other,
+    }
+}
+
+/// The ε-free NFA: one state per NFA state entered by a non-ε edge (and the start), with
+/// the non-ε edges of its ε-closure.
+fn epsilon_free(
+    nfa: &Nfa,
+    start: u32,
+    accept: u32,
+    max_states: usize,
+) -> Result<Vec<DfaState>, BuildError> {
+    let mut seen = vec![false; nfa.edges.len()];
+    let mut id: FxHashMap<u32, u32> = FxHashMap::default();
+    let mut order: Vec<u32> = vec![start];
+    id.insert(start, 0);
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < order.len() {
+        let q = order[i];
+        i += 1;
+        let mut closure = vec![q];
+        nfa.closure(&mut closure, &mut seen);
+        let mut st = DfaState {
+            is_final: closure.binary_search(&accept).is_ok(),
+            bytes: Vec::new(),
+            calls: Vec::new(),
+            tokens: Vec::new(),
+        };
+        for &p in &closure {
+            for &(l, t) in &nfa.edges[p as usize] {
+                if l == Label::Eps {
+                    continue;
+                }
+                let target = match id.get(&t) {
+                    Some(&x) => x,
+                    None => {
+                        if order.len() >= max_states {
+                            return Err(BuildError::TooManyStates);
+                        }
+                        let x = order.len() as u32;
+                        id.insert(t, x);
+                        order.push(t);
+                        x
+                    }
+                };
+                match l {
+                    Label::Bytes(lo, hi) => st.bytes.push(ByteEdge { lo, hi, target }),
+                    Label::Call(rule) => st.calls.push(CallEdge { rule, target }),
+                    Label::Token(token) => st.tokens.push(TokenEdge { token, target }),
+                    Label::Eps => {}
+                }
+            }
+        }
+        st.bytes.sort_unstable_by_key(|e| (e.lo, e.hi, e.target));
+        st.bytes.dedup();
+        st.calls.sort_unstable_by_key(|e| (e.rule, e.target));
+        st.calls.dedup();
+        st.tokens.sort_unstable_by_key(|e| (e.token, e.target));
+        st.tokens.dedup();
+        out.push(st);
+    }
+    Ok(out)
+}
+
+fn subset_construction(
+    nfa: &Nfa,
+    start: u32,
+    accept: u32,
+    max_states: usize,
+) -> Result<Vec<DfaState>, BuildError> {
     let mut seen = vec![false; nfa.edges.len()];
 
     let mut start_set = vec![start];
@@ -230,7 +309,7 @@ pub(crate) fn build_dfa(
                 return Ok(id);
             }
             if sets.len() >= max_states {
-                return Err(BuildError::TooManyStates);
+                return Err(BuildError::Blowup);
             }
             let id = sets.len() as u32;
             ids.insert(targets.clone(), id);

@@ -184,17 +184,20 @@ impl Automaton {
                 (Expr::Repeat { expr, .. }, true) => expr.as_ref(),
                 _ => &rule.body,
             };
-            let dfa = build::build_dfa(body, token, MAX_RULE_STATES).map_err(|e| match e {
-                build::BuildError::TooDeep(depth) => AutomatonError::TooDeep {
-                    rule: rule.name.clone(),
-                    depth,
-                    limit: build::MAX_EXPR_DEPTH,
-                },
-                build::BuildError::TooManyStates => AutomatonError::TooManyStates {
-                    rule: rule.name.clone(),
-                    limit: MAX_RULE_STATES,
-                },
-            })?;
+            let dfa =
+                build::build_automaton(body, token, MAX_RULE_STATES).map_err(|e| match e {
+                    build::BuildError::TooDeep(depth) => AutomatonError::TooDeep {
+                        rule: rule.name.clone(),
+                        depth,
+                        limit: build::MAX_EXPR_DEPTH,
+                    },
+                    build::BuildError::TooManyStates | build::BuildError::Blowup => {
+                        AutomatonError::TooManyStates {
+                            rule: rule.name.clone(),
+                            limit: MAX_RULE_STATES,
+                        }
+                    }
+                })?;
             if let (Expr::Repeat { min, max, .. }, true) = (&rule.body, is_counted) {
                 a.rule_start.push(u32::MAX); // set below, once real nodes are numbered
                 pending.push((ri as u32, dfa, *min, *max));
@@ -270,12 +273,15 @@ impl Automaton {
         Ok(a)
     }
 
-    /// True when the root rule matches at least one string (of bytes and special tokens).
-    pub(crate) fn root_is_productive(&self) -> bool {
+    /// Removes every edge into a dead end: a node from which its rule can never complete,
+    /// or a call of a rule that can never complete. Masks then never allow a token after
+    /// which no completion exists. Returns false when the root itself can never complete.
+    pub(crate) fn prune_unproductive(&mut self) -> bool {
         let rules = self.rule_start.len();
         let mut rule_ok = vec![false; rules];
+        let mut counted_ok: Vec<Vec<bool>> = Vec::with_capacity(self.counted.len());
         for c in &self.counted {
-            // Body states that reach a final state.
+            // Body states that reach a final body state.
             let mut ok: Vec<bool> = c.body_final.clone();
             loop {
                 let mut changed = false;
@@ -290,6 +296,7 @@ impl Automaton {
                 }
             }
             rule_ok[c.rule as usize] = c.min == 0 || ok.first().copied().unwrap_or(false);
+            counted_ok.push(ok);
         }
         let mut node_ok: Vec<bool> = self.nodes.iter().map(|n| n.is_final).collect();
         loop {
@@ -325,6 +332,50 @@ impl Automaton {
             if !changed {
                 break;
             }
+        }
+        // Rebuild the flat edge arrays without the dead edges.
+        let (mut bytes, mut calls, mut tokens) = (Vec::new(), Vec::new(), Vec::new());
+        for n in 0..self.nodes.len() {
+            let n32 = n as u32;
+            let b0 = bytes.len() as u32;
+            bytes.extend(
+                self.bytes_of(n32)
+                    .iter()
+                    .filter(|e| node_ok[e.target as usize]),
+            );
+            let c0 = calls.len() as u32;
+            calls.extend(
+                self.calls_of(n32)
+                    .iter()
+                    .filter(|e| rule_ok[e.rule as usize] && node_ok[e.target as usize]),
+            );
+            let t0 = tokens.len() as u32;
+            tokens.extend(
+                self.tokens_of(n32)
+                    .iter()
+                    .filter(|e| node_ok[e.target as usize]),
+            );
+            let node = &mut self.nodes[n];
+            node.bytes = (b0, bytes.len() as u32);
+            node.calls = (c0, calls.len() as u32);
+            node.tokens = (t0, tokens.len() as u32);
+        }
+        self.byte_edges = bytes;
+        self.call_edges = calls;
+        self.token_edges = tokens;
+        for (c, ok) in self.counted.iter_mut().zip(&counted_ok) {
+            let mut edges = Vec::with_capacity(c.edges.len());
+            for st in 0..c.states as usize {
+                let (a, b) = c.body_edges[st];
+                let e0 = edges.len() as u32;
+                edges.extend(
+                    c.edges[a as usize..b as usize]
+                        .iter()
+                        .filter(|e| ok[e.target as usize]),
+                );
+                c.body_edges[st] = (e0, edges.len() as u32);
+            }
+            c.edges = edges;
         }
         rule_ok[self.root as usize]
     }
@@ -369,29 +420,37 @@ impl Automaton {
     /// at most two for a virtual one: go on in the iteration, or start the next).
     #[inline]
     pub(crate) fn for_each_byte_target(&self, n: u32, b: u8, mut f: impl FnMut(u32)) {
+        // Edges are sorted by `lo`; an NFA state (see `build_automaton`) may have several
+        // edges on one byte, a DFA state at most one.
         if let Some(node) = self.nodes.get(n as usize) {
             let (s, e) = node.bytes;
             for edge in &self.byte_edges[s as usize..e as usize] {
-                if edge.lo <= b && b <= edge.hi {
+                if edge.lo > b {
+                    break;
+                }
+                if b <= edge.hi {
                     f(edge.target);
-                    return;
                 }
             }
             return;
         }
         let (c, count, s) = self.locate(n);
         for edge in c.edges_of(s) {
-            if edge.lo <= b && b <= edge.hi {
-                f(c.id(count, edge.target));
+            if edge.lo > b {
                 break;
+            }
+            if b <= edge.hi {
+                f(c.id(count, edge.target));
             }
         }
         if s != c.states && c.body_final[s as usize] {
             if let Some(next) = c.next_count(count) {
                 for edge in c.edges_of(0) {
-                    if edge.lo <= b && b <= edge.hi {
-                        f(c.id(next, edge.target));
+                    if edge.lo > b {
                         break;
+                    }
+                    if b <= edge.hi {
+                        f(c.id(next, edge.target));
                     }
                 }
             }
