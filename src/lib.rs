@@ -32,6 +32,7 @@
 mod automaton;
 mod compiler;
 pub mod grammar;
+pub mod json_schema;
 pub mod mask;
 pub mod matcher;
 mod parser;
@@ -42,5 +43,6 @@ pub use crate::regex::{RegexCompileError, RegexError, RegexOptions};
 pub use automaton::AutomatonError;
 pub use compiler::{CompileError, CompiledGrammar, GrammarCompiler, Precompute};
 pub use grammar::{Grammar, RuleId};
+pub use json_schema::{json_schema_to_grammar, JsonSchemaError, JsonSchemaOptions};
 pub use matcher::{GrammarMatcher, MatcherError, TokenRejection};
 pub use vocab::{VocabError, Vocabulary};

@@ -1,0 +1,755 @@
+//! The JSON Schema front end (draft 2020-12): a schema becomes grammar IR.
+//!
+//! [`json_schema_to_grammar`] turns a schema into a [`Grammar`];
+//! [`GrammarCompiler::compile_json_schema`] compiles it against a vocabulary.
+//!
+//! **Soundness first.** The grammar never accepts an instance that the schema rejects. Where
+//! no exact construction exists, the schema is refused with a typed [`JsonSchemaError`] that
+//! names the keyword and its JSON pointer; a keyword is never dropped silently (unless
+//! [`JsonSchemaOptions::lenient`] is set, and then the result lists what was ignored). The
+//! grammar may reject some valid instances (documented per keyword below), never the reverse.
+//!
+//! Where each keyword becomes grammar:
+//! * `types.rs`: `type`, `enum`, `const`, boolean schemas, the generic JSON value.
+//! * `strings.rs`: `minLength`, `maxLength` (code points of the decoded value), `pattern`
+//!   (ECMA-262 semantics over code points, unanchored search, via [`crate::regex`]; `\d`,
+//!   `\w`, `\s`, `.` get their ECMAScript classes; constructs that differ between ECMAScript
+//!   and Rust regexes are refused; not combined with lengths or `format`).
+//! * `numbers.rs`: `minimum`, `maximum`, `exclusiveMinimum`, `exclusiveMaximum`.
+//! * `objects.rs`: `properties`, `required`, `additionalProperties`, `minProperties`,
+//!   `maxProperties`.
+//! * `arrays.rs`: `items`, `prefixItems`, `minItems`, `maxItems`.
+//! * `references.rs`: `$ref` (`#` JSON pointers), `$defs`, `definitions`, `allOf`, `anyOf`,
+//!   `oneOf` (when its branches are provably disjoint).
+//! * `formats.rs`: `format` (date, time, date-time, uuid, ipv4, email).
+//! * `mod.rs`: `not` of a boolean or of a `type` (folded into `type`); `unevaluatedProperties`
+//!   / `unevaluatedItems` in schemas without in-place applicators (where they mean
+//!   `additionalProperties` / `items`); annotations.
+//!
+//! Everything else is refused, for example `not` of other schemas, `if`/`then`/`else`,
+//! `contains`, `uniqueItems: true`, `multipleOf`, `patternProperties`, `propertyNames`,
+//! `dependentRequired`, `dependentSchemas`, `$anchor`/`$dynamicRef`, `$ref` to other
+//! documents, nested `$id`, other formats, `oneOf` whose branches may overlap, `allOf` that
+//! cannot be merged exactly, `minProperties` above 1 when extra properties are allowed.
+//! Numbers are compared as exact decimals (the bounds as serde_json reads them).//!
+//! Choices that reject valid instances (never the reverse):
+//! * `integer` accepts integer syntax only (`-?(0|[1-9][0-9]*)`): `6000.0` and `1e3` are
+//!   integers per JSON Schema but are rejected. `-0` is accepted (it equals 0).
+//! * `number` with bounds accepts numbers without an exponent only, and only integer bounds
+//!   are supported (other bounds are refused).
+//! * Strings with a `pattern` or a `format` accept only the canonical escaping of each
+//!   character (raw, unless JSON requires an escape).
+//! * Strings reject escaped lone surrogates (`"\ud800"`), which are not Unicode text.
+//! * Object keys are written in the canonical escaping of `serde_json`; extra keys (allowed
+//!   by `additionalProperties`) may not contain escapes; declared properties come in the
+//!   order of the schema's `serde_json::Map` (sorted by key unless serde_json's
+//!   `preserve_order` feature is on), each at most once, with extra keys anywhere between.
+//! * `enum`/`const` values are matched in their compact `serde_json` spelling (with the
+//!   configured whitespace inside arrays and objects); integral numbers also as integers.
+//! * `format` is asserted (2020-12 makes it an annotation by default).
+
+mod arrays;
+mod formats;
+mod numbers;
+mod objects;
+mod references;
+mod strings;
+mod types;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use crate::compiler::{CompileError, CompiledGrammar, GrammarCompiler};
+use crate::grammar::{CharClass, Expr, Grammar, Rule, RuleId};
+
+/// Options of the JSON Schema front end.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JsonSchemaOptions {
+    /// Allow any JSON whitespace (`[ \t\n\r]`) between tokens and around the value (default
+    /// `true`, as XGrammar's `any_whitespace`). When `false`, the output is compact: no
+    /// whitespace at all.
+    pub any_whitespace: bool,
+    /// With `any_whitespace`, the most whitespace characters in one place (default `None`:
+    /// unbounded, as RFC 8259 allows). A cap stops a model from looping on whitespace.
+    pub max_whitespace: Option<u32>,
+    /// Properties in any order (with required keys enforced and duplicates forbidden). Not
+    /// supported yet: setting it is an error ([`JsonSchemaError::UnsupportedOption`]).
+    pub any_order: bool,
+    /// Undeclared properties are forbidden when `additionalProperties` is absent (the spec
+    /// default allows them). Off by default.
+    pub strict: bool,
+    /// Ignore properties of schema objects that are not JSON Schema keywords of any draft
+    /// (vendor extensions such as `x-kubernetes-group-version-kind`, or `example`), which
+    /// assert nothing; they are listed in [`JsonSchemaGrammar::ignored`]. Off by default:
+    /// every keyword that is not enforced is then an error, misspellings included.
+    pub ignore_unknown_keywords: bool,
+    /// Ignore keywords that are not enforced instead of failing (they are listed in
+    /// [`JsonSchemaGrammar::ignored`]). The grammar then accepts more than the schema.
+    pub lenient: bool,
+}
+
+impl Default for JsonSchemaOptions {
+    fn default() -> Self {
+        JsonSchemaOptions {
+            any_whitespace: true,
+            max_whitespace: None,
+            any_order: false,
+            strict: false,
+            ignore_unknown_keywords: false,
+            lenient: false,
+        }
+    }
+}
+
+/// Why a JSON Schema could not be turned into a grammar. Every variant names the JSON
+/// pointer (`#/properties/a/minLength`) of the offending place.
+#[derive(Debug, thiserror::Error)]
+pub enum JsonSchemaError {
+    /// The schema text is not JSON.
+    #[error("the schema is not valid JSON: {0}")]
+    NotJson(String),
+    /// A keyword has a value the specification does not allow (such as `"type": "strin"`).
+    #[error("invalid schema at {pointer}: `{keyword}` {message}")]
+    InvalidKeyword {
+        /// The keyword.
+        keyword: String,
+        /// Where the keyword is.
+        pointer: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A keyword (or a use of one) that is not enforced: refused rather than dropped.
+    #[error("unsupported keyword `{keyword}` at {pointer}: {reason}")]
+    Unsupported {
+        /// The keyword.
+        keyword: String,
+        /// Where the keyword is.
+        pointer: String,
+        /// Why it is refused.
+        reason: String,
+    },
+    /// A `$ref` that names no schema of the document.
+    #[error("unresolved `$ref` {reference:?} at {pointer}")]
+    UnresolvedRef {
+        /// The reference as written.
+        reference: String,
+        /// Where the `$ref` is.
+        pointer: String,
+    },
+    /// The schema (or a required part of it) accepts no instance, such as `minLength` >
+    /// `maxLength`.
+    #[error("unsatisfiable schema at {pointer}: {reason}")]
+    Unsatisfiable {
+        /// Where.
+        pointer: String,
+        /// Why.
+        reason: String,
+    },
+    /// An option that is not supported yet.
+    #[error("unsupported option `{0}`")]
+    UnsupportedOption(&'static str),
+    /// The grammar could not be compiled.
+    #[error(transparent)]
+    Compile(#[from] CompileError),
+}
+
+/// A keyword ignored in lenient mode.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IgnoredKeyword {
+    /// The keyword.
+    pub keyword: String,
+    /// Where it is.
+    pub pointer: String,
+    /// Why it was not enforced.
+    pub reason: String,
+}
+
+/// The result of [`json_schema_to_grammar_with_report`].
+#[derive(Clone, Debug)]
+pub struct JsonSchemaGrammar {
+    /// The grammar (root rule `root`).
+    pub grammar: Grammar,
+    /// Keywords not enforced (only ever non-empty with [`JsonSchemaOptions::lenient`]).
+    pub ignored: Vec<IgnoredKeyword>,
+}
+
+/// A schema given as text or as a parsed value.
+pub trait JsonSchemaSource {
+    /// The schema as a value.
+    ///
+    /// # Errors
+    /// [`JsonSchemaError::NotJson`] when text does not parse.
+    fn to_schema_value(&self) -> Result<std::borrow::Cow<'_, Value>, JsonSchemaError>;
+}
+
+impl JsonSchemaSource for str {
+    fn to_schema_value(&self) -> Result<std::borrow::Cow<'_, Value>, JsonSchemaError> {
+        serde_json::from_str(self)
+            .map(std::borrow::Cow::Owned)
+            .map_err(|e| JsonSchemaError::NotJson(e.to_string()))
+    }
+}
+
+impl JsonSchemaSource for String {
+    fn to_schema_value(&self) -> Result<std::borrow::Cow<'_, Value>, JsonSchemaError> {
+        self.as_str().to_schema_value()
+    }
+}
+
+impl JsonSchemaSource for Value {
+    fn to_schema_value(&self) -> Result<std::borrow::Cow<'_, Value>, JsonSchemaError> {
+        Ok(std::borrow::Cow::Borrowed(self))
+    }
+}
+
+impl<T: JsonSchemaSource + ?Sized> JsonSchemaSource for &T {
+    fn to_schema_value(&self) -> Result<std::borrow::Cow<'_, Value>, JsonSchemaError> {
+        (**self).to_schema_value()
+    }
+}
+
+/// Turns a JSON Schema into a grammar of the JSON texts it accepts (root rule `root`).
+///
+/// # Errors
+/// A [`JsonSchemaError`] naming the keyword and JSON pointer of the first part that cannot
+/// be enforced exactly (or is invalid, or unsatisfiable).
+pub fn json_schema_to_grammar(
+    schema: &Value,
+    options: &JsonSchemaOptions,
+) -> Result<Grammar, JsonSchemaError> {
+    json_schema_to_grammar_with_report(schema, options).map(|g| g.grammar)
+}
+
+/// As [`json_schema_to_grammar`], also listing the keywords ignored in lenient mode.
+///
+/// # Errors
+/// As [`json_schema_to_grammar`].
+pub fn json_schema_to_grammar_with_report(
+    schema: &Value,
+    options: &JsonSchemaOptions,
+) -> Result<JsonSchemaGrammar, JsonSchemaError> {
+    if options.any_order {
+        return Err(JsonSchemaError::UnsupportedOption("any_order"));
+    }
+    let mut b = Builder::new(schema, options.clone());
+    let root = b.add_rule("root", Expr::Empty);
+    let value = b.schema(schema, "#")?;
+    let Some(value) = value else {
+        return Err(JsonSchemaError::Unsatisfiable {
+            pointer: "#".into(),
+            reason: "the schema accepts no value".into(),
+        });
+    };
+    let ws = b.ws();
+    b.rules[root.index()].body = Expr::Seq(vec![ws.clone(), value, ws]);
+    let grammar = Grammar {
+        rules: b.rules,
+        root,
+    };
+    Ok(JsonSchemaGrammar {
+        grammar,
+        ignored: b.ignored,
+    })
+}
+
+impl GrammarCompiler {
+    /// Compiles a JSON Schema (text or `serde_json::Value`) against this compiler's
+    /// vocabulary. See [`json_schema_to_grammar`] for what is supported.
+    ///
+    /// # Errors
+    /// The [`JsonSchemaError`] of [`json_schema_to_grammar`], or
+    /// [`JsonSchemaError::Compile`].
+    pub fn compile_json_schema<S: JsonSchemaSource + ?Sized>(
+        &self,
+        schema: &S,
+        options: &JsonSchemaOptions,
+    ) -> Result<Arc<CompiledGrammar>, JsonSchemaError> {
+        let value = schema.to_schema_value()?;
+        let grammar = json_schema_to_grammar(&value, options)?;
+        Ok(self.compile_ir(&grammar)?)
+    }
+}
+
+/// Keywords that never constrain an instance (ignored everywhere; `$id` only at the root).
+const ANNOTATIONS: &[&str] = &[
+    "title",
+    "description",
+    "default",
+    "examples",
+    "$comment",
+    "$schema",
+    "readOnly",
+    "writeOnly",
+    "deprecated",
+    // Annotation-only in draft 2020-12 (the content vocabulary asserts nothing).
+    "contentMediaType",
+    "contentEncoding",
+    "contentSchema",
+    // Containers of subschemas reached only through `$ref`.
+    "$defs",
+    "definitions",
+];
+
+/// Every keyword with a meaning in some JSON Schema draft (3 to 2020-12): never ignored as
+/// "unknown".
+const KNOWN_KEYWORDS: &[&str] = &[
+    "$ref",
+    "$defs",
+    "definitions",
+    "$id",
+    "id",
+    "$anchor",
+    "$dynamicRef",
+    "$dynamicAnchor",
+    "$recursiveRef",
+    "$recursiveAnchor",
+    "$vocabulary",
+    "type",
+    "enum",
+    "const",
+    "multipleOf",
+    "divisibleBy",
+    "maximum",
+    "exclusiveMaximum",
+    "minimum",
+    "exclusiveMinimum",
+    "maxLength",
+    "minLength",
+    "pattern",
+    "additionalItems",
+    "items",
+    "prefixItems",
+    "maxItems",
+    "minItems",
+    "uniqueItems",
+    "contains",
+    "maxContains",
+    "minContains",
+    "maxProperties",
+    "minProperties",
+    "required",
+    "additionalProperties",
+    "properties",
+    "patternProperties",
+    "dependencies",
+    "dependentRequired",
+    "dependentSchemas",
+    "propertyNames",
+    "allOf",
+    "anyOf",
+    "oneOf",
+    "not",
+    "if",
+    "then",
+    "else",
+    "unevaluatedItems",
+    "unevaluatedProperties",
+    "format",
+    "disallow",
+    "extends",
+    "optional",
+    "requires",
+];
+
+/// Whether `k` is an annotation (or `$id` at the root pointer `ptr`).
+pub(crate) fn is_annotation(k: &str, ptr: &str) -> bool {
+    ANNOTATIONS.contains(&k) || (k == "$id" && ptr == "#")
+}
+
+/// `ptr` + `/` + the escaped `token` (RFC 6901).
+pub(crate) fn child(ptr: &str, token: &str) -> String {
+    format!("{ptr}/{}", token.replace('~', "~0").replace('/', "~1"))
+}
+
+/// Builds the rules of one grammar.
+pub(crate) struct Builder<'a> {
+    pub(crate) root_schema: &'a Value,
+    pub(crate) opts: JsonSchemaOptions,
+    pub(crate) rules: Vec<Rule>,
+    pub(crate) ignored: Vec<IgnoredKeyword>,
+    /// Rules of `$ref` targets, by pointer.
+    pub(crate) refs: HashMap<String, RuleId>,
+    /// Rules of the generic JSON value and its parts.
+    pub(crate) any: Option<types::AnyRules>,
+    /// Nesting depth of schema compilation (guards against runaway merges).
+    pub(crate) depth: usize,
+}
+
+/// The deepest schema nesting compiled.
+const MAX_SCHEMA_DEPTH: usize = 200;
+
+impl<'a> Builder<'a> {
+    fn new(root_schema: &'a Value, opts: JsonSchemaOptions) -> Self {
+        Builder {
+            root_schema,
+            opts,
+            rules: Vec::new(),
+            ignored: Vec::new(),
+            refs: HashMap::new(),
+            any: None,
+            depth: 0,
+        }
+    }
+
+    /// Adds a rule named `base` (made unique) and returns its id.
+    pub(crate) fn add_rule(&mut self, base: &str, body: Expr) -> RuleId {
+        let id = RuleId(self.rules.len() as u32);
+        let name = if self.rules.is_empty() {
+            base.to_string()
+        } else {
+            format!("{base}_{}", self.rules.len())
+        };
+        self.rules.push(Rule { name, body });
+        id
+    }
+
+    /// Whitespace between tokens.
+    pub(crate) fn ws(&self) -> Expr {
+        if !self.opts.any_whitespace || self.opts.max_whitespace == Some(0) {
+            return Expr::Empty;
+        }
+        Expr::Repeat {
+            expr: Box::new(Expr::Class(CharClass {
+                negated: false,
+                ranges: vec![(0x20, 0x20), (0x09, 0x0A), (0x0D, 0x0D)],
+            })),
+            min: 0,
+            max: self.opts.max_whitespace,
+        }
+    }
+
+    /// `"," ws`.
+    pub(crate) fn comma(&self) -> Expr {
+        seq(vec![lit(","), self.ws()])
+    }
+
+    /// A keyword that is not enforced: an error, or (lenient) a note.
+    pub(crate) fn unsupported(
+        &mut self,
+        keyword: &str,
+        pointer: &str,
+        reason: &str,
+    ) -> Result<(), JsonSchemaError> {
+        if self.opts.lenient {
+            self.ignored.push(IgnoredKeyword {
+                keyword: keyword.into(),
+                pointer: pointer.into(),
+                reason: reason.into(),
+            });
+            Ok(())
+        } else {
+            Err(JsonSchemaError::Unsupported {
+                keyword: keyword.into(),
+                pointer: pointer.into(),
+                reason: reason.into(),
+            })
+        }
+    }
+
+    /// The grammar of the JSON values `schema` accepts (no surrounding whitespace), or
+    /// `None` when it accepts none.
+    pub(crate) fn schema(
+        &mut self,
+        schema: &Value,
+        ptr: &str,
+    ) -> Result<Option<Expr>, JsonSchemaError> {
+        self.depth += 1;
+        if self.depth > MAX_SCHEMA_DEPTH {
+            self.depth -= 1;
+            return Err(JsonSchemaError::Unsupported {
+                keyword: "(nesting)".into(),
+                pointer: ptr.into(),
+                reason: format!("schemas nested more than {MAX_SCHEMA_DEPTH} deep"),
+            });
+        }
+        let r = self.schema_inner(schema, ptr);
+        self.depth -= 1;
+        r
+    }
+
+    fn schema_inner(&mut self, schema: &Value, ptr: &str) -> Result<Option<Expr>, JsonSchemaError> {
+        let obj = match schema {
+            Value::Bool(true) => return Ok(Some(self.any_value())),
+            Value::Bool(false) => return Ok(None),
+            Value::Object(o) => o,
+            _ => {
+                return Err(JsonSchemaError::InvalidKeyword {
+                    keyword: "(schema)".into(),
+                    pointer: ptr.into(),
+                    message: "a schema must be an object or a boolean".into(),
+                })
+            }
+        };
+        if let Some(o) = unevaluated_as_additional(obj) {
+            return self.schema_inner(&Value::Object(o), ptr);
+        }
+        if obj.contains_key("allOf")
+            || (obj.contains_key("$ref") && has_assertions(obj, ptr, &["$ref"]))
+        {
+            let merged = self.flatten(schema, ptr, 0)?;
+            return match merged {
+                None => Ok(None),
+                Some(m) => self.object_schema(&m, ptr),
+            };
+        }
+        if let Some(r) = obj.get("$ref") {
+            return self.reference(r, &child(ptr, "$ref")).map(Some);
+        }
+        self.object_schema(obj, ptr)
+    }
+
+    /// A schema object without `allOf` (and `$ref` only alone).
+    fn object_schema(
+        &mut self,
+        obj: &Map<String, Value>,
+        ptr: &str,
+    ) -> Result<Option<Expr>, JsonSchemaError> {
+        if let Some(r) = obj.get("$ref") {
+            // Only reached after a merge that kept a lone `$ref` (cannot happen: merges
+            // inline references); handled for completeness.
+            if !has_assertions(obj, ptr, &["$ref"]) {
+                return self.reference(r, &child(ptr, "$ref")).map(Some);
+            }
+        }
+        if let Some(n) = obj.get("not") {
+            let o = self.not_type(obj, n, ptr)?;
+            return self.object_schema(&o, ptr);
+        }
+        if let Some(one_of) = obj.get("oneOf") {
+            return self.any_of(obj, "oneOf", one_of, ptr);
+        }
+        if let Some(any_of) = obj.get("anyOf") {
+            return self.any_of(obj, "anyOf", any_of, ptr);
+        }
+        self.check_keywords(obj, ptr)?;
+        self.typed(obj, ptr)
+    }
+
+    /// Refuses (or notes) every keyword that is not enforced.
+    fn check_keywords(
+        &mut self,
+        obj: &Map<String, Value>,
+        ptr: &str,
+    ) -> Result<(), JsonSchemaError> {
+        const SUPPORTED: &[&str] = &[
+            "type",
+            "enum",
+            "const",
+            "properties",
+            "required",
+            "additionalProperties",
+            "items",
+            "prefixItems",
+            "minItems",
+            "maxItems",
+            "uniqueItems",
+            "minLength",
+            "maxLength",
+            "minimum",
+            "maximum",
+            "exclusiveMinimum",
+            "exclusiveMaximum",
+            "format",
+            "minProperties",
+            "maxProperties",
+            "pattern",
+        ];
+        for k in obj.keys() {
+            if is_annotation(k, ptr) || SUPPORTED.contains(&k.as_str()) {
+                continue;
+            }
+            if self.opts.ignore_unknown_keywords && !KNOWN_KEYWORDS.contains(&k.as_str()) {
+                self.ignored.push(IgnoredKeyword {
+                    keyword: k.clone(),
+                    pointer: child(ptr, k),
+                    reason: "not a JSON Schema keyword".into(),
+                });
+                continue;
+            }
+            let reason = match k.as_str() {
+                "$id" => "`$id` below the root changes the base URI; not supported",
+                "not" | "if" | "then" | "else" => "no exact construction yet",
+                "$anchor" | "$dynamicRef" | "$dynamicAnchor" | "$vocabulary" | "$recursiveRef" => {
+                    "only `$ref` to `#` JSON pointers is supported"
+                }
+                _ => "keyword not supported",
+            };
+            self.unsupported(k, &child(ptr, k), reason)?;
+        }
+        Ok(())
+    }
+}
+
+/// Without in-place applicators, `unevaluatedProperties` means `additionalProperties` (and
+/// nothing when that is present), and `unevaluatedItems` means `items` (nothing when `items`
+/// is present). Returns the rewritten schema, or `None` when there is nothing to rewrite.
+fn unevaluated_as_additional(obj: &Map<String, Value>) -> Option<Map<String, Value>> {
+    const APPLICATORS: &[&str] = &[
+        "allOf",
+        "anyOf",
+        "oneOf",
+        "not",
+        "if",
+        "then",
+        "else",
+        "$ref",
+        "$dynamicRef",
+        "dependentSchemas",
+        "contains",
+    ];
+    if !(obj.contains_key("unevaluatedProperties") || obj.contains_key("unevaluatedItems"))
+        || APPLICATORS.iter().any(|k| obj.contains_key(*k))
+    {
+        return None;
+    }
+    let mut o = obj.clone();
+    if let Some(u) = o.remove("unevaluatedProperties") {
+        if !o.contains_key("additionalProperties") {
+            o.insert("additionalProperties".into(), u);
+        }
+    }
+    if let Some(u) = o.remove("unevaluatedItems") {
+        if !o.contains_key("items") {
+            o.insert("items".into(), u);
+        }
+    }
+    Some(o)
+}
+
+impl Builder<'_> {
+    /// `not` whose subschema is a boolean or only a `type`: folded into `type`.
+    fn not_type(
+        &mut self,
+        obj: &Map<String, Value>,
+        n: &Value,
+        ptr: &str,
+    ) -> Result<Map<String, Value>, JsonSchemaError> {
+        let nptr = child(ptr, "not");
+        let mut o = obj.clone();
+        o.remove("not");
+        let excluded = match n {
+            Value::Bool(false) => return Ok(o),
+            Value::Bool(true) => types::TypeSet::all(),
+            Value::Object(m) if m.contains_key("type") && !has_assertions(m, &nptr, &["type"]) => {
+                types::parse_types(m, &nptr)?
+            }
+            _ => {
+                self.unsupported(
+                    "not",
+                    &nptr,
+                    "only `not` of a boolean or of a `type` is supported",
+                )?;
+                return Ok(o);
+            }
+        };
+        let own = types::parse_types(obj, ptr)?;
+        if excluded.integer && !excluded.number && own.number {
+            self.unsupported(
+                "not",
+                &nptr,
+                "`not` integer inside number has no exact grammar",
+            )?;
+            return Ok(o);
+        }
+        let mut names = Vec::new();
+        for (name, a, b) in [
+            ("null", own.null, excluded.null),
+            ("boolean", own.boolean, excluded.boolean),
+            ("string", own.string, excluded.string),
+            ("object", own.object, excluded.object),
+            ("array", own.array, excluded.array),
+            ("number", own.number, excluded.number),
+            (
+                "integer",
+                own.integer && !own.number,
+                excluded.number || excluded.integer,
+            ),
+        ] {
+            if a && !b {
+                names.push(Value::String(name.into()));
+            }
+        }
+        if names.is_empty() {
+            // Nothing is left: no value is accepted.
+            o.insert("enum".into(), Value::Array(Vec::new()));
+            o.remove("type");
+            o.remove("const");
+        } else {
+            o.insert("type".into(), Value::Array(names));
+        }
+        Ok(o)
+    }
+}
+
+/// Whether `obj` has keywords besides annotations and `except`.
+pub(crate) fn has_assertions(obj: &Map<String, Value>, ptr: &str, except: &[&str]) -> bool {
+    obj.keys()
+        .any(|k| !is_annotation(k, ptr) && !except.contains(&k.as_str()))
+}
+
+/// A literal byte string.
+pub(crate) fn lit(s: &str) -> Expr {
+    if s.is_empty() {
+        Expr::Empty
+    } else {
+        Expr::Bytes(s.as_bytes().to_vec())
+    }
+}
+
+/// A sequence, flattened a little.
+pub(crate) fn seq(parts: Vec<Expr>) -> Expr {
+    let mut v: Vec<Expr> = parts
+        .into_iter()
+        .filter(|e| !matches!(e, Expr::Empty))
+        .collect();
+    match v.len() {
+        0 => Expr::Empty,
+        1 => v.pop().unwrap_or(Expr::Empty),
+        _ => Expr::Seq(v),
+    }
+}
+
+/// A choice of the satisfiable alternatives (`None` when there are none).
+pub(crate) fn choice(alts: Vec<Option<Expr>>) -> Option<Expr> {
+    let mut v: Vec<Expr> = alts.into_iter().flatten().collect();
+    match v.len() {
+        0 => None,
+        1 => v.pop(),
+        _ => Some(Expr::Choice(v)),
+    }
+}
+
+/// One character from `ranges` (inclusive code points).
+pub(crate) fn class(ranges: &[(u32, u32)]) -> Expr {
+    Expr::Class(CharClass {
+        negated: false,
+        ranges: ranges.to_vec(),
+    })
+}
+
+/// The expression that matches nothing.
+pub(crate) fn never() -> Expr {
+    class(&[])
+}
+
+/// `e` repeated `min..=max` times.
+pub(crate) fn repeat(e: Expr, min: u32, max: Option<u32>) -> Expr {
+    if max == Some(0) {
+        return Expr::Empty;
+    }
+    if min == 1 && max == Some(1) {
+        return e;
+    }
+    Expr::Repeat {
+        expr: Box::new(e),
+        min,
+        max,
+    }
+}
+
+/// `e?`.
+pub(crate) fn opt(e: Expr) -> Expr {
+    repeat(e, 0, Some(1))
+}

@@ -1,0 +1,502 @@
+//! Numbers: the JSON number syntax (RFC 8259 exactly: `-0` valid; `-05`, `-`, `1.` invalid),
+//! exact integer range grammars for `integer` with `minimum`/`maximum`/`exclusiveMinimum`/
+//! `exclusiveMaximum`, and exact ranges for `number` with integer bounds.
+//!
+//! * `integer` accepts integer syntax only: `6000.0` (an integer per JSON Schema) is rejected.
+//! * `number` with bounds accepts numbers without an exponent only (`1e2` is rejected), and
+//!   refuses non-integer bounds (no exact construction yet); `-0` forms are rejected there.
+//! * Bounds are read as serde_json reads them (`f64` unless they are integers), as validators do.
+
+use serde_json::{Map, Value};
+
+use super::{child, choice, class, lit, opt, repeat, seq, Builder, JsonSchemaError};
+use crate::grammar::Expr;
+
+/// Bounds beyond this magnitude are refused (they would not be read exactly).
+const MAX_BOUND: f64 = 1e18;
+
+fn digit() -> Expr {
+    class(&[('0' as u32, '9' as u32)])
+}
+
+fn digits(lo: u8, hi: u8) -> Expr {
+    class(&[(lo as u32, hi as u32)])
+}
+
+/// Digit strings of the same length as `a` and `b` (leading zeros allowed) in `[a, b]`.
+fn same_length_range(a: &[u8], b: &[u8]) -> Expr {
+    if a.is_empty() {
+        return Expr::Empty;
+    }
+    if a == b {
+        return Expr::Bytes(a.to_vec());
+    }
+    let rest = a.len() - 1;
+    if a[1..].iter().all(|&c| c == b'0') && b[1..].iter().all(|&c| c == b'9') {
+        return seq(vec![
+            digits(a[0], b[0]),
+            repeat(digit(), rest as u32, Some(rest as u32)),
+        ]);
+    }
+    if a[0] == b[0] {
+        return seq(vec![
+            Expr::Bytes(vec![a[0]]),
+            same_length_range(&a[1..], &b[1..]),
+        ]);
+    }
+    let nines = vec![b'9'; rest];
+    let zeros = vec![b'0'; rest];
+    let mut alts = vec![seq(vec![
+        Expr::Bytes(vec![a[0]]),
+        same_length_range(&a[1..], &nines),
+    ])];
+    if a[0] + 1 < b[0] {
+        alts.push(seq(vec![
+            digits(a[0] + 1, b[0] - 1),
+            repeat(digit(), rest as u32, Some(rest as u32)),
+        ]));
+    }
+    alts.push(seq(vec![
+        Expr::Bytes(vec![b[0]]),
+        same_length_range(&zeros, &b[1..]),
+    ]));
+    Expr::Choice(alts)
+}
+
+/// Canonical decimal integers (no leading zeros) in `[lo, hi]` (`hi = None`: unbounded);
+/// `None` when the range is empty. `lo` below 0 counts as 0.
+pub(crate) fn uint_range(lo: i128, hi: Option<i128>) -> Option<Expr> {
+    let lo = lo.max(0);
+    if hi.is_some_and(|h| h < lo) {
+        return None;
+    }
+    let lo_len = lo.to_string().len();
+    let (finite_hi, tail) = match hi {
+        Some(h) => (h, None),
+        None => {
+            // Every number with more digits than `lo`.
+            let more = seq(vec![
+                digits(b'1', b'9'),
+                repeat(digit(), lo_len as u32, None),
+            ]);
+            (10i128.pow(lo_len as u32) - 1, Some(more))
+        }
+    };
+    let hi_len = finite_hi.to_string().len();
+    let mut alts = Vec::new();
+    for len in lo_len..=hi_len {
+        let start = if len == 1 {
+            lo
+        } else {
+            lo.max(10i128.pow(len as u32 - 1))
+        };
+        let end = finite_hi.min(10i128.pow(len as u32) - 1);
+        if start <= end {
+            alts.push(Some(same_length_range(
+                start.to_string().as_bytes(),
+                end.to_string().as_bytes(),
+            )));
+        }
+    }
+    alts.push(tail);
+    choice(alts)
+}
+
+/// A numeric bound keyword: an integer, or a float.
+#[derive(Clone, Copy, Debug)]
+enum Bound {
+    Int(i128),
+    Float(f64),
+}
+
+fn bound(obj: &Map<String, Value>, key: &str, ptr: &str) -> Result<Option<Bound>, JsonSchemaError> {
+    let Some(v) = obj.get(key) else {
+        return Ok(None);
+    };
+    let Value::Number(n) = v else {
+        if v.is_boolean() {
+            return Err(JsonSchemaError::Unsupported {
+                keyword: key.into(),
+                pointer: child(ptr, key),
+                reason: "boolean exclusive bounds (draft 4) are not supported".into(),
+            });
+        }
+        return Err(JsonSchemaError::InvalidKeyword {
+            keyword: key.into(),
+            pointer: child(ptr, key),
+            message: format!("must be a number, not {v}"),
+        });
+    };
+    if let Some(i) = n.as_i64() {
+        return Ok(Some(Bound::Int(i as i128)));
+    }
+    if let Some(u) = n.as_u64() {
+        return Ok(Some(Bound::Int(u as i128)));
+    }
+    let f = n.as_f64().unwrap_or(f64::NAN);
+    if !f.is_finite() || f.abs() > MAX_BOUND {
+        return Err(JsonSchemaError::Unsupported {
+            keyword: key.into(),
+            pointer: child(ptr, key),
+            reason: format!("bound {f} is too large to be enforced exactly"),
+        });
+    }
+    Ok(Some(Bound::Float(f)))
+}
+
+/// Fraction parts.
+fn frac_any() -> Expr {
+    opt(seq(vec![lit("."), repeat(digit(), 1, None)]))
+}
+
+impl Builder<'_> {
+    /// Any JSON number.
+    pub(crate) fn number_any(&mut self) -> Expr {
+        seq(vec![
+            opt(lit("-")),
+            int_part(),
+            frac_any(),
+            opt(seq(vec![
+                class(&[('e' as u32, 'e' as u32), ('E' as u32, 'E' as u32)]),
+                opt(class(&[('+' as u32, '+' as u32), ('-' as u32, '-' as u32)])),
+                repeat(digit(), 1, None),
+            ])),
+        ])
+    }
+
+    /// Integers in the bounds of `obj`, or `None`.
+    pub(crate) fn integer(
+        &mut self,
+        obj: &Map<String, Value>,
+        ptr: &str,
+    ) -> Result<Option<Expr>, JsonSchemaError> {
+        let mut lo: Option<i128> = None;
+        let mut hi: Option<i128> = None;
+        let mut tighten = |v: i128, is_lo: bool| {
+            if is_lo {
+                lo = Some(lo.map_or(v, |x| x.max(v)));
+            } else {
+                hi = Some(hi.map_or(v, |x| x.min(v)));
+            }
+        };
+        if let Some(b) = bound(obj, "minimum", ptr)? {
+            tighten(
+                match b {
+                    Bound::Int(i) => i,
+                    Bound::Float(f) => f.ceil() as i128,
+                },
+                true,
+            );
+        }
+        if let Some(b) = bound(obj, "exclusiveMinimum", ptr)? {
+            tighten(
+                match b {
+                    Bound::Int(i) => i + 1,
+                    Bound::Float(f) => f.floor() as i128 + 1,
+                },
+                true,
+            );
+        }
+        if let Some(b) = bound(obj, "maximum", ptr)? {
+            tighten(
+                match b {
+                    Bound::Int(i) => i,
+                    Bound::Float(f) => f.floor() as i128,
+                },
+                false,
+            );
+        }
+        if let Some(b) = bound(obj, "exclusiveMaximum", ptr)? {
+            tighten(
+                match b {
+                    Bound::Int(i) => i - 1,
+                    Bound::Float(f) => f.ceil() as i128 - 1,
+                },
+                false,
+            );
+        }
+        Ok(integer_range(lo, hi))
+    }
+
+    /// Numbers in the bounds of `obj`, or `None`.
+    pub(crate) fn number(
+        &mut self,
+        obj: &Map<String, Value>,
+        ptr: &str,
+    ) -> Result<Option<Expr>, JsonSchemaError> {
+        let mut lower: Option<NumBound> = None;
+        let mut lower_key = "minimum";
+        let mut upper: Option<NumBound> = None;
+        for (key, is_upper, excl) in [
+            ("minimum", false, false),
+            ("exclusiveMinimum", false, true),
+            ("maximum", true, false),
+            ("exclusiveMaximum", true, true),
+        ] {
+            let Some(b) = bound(obj, key, ptr)? else {
+                continue;
+            };
+            let nb = NumBound::new(b, excl).ok_or_else(|| JsonSchemaError::Unsupported {
+                keyword: key.into(),
+                pointer: child(ptr, key),
+                reason: "a bound with more than 30 fraction digits is not supported".into(),
+            })?;
+            if !is_upper {
+                lower_key = key;
+            }
+            let slot = if is_upper { &mut upper } else { &mut lower };
+            let replace = match slot {
+                None => true,
+                Some(cur) if is_upper => {
+                    (nb.val, nb.excl) < (cur.val, cur.excl) || (nb.val == cur.val && nb.excl)
+                }
+                Some(cur) => {
+                    (nb.val, !nb.excl) > (cur.val, !cur.excl) || (nb.val == cur.val && nb.excl)
+                }
+            };
+            if replace {
+                *slot = Some(nb);
+            }
+        }
+        if lower.is_none() && upper.is_none() {
+            return Ok(Some(self.number_any()));
+        }
+        let zero = Dec {
+            int: 0,
+            frac: Vec::new(),
+        };
+        let refuse = |reason: String| JsonSchemaError::Unsupported {
+            keyword: lower_key.into(),
+            pointer: child(ptr, lower_key),
+            reason,
+        };
+        let mut alts = Vec::new();
+        // Non-negative values (no sign).
+        if upper.as_ref().map_or(true, |u| u.val >= 0.0) {
+            let lo = match &lower {
+                Some(l) if l.val >= 0.0 => (l.mag.clone(), l.excl),
+                _ => (zero.clone(), false),
+            };
+            let hi = upper.as_ref().map(|u| (u.mag.clone(), u.excl));
+            alts.push(magnitude(lo, hi).map_err(refuse)?);
+        }
+        // Negative values: "-" and a magnitude m > 0 with -m in the bounds.
+        if lower.as_ref().map_or(true, |l| l.val < 0.0) {
+            let mag_lo = match &upper {
+                Some(u) if u.val < 0.0 => (u.mag.clone(), u.excl),
+                _ => (zero, true),
+            };
+            let mag_hi = lower.as_ref().map(|l| (l.mag.clone(), l.excl));
+            alts.push(
+                magnitude(mag_lo, mag_hi)
+                    .map_err(refuse)?
+                    .map(|m| seq(vec![lit("-"), m])),
+            );
+        }
+        Ok(choice(alts))
+    }
+}
+
+/// A non-negative decimal: integer part and fraction digits (no trailing zeros).
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Dec {
+    int: i128,
+    frac: Vec<u8>,
+}
+
+/// A bound of `number`: its value (for choosing the stricter), magnitude, exclusivity.
+#[derive(Clone, Debug)]
+struct NumBound {
+    val: f64,
+    mag: Dec,
+    excl: bool,
+}
+
+impl NumBound {
+    fn new(b: Bound, excl: bool) -> Option<NumBound> {
+        match b {
+            Bound::Int(i) => Some(NumBound {
+                val: i as f64,
+                mag: Dec {
+                    int: i.abs(),
+                    frac: Vec::new(),
+                },
+                excl,
+            }),
+            Bound::Float(f) => {
+                // Display of f64 is the shortest round-trip decimal, without exponent.
+                let text = format!("{}", f.abs());
+                let (int, frac) = text.split_once('.').unwrap_or((&text, ""));
+                let frac = frac.trim_end_matches('0');
+                if frac.len() > 30 {
+                    return None;
+                }
+                Some(NumBound {
+                    val: f,
+                    mag: Dec {
+                        int: int.parse().ok()?,
+                        frac: frac.bytes().collect(),
+                    },
+                    excl,
+                })
+            }
+        }
+    }
+}
+
+/// Fraction digit strings (after the `.`): whether the empty fraction (no `.` at all) is in
+/// the set, and the non-empty ones.
+type FracSet = (bool, Option<Expr>);
+
+fn frac_render(fs: FracSet) -> Option<Expr> {
+    let (eps, ne) = fs;
+    choice(vec![
+        eps.then_some(Expr::Empty),
+        ne.map(|e| seq(vec![lit("."), e])),
+    ])
+}
+
+/// The digit `d` followed by a string of `rest`.
+fn digit_then(d: u8, rest: FracSet) -> Option<Expr> {
+    let head = Expr::Bytes(vec![d]);
+    match rest {
+        (true, Some(e)) => Some(seq(vec![head, opt(e)])),
+        (false, Some(e)) => Some(seq(vec![head, e])),
+        (true, None) => Some(head),
+        (false, None) => None,
+    }
+}
+
+/// Fractions `0.F` compared with `0.d`: `greater` picks `>`/`>=` (else `<`/`<=`), `strict`
+/// the strict form.
+fn frac_cmp(d: &[u8], greater: bool, strict: bool) -> FracSet {
+    let any_digits = || repeat(digit(), 0, None);
+    if d.is_empty() {
+        return match (greater, strict) {
+            (true, false) => (true, Some(repeat(digit(), 1, None))),
+            (true, true) => (
+                false,
+                Some(seq(vec![any_digits(), digits(b'1', b'9'), any_digits()])),
+            ),
+            (false, false) => (true, Some(repeat(lit("0"), 1, None))),
+            (false, true) => (false, None),
+        };
+    }
+    let d1 = d[0];
+    let mut alts = Vec::new();
+    if greater && d1 < b'9' {
+        alts.push(Some(seq(vec![digits(d1 + 1, b'9'), any_digits()])));
+    }
+    if !greater && d1 > b'0' {
+        alts.push(Some(seq(vec![digits(b'0', d1 - 1), any_digits()])));
+    }
+    alts.push(digit_then(d1, frac_cmp(&d[1..], greater, strict)));
+    // The empty fraction is 0, below every non-zero `0.d`.
+    (!greater, choice(alts))
+}
+
+/// Non-zero fractions `0.F` below (`strict`) or at most `0.d`, `d` non-empty.
+fn frac_below_nonzero(d: &[u8], strict: bool) -> FracSet {
+    let Some(&d1) = d.first() else {
+        return (false, None);
+    };
+    let any_digits = || repeat(digit(), 0, None);
+    let mut alts = Vec::new();
+    if d1 > b'1' {
+        alts.push(Some(seq(vec![digits(b'1', d1 - 1), any_digits()])));
+    }
+    if d1 > b'0' {
+        alts.push(Some(seq(vec![
+            lit("0"),
+            any_digits(),
+            digits(b'1', b'9'),
+            any_digits(),
+        ])));
+        alts.push(digit_then(d1, frac_cmp(&d[1..], false, strict)));
+    } else {
+        alts.push(digit_then(b'0', frac_below_nonzero(&d[1..], strict)));
+    }
+    (false, choice(alts))
+}
+
+/// Unsigned decimals `I(.F)?` (no exponent) with value in the interval `lower` (a magnitude
+/// and exclusivity) .. `upper`; `Err` when no exact grammar is built.
+fn magnitude(lower: (Dec, bool), upper: Option<(Dec, bool)>) -> Result<Option<Expr>, String> {
+    let (l, lx) = lower;
+    let mut alts = Vec::new();
+    match &upper {
+        Some((u, _)) if u.int < l.int => return Ok(None),
+        Some((u, ux)) if u.int == l.int => {
+            let set = if l.frac.is_empty() && !lx {
+                frac_cmp(&u.frac, false, *ux)
+            } else if u.frac.is_empty() && !*ux {
+                // 0.F <= 0: only zeros, which must also pass the lower side.
+                if l.frac.is_empty() && !lx {
+                    frac_cmp(&[], false, false)
+                } else {
+                    (false, None)
+                }
+            } else if u.frac.is_empty() && *ux {
+                (false, None)
+            } else if l.frac.is_empty() && lx {
+                // 0 < 0.F (<|<=) 0.u
+                frac_below_nonzero(&u.frac, *ux)
+            } else {
+                return Err("`number` bounds within the same integer are not supported".into());
+            };
+            alts.push(frac_render(set).map(|f| seq(vec![lit(&l.int.to_string()), f])));
+            return Ok(choice(alts));
+        }
+        _ => {}
+    }
+    // I strictly between: any fraction.
+    alts.push(
+        uint_range(l.int + 1, upper.as_ref().map(|(u, _)| u.int - 1))
+            .map(|e| seq(vec![e, frac_any()])),
+    );
+    // I == L.int, fraction at or above L's.
+    alts.push(
+        frac_render(frac_cmp(&l.frac, true, lx)).map(|f| seq(vec![lit(&l.int.to_string()), f])),
+    );
+    // I == U.int, fraction at or below U's.
+    if let Some((u, ux)) = &upper {
+        alts.push(
+            frac_render(frac_cmp(&u.frac, false, *ux))
+                .map(|f| seq(vec![lit(&u.int.to_string()), f])),
+        );
+    }
+    Ok(choice(alts))
+}
+
+/// `0 | [1-9][0-9]*`.
+fn int_part() -> Expr {
+    Expr::Choice(vec![
+        lit("0"),
+        seq(vec![digits(b'1', b'9'), repeat(digit(), 0, None)]),
+    ])
+}
+
+/// Integers (integer syntax) in `[lo, hi]`, `-0` included when 0 is.
+pub(crate) fn integer_range(lo: Option<i128>, hi: Option<i128>) -> Option<Expr> {
+    if let (Some(l), Some(h)) = (lo, hi) {
+        if l > h {
+            return None;
+        }
+    }
+    let mut alts = Vec::new();
+    if hi.map_or(true, |h| h >= 0) {
+        alts.push(uint_range(lo.unwrap_or(0).max(0), hi));
+    }
+    if lo.map_or(true, |l| l < 0) {
+        let mag_lo = match hi {
+            Some(h) if h < 0 => -h,
+            _ => 1,
+        };
+        let mag_hi = lo.map(|l| -l);
+        alts.push(uint_range(mag_lo, mag_hi).map(|m| seq(vec![lit("-"), m])));
+    }
+    if lo.map_or(true, |l| l <= 0) && hi.map_or(true, |h| h >= 0) {
+        alts.push(Some(lit("-0")));
+    }
+    choice(alts)
+}

@@ -1,0 +1,308 @@
+//! Objects: `properties`, `required`, `additionalProperties` (boolean or schema),
+//! `minProperties` and `maxProperties` (up to 64).
+//!
+//! Declared properties come in the order of the schema's map, each at most once; required
+//! ones must be present. Extra properties (allowed by `additionalProperties`, which defaults
+//! to `true` unless [`super::JsonSchemaOptions::strict`]) may come anywhere between them;
+//! their keys are plain strings (no escapes) different from every declared name, so an
+//! extra key can never be a declared property in disguise (`"f\u006fo"` for `foo`).
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value};
+
+use super::strings::{count_keyword, raw_char};
+use super::{child, choice, lit, repeat, seq, Builder, JsonSchemaError};
+use crate::grammar::{CharClass, Expr};
+
+/// Keys longer than this (in characters) make extra properties unsupported (the key
+/// exclusion grammar nests one level per character).
+const MAX_KEY_CHARS: usize = 200;
+
+/// The largest `minProperties`/`maxProperties` supported (the grammar has one rule per
+/// member position and count).
+const MAX_COUNTED_PROPERTIES: u32 = 64;
+
+impl Builder<'_> {
+    /// The objects `obj` accepts, or `None`.
+    pub(crate) fn object(
+        &mut self,
+        obj: &Map<String, Value>,
+        ptr: &str,
+    ) -> Result<Option<Expr>, JsonSchemaError> {
+        let min_props = count_keyword(obj, "minProperties", ptr)?.unwrap_or(0);
+        let max_props = count_keyword(obj, "maxProperties", ptr)?;
+        if min_props.max(max_props.unwrap_or(0)) > MAX_COUNTED_PROPERTIES {
+            let k = if min_props > MAX_COUNTED_PROPERTIES {
+                "minProperties"
+            } else {
+                "maxProperties"
+            };
+            return Err(JsonSchemaError::Unsupported {
+                keyword: k.into(),
+                pointer: child(ptr, k),
+                reason: format!("bounds above {MAX_COUNTED_PROPERTIES} are not supported"),
+            });
+        }
+        if max_props.is_some_and(|m| m < min_props) {
+            return Ok(None);
+        }
+        let empty = Map::new();
+        let props = match obj.get("properties") {
+            None => &empty,
+            Some(Value::Object(p)) => p,
+            Some(_) => {
+                return Err(JsonSchemaError::InvalidKeyword {
+                    keyword: "properties".into(),
+                    pointer: child(ptr, "properties"),
+                    message: "must be an object".into(),
+                })
+            }
+        };
+        let mut required: Vec<String> = Vec::new();
+        match obj.get("required") {
+            None => {}
+            Some(Value::Array(list)) => {
+                for x in list {
+                    match x {
+                        Value::String(s) => {
+                            if !required.contains(s) {
+                                required.push(s.clone())
+                            }
+                        }
+                        _ => {
+                            return Err(JsonSchemaError::InvalidKeyword {
+                                keyword: "required".into(),
+                                pointer: child(ptr, "required"),
+                                message: "must be an array of strings".into(),
+                            })
+                        }
+                    }
+                }
+            }
+            Some(_) => {
+                return Err(JsonSchemaError::InvalidKeyword {
+                    keyword: "required".into(),
+                    pointer: child(ptr, "required"),
+                    message: "must be an array of strings".into(),
+                })
+            }
+        }
+        // The schema of extra properties (None: forbidden).
+        let extra_schema = match obj.get("additionalProperties") {
+            Some(s) => s.clone(),
+            None => Value::Bool(!self.opts.strict),
+        };
+        let extra_ptr = child(ptr, "additionalProperties");
+        let extra_value = self.schema(&extra_schema, &extra_ptr)?;
+
+        // Declared members, in map order: (name, value grammar or None, required).
+        let mut declared: Vec<(String, Option<Expr>, bool)> = Vec::new();
+        let props_ptr = child(ptr, "properties");
+        for (name, s) in props {
+            let v = self.schema(s, &child(&props_ptr, name))?;
+            declared.push((name.clone(), v, required.contains(name)));
+        }
+        // Required names without a declared schema are governed by additionalProperties.
+        let mut extra_required: BTreeMap<String, ()> = BTreeMap::new();
+        for r in &required {
+            if !props.contains_key(r) {
+                extra_required.insert(r.clone(), ());
+            }
+        }
+        for name in extra_required.keys() {
+            declared.push((name.clone(), extra_value.clone(), true));
+        }
+        // A required property that accepts no value: no object is accepted.
+        if declared.iter().any(|(_, v, req)| *req && v.is_none()) {
+            return Ok(None);
+        }
+        let names: Vec<String> = declared.iter().map(|(n, _, _)| n.clone()).collect();
+        let members: Vec<(Expr, bool)> = declared
+            .into_iter()
+            .filter_map(|(name, v, req)| {
+                v.map(|v| {
+                    let m = self.member(&name, v);
+                    (Expr::Rule(self.add_rule("obj_member", m)), req)
+                })
+            })
+            .collect();
+        let extra = match extra_value {
+            None => None,
+            Some(v) => {
+                let key = if names.is_empty() {
+                    self.string_any()
+                } else {
+                    if let Some(n) = names.iter().find(|n| n.chars().count() > MAX_KEY_CHARS) {
+                        return Err(JsonSchemaError::Unsupported {
+                            keyword: "additionalProperties".into(),
+                            pointer: extra_ptr,
+                            reason: format!(
+                                "extra properties beside a declared key of more than \
+                                 {MAX_KEY_CHARS} characters ({} characters)",
+                                n.chars().count()
+                            ),
+                        });
+                    }
+                    seq(vec![lit("\""), key_not_in(&names)])
+                };
+                let ws = self.ws();
+                let body = seq(vec![key, ws.clone(), lit(":"), ws.clone(), v, ws]);
+                // A rule: it is referenced from every state.
+                Some(Expr::Rule(self.add_rule("obj_extra", body)))
+            }
+        };
+        if min_props > 1 && extra.is_some() {
+            // Extra keys may repeat (`{"x":1,"x":2}` has one property), so counting written
+            // members would over-count: only a bound of 1 is exact then.
+            self.unsupported(
+                "minProperties",
+                &child(ptr, "minProperties"),
+                "`minProperties` above 1 when extra properties are allowed is not supported",
+            )?;
+        }
+        let ws = self.ws();
+        // States (i, c, k): members i.. still to come, c members written so far (capped at
+        // `cap`; c == 0 means no comma before the next member), k == 0 when extra members
+        // may come next, k == 1 right after a skipped optional member. Extras are written
+        // before skips, never after, so every object has one parse (no ambiguity).
+        let n = members.len();
+        let cap = min_props.max(max_props.unwrap_or(0)).max(1) as usize;
+        let bump = |c: usize| (c + 1).min(cap);
+        let may_add = |c: usize| max_props.map_or(true, |m| c < m as usize);
+        let mut live = vec![vec![[false; 2]; cap + 1]; n + 1];
+        for i in (0..=n).rev() {
+            for c in (0..=cap).rev() {
+                for k in [1, 0] {
+                    let mut ok = i == n && c >= min_props as usize;
+                    if i < n {
+                        ok |= may_add(c) && live[i + 1][bump(c)][0];
+                        ok |= !members[i].1 && live[i + 1][c][1];
+                    }
+                    if k == 0 && extra.is_some() && may_add(c) && bump(c) != c {
+                        ok |= live[i][bump(c)][0];
+                    }
+                    live[i][c][k] = ok;
+                }
+            }
+        }
+        if !live[0][0][0] {
+            return Ok(None);
+        }
+        let mut ids = vec![vec![[None; 2]; cap + 1]; n + 1];
+        for (i, row) in ids.iter_mut().enumerate() {
+            for (c, pair) in row.iter_mut().enumerate() {
+                for (k, id) in pair.iter_mut().enumerate() {
+                    if live[i][c][k] {
+                        *id = Some(self.add_rule("obj", Expr::Empty));
+                    }
+                }
+            }
+        }
+        for i in 0..=n {
+            for c in 0..=cap {
+                for k in 0..2 {
+                    let Some(id) = ids[i][c][k] else {
+                        continue;
+                    };
+                    let sep = if c == 0 { Expr::Empty } else { self.comma() };
+                    let mut alts: Vec<Option<Expr>> = Vec::new();
+                    if i == n && c >= min_props as usize {
+                        alts.push(Some(Expr::Empty));
+                    }
+                    if i < n {
+                        let (m, req) = &members[i];
+                        if may_add(c) {
+                            if let Some(next) = ids[i + 1][bump(c)][0] {
+                                alts.push(Some(seq(vec![
+                                    sep.clone(),
+                                    m.clone(),
+                                    Expr::Rule(next),
+                                ])));
+                            }
+                        }
+                        if !req {
+                            if let Some(next) = ids[i + 1][c][1] {
+                                alts.push(Some(Expr::Rule(next)));
+                            }
+                        }
+                    }
+                    if let (Some(e), 0) = (&extra, k) {
+                        if may_add(c) {
+                            if let Some(next) = ids[i][bump(c)][0] {
+                                alts.push(Some(seq(vec![sep, e.clone(), Expr::Rule(next)])));
+                            }
+                        }
+                    }
+                    self.rules[id.index()].body = choice(alts).unwrap_or_else(super::never);
+                }
+            }
+        }
+        let Some(start) = ids[0][0][0] else {
+            return Ok(None);
+        };
+        Ok(Some(seq(vec![lit("{"), ws, Expr::Rule(start), lit("}")])))
+    }
+
+    /// `"name" ws ":" ws value ws`.
+    fn member(&mut self, name: &str, value: Expr) -> Expr {
+        let ws = self.ws();
+        seq(vec![
+            lit(&Value::String(name.to_string()).to_string()),
+            ws.clone(),
+            lit(":"),
+            ws.clone(),
+            value,
+            ws,
+        ])
+    }
+}
+
+/// The rest of a string key after its opening quote (closing quote included): plain
+/// characters (no escapes) spelling a key not in `names`.
+fn key_not_in(names: &[String]) -> Expr {
+    let chars: Vec<Vec<char>> = names.iter().map(|n| n.chars().collect()).collect();
+    let all: Vec<&[char]> = chars.iter().map(|c| c.as_slice()).collect();
+    not_in(&all, 0)
+}
+
+/// Strings whose continuation from depth `d` avoids every string of `set` (all of which
+/// share the prefix consumed so far).
+fn not_in(set: &[&[char]], d: usize) -> Expr {
+    let mut alts = Vec::new();
+    // End here, unless a name ends here.
+    if !set.iter().any(|s| s.len() == d) {
+        alts.push(lit("\""));
+    }
+    // Children.
+    let mut next: BTreeMap<char, Vec<&[char]>> = BTreeMap::new();
+    for s in set {
+        if let Some(&c) = s.get(d) {
+            next.entry(c).or_default().push(s);
+        }
+    }
+    let mut excluded: Vec<(u32, u32)> = vec![
+        (0, 0x1F),
+        ('"' as u32, '"' as u32),
+        ('\\' as u32, '\\' as u32),
+    ];
+    for (c, sub) in &next {
+        if (*c as u32) < 0x20 || *c == '"' || *c == '\\' {
+            // Needs an escape: extra keys (plain characters only) cannot spell it.
+            continue;
+        }
+        excluded.push((*c as u32, *c as u32));
+        let mut buf = [0u8; 4];
+        alts.push(seq(vec![lit(c.encode_utf8(&mut buf)), not_in(sub, d + 1)]));
+    }
+    // Any other character, then anything.
+    alts.push(seq(vec![
+        Expr::Class(CharClass {
+            negated: true,
+            ranges: excluded,
+        }),
+        repeat(raw_char(), 0, None),
+        lit("\""),
+    ]));
+    choice(alts.into_iter().map(Some).collect()).unwrap_or(Expr::Empty)
+}

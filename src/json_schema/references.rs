@@ -1,0 +1,567 @@
+//! `$ref` (to `#` and `#/...` JSON pointers of the same document; `$defs` and `definitions`
+//! are plain containers), recursion through rules, `anyOf`, and `allOf` where the
+//! subschemas merge exactly.
+//!
+//! `allOf` (and `$ref` with sibling keywords, which 2020-12 applies like `allOf`) is merged
+//! keyword by keyword: `type` lists intersect, bounds take the stricter value, `required`
+//! lists join, shared `properties` become an `allOf` of both, and keywords present on both
+//! sides must be equal. Anything else is refused: `additionalProperties` from one side with
+//! `properties` from another (the set of "additional" keys would change), `items` with
+//! `prefixItems`, two `anyOf`s, two different `enum`s. References are inlined during the
+//! merge (a recursive reference inside `allOf` is refused after a depth limit).
+
+use serde_json::{Map, Value};
+
+use super::types::{json_equal, parse_types, TypeSet};
+use super::{child, choice, is_annotation, never, Builder, JsonSchemaError};
+use crate::grammar::Expr;
+
+/// How deep references are inlined inside a merge.
+const MAX_MERGE_DEPTH: usize = 16;
+
+/// Decodes a JSON pointer fragment (`#/a/b~1c`, percent-encoded) into tokens.
+fn pointer_tokens(reference: &str) -> Option<Vec<String>> {
+    let frag = reference.strip_prefix('#')?;
+    let frag = percent_decode(frag)?;
+    if frag.is_empty() {
+        return Some(Vec::new());
+    }
+    let rest = frag.strip_prefix('/')?;
+    Some(
+        rest.split('/')
+            .map(|t| t.replace("~1", "/").replace("~0", "~"))
+            .collect(),
+    )
+}
+
+fn percent_decode(s: &str) -> Option<String> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' {
+            let h = s.get(i + 1..i + 3)?;
+            out.push(u8::from_str_radix(h, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+impl Builder<'_> {
+    /// Resolves `reference` against the root document. `ptr` is where the `$ref` is.
+    fn resolve(&self, reference: &Value, ptr: &str) -> Result<(Value, String), JsonSchemaError> {
+        let Value::String(r) = reference else {
+            return Err(JsonSchemaError::InvalidKeyword {
+                keyword: "$ref".into(),
+                pointer: ptr.into(),
+                message: "must be a string".into(),
+            });
+        };
+        let Some(tokens) = pointer_tokens(r) else {
+            return Err(JsonSchemaError::Unsupported {
+                keyword: "$ref".into(),
+                pointer: ptr.into(),
+                reason: format!(
+                    "only references to `#` JSON pointers of the same document are supported, not {r:?}"
+                ),
+            });
+        };
+        let mut cur = self.root_schema;
+        let mut target = String::from("#");
+        for t in &tokens {
+            let next = match cur {
+                Value::Object(o) => o.get(t),
+                Value::Array(a) => t.parse::<usize>().ok().and_then(|i| a.get(i)),
+                _ => None,
+            };
+            let Some(next) = next else {
+                return Err(JsonSchemaError::UnresolvedRef {
+                    reference: r.clone(),
+                    pointer: ptr.into(),
+                });
+            };
+            // A nested `$id` starts a new resource: `#` pointers inside it mean something else.
+            if target != "#" {
+                if let Value::Object(o) = cur {
+                    if o.contains_key("$id") {
+                        return Err(JsonSchemaError::Unsupported {
+                            keyword: "$ref".into(),
+                            pointer: ptr.into(),
+                            reason: "the reference crosses a nested `$id`".into(),
+                        });
+                    }
+                }
+            }
+            target = super::child(&target, t);
+            cur = next;
+        }
+        if target != "#" {
+            if let Value::Object(o) = cur {
+                if o.contains_key("$id") {
+                    return Err(JsonSchemaError::Unsupported {
+                        keyword: "$ref".into(),
+                        pointer: ptr.into(),
+                        reason: "the reference targets a schema with a nested `$id`".into(),
+                    });
+                }
+            }
+        }
+        Ok((cur.clone(), target))
+    }
+
+    /// A lone `$ref`: a rule per target (so recursion works).
+    pub(crate) fn reference(
+        &mut self,
+        reference: &Value,
+        ptr: &str,
+    ) -> Result<Expr, JsonSchemaError> {
+        let (target, target_ptr) = self.resolve(reference, ptr)?;
+        if let Some(&id) = self.refs.get(&target_ptr) {
+            return Ok(Expr::Rule(id));
+        }
+        let id = self.add_rule("ref", Expr::Empty);
+        self.refs.insert(target_ptr.clone(), id);
+        let body = self.schema(&target, &target_ptr)?.unwrap_or_else(never);
+        self.rules[id.index()].body = body;
+        Ok(Expr::Rule(id))
+    }
+
+    /// `anyOf`, with the sibling keywords merged into every branch.
+    pub(crate) fn any_of(
+        &mut self,
+        obj: &Map<String, Value>,
+        kw: &str,
+        any_of: &Value,
+        ptr: &str,
+    ) -> Result<Option<Expr>, JsonSchemaError> {
+        let aptr = child(ptr, kw);
+        let Value::Array(branches) = any_of else {
+            return Err(JsonSchemaError::InvalidKeyword {
+                keyword: kw.into(),
+                pointer: aptr,
+                message: "must be an array of schemas".into(),
+            });
+        };
+        if branches.is_empty() {
+            return Err(JsonSchemaError::InvalidKeyword {
+                keyword: kw.into(),
+                pointer: aptr,
+                message: "must not be empty".into(),
+            });
+        }
+        let mut siblings = obj.clone();
+        siblings.remove(kw);
+        if kw == "oneOf" {
+            // Exactly one branch must match: the same as anyOf when no value can match two
+            // branches. Prove that from types, constants and discriminator properties.
+            let shapes: Vec<Shape> = branches.iter().map(|b| self.shape(b, 0)).collect();
+            let overlap = (0..shapes.len()).find_map(|i| {
+                (i + 1..shapes.len())
+                    .find(|&j| !shapes[i].disjoint(&shapes[j]))
+                    .map(|j| (i, j))
+            });
+            if let Some((i, j)) = overlap {
+                // Lenient: enforced as anyOf (which accepts more).
+                self.unsupported(
+                    "oneOf",
+                    &aptr,
+                    &format!(
+                        "branches {i} and {j} are not provably disjoint (by type, const/enum, \
+                         or a required const property)"
+                    ),
+                )?;
+            }
+        }
+        let plain = !super::has_assertions(&siblings, ptr, &[]);
+        let mut alts = Vec::new();
+        for (i, b) in branches.iter().enumerate() {
+            let bptr = child(&aptr, &i.to_string());
+            if plain {
+                alts.push(self.schema(b, &bptr)?);
+            } else {
+                let mut merged = Some(siblings.clone());
+                self.merge_into(&mut merged, b, &bptr, 0)?;
+                match merged {
+                    None => alts.push(None),
+                    Some(m) => alts.push(self.schema(&Value::Object(m), ptr)?),
+                }
+            }
+        }
+        Ok(choice(alts))
+    }
+
+    /// `schema` with its `allOf` and `$ref` merged into one map (`None`: accepts nothing).
+    pub(crate) fn flatten(
+        &mut self,
+        schema: &Value,
+        ptr: &str,
+        depth: usize,
+    ) -> Result<Option<Map<String, Value>>, JsonSchemaError> {
+        let mut acc = Some(Map::new());
+        self.merge_into(&mut acc, schema, ptr, depth)?;
+        Ok(acc)
+    }
+
+    /// Merges `schema` (flattened) into `acc`.
+    fn merge_into(
+        &mut self,
+        acc: &mut Option<Map<String, Value>>,
+        schema: &Value,
+        ptr: &str,
+        depth: usize,
+    ) -> Result<(), JsonSchemaError> {
+        if depth > MAX_MERGE_DEPTH {
+            return Err(JsonSchemaError::Unsupported {
+                keyword: "allOf".into(),
+                pointer: ptr.into(),
+                reason: "references nested too deep (recursive?) inside `allOf`".into(),
+            });
+        }
+        let obj = match schema {
+            Value::Bool(true) => return Ok(()),
+            Value::Bool(false) => {
+                *acc = None;
+                return Ok(());
+            }
+            Value::Object(o) => o,
+            _ => {
+                return Err(JsonSchemaError::InvalidKeyword {
+                    keyword: "(schema)".into(),
+                    pointer: ptr.into(),
+                    message: "a schema must be an object or a boolean".into(),
+                })
+            }
+        };
+        if ptr != "#" && obj.contains_key("$id") {
+            return Err(JsonSchemaError::Unsupported {
+                keyword: "$id".into(),
+                pointer: child(ptr, "$id"),
+                reason: "`$id` below the root changes the base URI; not supported".into(),
+            });
+        }
+        // Own keywords first.
+        let mut own = Map::new();
+        for (k, v) in obj {
+            if k == "allOf" || k == "$ref" || is_annotation(k, ptr) {
+                continue;
+            }
+            own.insert(k.clone(), v.clone());
+        }
+        merge_maps(acc, own, ptr)?;
+        if let Some(r) = obj.get("$ref") {
+            let rptr = child(ptr, "$ref");
+            let (target, target_ptr) = self.resolve(r, &rptr)?;
+            self.merge_into(acc, &target, &target_ptr, depth + 1)?;
+        }
+        if let Some(all) = obj.get("allOf") {
+            let aptr = child(ptr, "allOf");
+            let Value::Array(list) = all else {
+                return Err(JsonSchemaError::InvalidKeyword {
+                    keyword: "allOf".into(),
+                    pointer: aptr,
+                    message: "must be an array of schemas".into(),
+                });
+            };
+            if list.is_empty() {
+                return Err(JsonSchemaError::InvalidKeyword {
+                    keyword: "allOf".into(),
+                    pointer: aptr,
+                    message: "must not be empty".into(),
+                });
+            }
+            for (i, b) in list.iter().enumerate() {
+                // Flatten the branch on its own, then merge it as one source.
+                let f = self.flatten(b, &child(&aptr, &i.to_string()), depth + 1)?;
+                match f {
+                    None => *acc = None,
+                    Some(m) => merge_maps(acc, m, &aptr)?,
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Merges the keywords of one source into `acc` (exactly, or refuses).
+fn merge_maps(
+    acc: &mut Option<Map<String, Value>>,
+    other: Map<String, Value>,
+    ptr: &str,
+) -> Result<(), JsonSchemaError> {
+    let Some(a) = acc.as_mut() else {
+        return Ok(());
+    };
+    let refuse = |k: &str, why: &str| JsonSchemaError::Unsupported {
+        keyword: k.into(),
+        pointer: child(ptr, k),
+        reason: format!("cannot merge exactly in `allOf`: {why}"),
+    };
+    // `unevaluated*` depends on every sibling applicator of its own schema.
+    for k in ["unevaluatedProperties", "unevaluatedItems"] {
+        if (a.contains_key(k) && !other.is_empty()) || (other.contains_key(k) && !a.is_empty()) {
+            return Err(refuse(
+                k,
+                &format!("`{k}` depends on the other keywords of its own schema"),
+            ));
+        }
+    }
+    // Keywords whose meaning depends on a sibling of the same source.
+    for (dep, on) in [
+        ("additionalProperties", "properties"),
+        ("items", "prefixItems"),
+    ] {
+        if (a.contains_key(dep) && other.contains_key(on))
+            || (other.contains_key(dep) && a.contains_key(on))
+            || (a.contains_key(dep) && other.contains_key(dep))
+        {
+            return Err(refuse(
+                dep,
+                &format!("`{dep}` depends on the `{on}` of its own schema"),
+            ));
+        }
+    }
+    for (k, v) in other {
+        let Some(cur) = a.get(&k) else {
+            a.insert(k, v);
+            continue;
+        };
+        if json_equal(cur, &v) {
+            continue;
+        }
+        let merged = match k.as_str() {
+            "type" => {
+                let t1 = parse_types(a, ptr)?;
+                let mut tmp = Map::new();
+                tmp.insert("type".into(), v.clone());
+                let t2 = parse_types(&tmp, ptr)?;
+                let mut names = Vec::new();
+                let both_num = (t1.number || t1.integer) && (t2.number || t2.integer);
+                for (name, x, y) in [
+                    ("null", t1.null, t2.null),
+                    ("boolean", t1.boolean, t2.boolean),
+                    ("string", t1.string, t2.string),
+                    ("object", t1.object, t2.object),
+                    ("array", t1.array, t2.array),
+                ] {
+                    if x && y {
+                        names.push(Value::String(name.into()));
+                    }
+                }
+                if both_num {
+                    let name = if t1.number && t2.number {
+                        "number"
+                    } else {
+                        "integer"
+                    };
+                    names.push(Value::String(name.into()));
+                }
+                if names.is_empty() {
+                    *acc = None;
+                    return Ok(());
+                }
+                Value::Array(names)
+            }
+            "minimum" | "exclusiveMinimum" | "minLength" | "minItems" | "minProperties" => {
+                match (cur.as_f64(), v.as_f64()) {
+                    (Some(x), Some(y)) => {
+                        if x >= y {
+                            cur.clone()
+                        } else {
+                            v
+                        }
+                    }
+                    _ => return Err(refuse(&k, "non-numeric values")),
+                }
+            }
+            "maximum" | "exclusiveMaximum" | "maxLength" | "maxItems" | "maxProperties" => {
+                match (cur.as_f64(), v.as_f64()) {
+                    (Some(x), Some(y)) => {
+                        if x <= y {
+                            cur.clone()
+                        } else {
+                            v
+                        }
+                    }
+                    _ => return Err(refuse(&k, "non-numeric values")),
+                }
+            }
+            "required" => match (cur, &v) {
+                (Value::Array(x), Value::Array(y)) => {
+                    let mut out = x.clone();
+                    for s in y {
+                        if !out.contains(s) {
+                            out.push(s.clone());
+                        }
+                    }
+                    Value::Array(out)
+                }
+                _ => return Err(refuse(&k, "`required` must be arrays")),
+            },
+            "properties" => match (cur, &v) {
+                (Value::Object(x), Value::Object(y)) => {
+                    let mut out = x.clone();
+                    for (name, s) in y {
+                        let s2 = match out.get(name) {
+                            Some(s1) if json_equal(s1, s) => s.clone(),
+                            Some(s1) => serde_json::json!({ "allOf": [s1.clone(), s.clone()] }),
+                            None => s.clone(),
+                        };
+                        out.insert(name.clone(), s2);
+                    }
+                    Value::Object(out)
+                }
+                _ => return Err(refuse(&k, "`properties` must be objects")),
+            },
+            "uniqueItems" => {
+                // true wins (it is the stronger assertion).
+                Value::Bool(cur.as_bool() == Some(true) || v.as_bool() == Some(true))
+            }
+            _ => return Err(refuse(&k, "present on both sides with different values")),
+        };
+        a.insert(k, merged);
+    }
+    Ok(())
+}
+
+/// A superset of the values a schema may accept: for proving `oneOf` branches disjoint.
+#[derive(Clone, Debug)]
+pub(crate) struct Shape {
+    types: TypeSet,
+    /// When known: the only values accepted.
+    values: Option<Vec<Value>>,
+    /// Required properties with a known finite set of values (objects only).
+    discr: Vec<(String, Vec<Value>)>,
+}
+
+impl Shape {
+    fn any() -> Shape {
+        Shape {
+            types: TypeSet::all(),
+            values: None,
+            discr: Vec::new(),
+        }
+    }
+
+    fn intersect(&mut self, other: Shape) {
+        let t = &mut self.types;
+        let o = other.types;
+        let number = t.number && o.number;
+        let integer = (t.integer || t.number) && (o.integer || o.number) && !number;
+        *t = TypeSet {
+            null: t.null && o.null,
+            boolean: t.boolean && o.boolean,
+            string: t.string && o.string,
+            integer,
+            number,
+            object: t.object && o.object,
+            array: t.array && o.array,
+        };
+        self.values = match (self.values.take(), other.values) {
+            (Some(a), Some(b)) => Some(
+                a.into_iter()
+                    .filter(|x| b.iter().any(|y| json_equal(x, y)))
+                    .collect(),
+            ),
+            (Some(a), None) | (None, Some(a)) => Some(a),
+            (None, None) => None,
+        };
+        self.discr.extend(other.discr);
+    }
+
+    fn disjoint(&self, other: &Shape) -> bool {
+        let admits = |s: &Shape, v: &Value| {
+            s.types.admits(v)
+                && s.values
+                    .as_ref()
+                    .map_or(true, |vs| vs.iter().any(|w| json_equal(v, w)))
+        };
+        if let Some(vs) = &self.values {
+            return !vs.iter().any(|v| admits(self, v) && admits(other, v));
+        }
+        if let Some(vs) = &other.values {
+            return !vs.iter().any(|v| admits(other, v) && admits(self, v));
+        }
+        let (a, b) = (self.types, other.types);
+        let numeric = (a.number || a.integer) && (b.number || b.integer);
+        let shared_non_object = (a.null && b.null)
+            || (a.boolean && b.boolean)
+            || (a.string && b.string)
+            || (a.array && b.array)
+            || numeric;
+        if shared_non_object {
+            return false;
+        }
+        if !(a.object && b.object) {
+            return true;
+        }
+        // Both admit objects: a required property whose values cannot agree.
+        self.discr.iter().any(|(k, va)| {
+            other
+                .discr
+                .iter()
+                .any(|(k2, vb)| k == k2 && !va.iter().any(|x| vb.iter().any(|y| json_equal(x, y))))
+        })
+    }
+}
+
+impl Builder<'_> {
+    /// The [`Shape`] of a schema (a superset of what it accepts; errors give `any`).
+    fn shape(&self, schema: &Value, depth: usize) -> Shape {
+        let obj = match schema {
+            Value::Bool(false) => {
+                return Shape {
+                    types: TypeSet::default(),
+                    values: Some(Vec::new()),
+                    discr: Vec::new(),
+                }
+            }
+            Value::Object(o) if depth <= MAX_MERGE_DEPTH => o,
+            _ => return Shape::any(),
+        };
+        let mut s = Shape::any();
+        if let Ok(t) = parse_types(obj, "#") {
+            s.types = t;
+        }
+        if let Some(c) = obj.get("const") {
+            s.intersect(Shape {
+                types: TypeSet::all(),
+                values: Some(vec![c.clone()]),
+                discr: Vec::new(),
+            });
+        }
+        if let Some(Value::Array(e)) = obj.get("enum") {
+            s.intersect(Shape {
+                types: TypeSet::all(),
+                values: Some(e.clone()),
+                discr: Vec::new(),
+            });
+        }
+        if let Some(r) = obj.get("$ref") {
+            if let Ok((target, _)) = self.resolve(r, "#") {
+                s.intersect(self.shape(&target, depth + 1));
+            }
+        }
+        if let Some(Value::Array(list)) = obj.get("allOf") {
+            for b in list {
+                s.intersect(self.shape(b, depth + 1));
+            }
+        }
+        if let (Some(Value::Object(props)), Some(Value::Array(req))) =
+            (obj.get("properties"), obj.get("required"))
+        {
+            for r in req {
+                let Value::String(name) = r else { continue };
+                if let Some(p) = props.get(name) {
+                    if let Some(vs) = self.shape(p, depth + 1).values {
+                        s.discr.push((name.clone(), vs));
+                    }
+                }
+            }
+        }
+        s
+    }
+}

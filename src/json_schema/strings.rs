@@ -1,0 +1,460 @@
+//! Strings: `minLength`, `maxLength` (counted in code points of the decoded value), and the
+//! dispatch to `format` and `pattern`.
+//!
+//! One *character* of a JSON string is: a raw code point other than `"`, `\` and U+0000..U+001F;
+//! a short escape (`\" \\ \/ \b \f \n \r \t`); `\uXXXX` outside the surrogates; or an
+//! escaped surrogate pair `\uD8xx\uDCxx` (one code point). Escaped lone surrogates are
+//! rejected (they are not Unicode text). The character expression is bytes-only, so
+//! `maxLength: 524288` lowers to one counted rule.
+
+use serde_json::{Map, Value};
+
+use super::{child, class, lit, repeat, seq, Builder, JsonSchemaError};
+use crate::grammar::{CharClass, Expr};
+
+/// The optional `any*` before and after an unanchored pattern alternative.
+type Ends = (Option<Expr>, Option<Expr>);
+
+/// A raw (unescaped) string character.
+pub(crate) fn raw_char() -> Expr {
+    Expr::Class(CharClass {
+        negated: true,
+        ranges: vec![
+            (0, 0x1F),
+            ('"' as u32, '"' as u32),
+            ('\\' as u32, '\\' as u32),
+        ],
+    })
+}
+
+fn hex() -> Expr {
+    class(&[
+        ('0' as u32, '9' as u32),
+        ('a' as u32, 'f' as u32),
+        ('A' as u32, 'F' as u32),
+    ])
+}
+
+fn ch(c: char) -> (u32, u32) {
+    (c as u32, c as u32)
+}
+
+/// One character of a JSON string (one code point of the decoded value).
+pub(crate) fn string_char() -> Expr {
+    let d = class(&[ch('d'), ch('D')]);
+    // \uXXXX outside D800..DFFF.
+    let non_surrogate = Expr::Choice(vec![
+        seq(vec![
+            class(&[
+                ('0' as u32, '9' as u32),
+                ('a' as u32, 'c' as u32),
+                ('A' as u32, 'C' as u32),
+                ch('e'),
+                ch('E'),
+                ch('f'),
+                ch('F'),
+            ]),
+            hex(),
+            hex(),
+            hex(),
+        ]),
+        seq(vec![
+            d.clone(),
+            class(&[('0' as u32, '7' as u32)]),
+            hex(),
+            hex(),
+        ]),
+    ]);
+    let high = seq(vec![
+        d.clone(),
+        class(&[
+            ch('8'),
+            ch('9'),
+            ('a' as u32, 'b' as u32),
+            ('A' as u32, 'B' as u32),
+        ]),
+        hex(),
+        hex(),
+    ]);
+    let low = seq(vec![
+        d,
+        class(&[('c' as u32, 'f' as u32), ('C' as u32, 'F' as u32)]),
+        hex(),
+        hex(),
+    ]);
+    let escape = seq(vec![
+        lit("\\"),
+        Expr::Choice(vec![
+            class(&[
+                ch('"'),
+                ch('\\'),
+                ch('/'),
+                ch('b'),
+                ch('f'),
+                ch('n'),
+                ch('r'),
+                ch('t'),
+            ]),
+            seq(vec![lit("u"), non_surrogate]),
+            seq(vec![lit("u"), high, lit("\\u"), low]),
+        ]),
+    ]);
+    Expr::Choice(vec![raw_char(), escape])
+}
+
+/// A non-negative integer keyword value (`minLength`, `maxItems`, ...), capped at `u32::MAX`.
+pub(crate) fn count_keyword(
+    obj: &Map<String, Value>,
+    key: &str,
+    ptr: &str,
+) -> Result<Option<u32>, JsonSchemaError> {
+    let Some(v) = obj.get(key) else {
+        return Ok(None);
+    };
+    let n = v.as_u64().or_else(|| {
+        v.as_f64()
+            .filter(|f| *f >= 0.0 && f.fract() == 0.0)
+            .map(|f| f as u64)
+    });
+    match n {
+        Some(n) => Ok(Some(n.min(u32::MAX as u64) as u32)),
+        None => Err(JsonSchemaError::InvalidKeyword {
+            keyword: key.into(),
+            pointer: child(ptr, key),
+            message: format!("must be a non-negative integer, not {v}"),
+        }),
+    }
+}
+
+impl Builder<'_> {
+    /// The content (between the quotes) of the strings whose decoded value matches the
+    /// ECMA-262 regex `p` anywhere (JSON Schema `pattern`), or why not.
+    fn pattern(&mut self, p: &str) -> Result<Expr, String> {
+        let rust = ecma_to_rust(p)?;
+        let opts = crate::regex::RegexOptions::new().unanchored(true);
+        let e = crate::regex::regex_to_expr(&rust, &opts).map_err(|e| e.to_string())?;
+        let e =
+            json_escaped(&e).ok_or_else(|| "the regex grammar is not plain text".to_string())?;
+        Ok(self.split_unanchored(e))
+    }
+
+    /// Rewrites `any* X any*` alternatives (the unanchored search) as `any* R any*` with
+    /// `R ::= X1 | X2 | ...` a rule: the same language, but the automaton of each rule stays
+    /// small (determinising `any* (X1|...|Xn) any*` inside one rule can blow up).
+    fn split_unanchored(&mut self, e: Expr) -> Expr {
+        let is_star = |x: &Expr| {
+            matches!(
+                x,
+                Expr::Repeat {
+                    min: 0,
+                    max: None,
+                    ..
+                }
+            )
+        };
+        let alts = match e {
+            Expr::Choice(v) => v,
+            other => vec![other],
+        };
+        let mut others = Vec::new();
+        let mut groups: Vec<(Ends, Vec<Expr>)> = Vec::new();
+        for alt in alts {
+            let Expr::Seq(mut v) = alt else {
+                others.push(alt);
+                continue;
+            };
+            if v.len() < 2 || !(is_star(&v[0]) || is_star(&v[v.len() - 1])) {
+                others.push(Expr::Seq(v));
+                continue;
+            }
+            let suf = if is_star(&v[v.len() - 1]) {
+                v.pop()
+            } else {
+                None
+            };
+            let pre = if is_star(&v[0]) {
+                Some(v.remove(0))
+            } else {
+                None
+            };
+            let middle = seq(v);
+            let key = (pre, suf);
+            match groups.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, ms)) => ms.push(middle),
+                None => groups.push((key, vec![middle])),
+            }
+        }
+        for ((pre, suf), middles) in groups {
+            let body = if middles.len() == 1 {
+                middles.into_iter().next().unwrap_or(Expr::Empty)
+            } else {
+                Expr::Choice(middles)
+            };
+            let r = Expr::Rule(self.add_rule("pattern", body));
+            others.push(seq(vec![
+                pre.unwrap_or(Expr::Empty),
+                r,
+                suf.unwrap_or(Expr::Empty),
+            ]));
+        }
+        if others.len() == 1 {
+            others.pop().unwrap_or(Expr::Empty)
+        } else {
+            Expr::Choice(others)
+        }
+    }
+
+    /// Any JSON string.
+    pub(crate) fn string_any(&mut self) -> Expr {
+        seq(vec![lit("\""), repeat(string_char(), 0, None), lit("\"")])
+    }
+
+    /// The strings `obj` accepts, or `None`.
+    pub(crate) fn string(
+        &mut self,
+        obj: &Map<String, Value>,
+        ptr: &str,
+    ) -> Result<Option<Expr>, JsonSchemaError> {
+        let min = count_keyword(obj, "minLength", ptr)?.unwrap_or(0);
+        let max = count_keyword(obj, "maxLength", ptr)?;
+        if let Some(max) = max {
+            if min > max {
+                return Err(JsonSchemaError::Unsatisfiable {
+                    pointer: child(ptr, "minLength"),
+                    reason: format!("minLength {min} > maxLength {max}"),
+                });
+            }
+        }
+        if let Some(p) = obj.get("pattern") {
+            let pptr = child(ptr, "pattern");
+            if min > 0 || max.is_some() || obj.contains_key("format") {
+                self.unsupported(
+                    "pattern",
+                    &pptr,
+                    "`pattern` together with `minLength`/`maxLength`/`format` is not supported",
+                )?;
+            } else {
+                let Value::String(p) = p else {
+                    return Err(JsonSchemaError::InvalidKeyword {
+                        keyword: "pattern".into(),
+                        pointer: pptr,
+                        message: "must be a string".into(),
+                    });
+                };
+                match self.pattern(p) {
+                    Ok(e) => return Ok(Some(seq(vec![lit("\""), e, lit("\"")]))),
+                    Err(reason) => self.unsupported("pattern", &pptr, &reason)?,
+                }
+            }
+        }
+        if let Some(f) = obj.get("format") {
+            if min > 0 || max.is_some() {
+                return Err(JsonSchemaError::Unsupported {
+                    keyword: "format".into(),
+                    pointer: child(ptr, "format"),
+                    reason: "`format` together with `minLength`/`maxLength` is not supported"
+                        .into(),
+                });
+            }
+            if let Some(e) = self.format(f, &child(ptr, "format"))? {
+                return Ok(Some(seq(vec![lit("\""), e, lit("\"")])));
+            }
+        }
+        Ok(Some(seq(vec![
+            lit("\""),
+            repeat(string_char(), min, max),
+            lit("\""),
+        ])))
+    }
+}
+
+/// Rewrites an ECMA-262 `pattern` into the Rust regex syntax with the same meaning over
+/// code points: `\d`, `\w`, `\s` and `.` get their ECMAScript (ASCII / ECMA white space)
+/// classes. Constructs whose meaning differs between the two dialects are refused.
+pub(crate) fn ecma_to_rust(pattern: &str) -> Result<String, String> {
+    const S: &str = r"\t\n\x0B\x0C\r\x20\xA0\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}\x{FEFF}";
+    let chars: Vec<char> = pattern.chars().collect();
+    let mut out = String::with_capacity(pattern.len() + 16);
+    let mut in_class = false;
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        match c {
+            '\\' => {
+                let Some(&e) = chars.get(i + 1) else {
+                    return Err("a trailing backslash".into());
+                };
+                let sub: Option<&str> = match (e, in_class) {
+                    ('d', false) => Some("[0-9]"),
+                    ('d', true) => Some("0-9"),
+                    ('D', _) => Some("[^0-9]"),
+                    ('w', false) => Some("[0-9A-Za-z_]"),
+                    ('w', true) => Some("0-9A-Za-z_"),
+                    ('W', _) => Some("[^0-9A-Za-z_]"),
+                    ('s', _) | ('S', _) => None,
+                    _ => None,
+                };
+                if let Some(s) = sub {
+                    out.push_str(s);
+                } else if e == 's' || e == 'S' {
+                    let neg = if e == 'S' { "^" } else { "" };
+                    if in_class && e == 's' {
+                        out.push_str(S);
+                    } else {
+                        out.push('[');
+                        out.push_str(neg);
+                        out.push_str(S);
+                        out.push(']');
+                    }
+                } else if e.is_ascii_alphabetic()
+                    && !matches!(e, 't' | 'n' | 'r' | 'f' | 'v' | 'x' | 'u')
+                {
+                    return Err(format!(
+                        "the escape \\{e} differs between ECMAScript and Rust regexes"
+                    ));
+                } else if e == 'u' || e == 'x' {
+                    // ECMAScript (without the `u` flag): `\uXXXX` and `\xXX` exactly;
+                    // Rust's braced forms mean something else there.
+                    let n = if e == 'u' { 4 } else { 2 };
+                    let hex: String = chars.iter().skip(i + 2).take(n).collect();
+                    if hex.len() != n || !hex.chars().all(|h| h.is_ascii_hexdigit()) {
+                        return Err(format!(
+                            "the escape \\{e} must be followed by {n} hex digits"
+                        ));
+                    }
+                    out.push('\\');
+                    out.push(e);
+                    out.push_str(&hex);
+                    i += 2 + n;
+                    continue;
+                } else if e.is_ascii_digit() {
+                    return Err(format!(
+                        "the escape \\{e} (a backreference or octal escape)"
+                    ));
+                } else {
+                    out.push('\\');
+                    out.push(e);
+                }
+                i += 2;
+                continue;
+            }
+            '[' if in_class => {
+                return Err("`[` inside a character class (a nested class in Rust)".into());
+            }
+            '[' => {
+                in_class = true;
+                out.push('[');
+                i += 1;
+                if chars.get(i) == Some(&'^') {
+                    out.push('^');
+                    i += 1;
+                }
+                if chars.get(i) == Some(&']') {
+                    return Err("an empty class `[]` or `[^]`".into());
+                }
+                continue;
+            }
+            ']' if in_class => in_class = false,
+            '&' | '-' | '~' if in_class && chars.get(i + 1) == Some(&c) => {
+                return Err(format!("`{c}{c}` inside a class (a set operation in Rust)"));
+            }
+            ':' if in_class && i > 0 && chars[i - 1] == '[' => {
+                return Err("a POSIX class `[:...:]`".into());
+            }
+            '.' if !in_class => {
+                out.push_str(r"[^\n\r\x{2028}\x{2029}]");
+                i += 1;
+                continue;
+            }
+            '(' if !in_class && chars.get(i + 1) == Some(&'?') => {
+                let ok = matches!(chars.get(i + 2), Some(':' | '=' | '!'))
+                    || (chars.get(i + 2) == Some(&'<')
+                        && chars
+                            .get(i + 3)
+                            .is_some_and(|c| c.is_alphabetic() || *c == '=' || *c == '!'));
+                if !ok {
+                    return Err("inline flags or other `(?` groups ECMAScript lacks".into());
+                }
+            }
+            _ => {}
+        }
+        out.push(c);
+        i += 1;
+    }
+    if in_class {
+        return Err("an unclosed character class".into());
+    }
+    Ok(out)
+}
+
+/// The JSON spelling of a grammar over decoded text: every character that must be escaped
+/// inside a JSON string (`"`, `\`, U+0000..U+001F) is written as its escape; every other one
+/// raw. The decoded value of any match is a match of `e`.
+pub(crate) fn json_escaped(e: &Expr) -> Option<Expr> {
+    Some(match e {
+        Expr::Empty => Expr::Empty,
+        Expr::Bytes(b) => {
+            let s = std::str::from_utf8(b).ok()?;
+            let quoted = Value::String(s.to_string()).to_string();
+            lit(&quoted[1..quoted.len() - 1])
+        }
+        Expr::Class(c) => {
+            let ranges = c.normalized();
+            let mut alts = Vec::new();
+            let plain: Vec<(u32, u32)> = ranges.clone();
+            alts.push(Expr::Class(CharClass {
+                negated: false,
+                ranges: plain,
+            }));
+            // Remove the characters that need escapes from the plain class...
+            let Expr::Class(pc) = &mut alts[0] else {
+                return None;
+            };
+            let mut kept = Vec::new();
+            for &(lo, hi) in &pc.ranges {
+                let mut lo = lo;
+                // Split out 0x00..0x1F, '"' (0x22) and '\' (0x5C).
+                for (flo, fhi) in [(0u32, 0x1Fu32), (0x22, 0x22), (0x5C, 0x5C)] {
+                    if hi < flo || lo > fhi {
+                        continue;
+                    }
+                    if lo < flo {
+                        kept.push((lo, flo - 1));
+                    }
+                    lo = lo.max(fhi + 1);
+                }
+                if lo <= hi {
+                    kept.push((lo, hi));
+                }
+            }
+            let no_plain = kept.is_empty();
+            pc.ranges = kept;
+            if no_plain {
+                alts.clear();
+            }
+            // ...and add them back as escapes.
+            for &(lo, hi) in &ranges {
+                for cp in lo..=hi.min(0x5C) {
+                    if cp < 0x20 || cp == 0x22 || cp == 0x5C {
+                        let s = char::from_u32(cp)?.to_string();
+                        let quoted = Value::String(s).to_string();
+                        alts.push(lit(&quoted[1..quoted.len() - 1]));
+                    }
+                }
+            }
+            match alts.len() {
+                0 => super::never(),
+                1 => alts.pop()?,
+                _ => Expr::Choice(alts),
+            }
+        }
+        Expr::Seq(v) => Expr::Seq(v.iter().map(json_escaped).collect::<Option<_>>()?),
+        Expr::Choice(v) => Expr::Choice(v.iter().map(json_escaped).collect::<Option<_>>()?),
+        Expr::Repeat { expr, min, max } => Expr::Repeat {
+            expr: Box::new(json_escaped(expr)?),
+            min: *min,
+            max: *max,
+        },
+        Expr::Rule(_) | Expr::Token(_) => return None,
+    })
+}

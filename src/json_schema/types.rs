@@ -1,0 +1,304 @@
+//! `type` (one name or a list), `enum`, `const`, and the generic JSON value (for `true`
+//! and `{}`).
+
+use serde_json::{Map, Value};
+
+use super::{child, choice, lit, opt, repeat, seq, Builder, JsonSchemaError};
+use crate::grammar::{Expr, RuleId};
+
+/// The rules of the generic JSON value, built once per grammar.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct AnyRules {
+    pub(crate) value: RuleId,
+}
+
+/// The six JSON types (with `integer` separate from `number`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct TypeSet {
+    pub(crate) null: bool,
+    pub(crate) boolean: bool,
+    pub(crate) string: bool,
+    pub(crate) integer: bool,
+    pub(crate) number: bool,
+    pub(crate) object: bool,
+    pub(crate) array: bool,
+}
+
+impl TypeSet {
+    pub(crate) fn all() -> Self {
+        TypeSet {
+            null: true,
+            boolean: true,
+            string: true,
+            integer: true,
+            number: true,
+            object: true,
+            array: true,
+        }
+    }
+
+    fn add(&mut self, name: &str) -> bool {
+        match name {
+            "null" => self.null = true,
+            "boolean" => self.boolean = true,
+            "string" => self.string = true,
+            "integer" => self.integer = true,
+            "number" => self.number = true,
+            "object" => self.object = true,
+            "array" => self.array = true,
+            _ => return false,
+        }
+        true
+    }
+
+    /// Whether a JSON value has one of these types.
+    pub(crate) fn admits(&self, v: &Value) -> bool {
+        match v {
+            Value::Null => self.null,
+            Value::Bool(_) => self.boolean,
+            Value::String(_) => self.string,
+            Value::Number(n) => {
+                self.number || (self.integer && (n.is_i64() || n.is_u64() || is_integral(n)))
+            }
+            Value::Object(_) => self.object,
+            Value::Array(_) => self.array,
+        }
+    }
+}
+
+fn is_integral(n: &serde_json::Number) -> bool {
+    n.as_f64()
+        .is_some_and(|f| f.is_finite() && f.fract() == 0.0)
+}
+
+/// The type names in `type` (error for a bad value).
+pub(crate) fn parse_types(obj: &Map<String, Value>, ptr: &str) -> Result<TypeSet, JsonSchemaError> {
+    let Some(t) = obj.get("type") else {
+        return Ok(TypeSet::all());
+    };
+    let bad = |message: String| JsonSchemaError::InvalidKeyword {
+        keyword: "type".into(),
+        pointer: child(ptr, "type"),
+        message,
+    };
+    let mut set = TypeSet::default();
+    match t {
+        Value::String(s) => {
+            if !set.add(s) {
+                return Err(bad(format!("names an unknown type {s:?}")));
+            }
+        }
+        Value::Array(list) => {
+            for x in list {
+                match x {
+                    Value::String(s) if set.add(s) => {}
+                    _ => return Err(bad(format!("lists an unknown type {x}"))),
+                }
+            }
+        }
+        _ => return Err(bad("must be a type name or a list of them".into())),
+    }
+    Ok(set)
+}
+
+impl Builder<'_> {
+    /// The generic JSON value (a rule).
+    pub(crate) fn any_value(&mut self) -> Expr {
+        if let Some(a) = self.any {
+            return Expr::Rule(a.value);
+        }
+        let value = self.add_rule("any_value", Expr::Empty);
+        self.any = Some(AnyRules { value });
+        let ws = self.ws();
+        let v = Expr::Rule(value);
+        let member = seq(vec![
+            self.string_any(),
+            ws.clone(),
+            lit(":"),
+            ws.clone(),
+            v.clone(),
+            ws.clone(),
+        ]);
+        let object_body = seq(vec![
+            lit("{"),
+            ws.clone(),
+            opt(seq(vec![
+                member.clone(),
+                repeat(seq(vec![self.comma(), member]), 0, None),
+            ])),
+            lit("}"),
+        ]);
+        let object = self.add_rule("any_object", object_body);
+        let element = seq(vec![v, ws.clone()]);
+        let array_body = seq(vec![
+            lit("["),
+            ws,
+            opt(seq(vec![
+                element.clone(),
+                repeat(seq(vec![self.comma(), element]), 0, None),
+            ])),
+            lit("]"),
+        ]);
+        let array = self.add_rule("any_array", array_body);
+        let number = self.number_any();
+        let string = self.string_any();
+        self.rules[value.index()].body = Expr::Choice(vec![
+            Expr::Rule(object),
+            Expr::Rule(array),
+            string,
+            number,
+            lit("true"),
+            lit("false"),
+            lit("null"),
+        ]);
+        Expr::Rule(value)
+    }
+
+    /// A schema object without `allOf`/`anyOf`/`$ref`: the union over its allowed types.
+    pub(crate) fn typed(
+        &mut self,
+        obj: &Map<String, Value>,
+        ptr: &str,
+    ) -> Result<Option<Expr>, JsonSchemaError> {
+        let types = parse_types(obj, ptr)?;
+        if obj.contains_key("enum") || obj.contains_key("const") {
+            return self.enumeration(obj, ptr, types);
+        }
+        let mut alts = Vec::new();
+        if types.null {
+            alts.push(Some(lit("null")));
+        }
+        if types.boolean {
+            alts.push(Some(Expr::Choice(vec![lit("true"), lit("false")])));
+        }
+        if types.string {
+            alts.push(self.string(obj, ptr)?);
+        }
+        if types.number {
+            alts.push(self.number(obj, ptr)?);
+        } else if types.integer {
+            alts.push(self.integer(obj, ptr)?);
+        }
+        if types.object {
+            alts.push(self.object(obj, ptr)?);
+        }
+        if types.array {
+            alts.push(self.array(obj, ptr)?);
+        }
+        Ok(choice(alts))
+    }
+
+    /// `enum` and/or `const` (with `type` as a filter): a choice of literals.
+    fn enumeration(
+        &mut self,
+        obj: &Map<String, Value>,
+        ptr: &str,
+        types: TypeSet,
+    ) -> Result<Option<Expr>, JsonSchemaError> {
+        if let Some(k) = obj.keys().find(|k| {
+            !super::is_annotation(k, ptr) && !matches!(k.as_str(), "enum" | "const" | "type")
+        }) {
+            return Err(JsonSchemaError::Unsupported {
+                keyword: k.clone(),
+                pointer: child(ptr, k),
+                reason: "`enum`/`const` together with other assertions is not supported".into(),
+            });
+        }
+        let mut values: Vec<&Value> = match obj.get("enum") {
+            Some(Value::Array(v)) => v.iter().collect(),
+            Some(_) => {
+                return Err(JsonSchemaError::InvalidKeyword {
+                    keyword: "enum".into(),
+                    pointer: child(ptr, "enum"),
+                    message: "must be an array".into(),
+                })
+            }
+            None => obj.get("const").into_iter().collect(),
+        };
+        if let (Some(c), true) = (obj.get("const"), obj.contains_key("enum")) {
+            values.retain(|v| json_equal(v, c));
+        }
+        values.retain(|v| types.admits(v));
+        let mut alts = Vec::new();
+        for v in values {
+            alts.push(Some(self.literal(v)));
+        }
+        Ok(choice(alts))
+    }
+
+    /// The compact spelling of `v` (whitespace allowed inside arrays and objects).
+    pub(crate) fn literal(&mut self, v: &Value) -> Expr {
+        match v {
+            Value::Array(items) => {
+                let ws = self.ws();
+                let mut parts = vec![lit("["), ws.clone()];
+                for (i, x) in items.iter().enumerate() {
+                    if i > 0 {
+                        parts.push(self.comma());
+                    }
+                    parts.push(self.literal(x));
+                    parts.push(ws.clone());
+                }
+                parts.push(lit("]"));
+                seq(parts)
+            }
+            Value::Object(map) => {
+                let ws = self.ws();
+                let mut parts = vec![lit("{"), ws.clone()];
+                for (i, (k, x)) in map.iter().enumerate() {
+                    if i > 0 {
+                        parts.push(self.comma());
+                    }
+                    parts.push(lit(&Value::String(k.clone()).to_string()));
+                    parts.push(ws.clone());
+                    parts.push(lit(":"));
+                    parts.push(ws.clone());
+                    parts.push(self.literal(x));
+                    parts.push(ws.clone());
+                }
+                parts.push(lit("}"));
+                seq(parts)
+            }
+            Value::Number(n) => {
+                let text = n.to_string();
+                match n.as_f64() {
+                    Some(f) if !n.is_i64() && !n.is_u64() && f.fract() == 0.0 && f.abs() < 1e15 => {
+                        let int = format!("{}", f as i64);
+                        let mut alts = vec![lit(&text)];
+                        if int != text {
+                            alts.push(lit(&int));
+                        }
+                        if f == 0.0 && f.is_sign_negative() {
+                            alts.push(lit("0"));
+                        }
+                        Expr::Choice(alts)
+                    }
+                    _ => lit(&text),
+                }
+            }
+            other => lit(&other.to_string()),
+        }
+    }
+}
+
+/// JSON Schema equality (numbers by value).
+pub(crate) fn json_equal(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => match (x.as_i64(), y.as_i64()) {
+            (Some(p), Some(q)) => p == q,
+            _ => match (x.as_u64(), y.as_u64()) {
+                (Some(p), Some(q)) => p == q,
+                _ => x.as_f64() == y.as_f64(),
+            },
+        },
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| json_equal(p, q))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, v)| y.get(k).is_some_and(|w| json_equal(v, w)))
+        }
+        _ => a == b,
+    }
+}
