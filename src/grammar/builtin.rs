@@ -9,7 +9,7 @@ use super::ir::Grammar;
 /// * Whitespace is `[ \t\n\r]*`, unbounded as in the RFC (XGrammar's built-in JSON grammar
 ///   limits it; a caller wanting that can write its own grammar).
 /// * Strings reject raw control characters U+0000..U+001F and accept the escapes `\" \\ \/
-///   \b \f \n \r \t \uXXXX` (any four hex digits, as the RFC's grammar allows).
+///   \b \f \n \r \t \uHHHH` (any four hex digits, as the RFC's grammar allows).
 /// * Numbers follow the RFC exactly: `-0`, `1e5`, `1.5E-3` are valid; `-05`, `1.`, `.5`,
 ///   `+1`, `01` are not.
 ///

@@ -2,7 +2,7 @@
 //! dispatch to `format` and `pattern`.
 //!
 //! One *character* of a JSON string is: a raw code point other than `"`, `\` and U+0000..U+001F;
-//! a short escape (`\" \\ \/ \b \f \n \r \t`); `\uXXXX` outside the surrogates; or an
+//! a short escape (`\" \\ \/ \b \f \n \r \t`); `\uHHHH` outside the surrogates; or an
 //! escaped surrogate pair `\uD8xx\uDCxx` (one code point). Escaped lone surrogates are
 //! rejected (they are not Unicode text). The character expression is bytes-only, so
 //! `maxLength: 524288` lowers to one counted rule.
@@ -42,7 +42,7 @@ fn ch(c: char) -> (u32, u32) {
 /// One character of a JSON string (one code point of the decoded value).
 pub(crate) fn string_char() -> Expr {
     let d = class(&[ch('d'), ch('D')]);
-    // \uXXXX outside D800..DFFF.
+    // \uHHHH outside D800..DFFF.
     let non_surrogate = Expr::Choice(vec![
         seq(vec![
             class(&[
@@ -313,7 +313,7 @@ pub(crate) fn ecma_to_rust(pattern: &str) -> Result<String, String> {
                         "the escape \\{e} differs between ECMAScript and Rust regexes"
                     ));
                 } else if e == 'u' || e == 'x' {
-                    // ECMAScript (without the `u` flag): `\uXXXX` and `\xXX` exactly;
+                    // ECMAScript (without the `u` flag): `\uHHHH` and `\xXX` exactly;
                     // Rust's braced forms mean something else there.
                     let n = if e == 'u' { 4 } else { 2 };
                     let hex: String = chars.iter().skip(i + 2).take(n).collect();

@@ -44,16 +44,21 @@ pub(crate) struct Chart {
 }
 
 impl Chart {
-    /// A chart whose set 0 is the closure of the base item at `node`.
-    pub fn new(aut: &Automaton, node: u32) -> Self {
-        let mut c = Chart {
+    /// A chart with one empty set.
+    fn empty() -> Self {
+        Chart {
             items: Vec::with_capacity(64),
             starts: vec![0],
             exits: vec![false],
             seen: FxHashSet::default(),
             hashed: false,
             building: 0,
-        };
+        }
+    }
+
+    /// A chart whose set 0 is the closure of the base item at `node`.
+    pub fn new(aut: &Automaton, node: u32) -> Self {
+        let mut c = Chart::empty();
         c.begin_set(0);
         c.add(Item { node, origin: EXT });
         c.close(aut, 0);
@@ -64,14 +69,7 @@ impl Chart {
     /// caller item at `caller` (origin [`EXT`], not closed), set 1 the closure of `node`
     /// (origin 0). Exits are then exits of the *caller's* rule.
     pub fn with_caller(aut: &Automaton, caller: u32, node: u32) -> Self {
-        let mut c = Chart {
-            items: Vec::with_capacity(64),
-            starts: vec![0],
-            exits: vec![false],
-            seen: FxHashSet::default(),
-            hashed: false,
-            building: 0,
-        };
+        let mut c = Chart::empty();
         c.items.push(Item {
             node: caller,
             origin: EXT,
