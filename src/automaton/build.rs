@@ -113,10 +113,7 @@ impl Nfa {
                 // `x{m,}` = x^(m-1) x+ (or x* when m = 0): one copy in a loop through a fresh
                 // head, left through a fresh exit, so nothing after it can loop back into it
                 // and `+` nested in `+` does not double the automaton at every level.
-                let mut s = entry;
-                for _ in 1..*min {
-                    s = self.add(expr, s, depth + 1, token)?;
-                }
+                let s = self.copies(expr, entry, min.saturating_sub(1), depth, token)?;
                 let head = self.state();
                 self.edge(s, Label::Eps, head);
                 let t = self.add(expr, head, depth + 1, token)?;
@@ -132,10 +129,7 @@ impl Nfa {
             } => {
                 // x^min, then (max - min) nested optional copies, each able to leave through
                 // one fresh exit.
-                let mut s = entry;
-                for _ in 0..*min {
-                    s = self.add(expr, s, depth + 1, token)?;
-                }
+                let mut s = self.copies(expr, entry, *min, depth, token)?;
                 let exit = self.state();
                 self.edge(s, Label::Eps, exit);
                 for _ in *min..*max {
@@ -156,6 +150,22 @@ impl Nfa {
                 t
             }
         })
+    }
+
+    /// Adds `k` copies of `e` in sequence from `entry`; returns the last exit.
+    fn copies(
+        &mut self,
+        e: &Expr,
+        entry: u32,
+        k: u32,
+        depth: usize,
+        token: &dyn Fn(&crate::grammar::TokenRef) -> u32,
+    ) -> Result<u32, BuildError> {
+        let mut s = entry;
+        for _ in 0..k {
+            s = self.add(e, s, depth + 1, token)?;
+        }
+        Ok(s)
     }
 
     fn closure(&self, set: &mut Vec<u32>, seen: &mut [bool]) {
