@@ -2,6 +2,7 @@
 //! subset construction. One automaton per rule; calls stay edges (the parser runs them with
 //! a stack), so the automata stay small whatever the grammar's recursion.
 
+use super::regular::TailPlan;
 use super::{ByteEdge, CallEdge, TokenEdge};
 use crate::grammar::Expr;
 use regex_syntax::utf8::Utf8Sequences;
@@ -17,8 +18,13 @@ pub(crate) enum Label {
 
 /// A Thompson NFA for one rule.
 #[derive(Default)]
-pub(crate) struct Nfa {
+pub(crate) struct Nfa<'p> {
     edges: Vec<Vec<(Label, u32)>>,
+    /// Tail calls into the rule's own right-linear component become jumps (see
+    /// [`super::regular`]).
+    plan: Option<&'p TailPlan<'p>>,
+    /// Jumps met while adding: (from state, callee rule), resolved by `build_automaton`.
+    jumps: Vec<(u32, u32)>,
 }
 
 /// The body of a rule failed to build (depth or size limit).
@@ -33,7 +39,7 @@ pub(crate) enum BuildError {
 /// How deep an expression tree may be before the builder refuses it (it recurses).
 pub(crate) const MAX_EXPR_DEPTH: usize = 2_000;
 
-impl Nfa {
+impl Nfa<'_> {
     fn state(&mut self) -> u32 {
         self.edges.push(Vec::new());
         (self.edges.len() - 1) as u32
@@ -139,6 +145,12 @@ impl Nfa {
                 }
                 exit
             }
+            Expr::Rule(r) if self.plan.is_some_and(|p| p.is_tail_call(e)) => {
+                // The rest of the callee is the rest of this rule: jump, and leave through
+                // a state nothing reaches (the callee's body leads to the accept state).
+                self.jumps.push((entry, r.0));
+                self.state()
+            }
             Expr::Rule(r) => {
                 let t = self.state();
                 self.edge(entry, Label::Call(r.0), t);
@@ -202,14 +214,40 @@ pub(crate) struct DfaState {
 /// when it stays within a few times the NFA's size; otherwise (patterns such as
 /// `[a-z]{0,20} "y" [a-z]{0,20}`, whose DFA is exponential) the ε-free NFA, whose states may
 /// have several edges on one byte: the Earley parser runs either.
+///
+/// `plan` and `rule` name the rule being built, so that tail calls into its right-linear
+/// component are built inline (each callee's body once, entered by ε-edges).
 pub(crate) fn build_automaton(
     body: &Expr,
     token: &dyn Fn(&crate::grammar::TokenRef) -> u32,
     max_states: usize,
+    plan: &TailPlan<'_>,
+    rule: u32,
 ) -> Result<Vec<DfaState>, BuildError> {
-    let mut nfa = Nfa::default();
+    let mut nfa = Nfa {
+        plan: Some(plan),
+        ..Nfa::default()
+    };
     let start = nfa.state();
     let accept = nfa.add(body, start, 0, token)?;
+    let mut entries: FxHashMap<u32, u32> = FxHashMap::default();
+    entries.insert(rule, start);
+    while let Some((from, callee)) = nfa.jumps.pop() {
+        let to = match entries.get(&callee) {
+            Some(&s) => s,
+            None => {
+                let s = nfa.state();
+                entries.insert(callee, s);
+                let exit = nfa.add(plan.bodies[callee as usize], s, 0, token)?;
+                nfa.edge(exit, Label::Eps, accept);
+                if nfa.edges.len() > max_states {
+                    return Err(BuildError::TooManyStates);
+                }
+                s
+            }
+        };
+        nfa.edge(from, Label::Eps, to);
+    }
     let budget = (nfa.edges.len() * 4 + 256).min(max_states);
     match subset_construction(&nfa, start, accept, budget) {
         Err(BuildError::Blowup) => epsilon_free(&nfa, start, accept, max_states),

@@ -8,6 +8,7 @@
 
 mod build;
 pub(crate) mod lower;
+mod regular;
 
 use crate::grammar::{Expr, Grammar, TokenRef};
 
@@ -178,14 +179,31 @@ impl Automaton {
             counted: Vec::new(),
         };
         let mut pending: Vec<(u32, Vec<build::DfaState>, u32, Option<u32>)> = Vec::new();
+        let plan = regular::TailPlan::new(grammar);
         for (ri, rule) in grammar.rules.iter().enumerate() {
             let is_counted = counted_rules.contains(&(ri as u32));
             let body = match (&rule.body, is_counted) {
                 (Expr::Repeat { expr, .. }, true) => expr.as_ref(),
                 _ => &rule.body,
             };
-            let dfa =
-                build::build_automaton(body, token, MAX_RULE_STATES).map_err(|e| match e {
+            if plan.unused[ri] {
+                // Built inline into the rules of its component that are called; one dead
+                // state keeps rule ids and node numbering simple.
+                a.rule_start.push(a.nodes.len() as u32);
+                let b0 = a.byte_edges.len() as u32;
+                let c0 = a.call_edges.len() as u32;
+                let t0 = a.token_edges.len() as u32;
+                a.nodes.push(Node {
+                    rule: ri as u32,
+                    is_final: false,
+                    bytes: (b0, b0),
+                    calls: (c0, c0),
+                    tokens: (t0, t0),
+                });
+                continue;
+            }
+            let dfa = build::build_automaton(body, token, MAX_RULE_STATES, &plan, ri as u32)
+                .map_err(|e| match e {
                     build::BuildError::TooDeep(depth) => AutomatonError::TooDeep {
                         rule: rule.name.clone(),
                         depth,
