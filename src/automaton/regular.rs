@@ -97,8 +97,8 @@ impl<'g> TailPlan<'g> {
                 }
             }
         }
-        for v in 0..n {
-            plan.unused[v] = plan.component[v].is_some() && !entered_from_outside[v];
+        for (v, outside) in entered_from_outside.into_iter().enumerate() {
+            plan.unused[v] = plan.component[v].is_some() && !outside;
         }
         plan
     }
