@@ -56,6 +56,9 @@ pub enum CompileError {
     /// The automata exceed a size limit.
     #[error(transparent)]
     Automaton(#[from] AutomatonError),
+    /// A structural tag could not be read or lowered (the message gives its JSON path).
+    #[error(transparent)]
+    StructuralTag(#[from] crate::structural_tag::StructuralTagError),
 }
 
 /// When node masks are computed.

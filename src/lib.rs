@@ -37,6 +37,7 @@ pub mod mask;
 pub mod matcher;
 mod parser;
 pub mod regex;
+pub mod structural_tag;
 pub mod vocab;
 
 pub use crate::regex::{RegexCompileError, RegexError, RegexOptions};
@@ -45,4 +46,5 @@ pub use compiler::{CompileError, CompiledGrammar, GrammarCompiler, Precompute};
 pub use grammar::{Grammar, RuleId};
 pub use json_schema::{json_schema_to_grammar, JsonSchemaError, JsonSchemaOptions};
 pub use matcher::{GrammarMatcher, MatcherError, TokenRejection};
+pub use structural_tag::{structural_tag_to_grammar, StructuralTag, StructuralTagError};
 pub use vocab::{VocabError, Vocabulary};

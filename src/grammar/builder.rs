@@ -1,0 +1,86 @@
+//! A small helper for front ends that assemble a grammar from parts: fresh rule names,
+//! rules declared before their bodies (recursion), and whole grammars embedded as rules.
+
+use super::{Expr, Grammar, Rule, RuleId};
+use rustc_hash::FxHashSet;
+
+/// Collects rules under unique names; [`GrammarBuilder::finish`] gives the grammar.
+#[derive(Default)]
+pub(crate) struct GrammarBuilder {
+    rules: Vec<Rule>,
+    names: FxHashSet<String>,
+}
+
+impl GrammarBuilder {
+    /// An unused rule name made from `hint` (letters, digits, `_`, `-`; anything else
+    /// becomes `_`), with a numeric suffix when taken.
+    fn fresh(&mut self, hint: &str) -> String {
+        let mut base: String = hint
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        if !base.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
+            base.insert(0, '_');
+        }
+        let mut name = base.clone();
+        let mut i = 1u32;
+        while self.names.contains(&name) {
+            name = format!("{base}_{i}");
+            i += 1;
+        }
+        self.names.insert(name.clone());
+        name
+    }
+
+    /// Adds a rule; returns its id.
+    pub(crate) fn add(&mut self, hint: &str, body: Expr) -> RuleId {
+        let name = self.fresh(hint);
+        self.rules.push(Rule { name, body });
+        RuleId((self.rules.len() - 1) as u32)
+    }
+
+    /// Adds a rule whose body is set later with [`GrammarBuilder::set`].
+    pub(crate) fn reserve(&mut self, hint: &str) -> RuleId {
+        self.add(hint, Expr::Empty)
+    }
+
+    /// Sets the body of a rule.
+    pub(crate) fn set(&mut self, id: RuleId, body: Expr) {
+        self.rules[id.index()].body = body;
+    }
+
+    /// Copies every rule of `g` in, renamed under `prefix`; returns the id of `g`'s root.
+    pub(crate) fn embed(&mut self, g: &Grammar, prefix: &str) -> RuleId {
+        let base = self.rules.len() as u32;
+        for r in &g.rules {
+            let name = self.fresh(&format!("{prefix}_{}", r.name));
+            let mut body = r.body.clone();
+            // Iterative: embedded grammars may be deep.
+            let mut stack = vec![&mut body];
+            while let Some(e) = stack.pop() {
+                match e {
+                    Expr::Rule(id) => id.0 += base,
+                    Expr::Seq(v) | Expr::Choice(v) => stack.extend(v.iter_mut()),
+                    Expr::Repeat { expr, .. } => stack.push(expr),
+                    _ => {}
+                }
+            }
+            self.rules.push(Rule { name, body });
+        }
+        RuleId(base + g.root.0)
+    }
+
+    /// The grammar with `root` as its root rule.
+    pub(crate) fn finish(self, root: RuleId) -> Grammar {
+        Grammar {
+            rules: self.rules,
+            root,
+        }
+    }
+}

@@ -1,0 +1,521 @@
+//! Formats → grammar IR.
+
+use super::format::{Delimiter, Format, JsonStyle, StructuralTag, Tag, TokenSpec};
+use super::text::text_avoiding;
+use super::StructuralTagError;
+use crate::grammar::builder::GrammarBuilder;
+use crate::grammar::{parse_ebnf, Expr, Grammar, TokenRef};
+use crate::json_schema::{json_schema_to_grammar, JsonSchemaOptions};
+use crate::regex::{regex_to_grammar, RegexOptions};
+use crate::vocab::Vocabulary;
+
+pub(super) fn lower(
+    tag: &StructuralTag,
+    vocab: Option<&Vocabulary>,
+) -> Result<Grammar, StructuralTagError> {
+    let mut specials: Vec<(Vec<u8>, u32)> = vocab
+        .map(|v| {
+            v.special_tokens()
+                .filter_map(|id| {
+                    let b = v.token_bytes(id)?;
+                    (!b.is_empty()).then(|| (b.to_vec(), id))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    // Longest first, so that a special token whose text contains another's wins.
+    specials.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then(a.0.cmp(&b.0)));
+    let mut l = Lowerer {
+        b: GrammarBuilder::default(),
+        vocab,
+        specials,
+    };
+    let root = l.b.reserve("root");
+    let body = l.format(&tag.format, "format", &[])?;
+    l.b.set(root, body);
+    Ok(l.b.finish(root))
+}
+
+pub(super) struct Lowerer<'v> {
+    pub(super) b: GrammarBuilder,
+    vocab: Option<&'v Vocabulary>,
+    /// The vocabulary's special tokens with non-empty text, longest text first.
+    specials: Vec<(Vec<u8>, u32)>,
+}
+
+impl Lowerer<'_> {
+    /// Text as grammar: bytes, except where the text of a special token of the vocabulary
+    /// occurs: there that token (atomic).
+    pub(super) fn text(&self, s: &str) -> Expr {
+        let bytes = s.as_bytes();
+        let mut parts = Vec::new();
+        let mut lit_start = 0;
+        let mut i = 0;
+        while i < bytes.len() {
+            let hit = self
+                .specials
+                .iter()
+                .find(|(t, _)| bytes[i..].starts_with(t));
+            match hit {
+                Some((t, id)) => {
+                    if lit_start < i {
+                        parts.push(Expr::Bytes(bytes[lit_start..i].to_vec()));
+                    }
+                    parts.push(Expr::Token(TokenRef::Id(*id)));
+                    i += t.len();
+                    lit_start = i;
+                }
+                None => i += 1,
+            }
+        }
+        if lit_start < bytes.len() {
+            parts.push(Expr::Bytes(bytes[lit_start..].to_vec()));
+        }
+        match parts.len() {
+            0 => Expr::Empty,
+            1 => parts.pop().expect("one part"),
+            _ => Expr::Seq(parts),
+        }
+    }
+
+    /// True when `s` is exactly one special token of the vocabulary.
+    fn is_special_text(&self, s: &str) -> bool {
+        matches!(self.text(s), Expr::Token(_))
+    }
+
+    fn token(&self, t: &TokenSpec, path: &str) -> Result<Expr, StructuralTagError> {
+        let Some(vocab) = self.vocab else {
+            return Ok(Expr::Token(match t {
+                TokenSpec::Id(i) => TokenRef::Id(*i),
+                TokenSpec::Text(s) => TokenRef::Text(s.clone()),
+            }));
+        };
+        let id = match t {
+            TokenSpec::Id(i) if (*i as usize) < vocab.tokenizer_size() => *i,
+            TokenSpec::Id(i) => {
+                return Err(StructuralTagError::Token {
+                    path: path.to_string(),
+                    reason: format!(
+                        "token id {i} is past the vocabulary of {} tokens",
+                        vocab.tokenizer_size()
+                    ),
+                })
+            }
+            TokenSpec::Text(s) => match vocab.special_token_id(s) {
+                Some(id) => id,
+                // Ordinary text: any tokenization of it (the compiler reads a terminal
+                // naming an ordinary token as its bytes too).
+                None if !s.is_empty() => return Ok(Expr::Bytes(s.as_bytes().to_vec())),
+                None => {
+                    return Err(StructuralTagError::Token {
+                        path: path.to_string(),
+                        reason: "an empty token text".to_string(),
+                    })
+                }
+            },
+        };
+        if vocab.is_special(id) {
+            Ok(Expr::Token(TokenRef::Id(id)))
+        } else {
+            let bytes = vocab.token_bytes(id).unwrap_or(&[]);
+            Ok(if bytes.is_empty() {
+                Expr::Empty
+            } else {
+                Expr::Bytes(bytes.to_vec())
+            })
+        }
+    }
+
+    fn delimiter(&self, d: &Delimiter, path: &str) -> Result<Expr, StructuralTagError> {
+        match d {
+            Delimiter::Text(s) => Ok(self.text(s)),
+            Delimiter::Token(t) => self.token(t, path),
+        }
+    }
+
+    /// The text a delimiter stops free text at: text ends that are not one special token.
+    fn stop_texts(&self, ends: &[Delimiter]) -> Vec<String> {
+        ends.iter()
+            .filter_map(|d| match d {
+                Delimiter::Text(s) if !s.is_empty() && !self.is_special_text(s) => Some(s.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn free_text(&mut self, excludes: &[String], stop: &[String]) -> Expr {
+        let all: Vec<String> = excludes.iter().chain(stop).cloned().collect();
+        text_avoiding(&mut self.b, &all, "text")
+    }
+
+    fn embed(&mut self, g: &Grammar, prefix: &str) -> Expr {
+        Expr::Rule(self.b.embed(g, prefix))
+    }
+
+    /// Lowers `f` (at JSON path `path`); `stop` are the text ends of the enclosing tag when
+    /// `f` is in last position inside it.
+    pub(super) fn format(
+        &mut self,
+        f: &Format,
+        path: &str,
+        stop: &[String],
+    ) -> Result<Expr, StructuralTagError> {
+        Ok(match f {
+            Format::ConstString { value } => self.text(value),
+            Format::JsonSchema {
+                json_schema,
+                style,
+                any_order,
+            } => {
+                let opts = JsonSchemaOptions {
+                    any_order: *any_order,
+                    ..JsonSchemaOptions::default()
+                };
+                match style {
+                    JsonStyle::Json => {
+                        let g = json_schema_to_grammar(json_schema, &opts).map_err(|e| {
+                            StructuralTagError::Schema {
+                                path: path.to_string(),
+                                source: Box::new(e),
+                            }
+                        })?;
+                        self.embed(&g, "json")
+                    }
+                    JsonStyle::QwenXml => super::xml::qwen_xml(self, json_schema, &opts, path)?,
+                }
+            }
+            Format::Regex { pattern } => {
+                let g = regex_to_grammar(pattern, &RegexOptions::default()).map_err(|e| {
+                    StructuralTagError::Regex {
+                        path: path.to_string(),
+                        source: e,
+                    }
+                })?;
+                self.embed(&g, "regex")
+            }
+            Format::Grammar { grammar } => {
+                let g = parse_ebnf(grammar, "root").map_err(|e| StructuralTagError::Ebnf {
+                    path: path.to_string(),
+                    source: e,
+                })?;
+                self.embed(&g, "grammar")
+            }
+            Format::AnyText { excludes } => self.free_text(excludes, stop),
+            Format::Sequence { elements } => {
+                let mut parts = Vec::with_capacity(elements.len());
+                for (i, e) in elements.iter().enumerate() {
+                    let last = i + 1 == elements.len();
+                    let p = format!("{path}.elements[{i}]");
+                    parts.push(self.format(e, &p, if last { stop } else { &[] })?);
+                }
+                Expr::Seq(parts)
+            }
+            Format::Or { elements } => {
+                if elements.is_empty() {
+                    return Err(StructuralTagError::Field {
+                        path: format!("{path}.elements"),
+                        reason: "`or` needs at least one element".to_string(),
+                    });
+                }
+                let mut alts = Vec::with_capacity(elements.len());
+                for (i, e) in elements.iter().enumerate() {
+                    alts.push(self.format(e, &format!("{path}.elements[{i}]"), stop)?);
+                }
+                Expr::Choice(alts)
+            }
+            Format::Optional { content } => self.repeat(content, 0, Some(1), path, stop)?,
+            Format::Plus { content } => self.repeat(content, 1, None, path, stop)?,
+            Format::Star { content } => self.repeat(content, 0, None, path, stop)?,
+            Format::Repeat { min, max, content } => self.repeat(content, *min, *max, path, stop)?,
+            Format::Tag(t) => self.tag(t, path)?,
+            Format::TriggeredTags {
+                triggers,
+                tags,
+                at_least_one,
+                stop_after_first,
+                excludes,
+            } => {
+                self.check_triggers(triggers, tags, path)?;
+                let mut avoid: Vec<String> = triggers.clone();
+                avoid.extend(excludes.iter().cloned());
+                let text = self.free_text(&avoid, stop);
+                let choice = self.tag_choice(tags, path)?;
+                self.text_and_tags(text, choice, *at_least_one, *stop_after_first)
+            }
+            Format::TagsWithSeparator {
+                tags,
+                separator,
+                at_least_one,
+                stop_after_first,
+            } => {
+                let tag = self.tag_choice(tags, path)?;
+                let tag = Expr::Rule(self.b.add("tags", tag));
+                let one_or_more = if *stop_after_first {
+                    tag
+                } else {
+                    Expr::Seq(vec![
+                        tag.clone(),
+                        Expr::Repeat {
+                            expr: Box::new(Expr::Seq(vec![self.text(separator), tag])),
+                            min: 0,
+                            max: None,
+                        },
+                    ])
+                };
+                if *at_least_one {
+                    one_or_more
+                } else {
+                    Expr::Repeat {
+                        expr: Box::new(one_or_more),
+                        min: 0,
+                        max: Some(1),
+                    }
+                }
+            }
+            Format::Dispatch {
+                rules,
+                repeat,
+                excludes,
+            } => {
+                let mut avoid: Vec<String> = rules.iter().map(|(p, _)| p.clone()).collect();
+                if let Some(i) = avoid.iter().position(String::is_empty) {
+                    return Err(StructuralTagError::Field {
+                        path: format!("{path}.rules[{i}][0]"),
+                        reason: "an empty pattern".to_string(),
+                    });
+                }
+                avoid.extend(excludes.iter().cloned());
+                let text = self.free_text(&avoid, stop);
+                let mut alts = Vec::with_capacity(rules.len());
+                for (i, (pattern, f)) in rules.iter().enumerate() {
+                    let body = self.format(f, &format!("{path}.rules[{i}][1]"), &[])?;
+                    alts.push(Expr::Seq(vec![self.text(pattern), body]));
+                }
+                let item = Expr::Rule(self.b.add("dispatch", Expr::Choice(alts)));
+                if *repeat {
+                    self.text_and_tags(text, item, false, false)
+                } else {
+                    self.text_and_tags(text, item, false, true)
+                }
+            }
+            Format::Token { token } => self.token(token, &format!("{path}.token"))?,
+            Format::AnyTokens { exclude_tokens } => {
+                let avoid =
+                    self.ordinary_texts(exclude_tokens, &format!("{path}.exclude_tokens"))?;
+                self.free_text(&avoid, stop)
+            }
+            Format::TokenTriggeredTags {
+                trigger_tokens,
+                tags,
+                exclude_tokens,
+                at_least_one,
+                stop_after_first,
+            } => {
+                let mut triggers = Vec::with_capacity(trigger_tokens.len());
+                for (i, t) in trigger_tokens.iter().enumerate() {
+                    let p = format!("{path}.trigger_tokens[{i}]");
+                    triggers.push(self.token(t, &p)?);
+                }
+                for (i, tag) in tags.iter().enumerate() {
+                    let p = format!("{path}.tags[{i}].begin");
+                    let begin = match &tag.begin {
+                        Delimiter::Token(t) => self.token(t, &p)?,
+                        Delimiter::Text(s) => self.text(s),
+                    };
+                    if !triggers.contains(&begin) {
+                        return Err(StructuralTagError::Trigger {
+                            path: p,
+                            reason: "the tag's begin is none of the trigger tokens".to_string(),
+                        });
+                    }
+                }
+                for (i, t) in triggers.iter().enumerate() {
+                    let used = tags.iter().any(|tag| match &tag.begin {
+                        Delimiter::Token(x) => self.token(x, "").ok().as_ref() == Some(t),
+                        Delimiter::Text(s) => &self.text(s) == t,
+                    });
+                    if !used {
+                        return Err(StructuralTagError::Trigger {
+                            path: format!("{path}.trigger_tokens[{i}]"),
+                            reason: "no tag begins with this trigger token".to_string(),
+                        });
+                    }
+                }
+                let avoid =
+                    self.ordinary_texts(exclude_tokens, &format!("{path}.exclude_tokens"))?;
+                let text = self.free_text(&avoid, stop);
+                let choice = self.tag_choice(tags, path)?;
+                self.text_and_tags(text, choice, *at_least_one, *stop_after_first)
+            }
+        })
+    }
+
+    /// The texts of the ordinary (non-special) tokens among `tokens`: free text avoids them
+    /// (special tokens never occur in free text anyway).
+    fn ordinary_texts(
+        &self,
+        tokens: &[TokenSpec],
+        path: &str,
+    ) -> Result<Vec<String>, StructuralTagError> {
+        let mut out = Vec::new();
+        for (i, t) in tokens.iter().enumerate() {
+            if let Expr::Bytes(b) = self.token(t, &format!("{path}[{i}]"))? {
+                out.push(String::from_utf8_lossy(&b).into_owned());
+            }
+        }
+        Ok(out)
+    }
+
+    fn repeat(
+        &mut self,
+        content: &Format,
+        min: u32,
+        max: Option<u32>,
+        path: &str,
+        stop: &[String],
+    ) -> Result<Expr, StructuralTagError> {
+        let body = self.format(content, &format!("{path}.content"), stop)?;
+        Ok(Expr::Repeat {
+            expr: Box::new(body),
+            min,
+            max,
+        })
+    }
+
+    fn tag(&mut self, t: &Tag, path: &str) -> Result<Expr, StructuralTagError> {
+        let begin = self.delimiter(&t.begin, &format!("{path}.begin"))?;
+        let stop = self.stop_texts(&t.end);
+        let content = self.format(&t.content, &format!("{path}.content"), &stop)?;
+        let mut ends = Vec::with_capacity(t.end.len());
+        for (i, d) in t.end.iter().enumerate() {
+            let p = if t.end.len() == 1 {
+                format!("{path}.end")
+            } else {
+                format!("{path}.end[{i}]")
+            };
+            ends.push(self.delimiter(d, &p)?);
+        }
+        let end = if ends.len() == 1 {
+            ends.pop().expect("one end")
+        } else {
+            Expr::Choice(ends)
+        };
+        Ok(Expr::Seq(vec![begin, content, end]))
+    }
+
+    fn tag_choice(&mut self, tags: &[Tag], path: &str) -> Result<Expr, StructuralTagError> {
+        if tags.is_empty() {
+            return Err(StructuralTagError::Field {
+                path: format!("{path}.tags"),
+                reason: "at least one tag is needed".to_string(),
+            });
+        }
+        let mut alts = Vec::with_capacity(tags.len());
+        for (i, t) in tags.iter().enumerate() {
+            alts.push(self.tag(t, &format!("{path}.tags[{i}]"))?);
+        }
+        Ok(Expr::Choice(alts))
+    }
+
+    /// Each trigger starts some tag's `begin`, and each `begin` (text) starts with exactly
+    /// one trigger.
+    fn check_triggers(
+        &self,
+        triggers: &[String],
+        tags: &[Tag],
+        path: &str,
+    ) -> Result<(), StructuralTagError> {
+        if triggers.is_empty() {
+            return Err(StructuralTagError::Field {
+                path: format!("{path}.triggers"),
+                reason: "at least one trigger is needed".to_string(),
+            });
+        }
+        let mut begins = Vec::with_capacity(tags.len());
+        for (i, t) in tags.iter().enumerate() {
+            match &t.begin {
+                Delimiter::Text(s) => begins.push(s.as_str()),
+                Delimiter::Token(_) => {
+                    return Err(StructuralTagError::Trigger {
+                        path: format!("{path}.tags[{i}].begin"),
+                        reason: "tags of `triggered_tags` begin with text (use \
+                                 `token_triggered_tags` for token begins)"
+                            .to_string(),
+                    })
+                }
+            }
+        }
+        for (i, trig) in triggers.iter().enumerate() {
+            if trig.is_empty() {
+                return Err(StructuralTagError::Trigger {
+                    path: format!("{path}.triggers[{i}]"),
+                    reason: "an empty trigger".to_string(),
+                });
+            }
+            if !begins.iter().any(|b| b.starts_with(trig.as_str())) {
+                return Err(StructuralTagError::Trigger {
+                    path: format!("{path}.triggers[{i}]"),
+                    reason: format!("trigger {trig:?} is not a prefix of any tag's begin"),
+                });
+            }
+        }
+        for (i, b) in begins.iter().enumerate() {
+            let n = triggers
+                .iter()
+                .filter(|t| b.starts_with(t.as_str()))
+                .count();
+            if n != 1 {
+                return Err(StructuralTagError::Trigger {
+                    path: format!("{path}.tags[{i}].begin"),
+                    reason: format!(
+                        "begin {b:?} starts with {n} of the triggers (it must start with exactly one)"
+                    ),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Free text and tags as XGrammar's `triggered_tags` flags say: `text (tag text)*`;
+    /// `at_least_one`: `tag text (tag text)*`; `stop_after_first`: `text tag?`; both: `tag`.
+    fn text_and_tags(
+        &mut self,
+        text: Expr,
+        tag: Expr,
+        at_least_one: bool,
+        stop_after_first: bool,
+    ) -> Expr {
+        let tag = match tag {
+            Expr::Rule(_) => tag,
+            other => Expr::Rule(self.b.add("tag", other)),
+        };
+        match (at_least_one, stop_after_first) {
+            (false, false) => Expr::Seq(vec![
+                text.clone(),
+                Expr::Repeat {
+                    expr: Box::new(Expr::Seq(vec![tag, text])),
+                    min: 0,
+                    max: None,
+                },
+            ]),
+            (false, true) => Expr::Seq(vec![
+                text,
+                Expr::Repeat {
+                    expr: Box::new(tag),
+                    min: 0,
+                    max: Some(1),
+                },
+            ]),
+            (true, false) => Expr::Seq(vec![
+                tag.clone(),
+                text.clone(),
+                Expr::Repeat {
+                    expr: Box::new(Expr::Seq(vec![tag, text])),
+                    min: 0,
+                    max: None,
+                },
+            ]),
+            (true, true) => tag,
+        }
+    }
+}

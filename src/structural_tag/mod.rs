@@ -1,0 +1,210 @@
+//! Structural tags: XGrammar's `structural_tag` JSON (free text, reasoning spans, tool calls in
+//! a model's own syntax) turned into grammar IR.
+//!
+//! A structural tag is a tree of formats ([`Format`]): primitives (`const_string`,
+//! `json_schema`, `regex`, `grammar`, `any_text`, `token`), compositions (`sequence`, `or`,
+//! `optional`, `plus`, `star`, `repeat`) and tags (`tag`, `triggered_tags`,
+//! `tags_with_separator`, `dispatch`, `token_triggered_tags`). The JSON is XGrammar's,
+//! unchanged (`docs/structural_tag/structural_tag.md` in mlc-ai/xgrammar), so a tag moves
+//! between engines as is; [`StructuralTag::from_json`] reads it with the JSON path of any
+//! mistake, and [`StructuralTag::to_json`] writes it back.
+//!
+//! ```
+//! use tokensieve::{GrammarCompiler, GrammarMatcher, Vocabulary};
+//!
+//! let tokens: Vec<Vec<u8>> = (0u8..128).map(|b| vec![b]).chain([b"<eos>".to_vec()]).collect();
+//! let vocab = Vocabulary::from_token_bytes(&tokens, &[128], &[128]).unwrap();
+//! let tag = r#"{"type": "structural_tag", "format": {"type": "sequence", "elements": [
+//!     {"type": "tag", "begin": "<think>", "content": {"type": "any_text"}, "end": "</think>"},
+//!     {"type": "triggered_tags", "triggers": ["<function="], "tags": [
+//!         {"type": "tag", "begin": "<function=get_weather>", "end": "</function>",
+//!          "content": {"type": "json_schema", "json_schema": {"type": "object",
+//!              "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]}]}}"#;
+//! let compiled = GrammarCompiler::new(vocab).compile_structural_tag(tag).unwrap();
+//! let mut m = GrammarMatcher::new(compiled.clone());
+//! assert!(m.accept_string(r#"<think>hmm</think>Sure. <function=get_weather>{"city": "Paris"}</function> done"#));
+//! assert!(m.is_completed());
+//! let mut m = GrammarMatcher::new(compiled);
+//! assert!(!m.accept_string(r#"<think>hmm</think>Sure. <function=get_weather>{"town": "Paris"}</function>"#));
+//! ```
+//!
+//! Semantics, where XGrammar's documentation leaves room:
+//! * **Special tokens are atomic.** Text (a `const_string`, a tag's `begin`/`end`, a
+//!   trigger) that contains the text of a special token of the vocabulary the tag is
+//!   compiled against matches that token there, and only that token; elsewhere, and in
+//!   vocabularies where the marker is ordinary text, it is text. Free text, JSON strings and
+//!   regexes never contain special tokens.
+//! * **Unbounded text stops at the enclosing end.** `any_text`, the free text of
+//!   `triggered_tags`/`dispatch`/`token_triggered_tags` and `any_tokens`, when it is the
+//!   content of a `tag` (or the last element of a `sequence` that is), never contains that
+//!   tag's text `end`s.
+//! * `triggered_tags`: free text that never contains a trigger; where a trigger begins, one
+//!   of the tags (whose `begin` starts with it). `at_least_one` makes the output start with
+//!   a tag; `stop_after_first` ends it after the first tag. Each trigger must start some
+//!   tag's `begin` and each `begin` exactly one trigger.
+//! * `tags_with_separator`: only tags and separators, no text.
+//! * `json_schema` uses [`JsonSchemaOptions::default`] (flexible whitespace) with the
+//!   format's `any_order`; `style: "qwen_xml"` writes the properties of an object schema as
+//!   `<parameter=NAME>\nVALUE\n</parameter>` joined by `\n`, in declared order, string values
+//!   raw (never containing `</parameter>`), other values JSON.
+//! * Not supported (typed errors): `exclude_token` and `token_dispatch` (one arbitrary token
+//!   has no text grammar), styles other than `json` and `qwen_xml`. `any_tokens` is read as
+//!   free text: no special token at all may occur in it, which is stricter than XGrammar.
+
+mod format;
+mod lower;
+mod text;
+mod xml;
+
+pub use format::{Delimiter, Format, JsonStyle, StructuralTag, Tag, TokenSpec};
+
+use crate::compiler::{CompileError, CompiledGrammar, GrammarCompiler};
+use crate::grammar::{EbnfError, Grammar};
+use crate::json_schema::JsonSchemaError;
+use crate::regex::RegexError;
+use crate::vocab::Vocabulary;
+use serde_json::Value;
+use std::sync::Arc;
+
+/// Why a structural tag could not be read or turned into a grammar. Every variant names the
+/// JSON path of the offending place, such as `format.elements[1].tags[0].begin`.
+#[derive(Debug, thiserror::Error)]
+pub enum StructuralTagError {
+    /// The text is not JSON (serde_json's message gives line and column).
+    #[error("the structural tag is not valid JSON: {0}")]
+    Json(#[source] serde_json::Error),
+    /// A field is missing, has the wrong JSON type or a bad value, or is unknown; or the
+    /// `type` is unknown.
+    #[error("structural tag at {path}: {reason}")]
+    Field {
+        /// Where (`format.elements[0]`).
+        path: String,
+        /// What is wrong, and what was expected.
+        reason: String,
+    },
+    /// A format, style or combination tokensieve does not support.
+    #[error("structural tag at {path}: unsupported {what}")]
+    Unsupported {
+        /// Where.
+        path: String,
+        /// What.
+        what: String,
+    },
+    /// A trigger that starts no tag's `begin`, or a tag whose `begin` starts with no
+    /// trigger (or with several).
+    #[error("structural tag at {path}: {reason}")]
+    Trigger {
+        /// Where (`format.triggers[1]` or `format.tags[0].begin`).
+        path: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A `token` that the vocabulary does not have.
+    #[error("structural tag at {path}: {reason}")]
+    Token {
+        /// Where.
+        path: String,
+        /// What is wrong (the token as written, and the vocabulary's size).
+        reason: String,
+    },
+    /// A `json_schema` format's schema was refused.
+    #[error("structural tag at {path}.json_schema: {source}")]
+    Schema {
+        /// The path of the `json_schema` format.
+        path: String,
+        /// The schema compiler's error (its JSON pointer is inside the schema).
+        #[source]
+        source: Box<JsonSchemaError>,
+    },
+    /// A `regex` format's pattern was refused.
+    #[error("structural tag at {path}.pattern: {source}")]
+    Regex {
+        /// The path of the `regex` format.
+        path: String,
+        /// The regex front end's error.
+        #[source]
+        source: RegexError,
+    },
+    /// A `grammar` format's EBNF was refused.
+    #[error("structural tag at {path}.grammar: {source}")]
+    Ebnf {
+        /// The path of the `grammar` format.
+        path: String,
+        /// The EBNF error (line:column inside the grammar text).
+        #[source]
+        source: EbnfError,
+    },
+}
+
+/// Something that can be read as a structural tag: JSON text, a `serde_json::Value`, or a
+/// [`StructuralTag`].
+pub trait StructuralTagSource {
+    /// The structural tag.
+    ///
+    /// # Errors
+    /// Those of [`StructuralTag::from_json_str`] / [`StructuralTag::from_json`].
+    fn to_structural_tag(&self) -> Result<std::borrow::Cow<'_, StructuralTag>, StructuralTagError>;
+}
+
+impl StructuralTagSource for str {
+    fn to_structural_tag(&self) -> Result<std::borrow::Cow<'_, StructuralTag>, StructuralTagError> {
+        StructuralTag::from_json_str(self).map(std::borrow::Cow::Owned)
+    }
+}
+
+impl StructuralTagSource for String {
+    fn to_structural_tag(&self) -> Result<std::borrow::Cow<'_, StructuralTag>, StructuralTagError> {
+        self.as_str().to_structural_tag()
+    }
+}
+
+impl StructuralTagSource for Value {
+    fn to_structural_tag(&self) -> Result<std::borrow::Cow<'_, StructuralTag>, StructuralTagError> {
+        StructuralTag::from_json(self).map(std::borrow::Cow::Owned)
+    }
+}
+
+impl StructuralTagSource for StructuralTag {
+    fn to_structural_tag(&self) -> Result<std::borrow::Cow<'_, StructuralTag>, StructuralTagError> {
+        Ok(std::borrow::Cow::Borrowed(self))
+    }
+}
+
+impl<T: StructuralTagSource + ?Sized> StructuralTagSource for &T {
+    fn to_structural_tag(&self) -> Result<std::borrow::Cow<'_, StructuralTag>, StructuralTagError> {
+        (**self).to_structural_tag()
+    }
+}
+
+/// Turns a structural tag into a grammar (root rule `root`).
+///
+/// With a vocabulary, text containing one of its special tokens' texts matches that token
+/// (see the module docs) and `token` formats are checked against it; without one, text is
+/// text and `token` formats stay token terminals resolved when the grammar is compiled.
+///
+/// # Errors
+/// [`StructuralTagError`] with the JSON path of the first problem.
+pub fn structural_tag_to_grammar(
+    tag: &StructuralTag,
+    vocab: Option<&Vocabulary>,
+) -> Result<Grammar, StructuralTagError> {
+    lower::lower(tag, vocab)
+}
+
+impl GrammarCompiler {
+    /// Compiles a structural tag in XGrammar's JSON (text, a `serde_json::Value`, or a
+    /// [`StructuralTag`]) against this compiler's vocabulary. See [`crate::structural_tag`]
+    /// for the formats and their semantics.
+    ///
+    /// # Errors
+    /// [`CompileError::StructuralTag`] for a tag that cannot be read or lowered (with its
+    /// JSON path), or the errors of [`GrammarCompiler::compile_ir`].
+    pub fn compile_structural_tag<S: StructuralTagSource + ?Sized>(
+        &self,
+        tag: &S,
+    ) -> Result<Arc<CompiledGrammar>, CompileError> {
+        let tag = tag.to_structural_tag()?;
+        let grammar = structural_tag_to_grammar(&tag, Some(self.vocabulary()))?;
+        self.compile_ir(&grammar)
+    }
+}

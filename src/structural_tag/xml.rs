@@ -1,0 +1,207 @@
+//! `json_schema` with `style: "qwen_xml"`: Qwen3-Coder's parameter list.
+//!
+//! An object schema's properties become `<parameter=NAME>\nVALUE\n</parameter>` joined by
+//! `\n`, in declared order, each at most once, required ones present. A string value is raw
+//! text that never contains `</parameter>` (or one of the schema's `enum`/`const` strings);
+//! any other value is JSON under its schema. Source: the Qwen3-Coder chat template and
+//! XGrammar's `qwen_xml` style (../shared/docs/tool-call-formats.md, section 4.2).
+
+use super::lower::Lowerer;
+use super::text::text_avoiding;
+use super::StructuralTagError;
+use crate::grammar::Expr;
+use crate::json_schema::{json_schema_to_grammar, JsonSchemaError, JsonSchemaOptions};
+use serde_json::{Map, Value};
+
+const CLOSE: &str = "</parameter>";
+
+/// Keywords of the object schema itself that the parameter list honours or may ignore.
+const OBJECT_KEYWORDS: &[&str] = &[
+    "type",
+    "properties",
+    "required",
+    "additionalProperties",
+    "title",
+    "description",
+    "$schema",
+    "$id",
+    "$comment",
+    "$defs",
+    "definitions",
+    "examples",
+    "default",
+];
+
+/// Keywords of a string property that do not change its raw text.
+const STRING_ANNOTATIONS: &[&str] = &[
+    "type",
+    "title",
+    "description",
+    "default",
+    "examples",
+    "$comment",
+];
+
+fn unsupported(path: &str, keyword: &str, reason: &str) -> StructuralTagError {
+    StructuralTagError::Schema {
+        path: path.to_string(),
+        source: Box::new(JsonSchemaError::Unsupported {
+            keyword: keyword.to_string(),
+            pointer: "#".to_string(),
+            reason: reason.to_string(),
+        }),
+    }
+}
+
+pub(super) fn qwen_xml(
+    l: &mut Lowerer<'_>,
+    schema: &Value,
+    opts: &JsonSchemaOptions,
+    path: &str,
+) -> Result<Expr, StructuralTagError> {
+    if opts.any_order {
+        return Err(StructuralTagError::Unsupported {
+            path: format!("{path}.any_order"),
+            what: "`any_order` with style `qwen_xml`".to_string(),
+        });
+    }
+    let empty = Map::new();
+    let obj = match schema {
+        Value::Object(o) => o,
+        Value::Bool(true) => &empty,
+        _ => return Err(unsupported(path, "type", "qwen_xml needs an object schema")),
+    };
+    if let Some(k) = obj.keys().find(|k| !OBJECT_KEYWORDS.contains(&k.as_str())) {
+        return Err(unsupported(path, k, "not supported with style qwen_xml"));
+    }
+    if obj.get("type").is_some_and(|t| t != "object") {
+        return Err(unsupported(path, "type", "qwen_xml needs `type: object`"));
+    }
+    let props = match obj.get("properties") {
+        None => Map::new(),
+        Some(Value::Object(p)) => p.clone(),
+        Some(_) => return Err(unsupported(path, "properties", "not an object")),
+    };
+    let required: Vec<&str> = match obj.get("required") {
+        None => Vec::new(),
+        Some(Value::Array(a)) => a.iter().filter_map(Value::as_str).collect(),
+        Some(_) => return Err(unsupported(path, "required", "not an array of names")),
+    };
+    if let Some(r) = required.iter().find(|r| !props.contains_key(**r)) {
+        return Err(unsupported(
+            path,
+            "required",
+            &format!("required property {r:?} has no schema in `properties`"),
+        ));
+    }
+    let mut items: Vec<(Expr, bool)> = Vec::with_capacity(props.len());
+    for (name, sub) in &props {
+        let value = value_grammar(l, obj, name, sub, opts, path)?;
+        let item = Expr::Seq(vec![
+            l.text(&format!("<parameter={name}>\n")),
+            value,
+            l.text(&format!("\n{CLOSE}")),
+        ]);
+        items.push((item, required.contains(&name.as_str())));
+    }
+    Ok(separated(l, items, "\n"))
+}
+
+/// The grammar of one property's value.
+fn value_grammar(
+    l: &mut Lowerer<'_>,
+    root: &Map<String, Value>,
+    name: &str,
+    sub: &Value,
+    opts: &JsonSchemaOptions,
+    path: &str,
+) -> Result<Expr, StructuralTagError> {
+    if let Value::Object(s) = sub {
+        if s.get("type").is_some_and(|t| t == "string") {
+            if let Some(k) = s.keys().find(|k| {
+                !STRING_ANNOTATIONS.contains(&k.as_str()) && *k != "enum" && *k != "const"
+            }) {
+                return Err(unsupported(
+                    path,
+                    k,
+                    &format!("property {name:?}: raw strings of style qwen_xml cannot enforce it"),
+                ));
+            }
+            let fixed: Option<Vec<&Value>> = match (s.get("enum"), s.get("const")) {
+                (Some(Value::Array(e)), None) => Some(e.iter().collect()),
+                (None, Some(c)) => Some(vec![c]),
+                (None, None) => None,
+                _ => {
+                    return Err(unsupported(
+                        path,
+                        "enum",
+                        &format!("property {name:?}: `enum` and `const` together"),
+                    ))
+                }
+            };
+            return Ok(match fixed {
+                None => text_avoiding(&mut l.b, &[CLOSE.to_string()], "raw"),
+                Some(values) => {
+                    let alts: Vec<Expr> = values
+                        .iter()
+                        .filter_map(|v| v.as_str())
+                        .filter(|v| !v.contains(CLOSE))
+                        .map(|v| l.text(v))
+                        .collect();
+                    if alts.is_empty() {
+                        return Err(StructuralTagError::Schema {
+                            path: path.to_string(),
+                            source: Box::new(JsonSchemaError::Unsatisfiable {
+                                pointer: format!("#/properties/{name}"),
+                                reason: "no string in `enum`/`const`".to_string(),
+                            }),
+                        });
+                    }
+                    Expr::Choice(alts)
+                }
+            });
+        }
+    }
+    // JSON under the property's schema; `$defs`/`definitions` of the root stay reachable.
+    let mut schema = sub.clone();
+    if let Value::Object(s) = &mut schema {
+        for k in ["$defs", "definitions"] {
+            if let (Some(d), false) = (root.get(k), s.contains_key(k)) {
+                s.insert(k.to_string(), d.clone());
+            }
+        }
+    }
+    let g = json_schema_to_grammar(&schema, opts).map_err(|e| StructuralTagError::Schema {
+        path: path.to_string(),
+        source: Box::new(e),
+    })?;
+    Ok(Expr::Rule(l.b.embed(&g, "param")))
+}
+
+/// Items in order, each optional unless marked required, with `sep` between two present
+/// items. Linear size: `F_i` (no item printed yet) and `S_i` (some printed) for each i.
+fn separated(l: &mut Lowerer<'_>, items: Vec<(Expr, bool)>, sep: &str) -> Expr {
+    let sep = l.text(sep);
+    // Built from the back: after[i] = S_i, first[i] = F_i.
+    let mut after = Expr::Empty;
+    let mut first = Expr::Empty;
+    for (item, required) in items.into_iter().rev() {
+        let item = Expr::Rule(l.b.add("param", item));
+        let s_rule = Expr::Rule(l.b.add("params_after", after));
+        let with_sep = Expr::Seq(vec![sep.clone(), item.clone(), s_rule.clone()]);
+        let new_after = if required {
+            with_sep
+        } else {
+            Expr::Choice(vec![with_sep, s_rule.clone()])
+        };
+        let f_rule = Expr::Rule(l.b.add("params_first", first));
+        let start = Expr::Seq(vec![item, s_rule]);
+        first = if required {
+            start
+        } else {
+            Expr::Choice(vec![start, f_rule])
+        };
+        after = new_after;
+    }
+    first
+}
