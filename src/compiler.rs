@@ -6,12 +6,13 @@
 //! threads, share.
 
 use crate::automaton::{
-    lower::{inline_rules, lower_repeats},
+    lower::{inline_rules, lower_repeats, outline_text_loops},
     Automaton, AutomatonError,
 };
 use crate::grammar::ebnf::{parse_ebnf, EbnfError};
 use crate::grammar::{Expr, Grammar, InvalidGrammar, TokenRef};
 use crate::mask::cache::{compute_node_mask, compute_pair_mask, NodeMask};
+use crate::mask::shared::SharedMasks;
 use crate::mask::TokenTrie;
 use crate::vocab::Vocabulary;
 use rayon::prelude::*;
@@ -81,6 +82,8 @@ pub struct GrammarCompiler {
     trie: Arc<TokenTrie>,
     text_bits: Arc<[u32]>,
     precompute: Precompute,
+    /// Node masks shared by every grammar this compiler (and its clones) compiles.
+    shared: Arc<SharedMasks>,
 }
 
 /// A grammar compiled against a vocabulary: its automata and token mask cache.
@@ -95,8 +98,14 @@ pub struct CompiledGrammar {
     pub(crate) text_bits: Arc<[u32]>,
     pub(crate) grammar: Grammar,
     pub(crate) aut: Automaton,
-    /// Per node: its mask, once computed; nodes without byte or call edges keep none.
-    masks: Vec<OnceLock<NodeMask>>,
+    /// Per mask class (see `mask_class`): its mask, once computed; nodes without byte or
+    /// call edges keep none.
+    masks: Vec<OnceLock<Arc<NodeMask>>>,
+    /// Per mask class: its structure key in `shared` (dropped once every mask is computed).
+    class_keys: Vec<Option<Box<[u64]>>>,
+    shared: Arc<SharedMasks>,
+    /// Per real node: its mask class. Nodes with the same future (bisimilar) share a mask.
+    mask_class: Vec<u32>,
     has_mask: Vec<bool>,
     /// `sites[r]`: the nodes with a call edge to rule `r`, ascending.
     pub(crate) sites: Vec<Vec<u32>>,
@@ -144,7 +153,26 @@ impl GrammarCompiler {
             trie: Arc::new(trie),
             text_bits: bits.into(),
             precompute: Precompute::Eager,
+            shared: Arc::new(SharedMasks::new(Self::DEFAULT_MASK_CACHE_BYTES)),
         }
+    }
+
+    /// The default [`GrammarCompiler::with_mask_cache_capacity`]: 256 MiB.
+    pub const DEFAULT_MASK_CACHE_BYTES: usize = 256 << 20;
+
+    /// Bounds the masks this compiler shares across grammars (bytes; 0 turns sharing off).
+    /// Node masks are keyed by the structure of what may follow the node, so the masks of
+    /// structures that recur from grammar to grammar (a JSON string body, a number,
+    /// whitespace, free text up to a trigger) are computed once. Once the cache holds
+    /// `bytes`, it keeps what it has and stops growing. Starts a new, empty cache.
+    pub fn with_mask_cache_capacity(mut self, bytes: usize) -> Self {
+        self.shared = Arc::new(SharedMasks::new(bytes));
+        self
+    }
+
+    /// Bytes and number of masks held by the cache shared across grammars.
+    pub fn mask_cache_stats(&self) -> (usize, usize) {
+        (self.shared.memory_bytes(), self.shared.len())
     }
 
     /// Chooses when node masks are computed (default [`Precompute::Eager`]).
@@ -242,7 +270,7 @@ impl GrammarCompiler {
                 }
             }
         }
-        let (lowered, counted) = lower_repeats(&inline_rules(&rewritten));
+        let (lowered, counted) = lower_repeats(&outline_text_loops(&inline_rules(&rewritten)));
         let mut aut = Automaton::build(&lowered, &counted, &|t| {
             resolved.get(t).copied().unwrap_or(0)
         })?;
@@ -254,7 +282,9 @@ impl GrammarCompiler {
         let has_mask: Vec<bool> = (0..aut.nodes.len() as u32)
             .map(|n| aut.has_edges(n))
             .collect();
-        let masks = (0..aut.nodes.len()).map(|_| OnceLock::new()).collect();
+        let (mask_class, classes) = aut.mask_classes();
+        let masks = (0..classes).map(|_| OnceLock::new()).collect();
+        let class_keys = aut.class_keys(&mask_class, classes);
         let mut sites: Vec<Vec<u32>> = vec![Vec::new(); aut.rule_start.len()];
         for n in 0..aut.nodes.len() as u32 {
             for c in aut.calls_of(n) {
@@ -262,7 +292,7 @@ impl GrammarCompiler {
             }
         }
         let pair_masks = (0..aut.nodes.len()).map(|_| OnceLock::new()).collect();
-        let compiled = CompiledGrammar {
+        let mut compiled = CompiledGrammar {
             sites,
             pair_masks,
             vocab: self.vocab.clone(),
@@ -271,19 +301,25 @@ impl GrammarCompiler {
             grammar: grammar.clone(),
             aut,
             masks,
+            class_keys,
+            shared: self.shared.clone(),
+            mask_class,
             has_mask,
             virtual_masks: RwLock::new(FxHashMap::default()),
             virtual_pair_masks: RwLock::new(FxHashMap::default()),
             max_token_len: self.trie.depth.iter().copied().max().unwrap_or(0) as u32,
         };
         if self.precompute == Precompute::Eager {
-            (0..compiled.masks.len() as u32)
-                .into_par_iter()
-                .for_each(|n| {
-                    compiled.node_mask(n);
-                });
+            // One representative node per mask class.
+            let mut first = vec![u32::MAX; compiled.masks.len()];
+            for (n, &c) in compiled.mask_class.iter().enumerate().rev() {
+                first[c as usize] = n as u32;
+            }
+            first.into_par_iter().for_each(|n| {
+                compiled.node_mask(n);
+            });
             // Context masks for the nodes whose tokens can run past their rule's end.
-            let pairs: Vec<(u32, u32)> = (0..compiled.masks.len() as u32)
+            let pairs: Vec<(u32, u32)> = (0..compiled.aut.nodes.len() as u32)
                 .filter(|&n| {
                     compiled
                         .node_mask(n)
@@ -297,6 +333,7 @@ impl GrammarCompiler {
             pairs.into_par_iter().for_each(|(n, m)| {
                 compiled.pair_mask(n, m);
             });
+            compiled.class_keys = Vec::new();
         }
         Ok(Arc::new(compiled))
     }
@@ -356,9 +393,24 @@ impl CompiledGrammar {
         if !self.has_mask[n as usize] {
             return None;
         }
-        Some(MaskRef::Borrowed(self.masks[n as usize].get_or_init(
-            || compute_node_mask(&self.aut, &self.trie, n, self.vocab.bitmask_words()),
-        )))
+        let c = self.mask_class[n as usize] as usize;
+        let mask = self.masks[c].get_or_init(|| {
+            let key = self.class_keys.get(c).and_then(Option::as_ref);
+            if let Some(m) = key.and_then(|k| self.shared.get(k)) {
+                return m;
+            }
+            let m = Arc::new(compute_node_mask(
+                &self.aut,
+                &self.trie,
+                n,
+                self.vocab.bitmask_words(),
+            ));
+            match key {
+                Some(k) => self.shared.insert(k, m),
+                None => m,
+            }
+        });
+        Some(MaskRef::Borrowed(mask))
     }
 
     fn virtual_key(&self, n: u32) -> VirtualKey {
@@ -446,9 +498,15 @@ impl CompiledGrammar {
             .masks
             .iter()
             .map(|m| {
-                std::mem::size_of::<OnceLock<NodeMask>>() + m.get().map_or(0, |m| m.memory_bytes())
+                std::mem::size_of::<OnceLock<Arc<NodeMask>>>()
+                    + m.get().map_or(0, |m| m.memory_bytes())
             })
-            .sum();
+            .sum::<usize>()
+            + self
+                .class_keys
+                .iter()
+                .map(|k| 16 + k.as_ref().map_or(0, |k| k.len() * 8))
+                .sum::<usize>();
         let pairs: usize = self
             .pair_masks
             .iter()
@@ -476,6 +534,12 @@ impl CompiledGrammar {
                 c.edges.capacity() * 8 + c.body_edges.capacity() * 8 + c.body_final.capacity() + 64
             })
             .sum();
-        aut + masks + pairs + sites + virt + counted + self.has_mask.capacity()
+        aut + masks
+            + pairs
+            + sites
+            + virt
+            + counted
+            + self.has_mask.capacity()
+            + self.mask_class.capacity() * 4
     }
 }

@@ -416,9 +416,6 @@ mod tiktoken {
             "o200k_base: Vocabulary::o200k_base {:.0} ms",
             elapsed.as_secs_f64() * 1e3
         );
-        if !cfg!(debug_assertions) {
-            assert!(elapsed.as_secs_f64() < 1.0, "o200k_base took {elapsed:?}");
-        }
         assert_eq!(v.tokenizer_size(), 200_019);
         assert_eq!(v.vocab_size(), 200_019);
         assert_eq!(v.special_token_id("<|endoftext|>"), Some(199_999));

@@ -7,6 +7,7 @@
 //! Node ids (`u32`) are global across rules; `rule_start[r]` is rule `r`'s start node.
 
 mod build;
+mod classes;
 pub(crate) mod lower;
 mod regular;
 

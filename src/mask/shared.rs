@@ -1,0 +1,63 @@
+//! Masks shared across grammars: every grammar compiled by one [`crate::GrammarCompiler`]
+//! (and its clones) looks node masks up here by the canonical structure of the node's future
+//! (see `Automaton::class_keys`), so the string body, number, whitespace or free-text masks
+//! that recur in every JSON schema and structural tag are computed once per vocabulary.
+
+use super::cache::NodeMask;
+use rustc_hash::FxHashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, RwLock};
+
+/// A bounded map from structure keys to masks. Once `capacity` bytes are held, new masks
+/// are still returned to the caller but no longer kept.
+#[derive(Debug)]
+pub(crate) struct SharedMasks {
+    map: RwLock<FxHashMap<Box<[u64]>, Arc<NodeMask>>>,
+    bytes: AtomicUsize,
+    capacity: usize,
+}
+
+impl SharedMasks {
+    pub(crate) fn new(capacity: usize) -> Self {
+        SharedMasks {
+            map: RwLock::new(FxHashMap::default()),
+            bytes: AtomicUsize::new(0),
+            capacity,
+        }
+    }
+
+    /// The mask stored under `key`, if any.
+    pub(crate) fn get(&self, key: &[u64]) -> Option<Arc<NodeMask>> {
+        self.map
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(key)
+            .cloned()
+    }
+
+    /// Stores `mask` under `key` (unless full); returns the stored mask (another thread's,
+    /// when it stored one first).
+    pub(crate) fn insert(&self, key: &[u64], mask: Arc<NodeMask>) -> Arc<NodeMask> {
+        let size = mask.memory_bytes() + key.len() * 8 + 64;
+        if self.bytes.load(Ordering::Relaxed) + size > self.capacity {
+            return mask;
+        }
+        let mut map = self.map.write().unwrap_or_else(|e| e.into_inner());
+        if let Some(m) = map.get(key) {
+            return m.clone();
+        }
+        self.bytes.fetch_add(size, Ordering::Relaxed);
+        map.insert(key.into(), mask.clone());
+        mask
+    }
+
+    /// Bytes held (masks and keys).
+    pub(crate) fn memory_bytes(&self) -> usize {
+        self.bytes.load(Ordering::Relaxed)
+    }
+
+    /// Number of masks held.
+    pub(crate) fn len(&self) -> usize {
+        self.map.read().unwrap_or_else(|e| e.into_inner()).len()
+    }
+}
