@@ -656,7 +656,9 @@ fn shared_masks_equal_fresh_masks() {
         "root ::= \"<\" [^<]* \">\" | \"(\" [^<]* \")\"",
         "root ::= ([^a] | \"a\" [^b])* \"ab\"",
     ];
-    let vocab = Arc::new(synthetic_vocab(&["x", "y", "1", "2", "'", ",", "!", "<", ">", "a", "b", "("]));
+    let vocab = Arc::new(synthetic_vocab(&[
+        "x", "y", "1", "2", "'", ",", "!", "<", ">", "a", "b", "(",
+    ]));
     let shared = GrammarCompiler::new(vocab.clone());
     for pass in 0..2 {
         for src in grammars {
@@ -674,7 +676,9 @@ fn shared_masks_equal_fresh_masks() {
                     let la = check_invariant(&ma, &vocab);
                     let lb = check_invariant(&mb, &vocab);
                     assert_eq!(la, lb, "{src}");
-                    let Some(&t) = la.get(rng.gen_range(0..la.len().max(1))) else { break };
+                    let Some(&t) = la.get(rng.gen_range(0..la.len().max(1))) else {
+                        break;
+                    };
                     if vocab.is_stop_token(t) {
                         break;
                     }

@@ -455,6 +455,81 @@ pub(crate) fn inline_rules(grammar: &Grammar) -> Grammar {
     }
 }
 
+/// A loop over a wide character class (`[^"\\]*`-like: at least this many code points).
+const WIDE_CLASS: u64 = 128;
+
+/// True for `x*`/`x+` whose body can read a wide class in one step.
+fn is_text_loop(e: &Expr) -> bool {
+    let wide = |x: &Expr| match x {
+        Expr::Class(c) => {
+            c.normalized()
+                .iter()
+                .map(|&(lo, hi)| (hi - lo) as u64 + 1)
+                .sum::<u64>()
+                >= WIDE_CLASS
+        }
+        _ => false,
+    };
+    match e {
+        Expr::Repeat {
+            expr, max: None, ..
+        } => match expr.as_ref() {
+            Expr::Choice(v) => v.iter().any(wide),
+            x => wide(x),
+        },
+        _ => false,
+    }
+}
+
+/// Moves every unbounded loop over a wide class (the body of a JSON string, free text) into
+/// a rule of its own, one rule per distinct loop. Such loops accept most of the vocabulary
+/// at every step, so their masks are the costly ones to compute; as rules of their own they
+/// end where the loop ends, so the same loop has the same mask wherever it occurs, in this
+/// grammar and (through the compiler's shared cache) in every later one. Runs after
+/// inlining, which would put them back.
+pub(crate) fn outline_text_loops(grammar: &Grammar) -> Grammar {
+    let mut out = grammar.clone();
+    let mut made: FxHashMap<Expr, RuleId> = FxHashMap::default();
+    let mut new_rules: Vec<Rule> = Vec::new();
+    let base = out.rules.len() as u32;
+    for ri in 0..out.rules.len() {
+        // The rule's body itself stays (nothing to gain), its inner loops move out.
+        let mut stack: Vec<&mut Expr> = match &mut out.rules[ri].body {
+            Expr::Seq(v) | Expr::Choice(v) => v.iter_mut().collect(),
+            Expr::Repeat { expr, .. } => vec![expr.as_mut()],
+            _ => Vec::new(),
+        };
+        while let Some(e) = stack.pop() {
+            if is_text_loop(e) {
+                let id = *made.entry(e.clone()).or_insert_with(|| {
+                    let id = RuleId(base + new_rules.len() as u32);
+                    new_rules.push(Rule {
+                        name: format!("text_loop_{}", new_rules.len()),
+                        body: e.clone(),
+                    });
+                    id
+                });
+                *e = Expr::Rule(id);
+                continue;
+            }
+            match e {
+                Expr::Seq(v) | Expr::Choice(v) => stack.extend(v.iter_mut()),
+                Expr::Repeat { expr, .. } => stack.push(expr),
+                _ => {}
+            }
+        }
+    }
+    // Generated names must not clash with the grammar's own.
+    let taken: rustc_hash::FxHashSet<String> = out.rules.iter().map(|r| r.name.clone()).collect();
+    for r in &mut new_rules {
+        while taken.contains(&r.name) {
+            r.name.push('_');
+        }
+    }
+    out.rules.extend(new_rules);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -538,79 +613,4 @@ mod tests {
         assert!(counted.is_empty());
         assert!(out.rules.len() < 60, "{} rules", out.rules.len());
     }
-}
-
-/// A loop over a wide character class (`[^"\\]*`-like: at least this many code points).
-const WIDE_CLASS: u64 = 128;
-
-/// True for `x*`/`x+` whose body can read a wide class in one step.
-fn is_text_loop(e: &Expr) -> bool {
-    let wide = |x: &Expr| match x {
-        Expr::Class(c) => {
-            c.normalized()
-                .iter()
-                .map(|&(lo, hi)| (hi - lo) as u64 + 1)
-                .sum::<u64>()
-                >= WIDE_CLASS
-        }
-        _ => false,
-    };
-    match e {
-        Expr::Repeat {
-            expr, max: None, ..
-        } => match expr.as_ref() {
-            Expr::Choice(v) => v.iter().any(wide),
-            x => wide(x),
-        },
-        _ => false,
-    }
-}
-
-/// Moves every unbounded loop over a wide class (the body of a JSON string, free text) into
-/// a rule of its own, one rule per distinct loop. Such loops accept most of the vocabulary
-/// at every step, so their masks are the costly ones to compute; as rules of their own they
-/// end where the loop ends, so the same loop has the same mask wherever it occurs, in this
-/// grammar and (through the compiler's shared cache) in every later one. Runs after
-/// inlining, which would put them back.
-pub(crate) fn outline_text_loops(grammar: &Grammar) -> Grammar {
-    let mut out = grammar.clone();
-    let mut made: FxHashMap<Expr, RuleId> = FxHashMap::default();
-    let mut new_rules: Vec<Rule> = Vec::new();
-    let base = out.rules.len() as u32;
-    for ri in 0..out.rules.len() {
-        // The rule's body itself stays (nothing to gain), its inner loops move out.
-        let mut stack: Vec<&mut Expr> = match &mut out.rules[ri].body {
-            Expr::Seq(v) | Expr::Choice(v) => v.iter_mut().collect(),
-            Expr::Repeat { expr, .. } => vec![expr.as_mut()],
-            _ => Vec::new(),
-        };
-        while let Some(e) = stack.pop() {
-            if is_text_loop(e) {
-                let id = *made.entry(e.clone()).or_insert_with(|| {
-                    let id = RuleId(base + new_rules.len() as u32);
-                    new_rules.push(Rule {
-                        name: format!("text_loop_{}", new_rules.len()),
-                        body: e.clone(),
-                    });
-                    id
-                });
-                *e = Expr::Rule(id);
-                continue;
-            }
-            match e {
-                Expr::Seq(v) | Expr::Choice(v) => stack.extend(v.iter_mut()),
-                Expr::Repeat { expr, .. } => stack.push(expr),
-                _ => {}
-            }
-        }
-    }
-    // Generated names must not clash with the grammar's own.
-    let taken: rustc_hash::FxHashSet<String> = out.rules.iter().map(|r| r.name.clone()).collect();
-    for r in &mut new_rules {
-        while taken.contains(&r.name) {
-            r.name.push('_');
-        }
-    }
-    out.rules.extend(new_rules);
-    out
 }
