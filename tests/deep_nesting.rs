@@ -230,7 +230,10 @@ fn deep_hand_built_ir_is_refused_and_dropped_without_recursion() {
             })
         );
         let e = c.compile_ir(&g).unwrap_err();
-        assert!(matches!(e, CompileError::Invalid(InvalidGrammar::TooDeep { .. })));
+        assert!(matches!(
+            e,
+            CompileError::Invalid(InvalidGrammar::TooDeep { .. })
+        ));
         assert!(e.to_string().contains("1000"), "{e}");
         // Printing it as EBNF does not recurse either.
         let text = g.to_string();

@@ -275,7 +275,6 @@ impl fmt::Display for RuleId {
     }
 }
 
-
 /// Takes an expression tree apart with an explicit stack, so that dropping it never
 /// recurses more than one level whatever its depth (the derived drop of [`Expr`] recurses
 /// once per level and overflows a thread's stack a few tens of thousands of levels down).
