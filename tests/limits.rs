@@ -162,6 +162,7 @@ fn memory() {
 }
 
 #[test]
+#[cfg(feature = "tiktoken")]
 fn compile_time_budget_is_cooperative() {
     // A zero budget stops at the first check.
     let c = with(Limits {
