@@ -106,8 +106,14 @@ fn sixty_four_matchers_on_one_grammar_across_threads() {
             let steps: usize = serial.iter().map(Vec::len).sum();
             assert!(steps > 64 * 5, "{src}: only {steps} steps");
             for (i, ((a, b), c)) in serial.iter().zip(&parallel).zip(&again).enumerate() {
-                assert_eq!(a, b, "{precompute:?} {src}: matcher {i} differs in parallel");
-                assert_eq!(a, c, "{precompute:?} {src}: matcher {i} differs on warm Arc");
+                assert_eq!(
+                    a, b,
+                    "{precompute:?} {src}: matcher {i} differs in parallel"
+                );
+                assert_eq!(
+                    a, c,
+                    "{precompute:?} {src}: matcher {i} differs on warm Arc"
+                );
             }
         }
     }
