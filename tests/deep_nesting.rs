@@ -138,6 +138,8 @@ fn json_document_nested_100000_levels() {
         m.fill_next_token_bitmask(&mut mask).unwrap();
         assert!(allowed(&mask, close2));
         assert!(!allowed(&mask, stop));
+        // Nothing is forced after `[` (a value or `]` may follow).
+        assert_eq!(m.find_jump_forward_string(), "");
         for i in 0..DEPTH / 2 {
             if i % 5_000 == 0 {
                 m.fill_next_token_bitmask(&mut mask).unwrap();
@@ -300,6 +302,41 @@ fn ir_at_the_depth_limit_compiles() {
         let compiled = c.compile_ir(&g).unwrap();
         let mut m = GrammarMatcher::new(compiled);
         assert!(m.accept_string("abab"));
+        assert!(m.accept_token(eos(&c)));
+
+        // A rule at the depth limit whose innermost leaf calls a small rule that is itself
+        // 59 deep: inlining puts that rule at the bottom, about 1,060 levels down, and every
+        // later pass (lowering, NFA construction) still runs on a 2 MiB stack.
+        let mut root = Expr::Rule(RuleId(1));
+        for _ in 1..Grammar::MAX_DEPTH {
+            root = Expr::Seq(vec![Expr::Bytes(b"a".to_vec()), root]);
+        }
+        let mut small = Expr::Bytes(b"z".to_vec());
+        for _ in 1..30 {
+            small = Expr::Repeat {
+                expr: Box::new(Expr::Choice(vec![small])),
+                min: 1,
+                max: Some(1),
+            };
+        }
+        let g = Grammar {
+            rules: vec![
+                Rule {
+                    name: "root".into(),
+                    body: root,
+                },
+                Rule {
+                    name: "small".into(),
+                    body: small,
+                },
+            ],
+            root: RuleId(0),
+        };
+        let compiled = c.compile_ir(&g).unwrap();
+        let mut m = GrammarMatcher::new(compiled);
+        assert!(m.accept_string(&"a".repeat(Grammar::MAX_DEPTH - 1)));
+        assert!(!m.clone().accept_string("a"));
+        assert!(m.accept_string("z"));
         assert!(m.accept_token(eos(&c)));
     });
 }

@@ -282,10 +282,8 @@ fn drop_iteratively(root: &mut Expr) {
     fn take_children(e: &mut Expr, out: &mut Vec<Expr>) {
         match e {
             Expr::Seq(v) | Expr::Choice(v) => out.append(v),
-            Expr::Repeat { expr, .. } => {
-                if !matches!(**expr, Expr::Empty) {
-                    out.push(std::mem::replace(&mut **expr, Expr::Empty))
-                }
+            Expr::Repeat { expr, .. } if !matches!(**expr, Expr::Empty) => {
+                out.push(std::mem::replace(&mut **expr, Expr::Empty))
             }
             _ => {}
         }
