@@ -7,6 +7,7 @@
 //!
 //! Run with `cargo test --release --test deep_nesting`.
 
+use serde_json::{Map, Value};
 use tokensieve::grammar::{EbnfErrorKind, Expr, Grammar, InvalidGrammar, Rule, RuleId};
 use tokensieve::{
     CompileError, GrammarCompiler, GrammarMatcher, JsonSchemaError, JsonSchemaOptions,
@@ -362,5 +363,29 @@ fn json_schema_nested_10000_levels() {
         assert!(c
             .compile_json_schema(schema.as_str(), &JsonSchemaOptions::default())
             .is_err());
+
+        // The same schema as a `serde_json::Value` (built without the recursion limit): the
+        // front end's own depth limit refuses it with a typed error naming the pointer.
+        let mut v = Value::Object(Map::new());
+        for _ in 0..10_000 {
+            let mut m = Map::new();
+            m.insert("items".into(), v);
+            v = Value::Object(m);
+        }
+        let e = c
+            .compile_json_schema(&v, &JsonSchemaOptions::default())
+            .unwrap_err();
+        assert!(
+            e.to_string().contains("#/items/items/items"),
+            "{}",
+            &e.to_string()[..200.min(e.to_string().len())]
+        );
+        // serde_json's own drop recurses on depth: take the value apart by hand.
+        let mut stack = vec![v];
+        while let Some(v) = stack.pop() {
+            if let Value::Object(m) = v {
+                stack.extend(m.into_iter().map(|(_, x)| x));
+            }
+        }
     });
 }
