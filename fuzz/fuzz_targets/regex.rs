@@ -11,8 +11,19 @@ fn compiler() -> &'static GrammarCompiler {
     static C: OnceLock<GrammarCompiler> = OnceLock::new();
     C.get_or_init(|| {
         let tokens: Vec<&[u8]> = vec![
-            b"a", b"b", b"ab", b"0", b"42", b"-", b" ", b"\n", b"\xC3\xA9", b"\xC3", b"\xA9",
-            b"x", b"<s>",
+            b"a",
+            b"b",
+            b"ab",
+            b"0",
+            b"42",
+            b"-",
+            b" ",
+            b"\n",
+            b"\xC3\xA9",
+            b"\xC3",
+            b"\xA9",
+            b"x",
+            b"<s>",
         ];
         let vocab = Vocabulary::from_token_bytes(&tokens, &[12], &[12]).unwrap();
         GrammarCompiler::new(vocab)
