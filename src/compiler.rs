@@ -11,6 +11,7 @@ use crate::automaton::{
 };
 use crate::grammar::ebnf::{parse_ebnf, EbnfError};
 use crate::grammar::{Expr, Grammar, InvalidGrammar, TokenRef};
+use crate::limits::{check_ir, check_memory, Deadline, LimitExceeded, Limits};
 use crate::mask::cache::{compute_node_mask, compute_pair_mask, NodeMask};
 use crate::mask::shared::SharedMasks;
 use crate::mask::TokenTrie;
@@ -54,12 +55,25 @@ pub enum CompileError {
         /// The root rule's name.
         root: String,
     },
-    /// The automata exceed a size limit.
+    /// The automata exceed a hard size limit.
     #[error(transparent)]
-    Automaton(#[from] AutomatonError),
+    Automaton(AutomatonError),
+    /// The input exceeds one of the compiler's [`Limits`] (the error names the limit, its
+    /// value and the input's value).
+    #[error(transparent)]
+    Limit(#[from] LimitExceeded),
     /// A structural tag could not be read or lowered (the message gives its JSON path).
     #[error(transparent)]
     StructuralTag(#[from] crate::structural_tag::StructuralTagError),
+}
+
+impl From<AutomatonError> for CompileError {
+    fn from(e: AutomatonError) -> Self {
+        match e {
+            AutomatonError::Limit(l) => CompileError::Limit(l),
+            e => CompileError::Automaton(e),
+        }
+    }
 }
 
 /// When node masks are computed.
@@ -84,6 +98,7 @@ pub struct GrammarCompiler {
     precompute: Precompute,
     /// Node masks shared by every grammar this compiler (and its clones) compiles.
     shared: Arc<SharedMasks>,
+    limits: Limits,
 }
 
 /// A grammar compiled against a vocabulary: its automata and token mask cache.
@@ -154,6 +169,7 @@ impl GrammarCompiler {
             text_bits: bits.into(),
             precompute: Precompute::Eager,
             shared: Arc::new(SharedMasks::new(Self::DEFAULT_MASK_CACHE_BYTES)),
+            limits: Limits::default(),
         }
     }
 
@@ -179,6 +195,18 @@ impl GrammarCompiler {
     pub fn with_precompute(mut self, precompute: Precompute) -> Self {
         self.precompute = precompute;
         self
+    }
+
+    /// Sets the resource limits every compile of this compiler enforces (default
+    /// [`Limits::default`]); exceeding one is [`CompileError::Limit`].
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// The resource limits this compiler enforces.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
     }
 
     /// The vocabulary grammars are compiled against.
@@ -230,6 +258,8 @@ impl GrammarCompiler {
     /// min), plus the errors of [`GrammarCompiler::compile_grammar`] after parsing.
     pub fn compile_ir(&self, grammar: &Grammar) -> Result<Arc<CompiledGrammar>, CompileError> {
         grammar.validate()?;
+        check_ir(&self.limits, grammar)?;
+        let deadline = Deadline::start(self.limits.compile_time);
         // Resolve token terminals first, so that automaton building cannot fail on them.
         let mut resolved: rustc_hash::FxHashMap<TokenRef, u32> = Default::default();
         for rule in &grammar.rules {
@@ -271,9 +301,13 @@ impl GrammarCompiler {
             }
         }
         let (lowered, counted) = lower_repeats(&outline_text_loops(&inline_rules(&rewritten)));
-        let mut aut = Automaton::build(&lowered, &counted, &|t| {
-            resolved.get(t).copied().unwrap_or(0)
-        })?;
+        let mut aut = Automaton::build(
+            &lowered,
+            &counted,
+            &|t| resolved.get(t).copied().unwrap_or(0),
+            &self.limits,
+            &deadline,
+        )?;
         if !aut.prune_unproductive() {
             return Err(CompileError::EmptyLanguage {
                 root: grammar.rules[grammar.root.index()].name.clone(),
@@ -309,15 +343,28 @@ impl GrammarCompiler {
             virtual_pair_masks: RwLock::new(FxHashMap::default()),
             max_token_len: self.trie.depth.iter().copied().max().unwrap_or(0) as u32,
         };
+        // Memory: the automata now, then a running total of the masks as they are computed.
+        // (The structure keys are dropped after an eager precompute: not counted then.)
+        let transient = match self.precompute {
+            Precompute::Eager => compiled.class_keys_bytes(),
+            Precompute::Lazy => 0,
+        };
+        let used = std::sync::atomic::AtomicU64::new((compiled.memory_bytes() - transient) as u64);
+        let add = |bytes: usize| {
+            let total = used.fetch_add(bytes as u64, std::sync::atomic::Ordering::Relaxed);
+            check_memory(&self.limits, (total + bytes as u64) as usize)
+        };
+        add(0)?;
         if self.precompute == Precompute::Eager {
             // One representative node per mask class.
             let mut first = vec![u32::MAX; compiled.masks.len()];
             for (n, &c) in compiled.mask_class.iter().enumerate().rev() {
                 first[c as usize] = n as u32;
             }
-            first.into_par_iter().for_each(|n| {
-                compiled.node_mask(n);
-            });
+            first.into_par_iter().try_for_each(|n| {
+                deadline.check()?;
+                add(compiled.node_mask(n).map_or(0, |m| m.memory_bytes()))
+            })?;
             // Context masks for the nodes whose tokens can run past their rule's end.
             let pairs: Vec<(u32, u32)> = (0..compiled.aut.nodes.len() as u32)
                 .filter(|&n| {
@@ -330,10 +377,12 @@ impl GrammarCompiler {
                     compiled.sites[rule].iter().map(move |&m| (n, m))
                 })
                 .collect();
-            pairs.into_par_iter().for_each(|(n, m)| {
-                compiled.pair_mask(n, m);
-            });
+            pairs.into_par_iter().try_for_each(|(n, m)| {
+                deadline.check()?;
+                add(compiled.pair_mask(n, m).map_or(0, |m| m.memory_bytes()))
+            })?;
             compiled.class_keys = Vec::new();
+            check_memory(&self.limits, compiled.memory_bytes())?;
         }
         Ok(Arc::new(compiled))
     }
@@ -464,6 +513,14 @@ impl CompiledGrammar {
         })))
     }
 
+    /// Heap bytes of the structure keys (kept only while masks may still be computed).
+    fn class_keys_bytes(&self) -> usize {
+        self.class_keys
+            .iter()
+            .map(|k| 16 + k.as_ref().map_or(0, |k| k.len() * 8))
+            .sum()
+    }
+
     /// The grammar this was compiled from (before lowering); `to_string()` prints it as EBNF.
     pub fn grammar(&self) -> &Grammar {
         &self.grammar
@@ -502,11 +559,7 @@ impl CompiledGrammar {
                     + m.get().map_or(0, |m| m.memory_bytes())
             })
             .sum::<usize>()
-            + self
-                .class_keys
-                .iter()
-                .map(|k| 16 + k.as_ref().map_or(0, |k| k.len() * 8))
-                .sum::<usize>();
+            + self.class_keys_bytes();
         let pairs: usize = self
             .pair_masks
             .iter()

@@ -24,7 +24,10 @@ fn grammars() -> &'static (Arc<Vocabulary>, Vec<Arc<CompiledGrammar>>) {
         ];
         let vocab = Arc::new(Vocabulary::from_token_bytes(&tokens, &[19, 20], &[20]).unwrap());
         let compiler = GrammarCompiler::new(vocab.clone());
-        let compiled = GRAMMARS.iter().map(|g| compiler.compile_grammar(g).unwrap()).collect();
+        let compiled = GRAMMARS
+            .iter()
+            .map(|g| compiler.compile_grammar(g).unwrap())
+            .collect();
         (vocab, compiled)
     })
 }

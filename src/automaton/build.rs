@@ -5,6 +5,7 @@
 use super::regular::TailPlan;
 use super::{ByteEdge, CallEdge, TokenEdge};
 use crate::grammar::Expr;
+use crate::limits::Deadline;
 use regex_syntax::utf8::Utf8Sequences;
 use rustc_hash::FxHashMap;
 
@@ -34,6 +35,8 @@ pub(crate) enum BuildError {
     TooManyStates,
     /// Subset construction exceeded its budget (internal: the caller falls back to the NFA).
     Blowup,
+    /// The compile's deadline passed.
+    Timeout,
 }
 
 /// How deep an expression tree may be before the builder refuses it (it recurses).
@@ -221,6 +224,7 @@ pub(crate) fn build_automaton(
     body: &Expr,
     token: &dyn Fn(&crate::grammar::TokenRef) -> u32,
     max_states: usize,
+    deadline: &Deadline,
     plan: &TailPlan<'_>,
     rule: u32,
 ) -> Result<Vec<DfaState>, BuildError> {
@@ -249,11 +253,14 @@ pub(crate) fn build_automaton(
         nfa.edge(from, Label::Eps, to);
     }
     let budget = (nfa.edges.len() * 4 + 256).min(max_states);
-    match subset_construction(&nfa, start, accept, budget) {
-        Err(BuildError::Blowup) => epsilon_free(&nfa, start, accept, max_states),
+    match subset_construction(&nfa, start, accept, budget, deadline) {
+        Err(BuildError::Blowup) => epsilon_free(&nfa, start, accept, max_states, deadline),
         other => other,
     }
 }
+
+/// How many states the constructions build between two looks at the deadline.
+const DEADLINE_EVERY: usize = 256;
 
 /// The ε-free NFA: one state per NFA state entered by a non-ε edge (and the start), with
 /// the non-ε edges of its ε-closure.
@@ -262,6 +269,7 @@ fn epsilon_free(
     start: u32,
     accept: u32,
     max_states: usize,
+    deadline: &Deadline,
 ) -> Result<Vec<DfaState>, BuildError> {
     let mut seen = vec![false; nfa.edges.len()];
     let mut id: FxHashMap<u32, u32> = FxHashMap::default();
@@ -272,6 +280,9 @@ fn epsilon_free(
     while i < order.len() {
         let q = order[i];
         i += 1;
+        if i % DEADLINE_EVERY == 0 && deadline.expired() {
+            return Err(BuildError::Timeout);
+        }
         let mut closure = vec![q];
         nfa.closure(&mut closure, &mut seen);
         let mut st = DfaState {
@@ -321,6 +332,7 @@ fn subset_construction(
     start: u32,
     accept: u32,
     max_states: usize,
+    deadline: &Deadline,
 ) -> Result<Vec<DfaState>, BuildError> {
     let mut seen = vec![false; nfa.edges.len()];
 
@@ -332,6 +344,9 @@ fn subset_construction(
     let mut out: Vec<DfaState> = Vec::new();
     let mut i = 0;
     while i < sets.len() {
+        if i % DEADLINE_EVERY == DEADLINE_EVERY - 1 && deadline.expired() {
+            return Err(BuildError::Timeout);
+        }
         let set = sets[i].clone();
         let mut byte_ranges: Vec<(u8, u8, u32)> = Vec::new();
         let mut calls: FxHashMap<u32, Vec<u32>> = FxHashMap::default();

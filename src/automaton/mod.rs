@@ -11,7 +11,8 @@ mod classes;
 pub(crate) mod lower;
 mod regular;
 
-use crate::grammar::{Expr, Grammar, TokenRef};
+use crate::grammar::{Expr, Grammar, RuleId, TokenRef};
+use crate::limits::{Deadline, Limit, LimitExceeded, Limits};
 
 /// An edge on one byte range `lo..=hi`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -58,7 +59,8 @@ pub enum AutomatonError {
         /// The limit.
         limit: usize,
     },
-    /// A rule's automaton would have too many states.
+    /// The automata would need more node ids than the id space holds (a hard limit; the
+    /// configurable ones are [`AutomatonError::Limit`]).
     #[error("rule `{rule}` needs more than {limit} automaton states; split it into smaller rules")]
     TooManyStates {
         /// The rule.
@@ -66,6 +68,10 @@ pub enum AutomatonError {
         /// The limit.
         limit: usize,
     },
+    /// One of the compiler's [`Limits`](crate::Limits) (rule states, automaton nodes,
+    /// compile time).
+    #[error(transparent)]
+    Limit(#[from] crate::limits::LimitExceeded),
 }
 
 /// All rule automata of one grammar, with the facts the parser and the mask cache need.
@@ -156,16 +162,17 @@ impl Counted {
     }
 }
 
-/// Most states one rule's DFA may have.
-pub(crate) const MAX_RULE_STATES: usize = 100_000;
-
 impl Automaton {
     /// Builds the automata of `grammar` (already validated and lowered). `token` maps each
-    /// token terminal to its id.
+    /// token terminal to its id. Stops with [`AutomatonError::Limit`] past
+    /// `limits.max_rule_states` states in one rule, `limits.max_automaton_nodes` nodes in
+    /// all, or the deadline.
     pub(crate) fn build(
         grammar: &Grammar,
         counted_rules: &[u32],
         token: &dyn Fn(&TokenRef) -> u32,
+        limits: &Limits,
+        deadline: &Deadline,
     ) -> Result<Self, AutomatonError> {
         let mut a = Automaton {
             nodes: Vec::new(),
@@ -203,20 +210,36 @@ impl Automaton {
                 });
                 continue;
             }
-            let dfa = build::build_automaton(body, token, MAX_RULE_STATES, &plan, ri as u32)
+            deadline.check()?;
+            let max_states = limits.max_rule_states.min(RuleId::LIMIT);
+            let dfa = build::build_automaton(body, token, max_states, deadline, &plan, ri as u32)
                 .map_err(|e| match e {
-                    build::BuildError::TooDeep(depth) => AutomatonError::TooDeep {
-                        rule: rule.name.clone(),
-                        depth,
-                        limit: build::MAX_EXPR_DEPTH,
-                    },
-                    build::BuildError::TooManyStates | build::BuildError::Blowup => {
-                        AutomatonError::TooManyStates {
-                            rule: rule.name.clone(),
-                            limit: MAX_RULE_STATES,
-                        }
-                    }
-                })?;
+                build::BuildError::TooDeep(depth) => AutomatonError::TooDeep {
+                    rule: rule.name.clone(),
+                    depth,
+                    limit: build::MAX_EXPR_DEPTH,
+                },
+                build::BuildError::TooManyStates | build::BuildError::Blowup => LimitExceeded::new(
+                    Limit::RuleStates,
+                    max_states as u64,
+                    max_states as u64 + 1,
+                    Some(&rule.name),
+                )
+                .into(),
+                build::BuildError::Timeout => {
+                    deadline.error(deadline.budget().unwrap_or_default()).into()
+                }
+            })?;
+            let total = a.nodes.len() + if is_counted { 0 } else { dfa.len() };
+            if total > limits.max_automaton_nodes {
+                return Err(LimitExceeded::new(
+                    Limit::AutomatonNodes,
+                    limits.max_automaton_nodes as u64,
+                    total as u64,
+                    Some(&rule.name),
+                )
+                .into());
+            }
             if let (Expr::Repeat { min, max, .. }, true) = (&rule.body, is_counted) {
                 a.rule_start.push(u32::MAX); // set below, once real nodes are numbered
                 pending.push((ri as u32, dfa, *min, *max));

@@ -274,3 +274,44 @@ impl fmt::Display for RuleId {
         write!(f, "#{}", self.0)
     }
 }
+
+/// Takes an expression tree apart with an explicit stack, so that dropping it never
+/// recurses more than one level whatever its depth (the derived drop of [`Expr`] recurses
+/// once per level and overflows a thread's stack a few tens of thousands of levels down).
+fn drop_iteratively(root: &mut Expr) {
+    fn take_children(e: &mut Expr, out: &mut Vec<Expr>) {
+        match e {
+            Expr::Seq(v) | Expr::Choice(v) => out.append(v),
+            Expr::Repeat { expr, .. } if !matches!(**expr, Expr::Empty) => {
+                out.push(std::mem::replace(&mut **expr, Expr::Empty))
+            }
+            _ => {}
+        }
+    }
+    let mut stack = Vec::new();
+    take_children(root, &mut stack);
+    while let Some(mut e) = stack.pop() {
+        take_children(&mut e, &mut stack);
+        // `e` has no children left: its own drop is shallow.
+    }
+}
+
+impl Drop for Rule {
+    /// Drops the body without recursion on its depth (see [`Expr::into_flat_drop`]).
+    fn drop(&mut self) {
+        drop_iteratively(&mut self.body);
+    }
+}
+
+impl Expr {
+    /// Drops this expression without recursing on its depth.
+    ///
+    /// `Expr`'s own drop is the derived one, which recurses once per nesting level; a tree
+    /// nested deeper than about 10,000 levels (only a hand-built one: every front end and
+    /// [`Grammar::validate`] stop at [`Grammar::MAX_DEPTH`]) can overflow a 2 MiB thread
+    /// stack when dropped. Call this on such a tree instead of letting it go out of scope.
+    /// A [`Rule`] (and so a [`Grammar`]) always drops its body this way.
+    pub fn into_flat_drop(mut self) {
+        drop_iteratively(&mut self);
+    }
+}

@@ -1,0 +1,325 @@
+//! Resource limits for compiling grammars from untrusted input.
+//!
+//! A server that compiles schemas and grammars sent by anyone must turn a hostile input
+//! into an error, fast, instead of a stack overflow, an exhausted memory or a compile that
+//! never ends. [`Limits`] gathers every bound the compiler enforces; a
+//! [`GrammarCompiler`](crate::GrammarCompiler) holds one
+//! ([`GrammarCompiler::with_limits`](crate::GrammarCompiler::with_limits)), and exceeding
+//! any of them is a [`LimitExceeded`] error naming the limit, its value and the input's
+//! value.
+//!
+//! The defaults ([`Limits::default`]) are generous: every schema of the shared MaskBench /
+//! JSONSchemaBench corpora compiles within them, as do grammars such as
+//! `[a-z]{2,20000}` or a string of `maxLength: 524288`.
+
+use std::fmt;
+use std::time::{Duration, Instant};
+
+/// Bounds on what one compile may take (see the [module documentation](self)).
+///
+/// Every field is public; build one with struct-update syntax:
+///
+/// ```
+/// use std::time::Duration;
+/// use tokensieve::Limits;
+///
+/// let strict = Limits {
+///     compile_time: Some(Duration::from_millis(500)),
+///     max_automaton_nodes: 50_000,
+///     ..Limits::default()
+/// };
+/// assert_eq!(strict.max_rule_states, Limits::default().max_rule_states);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Largest grammar IR, in expression nodes summed over all rules, a literal of `n` bytes
+    /// counting `n` (it becomes `n` automaton states). Checked before anything else is
+    /// built. Default 2,000,000.
+    pub max_ir_nodes: u64,
+    /// Deepest expression nesting in one rule (a leaf is depth 1). Values above
+    /// [`Grammar::MAX_DEPTH`](crate::Grammar::MAX_DEPTH) (1,000), the hard limit of the IR,
+    /// act as that limit. Default 1,000.
+    pub max_nesting_depth: usize,
+    /// Largest repetition bound `{m,n}` (the larger of `m` and `n`). Large bounds are lowered
+    /// compactly, so the cost grows with the logarithm of the bound, not the bound; the limit
+    /// guards against bounds that are only a typing accident. Default 1,000,000 (as the EBNF
+    /// parser's own bound; JSON Schema `maxLength: 524288` fits).
+    pub max_repeat_bound: u32,
+    /// Most automaton states of one rule (after subset construction, or of its ε-free NFA
+    /// when the DFA would be exponential). Default 500,000: the largest MaskBench schema
+    /// (`Github_ultra` o43012, a union of many object shapes) needs one rule of about
+    /// 350,000 states.
+    pub max_rule_states: usize,
+    /// Most automaton nodes over all rules (the real nodes that get a token mask each;
+    /// virtual nodes of counted repetitions share masks and are not counted). Default
+    /// 1,000,000.
+    pub max_automaton_nodes: usize,
+    /// Most heap memory of one compiled grammar, in bytes, as
+    /// [`CompiledGrammar::memory_bytes`](crate::CompiledGrammar::memory_bytes) reports it:
+    /// checked on the automata before masks are computed, and on the whole grammar after
+    /// [`Precompute::Eager`](crate::Precompute::Eager) has computed them (masks computed
+    /// later, under [`Precompute::Lazy`](crate::Precompute::Lazy), are not bounded).
+    /// Default 4 GiB.
+    pub max_memory_bytes: u64,
+    /// Wall-clock budget of one compile, or `None` for none. Checked cooperatively (a flag,
+    /// never a thread kill) between rules and states of the automaton construction and
+    /// between nodes of the mask precomputation; a compile stops within about one node's
+    /// mask time (well under a second) of the deadline. Default `None`.
+    pub compile_time: Option<Duration>,
+    /// Deepest nesting of JSON Schema subschemas and `$ref` chains, for front ends that
+    /// honour it. Default 200.
+    pub max_schema_depth: usize,
+    /// Most values of one JSON Schema `enum`, for front ends that honour it. Default
+    /// 200,000 (a 100,000-value enum fits).
+    pub max_enum_values: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_ir_nodes: 2_000_000,
+            max_nesting_depth: 1_000,
+            max_repeat_bound: 1_000_000,
+            max_rule_states: 500_000,
+            max_automaton_nodes: 1_000_000,
+            max_memory_bytes: 4 << 30,
+            compile_time: None,
+            max_schema_depth: 200,
+            max_enum_values: 200_000,
+        }
+    }
+}
+
+impl Limits {
+    /// No practical bound: every field at its maximum (the IR's hard nesting limit still
+    /// applies). For trusted input only.
+    pub fn unlimited() -> Self {
+        Limits {
+            max_ir_nodes: u64::MAX,
+            max_nesting_depth: usize::MAX,
+            max_repeat_bound: u32::MAX,
+            max_rule_states: usize::MAX,
+            max_automaton_nodes: usize::MAX,
+            max_memory_bytes: u64::MAX,
+            compile_time: None,
+            max_schema_depth: usize::MAX,
+            max_enum_values: usize::MAX,
+        }
+    }
+}
+
+/// Which of the [`Limits`] an input exceeded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Limit {
+    /// [`Limits::max_ir_nodes`].
+    IrNodes,
+    /// [`Limits::max_nesting_depth`].
+    NestingDepth,
+    /// [`Limits::max_repeat_bound`].
+    RepeatBound,
+    /// [`Limits::max_rule_states`].
+    RuleStates,
+    /// [`Limits::max_automaton_nodes`].
+    AutomatonNodes,
+    /// [`Limits::max_memory_bytes`].
+    MemoryBytes,
+    /// [`Limits::compile_time`] (values in milliseconds).
+    CompileTime,
+    /// [`Limits::max_schema_depth`].
+    SchemaDepth,
+    /// [`Limits::max_enum_values`].
+    EnumValues,
+}
+
+impl Limit {
+    /// The name of the [`Limits`] field, such as `max_ir_nodes`.
+    pub fn field(self) -> &'static str {
+        match self {
+            Limit::IrNodes => "max_ir_nodes",
+            Limit::NestingDepth => "max_nesting_depth",
+            Limit::RepeatBound => "max_repeat_bound",
+            Limit::RuleStates => "max_rule_states",
+            Limit::AutomatonNodes => "max_automaton_nodes",
+            Limit::MemoryBytes => "max_memory_bytes",
+            Limit::CompileTime => "compile_time",
+            Limit::SchemaDepth => "max_schema_depth",
+            Limit::EnumValues => "max_enum_values",
+        }
+    }
+
+    /// What the limit measures, with its unit, for messages.
+    fn what(self) -> &'static str {
+        match self {
+            Limit::IrNodes => "grammar size (IR nodes)",
+            Limit::NestingDepth => "expression nesting depth",
+            Limit::RepeatBound => "repetition bound",
+            Limit::RuleStates => "automaton states of one rule",
+            Limit::AutomatonNodes => "automaton nodes",
+            Limit::MemoryBytes => "compiled grammar memory (bytes)",
+            Limit::CompileTime => "compile time (ms)",
+            Limit::SchemaDepth => "schema nesting depth",
+            Limit::EnumValues => "enum size (values)",
+        }
+    }
+}
+
+impl fmt::Display for Limit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.field())
+    }
+}
+
+/// An input exceeded one of the [`Limits`].
+///
+/// Displays as, for example, `limit max_automaton_nodes exceeded in rule \`root\`: automaton
+/// nodes 1200000 > 1000000 (simplify the grammar or raise Limits::max_automaton_nodes)`.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub struct LimitExceeded {
+    /// The limit.
+    pub limit: Limit,
+    /// Its value.
+    pub value: u64,
+    /// The input's value: the measured amount, or, for limits checked while something
+    /// grows (states, time), the amount reached when the check stopped it, so at least
+    /// `value + 1`.
+    pub actual: u64,
+    /// The rule where it was exceeded, when one rule is to blame.
+    pub rule: Option<String>,
+}
+
+impl fmt::Display for LimitExceeded {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "limit {} exceeded", self.limit)?;
+        if let Some(rule) = &self.rule {
+            write!(f, " in rule `{rule}`")?;
+        }
+        write!(
+            f,
+            ": {} {} > {} (simplify the input or raise Limits::{})",
+            self.limit.what(),
+            self.actual,
+            self.value,
+            self.limit.field()
+        )
+    }
+}
+
+impl LimitExceeded {
+    /// A new error (crate-internal shorthand).
+    pub(crate) fn new(limit: Limit, value: u64, actual: u64, rule: Option<&str>) -> Self {
+        LimitExceeded {
+            limit,
+            value,
+            actual,
+            rule: rule.map(str::to_string),
+        }
+    }
+}
+
+/// A compile's deadline, checked cooperatively.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Deadline {
+    start: Instant,
+    budget: Option<Duration>,
+}
+
+impl Deadline {
+    /// Starts the clock for `budget` (`None`: never expires).
+    pub(crate) fn start(budget: Option<Duration>) -> Self {
+        Deadline {
+            start: Instant::now(),
+            budget,
+        }
+    }
+
+    /// True once the budget is spent.
+    pub(crate) fn expired(&self) -> bool {
+        self.budget.is_some_and(|b| self.start.elapsed() > b)
+    }
+
+    /// `Err` once the budget is spent.
+    pub(crate) fn check(&self) -> Result<(), LimitExceeded> {
+        match self.budget {
+            Some(b) if self.start.elapsed() > b => Err(self.error(b)),
+            _ => Ok(()),
+        }
+    }
+
+    /// The error for an expired budget.
+    pub(crate) fn error(&self, budget: Duration) -> LimitExceeded {
+        LimitExceeded::new(
+            Limit::CompileTime,
+            budget.as_millis() as u64,
+            self.start.elapsed().as_millis().max(budget.as_millis() + 1) as u64,
+            None,
+        )
+    }
+
+    /// The budget, if any.
+    pub(crate) fn budget(&self) -> Option<Duration> {
+        self.budget
+    }
+}
+
+/// Checks the IR-level limits (size, nesting depth, repetition bounds) of a validated
+/// grammar, without recursion.
+pub(crate) fn check_ir(limits: &Limits, g: &crate::Grammar) -> Result<(), LimitExceeded> {
+    use crate::grammar::Expr;
+    let mut size = 0u64;
+    for rule in &g.rules {
+        let mut stack = vec![(&rule.body, 1usize)];
+        while let Some((e, depth)) = stack.pop() {
+            if depth > limits.max_nesting_depth {
+                return Err(LimitExceeded::new(
+                    Limit::NestingDepth,
+                    limits.max_nesting_depth as u64,
+                    depth as u64,
+                    Some(&rule.name),
+                ));
+            }
+            size = size.saturating_add(match e {
+                Expr::Bytes(b) => b.len().max(1) as u64,
+                _ => 1,
+            });
+            match e {
+                Expr::Seq(v) | Expr::Choice(v) => stack.extend(v.iter().map(|x| (x, depth + 1))),
+                Expr::Repeat { expr, min, max } => {
+                    let bound = max.unwrap_or(*min).max(*min);
+                    if bound > limits.max_repeat_bound {
+                        return Err(LimitExceeded::new(
+                            Limit::RepeatBound,
+                            limits.max_repeat_bound as u64,
+                            bound as u64,
+                            Some(&rule.name),
+                        ));
+                    }
+                    stack.push((expr, depth + 1))
+                }
+                _ => {}
+            }
+        }
+    }
+    if size > limits.max_ir_nodes {
+        return Err(LimitExceeded::new(
+            Limit::IrNodes,
+            limits.max_ir_nodes,
+            size,
+            None,
+        ));
+    }
+    Ok(())
+}
+
+/// Checks [`Limits::max_memory_bytes`] against a compiled grammar's size.
+pub(crate) fn check_memory(limits: &Limits, bytes: usize) -> Result<(), LimitExceeded> {
+    if bytes as u64 > limits.max_memory_bytes {
+        return Err(LimitExceeded::new(
+            Limit::MemoryBytes,
+            limits.max_memory_bytes,
+            bytes as u64,
+            None,
+        ));
+    }
+    Ok(())
+}

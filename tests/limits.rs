@@ -1,0 +1,325 @@
+//! `Limits`: every configurable bound of the compiler turns an oversized input into a
+//! typed `CompileError::Limit` naming the limit, its value and the input's value; the
+//! defaults admit every MaskBench schema, `[a-z]{2,20000}`, a 100,000-value enum and
+//! `maxLength: 524288`.
+//!
+//! Run with `cargo test --release --test limits`.
+
+mod common;
+
+use serde_json::{json, Value};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokensieve::grammar::{Expr, Grammar, Rule, RuleId};
+use tokensieve::{
+    CompileError, GrammarCompiler, GrammarMatcher, JsonSchemaError, JsonSchemaOptions, Limit,
+    LimitExceeded, Limits, Precompute, Vocabulary,
+};
+
+/// Every byte as a token, some words, and a stop token (the last id).
+fn vocab() -> Arc<Vocabulary> {
+    let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+    for w in ["ab", "abc", "hello", " world", "{\"", "\":", "aaaa"] {
+        tokens.push(w.as_bytes().to_vec());
+    }
+    let eos = tokens.len() as u32;
+    tokens.push(b"<eos>".to_vec());
+    Arc::new(Vocabulary::from_token_bytes(&tokens, &[eos], &[eos]).unwrap())
+}
+
+fn with(limits: Limits) -> GrammarCompiler {
+    GrammarCompiler::new(vocab()).with_limits(limits)
+}
+
+/// Compiles `src` and expects the limit error `limit`; returns it after checking the
+/// message names the field, the value and the input's value.
+fn expect_limit(c: &GrammarCompiler, src: &str, limit: Limit) -> LimitExceeded {
+    match c.compile_grammar(src) {
+        Err(CompileError::Limit(l)) => {
+            assert_eq!(l.limit, limit, "{src:?}: {l}");
+            assert!(l.actual > l.value, "{l:?}");
+            let msg = CompileError::Limit(l.clone()).to_string();
+            for part in [
+                limit.field().to_string(),
+                l.value.to_string(),
+                l.actual.to_string(),
+            ] {
+                assert!(msg.contains(&part), "{msg:?} lacks {part:?}");
+            }
+            l
+        }
+        Err(e) => panic!("{src:?}: not a limit error: {e:?}"),
+        Ok(_) => panic!("{src:?} compiled under {limit:?}"),
+    }
+}
+
+#[test]
+fn ir_size() {
+    let c = with(Limits {
+        max_ir_nodes: 100,
+        ..Limits::default()
+    });
+    let ok = format!("root ::= \"{}\"", "a".repeat(99));
+    assert!(c.compile_grammar(&ok).is_ok());
+    let l = expect_limit(
+        &c,
+        &format!("root ::= \"{}\"", "a".repeat(150)),
+        Limit::IrNodes,
+    );
+    assert_eq!((l.value, l.actual), (100, 150));
+    // Nodes, not only bytes: 60 alternatives of one byte are 61 nodes, twice that is 122.
+    let alts = vec!["\"a\""; 60].join(" | ");
+    let l = expect_limit(&c, &format!("root ::= ({alts}) ({alts})"), Limit::IrNodes);
+    assert_eq!(l.actual, 123);
+}
+
+#[test]
+fn nesting_depth() {
+    let c = with(Limits {
+        max_nesting_depth: 6,
+        ..Limits::default()
+    });
+    assert!(c
+        .compile_grammar("root ::= (\"a\" (\"b\" (\"c\" \"d\")*)*)")
+        .is_ok());
+    let l = expect_limit(
+        &c,
+        "root ::= x\nx ::= (\"a\" (\"b\" (\"c\" (\"d\" \"e\")*)*)*)",
+        Limit::NestingDepth,
+    );
+    assert_eq!((l.value, l.actual, l.rule.as_deref()), (6, 7, Some("x")));
+}
+
+#[test]
+fn repetition_bound() {
+    let c = with(Limits {
+        max_repeat_bound: 1_000,
+        ..Limits::default()
+    });
+    assert!(c.compile_grammar("root ::= \"a\"{0,1000}").is_ok());
+    let l = expect_limit(&c, "root ::= \"a\"{2,20000}", Limit::RepeatBound);
+    assert_eq!((l.value, l.actual), (1_000, 20_000));
+    let l = expect_limit(&c, "root ::= \"a\"{5000,}", Limit::RepeatBound);
+    assert_eq!(l.actual, 5_000);
+}
+
+#[test]
+fn rule_states_and_automaton_nodes() {
+    let c = with(Limits {
+        max_rule_states: 10,
+        ..Limits::default()
+    });
+    assert!(c.compile_grammar("root ::= \"abcdefgh\"").is_ok());
+    let l = expect_limit(&c, "root ::= \"abcdefghijklmnop\"", Limit::RuleStates);
+    assert_eq!(
+        (l.value, l.actual, l.rule.as_deref()),
+        (10, 11, Some("root"))
+    );
+    // An exponential DFA falls back to the NFA, whose size is then what counts.
+    let c = with(Limits {
+        max_rule_states: 30,
+        ..Limits::default()
+    });
+    expect_limit(
+        &c,
+        "root ::= [a-c]{0,20} \"y\" [a-c]{0,20}",
+        Limit::RuleStates,
+    );
+
+    let c = with(Limits {
+        max_automaton_nodes: 30,
+        ..Limits::default()
+    });
+    // Recursive rules are not inlined: three rules of 12 states each.
+    let src = "root ::= \"abcdefghijk\" x | \"\"\n\
+               x ::= \"abcdefghijk\" y | \"\"\n\
+               y ::= \"abcdefghijk\" root | \"\"";
+    let l = expect_limit(&c, src, Limit::AutomatonNodes);
+    assert_eq!(l.value, 30);
+    assert!(l.actual > 30 && l.actual <= 40, "{l:?}");
+    // Large repetitions are counted rules: a few nodes whatever the bound.
+    let g = c.compile_grammar("root ::= [a-z]{2,20000}").unwrap();
+    assert!(g.node_count() <= 30, "{}", g.node_count());
+}
+
+#[test]
+fn memory() {
+    let src = "root ::= \"{\\\"\" [a-z]+ \"\\\":\" (\"hello\" | \" world\")* \"}\"";
+    let g = with(Limits::default()).compile_grammar(src).unwrap();
+    let bytes = g.memory_bytes() as u64;
+    let c = with(Limits {
+        max_memory_bytes: bytes / 2,
+        ..Limits::default()
+    });
+    let l = expect_limit(&c, src, Limit::MemoryBytes);
+    assert_eq!(l.value, bytes / 2);
+    // Just enough memory compiles.
+    let c = with(Limits {
+        max_memory_bytes: bytes,
+        ..Limits::default()
+    });
+    assert_eq!(c.compile_grammar(src).unwrap().memory_bytes() as u64, bytes);
+}
+
+#[test]
+#[cfg(feature = "tiktoken")]
+fn compile_time_budget_is_cooperative() {
+    // A zero budget stops at the first check.
+    let c = with(Limits {
+        compile_time: Some(Duration::ZERO),
+        ..Limits::default()
+    });
+    let l = expect_limit(&c, "root ::= \"a\"", Limit::CompileTime);
+    assert_eq!(l.value, 0);
+    // A real vocabulary: the mask precompute is stopped near the deadline.
+    let vocab = match Vocabulary::o200k_base() {
+        Ok(v) => Arc::new(v),
+        Err(e) => panic!("o200k_base: {e}"),
+    };
+    let free = GrammarCompiler::new(vocab.clone());
+    let src = "root ::= (\"{\" [a-z ]{0,40} \":\" [0-9]{1,12} (\",\" [a-z]{3,30} \":\" [^\\n]{0,50})* \"}\")+";
+    let t = Instant::now();
+    free.compile_grammar(src).unwrap();
+    let full = t.elapsed();
+    let budget = full / 10;
+    let c = GrammarCompiler::new(vocab).with_limits(Limits {
+        compile_time: Some(budget),
+        ..Limits::default()
+    });
+    let t = Instant::now();
+    let l = expect_limit(&c, src, Limit::CompileTime);
+    let took = t.elapsed();
+    eprintln!("full compile {full:?}; budget {budget:?}; stopped after {took:?}; {l}");
+    assert!(
+        took < budget + full / 2 + Duration::from_millis(200),
+        "stopped after {took:?} for a budget of {budget:?} (full compile {full:?})"
+    );
+}
+
+#[test]
+fn limits_apply_to_ir_and_regex_front_ends() {
+    let c = with(Limits {
+        max_repeat_bound: 100,
+        ..Limits::default()
+    });
+    let g = Grammar {
+        rules: vec![Rule {
+            name: "root".into(),
+            body: Expr::Repeat {
+                expr: Box::new(Expr::Bytes(b"a".to_vec())),
+                min: 0,
+                max: Some(101),
+            },
+        }],
+        root: RuleId(0),
+    };
+    assert!(matches!(
+        c.compile_ir(&g),
+        Err(CompileError::Limit(LimitExceeded {
+            limit: Limit::RepeatBound,
+            value: 100,
+            actual: 101,
+            ..
+        }))
+    ));
+    let e = c.compile_regex("a{3,200}").unwrap_err();
+    assert!(e.to_string().contains("max_repeat_bound"), "{e}");
+}
+
+#[test]
+fn defaults_admit_large_bounds_and_enums() {
+    let c = GrammarCompiler::new(vocab());
+    assert_eq!(c.limits(), &Limits::default());
+    // `[a-z]{2,20000}` compiles compactly.
+    let g = c.compile_grammar("root ::= [a-z]{2,20000}").unwrap();
+    assert!(g.node_count() < 20, "{} nodes", g.node_count());
+    assert!(g.memory_bytes() < 64 << 10, "{} bytes", g.memory_bytes());
+    let mut m = GrammarMatcher::new(g);
+    assert!(m.accept_string(&"q".repeat(20_000)));
+    assert!(!m.clone().accept_string("q"));
+
+    // maxLength 524288 and a 100,000-value enum: compile within the limits or fail with a
+    // limit error, in bounded time.
+    let opts = JsonSchemaOptions::default();
+    let bounded = GrammarCompiler::new(vocab()).with_limits(Limits {
+        compile_time: Some(Duration::from_secs(60)),
+        ..Limits::default()
+    });
+    let t = Instant::now();
+    let schema = json!({"type": "string", "maxLength": 524288});
+    match bounded.compile_json_schema(&schema, &opts) {
+        Ok(g) => {
+            let mut m = GrammarMatcher::new(g);
+            assert!(m.accept_string(&format!("\"{}", "x".repeat(524_288))));
+            assert!(!m.clone().accept_string("x"));
+            assert!(m.accept_string("\""));
+        }
+        Err(e) => assert!(
+            matches!(e, JsonSchemaError::Compile(CompileError::Limit(_))),
+            "{e}"
+        ),
+    }
+    eprintln!("maxLength 524288: {:?}", t.elapsed());
+    let t = Instant::now();
+    let values: Vec<Value> = (0..100_000).map(|i| json!(format!("v{i}"))).collect();
+    let schema = json!({ "enum": values });
+    match bounded.compile_json_schema(&schema, &opts) {
+        Ok(g) => {
+            let mut m = GrammarMatcher::new(g);
+            assert!(m.clone().accept_string("\"v99999\""));
+            assert!(!m.accept_string("\"v100000\""));
+        }
+        Err(e) => assert!(
+            matches!(e, JsonSchemaError::Compile(CompileError::Limit(_))),
+            "{e}"
+        ),
+    }
+    eprintln!("enum of 100,000: {:?}", t.elapsed());
+}
+
+/// Every MaskBench (JSONSchemaBench) schema: none is refused by a default limit. Prints the
+/// largest values seen, which the defaults are set well above.
+#[test]
+fn defaults_admit_every_maskbench_schema() {
+    use std::io::BufRead;
+    let Some(dir) = common::testdata_path("jsonschemabench") else {
+        return;
+    };
+    let c = GrammarCompiler::new(vocab()).with_precompute(Precompute::Lazy);
+    let opts = JsonSchemaOptions::default();
+    let mut folders: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_dir())
+        .collect();
+    folders.sort();
+    let (mut schemas, mut compiled, mut max_nodes, mut max_mem) = (0, 0, 0, 0);
+    let mut refused = Vec::new();
+    for folder in folders {
+        let name = folder.file_name().unwrap().to_string_lossy().into_owned();
+        let Ok(f) = std::fs::File::open(folder.join(format!("{name}.jsonl.gz"))) else {
+            continue;
+        };
+        for line in std::io::BufReader::new(flate2::read::GzDecoder::new(f)).lines() {
+            let rec: Value = serde_json::from_str(&line.unwrap()).unwrap();
+            schemas += 1;
+            match c.compile_json_schema(&rec["schema"], &opts) {
+                Ok(g) => {
+                    compiled += 1;
+                    max_nodes = max_nodes.max(g.node_count());
+                    max_mem = max_mem.max(g.memory_bytes());
+                }
+                Err(JsonSchemaError::Compile(CompileError::Limit(l))) => {
+                    refused.push(format!("{}: {l}", rec["file"]))
+                }
+                Err(_) => {}
+            }
+        }
+    }
+    eprintln!(
+        "maskbench: {compiled}/{schemas} compiled; largest {max_nodes} automaton nodes, \
+         {max_mem} bytes of automata"
+    );
+    assert!(schemas > 1000, "only {schemas} schemas found");
+    assert!(refused.is_empty(), "{}", refused.join("\n"));
+}
