@@ -6,7 +6,7 @@
 //! threads, share.
 
 use crate::automaton::{
-    lower::{inline_rules, lower_repeats, outline_text_loops},
+    lower::{inline_rules, lower_repeats},
     Automaton, AutomatonError,
 };
 use crate::grammar::ebnf::{parse_ebnf, EbnfError};
@@ -300,7 +300,7 @@ impl GrammarCompiler {
                 }
             }
         }
-        let (lowered, counted) = lower_repeats(&outline_text_loops(&inline_rules(&rewritten)));
+        let (lowered, counted) = lower_repeats(&inline_rules(&rewritten));
         let mut aut = Automaton::build(
             &lowered,
             &counted,

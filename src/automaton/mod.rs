@@ -90,6 +90,8 @@ pub struct Automaton {
     pub(crate) root: u32,
     /// Counted rules, by ascending first virtual node id.
     pub(crate) counted: Vec<Counted>,
+    /// True when no real node has two edges on one byte (every rule built as a DFA).
+    pub(crate) deterministic: bool,
 }
 
 /// A counted repetition `body{min,max}` whose body is a non-nullable byte DFA.
@@ -185,6 +187,7 @@ impl Automaton {
             follow: vec![[0; 4]; grammar.rules.len()],
             root: grammar.root.0,
             counted: Vec::new(),
+            deterministic: false,
         };
         let mut pending: Vec<(u32, Vec<build::DfaState>, u32, Option<u32>)> = Vec::new();
         let plan = regular::TailPlan::new(grammar);
@@ -310,6 +313,10 @@ impl Automaton {
             a.counted.push(c);
             next += span;
         }
+        a.deterministic = a.nodes.iter().all(|n| {
+            let e = &a.byte_edges[n.bytes.0 as usize..n.bytes.1 as usize];
+            e.windows(2).all(|w| w[0].hi < w[1].lo)
+        });
         a.compute_nullable();
         a.compute_follow();
         Ok(a)
@@ -456,6 +463,24 @@ impl Automaton {
                 c.is_final(count, s)
             }
         }
+    }
+
+    /// The one node a real node `n` reaches on byte `b`, when there is exactly one (`None`
+    /// for virtual nodes, no edge, or several edges on `b`).
+    #[inline]
+    pub(crate) fn dfa_step(&self, n: u32, b: u8) -> Option<u32> {
+        let node = self.nodes.get(n as usize)?;
+        let edges = &self.byte_edges[node.bytes.0 as usize..node.bytes.1 as usize];
+        // Edges are sorted by `lo`: the last edge starting at or below `b`.
+        let i = edges.partition_point(|e| e.lo <= b);
+        if i == 0 || edges[i - 1].hi < b {
+            return None;
+        }
+        // An NFA state may have another edge on `b` before it.
+        if !self.deterministic && edges[..i - 1].iter().any(|e| e.hi >= b) {
+            return None;
+        }
+        Some(edges[i - 1].target)
     }
 
     /// Calls `f` with each node reached from `n` on byte `b` (at most one for a real node,

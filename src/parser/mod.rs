@@ -145,6 +145,23 @@ impl Chart {
     pub fn push_byte(&mut self, aut: &Automaton, b: u8) -> bool {
         let cur = self.pos();
         let (s, e) = (self.starts[cur as usize] as usize, self.items.len());
+        // Fast path: one item stepping inside its rule's DFA to a node that predicts
+        // nothing and completes nothing (no calls; final only for the base item, which
+        // just marks an exit). Most steps of a vocabulary walk are of this kind.
+        if e - s == 1 {
+            let it = self.items[s];
+            if let Some(t) = aut.dfa_step(it.node, b) {
+                if aut.calls_of(t).is_empty() && (it.origin == EXT || !aut.is_final(t)) {
+                    self.items.push(Item {
+                        node: t,
+                        origin: it.origin,
+                    });
+                    self.starts.push(e as u32);
+                    self.exits.push(it.origin == EXT && aut.is_final(t));
+                    return true;
+                }
+            }
+        }
         let start = self.items.len();
         self.begin_set(start);
         // Cost: one pass over the current set's items and their byte edges.
