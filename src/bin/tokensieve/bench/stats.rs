@@ -216,6 +216,9 @@ impl Figures {
     }
 }
 
+/// A row of counts: label, and how to print it from [`Figures`].
+type CountRow = (&'static str, fn(&Figures) -> String);
+
 /// The rows of the tables: label, and how to read the value from [`Figures`].
 type Row = (&'static str, fn(&Figures) -> Option<f64>);
 
@@ -281,7 +284,7 @@ pub fn engine_table(engines: &[(&str, &Figures)]) -> String {
         let _ = write!(s, "--:|");
     }
     s.push('\n');
-    let counts: [(&str, fn(&Figures) -> String); 3] = [
+    let counts: [CountRow; 3] = [
         ("schemas compiled / failed", |f| {
             format!("{} / {}", f.compiled, f.failed)
         }),
