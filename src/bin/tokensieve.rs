@@ -1,5 +1,6 @@
 //! `tokensieve`: compile a grammar and print it, check a text against a grammar and a
-//! tokenizer, or show the token masks step by step.
+//! tokenizer, show the token masks step by step, or benchmark engines on MaskBench schemas
+//! (`bench`, in `tokensieve/bench/`).
 //!
 //! Exit codes: 0 when the command succeeded (for `check` and `masks`: the text was
 //! accepted), 1 when the text was rejected, 2 for bad input (unreadable file, grammar
@@ -10,6 +11,9 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Instant;
+
+#[path = "tokensieve/bench/mod.rs"]
+mod bench;
 
 use clap::{Args, Parser, Subcommand};
 use tokensieve::{CompiledGrammar, GrammarCompiler, GrammarMatcher, TokenRejection, Vocabulary};
@@ -60,6 +64,9 @@ enum Command {
         #[command(flatten)]
         options: Options,
     },
+    /// Teacher-force MaskBench schemas' valid instances token by token: compile, mask and
+    /// accept times per engine (tokensieve, and llguidance with the `llguidance` feature).
+    Bench(bench::BenchArgs),
 }
 
 #[derive(Args)]
@@ -152,6 +159,11 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             text,
             options,
         } => check_cmd(&grammar, &text, &options, false, true),
+        Command::Bench(args) => {
+            let mut out = io::stdout().lock();
+            bench::run(&args, &mut out).map_err(|e| Failure::bad_input(e.to_string()))?;
+            Ok(ExitCode::SUCCESS)
+        }
     }
 }
 
