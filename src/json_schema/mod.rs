@@ -19,33 +19,47 @@
 //!   `maxLength: 8`, or none does).
 //! * `numbers.rs`: `minimum`, `maximum`, `exclusiveMinimum`, `exclusiveMaximum`.
 //! * `objects.rs`: `properties`, `required`, `additionalProperties`, `minProperties`,
-//!   `maxProperties`.
+//!   `maxProperties`; properties in declared order, or in any order with
+//!   [`JsonSchemaOptions::any_order`].
 //! * `arrays.rs`: `items`, `prefixItems`, `minItems`, `maxItems`.
 //! * `references.rs`: `$ref` (`#` JSON pointers), `$defs`, `definitions`, `allOf`, `anyOf`,
 //!   `oneOf` (when its branches are provably disjoint).
-//! * `formats.rs`: `format` (date, time, date-time, uuid, ipv4, email).
-//! * `mod.rs`: `not` of a boolean or of a `type` (folded into `type`); `unevaluatedProperties`
-//!   / `unevaluatedItems` in schemas without in-place applicators (where they mean
-//!   `additionalProperties` / `items`); annotations.
+//! * `formats.rs`: `format` (date, time, date-time, duration, uuid, ipv4, ipv6, email,
+//!   hostname, uri, uri-reference, json-pointer); formats no draft defines are ignored with
+//!   [`JsonSchemaOptions::ignore_unknown_keywords`].
+//! * `types.rs`: `enum`/`const` beside `minLength`, `maxLength`, `minimum`, `maximum`,
+//!   `exclusiveMinimum`, `exclusiveMaximum`, `minItems`, `maxItems`, `minProperties`,
+//!   `maxProperties` (the values are filtered).
+//! * `mod.rs`: `not` of a boolean, of `{}` or of a `type` (folded into `type`);
+//!   `unevaluatedProperties` / `unevaluatedItems` in schemas without in-place applicators
+//!   (where they mean `additionalProperties` / `items`); `$id` (and draft 4's `id`) at the
+//!   root, and below it over subschemas without any `$ref`; annotations.
 //!
 //! Everything else is refused, for example `not` of other schemas, `if`/`then`/`else`,
 //! `contains`, `uniqueItems: true`, `multipleOf`, `patternProperties`, `propertyNames`,
-//! `dependentRequired`, `dependentSchemas`, `$anchor`/`$dynamicRef`, `$ref` to other
-//! documents, nested `$id`, other formats, `oneOf` whose branches may overlap, `allOf` that
-//! cannot be merged exactly, `minProperties` above 1 when extra properties are allowed.
-//! Numbers are compared as exact decimals (the bounds as serde_json reads them).//!
+//! `dependentRequired`, `dependencies`, `dependentSchemas`, `$anchor`/`$dynamicRef`, `$ref`
+//! to other documents, a nested `$id` above a `$ref`, other formats (`regex`, `iri`, ...),
+//! `oneOf` whose branches may overlap, `allOf` that cannot be merged exactly,
+//! `minProperties` above 1 when extra properties are allowed, `pattern` with `format`,
+//! and `pattern`/`format` with length bounds that some of their matches break.
+//! Numbers are compared as exact decimals (the bounds as serde_json reads them).
+//!
 //! Choices that reject valid instances (never the reverse):
-//! * `integer` accepts integer syntax only (`-?(0|[1-9][0-9]*)`): `6000.0` and `1e3` are
-//!   integers per JSON Schema but are rejected. `-0` is accepted (it equals 0).
-//! * `number` with bounds accepts numbers without an exponent only, and only integer bounds
-//!   are supported (other bounds are refused).
+//! * `integer` accepts `-?(0|[1-9][0-9]*)` with an optional zero fraction (`6000.0`,
+//!   `-0.0`); exponents (`1e3`) are rejected. Under a draft-04 `$schema` (where an integer
+//!   has no fraction part) neither fractions nor `-0` are accepted.
+//! * `number` with bounds accepts numbers without an exponent only.
 //! * Strings with a `pattern` or a `format` accept only the canonical escaping of each
 //!   character (raw, unless JSON requires an escape).
 //! * Strings reject escaped lone surrogates (`"\ud800"`), which are not Unicode text.
 //! * Object keys are written in the canonical escaping of `serde_json`; extra keys (allowed
-//!   by `additionalProperties`) may not contain escapes; declared properties come in the
-//!   order of the schema's `serde_json::Map` (sorted by key unless serde_json's
-//!   `preserve_order` feature is on), each at most once, with extra keys anywhere between.
+//!   by `additionalProperties`) may not contain escapes, and may repeat. Declared
+//!   properties come in the order of the schema's `serde_json::Map` (sorted by key unless
+//!   serde_json's `preserve_order` feature is on), each at most once, with extra keys
+//!   anywhere between. With `any_order`, declared properties come in any order when an
+//!   object declares at most 6 (exact: required keys enforced, no declared key twice);
+//!   larger objects are cut, in map order, into chunks whose members come in any order
+//!   among themselves while the chunks keep their order (at most 256 states an object).
 //! * `enum`/`const` values are matched in their compact `serde_json` spelling (with the
 //!   configured whitespace inside arrays and objects); integral numbers also as integers.
 //! * `format` is asserted (2020-12 makes it an annotation by default).

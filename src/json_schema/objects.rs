@@ -6,6 +6,9 @@
 //! to `true` unless [`super::JsonSchemaOptions::strict`]) may come anywhere between them;
 //! their keys are plain strings (no escapes) different from every declared name, so an
 //! extra key can never be a declared property in disguise (`"f\u006fo"` for `foo`).
+//!
+//! With [`super::JsonSchemaOptions::any_order`], declared properties may come in any order
+//! (see [`Builder::any_order_members`] for the construction and its size limits).
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -429,18 +432,15 @@ impl Builder<'_> {
                 if next.is_some_and(|nx| !ctx.live(nx, &mut live)) {
                     continue;
                 }
-                let next_rule = match next {
-                    None => None,
-                    Some(nx) => Some(match ids.get(&nx) {
-                        Some(&id) => id,
-                        None => {
-                            let id = self.add_rule("obj_any", Expr::Empty);
-                            ids.insert(nx, id);
-                            todo.push(nx);
-                            id
-                        }
-                    }),
-                };
+                let next_rule = next.map(|nx| match ids.get(&nx) {
+                    Some(&id) => id,
+                    None => {
+                        let id = self.add_rule("obj_any", Expr::Empty);
+                        ids.insert(nx, id);
+                        todo.push(nx);
+                        id
+                    }
+                });
                 let e = match edge {
                     Edge::End => Expr::Empty,
                     Edge::Member(j) => seq(vec![
