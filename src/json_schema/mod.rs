@@ -14,36 +14,52 @@
 //! * `strings.rs`: `minLength`, `maxLength` (code points of the decoded value), `pattern`
 //!   (ECMA-262 semantics over code points, unanchored search, via [`crate::regex`]; `\d`,
 //!   `\w`, `\s`, `.` get their ECMAScript classes; constructs that differ between ECMAScript
-//!   and Rust regexes are refused; not combined with lengths or `format`).
+//!   and Rust regexes are refused; not combined with `format`; with `minLength`/`maxLength`
+//!   only when every match of the pattern satisfies them, such as `^[a-z]{2,4}$` with
+//!   `maxLength: 8`, or none does).
 //! * `numbers.rs`: `minimum`, `maximum`, `exclusiveMinimum`, `exclusiveMaximum`.
 //! * `objects.rs`: `properties`, `required`, `additionalProperties`, `minProperties`,
-//!   `maxProperties`.
+//!   `maxProperties`; properties in declared order, or in any order with
+//!   [`JsonSchemaOptions::any_order`].
 //! * `arrays.rs`: `items`, `prefixItems`, `minItems`, `maxItems`.
 //! * `references.rs`: `$ref` (`#` JSON pointers), `$defs`, `definitions`, `allOf`, `anyOf`,
 //!   `oneOf` (when its branches are provably disjoint).
-//! * `formats.rs`: `format` (date, time, date-time, uuid, ipv4, email).
-//! * `mod.rs`: `not` of a boolean or of a `type` (folded into `type`); `unevaluatedProperties`
-//!   / `unevaluatedItems` in schemas without in-place applicators (where they mean
-//!   `additionalProperties` / `items`); annotations.
+//! * `formats.rs`: `format` (date, time, date-time, duration, uuid, ipv4, ipv6, email,
+//!   hostname, uri, uri-reference, json-pointer); formats no draft defines are ignored with
+//!   [`JsonSchemaOptions::ignore_unknown_keywords`].
+//! * `types.rs`: `enum`/`const` beside `minLength`, `maxLength`, `minimum`, `maximum`,
+//!   `exclusiveMinimum`, `exclusiveMaximum`, `minItems`, `maxItems`, `minProperties`,
+//!   `maxProperties` (the values are filtered).
+//! * `mod.rs`: `not` of a boolean, of `{}` or of a `type` (folded into `type`);
+//!   `unevaluatedProperties` / `unevaluatedItems` in schemas without in-place applicators
+//!   (where they mean `additionalProperties` / `items`); `$id` (and draft 4's `id`) at the
+//!   root, and below it over subschemas without any `$ref`; annotations.
 //!
 //! Everything else is refused, for example `not` of other schemas, `if`/`then`/`else`,
 //! `contains`, `uniqueItems: true`, `multipleOf`, `patternProperties`, `propertyNames`,
-//! `dependentRequired`, `dependentSchemas`, `$anchor`/`$dynamicRef`, `$ref` to other
-//! documents, nested `$id`, other formats, `oneOf` whose branches may overlap, `allOf` that
-//! cannot be merged exactly, `minProperties` above 1 when extra properties are allowed.
-//! Numbers are compared as exact decimals (the bounds as serde_json reads them).//!
+//! `dependentRequired`, `dependencies`, `dependentSchemas`, `$anchor`/`$dynamicRef`, `$ref`
+//! to other documents, a nested `$id` above a `$ref`, other formats (`regex`, `iri`, ...),
+//! `oneOf` whose branches may overlap, `allOf` that cannot be merged exactly,
+//! `minProperties` above 1 when extra properties are allowed, `pattern` with `format`,
+//! and `pattern`/`format` with length bounds that some of their matches break.
+//! Numbers are compared as exact decimals (the bounds as serde_json reads them).
+//!
 //! Choices that reject valid instances (never the reverse):
-//! * `integer` accepts integer syntax only (`-?(0|[1-9][0-9]*)`): `6000.0` and `1e3` are
-//!   integers per JSON Schema but are rejected. `-0` is accepted (it equals 0).
-//! * `number` with bounds accepts numbers without an exponent only, and only integer bounds
-//!   are supported (other bounds are refused).
+//! * `integer` accepts `-?(0|[1-9][0-9]*)` with an optional zero fraction (`6000.0`,
+//!   `-0.0`); exponents (`1e3`) are rejected. Under a draft-04 `$schema` (where an integer
+//!   has no fraction part) neither fractions nor `-0` are accepted.
+//! * `number` with bounds accepts numbers without an exponent only.
 //! * Strings with a `pattern` or a `format` accept only the canonical escaping of each
 //!   character (raw, unless JSON requires an escape).
 //! * Strings reject escaped lone surrogates (`"\ud800"`), which are not Unicode text.
 //! * Object keys are written in the canonical escaping of `serde_json`; extra keys (allowed
-//!   by `additionalProperties`) may not contain escapes; declared properties come in the
-//!   order of the schema's `serde_json::Map` (sorted by key unless serde_json's
-//!   `preserve_order` feature is on), each at most once, with extra keys anywhere between.
+//!   by `additionalProperties`) may not contain escapes, and may repeat. Declared
+//!   properties come in the order of the schema's `serde_json::Map` (sorted by key unless
+//!   serde_json's `preserve_order` feature is on), each at most once, with extra keys
+//!   anywhere between. With `any_order`, declared properties come in any order when an
+//!   object declares at most 6 (exact: required keys enforced, no declared key twice);
+//!   larger objects are cut, in map order, into chunks whose members come in any order
+//!   among themselves while the chunks keep their order (at most 256 states an object).
 //! * `enum`/`const` values are matched in their compact `serde_json` spelling (with the
 //!   configured whitespace inside arrays and objects); integral numbers also as integers.
 //! * `format` is asserted (2020-12 makes it an annotation by default).
@@ -74,8 +90,10 @@ pub struct JsonSchemaOptions {
     /// With `any_whitespace`, the most whitespace characters in one place (default `None`:
     /// unbounded, as RFC 8259 allows). A cap stops a model from looping on whitespace.
     pub max_whitespace: Option<u32>,
-    /// Properties in any order (with required keys enforced and duplicates forbidden). Not
-    /// supported yet: setting it is an error ([`JsonSchemaError::UnsupportedOption`]).
+    /// Declared properties in any order (default `false`: in the order of the schema's map),
+    /// with required keys enforced and duplicate declared keys forbidden. Exact for objects
+    /// of up to 6 declared properties; larger objects are cut into chunks (in declared
+    /// order) whose members come in any order among themselves, a subset of the orders.
     pub any_order: bool,
     /// Undeclared properties are forbidden when `additionalProperties` is absent (the spec
     /// default allows them). Off by default.
@@ -230,9 +248,6 @@ pub fn json_schema_to_grammar_with_report(
     schema: &Value,
     options: &JsonSchemaOptions,
 ) -> Result<JsonSchemaGrammar, JsonSchemaError> {
-    if options.any_order {
-        return Err(JsonSchemaError::UnsupportedOption("any_order"));
-    }
     let mut b = Builder::new(schema, options.clone());
     let root = b.add_rule("root", Expr::Empty);
     let value = b.schema(schema, "#")?;
@@ -294,7 +309,7 @@ const ANNOTATIONS: &[&str] = &[
 
 /// Every keyword with a meaning in some JSON Schema draft (3 to 2020-12): never ignored as
 /// "unknown".
-const KNOWN_KEYWORDS: &[&str] = &[
+pub(crate) const KNOWN_KEYWORDS: &[&str] = &[
     "$ref",
     "$defs",
     "definitions",
@@ -358,6 +373,23 @@ pub(crate) fn is_annotation(k: &str, ptr: &str) -> bool {
     ANNOTATIONS.contains(&k) || (k == "$id" && ptr == "#")
 }
 
+/// Whether keyword `k` of `obj` is an identifier (`$id`, or draft 4's `id`, a string) that
+/// changes nothing here: it only sets the base URI of references, and `obj` holds no
+/// `$ref` at any depth (references into it from outside are refused when they cross it).
+pub(crate) fn harmless_id(obj: &Map<String, Value>, k: &str) -> bool {
+    fn has_ref(v: &Value) -> bool {
+        match v {
+            Value::Object(o) => o.contains_key("$ref") || o.values().any(has_ref),
+            Value::Array(a) => a.iter().any(has_ref),
+            _ => false,
+        }
+    }
+    (k == "$id" || k == "id")
+        && obj.get(k).is_some_and(Value::is_string)
+        && !obj.values().any(has_ref)
+        && !obj.contains_key("$ref")
+}
+
 /// `ptr` + `/` + the escaped `token` (RFC 6901).
 pub(crate) fn child(ptr: &str, token: &str) -> String {
     format!("{ptr}/{}", token.replace('~', "~0").replace('/', "~1"))
@@ -375,6 +407,9 @@ pub(crate) struct Builder<'a> {
     pub(crate) any: Option<types::AnyRules>,
     /// Nesting depth of schema compilation (guards against runaway merges).
     pub(crate) depth: usize,
+    /// The root's `$schema` names draft 4 (or 3): an `integer` has no fraction at all there
+    /// (`1.0` is not an integer), while later drafts count `1.0` as one.
+    pub(crate) draft4: bool,
 }
 
 /// The deepest schema nesting compiled.
@@ -390,6 +425,10 @@ impl<'a> Builder<'a> {
             refs: HashMap::new(),
             any: None,
             depth: 0,
+            draft4: root_schema
+                .get("$schema")
+                .and_then(Value::as_str)
+                .is_some_and(|s| s.contains("draft-04") || s.contains("draft-03")),
         }
     }
 
@@ -557,7 +596,11 @@ impl<'a> Builder<'a> {
             "pattern",
         ];
         for k in obj.keys() {
-            if is_annotation(k, ptr) || SUPPORTED.contains(&k.as_str()) {
+            if is_annotation(k, ptr)
+                || SUPPORTED.contains(&k.as_str())
+                || (ptr == "#" && k == "id" && obj[k].is_string())
+                || harmless_id(obj, k)
+            {
                 continue;
             }
             if self.opts.ignore_unknown_keywords && !KNOWN_KEYWORDS.contains(&k.as_str()) {
@@ -632,6 +675,8 @@ impl Builder<'_> {
         let excluded = match n {
             Value::Bool(false) => return Ok(o),
             Value::Bool(true) => types::TypeSet::all(),
+            // `not: {}` (annotations only): nothing is accepted.
+            Value::Object(m) if !has_assertions(m, &nptr, &[]) => types::TypeSet::all(),
             Value::Object(m) if m.contains_key("type") && !has_assertions(m, &nptr, &["type"]) => {
                 types::parse_types(m, &nptr)?
             }

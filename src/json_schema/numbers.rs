@@ -2,7 +2,10 @@
 //! exact integer range grammars for `integer` with `minimum`/`maximum`/`exclusiveMinimum`/
 //! `exclusiveMaximum`, and exact ranges for `number` with integer bounds.
 //!
-//! * `integer` accepts integer syntax only: `6000.0` (an integer per JSON Schema) is rejected.
+//! * `integer` accepts integer syntax with an optional zero fraction (`6000`, `6000.0`,
+//!   `-0.00`), except under a draft-04 `$schema` where an integer has no fraction part
+//!   (and `-0`, which validators read as the float -0.0, is rejected);
+//!   exponents (`1e3`, an integer per JSON Schema) are rejected.
 //! * `number` with bounds accepts numbers without an exponent only (`1e2` is rejected), and
 //!   refuses non-integer bounds (no exact construction yet); `-0` forms are rejected there.
 //! * Bounds are read as serde_json reads them (`f64` unless they are integers), as validators do.
@@ -215,7 +218,15 @@ impl Builder<'_> {
                 false,
             );
         }
-        Ok(integer_range(lo, hi))
+        // A zero fraction (`6000.0`, `-0.00`) keeps the value an integer (JSON Schema
+        // compares values): every integer also with `.0+`.
+        // Not in draft 4, where an integer is a number without a fraction part.
+        // `-0` is left out there too: validators read it as the float -0.0, no integer.
+        if self.draft4 {
+            return Ok(integer_range_with(lo, hi, false));
+        }
+        Ok(integer_range(lo, hi)
+            .map(|e| seq(vec![e, opt(seq(vec![lit("."), repeat(lit("0"), 1, None)]))])))
     }
 
     /// Numbers in the bounds of `obj`, or `None`.
@@ -478,6 +489,11 @@ fn int_part() -> Expr {
 
 /// Integers (integer syntax) in `[lo, hi]`, `-0` included when 0 is.
 pub(crate) fn integer_range(lo: Option<i128>, hi: Option<i128>) -> Option<Expr> {
+    integer_range_with(lo, hi, true)
+}
+
+/// As [`integer_range`], with `-0` only when `neg_zero`.
+fn integer_range_with(lo: Option<i128>, hi: Option<i128>, neg_zero: bool) -> Option<Expr> {
     if let (Some(l), Some(h)) = (lo, hi) {
         if l > h {
             return None;
@@ -495,7 +511,7 @@ pub(crate) fn integer_range(lo: Option<i128>, hi: Option<i128>) -> Option<Expr> 
         let mag_hi = lo.map(|l| -l);
         alts.push(uint_range(mag_lo, mag_hi).map(|m| seq(vec![lit("-"), m])));
     }
-    if lo.map_or(true, |l| l <= 0) && hi.map_or(true, |h| h >= 0) {
+    if neg_zero && lo.map_or(true, |l| l <= 0) && hi.map_or(true, |h| h >= 0) {
         alts.push(Some(lit("-0")));
     }
     choice(alts)

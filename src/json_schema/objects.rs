@@ -6,14 +6,17 @@
 //! to `true` unless [`super::JsonSchemaOptions::strict`]) may come anywhere between them;
 //! their keys are plain strings (no escapes) different from every declared name, so an
 //! extra key can never be a declared property in disguise (`"f\u006fo"` for `foo`).
+//!
+//! With [`super::JsonSchemaOptions::any_order`], declared properties may come in any order
+//! (see [`Builder::any_order_members`] for the construction and its size limits).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use serde_json::{Map, Value};
 
 use super::strings::{count_keyword, raw_char};
 use super::{child, choice, lit, repeat, seq, Builder, JsonSchemaError};
-use crate::grammar::{CharClass, Expr};
+use crate::grammar::{CharClass, Expr, RuleId};
 
 /// Keys longer than this (in characters) make extra properties unsupported (the key
 /// exclusion grammar nests one level per character).
@@ -22,6 +25,120 @@ const MAX_KEY_CHARS: usize = 200;
 /// The largest `minProperties`/`maxProperties` supported (the grammar has one rule per
 /// member position and count).
 const MAX_COUNTED_PROPERTIES: u32 = 64;
+
+/// The most declared members written in any order among themselves (see
+/// [`Builder::any_order_members`]): `2^k` subsets each.
+const MAX_ANY_ORDER_CHUNK: usize = 6;
+
+/// The most states (chunks × subsets × counts) of one any-order object.
+const MAX_ANY_ORDER_STATES: usize = 256;
+
+/// A state of the any-order object automaton.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum OrderState {
+    /// In chunk `.0`, with the members `.1` (bits, relative to the chunk) written, `.2`
+    /// members written so far (capped).
+    In(usize, u32, usize),
+    /// About to write the first member of chunk `.0` or a later one, `.1` written so far.
+    Enter(usize, usize),
+}
+
+/// What a transition writes.
+#[derive(Clone, Copy, Debug)]
+enum Edge {
+    /// The object ends.
+    End,
+    /// Declared member `.0`.
+    Member(usize),
+    /// An extra member.
+    Extra,
+    /// Nothing (go to the next chunk).
+    Skip,
+}
+
+/// The any-order automaton of one object.
+struct AnyOrder {
+    chunks: Vec<std::ops::Range<usize>>,
+    req_mask: Vec<u32>,
+    free_from: Vec<bool>,
+    cap: usize,
+    min: usize,
+    max: Option<usize>,
+    has_extra: bool,
+}
+
+impl AnyOrder {
+    fn bump(&self, c: usize) -> usize {
+        (c + 1).min(self.cap)
+    }
+
+    fn may_add(&self, c: usize) -> bool {
+        self.max.map_or(true, |m| c < m)
+    }
+
+    /// The transitions of `st` (`None`: no next state).
+    fn edges(&self, st: OrderState) -> Vec<(Edge, Option<OrderState>)> {
+        let mut out = Vec::new();
+        match st {
+            OrderState::In(g, s, c) => {
+                let done = s & self.req_mask[g] == self.req_mask[g];
+                if done && self.free_from[g + 1] && c >= self.min {
+                    out.push((Edge::End, None));
+                }
+                if self.may_add(c) {
+                    for j in self.chunks[g].clone() {
+                        let bit = 1 << (j - self.chunks[g].start);
+                        if s & bit == 0 {
+                            out.push((
+                                Edge::Member(j),
+                                Some(OrderState::In(g, s | bit, self.bump(c))),
+                            ));
+                        }
+                    }
+                    if self.has_extra {
+                        out.push((Edge::Extra, Some(OrderState::In(g, s, self.bump(c)))));
+                    }
+                }
+                if done && g + 1 < self.chunks.len() {
+                    out.push((Edge::Skip, Some(OrderState::Enter(g + 1, c))));
+                }
+            }
+            OrderState::Enter(h, c) => {
+                if self.may_add(c) {
+                    for j in self.chunks[h].clone() {
+                        let bit = 1 << (j - self.chunks[h].start);
+                        out.push((Edge::Member(j), Some(OrderState::In(h, bit, self.bump(c)))));
+                    }
+                }
+                if self.req_mask[h] == 0 && h + 1 < self.chunks.len() {
+                    out.push((Edge::Skip, Some(OrderState::Enter(h + 1, c))));
+                }
+            }
+        }
+        out
+    }
+
+    /// Whether some object completes from `st` (every transition but an extra at the count
+    /// cap moves strictly forward, so the recursion ends).
+    fn live(&self, st: OrderState, memo: &mut HashMap<OrderState, bool>) -> bool {
+        if let Some(&b) = memo.get(&st) {
+            return b;
+        }
+        let mut ok = false;
+        for (_, next) in self.edges(st) {
+            ok |= match next {
+                None => true,
+                Some(nx) if nx == st => false,
+                Some(nx) => self.live(nx, memo),
+            };
+            if ok {
+                break;
+            }
+        }
+        memo.insert(st, ok);
+        ok
+    }
+}
 
 impl Builder<'_> {
     /// The objects `obj` accepts, or `None`.
@@ -161,6 +278,9 @@ impl Builder<'_> {
                 "`minProperties` above 1 when extra properties are allowed is not supported",
             )?;
         }
+        if self.opts.any_order && members.len() > 1 {
+            return Ok(self.any_order_members(&members, extra, min_props, max_props));
+        }
         let ws = self.ws();
         // States (i, c, k): members i.. still to come, c members written so far (capped at
         // `cap`; c == 0 means no comma before the next member), k == 0 when extra members
@@ -242,6 +362,102 @@ impl Builder<'_> {
             return Ok(None);
         };
         Ok(Some(seq(vec![lit("{"), ws, Expr::Rule(start), lit("}")])))
+    }
+
+    /// The members of an object in any order ([`super::JsonSchemaOptions::any_order`]):
+    /// `{`, members, `}`, or `None` when no object is accepted.
+    ///
+    /// The declared members are cut, in map order, into chunks of at most
+    /// [`MAX_ANY_ORDER_CHUNK`] members: members of one chunk come in any order, chunks in
+    /// order. A state is (chunk `g`, members `S` of chunk `g` written, count `c` capped),
+    /// so each member appears at most once and a chunk is left only once its required
+    /// members are written. With one chunk (objects of up to [`MAX_ANY_ORDER_CHUNK`]
+    /// declared members, or more when the states fit [`MAX_ANY_ORDER_STATES`]) the order is
+    /// free; beyond, the grammar accepts a subset of the orders (never a duplicate, never a
+    /// missing required key). Every key decides the next state, so each object has one
+    /// parse.
+    fn any_order_members(
+        &mut self,
+        members: &[(Expr, bool)],
+        extra: Option<Expr>,
+        min_props: u32,
+        max_props: Option<u32>,
+    ) -> Option<Expr> {
+        let n = members.len();
+        let cap = min_props.max(max_props.unwrap_or(0)).max(1) as usize;
+        // The chunk size: the largest that keeps the state count in budget.
+        let mut size = n.min(MAX_ANY_ORDER_CHUNK);
+        while size > 1 && n.div_ceil(size) * (1usize << size) * (cap + 1) > MAX_ANY_ORDER_STATES {
+            size -= 1;
+        }
+        let chunks: Vec<std::ops::Range<usize>> =
+            (0..n).step_by(size).map(|s| s..(s + size).min(n)).collect();
+        let req_mask: Vec<u32> = chunks
+            .iter()
+            .map(|r| {
+                r.clone()
+                    .filter(|&j| members[j].1)
+                    .fold(0u32, |m, j| m | 1 << (j - r.start))
+            })
+            .collect();
+        // Whether chunks g.. have no required member.
+        let mut free_from = vec![true; chunks.len() + 1];
+        for g in (0..chunks.len()).rev() {
+            free_from[g] = free_from[g + 1] && req_mask[g] == 0;
+        }
+        let ctx = AnyOrder {
+            chunks,
+            req_mask,
+            free_from,
+            cap,
+            min: min_props as usize,
+            max: max_props.map(|m| m as usize),
+            has_extra: extra.is_some(),
+        };
+        let mut live: HashMap<OrderState, bool> = HashMap::new();
+        let start = OrderState::In(0, 0, 0);
+        if !ctx.live(start, &mut live) {
+            return None;
+        }
+        let mut ids: HashMap<OrderState, RuleId> = HashMap::new();
+        let mut todo = vec![start];
+        ids.insert(start, self.add_rule("obj_any", Expr::Empty));
+        while let Some(st) = todo.pop() {
+            let mut alts: Vec<Option<Expr>> = Vec::new();
+            let c = match st {
+                OrderState::In(_, _, c) | OrderState::Enter(_, c) => c,
+            };
+            let sep = if c == 0 { Expr::Empty } else { self.comma() };
+            for (edge, next) in ctx.edges(st) {
+                if next.is_some_and(|nx| !ctx.live(nx, &mut live)) {
+                    continue;
+                }
+                let next_rule = next.map(|nx| match ids.get(&nx) {
+                    Some(&id) => id,
+                    None => {
+                        let id = self.add_rule("obj_any", Expr::Empty);
+                        ids.insert(nx, id);
+                        todo.push(nx);
+                        id
+                    }
+                });
+                let e = match edge {
+                    Edge::End => Expr::Empty,
+                    Edge::Member(j) => seq(vec![
+                        sep.clone(),
+                        members[j].0.clone(),
+                        Expr::Rule(next_rule?),
+                    ]),
+                    Edge::Extra => seq(vec![sep.clone(), extra.clone()?, Expr::Rule(next_rule?)]),
+                    Edge::Skip => Expr::Rule(next_rule?),
+                };
+                alts.push(Some(e));
+            }
+            let id = ids[&st];
+            self.rules[id.index()].body = choice(alts).unwrap_or_else(super::never);
+        }
+        let ws = self.ws();
+        Some(seq(vec![lit("{"), ws, Expr::Rule(ids[&start]), lit("}")]))
     }
 
     /// `"name" ws ":" ws value ws`.

@@ -87,7 +87,7 @@ impl Builder<'_> {
             // A nested `$id` starts a new resource: `#` pointers inside it mean something else.
             if target != "#" {
                 if let Value::Object(o) = cur {
-                    if o.contains_key("$id") {
+                    if o.contains_key("$id") || o.get("id").is_some_and(Value::is_string) {
                         return Err(JsonSchemaError::Unsupported {
                             keyword: "$ref".into(),
                             pointer: ptr.into(),
@@ -101,7 +101,7 @@ impl Builder<'_> {
         }
         if target != "#" {
             if let Value::Object(o) = cur {
-                if o.contains_key("$id") {
+                if o.contains_key("$id") || o.get("id").is_some_and(Value::is_string) {
                     return Err(JsonSchemaError::Unsupported {
                         keyword: "$ref".into(),
                         pointer: ptr.into(),
@@ -236,7 +236,7 @@ impl Builder<'_> {
                 })
             }
         };
-        if ptr != "#" && obj.contains_key("$id") {
+        if ptr != "#" && obj.contains_key("$id") && !super::harmless_id(obj, "$id") {
             return Err(JsonSchemaError::Unsupported {
                 keyword: "$id".into(),
                 pointer: child(ptr, "$id"),
@@ -246,7 +246,12 @@ impl Builder<'_> {
         // Own keywords first.
         let mut own = Map::new();
         for (k, v) in obj {
-            if k == "allOf" || k == "$ref" || is_annotation(k, ptr) {
+            if k == "allOf"
+                || k == "$ref"
+                || is_annotation(k, ptr)
+                || (ptr == "#" && k == "id" && v.is_string())
+                || super::harmless_id(obj, k)
+            {
                 continue;
             }
             own.insert(k.clone(), v.clone());

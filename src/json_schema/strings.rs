@@ -129,13 +129,15 @@ pub(crate) fn count_keyword(
 impl Builder<'_> {
     /// The content (between the quotes) of the strings whose decoded value matches the
     /// ECMA-262 regex `p` anywhere (JSON Schema `pattern`), or why not.
-    fn pattern(&mut self, p: &str) -> Result<Expr, String> {
+    /// Also returns the range of lengths (in characters) of the decoded matches, when known.
+    fn pattern(&mut self, p: &str) -> Result<(Expr, Option<LenRange>), String> {
         let rust = ecma_to_rust(p)?;
         let opts = crate::regex::RegexOptions::new().unanchored(true);
         let e = crate::regex::regex_to_expr(&rust, &opts).map_err(|e| e.to_string())?;
+        let range = char_len_range(&e);
         let e =
             json_escaped(&e).ok_or_else(|| "the regex grammar is not plain text".to_string())?;
-        Ok(self.split_unanchored(e))
+        Ok((self.split_unanchored(e), range))
     }
 
     /// Rewrites `any* X any*` alternatives (the unanchored search) as `any* R any*` with
@@ -225,13 +227,14 @@ impl Builder<'_> {
                 });
             }
         }
+        let bounded = min > 0 || max.is_some();
         if let Some(p) = obj.get("pattern") {
             let pptr = child(ptr, "pattern");
-            if min > 0 || max.is_some() || obj.contains_key("format") {
+            if obj.contains_key("format") {
                 self.unsupported(
                     "pattern",
                     &pptr,
-                    "`pattern` together with `minLength`/`maxLength`/`format` is not supported",
+                    "`pattern` together with `format` is not supported",
                 )?;
             } else {
                 let Value::String(p) = p else {
@@ -242,21 +245,36 @@ impl Builder<'_> {
                     });
                 };
                 match self.pattern(p) {
-                    Ok(e) => return Ok(Some(seq(vec![lit("\""), e, lit("\"")]))),
+                    Ok((e, range)) => match lengths_vs(range, min, max) {
+                        Lengths::Implied => return Ok(Some(seq(vec![lit("\""), e, lit("\"")]))),
+                        Lengths::Disjoint => return Ok(None),
+                        Lengths::Unknown => self.unsupported(
+                            "pattern",
+                            &pptr,
+                            "`pattern` together with `minLength`/`maxLength` that its matches \
+                             do not always satisfy is not supported",
+                        )?,
+                    },
                     Err(reason) => self.unsupported("pattern", &pptr, &reason)?,
                 }
             }
         }
         if let Some(f) = obj.get("format") {
-            if min > 0 || max.is_some() {
-                return Err(JsonSchemaError::Unsupported {
-                    keyword: "format".into(),
-                    pointer: child(ptr, "format"),
-                    reason: "`format` together with `minLength`/`maxLength` is not supported"
-                        .into(),
-                });
-            }
             if let Some(e) = self.format(f, &child(ptr, "format"))? {
+                match lengths_vs(if bounded { char_len_range(&e) } else { None }, min, max) {
+                    _ if !bounded => {}
+                    Lengths::Implied => {}
+                    Lengths::Disjoint => return Ok(None),
+                    Lengths::Unknown => {
+                        return Err(JsonSchemaError::Unsupported {
+                            keyword: "format".into(),
+                            pointer: child(ptr, "format"),
+                            reason: "`format` together with `minLength`/`maxLength` that its \
+                                     strings do not always satisfy is not supported"
+                                .into(),
+                        })
+                    }
+                }
                 return Ok(Some(seq(vec![lit("\""), e, lit("\"")])));
             }
         }
@@ -266,6 +284,86 @@ impl Builder<'_> {
             lit("\""),
         ])))
     }
+}
+
+/// The shortest and longest (`None`: unbounded) match of a grammar over decoded text, in
+/// characters.
+pub(crate) type LenRange = (u64, Option<u64>);
+
+/// The [`LenRange`] of `e` (a grammar of plain text: literals, classes, sequences, choices,
+/// repeats); `None` when `e` refers to rules or tokens.
+pub(crate) fn char_len_range(e: &Expr) -> Option<LenRange> {
+    let add = |a: Option<u64>, b: Option<u64>| Some(a?.saturating_add(b?));
+    Some(match e {
+        Expr::Empty => (0, Some(0)),
+        Expr::Bytes(b) => {
+            let n = std::str::from_utf8(b).ok()?.chars().count() as u64;
+            (n, Some(n))
+        }
+        Expr::Class(_) => (1, Some(1)),
+        Expr::Seq(v) => {
+            let mut acc = (0u64, Some(0u64));
+            for x in v {
+                let (lo, hi) = char_len_range(x)?;
+                acc = (acc.0.saturating_add(lo), add(acc.1, hi));
+            }
+            acc
+        }
+        Expr::Choice(v) => {
+            let mut acc: Option<LenRange> = None;
+            for x in v {
+                let (lo, hi) = char_len_range(x)?;
+                acc = Some(match acc {
+                    None => (lo, hi),
+                    Some((a, b)) => (a.min(lo), b.zip(hi).map(|(p, q)| p.max(q))),
+                });
+            }
+            acc.unwrap_or((0, Some(0)))
+        }
+        Expr::Repeat { expr, min, max } => {
+            let (lo, hi) = char_len_range(expr)?;
+            let top = match (hi, max) {
+                (Some(0), _) => Some(0),
+                (Some(h), Some(m)) => Some(h.saturating_mul(*m as u64)),
+                _ => None,
+            };
+            (lo.saturating_mul(*min as u64), top)
+        }
+        Expr::Rule(_) | Expr::Token(_) => return None,
+    })
+}
+
+/// How a grammar's match lengths relate to `minLength`/`maxLength`.
+enum Lengths {
+    /// Every match satisfies the bounds (they can be dropped).
+    Implied,
+    /// No match does (nothing is accepted).
+    Disjoint,
+    /// Some do and some may not: no exact grammar here.
+    Unknown,
+}
+
+fn lengths_vs(range: Option<LenRange>, min: u32, max: Option<u32>) -> Lengths {
+    let (min, max) = (min as u64, max.map(|m| m as u64));
+    let Some((lo, hi)) = range else {
+        return if min == 0 && max.is_none() {
+            Lengths::Implied
+        } else {
+            Lengths::Unknown
+        };
+    };
+    let hi_ok = match (hi, max) {
+        (_, None) => true,
+        (Some(h), Some(m)) => h <= m,
+        (None, Some(_)) => false,
+    };
+    if lo >= min && hi_ok {
+        return Lengths::Implied;
+    }
+    if max.is_some_and(|m| lo > m) || hi.is_some_and(|h| h < min) {
+        return Lengths::Disjoint;
+    }
+    Lengths::Unknown
 }
 
 /// Rewrites an ECMA-262 `pattern` into the Rust regex syntax with the same meaning over

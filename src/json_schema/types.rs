@@ -195,14 +195,60 @@ impl Builder<'_> {
         ptr: &str,
         types: TypeSet,
     ) -> Result<Option<Expr>, JsonSchemaError> {
-        if let Some(k) = obj.keys().find(|k| {
-            !super::is_annotation(k, ptr) && !matches!(k.as_str(), "enum" | "const" | "type")
-        }) {
-            return Err(JsonSchemaError::Unsupported {
-                keyword: k.clone(),
-                pointer: child(ptr, k),
-                reason: "`enum`/`const` together with other assertions is not supported".into(),
-            });
+        // Keywords checked here value by value (the literal values are filtered).
+        const FILTERS: &[&str] = &[
+            "minLength",
+            "maxLength",
+            "minimum",
+            "maximum",
+            "exclusiveMinimum",
+            "exclusiveMaximum",
+            "minItems",
+            "maxItems",
+            "minProperties",
+            "maxProperties",
+        ];
+        for k in obj.keys() {
+            if super::is_annotation(k, ptr)
+                || matches!(k.as_str(), "enum" | "const" | "type")
+                || FILTERS.contains(&k.as_str())
+                || super::harmless_id(obj, k)
+                || (ptr == "#" && k == "id" && obj[k].is_string())
+            {
+                continue;
+            }
+            if self.opts.ignore_unknown_keywords && !super::KNOWN_KEYWORDS.contains(&k.as_str()) {
+                self.ignored.push(super::IgnoredKeyword {
+                    keyword: k.clone(),
+                    pointer: child(ptr, k),
+                    reason: "not a JSON Schema keyword".into(),
+                });
+                continue;
+            }
+            self.unsupported(
+                k,
+                &child(ptr, k),
+                "`enum`/`const` together with this keyword is not supported",
+            )?;
+        }
+        let mut checks = Vec::new();
+        for k in FILTERS {
+            if let Some(v) = obj.get(*k) {
+                let bad = || JsonSchemaError::InvalidKeyword {
+                    keyword: (*k).into(),
+                    pointer: child(ptr, k),
+                    message: format!("must be a number, not {v}"),
+                };
+                if v.is_boolean() {
+                    return Err(JsonSchemaError::Unsupported {
+                        keyword: (*k).into(),
+                        pointer: child(ptr, k),
+                        reason: "boolean exclusive bounds (draft 4) beside `enum`/`const`".into(),
+                    });
+                }
+                let n = v.as_f64().ok_or_else(bad)?;
+                checks.push((*k, n));
+            }
         }
         let mut values: Vec<&Value> = match obj.get("enum") {
             Some(Value::Array(v)) => v.iter().collect(),
@@ -219,6 +265,7 @@ impl Builder<'_> {
             values.retain(|v| json_equal(v, c));
         }
         values.retain(|v| types.admits(v));
+        values.retain(|v| checks.iter().all(|(k, n)| passes(v, k, *n)));
         let mut alts = Vec::new();
         for v in values {
             alts.push(Some(self.literal(v)));
@@ -300,5 +347,30 @@ pub(crate) fn json_equal(a: &Value, b: &Value) -> bool {
                     .all(|(k, v)| y.get(k).is_some_and(|w| json_equal(v, w)))
         }
         _ => a == b,
+    }
+}
+
+/// Whether `v` satisfies the keyword `k` with the numeric value `n` (keywords of other
+/// types than `v`'s pass, as the specification says).
+fn passes(v: &Value, k: &str, n: f64) -> bool {
+    let len = |x: usize| x as f64;
+    match (k, v) {
+        ("minLength", Value::String(s)) => len(s.chars().count()) >= n,
+        ("maxLength", Value::String(s)) => len(s.chars().count()) <= n,
+        ("minItems", Value::Array(a)) => len(a.len()) >= n,
+        ("maxItems", Value::Array(a)) => len(a.len()) <= n,
+        ("minProperties", Value::Object(o)) => len(o.len()) >= n,
+        ("maxProperties", Value::Object(o)) => len(o.len()) <= n,
+        (_, Value::Number(x)) => {
+            let Some(x) = x.as_f64() else { return false };
+            match k {
+                "minimum" => x >= n,
+                "maximum" => x <= n,
+                "exclusiveMinimum" => x > n,
+                "exclusiveMaximum" => x < n,
+                _ => true,
+            }
+        }
+        _ => true,
     }
 }

@@ -1,0 +1,334 @@
+//! The JSON Schema front end, second part, through the matcher on Llama 3.1: `any_order`,
+//! integers with a zero fraction, and the keywords added after the first part.
+
+mod common;
+
+use std::sync::{Arc, OnceLock};
+
+use common::RealTokenizer;
+use serde_json::json;
+use tokensieve::json_schema::JsonSchemaOptions;
+use tokensieve::{json_schema_to_grammar, CompiledGrammar, GrammarCompiler, GrammarMatcher};
+use tokensieve::{JsonSchemaError, Precompute};
+
+fn llama() -> Option<&'static (RealTokenizer, GrammarCompiler)> {
+    static CELL: OnceLock<Option<(RealTokenizer, GrammarCompiler)>> = OnceLock::new();
+    CELL.get_or_init(|| {
+        let rt = RealTokenizer::load("llama3_1")?;
+        let compiler = rt.compiler.clone().with_precompute(Precompute::Lazy);
+        Some((rt, compiler))
+    })
+    .as_ref()
+}
+
+/// Whether `g` accepts `text` then the stop token, as one string and token by token.
+fn accepts(rt: &RealTokenizer, g: &Arc<CompiledGrammar>, text: &str) -> bool {
+    let mut m = GrammarMatcher::new(g.clone());
+    let by_string = m.accept_string(text) && m.accept_token(rt.stop()) && m.is_terminated();
+    let mut m = GrammarMatcher::new(g.clone());
+    let ids = rt.encode_exact(text);
+    let by_tokens =
+        ids.iter().all(|&t| m.accept_token(t)) && m.accept_token(rt.stop()) && m.is_terminated();
+    assert_eq!(
+        by_string, by_tokens,
+        "string vs tokens disagree on {text:?}"
+    );
+    by_string
+}
+
+fn check_with(schema: serde_json::Value, opts: &JsonSchemaOptions, good: &[&str], bad: &[&str]) {
+    let Some((rt, compiler)) = llama() else {
+        return;
+    };
+    let g = compiler
+        .compile_json_schema(&schema, opts)
+        .unwrap_or_else(|e| panic!("{schema}: {e}"));
+    for s in good {
+        assert!(accepts(rt, &g, s), "{schema} should accept {s:?}");
+    }
+    for s in bad {
+        assert!(!accepts(rt, &g, s), "{schema} should reject {s:?}");
+    }
+}
+
+fn check(schema: serde_json::Value, good: &[&str], bad: &[&str]) {
+    check_with(schema, &JsonSchemaOptions::default(), good, bad)
+}
+
+fn any_order() -> JsonSchemaOptions {
+    JsonSchemaOptions {
+        any_order: true,
+        ..Default::default()
+    }
+}
+
+fn refused(schema: serde_json::Value, opts: &JsonSchemaOptions) -> (String, String) {
+    match json_schema_to_grammar(&schema, opts) {
+        Err(JsonSchemaError::Unsupported {
+            keyword, pointer, ..
+        }) => (keyword, pointer),
+        other => panic!("{schema}: expected Unsupported, got {other:?}"),
+    }
+}
+
+#[test]
+fn any_order_enforces_required_and_forbids_duplicates() {
+    let schema = json!({
+        "type": "object",
+        "properties": {"a": {"type": "integer"}, "b": {"type": "string"}, "c": {"type": "boolean"}},
+        "required": ["a", "b"]
+    });
+    check_with(
+        schema.clone(),
+        &any_order(),
+        &[
+            r#"{"a":1,"b":"x"}"#,
+            r#"{"b":"x","a":1}"#,
+            r#"{"c":true,"a":1,"b":"y"}"#,
+            r#"{"b":"y","c":false,"a":-3}"#,
+            r#"{"z":0,"b":"x","a":1}"#,
+            r#"{"a":1,"z":[1],"b":"x","w":{}}"#,
+        ],
+        &[
+            r#"{"b":"x"}"#,
+            r#"{"c":true,"a":1}"#,
+            r#"{"a":1,"b":"x","a":2}"#,
+            r#"{"b":"x","a":1,"c":true,"c":false}"#,
+            r#"{"b":1,"a":1}"#,
+            r#"{"a":1,"b":"x","c":1}"#,
+            r#"{}"#,
+        ],
+    );
+    // The default keeps the declared (map) order.
+    check(schema, &[r#"{"a":1,"b":"x"}"#], &[r#"{"b":"x","a":1}"#]);
+}
+
+#[test]
+fn any_order_with_counts_and_closed_objects() {
+    let schema = json!({
+        "properties": {"a": {}, "b": {}, "c": {}},
+        "additionalProperties": false,
+        "minProperties": 1,
+        "maxProperties": 2
+    });
+    check_with(
+        schema,
+        &any_order(),
+        &["{\"c\":1,\"a\":2}", "{\"b\":null}", "1"],
+        &[
+            "{\"c\":1,\"a\":2,\"b\":3}",
+            "{}",
+            "{\"d\":1}",
+            "{\"a\":1,\"a\":1}",
+        ],
+    );
+    // A required property whose schema is false: nothing is accepted.
+    let opts = any_order();
+    let e = json_schema_to_grammar(
+        &json!({"type": "object", "properties": {"a": false}, "required": ["a"]}),
+        &opts,
+    );
+    assert!(
+        matches!(e, Err(JsonSchemaError::Unsatisfiable { .. })),
+        "{e:?}"
+    );
+}
+
+#[test]
+fn any_order_many_properties_stays_sound() {
+    // 14 properties: beyond the exact limit the order is relaxed in chunks (a documented
+    // subset of any order), but required keys and duplicates are still enforced.
+    let mut props = serde_json::Map::new();
+    for i in 0..14 {
+        props.insert(format!("p{i:02}"), json!({"type": "integer"}));
+    }
+    let schema = json!({"type": "object", "properties": props, "required": ["p00", "p13"],
+        "additionalProperties": false});
+    check_with(
+        schema,
+        &any_order(),
+        &[
+            r#"{"p00":1,"p13":2}"#,
+            r#"{"p04":1,"p00":1,"p13":2}"#,
+            r#"{"p00":1,"p13":2,"p12":1}"#,
+        ],
+        &[
+            r#"{"p00":1}"#,
+            r#"{"p13":1}"#,
+            r#"{"p00":1,"p13":2,"p00":3}"#,
+            r#"{"p00":1,"p01":1,"p01":1,"p13":2}"#,
+            r#"{"p00":1,"p13":2,"x":1}"#,
+        ],
+    );
+}
+
+#[test]
+fn integers_with_a_zero_fraction() {
+    check(
+        json!({"type": "integer", "minimum": -5, "maximum": 6000}),
+        &["6000.0", "6000.000", "-0.0", "0.0", "-5.0", "12", "-0"],
+        &["6000.5", "6001.0", "-6.0", "1.", "1.00001", "-5.1", ".0"],
+    );
+    check(
+        json!({"type": "integer"}),
+        &["1.0", "-7.00", "123456789012345678901234567890.0"],
+        &["1.5", "1.", "01.0"],
+    );
+}
+
+#[test]
+fn draft4_integers_have_no_fraction() {
+    check(
+        json!({"$schema": "http://json-schema.org/draft-04/schema#", "type": "integer"}),
+        &["12345", "0"],
+        &["12345.0", "0.0", "-0"],
+    );
+}
+
+#[test]
+fn more_formats() {
+    let f = |name: &str| json!({"type": "string", "format": name});
+    let q = |v: &[&str]| v.iter().map(|s| format!("{s:?}")).collect::<Vec<_>>();
+    let run = |name: &str, good: &[&str], bad: &[&str]| {
+        let (g, b) = (q(good), q(bad));
+        let g: Vec<&str> = g.iter().map(|s| s.as_str()).collect();
+        let b: Vec<&str> = b.iter().map(|s| s.as_str()).collect();
+        check(f(name), &g, &b);
+    };
+    run(
+        "hostname",
+        &["example.com", "localhost", "a-b.example.org"],
+        &["-a.com", "a_b.com", "exa mple.com", "", "a-.com"],
+    );
+    run(
+        "ipv6",
+        &[
+            "::1",
+            "2001:db8::ff00:42:8329",
+            "1:2:3:4:5:6:7:8",
+            "::",
+            "fe80::",
+        ],
+        &[
+            "1:2:3:4:5:6:7:8:9",
+            "12345::",
+            ":::",
+            "1::2::3",
+            "g::1",
+            "1:2:3:4:5:6:7",
+        ],
+    );
+    run(
+        "uri",
+        &[
+            "https://example.com/a/b?x=1#top",
+            "ftp://host:21",
+            "http://x.org/",
+        ],
+        &["example.com", "http://", "http://exa mple.com", "/a/b"],
+    );
+    run("uri-reference", &["/a/b", "https://x.org"], &["a b", ""]);
+    run(
+        "json-pointer",
+        &["", "/a~0b/c~1d", "/", "//"],
+        &["a", "/a~2", "/~"],
+    );
+    run(
+        "duration",
+        &["P1Y2M3DT4H5M6S", "P3W", "PT1H", "P1D", "PT5M6S"],
+        &["P", "PT", "P1H", "1Y", "P1Y1W", "P1S"],
+    );
+}
+
+#[test]
+fn unknown_formats_are_ignored_on_request() {
+    let schema = json!({"type": "string", "format": "int32"});
+    let (kw, ptr) = refused(schema.clone(), &JsonSchemaOptions::default());
+    assert_eq!((kw.as_str(), ptr.as_str()), ("format", "#/format"));
+    let opts = JsonSchemaOptions {
+        ignore_unknown_keywords: true,
+        ..Default::default()
+    };
+    check_with(schema, &opts, &["\"12\"", "\"x\""], &["12"]);
+    // A format some draft defines but the compiler does not enforce is still refused.
+    refused(json!({"type": "string", "format": "iri"}), &opts);
+}
+
+#[test]
+fn not_of_an_empty_schema_and_identifiers() {
+    // `not: {}` accepts nothing.
+    let e = json_schema_to_grammar(&json!({"not": {}}), &JsonSchemaOptions::default());
+    assert!(
+        matches!(e, Err(JsonSchemaError::Unsatisfiable { .. })),
+        "{e:?}"
+    );
+    check(
+        json!({"anyOf": [{"type": "integer"}, {"type": "string", "not": {"description": "x"}}]}),
+        &["1"],
+        &["\"a\""],
+    );
+    // Draft 4 `id`, at the root and nested without references below: base URIs only.
+    check(
+        json!({"$schema": "http://json-schema.org/draft-04/schema#", "id": "http://x/root",
+               "type": "object",
+               "properties": {"a": {"id": "http://x/a", "type": "integer"}}}),
+        &["{\"a\":1}"],
+        &["{\"a\":\"s\"}"],
+    );
+    // A nested `$id` above a `$ref` changes how it resolves: refused.
+    let (kw, ptr) = refused(
+        json!({"properties": {"a": {"$id": "http://x/a", "$ref": "#/$defs/b"}},
+               "$defs": {"b": {"type": "integer"}}}),
+        &JsonSchemaOptions::default(),
+    );
+    assert_eq!((kw.as_str(), ptr.as_str()), ("$id", "#/properties/a/$id"));
+}
+
+#[test]
+fn enum_values_filtered_by_simple_keywords() {
+    check(
+        json!({"type": "string", "enum": ["a", "abcdef", "xyz"], "maxLength": 3}),
+        &["\"a\"", "\"xyz\""],
+        &["\"abcdef\""],
+    );
+    check(
+        json!({"enum": [1, 5, 10, "long string"], "minimum": 5, "maxLength": 4}),
+        &["5", "10"],
+        &["1", "\"long string\""],
+    );
+}
+
+#[test]
+fn lengths_implied_by_pattern_or_format() {
+    check(
+        json!({"type": "string", "pattern": "^[a-z]{2,4}$", "maxLength": 8, "minLength": 1}),
+        &["\"ab\"", "\"abcd\""],
+        &["\"a\"", "\"abcde\""],
+    );
+    check(
+        json!({"type": "string", "format": "date", "maxLength": 10}),
+        &["\"2024-02-29\""],
+        &["\"2023-02-29\""],
+    );
+    // Not implied: refused, never one of the two dropped.
+    let opts = JsonSchemaOptions::default();
+    let (kw, _) = refused(
+        json!({"type": "string", "pattern": "^[a-z]+$", "maxLength": 3}),
+        &opts,
+    );
+    assert_eq!(kw, "pattern");
+    let (kw, _) = refused(
+        json!({"type": "string", "format": "email", "maxLength": 10}),
+        &opts,
+    );
+    assert_eq!(kw, "format");
+    // None of the matches fits: nothing is accepted.
+    let e = json_schema_to_grammar(
+        &json!({"type": "string", "format": "uuid", "maxLength": 10}),
+        &opts,
+    );
+    assert!(
+        matches!(e, Err(JsonSchemaError::Unsatisfiable { .. })),
+        "{e:?}"
+    );
+}
