@@ -814,3 +814,100 @@ fn errors_name_the_json_path() {
     );
     assert!(e.to_string().contains("format.token"), "{e}");
 }
+
+// ---------------------------------------------------------------------------------------
+// Found by review.
+
+fn toy() -> tokensieve::GrammarCompiler {
+    let mut tokens: Vec<Vec<u8>> = (0u8..128).map(|b| vec![b]).collect();
+    for t in ["</t>", "<t>", "<|sp|>", "<eos>"] {
+        tokens.push(t.as_bytes().to_vec());
+    }
+    let v = tokensieve::Vocabulary::from_token_bytes(&tokens, &[130, 131], &[131]).unwrap();
+    tokensieve::GrammarCompiler::new(v)
+}
+
+fn toy_accepts(c: &tokensieve::GrammarCompiler, tag: &str, text: &str) -> bool {
+    let g = c.compile_structural_tag(tag).unwrap();
+    let mut m = GrammarMatcher::new(g);
+    m.accept_string(text) && m.is_completed()
+}
+
+/// Free text stops at a tag's end wherever the content may end, and whatever form the end
+/// takes (text, or a token object naming an ordinary token).
+#[test]
+fn free_text_stops_at_every_form_of_end() {
+    let c = toy();
+    for tag in [
+        r#"{"type": "tag", "begin": "<t>", "content": {"type": "any_text"}, "end": {"type": "token", "token": "</t>"}}"#,
+        r#"{"type": "tag", "begin": "<t>", "content": {"type": "any_text"}, "end": {"type": "token", "token": 128}}"#,
+        r#"{"type": "tag", "begin": "<t>", "content": {"type": "plus", "content": {"type": "any_text"}}, "end": "</t>"}"#,
+        r#"{"type": "tag", "begin": "<t>", "content": {"type": "sequence", "elements": [{"type": "any_text"},
+            {"type": "optional", "content": {"type": "const_string", "value": "!"}}]}, "end": "</t>"}"#,
+        r#"{"type": "tag", "begin": "<t>", "content": {"type": "sequence", "elements": [{"type": "any_text"},
+            {"type": "const_string", "value": ""}]}, "end": "</t>"}"#,
+    ] {
+        assert!(toy_accepts(&c, tag, "<t>a</t>"), "{tag}");
+        assert!(!toy_accepts(&c, tag, "<t>a</t>b</t>"), "{tag}");
+    }
+    let star = r#"{"type": "plus", "content": {"type": "any_text", "excludes": ["STOP"]}}"#;
+    assert!(toy_accepts(&c, star, "xx STO yy"));
+    assert!(!toy_accepts(&c, star, "xx STOP yy"));
+}
+
+/// Properties come in the order the schema declares them (serde_json keeps it).
+#[test]
+fn declared_property_order() {
+    let c = toy();
+    let xml = r#"{"type": "json_schema", "style": "qwen_xml", "json_schema": {"type": "object",
+        "properties": {"zeta": {"type": "string"}, "alpha": {"type": "integer"}}, "required": ["zeta", "alpha"]}}"#;
+    assert!(toy_accepts(
+        &c,
+        xml,
+        "<parameter=zeta>\nx\n</parameter>\n<parameter=alpha>\n1\n</parameter>"
+    ));
+    assert!(!toy_accepts(
+        &c,
+        xml,
+        "<parameter=alpha>\n1\n</parameter>\n<parameter=zeta>\nx\n</parameter>"
+    ));
+    let json = r#"{"type": "json_schema", "json_schema": {"type": "object",
+        "properties": {"zeta": {"type": "string"}, "alpha": {"type": "integer"}}, "required": ["zeta", "alpha"]}}"#;
+    assert!(toy_accepts(&c, json, r#"{"zeta": "x", "alpha": 1}"#));
+}
+
+/// A `token` whose text is no token of the vocabulary is an error, not text; formats nested
+/// deeper than the limit are an error, not a stack overflow; unknown top-level fields too.
+#[test]
+fn more_typed_errors() {
+    let c = toy();
+    let e = c
+        .compile_structural_tag(r#"{"type": "token", "token": "<|sp_typo|>"}"#)
+        .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            CompileError::StructuralTag(StructuralTagError::Token { .. })
+        ),
+        "{e}"
+    );
+    let mut v = serde_json::json!({"type": "const_string", "value": "x"});
+    for _ in 0..1000 {
+        v = serde_json::json!({"type": "optional", "content": v});
+    }
+    let e = std::thread::spawn(move || {
+        c.compile_structural_tag(&v)
+            .map(|_| ())
+            .unwrap_err()
+            .to_string()
+    })
+    .join()
+    .unwrap();
+    assert!(e.contains("nest more than"), "{e}");
+    let e = toy()
+        .compile_structural_tag(
+            r#"{"type": "structural_tag", "format": {"type": "any_text"}, "bogus": 1}"#,
+        )
+        .unwrap_err();
+    assert!(e.to_string().contains("unknown field `bogus`"), "{e}");
+}

@@ -359,6 +359,12 @@ impl StructuralTag {
         match obj.get("type").and_then(Value::as_str) {
             Some("structural_tag") => {
                 if let Some(f) = obj.get("format") {
+                    if let Some(k) = obj.keys().find(|k| *k != "type" && *k != "format") {
+                        return Err(field_err(
+                            "",
+                            format!("unknown field `{k}` (fields: type, format)"),
+                        ));
+                    }
                     return Ok(StructuralTag {
                         format: read_format(f, "format")?,
                     });
@@ -611,8 +617,19 @@ const TYPES: &str = "const_string, json_schema, regex, grammar, any_text, sequen
 plus, star, repeat, tag, triggered_tags, tags_with_separator, dispatch, token, any_tokens, \
 token_triggered_tags";
 
+/// How deeply formats may nest (reading and lowering recurse on it).
+pub const MAX_FORMAT_DEPTH: usize = 100;
+
 /// Reads one format object at `path`.
 pub(crate) fn read_format(v: &Value, path: &str) -> Result<Format, StructuralTagError> {
+    // The path has one segment per level.
+    let depth = path.bytes().filter(|&b| b == b'.' || b == b'[').count();
+    if depth > MAX_FORMAT_DEPTH {
+        return Err(field_err(
+            path,
+            format!("formats nest more than {MAX_FORMAT_DEPTH} deep"),
+        ));
+    }
     let obj = object(v, path)?;
     let ty = match obj.get("type") {
         Some(Value::String(s)) => s.as_str(),

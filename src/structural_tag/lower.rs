@@ -36,6 +36,23 @@ pub(super) fn lower(
     Ok(l.b.finish(root))
 }
 
+/// Whether a format may match the empty string (conservative: false where unsure).
+fn nullable(f: &Format) -> bool {
+    match f {
+        Format::ConstString { value } => value.is_empty(),
+        Format::AnyText { .. } | Format::AnyTokens { .. } | Format::Dispatch { .. } => true,
+        Format::Optional { .. } | Format::Star { .. } => true,
+        Format::Repeat { min, content, .. } => *min == 0 || nullable(content),
+        Format::Plus { content } => nullable(content),
+        Format::Sequence { elements } => elements.iter().all(nullable),
+        Format::Or { elements } => elements.iter().any(nullable),
+        Format::TriggeredTags { at_least_one, .. }
+        | Format::TagsWithSeparator { at_least_one, .. }
+        | Format::TokenTriggeredTags { at_least_one, .. } => !at_least_one,
+        _ => false,
+    }
+}
+
 pub(super) struct Lowerer<'v> {
     pub(super) b: GrammarBuilder,
     vocab: Option<&'v Vocabulary>,
@@ -103,13 +120,21 @@ impl Lowerer<'_> {
             }
             TokenSpec::Text(s) => match vocab.special_token_id(s) {
                 Some(id) => id,
-                // Ordinary text: any tokenization of it (the compiler reads a terminal
-                // naming an ordinary token as its bytes too).
-                None if !s.is_empty() => return Ok(Expr::Bytes(s.as_bytes().to_vec())),
+                // An ordinary token: matched as its text, by any tokenization of it (the
+                // compiler reads a terminal naming an ordinary token as its bytes too).
+                None if !s.is_empty()
+                    && (0..vocab.tokenizer_size() as u32)
+                        .any(|id| vocab.token_bytes(id) == Some(s.as_bytes())) =>
+                {
+                    return Ok(Expr::Bytes(s.as_bytes().to_vec()))
+                }
                 None => {
                     return Err(StructuralTagError::Token {
                         path: path.to_string(),
-                        reason: "an empty token text".to_string(),
+                        reason: format!(
+                            "{s:?} is not a token of the vocabulary (neither a special token \
+                             nor an ordinary token spelled so)"
+                        ),
                     })
                 }
             },
@@ -134,10 +159,15 @@ impl Lowerer<'_> {
     }
 
     /// The text a delimiter stops free text at: text ends that are not one special token.
+    /// (A `token` end naming an ordinary token is its text.)
     fn stop_texts(&self, ends: &[Delimiter]) -> Vec<String> {
         ends.iter()
             .filter_map(|d| match d {
                 Delimiter::Text(s) if !s.is_empty() && !self.is_special_text(s) => Some(s.clone()),
+                Delimiter::Token(t) => match self.token(t, "") {
+                    Ok(Expr::Bytes(b)) => Some(String::from_utf8_lossy(&b).into_owned()),
+                    _ => None,
+                },
                 _ => None,
             })
             .collect()
@@ -202,11 +232,15 @@ impl Lowerer<'_> {
             }
             Format::AnyText { excludes } => self.free_text(excludes, stop),
             Format::Sequence { elements } => {
+                // An element is in last position when everything after it may be empty.
+                let mut can_be_last = vec![true; elements.len()];
+                for i in (0..elements.len().saturating_sub(1)).rev() {
+                    can_be_last[i] = can_be_last[i + 1] && nullable(&elements[i + 1]);
+                }
                 let mut parts = Vec::with_capacity(elements.len());
                 for (i, e) in elements.iter().enumerate() {
-                    let last = i + 1 == elements.len();
                     let p = format!("{path}.elements[{i}]");
-                    parts.push(self.format(e, &p, if last { stop } else { &[] })?);
+                    parts.push(self.format(e, &p, if can_be_last[i] { stop } else { &[] })?);
                 }
                 Expr::Seq(parts)
             }
@@ -374,6 +408,11 @@ impl Lowerer<'_> {
         path: &str,
         stop: &[String],
     ) -> Result<Expr, StructuralTagError> {
+        // Repeated free text is free text: excludes (and the enclosing end) must hold
+        // across the pieces too, which a repetition of pieces would not ensure.
+        if let Format::AnyText { excludes } = content {
+            return Ok(self.free_text(excludes, stop));
+        }
         let body = self.format(content, &format!("{path}.content"), stop)?;
         Ok(Expr::Repeat {
             expr: Box::new(body),

@@ -35,15 +35,23 @@
 //!   vocabularies where the marker is ordinary text, it is text. Free text, JSON strings and
 //!   regexes never contain special tokens.
 //! * **Unbounded text stops at the enclosing end.** `any_text`, the free text of
-//!   `triggered_tags`/`dispatch`/`token_triggered_tags` and `any_tokens`, when it is the
-//!   content of a `tag` (or the last element of a `sequence` that is), never contains that
-//!   tag's text `end`s.
+//!   `triggered_tags`/`dispatch`/`token_triggered_tags` and `any_tokens`, wherever the
+//!   content of a `tag` may end with it (the last element of a `sequence`, or one followed
+//!   only by parts that may be empty; a branch of an `or`; a repetition), never contains that
+//!   tag's `end`s (text ends, and `token` ends naming an ordinary token, by their text). A
+//!   repetition of `any_text` is one `any_text`, so its `excludes` hold across the pieces.
+//! * `token`: a special token by id or text matches that token only; text naming an
+//!   ordinary token matches that text (by any tokenization, so that mask and accept agree);
+//!   text that is no token of the vocabulary is an error.
+//! * A stop token used inside the tag (a `const_string` or an `end` that is the stop token)
+//!   is a grammar terminal: it ends decoding only where nothing else may follow it.
+//! * Formats nest at most [`MAX_FORMAT_DEPTH`] deep (an error beyond).
 //! * `triggered_tags`: free text that never contains a trigger; where a trigger begins, one
 //!   of the tags (whose `begin` starts with it). `at_least_one` makes the output start with
 //!   a tag; `stop_after_first` ends it after the first tag. Each trigger must start some
 //!   tag's `begin` and each `begin` exactly one trigger.
 //! * `tags_with_separator`: only tags and separators, no text.
-//! * `json_schema` uses [`JsonSchemaOptions::default`] (flexible whitespace) with the
+//! * `json_schema` uses [`crate::JsonSchemaOptions::default`] (flexible whitespace) with the
 //!   format's `any_order`; `style: "qwen_xml"` writes the properties of an object schema as
 //!   `<parameter=NAME>\nVALUE\n</parameter>` joined by `\n`, in declared order, string values
 //!   raw (never containing `</parameter>`), other values JSON.
@@ -56,7 +64,7 @@ mod lower;
 mod text;
 mod xml;
 
-pub use format::{Delimiter, Format, JsonStyle, StructuralTag, Tag, TokenSpec};
+pub use format::{Delimiter, Format, JsonStyle, StructuralTag, Tag, TokenSpec, MAX_FORMAT_DEPTH};
 
 use crate::compiler::{CompileError, CompiledGrammar, GrammarCompiler};
 use crate::grammar::{EbnfError, Grammar};
