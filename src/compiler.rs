@@ -76,6 +76,9 @@ impl From<AutomatonError> for CompileError {
     }
 }
 
+/// Vocabularies with at least this many text tokens share masks between equivalent nodes.
+const SHARE_MIN_TOKENS: usize = 8192;
+
 /// When node masks are computed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Precompute {
@@ -316,9 +319,17 @@ impl GrammarCompiler {
         let has_mask: Vec<bool> = (0..aut.nodes.len() as u32)
             .map(|n| aut.has_edges(n))
             .collect();
-        let (mask_class, classes) = aut.mask_classes();
+        // Sharing masks pays when a mask walk is costly (a real vocabulary); over a few
+        // thousand tokens, finding the classes would cost more than the walks it saves.
+        let (mask_class, classes, class_keys) = if self.trie.token_count() >= SHARE_MIN_TOKENS {
+            let (class, classes) = aut.mask_classes();
+            let keys = aut.class_keys(&class, classes);
+            (class, classes, keys)
+        } else {
+            let n = aut.nodes.len();
+            ((0..n as u32).collect(), n, vec![None; n])
+        };
         let masks = (0..classes).map(|_| OnceLock::new()).collect();
-        let class_keys = aut.class_keys(&mask_class, classes);
         let mut sites: Vec<Vec<u32>> = vec![Vec::new(); aut.rule_start.len()];
         for n in 0..aut.nodes.len() as u32 {
             for c in aut.calls_of(n) {

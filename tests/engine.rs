@@ -656,9 +656,15 @@ fn shared_masks_equal_fresh_masks() {
         "root ::= \"<\" [^<]* \">\" | \"(\" [^<]* \")\"",
         "root ::= ([^a] | \"a\" [^b])* \"ab\"",
     ];
-    let vocab = Arc::new(synthetic_vocab(&[
-        "x", "y", "1", "2", "'", ",", "!", "<", ">", "a", "b", "(",
-    ]));
+    // Over 8,192 text tokens, so that the compiler shares masks (filler `~N` tokens).
+    let base = synthetic_vocab(&["x", "y", "1", "2", "'", ",", "!", "<", ">", "a", "b", "("]);
+    let mut tokens: Vec<Vec<u8>> = (0..base.tokenizer_size() as u32)
+        .map(|t| base.token_bytes(t).unwrap_or(&[]).to_vec())
+        .collect();
+    let specials: Vec<u32> = base.special_tokens().collect();
+    let stops = base.stop_tokens().to_vec();
+    tokens.extend((0..8000).map(|i| format!("~{i}").into_bytes()));
+    let vocab = Arc::new(Vocabulary::from_token_bytes(&tokens, &specials, &stops).unwrap());
     let shared = GrammarCompiler::new(vocab.clone());
     for pass in 0..2 {
         for src in grammars {

@@ -269,12 +269,13 @@ fn refs_defs_and_recursion() {
             "$ref": "#/definitions/node"
         }),
         &[
-            "{\"kids\":[{\"v\":2},{\"kids\":[],\"v\":3}],\"v\":1}",
+            // Declared order (`v` first) is the default.
+            "{\"v\":1,\"kids\":[{\"v\":2},{\"v\":3,\"kids\":[]}]}",
             "{\"v\":1}",
         ],
         &[
-            "{\"kids\":[{}],\"v\":1}",
-            "{\"kids\":[{\"v\":\"x\"}],\"v\":1}",
+            "{\"v\":1,\"kids\":[{}]}",
+            "{\"v\":1,\"kids\":[{\"v\":\"x\"}]}",
         ],
     );
 }
@@ -637,7 +638,8 @@ fn unknown_keywords_can_be_ignored_on_request() {
     };
     let out = json_schema_to_grammar_with_report(&schema, &opts).unwrap();
     let kws: Vec<_> = out.ignored.iter().map(|i| i.keyword.as_str()).collect();
-    assert_eq!(kws, ["example", "x-vendor"]);
+    // In the schema's order (serde_json keeps it).
+    assert_eq!(kws, ["x-vendor", "example"]);
     // Keywords of JSON Schema stay errors.
     let dep = json!({"dependencies": {"a": ["b"]}});
     assert!(json_schema_to_grammar(&dep, &opts).is_err());

@@ -75,14 +75,19 @@ impl Automaton {
 
 /// Classes whose future reaches more than this many classes get no cross-grammar key (the
 /// key's size and its cost are proportional to that future).
-const MAX_KEY_CLASSES: usize = 4096;
+const MAX_KEY_CLASSES: usize = 256;
+
+/// Total classes visited while making the keys of one grammar; past it, no more keys (huge
+/// grammars would otherwise spend more on keys than the keys save).
+const KEY_BUDGET: usize = 1 << 18;
 
 impl Automaton {
     /// A canonical key per mask class: the whole automaton reachable from the class (bytes,
     /// calls into other rules, tokens, finality, follow bytes), serialised in breadth-first
     /// order. Equal keys, in any two grammars over one vocabulary, mean equal masks, so masks
     /// can be shared across grammars. `None` where no key is made: the future includes a
-    /// counted repetition, or is larger than [`MAX_KEY_CLASSES`].
+    /// counted repetition, or is larger than [`MAX_KEY_CLASSES`], or the grammar's
+    /// [`KEY_BUDGET`] is spent.
     ///
     /// The order in which edges are listed only affects how often keys coincide, never what
     /// a key means: it is made as canonical as cheap hashing allows.
@@ -133,7 +138,12 @@ impl Automaton {
         let mut key: Vec<u64> = Vec::new();
         // (kind, label, tie-break hash, target class, second class for calls).
         let mut edges: Vec<(u64, u64, u64, u32, u32)> = Vec::new();
+        let mut spent = 0usize;
         for c0 in 0..classes as u32 {
+            if spent > KEY_BUDGET {
+                keys.push(None);
+                continue;
+            }
             num.clear();
             order.clear();
             key.clear();
@@ -193,6 +203,7 @@ impl Automaton {
                     }
                 }
             }
+            spent += order.len();
             keys.push(ok.then(|| key.clone().into_boxed_slice()));
         }
         keys

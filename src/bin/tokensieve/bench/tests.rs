@@ -32,12 +32,13 @@ impl Encode for ByteEncoder {
 }
 
 /// Four schemas: an object (2 valid instances and an invalid one, which the bench skips),
-/// a one-string enum, a schema tokensieve refuses (`uniqueItems`), and an integer schema
-/// whose valid instance `6000.0` tokensieve rejects at the `.` (step 4).
+/// a one-string enum, a schema tokensieve refuses (`uniqueItems`), and a draft-04 integer
+/// schema whose instance `6000.0` (listed as valid; draft 4 says it is not an integer)
+/// tokensieve rejects at the `.` (step 4).
 const RECORDS: &str = r#"{"file":"a.json","schema":{"type":"object","properties":{"n":{"type":"integer"},"s":{"type":"string"}},"required":["n"]},"tests":[{"description":"x","valid":true,"data":{"n":12,"s":"hi"}},{"valid":false,"data":{"s":1}},{"valid":true,"data":{"n":-3}}]}
 {"file":"b.json","schema":{"enum":["yes"]},"tests":[{"valid":true,"data":"yes"}]}
 {"file":"c.json","schema":{"type":"array","uniqueItems":true},"tests":[{"valid":true,"data":[1,2]}]}
-{"file":"d.json","schema":{"type":"integer"},"tests":[{"valid":true,"data":6000.0}]}
+{"file":"d.json","schema":{"$schema":"http://json-schema.org/draft-04/schema#","type":"integer"},"tests":[{"valid":true,"data":6000.0}]}
 "#;
 
 /// A fresh folder under the system temp dir holding `name` with `content` gzipped.
