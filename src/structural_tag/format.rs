@@ -467,11 +467,15 @@ impl<'v> Fields<'v> {
         }
     }
 
-    fn strings(
+    /// A list field: each item read by `item` (given its path); an absent (or null)
+    /// optional list is empty.
+    fn list<T>(
         &mut self,
         key: &'static str,
         required: bool,
-    ) -> Result<Vec<String>, StructuralTagError> {
+        what: &str,
+        item: impl Fn(&Value, &str) -> Result<T, StructuralTagError>,
+    ) -> Result<Vec<T>, StructuralTagError> {
         let v = match (self.get(key), required) {
             (None | Some(Value::Null), false) => return Ok(Vec::new()),
             (None, true) => return Err(field_err(&self.path, format!("missing field `{key}`"))),
@@ -481,20 +485,25 @@ impl<'v> Fields<'v> {
         let arr = v.as_array().ok_or_else(|| {
             field_err(
                 &path,
-                format!("expected an array of strings, found {}", kind(v)),
+                format!("expected an array of {what}, found {}", kind(v)),
             )
         })?;
         arr.iter()
             .enumerate()
-            .map(|(i, x)| {
-                x.as_str().map(str::to_string).ok_or_else(|| {
-                    field_err(
-                        &format!("{path}[{i}]"),
-                        format!("expected a string, found {}", kind(x)),
-                    )
-                })
-            })
+            .map(|(i, x)| item(x, &format!("{path}[{i}]")))
             .collect()
+    }
+
+    fn strings(
+        &mut self,
+        key: &'static str,
+        required: bool,
+    ) -> Result<Vec<String>, StructuralTagError> {
+        self.list(key, required, "strings", |x, p| {
+            x.as_str()
+                .map(str::to_string)
+                .ok_or_else(|| field_err(p, format!("expected a string, found {}", kind(x))))
+        })
     }
 
     fn tokens(
@@ -502,22 +511,7 @@ impl<'v> Fields<'v> {
         key: &'static str,
         required: bool,
     ) -> Result<Vec<TokenSpec>, StructuralTagError> {
-        let v = match (self.get(key), required) {
-            (None | Some(Value::Null), false) => return Ok(Vec::new()),
-            (None, true) => return Err(field_err(&self.path, format!("missing field `{key}`"))),
-            (Some(v), _) => v,
-        };
-        let path = join(&self.path, key);
-        let arr = v.as_array().ok_or_else(|| {
-            field_err(
-                &path,
-                format!("expected an array of tokens, found {}", kind(v)),
-            )
-        })?;
-        arr.iter()
-            .enumerate()
-            .map(|(i, x)| read_token(x, &format!("{path}[{i}]")))
-            .collect()
+        self.list(key, required, "tokens", read_token)
     }
 
     fn content(&mut self, key: &'static str) -> Result<Box<Format>, StructuralTagError> {
@@ -526,39 +520,14 @@ impl<'v> Fields<'v> {
     }
 
     fn formats(&mut self, key: &'static str) -> Result<Vec<Format>, StructuralTagError> {
-        let v = self.required(key)?;
-        let path = join(&self.path, key);
-        let arr = v.as_array().ok_or_else(|| {
-            field_err(
-                &path,
-                format!("expected an array of formats, found {}", kind(v)),
-            )
-        })?;
-        arr.iter()
-            .enumerate()
-            .map(|(i, x)| read_format(x, &format!("{path}[{i}]")))
-            .collect()
+        self.list(key, true, "formats", read_format)
     }
 
     fn tags(&mut self, key: &'static str) -> Result<Vec<Tag>, StructuralTagError> {
-        let v = self.required(key)?;
-        let path = join(&self.path, key);
-        let arr = v.as_array().ok_or_else(|| {
-            field_err(
-                &path,
-                format!("expected an array of tags, found {}", kind(v)),
-            )
-        })?;
-        arr.iter()
-            .enumerate()
-            .map(|(i, x)| {
-                let p = format!("{path}[{i}]");
-                match read_format(x, &p)? {
-                    Format::Tag(t) => Ok(t),
-                    _ => Err(field_err(&p, "expected a format of type `tag`")),
-                }
-            })
-            .collect()
+        self.list(key, true, "tags", |x, p| match read_format(x, p)? {
+            Format::Tag(t) => Ok(t),
+            _ => Err(field_err(p, "expected a format of type `tag`")),
+        })
     }
 
     fn finish(self) -> Result<(), StructuralTagError> {
