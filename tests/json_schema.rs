@@ -2,69 +2,13 @@
 //! public bug-report cases, the main keywords, options, and typed errors for bad input.
 
 mod common;
+mod schema_check;
 
-use std::sync::{Arc, OnceLock};
+use schema_check::{accepts, check, check_with, llama};
 
-use common::RealTokenizer;
 use serde_json::json;
 use tokensieve::json_schema::{json_schema_to_grammar_with_report, JsonSchemaOptions};
-use tokensieve::{
-    json_schema_to_grammar, CompiledGrammar, GrammarCompiler, GrammarMatcher, JsonSchemaError,
-    Precompute,
-};
-
-fn llama() -> Option<&'static (RealTokenizer, GrammarCompiler)> {
-    static CELL: OnceLock<Option<(RealTokenizer, GrammarCompiler)>> = OnceLock::new();
-    CELL.get_or_init(|| {
-        let rt = RealTokenizer::load("llama3_1")?;
-        let compiler = rt.compiler.clone().with_precompute(Precompute::Lazy);
-        Some((rt, compiler))
-    })
-    .as_ref()
-}
-
-/// Whether `g` accepts `text` then the stop token: as one string, and token by token with
-/// the tokenizer's own encoding (the two must agree).
-fn accepts(rt: &RealTokenizer, g: &Arc<CompiledGrammar>, text: &str) -> bool {
-    let mut m = GrammarMatcher::new(g.clone());
-    let by_string = m.accept_string(text) && m.accept_token(rt.stop()) && m.is_terminated();
-    let mut m = GrammarMatcher::new(g.clone());
-    let ids = rt.encode_exact(text);
-    let by_tokens =
-        ids.iter().all(|&t| m.accept_token(t)) && m.accept_token(rt.stop()) && m.is_terminated();
-    assert_eq!(
-        by_string, by_tokens,
-        "string vs tokens disagree on {text:?}"
-    );
-    by_string
-}
-
-fn check_with(schema: serde_json::Value, opts: &JsonSchemaOptions, good: &[&str], bad: &[&str]) {
-    let Some((rt, compiler)) = llama() else {
-        return;
-    };
-    let g = compiler
-        .compile_json_schema(&schema, opts)
-        .unwrap_or_else(|e| panic!("{schema}: {e}"));
-    for s in good {
-        assert!(
-            accepts(rt, &g, s),
-            "{schema} should accept {s:?}\n{}",
-            g.grammar()
-        );
-    }
-    for s in bad {
-        assert!(
-            !accepts(rt, &g, s),
-            "{schema} should reject {s:?}\n{}",
-            g.grammar()
-        );
-    }
-}
-
-fn check(schema: serde_json::Value, good: &[&str], bad: &[&str]) {
-    check_with(schema, &JsonSchemaOptions::default(), good, bad)
-}
+use tokensieve::{json_schema_to_grammar, GrammarMatcher, JsonSchemaError};
 
 #[test]
 fn integer_minimum_negative() {
