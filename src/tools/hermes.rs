@@ -339,7 +339,7 @@ mod tests {
     fn streaming_holds_back_partial_markers_and_agrees_with_whole_parse() {
         let h = Hermes::default();
         let ts = tools();
-        let mut p = h.streaming_parser(&ts);
+        let mut p = crate::tools::StreamingParser::new(&h, &ts);
         let ev = p.push("I'll look up both.\n<tool_");
         assert_eq!(ev, vec![StreamEvent::Content("I'll look up both.".into())]);
         let mut all = ev;

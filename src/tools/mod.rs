@@ -445,14 +445,6 @@ pub trait ToolCallFormat: Send + Sync {
         self.parse_partial(text, tools, true).into_parsed()
     }
 
-    /// A streaming parser over this format (see [`StreamingParser`]).
-    fn streaming_parser<'a>(&'a self, tools: &'a [Tool]) -> StreamingParser<'a>
-    where
-        Self: Sized,
-    {
-        StreamingParser::new(self, tools)
-    }
-
     /// `calls` in the family's syntax, as the model writes them (the grammar accepts it,
     /// and [`ToolCallFormat::parse`] gives `calls` back).
     fn render_calls(&self, calls: &[ToolCall]) -> String;
@@ -467,7 +459,8 @@ pub trait ToolCallFormat: Send + Sync {
 }
 
 impl<'f> dyn ToolCallFormat + 'f {
-    /// A streaming parser over this format (see [`StreamingParser`]).
+    /// A streaming parser over this format (see [`StreamingParser`]; for a concrete
+    /// format, [`StreamingParser::new`]).
     pub fn streaming_parser<'a>(&'a self, tools: &'a [Tool]) -> StreamingParser<'a> {
         StreamingParser::new(self, tools)
     }
