@@ -422,11 +422,19 @@ pub fn round_trip(
         }
     }
     assert!(!lists.is_empty() || !common::in_ci(), "no BFCL tool lists");
+    // A pool of 12 tool lists, so that compiled grammars are reused across cases.
+    while lists.len() > 12 {
+        let i = rng.gen_range(0..lists.len());
+        lists.swap_remove(i);
+    }
+    let mut cache: std::collections::HashMap<(usize, String), Option<Arc<CompiledGrammar>>> =
+        std::collections::HashMap::new();
     let mut checked = 0;
     let mut attempts = 0;
     while checked < cases && attempts < cases * 20 && !lists.is_empty() {
         attempts += 1;
-        let tools = &lists[rng.gen_range(0..lists.len())];
+        let li = rng.gen_range(0..lists.len());
+        let tools = &lists[li];
         let Some(calls) = random_calls(tools, if parallel { 3 } else { 1 }, &mut rng) else {
             continue;
         };
@@ -441,18 +449,24 @@ pub fn round_trip(
             vec![ToolChoice::Required, ToolChoice::Auto]
         };
         for choice in &choices {
-            let tag = match format.structural_tag(tools, choice, parallel) {
-                Ok(t) => t,
-                Err(e) => panic!("{}: tag for {choice:?}: {e}", format.name()),
-            };
-            let grammar = match tok.compiler.compile_structural_tag(&tag) {
-                Ok(g) => g,
-                Err(e) => {
-                    // A schema the engine refuses is not a format failure.
-                    eprintln!("{}: skipped a tool list: {e}", format.name());
-                    continue;
-                }
-            };
+            let grammar = cache
+                .entry((li, format!("{choice:?}")))
+                .or_insert_with(|| {
+                    let tag = match format.structural_tag(tools, choice, parallel) {
+                        Ok(t) => t,
+                        Err(e) => panic!("{}: tag for {choice:?}: {e}", format.name()),
+                    };
+                    match tok.compiler.compile_structural_tag(&tag) {
+                        Ok(g) => Some(g),
+                        Err(e) => {
+                            // A schema the engine refuses is not a format failure.
+                            eprintln!("{}: skipped a tool list: {e}", format.name());
+                            None
+                        }
+                    }
+                })
+                .clone();
+            let Some(grammar) = grammar else { continue };
             let ids = encode_with_specials(tok, &text);
             if let Err(e) = accepts_ids(&grammar, tok, &ids) {
                 panic!(
