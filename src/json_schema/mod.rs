@@ -65,6 +65,7 @@
 //! * `format` is asserted (2020-12 makes it an annotation by default).
 
 mod arrays;
+mod conditionals;
 mod formats;
 mod numbers;
 mod objects;
@@ -552,8 +553,29 @@ impl<'a> Builder<'a> {
                 return self.reference(r, &child(ptr, "$ref")).map(Some);
             }
         }
+        if let Some(b) = self.dependency_branches(obj, ptr)? {
+            return self.branches(b, ptr);
+        }
+        if let Some(b) = self.conditional_branches(obj, ptr)? {
+            return self.branches(b, ptr);
+        }
         if let Some(n) = obj.get("not") {
-            let o = self.not_type(obj, n, ptr)?;
+            if simple_not(n, &child(ptr, "not")) {
+                let o = self.not_type(obj, n, ptr)?;
+                return self.object_schema(&o, ptr);
+            }
+            if let Some(b) = self.not_branches(obj, ptr)? {
+                return self.branches(b, ptr);
+            }
+            self.unsupported(
+                "not",
+                &child(ptr, "not"),
+                "the negation of this schema has no exact grammar (`not` is enforced for \
+                 types, null/boolean/number constants, bounds, `required` and `properties` \
+                 of those)",
+            )?;
+            let mut o = obj.clone();
+            o.remove("not");
             return self.object_schema(&o, ptr);
         }
         if let Some(one_of) = obj.get("oneOf") {
@@ -725,6 +747,19 @@ impl Builder<'_> {
             o.insert("type".into(), Value::Array(names));
         }
         Ok(o)
+    }
+}
+
+/// Whether `not: n` folds into `type` ([`Builder::not_type`]): a boolean, a schema of
+/// annotations only, or one with only `type`.
+fn simple_not(n: &Value, nptr: &str) -> bool {
+    match n {
+        Value::Bool(_) => true,
+        Value::Object(m) => {
+            !has_assertions(m, nptr, &[])
+                || (m.contains_key("type") && !has_assertions(m, nptr, &["type"]))
+        }
+        _ => false,
     }
 }
 

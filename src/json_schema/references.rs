@@ -53,7 +53,11 @@ fn percent_decode(s: &str) -> Option<String> {
 
 impl Builder<'_> {
     /// Resolves `reference` against the root document. `ptr` is where the `$ref` is.
-    fn resolve(&self, reference: &Value, ptr: &str) -> Result<(Value, String), JsonSchemaError> {
+    pub(crate) fn resolve(
+        &self,
+        reference: &Value,
+        ptr: &str,
+    ) -> Result<(Value, String), JsonSchemaError> {
         let Value::String(r) = reference else {
             return Err(JsonSchemaError::InvalidKeyword {
                 keyword: "$ref".into(),
@@ -315,12 +319,28 @@ fn merge_maps(
         }
     }
     // Keywords whose meaning depends on a sibling of the same source.
+    // Declaring a key beside another source's `additionalProperties` changes nothing when
+    // the key is declared there too, or declared `false` (forbidden either way).
+    let harmless_props = |with_dep: &Map<String, Value>, with_on: &Map<String, Value>| {
+        let declared = with_dep.get("properties").and_then(Value::as_object);
+        with_on
+            .get("properties")
+            .and_then(Value::as_object)
+            .is_some_and(|p| {
+                p.iter().all(|(k, s)| {
+                    s == &Value::Bool(false) || declared.is_some_and(|d| d.contains_key(k))
+                })
+            })
+    };
     for (dep, on) in [
         ("additionalProperties", "properties"),
         ("items", "prefixItems"),
     ] {
-        if (a.contains_key(dep) && other.contains_key(on))
-            || (other.contains_key(dep) && a.contains_key(on))
+        let exempt = |x: &Map<String, Value>, y: &Map<String, Value>| {
+            dep == "additionalProperties" && harmless_props(x, y)
+        };
+        if (a.contains_key(dep) && other.contains_key(on) && !exempt(a, &other))
+            || (other.contains_key(dep) && a.contains_key(on) && !exempt(&other, a))
             || (a.contains_key(dep) && other.contains_key(dep))
         {
             return Err(refuse(
