@@ -48,7 +48,7 @@ fn other_types(t: &str) -> Value {
 }
 
 /// One schema from a union: itself when alone, else `anyOf`.
-fn union(mut v: Vec<Value>) -> Value {
+pub(crate) fn union(mut v: Vec<Value>) -> Value {
     match v.len() {
         0 => Value::Bool(false),
         1 => v.pop().unwrap_or(Value::Bool(false)),
@@ -451,6 +451,29 @@ impl Builder<'_> {
                     _ => None,
                 },
                 "not" => Some(vec![v.clone()]),
+                // Some item fails `items`: `contains` of its negation.
+                "items"
+                    if !o.contains_key("prefixItems") && !o.contains_key("unevaluatedItems") =>
+                {
+                    match self.negate(v, &child(ptr, "items"), depth + 1)? {
+                        None => None,
+                        Some(n) if n.is_empty() => Some(vec![]),
+                        Some(n) => Some(vec![
+                            other_types("array"),
+                            json!({"type": "array", "contains": union(n)}),
+                        ]),
+                    }
+                }
+                // No item matches: every item in the negation.
+                "contains" if !o.contains_key("minContains") && !o.contains_key("maxContains") => {
+                    self.negate(v, &child(ptr, "contains"), depth + 1)?
+                        .map(|n| {
+                            vec![
+                                other_types("array"),
+                                json!({"type": "array", "items": union(n)}),
+                            ]
+                        })
+                }
                 "$ref" => match self.resolve(v, &child(ptr, "$ref")) {
                     Ok((target, tptr)) => self.negate(&target, &tptr, depth + 1)?,
                     Err(_) => None,

@@ -616,6 +616,9 @@ impl<'a> Builder<'a> {
             "minProperties",
             "maxProperties",
             "pattern",
+            "contains",
+            "minContains",
+            "maxContains",
         ];
         for k in obj.keys() {
             if is_annotation(k, ptr)
