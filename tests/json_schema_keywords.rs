@@ -231,3 +231,48 @@ fn multiple_of() {
     let (kw, ptr) = refused(json!({"type": "number", "multipleOf": 0.3}));
     assert_eq!((kw.as_str(), ptr.as_str()), ("multipleOf", "#/multipleOf"));
 }
+
+#[test]
+fn draft4_items_array_and_additional_items() {
+    check(
+        json!({"items": [{"type": "integer"}, {"type": "string"}], "additionalItems": false}),
+        &["[]", "[1]", "[1,\"a\"]"],
+        &["[1,\"a\",2]", "[\"a\"]", "[1,2]"],
+    );
+    check(
+        json!({"items": [{"type": "integer"}], "additionalItems": {"type": "boolean"}}),
+        &["[1,true,false]", "[1]"],
+        &["[1,2]", "[true]"],
+    );
+    // Beside an `items` schema, `additionalItems` asserts nothing.
+    check(
+        json!({"items": {"type": "integer"}, "additionalItems": false}),
+        &["[1,2,3]"],
+        &["[\"a\"]"],
+    );
+}
+
+#[test]
+fn one_of_with_overlapping_branches() {
+    // Exactly one: a value in both branches is rejected.
+    check(
+        json!({"type": "integer", "oneOf": [{"minimum": 5}, {"maximum": 10}]}),
+        &["3", "12", "-1", "100"],
+        &["5", "7", "10"],
+    );
+    check(
+        json!({"oneOf": [
+            {"properties": {"error": {"type": "string"}}, "required": ["error"]},
+            {"properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
+        ]}),
+        &[
+            r#"{"error":"x"}"#,
+            r#"{"ok":true}"#,
+            r#"{"ok":true,"error":2}"#,
+        ],
+        &[r#"{"error":"x","ok":false}"#, r#"{}"#, "1"],
+    );
+    // A branch whose negation has no grammar: refused, naming `oneOf`.
+    let (kw, ptr) = refused(json!({"oneOf": [{"pattern": "^a"}, {"maxLength": 3}]}));
+    assert_eq!((kw.as_str(), ptr.as_str()), ("oneOf", "#/oneOf"));
+}

@@ -34,19 +34,6 @@ const MAX_BRANCHES: usize = 48;
 /// How deep negations and references nest inside one negation.
 const MAX_NEGATION_DEPTH: usize = 8;
 
-/// The JSON types, as `type` names (`integer` is inside `number`).
-const TYPES: [&str; 6] = ["null", "boolean", "string", "number", "object", "array"];
-
-/// `{"type": [every type but t]}`.
-fn other_types(t: &str) -> Value {
-    let names: Vec<Value> = TYPES
-        .iter()
-        .filter(|n| **n != t)
-        .map(|n| Value::String((*n).into()))
-        .collect();
-    json!({ "type": names })
-}
-
 /// One schema from a union: itself when alone, else `anyOf`.
 pub(crate) fn union(mut v: Vec<Value>) -> Value {
     match v.len() {
@@ -316,22 +303,10 @@ impl Builder<'_> {
                     Value::Array(list) => negate_values(list),
                     _ => None,
                 },
-                "minimum" if num(v) => Some(vec![
-                    other_types("number"),
-                    json!({"type": "number", "exclusiveMaximum": v}),
-                ]),
-                "exclusiveMinimum" if num(v) => Some(vec![
-                    other_types("number"),
-                    json!({"type": "number", "maximum": v}),
-                ]),
-                "maximum" if num(v) => Some(vec![
-                    other_types("number"),
-                    json!({"type": "number", "exclusiveMinimum": v}),
-                ]),
-                "exclusiveMaximum" if num(v) => Some(vec![
-                    other_types("number"),
-                    json!({"type": "number", "minimum": v}),
-                ]),
+                "minimum" if num(v) => Some(vec![json!({"type": "number", "exclusiveMaximum": v})]),
+                "exclusiveMinimum" if num(v) => Some(vec![json!({"type": "number", "maximum": v})]),
+                "maximum" if num(v) => Some(vec![json!({"type": "number", "exclusiveMinimum": v})]),
+                "exclusiveMaximum" if num(v) => Some(vec![json!({"type": "number", "minimum": v})]),
                 "minLength" | "maxLength" | "minItems" | "maxItems" | "minProperties"
                 | "maxProperties" => {
                     let (t, opposite) = match k.as_str() {
@@ -347,7 +322,7 @@ impl Builder<'_> {
                         Some(0) if k.starts_with("min") => Some(vec![]),
                         Some(n) => {
                             let bound = if k.starts_with("min") { n - 1 } else { n + 1 };
-                            Some(vec![other_types(t), json!({ "type": t, opposite: bound })])
+                            Some(vec![json!({ "type": t, opposite: bound })])
                         }
                     }
                 }
@@ -356,7 +331,7 @@ impl Builder<'_> {
                         if names.is_empty() {
                             Some(vec![])
                         } else {
-                            let mut p = vec![other_types("object")];
+                            let mut p = Vec::new();
                             for n in names {
                                 let name = n.as_str().unwrap_or_default();
                                 p.push(json!({"type": "object", "properties": { name: false }}));
@@ -389,9 +364,6 @@ impl Builder<'_> {
                                         "properties": { name.as_str(): union(n) }
                                     })),
                                 }
-                            }
-                            if ok && !p.is_empty() {
-                                p.insert(0, other_types("object"));
                             }
                             ok.then_some(p)
                         }
@@ -458,21 +430,13 @@ impl Builder<'_> {
                     match self.negate(v, &child(ptr, "items"), depth + 1)? {
                         None => None,
                         Some(n) if n.is_empty() => Some(vec![]),
-                        Some(n) => Some(vec![
-                            other_types("array"),
-                            json!({"type": "array", "contains": union(n)}),
-                        ]),
+                        Some(n) => Some(vec![json!({"type": "array", "contains": union(n)})]),
                     }
                 }
                 // No item matches: every item in the negation.
                 "contains" if !o.contains_key("minContains") && !o.contains_key("maxContains") => {
                     self.negate(v, &child(ptr, "contains"), depth + 1)?
-                        .map(|n| {
-                            vec![
-                                other_types("array"),
-                                json!({"type": "array", "items": union(n)}),
-                            ]
-                        })
+                        .map(|n| vec![json!({"type": "array", "items": union(n)})])
                 }
                 "$ref" => match self.resolve(v, &child(ptr, "$ref")) {
                     Ok((target, tptr)) => self.negate(&target, &tptr, depth + 1)?,

@@ -522,6 +522,9 @@ impl<'a> Builder<'a> {
                 })
             }
         };
+        if let Some(o) = legacy_items(obj) {
+            return self.schema_inner(&Value::Object(o), ptr);
+        }
         if let Some(o) = unevaluated_as_additional(obj) {
             return self.schema_inner(&Value::Object(o), ptr);
         }
@@ -648,6 +651,28 @@ impl<'a> Builder<'a> {
         }
         Ok(())
     }
+}
+
+/// Draft 4-2019 arrays: `items` as an array means `prefixItems`, and `additionalItems`
+/// then means `items`; beside an `items` schema (or none), `additionalItems` asserts
+/// nothing. Returns the rewritten schema, or `None` when there is nothing to rewrite (or
+/// `prefixItems` is present too, which is left to refuse).
+pub(crate) fn legacy_items(obj: &Map<String, Value>) -> Option<Map<String, Value>> {
+    let array_items = obj.get("items").is_some_and(Value::is_array);
+    if !(array_items || obj.contains_key("additionalItems")) || obj.contains_key("prefixItems") {
+        return None;
+    }
+    let mut o = obj.clone();
+    let additional = o.remove("additionalItems");
+    if array_items {
+        if let Some(items) = o.remove("items") {
+            o.insert("prefixItems".into(), items);
+        }
+        if let Some(a) = additional {
+            o.insert("items".into(), a);
+        }
+    }
+    Some(o)
 }
 
 /// Without in-place applicators, `unevaluatedProperties` means `additionalProperties` (and
