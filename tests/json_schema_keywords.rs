@@ -276,3 +276,55 @@ fn one_of_with_overlapping_branches() {
     let (kw, ptr) = refused(json!({"oneOf": [{"pattern": "^a"}, {"maxLength": 3}]}));
     assert_eq!((kw.as_str(), ptr.as_str()), ("oneOf", "#/oneOf"));
 }
+
+#[test]
+fn pattern_properties() {
+    // A pattern matching every key: every undeclared value takes its schema.
+    check(
+        json!({"type": "object", "patternProperties": {".*": {"type": "integer"}}}),
+        &[r#"{}"#, r#"{"a":1,"b":2}"#, r#"{"":3}"#],
+        &[r#"{"a":"x"}"#, r#"{"a":1,"b":null}"#],
+    );
+    // Declared keys matching it take both schemas.
+    check(
+        json!({
+            "type": "object",
+            "properties": {"n": {"minimum": 0}},
+            "patternProperties": {"^.+$": {"type": "integer"}}
+        }),
+        &[r#"{"n":3}"#, r#"{"n":0,"m":-1}"#],
+        &[r#"{"n":-1}"#, r#"{"n":1.5}"#, r#"{"m":"x"}"#],
+    );
+    // Closed objects: undeclared keys must match the pattern.
+    check(
+        json!({
+            "type": "object",
+            "properties": {"id": {"type": "string"}},
+            "patternProperties": {"^x-": {"type": "boolean"}},
+            "additionalProperties": false
+        }),
+        &[
+            r#"{"id":"a"}"#,
+            r#"{"id":"a","x-b":true}"#,
+            r#"{"x-":false}"#,
+        ],
+        &[
+            r#"{"y":true}"#,
+            r#"{"x-b":1}"#,
+            r#"{"id":1}"#,
+            r#"{"ax-":true}"#,
+        ],
+    );
+    // Keys outside the pattern beside open `additionalProperties`: refused.
+    let (kw, ptr) = refused(json!({"patternProperties": {"^[a-z]+$": {"type": "integer"}}}));
+    assert_eq!(
+        (kw.as_str(), ptr.as_str()),
+        ("patternProperties", "#/patternProperties")
+    );
+    // `allOf` does not merge a pattern into another branch's additionalProperties.
+    let (kw, _) = refused(json!({"allOf": [
+        {"additionalProperties": false},
+        {"patternProperties": {"^a": {"type": "integer"}}}
+    ]}));
+    assert_eq!(kw, "additionalProperties");
+}

@@ -622,6 +622,7 @@ impl<'a> Builder<'a> {
             "contains",
             "minContains",
             "maxContains",
+            "patternProperties",
         ];
         for k in obj.keys() {
             if is_annotation(k, ptr)

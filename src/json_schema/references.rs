@@ -410,10 +410,11 @@ fn merge_maps(
     };
     for (dep, on) in [
         ("additionalProperties", "properties"),
+        ("additionalProperties", "patternProperties"),
         ("items", "prefixItems"),
     ] {
         let exempt = |x: &Map<String, Value>, y: &Map<String, Value>| {
-            dep == "additionalProperties" && harmless_props(x, y)
+            on == "properties" && harmless_props(x, y)
         };
         if (a.contains_key(dep) && other.contains_key(on) && !exempt(a, &other))
             || (other.contains_key(dep) && a.contains_key(on) && !exempt(&other, a))
