@@ -623,6 +623,7 @@ impl<'a> Builder<'a> {
             "minContains",
             "maxContains",
             "patternProperties",
+            "multipleOf",
         ];
         for k in obj.keys() {
             if is_annotation(k, ptr)

@@ -174,7 +174,9 @@ impl Builder<'_> {
         if types.string {
             alts.push(self.string(obj, ptr)?);
         }
-        if types.number {
+        if (types.number || types.integer) && obj.contains_key("multipleOf") {
+            alts.push(self.multiple_of(obj, ptr, !types.number)?);
+        } else if types.number {
             alts.push(self.number(obj, ptr)?);
         } else if types.integer {
             alts.push(self.integer(obj, ptr)?);
