@@ -80,6 +80,7 @@ use serde_json::{Map, Value};
 
 use crate::compiler::{CompileError, CompiledGrammar, GrammarCompiler};
 use crate::grammar::{CharClass, Expr, Grammar, Rule, RuleId};
+use crate::limits::{Limit, LimitExceeded, Limits};
 
 /// Options of the JSON Schema front end.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -249,7 +250,19 @@ pub fn json_schema_to_grammar_with_report(
     schema: &Value,
     options: &JsonSchemaOptions,
 ) -> Result<JsonSchemaGrammar, JsonSchemaError> {
+    to_grammar(schema, options, &Limits::default())
+}
+
+/// As [`json_schema_to_grammar_with_report`] under `limits`: [`Limits::max_schema_depth`]
+/// (checked on the document before anything else) and [`Limits::max_enum_values`].
+fn to_grammar(
+    schema: &Value,
+    options: &JsonSchemaOptions,
+    limits: &Limits,
+) -> Result<JsonSchemaGrammar, JsonSchemaError> {
+    check_depth(schema, limits.max_schema_depth)?;
     let mut b = Builder::new(schema, options.clone());
+    b.max_enum_values = limits.max_enum_values;
     let root = b.add_rule("root", Expr::Empty);
     let value = b.schema(schema, "#")?;
     let Some(value) = value else {
@@ -283,9 +296,102 @@ impl GrammarCompiler {
         options: &JsonSchemaOptions,
     ) -> Result<Arc<CompiledGrammar>, JsonSchemaError> {
         let value = schema.to_schema_value()?;
-        let grammar = json_schema_to_grammar(&value, options)?;
+        let grammar = to_grammar(&value, options, self.limits())?.grammar;
         Ok(self.compile_ir(&grammar)?)
     }
+}
+
+/// A [`Limit`] error with no rule to blame.
+pub(crate) fn limit_error(limit: Limit, value: usize, actual: usize) -> JsonSchemaError {
+    JsonSchemaError::Compile(CompileError::Limit(LimitExceeded {
+        limit,
+        value: value as u64,
+        actual: actual as u64,
+        rule: None,
+    }))
+}
+
+/// Keywords whose value is one subschema.
+const SCHEMA_KEYWORDS: &[&str] = &[
+    "items",
+    "additionalItems",
+    "additionalProperties",
+    "unevaluatedItems",
+    "unevaluatedProperties",
+    "not",
+    "if",
+    "then",
+    "else",
+    "contains",
+    "propertyNames",
+    "contentSchema",
+];
+
+/// Keywords whose value is a map of subschemas.
+const SCHEMA_MAP_KEYWORDS: &[&str] = &[
+    "properties",
+    "patternProperties",
+    "$defs",
+    "definitions",
+    "dependentSchemas",
+    "dependencies",
+];
+
+/// Keywords whose value is a list of subschemas.
+const SCHEMA_LIST_KEYWORDS: &[&str] = &["allOf", "anyOf", "oneOf", "prefixItems"];
+
+/// Enforces [`Limits::max_schema_depth`] on the document, without recursion (so a schema
+/// nested 10,000 deep is an error, not a stack overflow): the nesting of subschemas (the
+/// root is depth 1; `properties/a`, `items`, `allOf/0`... one more each) must stay within
+/// `max_depth`, and the JSON nesting of the whole document (constants included) within
+/// `4 × max_depth + 64`.
+fn check_depth(schema: &Value, max_depth: usize) -> Result<(), JsonSchemaError> {
+    let json_cap = max_depth.saturating_mul(4).saturating_add(64);
+    // (value, subschema depth, JSON depth, whether the value is a schema)
+    let mut stack = vec![(schema, 1usize, 1usize, true)];
+    while let Some((v, sd, jd, is_schema)) = stack.pop() {
+        if sd > max_depth {
+            return Err(limit_error(Limit::SchemaDepth, max_depth, sd));
+        }
+        if jd > json_cap {
+            return Err(limit_error(Limit::SchemaDepth, max_depth, jd / 4));
+        }
+        match v {
+            Value::Object(o) => {
+                for (k, x) in o {
+                    let k = k.as_str();
+                    if !is_schema {
+                        stack.push((x, sd, jd + 1, false));
+                    } else if SCHEMA_KEYWORDS.contains(&k) {
+                        if let Value::Array(list) = x {
+                            stack.extend(list.iter().map(|y| (y, sd + 1, jd + 2, true)));
+                        } else {
+                            stack.push((x, sd + 1, jd + 1, true));
+                        }
+                    } else if SCHEMA_MAP_KEYWORDS.contains(&k) {
+                        match x {
+                            Value::Object(m) => {
+                                stack.extend(m.values().map(|y| (y, sd + 1, jd + 2, true)))
+                            }
+                            _ => stack.push((x, sd, jd + 1, false)),
+                        }
+                    } else if SCHEMA_LIST_KEYWORDS.contains(&k) {
+                        match x {
+                            Value::Array(list) => {
+                                stack.extend(list.iter().map(|y| (y, sd + 1, jd + 2, true)))
+                            }
+                            _ => stack.push((x, sd, jd + 1, false)),
+                        }
+                    } else {
+                        stack.push((x, sd, jd + 1, false));
+                    }
+                }
+            }
+            Value::Array(a) => stack.extend(a.iter().map(|y| (y, sd, jd + 1, false))),
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 /// Keywords that never constrain an instance (ignored everywhere; `$id` only at the root).
@@ -408,12 +514,16 @@ pub(crate) struct Builder<'a> {
     pub(crate) any: Option<types::AnyRules>,
     /// Nesting depth of schema compilation (guards against runaway merges).
     pub(crate) depth: usize,
+    /// [`Limits::max_enum_values`].
+    pub(crate) max_enum_values: usize,
     /// The root's `$schema` names draft 4 (or 3): an `integer` has no fraction at all there
     /// (`1.0` is not an integer), while later drafts count `1.0` as one.
     pub(crate) draft4: bool,
 }
 
-/// The deepest schema nesting compiled.
+/// The deepest nesting of compilation (subschemas, and references inlined by merges and
+/// branches), whatever the limits: it bounds the recursion of the compiler. The
+/// document's own nesting is bounded first by [`Limits::max_schema_depth`].
 const MAX_SCHEMA_DEPTH: usize = 200;
 
 impl<'a> Builder<'a> {
@@ -426,6 +536,7 @@ impl<'a> Builder<'a> {
             refs: HashMap::new(),
             any: None,
             depth: 0,
+            max_enum_values: Limits::default().max_enum_values,
             draft4: root_schema
                 .get("$schema")
                 .and_then(Value::as_str)

@@ -263,6 +263,13 @@ impl Builder<'_> {
             }
             None => obj.get("const").into_iter().collect(),
         };
+        if values.len() > self.max_enum_values {
+            return Err(super::limit_error(
+                crate::limits::Limit::EnumValues,
+                self.max_enum_values,
+                values.len(),
+            ));
+        }
         if let (Some(c), true) = (obj.get("const"), obj.contains_key("enum")) {
             values.retain(|v| json_equal(v, c));
         }
