@@ -359,8 +359,7 @@ fn schema_depth() {
             }
             let e = c
                 .compile_json_schema(&json!({ "const": deep }), &opts)
-                .err()
-                .expect("a 10,000-deep constant is refused");
+                .expect_err("a 10,000-deep constant is refused");
             assert!(
                 matches!(e, JsonSchemaError::Compile(CompileError::Limit(ref l)) if l.limit == Limit::SchemaDepth),
                 "{e}"

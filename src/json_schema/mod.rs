@@ -17,29 +17,41 @@
 //!   and Rust regexes are refused; not combined with `format`; with `minLength`/`maxLength`
 //!   only when every match of the pattern satisfies them, such as `^[a-z]{2,4}$` with
 //!   `maxLength: 8`, or none does).
-//! * `numbers.rs`: `minimum`, `maximum`, `exclusiveMinimum`, `exclusiveMaximum`.
+//! * `numbers.rs`: `minimum`, `maximum`, `exclusiveMinimum`, `exclusiveMaximum`,
+//!   `multipleOf` (§6.2.1; integer steps, and steps `10^-k` as at most `k` fraction digits).
 //! * `objects.rs`: `properties`, `required`, `additionalProperties`, `minProperties`,
-//!   `maxProperties`; properties in declared order, or in any order with
-//!   [`JsonSchemaOptions::any_order`].
-//! * `arrays.rs`: `items`, `prefixItems`, `minItems`, `maxItems`.
+//!   `maxProperties`, `patternProperties` (§10.3.2.2; one pattern that matches every key,
+//!   or beside `additionalProperties: false`); properties in declared order, or in any
+//!   order with [`JsonSchemaOptions::any_order`].
+//! * `arrays.rs`: `items`, `prefixItems`, `minItems`, `maxItems`, `contains`,
+//!   `minContains`, `maxContains` (§10.3.1.3, §6.4.4-5); draft 4-2019 `items` arrays and
+//!   `additionalItems` (rewritten as `prefixItems`/`items`).
 //! * `references.rs`: `$ref` (`#` JSON pointers), `$defs`, `definitions`, `allOf`, `anyOf`,
-//!   `oneOf` (when its branches are provably disjoint).
+//!   `oneOf` (§10.2.1.3: disjoint branches as they are, overlapping ones as exclusive
+//!   branches `A_i ∧ ¬A_j...` when every negation exists).
+//! * `conditionals.rs`: `dependentRequired`, `dependentSchemas`, draft 4-7 `dependencies`
+//!   (§6.5.4, §10.2.2.4), `if`/`then`/`else` (§10.2.2.1-3) and `not` (§10.2.1.4) of types,
+//!   null/boolean/number constants, bounds, `required`, `properties`, `items`, `contains`,
+//!   `allOf`/`anyOf` of those: each a union of branches merged exactly.
 //! * `formats.rs`: `format` (date, time, date-time, duration, uuid, ipv4, ipv6, email,
 //!   hostname, uri, uri-reference, json-pointer); formats no draft defines are ignored with
 //!   [`JsonSchemaOptions::ignore_unknown_keywords`].
 //! * `types.rs`: `enum`/`const` beside `minLength`, `maxLength`, `minimum`, `maximum`,
 //!   `exclusiveMinimum`, `exclusiveMaximum`, `minItems`, `maxItems`, `minProperties`,
 //!   `maxProperties` (the values are filtered).
-//! * `mod.rs`: `not` of a boolean, of `{}` or of a `type` (folded into `type`);
+//! * `mod.rs`: [`Limits::max_schema_depth`] (on the document, before anything else) and
+//!   [`Limits::max_enum_values`], as [`CompileError::Limit`]; `not` of a boolean, of `{}`
+//!   or of a `type` (folded into `type`);
 //!   `unevaluatedProperties` / `unevaluatedItems` in schemas without in-place applicators
 //!   (where they mean `additionalProperties` / `items`); `$id` (and draft 4's `id`) at the
 //!   root, and below it over subschemas without any `$ref`; annotations.
 //!
-//! Everything else is refused, for example `not` of other schemas, `if`/`then`/`else`,
-//! `contains`, `uniqueItems: true`, `multipleOf`, `patternProperties`, `propertyNames`,
-//! `dependentRequired`, `dependencies`, `dependentSchemas`, `$anchor`/`$dynamicRef`, `$ref`
-//! to other documents, a nested `$id` above a `$ref`, other formats (`regex`, `iri`, ...),
-//! `oneOf` whose branches may overlap, `allOf` that cannot be merged exactly,
+//! Everything else is refused, for example `not` (and `if`, and overlapping `oneOf`
+//! branches) of `pattern`, `format`, `multipleOf`, string constants or closed objects,
+//! `uniqueItems: true`, `propertyNames`, `patternProperties` beside open extra keys or
+//! with several patterns, `multipleOf` steps such as `0.5`, more than 5 dependencies,
+//! `$anchor`/`$dynamicRef`, `$ref` to other documents, a nested `$id` above a `$ref`,
+//! other formats (`regex`, `iri`, ...), `allOf` that cannot be merged exactly,
 //! `minProperties` above 1 when extra properties are allowed, `pattern` with `format`,
 //! and `pattern`/`format` with length bounds that some of their matches break.
 //! Numbers are compared as exact decimals (the bounds as serde_json reads them).
@@ -48,7 +60,10 @@
 //! * `integer` accepts `-?(0|[1-9][0-9]*)` with an optional zero fraction (`6000.0`,
 //!   `-0.0`); exponents (`1e3`) are rejected. Under a draft-04 `$schema` (where an integer
 //!   has no fraction part) neither fractions nor `-0` are accepted.
-//! * `number` with bounds accepts numbers without an exponent only.
+//! * `number` with bounds or `multipleOf` accepts numbers without an exponent only; with a
+//!   step `10^-k`, at most `k` fraction digits (`1.50` for 0.01 is rejected).
+//! * `patternProperties` matching every key: undeclared keys contain no `\u2028`/`\u2029`
+//!   (and are not empty for `.+`-like patterns).
 //! * Strings with a `pattern` or a `format` accept only the canonical escaping of each
 //!   character (raw, unless JSON requires an escape).
 //! * Strings reject escaped lone surrogates (`"\ud800"`), which are not Unicode text.

@@ -553,7 +553,7 @@ impl PatternPlan {
                 let lt = name
                     .chars()
                     .any(|c| matches!(c, '\n' | '\r' | '\u{2028}' | '\u{2029}'));
-                (!lt && !(*nonempty && name.is_empty())).then_some(schema)
+                (!(lt || (*nonempty && name.is_empty()))).then_some(schema)
             }
             // No declared name matches (checked when the plan is made).
             PatternPlan::Closed { .. } | PatternPlan::None => None,
