@@ -328,3 +328,39 @@ fn pattern_properties() {
     ]}));
     assert_eq!(kw, "additionalProperties");
 }
+
+#[test]
+fn property_names() {
+    check(
+        json!({"type": "object", "propertyNames": {"maxLength": 3}}),
+        &[r#"{}"#, r#"{"f":1,"foo":2}"#],
+        &[r#"{"fooo":1}"#, r#"{"a":1,"abcd":2}"#],
+    );
+    check(
+        json!({"propertyNames": {"pattern": "^a+$"}}),
+        &[r#"{"a":1,"aa":2}"#, "1", r#""x""#],
+        &[r#"{"b":1}"#, r#"{"a":1,"ab":2}"#],
+    );
+    // Declared names the rule rejects can never appear; `false` admits no name.
+    check(
+        json!({
+            "properties": {"long_name": {}, "ok": {}},
+            "additionalProperties": false,
+            "propertyNames": {"maxLength": 4}
+        }),
+        &[r#"{"ok":1}"#, r#"{}"#],
+        &[r#"{"long_name":1}"#, r#"{"x":1}"#],
+    );
+    check(
+        json!({"propertyNames": false}),
+        &[r#"{}"#, "[]"],
+        &[r#"{"a":1}"#],
+    );
+    // A declared name it admits, beside extra keys: refused (the keys would need a
+    // complement), naming the keyword.
+    let (kw, ptr) = refused(json!({"properties": {"a": {}}, "propertyNames": {"maxLength": 2}}));
+    assert_eq!(
+        (kw.as_str(), ptr.as_str()),
+        ("propertyNames", "#/propertyNames")
+    );
+}

@@ -750,6 +750,7 @@ impl<'a> Builder<'a> {
             "maxContains",
             "patternProperties",
             "multipleOf",
+            "propertyNames",
         ];
         for k in obj.keys() {
             if is_annotation(k, ptr)

@@ -212,6 +212,7 @@ impl Builder<'_> {
         };
         let extra_ptr = child(ptr, "additionalProperties");
         let plan = self.pattern_plan(obj, props, &required, &extra_schema, ptr)?;
+        let names_rule = self.property_names(obj, ptr)?;
         // What every undeclared key's value must satisfy: the pattern's schema when every
         // undeclared key matches it.
         let extra_value = match &plan {
@@ -234,6 +235,8 @@ impl Builder<'_> {
                 )?,
                 None => self.schema(s, &child(&props_ptr, name))?,
             };
+            // A name that `propertyNames` rejects can never appear.
+            let v = v.filter(|_| names_rule.as_ref().map_or(true, |r| r.admits(name)));
             declared.push((name.clone(), v, required.contains(name)));
         }
         // Required names without a declared schema are governed by additionalProperties.
@@ -250,6 +253,7 @@ impl Builder<'_> {
                 (PatternPlan::None, _) | (_, Some(_)) => extra_value.clone(),
                 (_, None) => self.schema(&extra_schema, &extra_ptr)?,
             };
+            let v = v.filter(|_| names_rule.as_ref().map_or(true, |r| r.admits(name)));
             declared.push((name.clone(), v, true));
         }
         // A required property that accepts no value: no object is accepted.
@@ -269,7 +273,27 @@ impl Builder<'_> {
         let extra = match extra_value {
             None => None,
             Some(v) => {
-                let key = if let PatternPlan::Closed { content, .. } = &plan {
+                let key = if let Some(r) = &names_rule {
+                    if !matches!(plan, PatternPlan::None) {
+                        self.unsupported(
+                            "propertyNames",
+                            &child(ptr, "propertyNames"),
+                            "`propertyNames` beside `patternProperties` is not supported",
+                        )?;
+                    }
+                    if let Some(n) = names.iter().find(|n| r.admits(n)) {
+                        return Err(JsonSchemaError::Unsupported {
+                            keyword: "propertyNames".into(),
+                            pointer: child(ptr, "propertyNames"),
+                            reason: format!(
+                                "extra keys beside the declared name {n:?}, which \
+                                 `propertyNames` admits, would need a complement"
+                            ),
+                        });
+                    }
+                    // No declared name is admitted, so no admitted key is declared.
+                    r.key.clone()
+                } else if let PatternPlan::Closed { content, .. } = &plan {
                     seq(vec![lit("\""), content.clone(), lit("\"")])
                 } else if let PatternPlan::All { nonempty, .. } = &plan {
                     let mut avoid = names.clone();
@@ -519,6 +543,124 @@ fn key_not_in_except(names: &[String], banned: &[(u32, u32)]) -> Expr {
     let chars: Vec<Vec<char>> = names.iter().map(|n| n.chars().collect()).collect();
     let all: Vec<&[char]> = chars.iter().map(|c| c.as_slice()).collect();
     not_in(&all, 0, banned)
+}
+
+/// `propertyNames` (2020-12 §10.3.2.4) of string keywords: which names it admits, and
+/// the grammar of the admitted keys (a whole JSON string, quotes included).
+struct NamesRule {
+    min: u64,
+    max: Option<u64>,
+    /// The decoded-text grammar of `pattern`.
+    pattern: Option<Expr>,
+    /// `enum`/`const`: the only names.
+    values: Option<Vec<Value>>,
+    /// `false`: no name.
+    none: bool,
+    key: Expr,
+}
+
+impl NamesRule {
+    fn admits(&self, name: &str) -> bool {
+        let n = name.chars().count() as u64;
+        !self.none
+            && n >= self.min
+            && self.max.map_or(true, |m| n <= m)
+            && self.pattern.as_ref().map_or(true, |p| {
+                super::strings::text_matches(p, name) == Some(true)
+            })
+            && self
+                .values
+                .as_ref()
+                .map_or(true, |vs| vs.iter().any(|v| v.as_str() == Some(name)))
+    }
+}
+
+impl Builder<'_> {
+    /// The [`NamesRule`] of `obj`'s `propertyNames`, `None` when it has none (or one that
+    /// admits every name). Supports `false`, and schemas of `type`, `minLength`,
+    /// `maxLength`, `pattern`, `enum`, `const`; anything else is refused.
+    fn property_names(
+        &mut self,
+        obj: &Map<String, Value>,
+        ptr: &str,
+    ) -> Result<Option<NamesRule>, JsonSchemaError> {
+        let nptr = child(ptr, "propertyNames");
+        let Some(n) = obj.get("propertyNames") else {
+            return Ok(None);
+        };
+        let m = match n {
+            Value::Bool(true) => return Ok(None),
+            Value::Bool(false) => {
+                return Ok(Some(NamesRule {
+                    min: 0,
+                    max: None,
+                    pattern: None,
+                    values: None,
+                    none: true,
+                    key: super::never(),
+                }))
+            }
+            Value::Object(m) => m,
+            _ => {
+                return Err(JsonSchemaError::InvalidKeyword {
+                    keyword: "propertyNames".into(),
+                    pointer: nptr,
+                    message: "must be a schema".into(),
+                })
+            }
+        };
+        const OK: &[&str] = &["type", "minLength", "maxLength", "pattern", "enum", "const"];
+        if let Some(k) = m
+            .keys()
+            .find(|k| !OK.contains(&k.as_str()) && !super::is_annotation(k, &nptr))
+        {
+            self.unsupported(
+                "propertyNames",
+                &child(&nptr, k),
+                "`propertyNames` with this keyword is not supported",
+            )?;
+            return Ok(None);
+        }
+        if !super::has_assertions(m, &nptr, &[]) {
+            return Ok(None);
+        }
+        let types = super::types::parse_types(m, &nptr)?;
+        let min = super::strings::count_keyword(m, "minLength", &nptr)?.unwrap_or(0) as u64;
+        let max = super::strings::count_keyword(m, "maxLength", &nptr)?.map(u64::from);
+        let pattern = match m.get("pattern") {
+            Some(Value::String(p)) => match self.pattern_raw(p) {
+                Ok(e) => Some(e),
+                Err(why) => {
+                    self.unsupported("propertyNames", &child(&nptr, "pattern"), &why)?;
+                    return Ok(None);
+                }
+            },
+            _ => None,
+        };
+        let mut values: Option<Vec<Value>> = match m.get("enum") {
+            Some(Value::Array(v)) => Some(v.clone()),
+            _ => None,
+        };
+        if let Some(c) = m.get("const") {
+            values = Some(match values {
+                Some(v) => v.into_iter().filter(|x| x == c).collect(),
+                None => vec![c.clone()],
+            });
+        }
+        // The keys: strings of the name schema (only strings are names).
+        let key = self.schema(
+            &serde_json::json!({ "allOf": [Value::Object(m.clone()), {"type": "string"}] }),
+            &nptr,
+        )?;
+        Ok(Some(NamesRule {
+            min,
+            max,
+            pattern,
+            values,
+            none: !types.string || key.is_none(),
+            key: key.unwrap_or_else(super::never),
+        }))
+    }
 }
 
 /// How `patternProperties` (2020-12 §10.3.2.2) is enforced, from
