@@ -316,7 +316,7 @@ impl GrammarCompiler {
     }
 }
 
-/// A [`Limit`] error with no rule to blame.
+/// A [`Limit`] error with no rule (or place) to blame.
 pub(crate) fn limit_error(limit: Limit, value: usize, actual: usize) -> JsonSchemaError {
     JsonSchemaError::Compile(CompileError::Limit(LimitExceeded {
         limit,
@@ -359,50 +359,86 @@ const SCHEMA_LIST_KEYWORDS: &[&str] = &["allOf", "anyOf", "oneOf", "prefixItems"
 /// nested 10,000 deep is an error, not a stack overflow): the nesting of subschemas (the
 /// root is depth 1; `properties/a`, `items`, `allOf/0`... one more each) must stay within
 /// `max_depth`, and the JSON nesting of the whole document (constants included) within
-/// `4 × max_depth + 64`.
+/// `4 × max_depth + 64`. The error's [`LimitExceeded::rule`] is the JSON pointer of the
+/// place found too deep.
 fn check_depth(schema: &Value, max_depth: usize) -> Result<(), JsonSchemaError> {
     let json_cap = max_depth.saturating_mul(4).saturating_add(64);
-    // (value, subschema depth, JSON depth, whether the value is a schema)
-    let mut stack = vec![(schema, 1usize, 1usize, true)];
-    while let Some((v, sd, jd, is_schema)) = stack.pop() {
-        if sd > max_depth {
-            return Err(limit_error(Limit::SchemaDepth, max_depth, sd));
+    // Every visited place: (parent index, token), to spell the pointer of an error.
+    let mut places: Vec<(usize, String)> = vec![(usize::MAX, String::new())];
+    let pointer = |places: &Vec<(usize, String)>, mut i: usize| {
+        let mut tokens = Vec::new();
+        while i != 0 && i != usize::MAX {
+            tokens.push(places[i].1.clone());
+            i = places[i].0;
         }
-        if jd > json_cap {
-            return Err(limit_error(Limit::SchemaDepth, max_depth, jd / 4));
+        tokens
+            .iter()
+            .rev()
+            .fold(String::from("#"), |p, t| child(&p, t))
+    };
+    // (value, place, subschema depth, JSON depth, whether the value is a schema)
+    let mut stack = vec![(schema, 0usize, 1usize, 1usize, true)];
+    while let Some((v, at, sd, jd, is_schema)) = stack.pop() {
+        if sd > max_depth || jd > json_cap {
+            let actual = if sd > max_depth { sd } else { jd / 4 };
+            return Err(JsonSchemaError::Compile(CompileError::Limit(
+                LimitExceeded {
+                    limit: Limit::SchemaDepth,
+                    value: max_depth as u64,
+                    actual: actual as u64,
+                    // The JSON pointer of the place, where a grammar limit names a rule.
+                    rule: Some(pointer(&places, at)),
+                },
+            )));
         }
         match v {
             Value::Object(o) => {
                 for (k, x) in o {
-                    let k = k.as_str();
-                    if !is_schema {
-                        stack.push((x, sd, jd + 1, false));
-                    } else if SCHEMA_KEYWORDS.contains(&k) {
-                        if let Value::Array(list) = x {
-                            stack.extend(list.iter().map(|y| (y, sd + 1, jd + 2, true)));
-                        } else {
-                            stack.push((x, sd + 1, jd + 1, true));
-                        }
-                    } else if SCHEMA_MAP_KEYWORDS.contains(&k) {
-                        match x {
-                            Value::Object(m) => {
-                                stack.extend(m.values().map(|y| (y, sd + 1, jd + 2, true)))
-                            }
-                            _ => stack.push((x, sd, jd + 1, false)),
-                        }
-                    } else if SCHEMA_LIST_KEYWORDS.contains(&k) {
-                        match x {
-                            Value::Array(list) => {
-                                stack.extend(list.iter().map(|y| (y, sd + 1, jd + 2, true)))
-                            }
-                            _ => stack.push((x, sd, jd + 1, false)),
-                        }
+                    let kind = if !is_schema {
+                        0
+                    } else if SCHEMA_KEYWORDS.contains(&k.as_str()) {
+                        1
+                    } else if SCHEMA_MAP_KEYWORDS.contains(&k.as_str()) && x.is_object() {
+                        2
+                    } else if SCHEMA_LIST_KEYWORDS.contains(&k.as_str()) && x.is_array() {
+                        3
                     } else {
-                        stack.push((x, sd, jd + 1, false));
+                        0
+                    };
+                    match (kind, x) {
+                        (1, Value::Array(list)) | (3, Value::Array(list)) => {
+                            places.push((at, k.clone()));
+                            let p = places.len() - 1;
+                            for (i, y) in list.iter().enumerate() {
+                                places.push((p, i.to_string()));
+                                stack.push((y, places.len() - 1, sd + 1, jd + 2, true));
+                            }
+                        }
+                        (1, _) => {
+                            places.push((at, k.clone()));
+                            stack.push((x, places.len() - 1, sd + 1, jd + 1, true));
+                        }
+                        (2, Value::Object(m)) => {
+                            places.push((at, k.clone()));
+                            let p = places.len() - 1;
+                            for (name, y) in m {
+                                places.push((p, name.clone()));
+                                stack.push((y, places.len() - 1, sd + 1, jd + 2, true));
+                            }
+                        }
+                        _ => {
+                            places.push((at, k.clone()));
+                            stack.push((x, places.len() - 1, sd, jd + 1, false));
+                        }
                     }
                 }
             }
-            Value::Array(a) => stack.extend(a.iter().map(|y| (y, sd, jd + 1, false))),
+            Value::Array(a) => {
+                for (i, y) in a.iter().enumerate() {
+                    places.push((at, i.to_string()));
+                    stack.push((y, places.len() - 1, sd, jd + 1, false));
+                }
+            }
             _ => {}
         }
     }
