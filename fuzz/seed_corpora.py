@@ -6,7 +6,8 @@
 Sources: the committed seeds in fuzz/seeds/<target>/; for `json_schema`, every schema of
 the JSON-Schema-Test-Suite (draft 2020-12, optional formats included) and a sample of
 MaskBench schemas (../shared/testdata); for `structural_tag`, every structural-tag JSON
-literal of tests/structural_tag.rs. Seeds start with the target's flag/mode byte.
+literal of tests/structural_tag.rs; for `tool_parsers`, raw model outputs and rendered
+prompts of ../shared/testdata/toolcalls. Seeds start with the target's flag/mode byte.
 """
 import glob
 import gzip
@@ -79,8 +80,32 @@ def structural_tag():
     return n
 
 
+def tool_parsers():
+    """Raw model outputs (BFCL results of Hermes-style and other models) and rendered
+    prompts in native tool-call syntaxes, each behind a flags byte and a chunking seed."""
+    n = 0
+    tc = os.path.join(SHARED, "toolcalls")
+    texts = []
+    for p in sorted(glob.glob(os.path.join(tc, "bfcl-result", "results", "*", "*.json"))):
+        with open(p) as f:
+            for i, line in enumerate(f):
+                if i >= 3:
+                    break
+                result = json.loads(line).get("result")
+                if isinstance(result, str):
+                    texts.append(result)
+    for pat in ["ollama-tool-fixtures/*.out", "functionary-prompt-fixtures/*.txt"]:
+        for p in sorted(glob.glob(os.path.join(tc, pat))):
+            texts.append(open(p).read()[-3000:])
+    for i, t in enumerate(texts):
+        write("tool_parsers", bytes([i % 4, i % 251]) + t.encode()[:MAX_SEED])
+        n += 1
+    return n
+
+
 if __name__ == "__main__":
     for target in ["ebnf", "regex", "matcher", "json_schema", "structural_tag", "tool_parsers"]:
         print(target, "committed seeds:", committed(target))
     print("json_schema seeds from testdata:", json_schema())
     print("structural_tag seeds from tests/structural_tag.rs:", structural_tag())
+    print("tool_parsers seeds from toolcalls/:", tool_parsers())

@@ -1,5 +1,6 @@
 //! The fuzz targets' properties as proptest tests, so that CI runs them (fuzzing itself is
-//! not part of CI; see `fuzz/README.md`).
+//! not part of CI; see `fuzz/README.md`): JSON Schema, structural tags and tool-call
+//! parsers. The matcher target's API sequences are in `tests/api_sequences.rs`.
 //!
 //! Run with `cargo test --release --test fuzz_props`.
 
@@ -7,6 +8,10 @@ use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 use serde_json::{json, Value};
 use std::sync::{Arc, OnceLock};
+use tokensieve::tools::{
+    format_by_name_with, format_names, FormatOptions, ParsedOutput, StreamEvent, StreamingParser,
+    Tool,
+};
 use tokensieve::{
     GrammarCompiler, GrammarMatcher, JsonSchemaOptions, Limits, Precompute, Vocabulary,
 };
@@ -352,5 +357,165 @@ fn structural_tag_compiles_or_errors() {
     assert!(
         compiled >= 300,
         "only {compiled} of 1500 structural tags compiled"
+    );
+}
+
+// ---------------------------------------------------------------- tool-call parsers
+
+fn tools() -> &'static Vec<Tool> {
+    static T: OnceLock<Vec<Tool>> = OnceLock::new();
+    T.get_or_init(|| {
+        Tool::list_from_openai(&json!([
+            {"type": "function", "function": {"name": "get_weather", "parameters": {
+                "type": "object", "properties": {"city": {"type": "string"}},
+                "required": ["city"]}}},
+            {"type": "function", "function": {"name": "search", "parameters": {
+                "type": "object", "properties": {"queries": {"type": "array",
+                "items": {"type": "string"}}}}}}
+        ]))
+        .unwrap()
+    })
+}
+
+/// Pieces of model output: every registered family's markers, call bodies, fragments.
+const PIECES: &[&str] = &[
+    "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>",
+    "<tool_call>{\"arguments\": {\"queries\": [\"x\"]}, \"name\": \"search\"}</tool_call>",
+    "<tool_call>",
+    "</tool_call>",
+    "<think>",
+    "</think>",
+    "\n",
+    " ",
+    "Sure.",
+    "é",
+    "<",
+    "<tool_",
+    "</tool",
+    "{",
+    "}",
+    "\"",
+    "\\\"",
+    "{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}",
+    "{\"name\": \"search\", \"arguments\": {\"queries\": [\"a</tool_call>\"]}}",
+    "{\"name\": \"nope\", \"arguments\": {}}",
+    "{\"name\": \"get_weather\", \"arguments\": ",
+    "{\"name\": \"\", \"arguments\": {}}",
+    "{\"arguments\": {}, \"name\": \"search\"}",
+    "[1, 2",
+    "<function=get_weather>",
+    "</function>",
+    "<parameter=city>",
+    "</parameter>",
+    "[TOOL_CALLS]",
+    "<|python_tag|>",
+    "<|tool_calls_section_begin|>",
+    "<|tool_call_begin|>",
+    "functions.search:0",
+    "<|tool_call_argument_begin|>",
+    "<|tool_call_end|>",
+    "<|tool_calls_section_end|>",
+    "<｜tool▁calls▁begin｜>",
+    "<｜tool▁call▁begin｜>",
+    "<｜tool▁sep｜>",
+    "<｜tool▁call▁end｜>",
+    "<｜tool▁calls▁end｜>",
+    "<arg_key>",
+    "</arg_key>",
+    "<arg_value>",
+    "</arg_value>",
+    "<|channel|>",
+    "commentary to=functions.search",
+    "<|message|>",
+    "<|call|>",
+];
+
+/// What a stream of events adds up to, in the whole-output parse's shape; checks that calls
+/// start and end in order.
+fn collect(events: &[StreamEvent]) -> Result<ParsedOutput, TestCaseError> {
+    let mut out = ParsedOutput::default();
+    let (mut content, mut reasoning) = (String::new(), String::new());
+    let mut started: Vec<&str> = Vec::new();
+    for e in events {
+        match e {
+            StreamEvent::Content(d) => content.push_str(d),
+            StreamEvent::Reasoning(d) => reasoning.push_str(d),
+            StreamEvent::ToolCallStart { index, name, .. } => {
+                prop_assert_eq!(*index, started.len());
+                started.push(name);
+            }
+            StreamEvent::ToolCallArguments { index, .. } => prop_assert!(*index < started.len()),
+            StreamEvent::ToolCallEnd { index, call } => {
+                prop_assert!(*index < started.len());
+                prop_assert_eq!(*index, out.tool_calls.len());
+                prop_assert_eq!(
+                    started[*index],
+                    &call.name,
+                    "call {} started as another",
+                    index
+                );
+                out.tool_calls.push(call.clone());
+            }
+            StreamEvent::Malformed(m) => out.errors.push(m.clone()),
+        }
+    }
+    out.content = (!content.is_empty()).then_some(content);
+    out.reasoning = (!reasoning.is_empty()).then_some(reasoning);
+    Ok(out)
+}
+
+/// For every registered tool-call format, any text parses without a panic, and streaming
+/// it in random chunks (empty ones included) gives what the whole-output parse gives.
+#[test]
+fn tool_parsers_stream_as_whole() {
+    let strategy = (
+        prop::collection::vec(
+            prop_oneof![4 => prop::sample::select(PIECES).prop_map(String::from), 1 => "[ -~]{0,6}"],
+            0..14,
+        ),
+        prop::collection::vec(0usize..9, 1..40),
+        any::<bool>(),
+        any::<bool>(),
+    );
+    let (with_calls, _) = run(
+        3000,
+        strategy,
+        |(pieces, mut chunks, reasoning, no_tools)| {
+            let text = pieces.concat();
+            // Empty deltas are pushed too, but some delta must be non-empty.
+            chunks.push(1);
+            let tools: &[Tool] = if no_tools { &[] } else { tools() };
+            let options = FormatOptions {
+                reasoning,
+                ..FormatOptions::default()
+            };
+            let mut calls = false;
+            for name in format_names() {
+                let format = format_by_name_with(&name, &options).expect("a registered name");
+                let whole = format.parse(&text, tools);
+                calls |= !whole.tool_calls.is_empty();
+                let mut parser = StreamingParser::new(&*format, tools);
+                let mut events = Vec::new();
+                let (mut pos, mut i) = (0, 0);
+                while pos < text.len() {
+                    let mut end = (pos + chunks[i % chunks.len()]).min(text.len());
+                    while !text.is_char_boundary(end) {
+                        end += 1;
+                    }
+                    events.extend(parser.push(&text[pos..end]));
+                    pos = end;
+                    i += 1;
+                }
+                events.extend(parser.finish());
+                prop_assert!(parser.finish().is_empty());
+                prop_assert_eq!(collect(&events)?, whole, "{}: {:?}", name, text);
+            }
+            Ok((calls, false))
+        },
+    );
+    println!("{with_calls} of 3000 texts had calls");
+    assert!(
+        with_calls >= 300,
+        "only {with_calls} of 3000 texts had calls"
     );
 }

@@ -4,7 +4,8 @@
 //!
 //! Input: a mode byte, then either JSON text (even mode) or bytes that drive a generator
 //! of format trees over XGrammar's format types (odd mode), so that deep and odd
-//! combinations come up without the fuzzer having to spell JSON.
+//! combinations come up without the fuzzer having to spell JSON (`FUZZ_PRINT=1` prints the
+//! generated tag).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -235,6 +236,9 @@ fuzz_target!(|data: &[u8]| {
         } else {
             format
         };
+        if std::env::var_os("FUZZ_PRINT").is_some() {
+            eprintln!("{tag}");
+        }
         compiler.compile_structural_tag(&tag)
     };
     let Ok(compiled) = compiled else {
@@ -250,10 +254,19 @@ fuzz_target!(|data: &[u8]| {
             .filter(|&t| mask[(t / 32) as usize] >> (t % 32) & 1 == 1)
             .collect();
         if step % 6 == 0 {
+            // Accept then roll back (a fork per token would copy the chart each time, which
+            // on ambiguous grammars costs O(length²)); the mask must come back exactly.
             for t in 0..=n {
                 let bit = t < n && mask[(t / 32) as usize] >> (t % 32) & 1 == 1;
-                assert_eq!(bit, m.clone().accept_token(t), "token {t} at step {step}");
+                let accepted = m.accept_token(t);
+                assert_eq!(bit, accepted, "token {t} at step {step}");
+                if accepted {
+                    m.rollback(1).unwrap();
+                }
             }
+            let mut again = vec![0u32; mask.len()];
+            m.fill_next_token_bitmask(&mut again).unwrap();
+            assert_eq!(mask, again, "mask after accept + rollback at step {step}");
         }
         if allowed.is_empty() || m.is_terminated() {
             return;
