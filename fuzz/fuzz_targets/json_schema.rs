@@ -129,7 +129,7 @@ fuzz_target!(|data: &[u8]| {
             return;
         }
         // The stop token when it is allowed, half the time (always after 64 steps).
-        let t = if allowed.contains(&eos) && (step >= 64 || rng.next() % 2 == 0) {
+        let t = if allowed.contains(&eos) && (step >= 64 || rng.next().is_multiple_of(2)) {
             eos
         } else {
             allowed[(rng.next() % allowed.len() as u64) as usize]

@@ -150,7 +150,7 @@ fuzz_target!(|data: &[u8]| {
                 );
             }
             _ => {
-                if arg % 4 == 0 {
+                if arg.is_multiple_of(4) {
                     m.reset();
                     masks.truncate(1);
                     assert_eq!(&mask_of(&mut m), &masks[0], "reset");

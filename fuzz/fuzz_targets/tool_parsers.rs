@@ -58,6 +58,9 @@ fn collect(events: &[StreamEvent]) -> ParsedOutput {
                     "end of call {index} before its start"
                 );
                 assert_eq!(*index, out.tool_calls.len(), "calls end in order");
+                // Not asserted: `started[*index] == call.name`. A call whose name has
+                // streamed and which then turns out malformed leaves its start event behind,
+                // and the next call reuses its index (see fuzz/README.md, open issues).
                 out.tool_calls.push(call.clone());
             }
             StreamEvent::Malformed(m) => out.errors.push(m.clone()),
