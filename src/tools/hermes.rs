@@ -1,0 +1,399 @@
+//! Hermes 2 Pro / Hermes 3 / Qwen2.5 / Qwen3: a JSON object in `<tool_call>` blocks
+//! (section 4.1 of the tool-call format notes; vLLM's `hermes` parser, XGrammar's `qwen_3`
+//! builtin).
+//!
+//! ```text
+//! <tool_call>
+//! {"name": "get_weather", "arguments": {"city": "Paris"}}
+//! </tool_call>
+//! ```
+
+use serde_json::{json, Value};
+
+use super::scan::{self, Content, JsonRead};
+use super::tags::{self, Envelope};
+use super::{
+    FormatOptions, PartialCall, PartialOutput, StructuralTag, Tool, ToolCall, ToolCallFormat,
+    ToolChoice, ToolError, ToolParseError,
+};
+
+const BEGIN: &str = "<tool_call>";
+const END: &str = "</tool_call>";
+const THINK: &str = "<think>";
+const THINK_END: &str = "</think>";
+
+/// The Hermes / Qwen format (`hermes`).
+///
+/// * Grammar: each call is `<tool_call>\n{"name": "NAME", "arguments": ARGS}\n</tool_call>`
+///   (the Qwen template's exact spacing; `ARGS` follows the tool's input schema), calls
+///   joined by `\n`; content may precede the first call (also under `required`); with
+///   [`FormatOptions::reasoning`], a `<think>…</think>\n\n` block comes first. On Qwen
+///   vocabularies `<tool_call>` is one added (not special) token, so the marker may be
+///   that token or its spelling.
+/// * Parser: `name` and `arguments` in either order (Hermes 2 Pro history puts
+///   `arguments` first); `"parameters"` accepted for `"arguments"`; a string holding a
+///   JSON object accepted as arguments; an unclosed last block accepted when its JSON is
+///   complete; text between and after calls kept in content.
+#[derive(Clone, Debug, Default)]
+pub struct Hermes {
+    options: FormatOptions,
+}
+
+impl Hermes {
+    /// The format with `options`.
+    pub fn new(options: FormatOptions) -> Self {
+        Self { options }
+    }
+
+    /// The options.
+    pub fn options(&self) -> &FormatOptions {
+        &self.options
+    }
+
+    fn envelope(&self) -> Envelope {
+        Envelope {
+            trigger: BEGIN.into(),
+            separator: "\n".into(),
+            section: None,
+            leading_text_in_required: true,
+            reasoning: Some((THINK.into(), THINK_END.into(), "\n\n".into())),
+            excludes: vec![THINK.into(), THINK_END.into()],
+        }
+    }
+}
+
+impl ToolCallFormat for Hermes {
+    fn name(&self) -> &str {
+        "hermes"
+    }
+
+    fn structural_tag(
+        &self,
+        tools: &[Tool],
+        choice: &ToolChoice,
+        parallel: bool,
+    ) -> Result<StructuralTag, ToolError> {
+        let options = &self.options;
+        tags::assemble(&self.envelope(), tools, choice, parallel, options, |t| {
+            let name = serde_json::to_string(&t.name).unwrap_or_default();
+            Ok(json!({"type": "tag",
+                "begin": format!("{BEGIN}\n{{\"name\": {name}, \"arguments\": "),
+                "content": tags::json_arguments(t, options),
+                "end": format!("}}\n{END}")}))
+        })
+    }
+
+    fn parse_partial(&self, text: &str, tools: &[Tool], at_end: bool) -> PartialOutput {
+        let mut out = PartialOutput::default();
+        let (reasoning, rest) =
+            scan::split_reasoning(text, THINK, THINK_END, self.options.reasoning, at_end);
+        out.reasoning = reasoning;
+        let Some(rest) = rest else {
+            return out;
+        };
+        let mut content = Content::default();
+        let mut pos = rest;
+        loop {
+            let Some(k) = text[pos..].find(BEGIN) else {
+                content.push_tail(&text[pos..], &[BEGIN], at_end);
+                break;
+            };
+            content.push(&text[pos..pos + k]);
+            let start = pos + k;
+            let body = start + BEGIN.len();
+            match read_call(&text[body..], tools, at_end) {
+                Step::Pending(call) => {
+                    out.calls.push(call);
+                    break;
+                }
+                Step::Done { call, len } => {
+                    out.calls.push(PartialCall {
+                        id: None,
+                        name: Some(call.name.clone()),
+                        arguments_text: call_arguments_text(&text[body..], &call),
+                        complete: Some(call),
+                    });
+                    pos = body + len;
+                }
+                Step::Bad { error, len } => {
+                    let end = body + len;
+                    scan::push_malformed(&mut out, &mut content, &text[start..end], start, error);
+                    pos = end;
+                }
+            }
+        }
+        out.content = content.into_string();
+        out
+    }
+
+    fn render_calls(&self, calls: &[ToolCall]) -> String {
+        calls
+            .iter()
+            .map(|c| {
+                let name = serde_json::to_string(&c.name).unwrap_or_default();
+                format!(
+                    "{BEGIN}\n{{\"name\": {name}, \"arguments\": {}}}\n{END}",
+                    scan::python_json(&c.arguments)
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    fn render_tool_result(&self, _call: &ToolCall, result: &Value) -> String {
+        let body = match result {
+            Value::String(s) => s.clone(),
+            other => scan::python_json(other),
+        };
+        format!("<tool_response>\n{body}\n</tool_response>")
+    }
+
+    fn render_tools_prompt(&self, tools: &[Tool]) -> String {
+        let mut s = String::from(
+            "# Tools\n\nYou may call one or more functions to help with the request. \
+             The functions are listed inside <tools></tools>:\n<tools>",
+        );
+        for t in tools {
+            s.push('\n');
+            s.push_str(&scan::python_json(&t.to_openai()));
+        }
+        s.push_str(
+            "\n</tools>\n\nTo call a function, write a JSON object with its name and \
+             arguments inside <tool_call></tool_call>:\n<tool_call>\n\
+             {\"name\": <function-name>, \"arguments\": <args-json-object>}\n</tool_call>",
+        );
+        s
+    }
+}
+
+enum Step {
+    /// The call is still arriving.
+    Pending(PartialCall),
+    /// A whole call; `len` bytes of the body consumed (end marker included).
+    Done { call: ToolCall, len: usize },
+    /// A malformed call spanning `len` bytes of the body.
+    Bad { error: ToolParseError, len: usize },
+}
+
+/// Reads the JSON body of one call and its end marker from `body` (the text right after
+/// `<tool_call>`).
+fn read_call(body: &str, tools: &[Tool], at_end: bool) -> Step {
+    let bad_until_end = |error: ToolParseError| {
+        let len = body.find(END).map(|k| k + END.len()).unwrap_or(body.len());
+        Step::Bad { error, len }
+    };
+    match scan::read_json_value(body) {
+        JsonRead::Incomplete => {
+            if at_end {
+                return bad_until_end(ToolParseError::Unterminated);
+            }
+            Step::Pending(partial_call(body))
+        }
+        JsonRead::Invalid(e) => bad_until_end(ToolParseError::InvalidJson(e)),
+        JsonRead::Complete { value, end } => {
+            let call = match call_from_object(&value, tools) {
+                Ok(c) => c,
+                Err(e) => return bad_until_end(e),
+            };
+            let after = &body[end..];
+            let ws = after.len() - after.trim_start().len();
+            let tail = &after[ws..];
+            if tail.starts_with(END) {
+                return Step::Done {
+                    call,
+                    len: end + ws + END.len(),
+                };
+            }
+            if tail.is_empty() || (!at_end && END.starts_with(tail)) {
+                if at_end {
+                    // An unclosed last block with complete JSON (vLLM's tolerance).
+                    return Step::Done {
+                        call,
+                        len: body.len(),
+                    };
+                }
+                let mut p = partial_call(body);
+                p.arguments_text = call_arguments_text(body, &call);
+                return Step::Pending(p);
+            }
+            if tail.starts_with(BEGIN) {
+                // Back-to-back blocks with the end marker missing.
+                return Step::Done {
+                    call,
+                    len: end + ws,
+                };
+            }
+            bad_until_end(ToolParseError::Syntax(format!(
+                "expected {END} after the call's JSON, found {:?}",
+                tail.chars().take(20).collect::<String>()
+            )))
+        }
+    }
+}
+
+/// Name and raw arguments of a call still arriving.
+fn partial_call(body: &str) -> PartialCall {
+    let obj = scan::scan_object(body);
+    let mut call = PartialCall::default();
+    for m in &obj.members {
+        match m.key.as_str() {
+            "name" => {
+                if let Some((Value::String(n), _)) = &m.value {
+                    call.name = Some(n.clone());
+                }
+            }
+            "arguments" | "parameters" => {
+                let end = m.value.as_ref().map(|(_, e)| *e).unwrap_or(body.len());
+                call.arguments_text = body[m.value_start..end].trim_end().to_owned();
+            }
+            _ => {}
+        }
+    }
+    call
+}
+
+/// The raw text of a complete call's arguments (for the last argument delta).
+fn call_arguments_text(body: &str, call: &ToolCall) -> String {
+    let obj = scan::scan_object(body);
+    for m in &obj.members {
+        if matches!(m.key.as_str(), "arguments" | "parameters") {
+            if let Some((_, e)) = &m.value {
+                return body[m.value_start..*e].to_owned();
+            }
+        }
+    }
+    scan::python_json(&call.arguments)
+}
+
+/// `{"name": ..., "arguments": {...}}` (either key order; `parameters` for `arguments`).
+pub(crate) fn call_from_object(value: &Value, tools: &[Tool]) -> Result<ToolCall, ToolParseError> {
+    let obj = value.as_object().ok_or_else(|| {
+        ToolParseError::Syntax("a call must be a JSON object with name and arguments".into())
+    })?;
+    let name = obj
+        .get("name")
+        .and_then(Value::as_str)
+        .ok_or_else(|| ToolParseError::Syntax("the call has no string \"name\"".into()))?;
+    scan::check_call_name(name, tools)?;
+    let args = match (obj.get("arguments"), obj.get("parameters")) {
+        (Some(a), None) | (None, Some(a)) => scan::arguments_object(a)?,
+        (None, None) => json!({}),
+        (Some(_), Some(_)) => {
+            return Err(ToolParseError::Syntax(
+                "the call has both \"arguments\" and \"parameters\"".into(),
+            ))
+        }
+    };
+    Ok(ToolCall {
+        id: obj.get("id").and_then(Value::as_str).map(str::to_owned),
+        name: name.to_owned(),
+        arguments: args,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::StreamEvent;
+
+    fn tools() -> Vec<Tool> {
+        Tool::list_from_openai(&json!([
+            {"type": "function", "function": {"name": "get_weather", "parameters": {
+                "type": "object", "properties": {"city": {"type": "string"},
+                "unit": {"enum": ["celsius", "fahrenheit"]}}, "required": ["city"]}}},
+            {"type": "function", "function": {"name": "get_time", "parameters": {
+                "type": "object", "properties": {"tz": {"type": "string"}}, "required": ["tz"]}}}
+        ]))
+        .unwrap()
+    }
+
+    const WORKED: &str = "I'll look up both.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"unit\": \"celsius\"}}\n</tool_call>\n<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"tz\": \"Europe/Paris\"}}\n</tool_call>";
+
+    #[test]
+    fn parses_the_worked_example() {
+        let out = Hermes::default().parse(WORKED, &tools());
+        assert_eq!(out.content.as_deref(), Some("I'll look up both."));
+        assert_eq!(out.reasoning, None);
+        assert_eq!(
+            out.tool_calls,
+            vec![
+                ToolCall::new("get_weather", json!({"city": "Paris", "unit": "celsius"})),
+                ToolCall::new("get_time", json!({"tz": "Europe/Paris"})),
+            ]
+        );
+        assert!(out.errors.is_empty());
+    }
+
+    #[test]
+    fn render_then_parse_gives_the_calls_back() {
+        let h = Hermes::default();
+        let calls = vec![
+            ToolCall::new("get_time", json!({"tz": "UTC"})),
+            ToolCall::new("get_weather", json!({"city": "</tool_call> <tool_call>"})),
+        ];
+        let text = h.render_calls(&calls);
+        assert_eq!(h.parse(&text, &tools()).tool_calls, calls);
+    }
+
+    #[test]
+    fn streaming_holds_back_partial_markers_and_agrees_with_whole_parse() {
+        let h = Hermes::default();
+        let ts = tools();
+        let mut p = h.streaming_parser(&ts);
+        let ev = p.push("I'll look up both.\n<tool_");
+        assert_eq!(ev, vec![StreamEvent::Content("I'll look up both.".into())]);
+        let mut all = ev;
+        for chunk in WORKED.as_bytes()["I'll look up both.\n<tool_".len()..].chunks(7) {
+            all.extend(p.push(std::str::from_utf8(chunk).unwrap()));
+        }
+        all.extend(p.finish());
+        let ends: Vec<ToolCall> = all
+            .iter()
+            .filter_map(|e| match e {
+                StreamEvent::ToolCallEnd { call, .. } => Some(call.clone()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(ends, h.parse(WORKED, &ts).tool_calls);
+        let args: String = all
+            .iter()
+            .filter_map(|e| match e {
+                StreamEvent::ToolCallArguments { index: 0, delta } => Some(delta.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(args, r#"{"city": "Paris", "unit": "celsius"}"#);
+    }
+
+    #[test]
+    fn malformed_calls_are_reported_and_kept_in_content() {
+        let ts = tools();
+        let h = Hermes::default();
+        let bad = "<tool_call>\n{\"name\": \"nope\", \"arguments\": {}}\n</tool_call>";
+        let out = h.parse(bad, &ts);
+        assert!(out.tool_calls.is_empty());
+        assert_eq!(out.errors.len(), 1);
+        assert_eq!(
+            out.errors[0].error,
+            ToolParseError::UnknownTool {
+                name: "nope".into()
+            }
+        );
+        assert_eq!(out.content.as_deref(), Some(bad));
+        let out = h.parse("<tool_call>\n{\"name\": \"get_time\", \"argu", &ts);
+        assert_eq!(out.errors[0].error, ToolParseError::Unterminated);
+    }
+
+    #[test]
+    fn reasoning_is_split_off_and_calls_inside_it_are_not_calls() {
+        let h = Hermes::new(FormatOptions {
+            reasoning: true,
+            ..FormatOptions::default()
+        });
+        let text = "<think>\nmaybe <tool_call>{\"name\": \"get_time\"}</tool_call>\n</think>\n\nok";
+        let out = h.parse(text, &tools());
+        assert!(out.tool_calls.is_empty());
+        assert_eq!(out.content.as_deref(), Some("ok"));
+        assert!(out.reasoning.unwrap().starts_with("maybe"));
+    }
+}

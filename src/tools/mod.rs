@@ -1,0 +1,610 @@
+//! Tool calling: tools defined once, `tool_choice`, and per-family tool-call formats that
+//! both constrain a model's output (a structural tag) and read it back (a parser, whole
+//! or streaming).
+//!
+//! Serving engines that let models write tool calls freely see a few percent of them
+//! malformed; constraining the calls to the tools' schemas takes schema accuracy to 100%.
+//! One [`ToolCallFormat`] per model family does both halves from the same definition, so
+//! what the grammar lets the model write is exactly what the parser reads.
+//!
+//! * [`Tool`]: name, description, input/output JSON Schemas, static `meta`, `strict`, and
+//!   optionally the function itself; [`ToolSet`] validates and runs a parsed call.
+//! * [`ToolChoice`]: OpenAI's `none` / `auto` / `required` / named function /
+//!   `allowed_tools`, with `parallel_tool_calls` passed beside it.
+//! * [`ToolCallFormat`]: `structural_tag(&tools, &choice, parallel)` for
+//!   [`crate::GrammarCompiler::compile_structural_tag`], `parse(text, &tools)`, a
+//!   [`StreamingParser`], and renderers of calls, results and the tools' prompt section.
+//! * A registry by the names serving engines use for their parsers ([`format_by_name`],
+//!   [`format_names`]); [`register_format`] adds a user's own format.
+//!
+//! The formats follow the project's notes on model tool-call syntaxes
+//! (`docs/tool-call-formats.md` in the shared documentation): its cross-family rules hold
+//! for every parser here — special tokens are decoded as their text, a partial marker at
+//! the end of a stream is held back, several calls in one delta are found by re-parsing the
+//! accumulated text, markers inside JSON strings are not markers, calls inside reasoning
+//! are not calls, a malformed call is reported with its text (which also stays in
+//! `content`, so nothing is lost), and text after the last call is kept in `content`.
+//!
+//! ```
+//! use serde_json::json;
+//! use tokensieve::tools::{Hermes, Tool, ToolCallFormat, ToolChoice};
+//!
+//! let tools = Tool::list_from_openai(&json!([{"type": "function", "function": {
+//!     "name": "get_weather", "description": "Weather for a city",
+//!     "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
+//!                    "required": ["city"]}}}])).unwrap();
+//! let hermes = Hermes::default();
+//! let _tag = hermes.structural_tag(&tools, &ToolChoice::Required, true).unwrap();
+//! let out = hermes.parse(
+//!     "Checking.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>",
+//!     &tools,
+//! );
+//! assert_eq!(out.content.as_deref(), Some("Checking."));
+//! assert_eq!(out.tool_calls[0].name, "get_weather");
+//! assert_eq!(out.tool_calls[0].arguments, json!({"city": "Paris"}));
+//! ```
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, OnceLock, RwLock};
+
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use thiserror::Error;
+
+use crate::StructuralTag;
+
+mod hermes;
+pub(crate) mod scan;
+mod stream;
+pub(crate) mod tags;
+mod tool;
+
+pub use hermes::Hermes;
+pub use stream::StreamingParser;
+pub use tool::{Tool, ToolContext, ToolFunction, ToolSet};
+
+/// OpenAI's `tool_choice` (Chat Completions), as the tool-call format notes' section 5
+/// interprets it for constrained decoding.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub enum ToolChoice {
+    /// No calls: the family's call markers are forbidden.
+    None,
+    /// Free text in which calls may appear (entered only through the family's trigger).
+    #[default]
+    Auto,
+    /// At least one call.
+    Required,
+    /// Exactly one call, to this function, and nothing else.
+    Function(String),
+    /// Calls limited to `tools`, in `mode` (`Auto` or `Required`).
+    AllowedTools {
+        /// `Auto` or `Required` (others are read as `Auto`).
+        mode: Box<ToolChoice>,
+        /// The names that may be called.
+        tools: Vec<String>,
+    },
+}
+
+/// What a format builds, once a [`ToolChoice`] is resolved against the tool list.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CallMode {
+    /// No calls.
+    None,
+    /// Optional calls after free text.
+    Auto,
+    /// At least one call.
+    Required,
+    /// Exactly one call to the single allowed tool.
+    Forced,
+}
+
+impl ToolChoice {
+    /// Reads OpenAI's JSON: `"none"`, `"auto"`, `"required"`,
+    /// `{"type": "function", "function": {"name": "X"}}` and
+    /// `{"type": "allowed_tools", "allowed_tools": {"mode": "auto"|"required", "tools":
+    /// [{"type": "function", "function": {"name": "X"}}, ...]}}`.
+    ///
+    /// # Errors
+    /// [`ToolError::Choice`] naming what was not understood.
+    pub fn from_openai(value: &Value) -> Result<Self, ToolError> {
+        let bad = |why: &str| ToolError::Choice(format!("{why} (got {value})"));
+        match value {
+            Value::String(s) => match s.as_str() {
+                "none" => Ok(Self::None),
+                "auto" => Ok(Self::Auto),
+                "required" | "any" => Ok(Self::Required),
+                _ => Err(bad(
+                    "tool_choice must be \"none\", \"auto\" or \"required\"",
+                )),
+            },
+            Value::Object(o) => match o.get("type").and_then(Value::as_str) {
+                Some("function") => {
+                    let name = o
+                        .get("function")
+                        .and_then(|f| f.get("name"))
+                        .or_else(|| o.get("name"))
+                        .and_then(Value::as_str)
+                        .ok_or_else(|| bad("a function tool_choice needs function.name"))?;
+                    Ok(Self::Function(name.to_owned()))
+                }
+                Some("allowed_tools") => {
+                    let a = o.get("allowed_tools").unwrap_or(value);
+                    let mode = match a.get("mode").and_then(Value::as_str) {
+                        Some("required") => Self::Required,
+                        Some("auto") | None => Self::Auto,
+                        Some(_) => return Err(bad("allowed_tools.mode must be auto or required")),
+                    };
+                    let list = a
+                        .get("tools")
+                        .and_then(Value::as_array)
+                        .ok_or_else(|| bad("allowed_tools needs a tools array"))?;
+                    let mut tools = Vec::new();
+                    for t in list {
+                        let name = t
+                            .get("function")
+                            .and_then(|f| f.get("name"))
+                            .or_else(|| t.get("name"))
+                            .and_then(Value::as_str)
+                            .ok_or_else(|| bad("each allowed tool needs function.name"))?;
+                        tools.push(name.to_owned());
+                    }
+                    Ok(Self::AllowedTools {
+                        mode: Box::new(mode),
+                        tools,
+                    })
+                }
+                _ => Err(bad(
+                    "tool_choice object must have type function or allowed_tools",
+                )),
+            },
+            _ => Err(bad("tool_choice must be a string or an object")),
+        }
+    }
+
+    /// The mode and the tools that may be called, in `tools`' order.
+    ///
+    /// # Errors
+    /// [`ToolError::UnknownTool`] for a named or allowed tool that `tools` lacks;
+    /// [`ToolError::Choice`] for `required` with no tools.
+    pub fn resolve<'t>(&self, tools: &'t [Tool]) -> Result<(CallMode, Vec<&'t Tool>), ToolError> {
+        let unknown = |name: &str| ToolError::UnknownTool {
+            name: name.to_owned(),
+            known: tools.iter().map(|t| t.name.clone()).collect(),
+        };
+        let (mode, allowed): (CallMode, Vec<&Tool>) = match self {
+            Self::None => (CallMode::None, Vec::new()),
+            Self::Auto => (CallMode::Auto, tools.iter().collect()),
+            Self::Required => (CallMode::Required, tools.iter().collect()),
+            Self::Function(name) => {
+                let t = tools
+                    .iter()
+                    .find(|t| &t.name == name)
+                    .ok_or_else(|| unknown(name))?;
+                (CallMode::Forced, vec![t])
+            }
+            Self::AllowedTools { mode, tools: names } => {
+                for n in names {
+                    if !tools.iter().any(|t| &t.name == n) {
+                        return Err(unknown(n));
+                    }
+                }
+                let allowed = tools.iter().filter(|t| names.contains(&t.name)).collect();
+                let m = if **mode == Self::Required {
+                    CallMode::Required
+                } else {
+                    CallMode::Auto
+                };
+                (m, allowed)
+            }
+        };
+        if mode == CallMode::Required && allowed.is_empty() {
+            return Err(ToolError::Choice(
+                "tool_choice \"required\" needs at least one tool".into(),
+            ));
+        }
+        if mode == CallMode::Auto && allowed.is_empty() {
+            return Ok((CallMode::None, allowed));
+        }
+        Ok((mode, allowed))
+    }
+}
+
+/// One call read from model output (OpenAI's `tool_calls[i]`, with `arguments` parsed).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolCall {
+    /// The id the model wrote, where the format carries one (Kimi's `functions.NAME:IDX`,
+    /// Mistral's 9-character ids); keep it as the OpenAI id.
+    pub id: Option<String>,
+    /// The function's name.
+    pub name: String,
+    /// The arguments object, keys in the model's order.
+    pub arguments: Value,
+}
+
+impl ToolCall {
+    /// A call without an id.
+    pub fn new(name: impl Into<String>, arguments: Value) -> Self {
+        Self {
+            id: None,
+            name: name.into(),
+            arguments,
+        }
+    }
+
+    /// The arguments deserialised into `I` (the type a tool was built from with
+    /// [`Tool::from_types`]).
+    ///
+    /// # Errors
+    /// [`ToolError::Deserialize`] with serde's message.
+    pub fn arguments_as<I: DeserializeOwned>(&self) -> Result<I, ToolError> {
+        serde_json::from_value(self.arguments.clone()).map_err(|e| ToolError::Deserialize {
+            tool: self.name.clone(),
+            message: e.to_string(),
+        })
+    }
+
+    /// The OpenAI wire form: `{"id", "type": "function", "function": {"name",
+    /// "arguments": "<JSON text>"}}`, non-ASCII unescaped and key order kept.
+    pub fn to_openai(&self) -> Value {
+        let mut v = serde_json::json!({"type": "function", "function": {
+            "name": self.name, "arguments": self.arguments.to_string()}});
+        if let Some(id) = &self.id {
+            v["id"] = Value::String(id.clone());
+        }
+        v
+    }
+}
+
+/// Why a call in model output could not be read.
+#[derive(Clone, Debug, Error, PartialEq)]
+pub enum ToolParseError {
+    /// The call names a tool that is not in the list.
+    #[error("the call names {name:?}, which is not one of the offered tools")]
+    UnknownTool {
+        /// The name written.
+        name: String,
+    },
+    /// The name cannot be a tool name (empty, whitespace, template braces).
+    #[error("{name:?} is not a valid tool name")]
+    InvalidName {
+        /// The name written.
+        name: String,
+    },
+    /// A JSON body or argument did not parse.
+    #[error("invalid JSON: {0}")]
+    InvalidJson(String),
+    /// The call's envelope is wrong (what was expected is in the message).
+    #[error("{0}")]
+    Syntax(String),
+    /// The output ended inside the call.
+    #[error("the output ended inside the call")]
+    Unterminated,
+}
+
+/// A call the parser found but could not read. Its text also stays in
+/// [`ParsedOutput::content`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct MalformedToolCall {
+    /// The offending text, from the call's begin marker to its end marker (or the end).
+    pub text: String,
+    /// Where `text` starts in the parsed output, in bytes.
+    pub offset: usize,
+    /// What was wrong.
+    pub error: ToolParseError,
+}
+
+/// Model output split into what the user sees, the reasoning, and the calls (the parsed
+/// result shape of the tool-call format notes, section 1).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ParsedOutput {
+    /// Text outside calls and reasoning (whitespace next to markers trimmed; pieces before
+    /// and after calls joined by `\n`); `None` when there is none.
+    pub content: Option<String>,
+    /// The reasoning block's text, for families that have one.
+    pub reasoning: Option<String>,
+    /// The calls, in order.
+    pub tool_calls: Vec<ToolCall>,
+    /// Calls that could not be read, in order.
+    pub errors: Vec<MalformedToolCall>,
+}
+
+/// What a format's incremental parse knows about a prefix of the output. Every field only
+/// grows as more text arrives (the [`StreamingParser`] relies on it): text that may still
+/// turn out to be the start of a marker, and whitespace that may end up next to one, is
+/// not in `content` or `reasoning` until the end.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PartialOutput {
+    /// Reasoning text so far.
+    pub reasoning: String,
+    /// Content so far.
+    pub content: String,
+    /// Calls begun so far.
+    pub calls: Vec<PartialCall>,
+    /// Malformed calls so far.
+    pub errors: Vec<MalformedToolCall>,
+}
+
+/// One call as far as it has arrived.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PartialCall {
+    /// The id, once known.
+    pub id: Option<String>,
+    /// The name, once complete.
+    pub name: Option<String>,
+    /// The raw text of the arguments so far (JSON text for JSON families).
+    pub arguments_text: String,
+    /// The finished call, once its end has arrived.
+    pub complete: Option<ToolCall>,
+}
+
+impl PartialOutput {
+    /// The parsed result of a whole output (`content`/`reasoning` become `None` when
+    /// empty; only complete calls are kept).
+    pub fn into_parsed(self) -> ParsedOutput {
+        let opt = |s: String| if s.is_empty() { None } else { Some(s) };
+        ParsedOutput {
+            content: opt(self.content),
+            reasoning: opt(self.reasoning),
+            tool_calls: self.calls.into_iter().filter_map(|c| c.complete).collect(),
+            errors: self.errors,
+        }
+    }
+}
+
+/// One step of a streamed parse ([`StreamingParser::push`]), in output order.
+#[derive(Clone, Debug, PartialEq)]
+pub enum StreamEvent {
+    /// More reasoning text.
+    Reasoning(String),
+    /// More content text.
+    Content(String),
+    /// A call began; its name is known.
+    ToolCallStart {
+        /// 0-based position among this output's calls.
+        index: usize,
+        /// The id, if the format carries one and it is known.
+        id: Option<String>,
+        /// The function's name.
+        name: String,
+    },
+    /// More raw argument text of call `index`.
+    ToolCallArguments {
+        /// The call.
+        index: usize,
+        /// The text (for JSON families, a piece of the arguments' JSON text).
+        delta: String,
+    },
+    /// Call `index` is complete.
+    ToolCallEnd {
+        /// The call.
+        index: usize,
+        /// The finished call (same as the whole-output parse gives).
+        call: ToolCall,
+    },
+    /// A call could not be read.
+    Malformed(MalformedToolCall),
+}
+
+/// How arguments are constrained in the structural tags formats build.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum ArgumentSchemas {
+    /// Every tool's arguments follow its input schema (the default: schema accuracy 100%).
+    #[default]
+    Always,
+    /// Only tools with `strict: true`; others get any JSON object (vLLM's behaviour).
+    StrictOnly,
+}
+
+/// Options every format reads.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct FormatOptions {
+    /// The output begins with the family's reasoning block (`<think>…</think>`), in which
+    /// call markers are forbidden. Off: the prompt already closed reasoning.
+    pub reasoning: bool,
+    /// Which tools' arguments follow their schemas.
+    pub arguments: ArgumentSchemas,
+    /// Object properties in any order (required ones still present, none twice).
+    pub any_order: bool,
+    /// `auto`/`required`: free text may follow each call (XGrammar's looser behaviour).
+    /// Off (default): after the first call only further calls, then end of turn.
+    pub text_after_calls: bool,
+}
+
+/// A model family's tool-call syntax: the structural tag that constrains the output, the
+/// parser that reads it back, and renderers for prompts.
+///
+/// Implement it for a fine-tuned model's own syntax and [`register_format`] it; the
+/// parser side needs only [`ToolCallFormat::parse_partial`] (whole-output parsing and
+/// streaming are built on it).
+pub trait ToolCallFormat: Send + Sync {
+    /// The registry name (`hermes`, `llama3_json`, ...).
+    fn name(&self) -> &str;
+
+    /// The structural tag for `tools` under `choice`; `parallel` = OpenAI's
+    /// `parallel_tool_calls` (off: at most one call, enforced by the grammar).
+    ///
+    /// # Errors
+    /// [`ToolError::UnknownTool`] / [`ToolError::Choice`] from [`ToolChoice::resolve`];
+    /// [`ToolError::Unsupported`] when the family cannot express a tool's schema.
+    fn structural_tag(
+        &self,
+        tools: &[Tool],
+        choice: &ToolChoice,
+        parallel: bool,
+    ) -> Result<StructuralTag, ToolError>;
+
+    /// Parses a prefix of the output (`at_end`: it is the whole output). Must be monotone:
+    /// see [`PartialOutput`]. `tools` names the offered tools (a call to another name is
+    /// malformed; an empty list accepts any valid name) and gives the schemas that
+    /// text-valued families need to type their values.
+    fn parse_partial(&self, text: &str, tools: &[Tool], at_end: bool) -> PartialOutput;
+
+    /// Parses a whole output. Never fails: unreadable calls are in
+    /// [`ParsedOutput::errors`] and their text in `content`.
+    fn parse(&self, text: &str, tools: &[Tool]) -> ParsedOutput {
+        self.parse_partial(text, tools, true).into_parsed()
+    }
+
+    /// A streaming parser over this format (see [`StreamingParser`]).
+    fn streaming_parser<'a>(&'a self, tools: &'a [Tool]) -> StreamingParser<'a>
+    where
+        Self: Sized,
+    {
+        StreamingParser::new(self, tools)
+    }
+
+    /// `calls` in the family's syntax, as the model writes them (the grammar accepts it,
+    /// and [`ToolCallFormat::parse`] gives `calls` back).
+    fn render_calls(&self, calls: &[ToolCall]) -> String;
+
+    /// A tool's `result` for `call`, in the family's tool-response form (the text that
+    /// goes into the next prompt's tool turn).
+    fn render_tool_result(&self, call: &ToolCall, result: &Value) -> String;
+
+    /// The tools' declaration for the prompt, as the family's chat template writes it (or
+    /// a plain description for families whose template places tools elsewhere).
+    fn render_tools_prompt(&self, tools: &[Tool]) -> String;
+}
+
+impl<'f> dyn ToolCallFormat + 'f {
+    /// A streaming parser over this format (see [`StreamingParser`]).
+    pub fn streaming_parser<'a>(&'a self, tools: &'a [Tool]) -> StreamingParser<'a> {
+        StreamingParser::new(self, tools)
+    }
+}
+
+/// Errors of tool definitions, tool choices, tag building and tool execution.
+#[derive(Debug, Error, Clone, PartialEq)]
+pub enum ToolError {
+    /// A tool definition is wrong.
+    #[error("tool {tool:?}: {reason}")]
+    Definition {
+        /// The tool's name (empty when it has none).
+        tool: String,
+        /// What is wrong and where.
+        reason: String,
+    },
+    /// A name that is not among the tools.
+    #[error("no tool named {name:?} (tools: {known:?})")]
+    UnknownTool {
+        /// The name asked for.
+        name: String,
+        /// The tools' names.
+        known: Vec<String>,
+    },
+    /// A tool_choice that cannot be read or met.
+    #[error("tool_choice: {0}")]
+    Choice(String),
+    /// The family cannot express something.
+    #[error("format {format}: {reason}")]
+    Unsupported {
+        /// The format's name.
+        format: String,
+        /// What it cannot express.
+        reason: String,
+    },
+    /// Arguments that do not validate against the input schema.
+    #[error("arguments of {tool:?} do not match its input schema: {}", errors.join("; "))]
+    InvalidArguments {
+        /// The tool.
+        tool: String,
+        /// One message per violation, each with its JSON pointer.
+        errors: Vec<String>,
+    },
+    /// A result that does not validate against the output schema.
+    #[error("result of {tool:?} does not match its output schema: {}", errors.join("; "))]
+    InvalidOutput {
+        /// The tool.
+        tool: String,
+        /// One message per violation, each with its JSON pointer.
+        errors: Vec<String>,
+    },
+    /// Arguments that do not deserialise into the requested type.
+    #[error("arguments of {tool:?} do not deserialise: {message}")]
+    Deserialize {
+        /// The tool.
+        tool: String,
+        /// serde's message.
+        message: String,
+    },
+    /// The tool has no function to run.
+    #[error("tool {tool:?} has no function to execute")]
+    NotExecutable {
+        /// The tool.
+        tool: String,
+    },
+    /// The tool's function returned an error.
+    #[error("tool {tool:?} failed: {message}")]
+    Execution {
+        /// The tool.
+        tool: String,
+        /// The function's message.
+        message: String,
+    },
+    /// A format name that is already registered.
+    #[error("a tool-call format named {0:?} is already registered")]
+    DuplicateFormat(String),
+}
+
+/// Builds a format with the given options (what [`register_format`] stores).
+pub type FormatFactory = dyn Fn(&FormatOptions) -> Arc<dyn ToolCallFormat> + Send + Sync;
+
+type Registry = RwLock<BTreeMap<String, Arc<FormatFactory>>>;
+
+fn registry() -> &'static Registry {
+    static REGISTRY: OnceLock<Registry> = OnceLock::new();
+    REGISTRY.get_or_init(|| {
+        let mut map: BTreeMap<String, Arc<FormatFactory>> = BTreeMap::new();
+        for (name, factory) in builtin_formats() {
+            map.insert(name.to_owned(), factory);
+        }
+        RwLock::new(map)
+    })
+}
+
+/// The formats tokensieve ships, under the names vLLM uses for their parsers.
+fn builtin_formats() -> Vec<(&'static str, Arc<FormatFactory>)> {
+    vec![(
+        "hermes",
+        Arc::new(|o: &FormatOptions| Arc::new(Hermes::new(o.clone())) as Arc<dyn ToolCallFormat>),
+    )]
+}
+
+/// The format registered under `name`, with default [`FormatOptions`].
+pub fn format_by_name(name: &str) -> Option<Arc<dyn ToolCallFormat>> {
+    format_by_name_with(name, &FormatOptions::default())
+}
+
+/// The format registered under `name`, built with `options`.
+pub fn format_by_name_with(name: &str, options: &FormatOptions) -> Option<Arc<dyn ToolCallFormat>> {
+    let factory = registry().read().ok()?.get(name).cloned()?;
+    Some(factory(options))
+}
+
+/// Every registered name, sorted.
+pub fn format_names() -> Vec<String> {
+    registry()
+        .read()
+        .map(|r| r.keys().cloned().collect())
+        .unwrap_or_default()
+}
+
+/// Registers a format under a new name (the extension point vLLM offers with parser
+/// plugins).
+///
+/// # Errors
+/// [`ToolError::DuplicateFormat`] when the name is taken (the registry is unchanged).
+pub fn register_format(
+    name: impl Into<String>,
+    factory: impl Fn(&FormatOptions) -> Arc<dyn ToolCallFormat> + Send + Sync + 'static,
+) -> Result<(), ToolError> {
+    let name = name.into();
+    let mut r = registry()
+        .write()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    if r.contains_key(&name) {
+        return Err(ToolError::DuplicateFormat(name));
+    }
+    r.insert(name, Arc::new(factory));
+    Ok(())
+}
