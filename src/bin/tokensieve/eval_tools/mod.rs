@@ -71,6 +71,13 @@ pub struct EvalToolsArgs {
     /// does (a 135M model given the choice writes prose until `--max-tokens`).
     #[arg(long)]
     leading_text: bool,
+    /// Constrain arguments to the BFCL schemas as written: objects without
+    /// `additionalProperties` then accept any extra key. Off (default): the grammar closes
+    /// them (`additionalProperties: false`, as OpenAI's strict mode requires), so a small
+    /// model cannot invent keys until `--max-tokens`; validation always uses the schema as
+    /// written.
+    #[arg(long)]
+    open_objects: bool,
     /// Start no new question after this many minutes (the table then covers the questions
     /// done, and says so).
     #[arg(long, value_name = "MINUTES")]
@@ -102,6 +109,26 @@ fn required_tag(hermes: &Hermes, tools: &[Tool], leading_text: bool) -> Result<V
 /// The system message before the Hermes tool section.
 const SYSTEM: &str = "You are a helpful assistant. Answer the user's request by calling one of \
                       the tools below with the right arguments.";
+
+/// `schema` with `additionalProperties: false` added to every object schema that declares
+/// `properties` and says nothing of other keys (OpenAI's strict mode).
+fn close_objects(schema: &mut Value) {
+    match schema {
+        Value::Object(map) => {
+            if map.contains_key("properties") && !map.contains_key("additionalProperties") {
+                map.insert("additionalProperties".into(), Value::Bool(false));
+            }
+            for (key, value) in map.iter_mut() {
+                // Enumerated and constant values are data, not schemas.
+                if key != "enum" && key != "const" && key != "default" && key != "examples" {
+                    close_objects(value);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(close_objects),
+        _ => {}
+    }
+}
 
 /// Scores and costs of one mode over a set of questions.
 #[derive(Default)]
@@ -310,11 +337,18 @@ pub fn run(args: &EvalToolsArgs, out: &mut impl Write) -> Result<(), String> {
             prompt.push_str("<|im_start|>assistant\n");
             let ids = llm.encode(&prompt)?;
             let compile_started = Instant::now();
-            let grammar = required_tag(&hermes, &tools, args.leading_text).and_then(|tag| {
-                compiler
-                    .compile_structural_tag(&tag)
-                    .map_err(|e| e.to_string())
-            });
+            let mut grammar_tools = tools.clone();
+            if !args.open_objects {
+                grammar_tools
+                    .iter_mut()
+                    .for_each(|t| close_objects(&mut t.input_schema));
+            }
+            let grammar =
+                required_tag(&hermes, &grammar_tools, args.leading_text).and_then(|tag| {
+                    compiler
+                        .compile_structural_tag(&tag)
+                        .map_err(|e| e.to_string())
+                });
             let grammar = match grammar {
                 Ok(g) => g,
                 Err(e) => {
@@ -376,7 +410,8 @@ pub fn run(args: &EvalToolsArgs, out: &mut impl Write) -> Result<(), String> {
     w(
         out,
         format!(
-            "model {}, seed {}, temperature {}, top-p {}, max {} new tokens, leading text {}",
+            "model {}, seed {}, temperature {}, top-p {}, max {} new tokens, leading text {}, \
+             objects in the grammar {}",
             args.model.display(),
             args.seed,
             args.temperature,
@@ -386,6 +421,11 @@ pub fn run(args: &EvalToolsArgs, out: &mut impl Write) -> Result<(), String> {
                 "allowed"
             } else {
                 "not allowed"
+            },
+            if args.open_objects {
+                "as written"
+            } else {
+                "closed"
             }
         ),
     )?;
