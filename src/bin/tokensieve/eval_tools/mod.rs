@@ -478,3 +478,91 @@ pub fn run(args: &EvalToolsArgs, out: &mut impl Write) -> Result<(), String> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tools() -> Vec<Tool> {
+        vec![Tool::from_bfcl_function(&json!({
+            "name": "math.factorial", "description": "Factorial.",
+            "parameters": {"type": "dict", "properties": {
+                "number": {"type": "integer"},
+                "opts": {"type": "dict", "properties": {"exact": {"type": "boolean"}}}},
+                "required": ["number"]}}))
+        .unwrap()]
+    }
+
+    #[test]
+    fn closing_objects_leaves_enums_alone() {
+        let mut schema = json!({"type": "object", "properties": {
+            "a": {"type": "object", "properties": {"b": {"enum": [{"properties": 1}]}}},
+            "c": {"type": "object", "additionalProperties": true, "properties": {}}}});
+        close_objects(&mut schema);
+        assert_eq!(schema["additionalProperties"], json!(false));
+        assert_eq!(
+            schema["properties"]["a"]["additionalProperties"],
+            json!(false)
+        );
+        assert_eq!(
+            schema["properties"]["c"]["additionalProperties"],
+            json!(true)
+        );
+        assert_eq!(
+            schema["properties"]["a"]["properties"]["b"]["enum"],
+            json!([{"properties": 1}])
+        );
+    }
+
+    #[test]
+    fn required_tag_without_leading_text_is_the_call_block() {
+        let hermes = Hermes::default();
+        let closed = required_tag(&hermes, &tools(), false).unwrap();
+        assert_eq!(closed["format"]["type"], json!("tag"), "{closed}");
+        let open = required_tag(&hermes, &tools(), true).unwrap();
+        assert_eq!(open["format"]["type"], json!("sequence"), "{open}");
+        assert_eq!(open["format"]["elements"][0]["type"], json!("any_text"));
+    }
+
+    #[test]
+    fn scores() {
+        let hermes = Hermes::default();
+        let tools = tools();
+        let truth = [json!({"math.factorial": {"number": [5]}})];
+        let call = |body: &str| format!("<tool_call>\n{body}\n</tool_call>");
+        let s = score(
+            &hermes,
+            &tools,
+            Some(&truth),
+            &call(r#"{"name": "math.factorial", "arguments": {"number": 5}}"#),
+        );
+        assert!(
+            s.parses && s.offered && s.valid && s.matches,
+            "{:?}",
+            s.problems
+        );
+        let s = score(
+            &hermes,
+            &tools,
+            Some(&truth),
+            &call(r#"{"name": "math.factorial", "arguments": {"number": "5"}}"#),
+        );
+        assert!(s.parses && s.offered && !s.valid && !s.matches);
+        let s = score(
+            &hermes,
+            &tools,
+            Some(&truth),
+            &call(r#"{"name": "factorial", "arguments": {"number": 5}}"#),
+        );
+        assert!(s.parses && !s.offered && !s.valid);
+        let s = score(&hermes, &tools, Some(&truth), "The factorial of 5 is 120.");
+        assert!(!s.parses && !s.offered && !s.valid && !s.matches);
+        let s = score(
+            &hermes,
+            &tools,
+            Some(&truth),
+            "<tool_call>\n{\"name\": \"math.factorial\", \"argu",
+        );
+        assert!(!s.parses, "an unfinished call does not parse");
+    }
+}
