@@ -1,6 +1,7 @@
 //! `tokensieve`: compile a grammar and print it, check a text against a grammar and a
-//! tokenizer, show the token masks step by step, or benchmark engines on MaskBench schemas
-//! (`bench`, in `tokensieve/bench/`).
+//! tokenizer, show the token masks step by step, benchmark engines on MaskBench schemas
+//! (`bench`, in `tokensieve/bench/`), or measure a real model's tool-call accuracy with and
+//! without constraints (`eval-tools`, feature `llm-demo`, in `tokensieve/eval_tools/`).
 //!
 //! Exit codes: 0 when the command succeeded (for `check` and `masks`: the text was
 //! accepted), 1 when the text was rejected, 2 for bad input (unreadable file, grammar
@@ -14,6 +15,9 @@ use std::time::Instant;
 
 #[path = "tokensieve/bench/mod.rs"]
 mod bench;
+#[cfg(feature = "llm-demo")]
+#[path = "tokensieve/eval_tools/mod.rs"]
+mod eval_tools;
 
 use clap::{Args, Parser, Subcommand};
 use tokensieve::{CompiledGrammar, GrammarCompiler, GrammarMatcher, TokenRejection, Vocabulary};
@@ -67,6 +71,11 @@ enum Command {
     /// Teacher-force MaskBench schemas' valid instances token by token: compile, mask and
     /// accept times per engine (tokensieve, and llguidance with the `llguidance` feature).
     Bench(bench::BenchArgs),
+    /// Tool-call accuracy of a GGUF model (SmolLM2-135M-Instruct) on BFCL questions,
+    /// unconstrained vs constrained (Hermes format, tool_choice = required): parse rate,
+    /// offered tool, schema validity, answer match, tokens/s, mask cost per token.
+    #[cfg(feature = "llm-demo")]
+    EvalTools(eval_tools::EvalToolsArgs),
 }
 
 #[derive(Args)]
@@ -162,6 +171,12 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         Command::Bench(args) => {
             let mut out = io::stdout().lock();
             bench::run(&args, &mut out).map_err(|e| Failure::bad_input(e.to_string()))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        #[cfg(feature = "llm-demo")]
+        Command::EvalTools(args) => {
+            let mut out = io::stdout().lock();
+            eval_tools::run(&args, &mut out).map_err(Failure::bad_input)?;
             Ok(ExitCode::SUCCESS)
         }
     }

@@ -12,6 +12,7 @@ use rustc_hash::FxHashSet;
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::byte_level::{gpt2_byte_level_decode, gpt2_unicode_to_byte};
 use super::{VocabError, Vocabulary};
 
 /// One per-token step of a decoder, applied in order to a token's bytes.
@@ -255,7 +256,7 @@ fn load(
         .transpose()
         .map_err(|e| tokenizer_error(config_what, e))?;
     let steps = decoder_steps(&file).map_err(|m| tokenizer_error(what, m))?;
-    let byte_map = unicode_to_byte();
+    let byte_map = gpt2_unicode_to_byte();
 
     // Every (id, text, special) entry: model tokens, then added tokens (which win), then
     // the config's added_tokens_decoder (which may only add tokens or mark them special).
@@ -479,38 +480,17 @@ fn collect_steps(value: &Value, steps: &mut Vec<Step>, fused: &mut bool) -> Resu
     Ok(())
 }
 
-/// The GPT-2 byte-to-unicode map, inverted: `table[c]` is the byte of char `c` (all such
-/// chars are below U+0144).
-fn unicode_to_byte() -> Vec<Option<u8>> {
-    let mut table = vec![None; 0x144];
-    let mut n = 0u32;
-    for b in 0..=255u8 {
-        let printable = matches!(b, b'!'..=b'~' | 0xA1..=0xAC | 0xAE..=0xFF);
-        let c = if printable {
-            b as u32
-        } else {
-            n += 1;
-            255 + n
-        };
-        table[c as usize] = Some(b);
-    }
-    table
-}
-
 /// A non-special token's output bytes.
 fn decode_token(text: &str, steps: &[Step], byte_map: &[Option<u8>]) -> Vec<u8> {
     let mut bytes = text.as_bytes().to_vec();
     for step in steps {
         match step {
             Step::ByteLevel => {
-                if let Ok(s) = std::str::from_utf8(&bytes) {
-                    let mapped: Option<Vec<u8>> = s
-                        .chars()
-                        .map(|c| byte_map.get(c as usize).copied().flatten())
-                        .collect();
-                    if let Some(mapped) = mapped {
-                        bytes = mapped;
-                    }
+                if let Some(mapped) = std::str::from_utf8(&bytes)
+                    .ok()
+                    .and_then(|s| gpt2_byte_level_decode(s, byte_map))
+                {
+                    bytes = mapped;
                 }
             }
             Step::Replace { from, to } => {
@@ -577,15 +557,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn byte_map_inverts_gpt2() {
-        let m = unicode_to_byte();
-        assert_eq!(m['Ġ' as usize], Some(b' '));
-        assert_eq!(m['Ċ' as usize], Some(b'\n'));
-        assert_eq!(m['!' as usize], Some(b'!'));
-        assert_eq!(m.iter().flatten().count(), 256);
-    }
-
-    #[test]
     fn replace_and_fallback() {
         let steps = [
             Step::Replace {
@@ -594,7 +565,7 @@ mod tests {
             },
             Step::ByteFallback,
         ];
-        let m = unicode_to_byte();
+        let m = gpt2_unicode_to_byte();
         assert_eq!(decode_token("▁Hello", &steps, &m), b" Hello");
         assert_eq!(decode_token("<0x0A>", &steps, &m), b"\n");
         assert_eq!(decode_token("<0xE4>", &steps, &m), vec![0xE4]);

@@ -10,14 +10,67 @@
 //! Loaders: [`Vocabulary::from_token_bytes`] (raw byte strings), and behind features
 //! `Vocabulary::from_tokenizer_json` (Hugging Face `tokenizer.json`, feature `hf`) and
 //! `Vocabulary::from_tiktoken_ranks` / `Vocabulary::o200k_base` (embedded, offline; feature
-//! `tiktoken`).
+//! `tiktoken`) and `Vocabulary::from_gguf` (a GGUF model file's tokenizer metadata; feature
+//! `gguf`).
 
 use rustc_hash::FxHashMap;
 
+#[cfg(feature = "gguf")]
+mod gguf;
+#[cfg(all(feature = "gguf", feature = "hf"))]
+pub use gguf::tokenizer_from_gguf;
 #[cfg(feature = "hf")]
 mod hf;
 #[cfg(feature = "tiktoken")]
 mod tiktoken;
+
+/// The GPT-2 byte-level encoding (byte-level BPE: GPT-2, Llama 3, Qwen, SmolLM2), shared by
+/// the `tokenizer.json` and GGUF loaders.
+#[cfg(any(feature = "hf", feature = "gguf"))]
+mod byte_level {
+    /// The GPT-2 byte-to-unicode map, inverted: `table[c]` is the byte of char `c` (all such
+    /// chars are below U+0144).
+    pub(crate) fn gpt2_unicode_to_byte() -> Vec<Option<u8>> {
+        let mut table = vec![None; 0x144];
+        let mut n = 0u32;
+        for b in 0..=255u8 {
+            let printable = matches!(b, b'!'..=b'~' | 0xA1..=0xAC | 0xAE..=0xFF);
+            let c = if printable {
+                b as u32
+            } else {
+                n += 1;
+                255 + n
+            };
+            table[c as usize] = Some(b);
+        }
+        table
+    }
+
+    /// The bytes a byte-level token string stands for (`Ġb` → `b" b"`), or `None` when one
+    /// of its characters is not in the map (such a token is its own UTF-8, as in the
+    /// `tokenizers` crate's `ByteLevel` decoder). `table` is [`gpt2_unicode_to_byte`].
+    pub(crate) fn gpt2_byte_level_decode(text: &str, table: &[Option<u8>]) -> Option<Vec<u8>> {
+        text.chars()
+            .map(|c| table.get(c as usize).copied().flatten())
+            .collect()
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn byte_map_inverts_gpt2() {
+            let m = gpt2_unicode_to_byte();
+            assert_eq!(m['Ġ' as usize], Some(b' '));
+            assert_eq!(m['Ċ' as usize], Some(b'\n'));
+            assert_eq!(m['!' as usize], Some(b'!'));
+            assert_eq!(m.iter().flatten().count(), 256);
+            assert_eq!(gpt2_byte_level_decode("ĠhiĊ", &m), Some(b" hi\n".to_vec()));
+            assert_eq!(gpt2_byte_level_decode("<｜User｜>", &m), None);
+        }
+    }
+}
 
 /// Why a vocabulary could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -54,6 +107,25 @@ pub enum VocabError {
         vocab_size: usize,
         /// The tokenizer's size.
         tokens: usize,
+    },
+    /// A GGUF file could not be parsed as GGUF (bad magic, truncated, corrupt header).
+    #[error("cannot read GGUF file {what}: {message}")]
+    GgufRead {
+        /// Which file.
+        what: String,
+        /// What the GGUF reader said.
+        message: String,
+    },
+    /// A GGUF file's tokenizer metadata is missing, of the wrong type, or inconsistent
+    /// (such as `tokenizer.ggml.token_type` not as long as `tokenizer.ggml.tokens`).
+    #[error("GGUF file {what}: metadata key `{key}` {problem}")]
+    GgufMetadata {
+        /// Which file.
+        what: String,
+        /// The metadata key, such as `tokenizer.ggml.eos_token_id`.
+        key: String,
+        /// What is wrong with it ("is missing", "has type String, expected an integer").
+        problem: String,
     },
     /// More tokens than a `u32` id can address.
     #[error("{0} tokens is more than the limit of {limit}", limit = u32::MAX)]
