@@ -76,6 +76,61 @@ pub fn read_json_value(text: &str) -> JsonRead {
     }
 }
 
+/// As [`read_json_value`], but a number too large for an `f64` (which the grammar's JSON
+/// allows: `1e99999`) is read as `±1e308` instead of failing the whole value (Python's
+/// `json` reads it as infinity; neither fits JSON). Offsets are those of `text`.
+pub fn read_json_value_lenient(text: &str) -> JsonRead {
+    match read_json_value(text) {
+        JsonRead::Invalid(e) if e.contains("number out of range") => {
+            let fixed = clamp_huge_numbers(text);
+            if fixed == text {
+                JsonRead::Invalid(e)
+            } else {
+                read_json_value(&fixed)
+            }
+        }
+        other => other,
+    }
+}
+
+/// `text` with every number literal outside strings that overflows an `f64` replaced by
+/// `1e308` / `-1e308` padded with spaces to the same length (so offsets are unchanged).
+fn clamp_huge_numbers(text: &str) -> String {
+    let b = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    let mut last = 0;
+    while i < b.len() {
+        match b[i] {
+            b'"' => i = string_literal_end(&text[i..]).map_or(b.len(), |n| i + n),
+            b'-' | b'0'..=b'9' => {
+                let start = i;
+                while i < b.len() && matches!(b[i], b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9')
+                {
+                    i += 1;
+                }
+                let lit = &text[start..i];
+                if lit.parse::<f64>().is_ok_and(f64::is_infinite) {
+                    let repl = if lit.starts_with('-') {
+                        "-1e308"
+                    } else {
+                        "1e308"
+                    };
+                    if repl.len() <= lit.len() {
+                        out.push_str(&text[last..start]);
+                        out.push_str(repl);
+                        out.push_str(&" ".repeat(lit.len() - repl.len()));
+                        last = i;
+                    }
+                }
+            }
+            _ => i += 1,
+        }
+    }
+    out.push_str(&text[last..]);
+    out
+}
+
 /// The end (exclusive) of the JSON string literal starting at `text[0] == '"'`, if it is
 /// closed.
 pub fn string_literal_end(text: &str) -> Option<usize> {
@@ -595,7 +650,7 @@ pub fn read_arguments_then(body: &str, end: &str, at_end: bool) -> ArgsRead {
         return ArgsRead::Pending(String::new());
     }
     let j = &body[json_start..];
-    match read_json_value(j) {
+    match read_json_value_lenient(j) {
         JsonRead::Incomplete => {
             if at_end {
                 return ArgsRead::Bad(ToolParseError::Unterminated);
@@ -710,6 +765,19 @@ mod tests {
         assert_eq!(read_json_value(r#"{"a": "#), JsonRead::Incomplete);
         assert_eq!(read_json_value("12"), JsonRead::Incomplete);
         assert!(matches!(read_json_value("}"), JsonRead::Invalid(_)));
+    }
+
+    #[test]
+    fn huge_numbers_are_clamped_not_fatal() {
+        let text = r#"{"a": 87483663E98670, "b": "9e999", "c": -1e400} x"#;
+        assert!(matches!(read_json_value(text), JsonRead::Invalid(_)));
+        assert_eq!(
+            read_json_value_lenient(text),
+            JsonRead::Complete {
+                value: json!({"a": 1e308, "b": "9e999", "c": -1e308}),
+                end: text.find('}').unwrap() + 1
+            }
+        );
     }
 
     #[test]
