@@ -435,4 +435,23 @@ mod tests {
             vec![ToolCall::new("python", json!({"code": "l.remove(3)\nl"}))]
         );
     }
+
+    #[test]
+    fn markers_inside_reasoning_are_not_calls() {
+        let f = DeepSeek::new(
+            DeepSeekVersion::V31,
+            FormatOptions {
+                reasoning: true,
+                ..FormatOptions::default()
+            },
+        );
+        let text = format!(
+            "<think>maybe {CALLS_BEGIN}{CALL_BEGIN}get_time{SEP}{{\"tz\": \"UTC\"}}{CALL_END}{CALLS_END}</think>\n\nok"
+        );
+        let out = f.parse(&text, &tools());
+        assert!(out.tool_calls.is_empty());
+        assert!(out.errors.is_empty());
+        assert_eq!(out.content.as_deref(), Some("ok"));
+        assert!(out.reasoning.unwrap().contains(CALL_BEGIN));
+    }
 }

@@ -455,4 +455,48 @@ mod tests {
             .iter()
             .any(|e| matches!(e, StreamEvent::ToolCallEnd { .. })));
     }
+
+    #[test]
+    fn adversarial_inputs() {
+        let f = Harmony::default();
+        let ts = tools();
+        // Marker text inside a JSON string is part of the string.
+        let out = f.parse(
+            "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\":\"<|call|><|end|>\"}<|call|>",
+            &ts,
+        );
+        assert_eq!(
+            out.tool_calls,
+            vec![ToolCall::new(
+                "get_weather",
+                json!({"city": "<|call|><|end|>"})
+            )]
+        );
+        // A recipient named inside analysis text is reasoning, not a call.
+        let out = f.parse(
+            "<|channel|>analysis<|message|>send to=functions.get_weather {\"city\":\"x\"}<|end|><|start|>assistant<|channel|>final<|message|>done<|return|>",
+            &ts,
+        );
+        assert!(out.tool_calls.is_empty());
+        assert_eq!(out.content.as_deref(), Some("done"));
+        // Unknown tool and invalid JSON: errors, text kept in content.
+        let bad = "<|channel|>commentary to=functions.nope <|constrain|>json<|message|>{}<|call|>";
+        let out = f.parse(bad, &ts);
+        assert_eq!(
+            out.errors[0].error,
+            ToolParseError::UnknownTool {
+                name: "nope".into()
+            }
+        );
+        assert_eq!(out.content.as_deref(), Some(bad));
+        let out = f.parse(
+            "<|channel|>commentary to=functions.get_weather json<|message|>{\"city\": Paris}<|call|>",
+            &ts,
+        );
+        assert!(matches!(
+            out.errors[0].error,
+            ToolParseError::InvalidJson(_)
+        ));
+        assert!(out.tool_calls.is_empty());
+    }
 }

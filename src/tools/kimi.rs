@@ -349,4 +349,24 @@ mod tests {
             .collect();
         assert_eq!(ends, f.parse(WORKED, &ts).tool_calls);
     }
+
+    #[test]
+    fn adversarial_reasoning_and_invalid_json() {
+        let f = KimiK2::new(FormatOptions {
+            reasoning: true,
+            ..FormatOptions::default()
+        });
+        let text = "<think>try <|tool_calls_section_begin|><|tool_call_begin|>functions.get_time:0<|tool_call_argument_begin|>{\"tz\": \"UTC\"}<|tool_call_end|><|tool_calls_section_end|></think>fine";
+        let out = f.parse(text, &tools());
+        assert!(out.tool_calls.is_empty());
+        assert_eq!(out.content.as_deref(), Some("fine"));
+        let text = "<|tool_calls_section_begin|><|tool_call_begin|>functions.get_time:0<|tool_call_argument_begin|>{\"tz\": UTC}<|tool_call_end|><|tool_calls_section_end|>";
+        let out = KimiK2::default().parse(text, &tools());
+        assert!(out.tool_calls.is_empty());
+        assert!(matches!(
+            out.errors[0].error,
+            ToolParseError::InvalidJson(_)
+        ));
+        assert!(out.content.unwrap().contains("{\"tz\": UTC}"));
+    }
 }

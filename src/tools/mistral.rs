@@ -600,4 +600,21 @@ mod tests {
             .collect();
         assert_eq!(ends, worked_calls());
     }
+
+    #[test]
+    fn calls_inside_reasoning_are_not_calls() {
+        let f = Mistral::new(
+            MistralSyntax::NameArgs,
+            FormatOptions {
+                reasoning: true,
+                ..FormatOptions::default()
+            },
+        );
+        let out = f.parse(
+            "[THINK]maybe [TOOL_CALLS]get_time[ARGS]{\"tz\": \"UTC\"}[/THINK]no call",
+            &tools(),
+        );
+        assert!(out.tool_calls.is_empty());
+        assert_eq!(out.content.as_deref(), Some("no call"));
+    }
 }
