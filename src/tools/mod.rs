@@ -53,13 +53,21 @@ use thiserror::Error;
 
 use crate::StructuralTag;
 
+mod deepseek;
+mod harmony;
 mod hermes;
+mod kimi;
+mod mistral;
 pub(crate) mod scan;
 mod stream;
 pub(crate) mod tags;
 mod tool;
 
+pub use deepseek::{DeepSeek, DeepSeekVersion};
+pub use harmony::Harmony;
 pub use hermes::Hermes;
+pub use kimi::KimiK2;
+pub use mistral::{Mistral, MistralSyntax};
 pub use stream::StreamingParser;
 pub use tool::{Tool, ToolContext, ToolFunction, ToolSet};
 
@@ -586,10 +594,51 @@ fn registry() -> &'static Registry {
 
 /// The formats tokensieve ships, under the names vLLM uses for their parsers.
 fn builtin_formats() -> Vec<(&'static str, Arc<FormatFactory>)> {
-    vec![(
-        "hermes",
-        Arc::new(|o: &FormatOptions| Arc::new(Hermes::new(o.clone())) as Arc<dyn ToolCallFormat>),
-    )]
+    vec![
+        (
+            "hermes",
+            Arc::new(|o: &FormatOptions| {
+                Arc::new(Hermes::new(o.clone())) as Arc<dyn ToolCallFormat>
+            }),
+        ),
+        (
+            "deepseek_v3",
+            Arc::new(|o: &FormatOptions| {
+                Arc::new(DeepSeek::new(DeepSeekVersion::V3, o.clone())) as Arc<dyn ToolCallFormat>
+            }),
+        ),
+        (
+            "harmony",
+            Arc::new(|o: &FormatOptions| {
+                Arc::new(Harmony::new(o.clone())) as Arc<dyn ToolCallFormat>
+            }),
+        ),
+        (
+            "openai",
+            Arc::new(|o: &FormatOptions| {
+                Arc::new(Harmony::new(o.clone())) as Arc<dyn ToolCallFormat>
+            }),
+        ),
+        (
+            "mistral",
+            Arc::new(|o: &FormatOptions| {
+                Arc::new(Mistral::new(MistralSyntax::NameArgs, o.clone()))
+                    as Arc<dyn ToolCallFormat>
+            }),
+        ),
+        (
+            "kimi_k2",
+            Arc::new(|o: &FormatOptions| {
+                Arc::new(KimiK2::new(o.clone())) as Arc<dyn ToolCallFormat>
+            }),
+        ),
+        (
+            "deepseek_v31",
+            Arc::new(|o: &FormatOptions| {
+                Arc::new(DeepSeek::new(DeepSeekVersion::V31, o.clone())) as Arc<dyn ToolCallFormat>
+            }),
+        ),
+    ]
 }
 
 /// The format registered under `name`, with default [`FormatOptions`].

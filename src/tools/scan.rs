@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use super::{PartialOutput, Tool, ToolParseError};
+use super::{PartialCall, PartialOutput, Tool, ToolCall, ToolParseError};
 
 /// JSON text as Python's `json.dumps(value, ensure_ascii=False)` writes it (`", "` and
 /// `": "` separators), which is what Hermes/Qwen, Llama and DeepSeek templates render.
@@ -74,6 +74,61 @@ pub fn read_json_value(text: &str) -> JsonRead {
         Some(Err(e)) if e.is_eof() => JsonRead::Incomplete,
         Some(Err(e)) => JsonRead::Invalid(e.to_string()),
     }
+}
+
+/// As [`read_json_value`], but a number too large for an `f64` (which the grammar's JSON
+/// allows: `1e99999`) is read as `±1e308` instead of failing the whole value (Python's
+/// `json` reads it as infinity; neither fits JSON). Offsets are those of `text`.
+pub fn read_json_value_lenient(text: &str) -> JsonRead {
+    match read_json_value(text) {
+        JsonRead::Invalid(e) if e.contains("number out of range") => {
+            let fixed = clamp_huge_numbers(text);
+            if fixed == text {
+                JsonRead::Invalid(e)
+            } else {
+                read_json_value(&fixed)
+            }
+        }
+        other => other,
+    }
+}
+
+/// `text` with every number literal outside strings that overflows an `f64` replaced by
+/// `1e308` / `-1e308` padded with spaces to the same length (so offsets are unchanged).
+fn clamp_huge_numbers(text: &str) -> String {
+    let b = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    let mut last = 0;
+    while i < b.len() {
+        match b[i] {
+            b'"' => i = string_literal_end(&text[i..]).map_or(b.len(), |n| i + n),
+            b'-' | b'0'..=b'9' => {
+                let start = i;
+                while i < b.len() && matches!(b[i], b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9')
+                {
+                    i += 1;
+                }
+                let lit = &text[start..i];
+                if lit.parse::<f64>().is_ok_and(f64::is_infinite) {
+                    let repl = if lit.starts_with('-') {
+                        "-1e308"
+                    } else {
+                        "1e308"
+                    };
+                    if repl.len() <= lit.len() {
+                        out.push_str(&text[last..start]);
+                        out.push_str(repl);
+                        out.push_str(&" ".repeat(lit.len() - repl.len()));
+                        last = i;
+                    }
+                }
+            }
+            _ => i += 1,
+        }
+    }
+    out.push_str(&text[last..]);
+    out
 }
 
 /// The end (exclusive) of the JSON string literal starting at `text[0] == '"'`, if it is
@@ -372,6 +427,322 @@ pub fn push_malformed(
     });
 }
 
+/// What a family's call reader made of the text after a call's begin marker.
+#[derive(Debug)]
+pub enum CallRead {
+    /// The call is still arriving (name and arguments as far as known).
+    Pending(PartialCall),
+    /// A whole call; `len` bytes consumed, its end marker included.
+    Done {
+        /// The call.
+        call: ToolCall,
+        /// The raw text of its arguments.
+        arguments_text: String,
+        /// Bytes consumed.
+        len: usize,
+    },
+    /// A malformed call spanning `len` bytes.
+    Bad {
+        /// What was wrong.
+        error: ToolParseError,
+        /// Bytes the malformed call spans.
+        len: usize,
+    },
+}
+
+/// The markers of a family whose calls sit inside a section (DeepSeek, Kimi):
+/// `SECTION_BEGIN (CALL_BEGIN … CALL_END)+ SECTION_END`.
+#[derive(Debug, Clone, Copy)]
+pub struct Sections<'a> {
+    /// Accepted spellings of the section's begin marker (the first is canonical).
+    pub section_begins: &'a [&'a str],
+    /// The section's end marker.
+    pub section_end: &'a str,
+    /// A call's begin marker (a call begun outside a section is read as well).
+    pub call_begin: &'a str,
+}
+
+impl Sections<'_> {
+    fn triggers(&self) -> Vec<&str> {
+        let mut v: Vec<&str> = self.section_begins.to_vec();
+        v.push(self.call_begin);
+        v
+    }
+
+    /// The earliest section or call begin marker in `text`: (offset, length, is_section).
+    fn find_begin(&self, text: &str) -> Option<(usize, usize, bool)> {
+        let mut best: Option<(usize, usize, bool)> = None;
+        for b in self.section_begins {
+            if let Some(k) = text.find(b) {
+                if best.map_or(true, |(o, _, _)| k < o) {
+                    best = Some((k, b.len(), true));
+                }
+            }
+        }
+        if let Some(k) = text.find(self.call_begin) {
+            if best.map_or(true, |(o, _, _)| k < o) {
+                best = Some((k, self.call_begin.len(), false));
+            }
+        }
+        best
+    }
+}
+
+/// Parses the free text and call sections of `text[start..]` into `out`/`content`.
+/// `read_call` reads one call from the text after its begin marker (see [`CallRead`]).
+///
+/// Text inside a section that is not a call ("header noise") goes to content once a call
+/// of that section is read; a section with no call at all is reported as malformed (its
+/// text kept in content, no calls). A missing section end is tolerated; text after the
+/// section is content. While `!at_end`, partial markers and trailing whitespace are held
+/// back so the result only grows.
+pub fn parse_sections(
+    text: &str,
+    start: usize,
+    syn: &Sections<'_>,
+    at_end: bool,
+    out: &mut PartialOutput,
+    content: &mut Content,
+    mut read_call: impl FnMut(&str) -> CallRead,
+) {
+    let triggers = syn.triggers();
+    let inner = [syn.call_begin, syn.section_end];
+    let mut pos = start;
+    'free: loop {
+        let Some((k, blen, is_section)) = syn.find_begin(&text[pos..]) else {
+            content.push_tail(&text[pos..], &triggers, at_end);
+            return;
+        };
+        content.push(&text[pos..pos + k]);
+        let section_start = pos + k;
+        let mut p = if is_section {
+            section_start + blen
+        } else {
+            section_start
+        };
+        let mut calls_here = 0usize;
+        let mut noise: Vec<(usize, usize)> = Vec::new();
+        loop {
+            let rest = &text[p..];
+            let ws = rest.len() - rest.trim_start().len();
+            let r = &rest[ws..];
+            if r.starts_with(syn.call_begin) {
+                for (a, b) in noise.drain(..) {
+                    content.push(&text[a..b]);
+                }
+                let call_start = p + ws;
+                let body = call_start + syn.call_begin.len();
+                calls_here += 1;
+                match read_call(&text[body..]) {
+                    CallRead::Pending(c) => {
+                        out.calls.push(c);
+                        return;
+                    }
+                    CallRead::Done {
+                        call,
+                        arguments_text,
+                        len,
+                    } => {
+                        out.calls.push(PartialCall {
+                            id: call.id.clone(),
+                            name: Some(call.name.clone()),
+                            arguments_text,
+                            complete: Some(call),
+                        });
+                        p = body + len;
+                    }
+                    CallRead::Bad { error, len } => {
+                        let end = body + len;
+                        push_malformed(out, content, &text[call_start..end], call_start, error);
+                        p = end;
+                    }
+                }
+                continue;
+            }
+            if r.starts_with(syn.section_end) || r.is_empty() {
+                let closed = !r.is_empty();
+                if !closed && !at_end {
+                    return;
+                }
+                let end = if closed {
+                    p + ws + syn.section_end.len()
+                } else {
+                    text.len()
+                };
+                if calls_here == 0 && is_section {
+                    let error = if closed {
+                        ToolParseError::Syntax("the tool-call section holds no call".into())
+                    } else {
+                        ToolParseError::Unterminated
+                    };
+                    push_malformed(
+                        out,
+                        content,
+                        &text[section_start..end],
+                        section_start,
+                        error,
+                    );
+                } else {
+                    for (a, b) in noise.drain(..) {
+                        content.push(&text[a..b]);
+                    }
+                }
+                pos = end;
+                continue 'free;
+            }
+            if !at_end && inner.iter().any(|m| m.starts_with(r)) {
+                return;
+            }
+            if !is_section {
+                // A bare call (no section) followed by text: back to free text.
+                pos = p;
+                continue 'free;
+            }
+            // Noise inside the section, up to the next call or the section's end.
+            let next = inner.iter().filter_map(|m| r.find(m)).min();
+            match next {
+                Some(n) => {
+                    noise.push((p + ws, p + ws + n));
+                    p += ws + n;
+                }
+                None if at_end => {
+                    noise.push((p + ws, text.len()));
+                    p = text.len();
+                }
+                None => return,
+            }
+        }
+    }
+}
+
+/// A call's arguments read from the start of `body`: a JSON object (or a JSON string
+/// holding one), optionally inside a Markdown fence (```` ```json\n … \n``` ````), then
+/// optional whitespace and `end` (a missing end at the very end of the output is tolerated
+/// when the JSON is complete). A fence with another language tag (```` ```python ````) holds
+/// raw code, read as `{"code": CODE}` (the functionary convention for code tools).
+pub fn read_arguments_then(body: &str, end: &str, at_end: bool) -> ArgsRead {
+    let ws = body.len() - body.trim_start().len();
+    let b = &body[ws..];
+    let mut json_start = ws;
+    let mut fenced = false;
+    if b.starts_with("```") {
+        let Some(nl) = b.find('\n') else {
+            return if at_end {
+                ArgsRead::Bad(ToolParseError::Unterminated)
+            } else {
+                ArgsRead::Pending(String::new())
+            };
+        };
+        let lang = b[3..nl].trim();
+        if !lang.is_empty() && lang != "json" {
+            let code_start = ws + nl + 1;
+            let Some(close) = body[code_start..].find("```") else {
+                return if at_end {
+                    ArgsRead::Bad(ToolParseError::Unterminated)
+                } else {
+                    ArgsRead::Pending(String::new())
+                };
+            };
+            let code = body[code_start..code_start + close].trim_end_matches('\n');
+            let value = serde_json::json!({ "code": code });
+            let after = code_start + close + 3;
+            return finish_args(body, value.to_string(), value, after, end, at_end);
+        }
+        json_start = ws + nl + 1;
+        fenced = true;
+    } else if !at_end && b.len() < 3 && "```".starts_with(b) {
+        return ArgsRead::Pending(String::new());
+    }
+    let j = &body[json_start..];
+    match read_json_value_lenient(j) {
+        JsonRead::Incomplete => {
+            if at_end {
+                return ArgsRead::Bad(ToolParseError::Unterminated);
+            }
+            let t = j.trim();
+            ArgsRead::Pending(t.to_owned())
+        }
+        JsonRead::Invalid(e) => ArgsRead::Bad(ToolParseError::InvalidJson(e)),
+        JsonRead::Complete { value, end: e } => {
+            let value = match arguments_object(&value) {
+                Ok(v) => v,
+                Err(err) => return ArgsRead::Bad(err),
+            };
+            let raw = j[..e].trim().to_owned();
+            let mut after = json_start + e;
+            if fenced {
+                let rest = &body[after..];
+                let w = rest.len() - rest.trim_start().len();
+                if rest[w..].starts_with("```") {
+                    after += w + 3;
+                } else if !at_end && rest[w..].len() < 3 && "```".starts_with(&rest[w..]) {
+                    return ArgsRead::Pending(raw);
+                }
+            }
+            finish_args(body, raw, value, after, end, at_end)
+        }
+    }
+}
+
+fn finish_args(
+    body: &str,
+    raw: String,
+    value: Value,
+    after: usize,
+    end: &str,
+    at_end: bool,
+) -> ArgsRead {
+    let rest = &body[after..];
+    let w = rest.len() - rest.trim_start().len();
+    let tail = &rest[w..];
+    if tail.starts_with(end) {
+        return ArgsRead::Done {
+            value,
+            text: raw,
+            len: after + w + end.len(),
+        };
+    }
+    if tail.is_empty() || (!at_end && end.starts_with(tail)) {
+        if at_end {
+            // The end marker never came (a stop token cut the output): complete JSON is a call.
+            return ArgsRead::Done {
+                value,
+                text: raw,
+                len: body.len(),
+            };
+        }
+        return ArgsRead::Pending(raw);
+    }
+    ArgsRead::Bad(ToolParseError::Syntax(format!(
+        "expected {end} after the arguments, found {:?}",
+        tail.chars().take(20).collect::<String>()
+    )))
+}
+
+/// The result of [`read_arguments_then`].
+#[derive(Debug)]
+pub enum ArgsRead {
+    /// Still arriving; the raw argument text so far.
+    Pending(String),
+    /// The arguments and the raw text, `len` bytes consumed (the end marker included).
+    Done {
+        /// The arguments object.
+        value: Value,
+        /// Its raw text.
+        text: String,
+        /// Bytes consumed.
+        len: usize,
+    },
+    /// Not a call's arguments.
+    Bad(ToolParseError),
+}
+
+/// The length of a malformed call's text in `body`: up to and including the first `end`,
+/// or everything.
+pub fn bad_len(body: &str, end: &str) -> usize {
+    body.find(end).map(|k| k + end.len()).unwrap_or(body.len())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -398,6 +769,19 @@ mod tests {
         assert_eq!(read_json_value(r#"{"a": "#), JsonRead::Incomplete);
         assert_eq!(read_json_value("12"), JsonRead::Incomplete);
         assert!(matches!(read_json_value("}"), JsonRead::Invalid(_)));
+    }
+
+    #[test]
+    fn huge_numbers_are_clamped_not_fatal() {
+        let text = r#"{"a": 87483663E98670, "b": "9e999", "c": -1e400} x"#;
+        assert!(matches!(read_json_value(text), JsonRead::Invalid(_)));
+        assert_eq!(
+            read_json_value_lenient(text),
+            JsonRead::Complete {
+                value: json!({"a": 1e308, "b": "9e999", "c": -1e308}),
+                end: text.find('}').unwrap() + 1
+            }
+        );
     }
 
     #[test]

@@ -1,0 +1,457 @@
+//! DeepSeek V3 / R1 and V3.1: calls inside a section marked with full-width markers
+//! (section 4.6 of the tool-call format notes; vLLM's `deepseek_v3` and `deepseek_v31`
+//! parsers, XGrammar's `deepseek_r1` and `deepseek_v3_1` builtins).
+//!
+//! V3 / R1 (the arguments in a Markdown json fence, calls joined by `\n`):
+//!
+//! ```text
+//! <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather
+//! ```json
+//! {"city": "Paris"}
+//! ```<｜tool▁call▁end｜><｜tool▁calls▁end｜>
+//! ```
+//!
+//! V3.1 (bare JSON, calls chained with nothing between them):
+//!
+//! ```text
+//! <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{"city": "Paris"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>
+//! ```
+//!
+//! The markers use U+FF5C (`｜`) and U+2581 (`▁`); they are matched byte-exactly, never
+//! after Unicode normalisation. In the DeepSeek V3 vocabulary they are single added tokens
+//! that are not special, so the grammar matches their text (one token or several).
+
+use serde_json::{json, Value};
+
+use super::scan::{self, ArgsRead, CallRead, Content, Sections};
+use super::tags::{self, Envelope};
+use super::{
+    FormatOptions, PartialCall, PartialOutput, StructuralTag, Tool, ToolCall, ToolCallFormat,
+    ToolChoice, ToolError, ToolParseError,
+};
+
+/// `<｜tool▁calls▁begin｜>`: opens the section holding a turn's calls.
+pub const CALLS_BEGIN: &str = "<\u{ff5c}tool\u{2581}calls\u{2581}begin\u{ff5c}>";
+/// `<｜tool▁calls▁end｜>`: closes the section.
+pub const CALLS_END: &str = "<\u{ff5c}tool\u{2581}calls\u{2581}end\u{ff5c}>";
+/// `<｜tool▁call▁begin｜>`: opens one call.
+pub const CALL_BEGIN: &str = "<\u{ff5c}tool\u{2581}call\u{2581}begin\u{ff5c}>";
+/// `<｜tool▁call▁end｜>`: closes one call.
+pub const CALL_END: &str = "<\u{ff5c}tool\u{2581}call\u{2581}end\u{ff5c}>";
+/// `<｜tool▁sep｜>`: separates the type word (V3) or the name (V3.1) from what follows.
+pub const SEP: &str = "<\u{ff5c}tool\u{2581}sep\u{ff5c}>";
+const OUTPUT_BEGIN: &str = "<\u{ff5c}tool\u{2581}output\u{2581}begin\u{ff5c}>";
+const OUTPUT_END: &str = "<\u{ff5c}tool\u{2581}output\u{2581}end\u{ff5c}>";
+const THINK: &str = "<think>";
+const THINK_END: &str = "</think>";
+
+const SECTIONS: Sections<'static> = Sections {
+    section_begins: &[CALLS_BEGIN],
+    section_end: CALLS_END,
+    call_begin: CALL_BEGIN,
+};
+
+/// Which of the two mutually unparsable DeepSeek call shapes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeepSeekVersion {
+    /// V3, V3-0324, R1, R1-0528: `function<｜tool▁sep｜>NAME\n```json\n{…}\n```` ` per
+    /// call, calls joined by `\n`.
+    V3,
+    /// V3.1 (and V3.2-Exp): `NAME<｜tool▁sep｜>{…}` per call, nothing between calls.
+    V31,
+}
+
+/// The DeepSeek formats (`deepseek_v3`, `deepseek_v31`).
+///
+/// * Grammar: content, then one section `<｜tool▁calls▁begin｜>` … `<｜tool▁calls▁end｜>`
+///   holding the calls in the version's exact shape (V3: `\n` between calls, the
+///   template's `\n```json\n` before and `\n```` ` after the arguments; V3.1: nothing
+///   between calls), then the end of the turn. `required` allows content before the
+///   section (section 5.4 of the notes; XGrammar forbids it); a named choice is the
+///   section with exactly that call and nothing else. With [`FormatOptions::reasoning`]
+///   (R1), a `<think>…</think>\n\n` block comes first, in which no marker may appear.
+/// * Parser: reads both a V3 fence and bare JSON for either version (a missing fence or
+///   `json` tag is tolerated; a fence with another language, as in functionary's code
+///   calls, gives `{"code": CODE}`); `\n` or nothing between calls; a call begun without
+///   the section marker; a missing section end. A section with no readable call is
+///   reported as malformed and its text stays in content. Text after the section is
+///   content.
+#[derive(Clone, Debug)]
+pub struct DeepSeek {
+    version: DeepSeekVersion,
+    options: FormatOptions,
+}
+
+impl DeepSeek {
+    /// The format of `version` with `options`.
+    pub fn new(version: DeepSeekVersion, options: FormatOptions) -> Self {
+        Self { version, options }
+    }
+
+    /// V3 / R1 (`deepseek_v3`) with default options.
+    pub fn v3() -> Self {
+        Self::new(DeepSeekVersion::V3, FormatOptions::default())
+    }
+
+    /// V3.1 (`deepseek_v31`) with default options.
+    pub fn v31() -> Self {
+        Self::new(DeepSeekVersion::V31, FormatOptions::default())
+    }
+
+    /// The version.
+    pub fn version(&self) -> DeepSeekVersion {
+        self.version
+    }
+
+    /// The options.
+    pub fn options(&self) -> &FormatOptions {
+        &self.options
+    }
+
+    fn envelope(&self) -> Envelope {
+        Envelope {
+            trigger: CALL_BEGIN.into(),
+            separator: match self.version {
+                DeepSeekVersion::V3 => "\n".into(),
+                DeepSeekVersion::V31 => String::new(),
+            },
+            section: Some((CALLS_BEGIN.into(), CALLS_END.into())),
+            leading_text_in_required: true,
+            reasoning: Some((THINK.into(), THINK_END.into(), "\n\n".into())),
+            excludes: vec![
+                CALLS_END.into(),
+                CALL_END.into(),
+                SEP.into(),
+                THINK.into(),
+                THINK_END.into(),
+            ],
+        }
+    }
+
+    fn render_call(&self, c: &ToolCall) -> String {
+        let args = scan::python_json(&c.arguments);
+        match self.version {
+            DeepSeekVersion::V3 => format!(
+                "{CALL_BEGIN}function{SEP}{}\n```json\n{args}\n```{CALL_END}",
+                c.name
+            ),
+            DeepSeekVersion::V31 => format!("{CALL_BEGIN}{}{SEP}{args}{CALL_END}", c.name),
+        }
+    }
+}
+
+impl ToolCallFormat for DeepSeek {
+    fn name(&self) -> &str {
+        match self.version {
+            DeepSeekVersion::V3 => "deepseek_v3",
+            DeepSeekVersion::V31 => "deepseek_v31",
+        }
+    }
+
+    fn structural_tag(
+        &self,
+        tools: &[Tool],
+        choice: &ToolChoice,
+        parallel: bool,
+    ) -> Result<StructuralTag, ToolError> {
+        let options = &self.options;
+        let version = self.version;
+        tags::assemble(&self.envelope(), tools, choice, parallel, options, |t| {
+            let (begin, end) = match version {
+                DeepSeekVersion::V3 => (
+                    format!("{CALL_BEGIN}function{SEP}{}\n```json\n", t.name),
+                    format!("\n```{CALL_END}"),
+                ),
+                DeepSeekVersion::V31 => (format!("{CALL_BEGIN}{}{SEP}", t.name), CALL_END.into()),
+            };
+            Ok(json!({"type": "tag", "begin": begin,
+                "content": tags::json_arguments(t, options), "end": end}))
+        })
+    }
+
+    fn parse_partial(&self, text: &str, tools: &[Tool], at_end: bool) -> PartialOutput {
+        let mut out = PartialOutput::default();
+        let (reasoning, rest) =
+            scan::split_reasoning(text, THINK, THINK_END, self.options.reasoning, at_end);
+        out.reasoning = reasoning;
+        let Some(rest) = rest else {
+            return out;
+        };
+        let mut content = Content::default();
+        scan::parse_sections(
+            text,
+            rest,
+            &SECTIONS,
+            at_end,
+            &mut out,
+            &mut content,
+            |body| read_call(body, tools, at_end),
+        );
+        out.content = content.into_string();
+        out
+    }
+
+    fn render_calls(&self, calls: &[ToolCall]) -> String {
+        let sep = match self.version {
+            DeepSeekVersion::V3 => "\n",
+            DeepSeekVersion::V31 => "",
+        };
+        let body: Vec<String> = calls.iter().map(|c| self.render_call(c)).collect();
+        format!("{CALLS_BEGIN}{}{CALLS_END}", body.join(sep))
+    }
+
+    fn render_tool_result(&self, _call: &ToolCall, result: &Value) -> String {
+        let body = match result {
+            Value::String(s) => s.clone(),
+            other => scan::python_json(other),
+        };
+        format!("{OUTPUT_BEGIN}{body}{OUTPUT_END}")
+    }
+
+    fn render_tools_prompt(&self, tools: &[Tool]) -> String {
+        let mut s = String::from(
+            "## Tools\n\nThese functions are available. Each is described by a JSON \
+             object with its name, purpose and parameter schema:\n",
+        );
+        for t in tools {
+            s.push('\n');
+            s.push_str(&scan::python_json(&t.to_openai()));
+        }
+        let example = ToolCall::new("NAME", json!({"ARGUMENT": "VALUE"}));
+        s.push_str(
+            "\n\nTo use functions, open one section, put each call in it, and close it; \
+             several calls go in the same section:\n",
+        );
+        s.push_str(&self.render_calls(&[example]));
+        s
+    }
+}
+
+/// Reads one call from `body` (the text after `<｜tool▁call▁begin｜>`): V3's
+/// `TYPE<｜tool▁sep｜>NAME` header or V3.1's `NAME<｜tool▁sep｜>`, whichever the text has,
+/// then the arguments and `<｜tool▁call▁end｜>`.
+fn read_call(body: &str, tools: &[Tool], at_end: bool) -> CallRead {
+    let bad = |error: ToolParseError| CallRead::Bad {
+        error,
+        len: scan::bad_len(body, CALL_END),
+    };
+    // The header ends before any later marker (a missing separator must not borrow the
+    // next call's).
+    let limit = [CALL_END, CALL_BEGIN, CALLS_END]
+        .iter()
+        .filter_map(|m| body.find(m))
+        .min()
+        .unwrap_or(body.len());
+    let Some(sep) = body[..limit].find(SEP) else {
+        if limit < body.len() {
+            return bad(ToolParseError::Syntax(
+                "a DeepSeek call needs <｜tool▁sep｜> after its name or type".into(),
+            ));
+        }
+        if at_end {
+            return bad(ToolParseError::Unterminated);
+        }
+        return CallRead::Pending(PartialCall::default());
+    };
+    let before = body[..sep].trim();
+    let after = sep + SEP.len();
+    // V3 writes the type word before the separator and the name after it, up to `\n`.
+    let v3 = before == "function" || before.is_empty();
+    let (name, args_start) = if v3 {
+        let rest = &body[after..];
+        let Some(k) = rest.find(['\n', '`', '{', '<']) else {
+            if at_end {
+                return bad(ToolParseError::Unterminated);
+            }
+            return CallRead::Pending(PartialCall::default());
+        };
+        (rest[..k].trim(), after + k)
+    } else {
+        (before, after)
+    };
+    let name_ok = scan::check_call_name(name, tools);
+    match scan::read_arguments_then(&body[args_start..], CALL_END, at_end) {
+        ArgsRead::Pending(arguments_text) => CallRead::Pending(PartialCall {
+            id: None,
+            name: name_ok.is_ok().then(|| name.to_owned()),
+            arguments_text,
+            complete: None,
+        }),
+        ArgsRead::Done { value, text, len } => match name_ok {
+            Ok(()) => CallRead::Done {
+                call: ToolCall::new(name, value),
+                arguments_text: text,
+                len: args_start + len,
+            },
+            Err(error) => CallRead::Bad {
+                error,
+                len: args_start + len,
+            },
+        },
+        ArgsRead::Bad(e) => bad(name_ok.err().unwrap_or(e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::{StreamEvent, StreamingParser};
+
+    fn tools() -> Vec<Tool> {
+        Tool::list_from_openai(&json!([
+            {"type": "function", "function": {"name": "get_weather", "parameters": {
+                "type": "object", "properties": {"city": {"type": "string"},
+                "unit": {"enum": ["celsius", "fahrenheit"]}}, "required": ["city"]}}},
+            {"type": "function", "function": {"name": "get_time", "parameters": {
+                "type": "object", "properties": {"tz": {"type": "string"}}, "required": ["tz"]}}}
+        ]))
+        .unwrap()
+    }
+
+    fn v31_worked() -> String {
+        format!(
+            "Let me check.{CALLS_BEGIN}{CALL_BEGIN}get_weather{SEP}{{\"city\": \"Paris\"}}{CALL_END}{CALL_BEGIN}get_time{SEP}{{\"tz\": \"Europe/Paris\"}}{CALL_END}{CALLS_END}"
+        )
+    }
+
+    fn v3_example() -> String {
+        format!(
+            "{CALLS_BEGIN}{CALL_BEGIN}function{SEP}get_weather\n```json\n{{\"city\": \"Paris\"}}\n```{CALL_END}{CALLS_END}"
+        )
+    }
+
+    #[test]
+    fn markers_are_the_spec_bytes() {
+        assert_eq!(
+            SEP.as_bytes(),
+            [
+                0x3C, 0xEF, 0xBD, 0x9C, 0x74, 0x6F, 0x6F, 0x6C, 0xE2, 0x96, 0x81, 0x73, 0x65, 0x70,
+                0xEF, 0xBD, 0x9C, 0x3E
+            ]
+        );
+        assert_eq!(CALLS_BEGIN.len(), 28);
+        assert_eq!(CALLS_END.len(), 26);
+        assert_eq!(CALL_BEGIN.len(), 27);
+        assert_eq!(CALL_END.len(), 25);
+    }
+
+    #[test]
+    fn parses_the_worked_examples() {
+        let out = DeepSeek::v31().parse(&v31_worked(), &tools());
+        assert_eq!(out.content.as_deref(), Some("Let me check."));
+        assert_eq!(
+            out.tool_calls,
+            vec![
+                ToolCall::new("get_weather", json!({"city": "Paris"})),
+                ToolCall::new("get_time", json!({"tz": "Europe/Paris"})),
+            ]
+        );
+        assert!(out.errors.is_empty());
+        let out = DeepSeek::v3().parse(&v3_example(), &tools());
+        assert_eq!(out.content, None);
+        assert_eq!(
+            out.tool_calls,
+            vec![ToolCall::new("get_weather", json!({"city": "Paris"}))]
+        );
+    }
+
+    #[test]
+    fn render_then_parse_both_versions() {
+        let calls = vec![
+            ToolCall::new("get_time", json!({"tz": "UTC"})),
+            ToolCall::new(
+                "get_weather",
+                json!({"city": format!("{CALL_END}{CALLS_END} ```")}),
+            ),
+        ];
+        for f in [DeepSeek::v3(), DeepSeek::v31()] {
+            let text = f.render_calls(&calls);
+            let out = f.parse(&text, &tools());
+            assert_eq!(out.tool_calls, calls, "{text}");
+            assert!(out.errors.is_empty());
+            assert_eq!(out.content, None);
+        }
+    }
+
+    #[test]
+    fn malformed_section_leaves_content_and_reports() {
+        let f = DeepSeek::v31();
+        let text = format!("Hi{CALLS_BEGIN}nothing here{CALLS_END}");
+        let out = f.parse(&text, &tools());
+        assert!(out.tool_calls.is_empty());
+        assert_eq!(out.errors.len(), 1);
+        assert_eq!(
+            out.content.as_deref(),
+            Some(format!("Hi\n{CALLS_BEGIN}nothing here{CALLS_END}").as_str())
+        );
+        let text = format!("{CALLS_BEGIN}{CALL_BEGIN}nope{SEP}{{}}{CALL_END}{CALLS_END}");
+        let out = f.parse(&text, &tools());
+        assert_eq!(
+            out.errors[0].error,
+            ToolParseError::UnknownTool {
+                name: "nope".into()
+            }
+        );
+        let text =
+            format!("{CALLS_BEGIN}{CALL_BEGIN}get_time{SEP}{{\"tz\": }}{CALL_END}{CALLS_END}");
+        let out = f.parse(&text, &tools());
+        assert!(matches!(
+            out.errors[0].error,
+            ToolParseError::InvalidJson(_)
+        ));
+        assert!(out.content.unwrap().contains("\"tz\": }"));
+    }
+
+    #[test]
+    fn streaming_holds_partial_markers_and_reads_calls_in_one_chunk() {
+        let f = DeepSeek::v31();
+        let ts = tools();
+        let text = v31_worked();
+        let mut p = StreamingParser::new(&f, &ts);
+        let cut = "Let me check.".len() + 5;
+        let ev = p.push(&text[..cut]);
+        assert_eq!(ev, vec![StreamEvent::Content("Let me check.".into())]);
+        let mut ev = p.push(&text[cut..]);
+        ev.extend(p.finish());
+        let ends: Vec<ToolCall> = ev
+            .iter()
+            .filter_map(|e| match e {
+                StreamEvent::ToolCallEnd { call, .. } => Some(call.clone()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(ends, f.parse(&text, &ts).tool_calls);
+        assert_eq!(ends.len(), 2);
+    }
+
+    #[test]
+    fn functionary_code_fence_becomes_code_argument() {
+        let text = format!(
+            "{CALLS_BEGIN}{CALL_BEGIN}function{SEP}python\n```python\nl.remove(3)\nl\n```{CALL_END}{CALLS_END}"
+        );
+        let out = DeepSeek::v3().parse(&text, &[]);
+        assert_eq!(
+            out.tool_calls,
+            vec![ToolCall::new("python", json!({"code": "l.remove(3)\nl"}))]
+        );
+    }
+
+    #[test]
+    fn markers_inside_reasoning_are_not_calls() {
+        let f = DeepSeek::new(
+            DeepSeekVersion::V31,
+            FormatOptions {
+                reasoning: true,
+                ..FormatOptions::default()
+            },
+        );
+        let text = format!(
+            "<think>maybe {CALLS_BEGIN}{CALL_BEGIN}get_time{SEP}{{\"tz\": \"UTC\"}}{CALL_END}{CALLS_END}</think>\n\nok"
+        );
+        let out = f.parse(&text, &tools());
+        assert!(out.tool_calls.is_empty());
+        assert!(out.errors.is_empty());
+        assert_eq!(out.content.as_deref(), Some("ok"));
+        assert!(out.reasoning.unwrap().contains(CALL_BEGIN));
+    }
+}

@@ -1,0 +1,502 @@
+//! gpt-oss: the Harmony response format, channels and recipients (section 4.9 of the
+//! tool-call format notes; vLLM's `openai` parser, XGrammar's `harmony` builtin).
+//!
+//! The prompt ends with `<|start|>assistant`, so the output begins with a header:
+//!
+//! ```text
+//! <|channel|>analysis<|message|>Need the weather.<|end|><|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{"city":"Paris"}<|call|>
+//! ```
+
+use serde_json::{json, Value};
+
+use super::scan::{self, ArgsRead, Content};
+use super::tags;
+use super::{
+    CallMode, FormatOptions, PartialCall, PartialOutput, StructuralTag, Tool, ToolCall,
+    ToolCallFormat, ToolChoice, ToolError, ToolParseError,
+};
+
+/// Starts a message (then the role).
+pub const START: &str = "<|start|>";
+/// Ends a message that more messages follow.
+pub const END: &str = "<|end|>";
+/// Ends the header, starts the body.
+pub const MESSAGE: &str = "<|message|>";
+/// Starts the channel part of a header.
+pub const CHANNEL: &str = "<|channel|>";
+/// Starts the content type (`json`).
+pub const CONSTRAIN: &str = "<|constrain|>";
+/// Ends the final answer (a stop token).
+pub const RETURN: &str = "<|return|>";
+/// Ends a tool call (a stop token: a tool must run).
+pub const CALL: &str = "<|call|>";
+
+const MARKERS: &[&str] = &[START, END, MESSAGE, CHANNEL, CONSTRAIN, RETURN, CALL];
+
+/// The Harmony format (`openai`, `harmony`).
+///
+/// * Grammar: an `analysis` message first (required with [`FormatOptions::reasoning`],
+///   optional without), ended by `<|end|><|start|>assistant`; then, by tool_choice:
+///   `none` a `final` message; `auto` a `final` message or one call; `required` and
+///   named one call. A call is
+///   `<|channel|>commentary to=functions.NAME <|constrain|>json<|message|>ARGS<|call|>`
+///   (the recipient in the channel part, as the gpt-oss docs write it). One call per
+///   generation: `<|call|>` is a stop token, so `parallel` changes nothing. All markers
+///   are special tokens of the gpt-oss vocabulary and are matched as those tokens; free
+///   text never contains one.
+/// * Parser: messages split at `<|start|>`; the recipient `to=functions.NAME` is read in
+///   the role part or the channel part, on any channel (`commentary` or `analysis`),
+///   with `<|constrain|>json`, ` json` or no content type; a call's body is one JSON
+///   object ended by `<|call|>`, `<|end|>` or the end of the output (the stop token may
+///   have been cut off). `analysis` text is reasoning; `final` text and a `commentary`
+///   preamble without recipient are content. Other recipients (built-in tools such as
+///   `python`) are calls by that name, so they are errors when the tool list lacks them.
+///   A header that never reaches `<|message|>` is content.
+#[derive(Clone, Debug, Default)]
+pub struct Harmony {
+    options: FormatOptions,
+}
+
+impl Harmony {
+    /// The format with `options`.
+    pub fn new(options: FormatOptions) -> Self {
+        Self { options }
+    }
+
+    /// The options.
+    pub fn options(&self) -> &FormatOptions {
+        &self.options
+    }
+}
+
+fn call_header(name: &str) -> String {
+    format!("{CHANNEL}commentary to=functions.{name} {CONSTRAIN}json{MESSAGE}")
+}
+
+/// One parsed header: channel and recipient, as far as given.
+struct Header<'a> {
+    channel: &'a str,
+    recipient: Option<&'a str>,
+}
+
+fn parse_header(h: &str) -> Header<'_> {
+    let (role, chan) = match h.find(CHANNEL) {
+        Some(k) => (&h[..k], &h[k + CHANNEL.len()..]),
+        None => (h, ""),
+    };
+    let channel = chan
+        .split(|c: char| c.is_whitespace() || c == '<')
+        .next()
+        .unwrap_or("");
+    let recipient = [role, chan].iter().find_map(|part| {
+        let k = part.find("to=")?;
+        let r = &part[k + 3..];
+        let end = r
+            .find(|c: char| c.is_whitespace() || c == '<')
+            .unwrap_or(r.len());
+        Some(&r[..end])
+    });
+    Header { channel, recipient }
+}
+
+impl ToolCallFormat for Harmony {
+    fn name(&self) -> &str {
+        "harmony"
+    }
+
+    fn structural_tag(
+        &self,
+        tools: &[Tool],
+        choice: &ToolChoice,
+        _parallel: bool,
+    ) -> Result<StructuralTag, ToolError> {
+        let (mode, allowed) = choice.resolve(tools)?;
+        let options = &self.options;
+        let calls: Vec<Value> = allowed
+            .iter()
+            .map(|t| {
+                json!({"type": "tag", "begin": call_header(&t.name),
+                       "content": tags::json_arguments(t, options), "end": CALL})
+            })
+            .collect();
+        let one_call = if calls.len() == 1 {
+            calls[0].clone()
+        } else {
+            json!({"type": "or", "elements": calls})
+        };
+        let final_msg = json!({"type": "sequence", "elements": [
+            {"type": "const_string", "value": format!("{CHANNEL}final{MESSAGE}")},
+            {"type": "any_text"}]});
+        let body = match mode {
+            CallMode::None => final_msg,
+            CallMode::Auto => json!({"type": "or", "elements": [final_msg, one_call]}),
+            CallMode::Required | CallMode::Forced => one_call,
+        };
+        let analysis = json!({"type": "tag", "begin": format!("{CHANNEL}analysis{MESSAGE}"),
+            "content": {"type": "any_text"}, "end": format!("{END}{START}assistant")});
+        let format = if options.reasoning {
+            json!({"type": "sequence", "elements": [analysis, body]})
+        } else {
+            json!({"type": "or", "elements": [body.clone(),
+                {"type": "sequence", "elements": [analysis, body]}]})
+        };
+        StructuralTag::from_json(&json!({"type": "structural_tag", "format": format})).map_err(
+            |e| ToolError::Unsupported {
+                format: "harmony".into(),
+                reason: e.to_string(),
+            },
+        )
+    }
+
+    fn parse_partial(&self, text: &str, tools: &[Tool], at_end: bool) -> PartialOutput {
+        let mut out = PartialOutput::default();
+        let mut reasoning = Content::default();
+        let mut content = Content::default();
+        let mut pos = 0;
+        while pos < text.len() {
+            let msg_start = pos;
+            if text[pos..].starts_with(START) {
+                pos += START.len();
+            }
+            // The header runs to `<|message|>`, never across a message's end.
+            let rest = &text[pos..];
+            let stop = [END, CALL, RETURN, START]
+                .iter()
+                .filter_map(|m| rest.find(m))
+                .min();
+            let m = rest.find(MESSAGE).filter(|&m| stop.map_or(true, |s| m < s));
+            let Some(m) = m else {
+                match stop {
+                    // A header without a body: keep its text as content.
+                    Some(s) => {
+                        let k = pos + s;
+                        content.push(&text[msg_start..k]);
+                        pos = skip_end_marker(text, k);
+                        continue;
+                    }
+                    None if at_end => content.push(&text[msg_start..]),
+                    None => {}
+                }
+                break;
+            };
+            let header = parse_header(&rest[..m]);
+            let body_start = pos + m + MESSAGE.len();
+            if let Some(recipient) = header.recipient {
+                let name = recipient.strip_prefix("functions.").unwrap_or(recipient);
+                let name_ok = scan::check_call_name(name, tools);
+                let body = &text[body_start..];
+                match read_body(body, at_end) {
+                    ArgsRead::Pending(arguments_text) => {
+                        out.calls.push(PartialCall {
+                            id: None,
+                            name: name_ok.is_ok().then(|| name.to_owned()),
+                            arguments_text,
+                            complete: None,
+                        });
+                        break;
+                    }
+                    ArgsRead::Done {
+                        value,
+                        text: raw,
+                        len,
+                    } => {
+                        let end = body_start + len;
+                        match name_ok {
+                            Ok(()) => {
+                                let call = ToolCall::new(name, value);
+                                out.calls.push(PartialCall {
+                                    id: None,
+                                    name: Some(name.to_owned()),
+                                    arguments_text: raw,
+                                    complete: Some(call),
+                                });
+                            }
+                            Err(error) => scan::push_malformed(
+                                &mut out,
+                                &mut content,
+                                &text[msg_start..end],
+                                msg_start,
+                                error,
+                            ),
+                        }
+                        pos = end;
+                    }
+                    ArgsRead::Bad(error) => {
+                        let end = {
+                            let b = &text[body_start..];
+                            let k = [CALL, END, RETURN, START]
+                                .iter()
+                                .filter_map(|t| b.find(t).map(|k| (k, *t)))
+                                .min()
+                                .map(|(k, t)| if t == START { k } else { k + t.len() })
+                                .unwrap_or(b.len());
+                            body_start + k
+                        };
+                        let error = name_ok.err().unwrap_or(error);
+                        scan::push_malformed(
+                            &mut out,
+                            &mut content,
+                            &text[msg_start..end],
+                            msg_start,
+                            error,
+                        );
+                        pos = end;
+                    }
+                }
+                continue;
+            }
+            // A text message: analysis is reasoning, anything else content.
+            let sink = if header.channel == "analysis" {
+                &mut reasoning
+            } else {
+                &mut content
+            };
+            let body = &text[body_start..];
+            let end = [END, RETURN, CALL, START]
+                .iter()
+                .filter_map(|t| body.find(t))
+                .min();
+            match end {
+                Some(k) => {
+                    sink.push(&body[..k]);
+                    pos = skip_end_marker(text, body_start + k);
+                }
+                None => {
+                    sink.push_tail(body, MARKERS, at_end);
+                    break;
+                }
+            }
+        }
+        out.reasoning = reasoning.into_string();
+        out.content = content.into_string();
+        out
+    }
+
+    fn render_calls(&self, calls: &[ToolCall]) -> String {
+        calls
+            .iter()
+            .map(|c| format!("{}{}{CALL}", call_header(&c.name), c.arguments))
+            .collect::<Vec<_>>()
+            .join(&format!("{START}assistant"))
+    }
+
+    fn render_tool_result(&self, call: &ToolCall, result: &Value) -> String {
+        let body = match result {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        format!(
+            "{START}functions.{} to=assistant{CHANNEL}commentary{MESSAGE}{body}{END}",
+            call.name
+        )
+    }
+
+    fn render_tools_prompt(&self, tools: &[Tool]) -> String {
+        let mut s = String::from("# Tools\n\n## functions\n\nnamespace functions {\n\n");
+        for t in tools {
+            if !t.description.is_empty() {
+                for line in t.description.lines() {
+                    s.push_str(&format!("// {line}\n"));
+                }
+            }
+            let props = t.input_schema.get("properties").and_then(Value::as_object);
+            match props {
+                Some(p) if !p.is_empty() => {
+                    let required: Vec<&str> = t
+                        .input_schema
+                        .get("required")
+                        .and_then(Value::as_array)
+                        .map(|r| r.iter().filter_map(Value::as_str).collect())
+                        .unwrap_or_default();
+                    s.push_str(&format!("type {} = (_: {{\n", t.name));
+                    for (k, v) in p {
+                        if let Some(d) = v.get("description").and_then(Value::as_str) {
+                            s.push_str(&format!("// {d}\n"));
+                        }
+                        let opt = if required.contains(&k.as_str()) {
+                            ""
+                        } else {
+                            "?"
+                        };
+                        s.push_str(&format!("{k}{opt}: {},\n", ts_type(v)));
+                    }
+                    s.push_str("}) => any;\n\n");
+                }
+                _ => s.push_str(&format!("type {} = () => any;\n\n", t.name)),
+            }
+        }
+        s.push_str("} // namespace functions");
+        s
+    }
+}
+
+/// A call's body: one JSON object, then `<|call|>` (or `<|end|>` / `<|return|>`, or the
+/// end of the output).
+fn read_body(body: &str, at_end: bool) -> ArgsRead {
+    let first = scan::read_arguments_then(body, CALL, at_end);
+    if !matches!(first, ArgsRead::Bad(ToolParseError::Syntax(_))) {
+        return first;
+    }
+    for t in [END, RETURN] {
+        let r = scan::read_arguments_then(body, t, at_end);
+        if !matches!(r, ArgsRead::Bad(ToolParseError::Syntax(_))) {
+            return r;
+        }
+    }
+    first
+}
+
+/// After a message body ends at `k`: skip `<|end|>`, `<|return|>` or `<|call|>` (a
+/// following `<|start|>` begins the next message and is kept).
+fn skip_end_marker(text: &str, k: usize) -> usize {
+    for t in [END, RETURN, CALL] {
+        if text[k..].starts_with(t) {
+            return k + t.len();
+        }
+    }
+    k
+}
+
+/// A TypeScript-like type for a JSON Schema, as the Harmony tool namespace writes it.
+fn ts_type(schema: &Value) -> String {
+    if let Some(Value::Array(e)) = schema.get("enum") {
+        return e
+            .iter()
+            .map(Value::to_string)
+            .collect::<Vec<_>>()
+            .join(" | ");
+    }
+    match schema.get("type").and_then(Value::as_str) {
+        Some("string") => "string".into(),
+        Some("integer") | Some("number") => "number".into(),
+        Some("boolean") => "boolean".into(),
+        Some("null") => "null".into(),
+        Some("array") => match schema.get("items") {
+            Some(items) => format!("{}[]", ts_type(items)),
+            None => "any[]".into(),
+        },
+        Some("object") => "object".into(),
+        _ => "any".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::{StreamEvent, StreamingParser};
+
+    fn tools() -> Vec<Tool> {
+        Tool::list_from_openai(&json!([
+            {"type": "function", "function": {"name": "get_weather", "parameters": {
+                "type": "object", "properties": {"city": {"type": "string"},
+                "unit": {"enum": ["celsius", "fahrenheit"]}}, "required": ["city"]}}}
+        ]))
+        .unwrap()
+    }
+
+    const WORKED: &str = "<|channel|>analysis<|message|>User wants Paris weather; call the tool.<|end|><|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\":\"Paris\",\"unit\":\"celsius\"}<|call|>";
+
+    #[test]
+    fn parses_the_worked_example() {
+        let out = Harmony::default().parse(WORKED, &tools());
+        assert_eq!(
+            out.reasoning.as_deref(),
+            Some("User wants Paris weather; call the tool.")
+        );
+        assert_eq!(out.content, None);
+        assert_eq!(
+            out.tool_calls,
+            vec![ToolCall::new(
+                "get_weather",
+                json!({"city": "Paris", "unit": "celsius"})
+            )]
+        );
+        assert!(out.errors.is_empty());
+    }
+
+    #[test]
+    fn recipient_in_role_and_analysis_channel() {
+        let f = Harmony::default();
+        for text in [
+            "<|start|>assistant to=functions.get_weather<|channel|>commentary <|constrain|>json<|message|>{\"city\":\"Oslo\"}<|call|>",
+            " to=functions.get_weather<|channel|>commentary json<|message|>{\"city\":\"Oslo\"}",
+            "<|channel|>analysis to=functions.get_weather<|message|>{\"city\":\"Oslo\"}<|call|>",
+        ] {
+            let out = f.parse(text, &tools());
+            assert_eq!(
+                out.tool_calls,
+                vec![ToolCall::new("get_weather", json!({"city": "Oslo"}))],
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn final_channel_is_content() {
+        let out = Harmony::default().parse(
+            "<|channel|>analysis<|message|>easy<|end|><|start|>assistant<|channel|>final<|message|>It is sunny.<|return|>",
+            &tools(),
+        );
+        assert_eq!(out.reasoning.as_deref(), Some("easy"));
+        assert_eq!(out.content.as_deref(), Some("It is sunny."));
+        assert!(out.tool_calls.is_empty());
+    }
+
+    #[test]
+    fn streaming_holds_partial_markers() {
+        let f = Harmony::default();
+        let ts = tools();
+        let mut p = StreamingParser::new(&f, &ts);
+        let ev = p.push("<|channel|>analysis<|message|>User wants<|en");
+        assert_eq!(ev, vec![StreamEvent::Reasoning("User wants".into())]);
+        let mut ev = p.push(&WORKED["<|channel|>analysis<|message|>User wants<|en".len()..]);
+        ev.extend(p.finish());
+        assert!(ev
+            .iter()
+            .any(|e| matches!(e, StreamEvent::ToolCallEnd { .. })));
+    }
+
+    #[test]
+    fn adversarial_inputs() {
+        let f = Harmony::default();
+        let ts = tools();
+        // Marker text inside a JSON string is part of the string.
+        let out = f.parse(
+            "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\":\"<|call|><|end|>\"}<|call|>",
+            &ts,
+        );
+        assert_eq!(
+            out.tool_calls,
+            vec![ToolCall::new(
+                "get_weather",
+                json!({"city": "<|call|><|end|>"})
+            )]
+        );
+        // A recipient named inside analysis text is reasoning, not a call.
+        let out = f.parse(
+            "<|channel|>analysis<|message|>send to=functions.get_weather {\"city\":\"x\"}<|end|><|start|>assistant<|channel|>final<|message|>done<|return|>",
+            &ts,
+        );
+        assert!(out.tool_calls.is_empty());
+        assert_eq!(out.content.as_deref(), Some("done"));
+        // Unknown tool and invalid JSON: errors, text kept in content.
+        let bad = "<|channel|>commentary to=functions.nope <|constrain|>json<|message|>{}<|call|>";
+        let out = f.parse(bad, &ts);
+        assert_eq!(
+            out.errors[0].error,
+            ToolParseError::UnknownTool {
+                name: "nope".into()
+            }
+        );
+        assert_eq!(out.content.as_deref(), Some(bad));
+        let out = f.parse(
+            "<|channel|>commentary to=functions.get_weather json<|message|>{\"city\": Paris}<|call|>",
+            &ts,
+        );
+        assert!(matches!(
+            out.errors[0].error,
+            ToolParseError::InvalidJson(_)
+        ));
+        assert!(out.tool_calls.is_empty());
+    }
+}

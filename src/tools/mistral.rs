@@ -1,0 +1,620 @@
+//! Mistral: `[TOOL_CALLS]` followed by a JSON array (tokenizers before v11) or by
+//! `NAME[ARGS]{…}` per call (v11 and later) (section 4.3 of the tool-call format notes;
+//! vLLM's `mistral` parser, mistral-common's guidance grammar).
+//!
+//! ```text
+//! [TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Paris"}, "id": "a1B2c3D4e"}]
+//! [TOOL_CALLS]get_weather[ARGS]{"city": "Paris"}[TOOL_CALLS]get_time[ARGS]{"tz": "UTC"}
+//! ```
+
+use serde_json::{json, Value};
+
+use super::scan::{self, Content, JsonRead};
+use super::tags::{self, Envelope};
+use super::{
+    FormatOptions, PartialCall, PartialOutput, StructuralTag, Tool, ToolCall, ToolCallFormat,
+    ToolChoice, ToolError, ToolParseError,
+};
+use crate::Vocabulary;
+
+/// Starts the calls (a control token in every Mistral vocabulary).
+pub const TOOL_CALLS: &str = "[TOOL_CALLS]";
+/// Ends a v11+ call's name, starts its arguments.
+pub const ARGS: &str = "[ARGS]";
+/// v11 only: a call id between the name and `[ARGS]`.
+pub const CALL_ID: &str = "[CALL_ID]";
+const THINK: &str = "[THINK]";
+const THINK_END: &str = "[/THINK]";
+/// The pattern of a Mistral tool-call id: exactly 9 ASCII letters or digits.
+const ID_PATTERN: &str = "[A-Za-z0-9]{9}";
+
+/// Which of the two Mistral call shapes the grammar and the renderer write (the parser
+/// reads both).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MistralSyntax {
+    /// Tokenizers v2–v7 (Mistral 7B v0.3, Mixtral 8x22B, Nemo, Small 2409): one
+    /// `[TOOL_CALLS]` and a JSON array of `{"name", "arguments", "id"?}` objects.
+    Array,
+    /// Tokenizers v11+ (Mistral Small 3.x, Magistral, Devstral): `[TOOL_CALLS]NAME[ARGS]{…}`
+    /// per call, back to back.
+    NameArgs,
+}
+
+/// The Mistral format (`mistral`).
+///
+/// * Grammar: content, then the calls, then the end of the turn (mistral-common's
+///   `auto`/`required` modes: content may precede calls; a named choice is the one call
+///   only). [`MistralSyntax::Array`]: `[TOOL_CALLS][{"name": "NAME", "arguments": ARGS}]`,
+///   elements joined by `, `, each with an optional 9-character `"id"`;
+///   [`MistralSyntax::NameArgs`]: `[TOOL_CALLS]NAME[ARGS]ARGS` per call with nothing
+///   between calls. `[TOOL_CALLS]` and `[ARGS]` are matched as tokens where the vocabulary
+///   has them ([`Mistral::for_vocabulary`] picks the syntax the way vLLM does: `[ARGS]` in
+///   the vocabulary means v11+). With [`FormatOptions::reasoning`] (Magistral), a
+///   `[THINK]…[/THINK]` block comes first.
+/// * Parser: both shapes, whatever the option: after `[TOOL_CALLS]` (and optional
+///   spaces), `[` starts an array, anything else a name. Array elements are read one by
+///   one (`arguments` or `parameters`, either key order, the `id` kept); a bad element is
+///   reported and the others kept. v11+: the name runs to `[ARGS]` (or `[CALL_ID]`, whose
+///   id is kept, or a `{` when `[ARGS]` was lost); exactly one JSON value is read after
+///   it, so several calls or trailing prose never corrupt the arguments. Text after the
+///   calls stays in content.
+#[derive(Clone, Debug)]
+pub struct Mistral {
+    syntax: MistralSyntax,
+    options: FormatOptions,
+}
+
+impl Default for Mistral {
+    /// The v11+ syntax (current Mistral models), default options.
+    fn default() -> Self {
+        Self::new(MistralSyntax::NameArgs, FormatOptions::default())
+    }
+}
+
+impl Mistral {
+    /// The format writing `syntax`, with `options`.
+    pub fn new(syntax: MistralSyntax, options: FormatOptions) -> Self {
+        Self { syntax, options }
+    }
+
+    /// The pre-v11 array syntax, default options.
+    pub fn array() -> Self {
+        Self::new(MistralSyntax::Array, FormatOptions::default())
+    }
+
+    /// The v11+ syntax, default options.
+    pub fn name_args() -> Self {
+        Self::new(MistralSyntax::NameArgs, FormatOptions::default())
+    }
+
+    /// The syntax a model with `vocab` writes: v11+ when `[ARGS]` is one of its special
+    /// tokens (vLLM's test), else the array.
+    pub fn for_vocabulary(vocab: &Vocabulary, options: FormatOptions) -> Self {
+        let syntax = if vocab.special_token_id(ARGS).is_some() {
+            MistralSyntax::NameArgs
+        } else {
+            MistralSyntax::Array
+        };
+        Self::new(syntax, options)
+    }
+
+    /// The syntax written.
+    pub fn syntax(&self) -> MistralSyntax {
+        self.syntax
+    }
+
+    /// The options.
+    pub fn options(&self) -> &FormatOptions {
+        &self.options
+    }
+
+    fn envelope(&self) -> Envelope {
+        let (separator, section) = match self.syntax {
+            MistralSyntax::Array => (", ".into(), Some((format!("{TOOL_CALLS}["), "]".into()))),
+            MistralSyntax::NameArgs => (String::new(), None),
+        };
+        Envelope {
+            trigger: TOOL_CALLS.into(),
+            separator,
+            section,
+            leading_text_in_required: true,
+            reasoning: Some((THINK.into(), THINK_END.into(), String::new())),
+            excludes: vec![ARGS.into(), CALL_ID.into(), THINK.into(), THINK_END.into()],
+        }
+    }
+}
+
+/// `id` when it is a valid Mistral id (9 ASCII letters or digits).
+fn mistral_id(id: Option<&str>) -> Option<&str> {
+    id.filter(|s| s.len() == 9 && s.bytes().all(|b| b.is_ascii_alphanumeric()))
+}
+
+impl ToolCallFormat for Mistral {
+    fn name(&self) -> &str {
+        "mistral"
+    }
+
+    fn structural_tag(
+        &self,
+        tools: &[Tool],
+        choice: &ToolChoice,
+        parallel: bool,
+    ) -> Result<StructuralTag, ToolError> {
+        let options = &self.options;
+        let syntax = self.syntax;
+        tags::assemble(&self.envelope(), tools, choice, parallel, options, |t| {
+            let name = serde_json::to_string(&t.name).unwrap_or_default();
+            Ok(match syntax {
+                MistralSyntax::Array => json!({"type": "tag",
+                    "begin": format!("{{\"name\": {name}, \"arguments\": "),
+                    "content": {"type": "sequence", "elements": [
+                        tags::json_arguments(t, options),
+                        {"type": "optional", "content": {"type": "regex",
+                            "pattern": format!(", \"id\": \"{ID_PATTERN}\"")}}]},
+                    "end": "}"}),
+                MistralSyntax::NameArgs => json!({"type": "tag",
+                    "begin": format!("{TOOL_CALLS}{}{ARGS}", t.name),
+                    "content": tags::json_arguments(t, options), "end": ""}),
+            })
+        })
+    }
+
+    fn parse_partial(&self, text: &str, tools: &[Tool], at_end: bool) -> PartialOutput {
+        let mut out = PartialOutput::default();
+        let (reasoning, rest) =
+            scan::split_reasoning(text, THINK, THINK_END, self.options.reasoning, at_end);
+        out.reasoning = reasoning;
+        let Some(rest) = rest else {
+            return out;
+        };
+        let mut content = Content::default();
+        let mut pos = rest;
+        loop {
+            let Some(k) = text[pos..].find(TOOL_CALLS) else {
+                content.push_tail(&text[pos..], &[TOOL_CALLS], at_end);
+                break;
+            };
+            content.push(&text[pos..pos + k]);
+            let start = pos + k;
+            let after = start + TOOL_CALLS.len();
+            let ws = text[after..].len() - text[after..].trim_start().len();
+            let body = after + ws;
+            if body == text.len() {
+                if at_end {
+                    scan::push_malformed(
+                        &mut out,
+                        &mut content,
+                        &text[start..],
+                        start,
+                        ToolParseError::Unterminated,
+                    );
+                }
+                break;
+            }
+            let step = if text[body..].starts_with('[') {
+                read_array(text, start, body, tools, at_end, &mut out, &mut content)
+            } else {
+                read_name_args(text, start, body, tools, at_end, &mut out, &mut content)
+            };
+            match step {
+                Some(next) => pos = next,
+                None => break,
+            }
+        }
+        out.content = content.into_string();
+        out
+    }
+
+    fn render_calls(&self, calls: &[ToolCall]) -> String {
+        match self.syntax {
+            MistralSyntax::Array => {
+                let items: Vec<String> = calls
+                    .iter()
+                    .map(|c| {
+                        let name = serde_json::to_string(&c.name).unwrap_or_default();
+                        let id = mistral_id(c.id.as_deref())
+                            .map(|id| format!(", \"id\": \"{id}\""))
+                            .unwrap_or_default();
+                        format!(
+                            "{{\"name\": {name}, \"arguments\": {}{id}}}",
+                            scan::python_json(&c.arguments)
+                        )
+                    })
+                    .collect();
+                format!("{TOOL_CALLS}[{}]", items.join(", "))
+            }
+            MistralSyntax::NameArgs => calls
+                .iter()
+                .map(|c| {
+                    format!(
+                        "{TOOL_CALLS}{}{ARGS}{}",
+                        c.name,
+                        scan::python_json(&c.arguments)
+                    )
+                })
+                .collect(),
+        }
+    }
+
+    fn render_tool_result(&self, call: &ToolCall, result: &Value) -> String {
+        match self.syntax {
+            MistralSyntax::Array => {
+                let mut body = json!({"content": result});
+                if let Some(id) = mistral_id(call.id.as_deref()) {
+                    body["call_id"] = Value::String(id.to_owned());
+                }
+                format!("[TOOL_RESULTS]{}[/TOOL_RESULTS]", scan::python_json(&body))
+            }
+            MistralSyntax::NameArgs => {
+                let body = match result {
+                    Value::String(s) => s.clone(),
+                    other => scan::python_json(other),
+                };
+                format!("[TOOL_RESULTS]{body}[/TOOL_RESULTS]")
+            }
+        }
+    }
+
+    fn render_tools_prompt(&self, tools: &[Tool]) -> String {
+        let list: Vec<Value> = tools
+            .iter()
+            .map(|t| {
+                let mut v = t.to_openai();
+                if let Some(f) = v.get_mut("function").and_then(Value::as_object_mut) {
+                    f.remove("strict");
+                }
+                v
+            })
+            .collect();
+        format!(
+            "[AVAILABLE_TOOLS]{}[/AVAILABLE_TOOLS]",
+            scan::python_json(&Value::Array(list))
+        )
+    }
+}
+
+/// Where a malformed run of calls ends: at the next `[TOOL_CALLS]` or the end.
+fn bad_end(text: &str, from: usize) -> usize {
+    text[from..]
+        .find(TOOL_CALLS)
+        .map(|k| from + k)
+        .unwrap_or(text.len())
+}
+
+/// Reads the pre-v11 array starting at `text[body] == '['`. Returns where free text
+/// resumes, or `None` when the text ends inside the array.
+fn read_array(
+    text: &str,
+    start: usize,
+    body: usize,
+    tools: &[Tool],
+    at_end: bool,
+    out: &mut PartialOutput,
+    content: &mut Content,
+) -> Option<usize> {
+    let skip_ws = |i: usize| i + (text[i..].len() - text[i..].trim_start().len());
+    let mut i = skip_ws(body + 1);
+    let mut first = true;
+    loop {
+        if i == text.len() {
+            if at_end {
+                let error = ToolParseError::Unterminated;
+                scan::push_malformed(out, content, &text[start..], start, error);
+            }
+            return None;
+        }
+        if text[i..].starts_with(']') {
+            return Some(i + 1);
+        }
+        if !first {
+            if !text[i..].starts_with(',') {
+                let end = bad_end(text, i);
+                let error = ToolParseError::Syntax("expected , or ] in the call array".into());
+                scan::push_malformed(out, content, &text[i..end], i, error);
+                return Some(end);
+            }
+            i = skip_ws(i + 1);
+            if i == text.len() {
+                continue;
+            }
+        }
+        first = false;
+        match scan::read_json_value_lenient(&text[i..]) {
+            JsonRead::Complete { value, end } => {
+                let elem = &text[i..i + end];
+                match super::hermes::call_from_object(&value, tools) {
+                    Ok(call) => out.calls.push(PartialCall {
+                        id: call.id.clone(),
+                        name: Some(call.name.clone()),
+                        arguments_text: arguments_text(elem, &call),
+                        complete: Some(call),
+                    }),
+                    Err(error) => {
+                        let t = elem.trim();
+                        let off = i + (elem.len() - elem.trim_start().len());
+                        scan::push_malformed(out, content, t, off, error);
+                    }
+                }
+                i = skip_ws(i + end);
+            }
+            JsonRead::Incomplete => {
+                if at_end {
+                    let error = ToolParseError::Unterminated;
+                    scan::push_malformed(out, content, &text[i..], i, error);
+                } else {
+                    out.calls.push(partial_element(&text[i..], tools));
+                }
+                return None;
+            }
+            JsonRead::Invalid(e) => {
+                let end = bad_end(text, i);
+                let error = ToolParseError::InvalidJson(e);
+                scan::push_malformed(out, content, &text[i..end], i, error);
+                return Some(end);
+            }
+        }
+    }
+}
+
+/// The raw text of the `arguments` member of one array element.
+fn arguments_text(elem: &str, call: &ToolCall) -> String {
+    let obj = scan::scan_object(elem);
+    for m in &obj.members {
+        if matches!(m.key.as_str(), "arguments" | "parameters") {
+            if let Some((_, e)) = &m.value {
+                return elem[m.value_start..*e].to_owned();
+            }
+        }
+    }
+    scan::python_json(&call.arguments)
+}
+
+/// An array element still arriving: its name once complete and valid, its arguments so
+/// far.
+fn partial_element(elem: &str, tools: &[Tool]) -> PartialCall {
+    let obj = scan::scan_object(elem);
+    let mut call = PartialCall::default();
+    for m in &obj.members {
+        match m.key.as_str() {
+            "name" => {
+                if let Some((Value::String(n), _)) = &m.value {
+                    if scan::check_call_name(n, tools).is_ok() {
+                        call.name = Some(n.clone());
+                    }
+                }
+            }
+            "arguments" | "parameters" => {
+                let end = m.value.as_ref().map(|(_, e)| *e).unwrap_or(elem.len());
+                call.arguments_text = elem[m.value_start..end].trim_end().to_owned();
+            }
+            _ => {}
+        }
+    }
+    call
+}
+
+/// Reads one v11+ call `NAME[ARGS]{…}` (or `NAME[CALL_ID]ID[ARGS]{…}`) at `text[body..]`.
+/// Returns where free text resumes, or `None` when the text ends inside the call.
+fn read_name_args(
+    text: &str,
+    start: usize,
+    body: usize,
+    tools: &[Tool],
+    at_end: bool,
+    out: &mut PartialOutput,
+    content: &mut Content,
+) -> Option<usize> {
+    let rest = &text[body..];
+    let limit = rest.find(TOOL_CALLS).unwrap_or(rest.len());
+    let header_end = [ARGS, CALL_ID, "{"]
+        .iter()
+        .filter_map(|m| rest[..limit].find(m).map(|k| (k, *m)))
+        .min();
+    let Some((k, what)) = header_end else {
+        if limit < rest.len() || at_end {
+            let end = body + limit;
+            let error = ToolParseError::Syntax(format!("expected {ARGS} after the call's name"));
+            scan::push_malformed(out, content, text[start..end].trim_end(), start, error);
+            return if limit < rest.len() { Some(end) } else { None };
+        }
+        return None;
+    };
+    let name = rest[..k].trim();
+    let mut id = None;
+    let mut args_start = match what {
+        "{" => k,
+        _ => k + what.len(),
+    };
+    if what == CALL_ID {
+        let Some(a) = rest[args_start..limit].find(ARGS) else {
+            if at_end || limit < rest.len() {
+                let end = body + limit;
+                let error = ToolParseError::Syntax(format!("expected {ARGS} after the call id"));
+                scan::push_malformed(out, content, text[start..end].trim_end(), start, error);
+                return if limit < rest.len() { Some(end) } else { None };
+            }
+            return None;
+        };
+        id = Some(rest[args_start..args_start + a].trim().to_owned());
+        args_start += a + ARGS.len();
+    }
+    let name_ok = scan::check_call_name(name, tools);
+    let a = &rest[args_start..];
+    match scan::read_json_value_lenient(a) {
+        JsonRead::Complete { value, end } => {
+            let call_end = body + args_start + end;
+            let checked = name_ok.and_then(|()| scan::arguments_object(&value));
+            match checked {
+                Ok(arguments) => {
+                    let call = ToolCall {
+                        id,
+                        name: name.to_owned(),
+                        arguments,
+                    };
+                    out.calls.push(PartialCall {
+                        id: call.id.clone(),
+                        name: Some(call.name.clone()),
+                        arguments_text: a[..end].trim().to_owned(),
+                        complete: Some(call),
+                    });
+                }
+                Err(error) => {
+                    scan::push_malformed(out, content, &text[start..call_end], start, error)
+                }
+            }
+            Some(call_end)
+        }
+        JsonRead::Incomplete => {
+            if at_end {
+                let error = ToolParseError::Unterminated;
+                scan::push_malformed(out, content, &text[start..], start, error);
+            } else {
+                out.calls.push(PartialCall {
+                    id: name_ok.is_ok().then(|| id.clone()).flatten(),
+                    name: name_ok.is_ok().then(|| name.to_owned()),
+                    arguments_text: a.trim().to_owned(),
+                    complete: None,
+                });
+            }
+            None
+        }
+        JsonRead::Invalid(e) => {
+            let end = body + limit;
+            let error = name_ok.err().unwrap_or(ToolParseError::InvalidJson(e));
+            scan::push_malformed(out, content, text[start..end].trim_end(), start, error);
+            Some(end)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::{StreamEvent, StreamingParser};
+
+    fn tools() -> Vec<Tool> {
+        Tool::list_from_openai(&json!([
+            {"type": "function", "function": {"name": "get_weather", "parameters": {
+                "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}},
+            {"type": "function", "function": {"name": "get_time", "parameters": {
+                "type": "object", "properties": {"tz": {"type": "string"}}, "required": ["tz"]}}}
+        ]))
+        .unwrap()
+    }
+
+    const WORKED: &str = "Checking both.[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Paris\"}[TOOL_CALLS]get_time[ARGS]{\"tz\": \"Europe/Paris\"}";
+
+    fn worked_calls() -> Vec<ToolCall> {
+        vec![
+            ToolCall::new("get_weather", json!({"city": "Paris"})),
+            ToolCall::new("get_time", json!({"tz": "Europe/Paris"})),
+        ]
+    }
+
+    #[test]
+    fn parses_the_worked_example_in_both_shapes() {
+        for f in [Mistral::name_args(), Mistral::array()] {
+            let out = f.parse(WORKED, &tools());
+            assert_eq!(out.content.as_deref(), Some("Checking both."));
+            assert_eq!(out.tool_calls, worked_calls());
+            assert!(out.errors.is_empty());
+        }
+        let array = "Checking both.[TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}, \"id\": \"a1B2c3D4e\"}, {\"name\": \"get_time\", \"arguments\": {\"tz\": \"Europe/Paris\"}}]";
+        let out = Mistral::name_args().parse(array, &tools());
+        assert_eq!(out.content.as_deref(), Some("Checking both."));
+        assert_eq!(out.tool_calls[0].id.as_deref(), Some("a1B2c3D4e"));
+        assert_eq!(
+            tools_names_args(&out.tool_calls),
+            tools_names_args(&worked_calls())
+        );
+    }
+
+    fn tools_names_args(c: &[ToolCall]) -> Vec<(String, Value)> {
+        c.iter()
+            .map(|c| (c.name.clone(), c.arguments.clone()))
+            .collect()
+    }
+
+    #[test]
+    fn render_then_parse_both_shapes() {
+        let calls = vec![
+            ToolCall {
+                id: Some("abcDEF123".into()),
+                name: "get_time".into(),
+                arguments: json!({"tz": "[TOOL_CALLS]x[ARGS]{}"}),
+            },
+            ToolCall::new("get_weather", json!({"city": "] }"})),
+        ];
+        let f = Mistral::array();
+        let out = f.parse(&f.render_calls(&calls), &tools());
+        assert_eq!(out.tool_calls, calls);
+        let f = Mistral::name_args();
+        let out = f.parse(&f.render_calls(&calls), &tools());
+        assert_eq!(tools_names_args(&out.tool_calls), tools_names_args(&calls));
+    }
+
+    #[test]
+    fn call_id_and_trailing_text() {
+        let out = Mistral::default().parse(
+            "[TOOL_CALLS]get_time[CALL_ID]a1B2c3D4e[ARGS]{\"tz\": \"UTC\"} and more",
+            &tools(),
+        );
+        assert_eq!(out.tool_calls[0].id.as_deref(), Some("a1B2c3D4e"));
+        assert_eq!(out.content.as_deref(), Some("and more"));
+    }
+
+    #[test]
+    fn errors_keep_text() {
+        let f = Mistral::default();
+        let out = f.parse("[TOOL_CALLS]nope[ARGS]{}", &tools());
+        assert_eq!(
+            out.errors[0].error,
+            ToolParseError::UnknownTool {
+                name: "nope".into()
+            }
+        );
+        assert_eq!(out.content.as_deref(), Some("[TOOL_CALLS]nope[ARGS]{}"));
+        let out = f.parse("[TOOL_CALLS]get_time[ARGS]{\"tz\": ]", &tools());
+        assert!(matches!(
+            out.errors[0].error,
+            ToolParseError::InvalidJson(_)
+        ));
+        assert!(out.tool_calls.is_empty());
+    }
+
+    #[test]
+    fn streaming_agrees_and_holds_partial_marker() {
+        let f = Mistral::default();
+        let ts = tools();
+        let mut p = StreamingParser::new(&f, &ts);
+        let mut ev = p.push("Checking both.[TOOL_CA");
+        assert_eq!(ev, vec![StreamEvent::Content("Checking both.".into())]);
+        ev.extend(p.push(&WORKED["Checking both.[TOOL_CA".len()..]));
+        ev.extend(p.finish());
+        let ends: Vec<ToolCall> = ev
+            .iter()
+            .filter_map(|e| match e {
+                StreamEvent::ToolCallEnd { call, .. } => Some(call.clone()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(ends, worked_calls());
+    }
+
+    #[test]
+    fn calls_inside_reasoning_are_not_calls() {
+        let f = Mistral::new(
+            MistralSyntax::NameArgs,
+            FormatOptions {
+                reasoning: true,
+                ..FormatOptions::default()
+            },
+        );
+        let out = f.parse(
+            "[THINK]maybe [TOOL_CALLS]get_time[ARGS]{\"tz\": \"UTC\"}[/THINK]no call",
+            &tools(),
+        );
+        assert!(out.tool_calls.is_empty());
+        assert_eq!(out.content.as_deref(), Some("no call"));
+    }
+}
