@@ -53,13 +53,17 @@ use thiserror::Error;
 
 use crate::StructuralTag;
 
+mod glm;
 mod hermes;
+mod qwen3_coder;
 pub(crate) mod scan;
 mod stream;
 pub(crate) mod tags;
 mod tool;
 
+pub use glm::{Glm, Glm4};
 pub use hermes::Hermes;
+pub use qwen3_coder::Qwen3Coder;
 pub use stream::StreamingParser;
 pub use tool::{Tool, ToolContext, ToolFunction, ToolSet};
 
@@ -557,10 +561,44 @@ fn registry() -> &'static Registry {
 
 /// The formats tokensieve ships, under the names vLLM uses for their parsers.
 fn builtin_formats() -> Vec<(&'static str, Arc<FormatFactory>)> {
-    vec![(
-        "hermes",
-        Arc::new(|o: &FormatOptions| Arc::new(Hermes::new(o.clone())) as Arc<dyn ToolCallFormat>),
-    )]
+    vec![
+        (
+            "hermes",
+            Arc::new(|o: &FormatOptions| {
+                Arc::new(Hermes::new(o.clone())) as Arc<dyn ToolCallFormat>
+            }),
+        ),
+        (
+            "glm4",
+            Arc::new(|o: &FormatOptions| {
+                Arc::new(Glm4::new(o.clone())) as Arc<dyn ToolCallFormat>
+            }),
+        ),
+        (
+            "glm45",
+            Arc::new(|o: &FormatOptions| {
+                Arc::new(Glm::glm45(o.clone())) as Arc<dyn ToolCallFormat>
+            }),
+        ),
+        (
+            "glm47",
+            Arc::new(|o: &FormatOptions| {
+                Arc::new(Glm::glm47(o.clone())) as Arc<dyn ToolCallFormat>
+            }),
+        ),
+        (
+            "qwen3_coder",
+            Arc::new(|o: &FormatOptions| {
+                Arc::new(Qwen3Coder::new(o.clone())) as Arc<dyn ToolCallFormat>
+            }),
+        ),
+        (
+            "qwen3_xml",
+            Arc::new(|o: &FormatOptions| {
+                Arc::new(Qwen3Coder::new(o.clone())) as Arc<dyn ToolCallFormat>
+            }),
+        ),
+    ]
 }
 
 /// The format registered under `name`, with default [`FormatOptions`].
