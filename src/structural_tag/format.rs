@@ -656,7 +656,9 @@ pub(crate) fn read_format(v: &Value, path: &str) -> Result<Format, StructuralTag
                 Some(Value::String(s)) => {
                     return Err(StructuralTagError::Unsupported {
                         path: join(path, "style"),
-                        what: format!("style `{s}` (supported: json, qwen_xml, glm_xml, glm47_xml)"),
+                        what: format!(
+                            "style `{s}` (supported: json, qwen_xml, glm_xml, glm47_xml)"
+                        ),
                     })
                 }
                 Some(other) => {

@@ -214,9 +214,7 @@ impl Lowerer<'_> {
                         self.embed(&g, "json")
                     }
                     JsonStyle::QwenXml => super::xml::qwen_xml(self, json_schema, &opts, path)?,
-                    JsonStyle::GlmXml => {
-                        super::xml::glm_xml(self, json_schema, &opts, path, true)?
-                    }
+                    JsonStyle::GlmXml => super::xml::glm_xml(self, json_schema, &opts, path, true)?,
                     JsonStyle::Glm47Xml => {
                         super::xml::glm_xml(self, json_schema, &opts, path, false)?
                     }

@@ -178,9 +178,7 @@ impl ToolCallFormat for Glm {
                             Value::String(x) => x.clone(),
                             other => scan::python_json(other),
                         };
-                        s.push_str(&format!(
-                            "{KEY}{k}{KEY_END}{nl}{VALUE}{v}{VALUE_END}{nl}"
-                        ));
+                        s.push_str(&format!("{KEY}{k}{KEY_END}{nl}{VALUE}{v}{VALUE_END}{nl}"));
                     }
                 }
                 s.push_str(END);
@@ -228,7 +226,10 @@ fn skip_ws(s: &str, i: usize) -> usize {
 }
 
 fn partial_marker(rest: &str, markers: &[&str]) -> bool {
-    !rest.is_empty() && markers.iter().any(|m| m.len() > rest.len() && m.starts_with(rest))
+    !rest.is_empty()
+        && markers
+            .iter()
+            .any(|m| m.len() > rest.len() && m.starts_with(rest))
 }
 
 /// A bad call spans to the next `</tool_call>` (or the end); pending while that end may
@@ -529,13 +530,9 @@ impl ToolCallFormat for Glm4 {
                             arguments_text: text[json_start..span_end].to_owned(),
                             complete: Some(ToolCall::new(name, args)),
                         }),
-                        Err(e) => scan::push_malformed(
-                            &mut out,
-                            &mut content,
-                            &text[j..span_end],
-                            j,
-                            e,
-                        ),
+                        Err(e) => {
+                            scan::push_malformed(&mut out, &mut content, &text[j..span_end], j, e)
+                        }
                     }
                     pos = span_end;
                     let k = skip_ws(text, pos);
@@ -742,7 +739,8 @@ mod tests {
             p.push("Let me check.\n<tool_"),
             vec![StreamEvent::Content("Let me check.".into())]
         );
-        let mut ev = p.push(&WORKED["<think>Both need tools.</think>\nLet me check.\n<tool_".len()..]);
+        let mut ev =
+            p.push(&WORKED["<think>Both need tools.</think>\nLet me check.\n<tool_".len()..]);
         ev.extend(p.finish());
         let ends: Vec<ToolCall> = ev
             .iter()
@@ -791,7 +789,10 @@ mod tests {
             ToolParseError::UnknownTool { .. }
         ));
         let out = f.parse("get_time\n{\"tz\": }", &ts);
-        assert!(matches!(out.errors[0].error, ToolParseError::InvalidJson(_)));
+        assert!(matches!(
+            out.errors[0].error,
+            ToolParseError::InvalidJson(_)
+        ));
     }
 
     #[test]

@@ -593,9 +593,7 @@ fn builtin_formats() -> Vec<(&'static str, Arc<FormatFactory>)> {
         ),
         (
             "glm4",
-            Arc::new(|o: &FormatOptions| {
-                Arc::new(Glm4::new(o.clone())) as Arc<dyn ToolCallFormat>
-            }),
+            Arc::new(|o: &FormatOptions| Arc::new(Glm4::new(o.clone())) as Arc<dyn ToolCallFormat>),
         ),
         (
             "glm45",

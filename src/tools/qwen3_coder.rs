@@ -113,7 +113,10 @@ pub(crate) fn xml_arguments(
             {"type": "const_string", "value": format!("{close}{trailing}")}]});
         return json!({"type": "star", "content": item});
     }
-    let body = json!({"type": "json_schema", "json_schema": schema, "style": style});
+    let mut body = json!({"type": "json_schema", "json_schema": schema, "style": style});
+    if let Some(n) = options.max_whitespace {
+        body["max_whitespace"] = json!(n);
+    }
     let with_end = if trailing.is_empty() {
         body
     } else {
@@ -293,7 +296,10 @@ fn skip_ws(s: &str, i: usize) -> usize {
 
 /// True when `rest` is non-empty and a proper prefix of one of `markers`.
 fn partial_marker(rest: &str, markers: &[&str]) -> bool {
-    !rest.is_empty() && markers.iter().any(|m| m.len() > rest.len() && m.starts_with(rest))
+    !rest.is_empty()
+        && markers
+            .iter()
+            .any(|m| m.len() > rest.len() && m.starts_with(rest))
 }
 
 /// A bad call: it spans to the end marker (`</tool_call>`, or `</function>` for a bare
@@ -317,11 +323,7 @@ fn bad(s: &str, from: usize, wrapped: bool, at_end: bool, error: ToolParseError)
 /// Reads one call from `s` (which starts with `<tool_call>` when `wrapped`, else with
 /// `<function=`).
 fn read_call(s: &str, wrapped: bool, tools: &[Tool], at_end: bool) -> Step {
-    let mut i = if wrapped {
-        skip_ws(s, BEGIN.len())
-    } else {
-        0
-    };
+    let mut i = if wrapped { skip_ws(s, BEGIN.len()) } else { 0 };
     let rest = &s[i..];
     if !rest.starts_with(FUNC) {
         if !at_end && (rest.is_empty() || partial_marker(rest, &[FUNC])) {
@@ -448,7 +450,8 @@ enum Follow {
 
 impl Walk<'_> {
     fn known(&self, key: &str) -> bool {
-        self.props.is_none_or(|p| p.is_empty() || p.contains_key(key))
+        self.props
+            .is_none_or(|p| p.is_empty() || p.contains_key(key))
     }
 
     /// Whether `after` (the text right after a `</parameter>`) makes it structural.
@@ -708,7 +711,10 @@ mod tests {
         );
         // First, or for a tool without a schema, it is a parameter (kept as text).
         let out = Qwen3Coder::default().parse(text, &[]);
-        assert_eq!(out.tool_calls[0].arguments, json!({"tz": "UTC", "extra": "5"}));
+        assert_eq!(
+            out.tool_calls[0].arguments,
+            json!({"tz": "UTC", "extra": "5"})
+        );
     }
 
     #[test]
@@ -726,7 +732,8 @@ mod tests {
 
     #[test]
     fn missing_close_and_missing_wrapper_are_tolerated() {
-        let text = "<function=get_weather>\n<parameter=city>\nParis\n<parameter=days>\n3\n</function>";
+        let text =
+            "<function=get_weather>\n<parameter=city>\nParis\n<parameter=days>\n3\n</function>";
         let out = Qwen3Coder::default().parse(text, &tools());
         assert_eq!(
             out.tool_calls,

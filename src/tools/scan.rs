@@ -477,7 +477,10 @@ impl PyReader<'_> {
             _ => {
                 let start = self.i;
                 while self.i < self.b.len()
-                    && matches!(self.b[self.i], b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E')
+                    && matches!(
+                        self.b[self.i],
+                        b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E'
+                    )
                 {
                     self.i += 1;
                 }
@@ -632,15 +635,30 @@ mod tests {
         assert_eq!(python_literal("[1, "), None);
         let int = json!({"type": "integer"});
         assert_eq!(typed_xml_value("3", Some(&int), true), json!(3));
-        assert_eq!(typed_xml_value("2026-01-15", Some(&int), true), json!("2026-01-15"));
-        assert_eq!(typed_xml_value("True", Some(&json!({"type": "boolean"})), true), json!(true));
+        assert_eq!(
+            typed_xml_value("2026-01-15", Some(&int), true),
+            json!("2026-01-15")
+        );
+        assert_eq!(
+            typed_xml_value("True", Some(&json!({"type": "boolean"})), true),
+            json!(true)
+        );
         assert_eq!(typed_xml_value("None", Some(&int), true), Value::Null);
-        assert_eq!(typed_xml_value(" 3 ", Some(&json!({"type": "string"})), true), json!(" 3 "));
+        assert_eq!(
+            typed_xml_value(" 3 ", Some(&json!({"type": "string"})), true),
+            json!(" 3 ")
+        );
         assert_eq!(typed_xml_value("3", None, true), json!("3"));
         assert_eq!(typed_xml_value("3", None, false), json!(3));
         let arr = json!({"type": "array"});
-        assert_eq!(typed_xml_value("\"[1, 2]\"", Some(&arr), true), json!([1, 2]));
-        assert_eq!(typed_xml_value("5.0", Some(&json!({"type": "number"})), true), json!(5.0));
+        assert_eq!(
+            typed_xml_value("\"[1, 2]\"", Some(&arr), true),
+            json!([1, 2])
+        );
+        assert_eq!(
+            typed_xml_value("5.0", Some(&json!({"type": "number"})), true),
+            json!(5.0)
+        );
     }
 
     #[test]
