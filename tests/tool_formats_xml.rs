@@ -52,6 +52,7 @@ fn qwen3_coder_walks_qwen3() {
 /// others added after Qwen3's last id) and `<|user|>` as the stop token. There is no GLM
 /// tokenizer in ../shared; what matters for the grammar is that every marker is one
 /// special token, as in GLM-4.5's tokenizer.
+#[allow(clippy::explicit_counter_loop)]
 fn glm_tokenizer() -> Option<RealTokenizer> {
     let path = common::tokenizer_path("qwen3")?;
     let mut tj: serde_json::Value =

@@ -36,8 +36,9 @@ const THINK_END: &str = "</think>";
 /// The Qwen3-Coder XML format (`qwen3_coder`, also registered as `qwen3_xml`).
 ///
 /// * Grammar (the Qwen3-Coder chat template's exact whitespace): each call is
-///   `<tool_call>\n<function=NAME>\n` + per argument `<parameter=KEY>\nVALUE\n</parameter>\n`
-///   + `</function>\n</tool_call>`, calls joined by `\n`; string-typed values are raw text
+///   `<tool_call>\n<function=NAME>\n`, then per argument
+///   `<parameter=KEY>\nVALUE\n</parameter>\n`, then `</function>\n</tool_call>`, calls
+///   joined by `\n`; string-typed values are raw text
 ///   that never contains `</parameter>`, other values JSON under their schema (the
 ///   `qwen_xml` structural-tag style), in the schema's declared order; a tool whose
 ///   arguments are unconstrained (no properties, see [`super::ArgumentSchemas`]) takes any
@@ -451,7 +452,7 @@ enum Follow {
 impl Walk<'_> {
     fn known(&self, key: &str) -> bool {
         self.props
-            .is_none_or(|p| p.is_empty() || p.contains_key(key))
+            .map_or(true, |p| p.is_empty() || p.contains_key(key))
     }
 
     /// Whether `after` (the text right after a `</parameter>`) makes it structural.
