@@ -198,6 +198,12 @@ pub enum JsonStyle {
     /// Qwen3-Coder's parameters: `<parameter=NAME>\nVALUE\n</parameter>` per property of an
     /// object schema, joined by `\n`; string values raw, other values JSON.
     QwenXml,
+    /// GLM-4.5/4.6's arguments: `<arg_key>NAME</arg_key>\n<arg_value>VALUE</arg_value>` per
+    /// property of an object schema, joined by `\n`; string values raw, other values JSON.
+    GlmXml,
+    /// GLM-4.7/5's arguments: as [`JsonStyle::GlmXml`] with no newlines at all
+    /// (`<arg_key>NAME</arg_key><arg_value>VALUE</arg_value>` back to back).
+    Glm47Xml,
 }
 
 impl Serialize for StructuralTag {
@@ -270,6 +276,8 @@ impl Format {
                 let style = match style {
                     JsonStyle::Json => "json",
                     JsonStyle::QwenXml => "qwen_xml",
+                    JsonStyle::GlmXml => "glm_xml",
+                    JsonStyle::Glm47Xml => "glm47_xml",
                 };
                 let mut v = json!({"type": "json_schema", "json_schema": json_schema, "style": style, "any_order": any_order});
                 if let Some(n) = max_whitespace {
@@ -643,10 +651,14 @@ pub(crate) fn read_format(v: &Value, path: &str) -> Result<Format, StructuralTag
                 None | Some(Value::Null) => JsonStyle::Json,
                 Some(Value::String(s)) if s == "json" => JsonStyle::Json,
                 Some(Value::String(s)) if s == "qwen_xml" => JsonStyle::QwenXml,
+                Some(Value::String(s)) if s == "glm_xml" => JsonStyle::GlmXml,
+                Some(Value::String(s)) if s == "glm47_xml" => JsonStyle::Glm47Xml,
                 Some(Value::String(s)) => {
                     return Err(StructuralTagError::Unsupported {
                         path: join(path, "style"),
-                        what: format!("style `{s}` (supported: json, qwen_xml)"),
+                        what: format!(
+                            "style `{s}` (supported: json, qwen_xml, glm_xml, glm47_xml)"
+                        ),
                     })
                 }
                 Some(other) => {

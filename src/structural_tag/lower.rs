@@ -214,6 +214,10 @@ impl Lowerer<'_> {
                         self.embed(&g, "json")
                     }
                     JsonStyle::QwenXml => super::xml::qwen_xml(self, json_schema, &opts, path)?,
+                    JsonStyle::GlmXml => super::xml::glm_xml(self, json_schema, &opts, path, true)?,
+                    JsonStyle::Glm47Xml => {
+                        super::xml::glm_xml(self, json_schema, &opts, path, false)?
+                    }
                 }
             }
             Format::Regex { pattern } => {

@@ -55,9 +55,13 @@
 //!   at `max_whitespace` characters in one place when that tokensieve extension key is set) with the
 //!   format's `any_order`; `style: "qwen_xml"` writes the properties of an object schema as
 //!   `<parameter=NAME>\nVALUE\n</parameter>` joined by `\n`, in declared order, string values
-//!   raw (never containing `</parameter>`), other values JSON.
+//!   raw (never containing `</parameter>`), other values JSON. `style: "glm_xml"` (GLM-4.5/4.6)
+//!   writes them as `<arg_key>NAME</arg_key>\n<arg_value>VALUE</arg_value>` joined by `\n`,
+//!   and `style: "glm47_xml"` (GLM-4.7/5) the same with no newlines; string values raw (never
+//!   containing `</arg_value>`), other values JSON. These three are tokensieve's (XGrammar
+//!   has `qwen_xml` only); `any_order` is refused with them.
 //! * Not supported (typed errors): `exclude_token` and `token_dispatch` (one arbitrary token
-//!   has no text grammar), styles other than `json` and `qwen_xml`. `any_tokens` is read as
+//!   has no text grammar), styles other than `json`, `qwen_xml`, `glm_xml` and `glm47_xml`. `any_tokens` is read as
 //!   free text: no special token at all may occur in it, which is stricter than XGrammar.
 
 mod format;

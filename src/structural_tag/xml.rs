@@ -1,10 +1,19 @@
-//! `json_schema` with `style: "qwen_xml"`: Qwen3-Coder's parameter list.
+//! `json_schema` with the XML-like styles: `qwen_xml` (Qwen3-Coder's parameter list),
+//! `glm_xml` and `glm47_xml` (GLM's key/value pairs).
 //!
-//! An object schema's properties become `<parameter=NAME>\nVALUE\n</parameter>` joined by
-//! `\n`, in declared order, each at most once, required ones present. A string value is raw
-//! text that never contains `</parameter>` (or one of the schema's `enum`/`const` strings);
-//! any other value is JSON under its schema. Source: the Qwen3-Coder chat template and
-//! XGrammar's `qwen_xml` style (../shared/docs/tool-call-formats.md, section 4.2).
+//! An object schema's properties become items in declared order, each at most once,
+//! required ones present:
+//! * `qwen_xml`: `<parameter=NAME>\nVALUE\n</parameter>` joined by `\n` (the Qwen3-Coder
+//!   chat template and XGrammar's `qwen_xml` style; section 4.2 of
+//!   ../shared/docs/tool-call-formats.md);
+//! * `glm_xml`: `<arg_key>NAME</arg_key>\n<arg_value>VALUE</arg_value>` joined by `\n`
+//!   (GLM-4.5/4.6 template, section 4.8);
+//! * `glm47_xml`: `<arg_key>NAME</arg_key><arg_value>VALUE</arg_value>`, no separator
+//!   (GLM-4.7/5).
+//!
+//! A string value is raw text that never contains the style's closing tag (`</parameter>`,
+//! `</arg_value>`), or one of the schema's `enum`/`const` strings; any other value is JSON
+//! under its schema.
 
 use super::lower::Lowerer;
 use super::text::text_avoiding;
@@ -14,6 +23,23 @@ use crate::json_schema::{json_schema_to_grammar, JsonSchemaError, JsonSchemaOpti
 use serde_json::{Map, Value};
 
 const CLOSE: &str = "</parameter>";
+const GLM_CLOSE: &str = "</arg_value>";
+
+/// How one XML-like style writes an item.
+struct XmlStyle {
+    /// The style's name, for messages.
+    name: &'static str,
+    /// What comes before a property's name.
+    open: &'static str,
+    /// What comes between the name and the value.
+    after_name: &'static str,
+    /// What comes after the value.
+    after_value: &'static str,
+    /// Between two items.
+    separator: &'static str,
+    /// The text a raw string value never contains.
+    close: &'static str,
+}
 
 /// Keywords of the object schema itself that the parameter list honours or may ignore.
 const OBJECT_KEYWORDS: &[&str] = &[
@@ -59,23 +85,80 @@ pub(super) fn qwen_xml(
     opts: &JsonSchemaOptions,
     path: &str,
 ) -> Result<Expr, StructuralTagError> {
+    let style = XmlStyle {
+        name: "qwen_xml",
+        open: "<parameter=",
+        after_name: ">\n",
+        after_value: "\n</parameter>",
+        separator: "\n",
+        close: CLOSE,
+    };
+    xml_params(l, schema, opts, path, &style)
+}
+
+/// GLM's `<arg_key>`/`<arg_value>` pairs: with `newlines` (GLM-4.5/4.6, `glm_xml`) a `\n`
+/// between key and value and between pairs; without (GLM-4.7/5, `glm47_xml`) none.
+pub(super) fn glm_xml(
+    l: &mut Lowerer<'_>,
+    schema: &Value,
+    opts: &JsonSchemaOptions,
+    path: &str,
+    newlines: bool,
+) -> Result<Expr, StructuralTagError> {
+    let style = XmlStyle {
+        name: if newlines { "glm_xml" } else { "glm47_xml" },
+        open: "<arg_key>",
+        after_name: if newlines {
+            "</arg_key>\n<arg_value>"
+        } else {
+            "</arg_key><arg_value>"
+        },
+        after_value: GLM_CLOSE,
+        separator: if newlines { "\n" } else { "" },
+        close: GLM_CLOSE,
+    };
+    xml_params(l, schema, opts, path, &style)
+}
+
+fn xml_params(
+    l: &mut Lowerer<'_>,
+    schema: &Value,
+    opts: &JsonSchemaOptions,
+    path: &str,
+    style: &XmlStyle,
+) -> Result<Expr, StructuralTagError> {
+    let sname = style.name;
     if opts.any_order {
         return Err(StructuralTagError::Unsupported {
             path: format!("{path}.any_order"),
-            what: "`any_order` with style `qwen_xml`".to_string(),
+            what: format!("`any_order` with style `{sname}`"),
         });
     }
     let empty = Map::new();
     let obj = match schema {
         Value::Object(o) => o,
         Value::Bool(true) => &empty,
-        _ => return Err(unsupported(path, "type", "qwen_xml needs an object schema")),
+        _ => {
+            return Err(unsupported(
+                path,
+                "type",
+                &format!("{sname} needs an object schema"),
+            ))
+        }
     };
     if let Some(k) = obj.keys().find(|k| !OBJECT_KEYWORDS.contains(&k.as_str())) {
-        return Err(unsupported(path, k, "not supported with style qwen_xml"));
+        return Err(unsupported(
+            path,
+            k,
+            &format!("not supported with style {sname}"),
+        ));
     }
     if obj.get("type").is_some_and(|t| t != "object") {
-        return Err(unsupported(path, "type", "qwen_xml needs `type: object`"));
+        return Err(unsupported(
+            path,
+            "type",
+            &format!("{sname} needs `type: object`"),
+        ));
     }
     let props = match obj.get("properties") {
         None => Map::new(),
@@ -96,15 +179,15 @@ pub(super) fn qwen_xml(
     }
     let mut items: Vec<(Expr, bool)> = Vec::with_capacity(props.len());
     for (name, sub) in &props {
-        let value = value_grammar(l, obj, name, sub, opts, path)?;
+        let value = value_grammar(l, obj, name, sub, opts, path, style)?;
         let item = Expr::Seq(vec![
-            l.text(&format!("<parameter={name}>\n")),
+            l.text(&format!("{}{name}{}", style.open, style.after_name)),
             value,
-            l.text(&format!("\n{CLOSE}")),
+            l.text(style.after_value),
         ]);
         items.push((item, required.contains(&name.as_str())));
     }
-    Ok(separated(l, items, "\n"))
+    Ok(separated(l, items, style.separator))
 }
 
 /// The grammar of one property's value.
@@ -115,7 +198,9 @@ fn value_grammar(
     sub: &Value,
     opts: &JsonSchemaOptions,
     path: &str,
+    style: &XmlStyle,
 ) -> Result<Expr, StructuralTagError> {
+    let close = style.close;
     if let Value::Object(s) = sub {
         if s.get("type").is_some_and(|t| t == "string") {
             if let Some(k) = s.keys().find(|k| {
@@ -124,7 +209,10 @@ fn value_grammar(
                 return Err(unsupported(
                     path,
                     k,
-                    &format!("property {name:?}: raw strings of style qwen_xml cannot enforce it"),
+                    &format!(
+                        "property {name:?}: raw strings of style {} cannot enforce it",
+                        style.name
+                    ),
                 ));
             }
             let fixed: Option<Vec<&Value>> = match (s.get("enum"), s.get("const")) {
@@ -140,12 +228,12 @@ fn value_grammar(
                 }
             };
             return Ok(match fixed {
-                None => text_avoiding(&mut l.b, &[CLOSE.to_string()], "raw"),
+                None => text_avoiding(&mut l.b, &[close.to_string()], "raw"),
                 Some(values) => {
                     let alts: Vec<Expr> = values
                         .iter()
                         .filter_map(|v| v.as_str())
-                        .filter(|v| !v.contains(CLOSE))
+                        .filter(|v| !v.contains(close))
                         .map(|v| l.text(v))
                         .collect();
                     if alts.is_empty() {

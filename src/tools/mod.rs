@@ -54,20 +54,24 @@ use thiserror::Error;
 use crate::StructuralTag;
 
 mod deepseek;
+mod glm;
 mod harmony;
 mod hermes;
 mod kimi;
 mod mistral;
+mod qwen3_coder;
 pub(crate) mod scan;
 mod stream;
 pub(crate) mod tags;
 mod tool;
 
 pub use deepseek::{DeepSeek, DeepSeekVersion};
+pub use glm::{Glm, Glm4};
 pub use harmony::Harmony;
 pub use hermes::Hermes;
 pub use kimi::KimiK2;
 pub use mistral::{Mistral, MistralSyntax};
+pub use qwen3_coder::Qwen3Coder;
 pub use stream::StreamingParser;
 pub use tool::{Tool, ToolContext, ToolFunction, ToolSet};
 
@@ -636,6 +640,34 @@ fn builtin_formats() -> Vec<(&'static str, Arc<FormatFactory>)> {
             "deepseek_v31",
             Arc::new(|o: &FormatOptions| {
                 Arc::new(DeepSeek::new(DeepSeekVersion::V31, o.clone())) as Arc<dyn ToolCallFormat>
+            }),
+        ),
+        (
+            "glm4",
+            Arc::new(|o: &FormatOptions| Arc::new(Glm4::new(o.clone())) as Arc<dyn ToolCallFormat>),
+        ),
+        (
+            "glm45",
+            Arc::new(|o: &FormatOptions| {
+                Arc::new(Glm::glm45(o.clone())) as Arc<dyn ToolCallFormat>
+            }),
+        ),
+        (
+            "glm47",
+            Arc::new(|o: &FormatOptions| {
+                Arc::new(Glm::glm47(o.clone())) as Arc<dyn ToolCallFormat>
+            }),
+        ),
+        (
+            "qwen3_coder",
+            Arc::new(|o: &FormatOptions| {
+                Arc::new(Qwen3Coder::new(o.clone())) as Arc<dyn ToolCallFormat>
+            }),
+        ),
+        (
+            "qwen3_xml",
+            Arc::new(|o: &FormatOptions| {
+                Arc::new(Qwen3Coder::new(o.clone())) as Arc<dyn ToolCallFormat>
             }),
         ),
     ]

@@ -743,6 +743,214 @@ pub fn bad_len(body: &str, end: &str) -> usize {
     body.find(end).map(|k| k + end.len()).unwrap_or(body.len())
 }
 
+/// Reads a Python literal as `ast.literal_eval` would (`None`, `True`, `False`, numbers,
+/// single- or double-quoted strings, lists, tuples, dicts with string keys) into JSON;
+/// `None` for anything else. XML-style families fall back to it for values the model wrote
+/// with Python's `str()` (section 4.2 of the tool-call format notes).
+pub fn python_literal(text: &str) -> Option<Value> {
+    let mut p = PyReader {
+        b: text.as_bytes(),
+        i: 0,
+        depth: 0,
+    };
+    let v = p.value()?;
+    p.ws();
+    (p.i == p.b.len()).then_some(v)
+}
+
+struct PyReader<'a> {
+    b: &'a [u8],
+    i: usize,
+    depth: usize,
+}
+
+impl PyReader<'_> {
+    fn ws(&mut self) {
+        while self.i < self.b.len() && self.b[self.i].is_ascii_whitespace() {
+            self.i += 1;
+        }
+    }
+
+    fn eat(&mut self, c: u8) -> bool {
+        self.ws();
+        if self.b.get(self.i) == Some(&c) {
+            self.i += 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    fn value(&mut self) -> Option<Value> {
+        self.ws();
+        // Deep nesting is refused rather than recursed into.
+        if self.depth > 64 {
+            return None;
+        }
+        let rest = &self.b[self.i..];
+        for (word, v) in [
+            (&b"None"[..], Value::Null),
+            (b"True", Value::Bool(true)),
+            (b"False", Value::Bool(false)),
+        ] {
+            if rest.starts_with(word)
+                && !rest
+                    .get(word.len())
+                    .is_some_and(|c| c.is_ascii_alphanumeric() || *c == b'_')
+            {
+                self.i += word.len();
+                return Some(v);
+            }
+        }
+        match *rest.first()? {
+            b'\'' | b'"' => self.string().map(Value::String),
+            b'[' | b'(' => {
+                let close = if rest[0] == b'[' { b']' } else { b')' };
+                self.i += 1;
+                self.depth += 1;
+                let mut items = Vec::new();
+                loop {
+                    if self.eat(close) {
+                        break;
+                    }
+                    items.push(self.value()?);
+                    if !self.eat(b',') {
+                        if self.eat(close) {
+                            break;
+                        }
+                        return None;
+                    }
+                }
+                self.depth -= 1;
+                Some(Value::Array(items))
+            }
+            b'{' => {
+                self.i += 1;
+                self.depth += 1;
+                let mut map = serde_json::Map::new();
+                loop {
+                    if self.eat(b'}') {
+                        break;
+                    }
+                    self.ws();
+                    let key = self.string()?;
+                    if !self.eat(b':') {
+                        return None;
+                    }
+                    let v = self.value()?;
+                    map.insert(key, v);
+                    if !self.eat(b',') {
+                        if self.eat(b'}') {
+                            break;
+                        }
+                        return None;
+                    }
+                }
+                self.depth -= 1;
+                Some(Value::Object(map))
+            }
+            _ => {
+                let start = self.i;
+                while self.i < self.b.len()
+                    && matches!(
+                        self.b[self.i],
+                        b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E'
+                    )
+                {
+                    self.i += 1;
+                }
+                let t = std::str::from_utf8(&self.b[start..self.i]).ok()?;
+                match serde_json::from_str::<Value>(t) {
+                    Ok(v @ Value::Number(_)) => Some(v),
+                    _ => None,
+                }
+            }
+        }
+    }
+
+    fn string(&mut self) -> Option<String> {
+        let q = *self.b.get(self.i)?;
+        if q != b'\'' && q != b'"' {
+            return None;
+        }
+        self.i += 1;
+        let mut out = Vec::new();
+        while self.i < self.b.len() {
+            let c = self.b[self.i];
+            self.i += 1;
+            if c == q {
+                return String::from_utf8(out).ok();
+            }
+            if c == b'\\' {
+                let e = *self.b.get(self.i)?;
+                self.i += 1;
+                match e {
+                    b'n' => out.push(b'\n'),
+                    b't' => out.push(b'\t'),
+                    b'r' => out.push(b'\r'),
+                    b'0' => out.push(0),
+                    b'u' => {
+                        let hex = std::str::from_utf8(self.b.get(self.i..self.i + 4)?).ok()?;
+                        let ch = char::from_u32(u32::from_str_radix(hex, 16).ok()?)?;
+                        self.i += 4;
+                        let mut buf = [0u8; 4];
+                        out.extend_from_slice(ch.encode_utf8(&mut buf).as_bytes());
+                    }
+                    other => out.push(other),
+                }
+            } else {
+                out.push(c);
+            }
+        }
+        None
+    }
+}
+
+/// Whether a property schema declares exactly `type: "string"`: XML-style families write
+/// such values raw (and the `qwen_xml`/`glm_xml` grammars do), everything else as JSON.
+pub fn is_raw_string_schema(schema: &Value) -> bool {
+    schema.get("type").and_then(Value::as_str) == Some("string")
+}
+
+/// The JSON value of an XML-style family's raw value text, typed by the property's schema
+/// (vLLM's `qwen3_coder`/`glm45` conversion, made total): a property declared
+/// `type: "string"` keeps the raw text; any other declared property is read as JSON, else
+/// as a Python literal (`True`, `None`, single quotes; a string holding JSON for object
+/// and array types is decoded once more), else kept as text, so a bad value never drops
+/// the call. An undeclared property (`schema` `None`) is text when
+/// `undeclared_is_text`, else typed like a declared non-string one.
+pub fn typed_xml_value(raw: &str, schema: Option<&Value>, undeclared_is_text: bool) -> Value {
+    match schema {
+        Some(s) if is_raw_string_schema(s) => return Value::String(raw.to_owned()),
+        None if undeclared_is_text => return Value::String(raw.to_owned()),
+        _ => {}
+    }
+    let t = raw.trim();
+    let v = serde_json::from_str::<Value>(t)
+        .ok()
+        .or_else(|| python_literal(t));
+    match v {
+        Some(Value::String(inner)) => {
+            let structured = schema
+                .and_then(|s| s.get("type"))
+                .and_then(Value::as_str)
+                .is_some_and(|ty| ty == "object" || ty == "array");
+            if structured {
+                if let Some(v) = serde_json::from_str::<Value>(inner.trim())
+                    .ok()
+                    .or_else(|| python_literal(inner.trim()))
+                    .filter(|v| v.is_object() || v.is_array())
+                {
+                    return v;
+                }
+            }
+            Value::String(inner)
+        }
+        Some(v) => v,
+        None => Value::String(raw.to_owned()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -802,6 +1010,43 @@ mod tests {
         assert_eq!(stable_len("Hi <tool_", &["<tool_call>"], false), 3);
         assert_eq!(stable_len("Hi <tool_", &["<tool_call>"], true), 2);
         assert_eq!(stable_len("Hi <toolx", &["<tool_call>"], true), 9);
+    }
+
+    #[test]
+    fn python_literals_and_typed_values() {
+        assert_eq!(
+            python_literal("{'a': [1, 2.5, None], 'b': (True, False)}"),
+            Some(json!({"a": [1, 2.5, null], "b": [true, false]}))
+        );
+        assert_eq!(python_literal("'it\\'s'"), Some(json!("it's")));
+        assert_eq!(python_literal("Nonesuch"), None);
+        assert_eq!(python_literal("[1, "), None);
+        let int = json!({"type": "integer"});
+        assert_eq!(typed_xml_value("3", Some(&int), true), json!(3));
+        assert_eq!(
+            typed_xml_value("2026-01-15", Some(&int), true),
+            json!("2026-01-15")
+        );
+        assert_eq!(
+            typed_xml_value("True", Some(&json!({"type": "boolean"})), true),
+            json!(true)
+        );
+        assert_eq!(typed_xml_value("None", Some(&int), true), Value::Null);
+        assert_eq!(
+            typed_xml_value(" 3 ", Some(&json!({"type": "string"})), true),
+            json!(" 3 ")
+        );
+        assert_eq!(typed_xml_value("3", None, true), json!("3"));
+        assert_eq!(typed_xml_value("3", None, false), json!(3));
+        let arr = json!({"type": "array"});
+        assert_eq!(
+            typed_xml_value("\"[1, 2]\"", Some(&arr), true),
+            json!([1, 2])
+        );
+        assert_eq!(
+            typed_xml_value("5.0", Some(&json!({"type": "number"})), true),
+            json!(5.0)
+        );
     }
 
     #[test]

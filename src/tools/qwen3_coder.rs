@@ -1,0 +1,862 @@
+//! Qwen3-Coder (and Qwen3.5 / Qwen3.6): XML-like `<function=NAME>` calls with one
+//! `<parameter=KEY>` element per argument (section 4.2 of the tool-call format notes;
+//! vLLM's `qwen3_coder` / `qwen3_xml` parsers, XGrammar's `qwen_3_coder` builtin).
+//!
+//! ```text
+//! <tool_call>
+//! <function=get_weather>
+//! <parameter=city>
+//! Paris
+//! </parameter>
+//! <parameter=days>
+//! 3
+//! </parameter>
+//! </function>
+//! </tool_call>
+//! ```
+
+use serde_json::{json, Map, Value};
+
+use super::scan::{self, Content};
+use super::tags::{self, Envelope};
+use super::{
+    FormatOptions, PartialCall, PartialOutput, StructuralTag, Tool, ToolCall, ToolCallFormat,
+    ToolChoice, ToolError, ToolParseError,
+};
+
+const BEGIN: &str = "<tool_call>";
+const END: &str = "</tool_call>";
+const FUNC: &str = "<function=";
+const FUNC_END: &str = "</function>";
+const PARAM: &str = "<parameter=";
+const CLOSE: &str = "</parameter>";
+const THINK: &str = "<think>";
+const THINK_END: &str = "</think>";
+
+/// The Qwen3-Coder XML format (`qwen3_coder`, also registered as `qwen3_xml`).
+///
+/// * Grammar (the Qwen3-Coder chat template's exact whitespace): each call is
+///   `<tool_call>\n<function=NAME>\n`, then per argument
+///   `<parameter=KEY>\nVALUE\n</parameter>\n`, then `</function>\n</tool_call>`, calls
+///   joined by `\n`; string-typed values are raw text
+///   that never contains `</parameter>`, other values JSON under their schema (the
+///   `qwen_xml` structural-tag style), in the schema's declared order; a tool whose
+///   arguments are unconstrained (no properties, see [`super::ArgumentSchemas`]) takes any
+///   parameter names with raw values. Content may precede the first call (also under
+///   `required`); free text never contains `<tool_call>` or `<function=`. With
+///   [`FormatOptions::reasoning`] (Qwen3.5/3.6) a `<think>…</think>\n\n` block comes first.
+///   [`FormatOptions::any_order`] does not apply (the style has a fixed order).
+/// * Parser: values lose exactly one leading and one trailing `\n` and are typed by the
+///   tool's schema ([`scan::typed_xml_value`]: `type: "string"` raw, else JSON, else a
+///   Python literal such as `True`/`None`, else text; undeclared parameters stay text).
+///   A `</parameter>` is structural only when, after whitespace, `<parameter=KEY>` with a
+///   KEY of the schema, `</function>`, `</tool_call>` or the end of the output follows
+///   (vLLM's rule), so values may contain the closing tag's text; a missing
+///   `</parameter>` is recovered at the next undeclared-so-far `<parameter=KEY>` of the
+///   schema or at `</function>`. Literal nested `<parameter=` opens are not depth-counted
+///   (the grammar lets values contain that text). A missing `<tool_call>` wrapper (a bare
+///   `<function=`) and a missing `</tool_call>` before the next call or the end are
+///   tolerated.
+/// * Streaming: string values stream as JSON-escaped text inside the arguments' JSON
+///   (`{"city": "Par`), other values once complete.
+#[derive(Clone, Debug, Default)]
+pub struct Qwen3Coder {
+    options: FormatOptions,
+}
+
+impl Qwen3Coder {
+    /// The format with `options`.
+    pub fn new(options: FormatOptions) -> Self {
+        Self { options }
+    }
+
+    /// The options.
+    pub fn options(&self) -> &FormatOptions {
+        &self.options
+    }
+
+    fn envelope(&self) -> Envelope {
+        Envelope {
+            trigger: BEGIN.into(),
+            separator: "\n".into(),
+            section: None,
+            leading_text_in_required: true,
+            reasoning: Some((THINK.into(), THINK_END.into(), "\n\n".into())),
+            excludes: vec![FUNC.into(), THINK.into(), THINK_END.into()],
+        }
+    }
+}
+
+/// The arguments part of an XML-style call tag: the tool's schema in `style` followed by
+/// `item_end` when at least one item is written (an all-optional schema also allows no
+/// items and no `item_end`), or, for a tool whose arguments are unconstrained, any number
+/// of `open NAME middle RAW close` items. Shared by the Qwen3-Coder and GLM families.
+pub(crate) fn xml_arguments(
+    tool: &Tool,
+    options: &FormatOptions,
+    style: &str,
+    trailing: &str,
+    any_item: (&str, &str, &str),
+) -> Value {
+    let schema = tags::argument_schema(tool, options);
+    let has_props = schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .is_some_and(|p| !p.is_empty());
+    let open_ended = schema.get("additionalProperties") != Some(&Value::Bool(false));
+    if !has_props && open_ended {
+        let (open, middle, close) = any_item;
+        let item = json!({"type": "sequence", "elements": [
+            {"type": "const_string", "value": open},
+            {"type": "regex", "pattern": "[A-Za-z_][A-Za-z0-9_.-]{0,63}"},
+            {"type": "const_string", "value": middle},
+            {"type": "any_text", "excludes": [close]},
+            {"type": "const_string", "value": format!("{close}{trailing}")}]});
+        return json!({"type": "star", "content": item});
+    }
+    let mut body = json!({"type": "json_schema", "json_schema": schema, "style": style});
+    if let Some(n) = options.max_whitespace {
+        body["max_whitespace"] = json!(n);
+    }
+    let with_end = if trailing.is_empty() {
+        body
+    } else {
+        json!({"type": "sequence", "elements": [body, {"type": "const_string", "value": trailing}]})
+    };
+    let required = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .is_some_and(|r| !r.is_empty());
+    if required || trailing.is_empty() {
+        with_end
+    } else {
+        json!({"type": "optional", "content": with_end})
+    }
+}
+
+impl ToolCallFormat for Qwen3Coder {
+    fn name(&self) -> &str {
+        "qwen3_coder"
+    }
+
+    fn structural_tag(
+        &self,
+        tools: &[Tool],
+        choice: &ToolChoice,
+        parallel: bool,
+    ) -> Result<StructuralTag, ToolError> {
+        let options = &self.options;
+        tags::assemble(&self.envelope(), tools, choice, parallel, options, |t| {
+            Ok(json!({"type": "tag",
+                "begin": format!("{BEGIN}\n{FUNC}{}>\n", t.name),
+                "content": xml_arguments(t, options, "qwen_xml", "\n", (PARAM, ">\n", "\n</parameter>")),
+                "end": format!("{FUNC_END}\n{END}")}))
+        })
+    }
+
+    fn parse_partial(&self, text: &str, tools: &[Tool], at_end: bool) -> PartialOutput {
+        let mut out = PartialOutput::default();
+        let (reasoning, rest) =
+            scan::split_reasoning(text, THINK, THINK_END, self.options.reasoning, at_end);
+        out.reasoning = reasoning;
+        let Some(rest) = rest else {
+            return out;
+        };
+        let mut content = Content::default();
+        let mut pos = rest;
+        loop {
+            let Some((k, wrapped)) = next_call(&text[pos..]) else {
+                content.push_tail(&text[pos..], &[BEGIN, FUNC], at_end);
+                break;
+            };
+            content.push(&text[pos..pos + k]);
+            let start = pos + k;
+            match read_call(&text[start..], wrapped, tools, at_end) {
+                Step::Pending(call) => {
+                    out.calls.push(call);
+                    break;
+                }
+                Step::Done { call, len } => {
+                    out.calls.push(call);
+                    pos = start + len;
+                }
+                Step::Bad { error, len } => {
+                    let end = start + len;
+                    scan::push_malformed(&mut out, &mut content, &text[start..end], start, error);
+                    pos = end;
+                }
+            }
+        }
+        out.content = content.into_string();
+        out
+    }
+
+    fn render_calls(&self, calls: &[ToolCall]) -> String {
+        calls
+            .iter()
+            .map(|c| {
+                let mut s = format!("{BEGIN}\n{FUNC}{}>\n", c.name);
+                if let Value::Object(args) = &c.arguments {
+                    for (k, v) in args {
+                        s.push_str(&format!("{PARAM}{k}>\n{}\n{CLOSE}\n", raw_value(v)));
+                    }
+                }
+                s.push_str(&format!("{FUNC_END}\n{END}"));
+                s
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    fn render_tool_result(&self, _call: &ToolCall, result: &Value) -> String {
+        format!("<tool_response>\n{}\n</tool_response>", raw_value(result))
+    }
+
+    fn render_tools_prompt(&self, tools: &[Tool]) -> String {
+        let mut s = String::from(
+            "# Tools\n\nThese functions are available. Each is described inside <tools></tools> \
+             with its name, purpose and parameters:\n<tools>",
+        );
+        for t in tools {
+            s.push_str(&format!("\n<function>\n<name>{}</name>", t.name));
+            if !t.description.is_empty() {
+                s.push_str(&format!("\n<description>{}</description>", t.description));
+            }
+            s.push_str("\n<parameters>");
+            let required: Vec<&str> = t
+                .input_schema
+                .get("required")
+                .and_then(Value::as_array)
+                .map(|r| r.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            if let Some(props) = t.input_schema.get("properties").and_then(Value::as_object) {
+                for (name, p) in props {
+                    s.push_str(&format!("\n<parameter>\n<name>{name}</name>"));
+                    if let Some(obj) = p.as_object() {
+                        for (k, v) in obj {
+                            let v = match v {
+                                Value::String(x) => x.clone(),
+                                other => scan::python_json(other),
+                            };
+                            s.push_str(&format!("\n<{k}>{v}</{k}>"));
+                        }
+                    }
+                    s.push_str("\n</parameter>");
+                }
+            }
+            if !required.is_empty() {
+                s.push_str(&format!(
+                    "\n<required>{}</required>",
+                    scan::python_json(&json!(required))
+                ));
+            }
+            s.push_str("\n</parameters>\n</function>");
+        }
+        s.push_str(
+            "\n</tools>\n\nTo call a function, answer with a block of this shape and nothing \
+             after it:\n<tool_call>\n<function=NAME>\n<parameter=ARGUMENT>\nVALUE\n</parameter>\n\
+             </function>\n</tool_call>\nWrite text values as they are and other values as JSON; \
+             give every required parameter. You may explain your reasoning before a call, \
+             never after it.",
+        );
+        s
+    }
+}
+
+/// A value as the template writes it: strings raw, everything else JSON.
+fn raw_value(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => scan::python_json(other),
+    }
+}
+
+/// Where the next call starts in `s` (a `<tool_call>`, or a bare `<function=`), and
+/// whether it is wrapped.
+fn next_call(s: &str) -> Option<(usize, bool)> {
+    match (s.find(BEGIN), s.find(FUNC)) {
+        (Some(a), Some(b)) if b < a => Some((b, false)),
+        (Some(a), _) => Some((a, true)),
+        (None, Some(b)) => Some((b, false)),
+        (None, None) => None,
+    }
+}
+
+enum Step {
+    /// The call is still arriving.
+    Pending(PartialCall),
+    /// A whole call spanning `len` bytes.
+    Done { call: PartialCall, len: usize },
+    /// A malformed call spanning `len` bytes.
+    Bad { error: ToolParseError, len: usize },
+}
+
+fn skip_ws(s: &str, i: usize) -> usize {
+    i + (s[i..].len() - s[i..].trim_start().len())
+}
+
+/// True when `rest` is non-empty and a proper prefix of one of `markers`.
+fn partial_marker(rest: &str, markers: &[&str]) -> bool {
+    !rest.is_empty()
+        && markers
+            .iter()
+            .any(|m| m.len() > rest.len() && m.starts_with(rest))
+}
+
+/// A bad call: it spans to the end marker (`</tool_call>`, or `</function>` for a bare
+/// call) after `from`, or to the end of the output; while the output is still arriving and
+/// that end is not there, the call is pending (so its text is never sent twice).
+fn bad(s: &str, from: usize, wrapped: bool, at_end: bool, error: ToolParseError) -> Step {
+    let end = if wrapped { END } else { FUNC_END };
+    match s[from..].find(end) {
+        Some(k) => Step::Bad {
+            error,
+            len: from + k + end.len(),
+        },
+        None if at_end => Step::Bad {
+            error,
+            len: s.len(),
+        },
+        None => Step::Pending(PartialCall::default()),
+    }
+}
+
+/// Reads one call from `s` (which starts with `<tool_call>` when `wrapped`, else with
+/// `<function=`).
+fn read_call(s: &str, wrapped: bool, tools: &[Tool], at_end: bool) -> Step {
+    let mut i = if wrapped { skip_ws(s, BEGIN.len()) } else { 0 };
+    let rest = &s[i..];
+    if !rest.starts_with(FUNC) {
+        if !at_end && (rest.is_empty() || partial_marker(rest, &[FUNC])) {
+            return Step::Pending(PartialCall::default());
+        }
+        return bad(
+            s,
+            i,
+            wrapped,
+            at_end,
+            ToolParseError::Syntax(format!("expected {FUNC}NAME> after {BEGIN}")),
+        );
+    }
+    i += FUNC.len();
+    let Some(gt) = s[i..].find(['>', '\n']) else {
+        if at_end {
+            return bad(s, i, wrapped, at_end, ToolParseError::Unterminated);
+        }
+        return Step::Pending(PartialCall::default());
+    };
+    let name = &s[i..i + gt];
+    if s.as_bytes()[i + gt] != b'>' {
+        return bad(
+            s,
+            i,
+            wrapped,
+            at_end,
+            ToolParseError::InvalidName {
+                name: name.to_owned(),
+            },
+        );
+    }
+    if let Err(e) = scan::check_call_name(name, tools) {
+        return bad(s, i, wrapped, at_end, e);
+    }
+    i += gt + 1;
+    let props: Option<&Map<String, Value>> = tools
+        .iter()
+        .find(|t| t.name == name)
+        .and_then(|t| t.input_schema.get("properties"))
+        .and_then(Value::as_object);
+    let mut w = Walk {
+        name: name.to_owned(),
+        props,
+        params: Vec::new(),
+    };
+    loop {
+        let j = skip_ws(s, i);
+        let rest = &s[j..];
+        if rest.starts_with(PARAM) {
+            match w.read_param(s, j, at_end) {
+                Param::Done(next) => i = next,
+                Param::Pending(partial) => return Step::Pending(w.partial(partial)),
+                Param::Bad(e) => return bad(s, j, wrapped, at_end, e),
+            }
+        } else if rest.starts_with(FUNC_END) {
+            let k = skip_ws(s, j + FUNC_END.len());
+            let after = &s[k..];
+            if after.starts_with(END) {
+                return w.done(k + END.len());
+            }
+            if !wrapped || after.starts_with(BEGIN) || after.starts_with(FUNC) {
+                return w.done(j + FUNC_END.len());
+            }
+            if after.is_empty() || partial_marker(after, &[END]) {
+                if at_end {
+                    // The closing `</tool_call>` never came: the call itself is whole.
+                    return w.done(j + FUNC_END.len());
+                }
+                return Step::Pending(w.partial(None));
+            }
+            return bad(
+                s,
+                j,
+                wrapped,
+                at_end,
+                ToolParseError::Syntax(format!("expected {END} after {FUNC_END}")),
+            );
+        } else if wrapped && rest.starts_with(END) {
+            // `</function>` missing.
+            return w.done(j + END.len());
+        } else if rest.is_empty() || (!at_end && partial_marker(rest, &[PARAM, FUNC_END, END])) {
+            if at_end {
+                return bad(s, j, wrapped, at_end, ToolParseError::Unterminated);
+            }
+            return Step::Pending(w.partial(None));
+        } else {
+            return bad(
+                s,
+                j,
+                wrapped,
+                at_end,
+                ToolParseError::Syntax(format!(
+                    "expected {PARAM}NAME> or {FUNC_END}, found {:?}",
+                    rest.chars().take(20).collect::<String>()
+                )),
+            );
+        }
+    }
+}
+
+/// One call's parameters as far as they have been read.
+struct Walk<'t> {
+    name: String,
+    props: Option<&'t Map<String, Value>>,
+    params: Vec<(String, String)>,
+}
+
+enum Param {
+    /// A whole parameter; the walk continues at this offset.
+    Done(usize),
+    /// The parameter is still arriving: its name and its stable raw text, once known.
+    Pending(Option<(String, String)>),
+    /// The parameter cannot be read.
+    Bad(ToolParseError),
+}
+
+/// What may follow a structural `</parameter>`.
+enum Follow {
+    Yes,
+    No,
+    Undecided,
+}
+
+impl Walk<'_> {
+    fn known(&self, key: &str) -> bool {
+        self.props
+            .map_or(true, |p| p.is_empty() || p.contains_key(key))
+    }
+
+    /// Whether `after` (the text right after a `</parameter>`) makes it structural.
+    fn follows(&self, after: &str, at_end: bool) -> Follow {
+        let a = after.trim_start();
+        if a.starts_with(FUNC_END) || a.starts_with(END) {
+            return Follow::Yes;
+        }
+        if let Some(r) = a.strip_prefix(PARAM) {
+            return match r.find('>') {
+                Some(k) if self.known(&r[..k]) => Follow::Yes,
+                Some(_) => Follow::No,
+                None if at_end || r.contains('\n') => Follow::No,
+                None => Follow::Undecided,
+            };
+        }
+        if a.is_empty() {
+            return if at_end {
+                Follow::Yes
+            } else {
+                Follow::Undecided
+            };
+        }
+        if !at_end && partial_marker(a, &[PARAM, FUNC_END, END]) {
+            return Follow::Undecided;
+        }
+        Follow::No
+    }
+
+    /// Reads the parameter starting at `s[j..]` (with `<parameter=`).
+    fn read_param(&mut self, s: &str, j: usize, at_end: bool) -> Param {
+        let k = j + PARAM.len();
+        let Some(gt) = s[k..].find(['>', '\n']) else {
+            return if at_end {
+                Param::Bad(ToolParseError::Unterminated)
+            } else {
+                Param::Pending(None)
+            };
+        };
+        if s.as_bytes()[k + gt] != b'>' {
+            return Param::Bad(ToolParseError::Syntax(format!(
+                "parameter name {:?} is not closed by '>'",
+                &s[k..k + gt]
+            )));
+        }
+        let key = s[k..k + gt].to_owned();
+        let mut v = k + gt + 1;
+        if s[v..].starts_with('\n') {
+            v += 1;
+        } else if !at_end && v == s.len() {
+            return Param::Pending(Some((key, String::new())));
+        }
+        // The first structural `</parameter>`.
+        let mut from = v;
+        while let Some(c) = s[from..].find(CLOSE) {
+            let c = from + c;
+            match self.follows(&s[c + CLOSE.len()..], at_end) {
+                Follow::Yes => {
+                    let raw = &s[v..c];
+                    let raw = raw.strip_suffix('\n').unwrap_or(raw);
+                    self.params.push((key, raw.to_owned()));
+                    return Param::Done(c + CLOSE.len());
+                }
+                Follow::Undecided => {
+                    let raw = &s[v..c];
+                    let raw = raw.strip_suffix('\n').unwrap_or(raw);
+                    return Param::Pending(Some((key, raw.to_owned())));
+                }
+                Follow::No => from = c + CLOSE.len(),
+            }
+        }
+        if !at_end {
+            let tail = &s[v..];
+            let n = scan::stable_len(tail, &["\n</parameter>", CLOSE], false);
+            let n = if tail[..n].ends_with('\n') { n - 1 } else { n };
+            return Param::Pending(Some((key, tail[..n].to_owned())));
+        }
+        // `</parameter>` missing: the value ends at the next parameter of the schema not
+        // given yet, or at `</function>`.
+        let mut cut = None;
+        let mut from = v;
+        while let Some(p) = s[from..].find(PARAM) {
+            let p = from + p;
+            let r = &s[p + PARAM.len()..];
+            if let Some(e) = r.find('>') {
+                let nk = &r[..e];
+                let declared = self.props.is_some_and(|m| m.contains_key(nk));
+                if declared && nk != key && !self.params.iter().any(|(pk, _)| pk == nk) {
+                    cut = Some(p);
+                    break;
+                }
+            }
+            from = p + PARAM.len();
+        }
+        if let Some(f) = s[v..].find(FUNC_END) {
+            cut = Some(cut.map_or(v + f, |c| c.min(v + f)));
+        }
+        match cut {
+            Some(c) => {
+                let raw = s[v..c].trim_end_matches([' ', '\t', '\r']);
+                let raw = raw.strip_suffix('\n').unwrap_or(raw);
+                self.params.push((key, raw.to_owned()));
+                Param::Done(c)
+            }
+            None => Param::Bad(ToolParseError::Unterminated),
+        }
+    }
+
+    fn arguments(&self) -> Value {
+        typed_arguments(&self.params, self.props, true)
+    }
+
+    fn arguments_text(&self, partial: Option<&(String, String)>, complete: bool) -> String {
+        arguments_json_text(&self.params, self.props, true, partial, complete)
+    }
+
+    fn partial(&self, p: Option<(String, String)>) -> PartialCall {
+        PartialCall {
+            id: None,
+            name: Some(self.name.clone()),
+            arguments_text: self.arguments_text(p.as_ref(), false),
+            complete: None,
+        }
+    }
+
+    fn done(&self, len: usize) -> Step {
+        Step::Done {
+            call: PartialCall {
+                id: None,
+                name: Some(self.name.clone()),
+                arguments_text: self.arguments_text(None, true),
+                complete: Some(ToolCall::new(self.name.clone(), self.arguments())),
+            },
+            len,
+        }
+    }
+}
+
+/// The arguments object of raw `(key, value text)` pairs, each typed by its property's
+/// schema ([`scan::typed_xml_value`]).
+pub(crate) fn typed_arguments(
+    params: &[(String, String)],
+    props: Option<&Map<String, Value>>,
+    undeclared_is_text: bool,
+) -> Value {
+    let mut map = Map::new();
+    for (k, raw) in params {
+        let schema = props.and_then(|p| p.get(k));
+        map.insert(
+            k.clone(),
+            scan::typed_xml_value(raw, schema, undeclared_is_text),
+        );
+    }
+    Value::Object(map)
+}
+
+/// The arguments' JSON text so far (what streaming sends): whole members, then the
+/// string value still arriving (`partial`: its key and stable raw text), JSON-escaped and
+/// without its closing quote; `}` once `complete`. Only grows as values arrive.
+pub(crate) fn arguments_json_text(
+    params: &[(String, String)],
+    props: Option<&Map<String, Value>>,
+    undeclared_is_text: bool,
+    partial: Option<&(String, String)>,
+    complete: bool,
+) -> String {
+    let args = typed_arguments(params, props, undeclared_is_text);
+    let mut s = String::from("{");
+    let mut n = 0;
+    if let Value::Object(m) = &args {
+        for (k, v) in m {
+            if n > 0 {
+                s.push_str(", ");
+            }
+            n += 1;
+            s.push_str(&format!("{}: {}", json!(k), scan::python_json(v)));
+        }
+    }
+    if complete {
+        s.push('}');
+        return s;
+    }
+    if let Some((k, raw)) = partial {
+        let schema = props.and_then(|p| p.get(k));
+        let raw_text = match schema {
+            Some(sc) => scan::is_raw_string_schema(sc),
+            None => undeclared_is_text,
+        };
+        if raw_text && args.get(k).is_none() {
+            if n > 0 {
+                s.push_str(", ");
+            }
+            let quoted = json!(raw).to_string();
+            s.push_str(&format!("{}: {}", json!(k), &quoted[..quoted.len() - 1]));
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::{StreamEvent, StreamingParser};
+
+    fn tools() -> Vec<Tool> {
+        Tool::list_from_openai(&json!([
+            {"type": "function", "function": {"name": "get_weather", "parameters": {
+                "type": "object", "properties": {"city": {"type": "string"},
+                "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+                "days": {"type": "integer"}, "detail": {"type": "boolean"},
+                "hours": {"type": "array", "items": {"type": "integer"}}},
+                "required": ["city"]}}},
+            {"type": "function", "function": {"name": "get_time", "parameters": {
+                "type": "object", "properties": {"tz": {"type": "string"}}, "required": ["tz"]}}}
+        ]))
+        .unwrap()
+    }
+
+    const WORKED: &str = "I'll check the forecast.\n\n<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n<parameter=days>\n3\n</parameter>\n</function>\n</tool_call>";
+
+    #[test]
+    fn parses_the_worked_example() {
+        let out = Qwen3Coder::default().parse(WORKED, &tools());
+        assert_eq!(out.content.as_deref(), Some("I'll check the forecast."));
+        assert_eq!(
+            out.tool_calls,
+            vec![ToolCall::new(
+                "get_weather",
+                json!({"city": "Paris", "days": 3})
+            )]
+        );
+        assert!(out.errors.is_empty());
+        // Without a schema `days` stays text.
+        let out = Qwen3Coder::default().parse(WORKED, &[]);
+        assert_eq!(
+            out.tool_calls[0].arguments,
+            json!({"city": "Paris", "days": "3"})
+        );
+    }
+
+    #[test]
+    fn python_spellings_and_bad_values() {
+        let text = "<tool_call>\n<function=get_weather>\n<parameter=city>\nNone\n</parameter>\n<parameter=detail>\nTrue\n</parameter>\n<parameter=days>\n2026-01-15\n</parameter>\n<parameter=hours>\n[1, 2]\n</parameter>\n</function>\n</tool_call>";
+        let out = Qwen3Coder::default().parse(text, &tools());
+        assert!(out.errors.is_empty(), "{:?}", out.errors);
+        assert_eq!(
+            out.tool_calls[0].arguments,
+            json!({"city": "None", "detail": true, "days": "2026-01-15", "hours": [1, 2]})
+        );
+        // vLLM's rule: a `</parameter>` followed by an undeclared `<parameter=` is text, so
+        // an undeclared parameter after a declared one stays inside its value.
+        let text = "<tool_call>\n<function=get_time>\n<parameter=tz>\nUTC\n</parameter>\n<parameter=extra>\n5\n</parameter>\n</function>\n</tool_call>";
+        let out = Qwen3Coder::default().parse(text, &tools());
+        assert_eq!(
+            out.tool_calls[0].arguments,
+            json!({"tz": "UTC\n</parameter>\n<parameter=extra>\n5"})
+        );
+        // First, or for a tool without a schema, it is a parameter (kept as text).
+        let out = Qwen3Coder::default().parse(text, &[]);
+        assert_eq!(
+            out.tool_calls[0].arguments,
+            json!({"tz": "UTC", "extra": "5"})
+        );
+    }
+
+    #[test]
+    fn closing_tags_inside_values() {
+        let f = Qwen3Coder::default();
+        let ts = tools();
+        let city = "a </parameter> b\n</parameter>\nc </function></tool_call> <tool_call>";
+        let calls = vec![
+            ToolCall::new("get_weather", json!({"city": city, "days": 2})),
+            ToolCall::new("get_time", json!({"tz": "<parameter=x>\n"})),
+        ];
+        let text = f.render_calls(&calls);
+        assert_eq!(f.parse(&text, &ts).tool_calls, calls);
+    }
+
+    #[test]
+    fn missing_close_and_missing_wrapper_are_tolerated() {
+        let text =
+            "<function=get_weather>\n<parameter=city>\nParis\n<parameter=days>\n3\n</function>";
+        let out = Qwen3Coder::default().parse(text, &tools());
+        assert_eq!(
+            out.tool_calls,
+            vec![ToolCall::new(
+                "get_weather",
+                json!({"city": "Paris", "days": 3})
+            )]
+        );
+        assert_eq!(out.content, None);
+    }
+
+    #[test]
+    fn unknown_tool_and_unterminated_calls_are_errors_kept_in_content() {
+        let ts = tools();
+        let f = Qwen3Coder::default();
+        let bad = "<tool_call>\n<function=nope>\n</function>\n</tool_call>";
+        let out = f.parse(&format!("Hi.\n{bad}\nBye."), &ts);
+        assert!(out.tool_calls.is_empty());
+        assert_eq!(
+            out.errors[0].error,
+            ToolParseError::UnknownTool {
+                name: "nope".into()
+            }
+        );
+        assert_eq!(out.errors[0].text, bad);
+        assert_eq!(out.content.unwrap(), format!("Hi.\n{bad}\nBye."));
+        let cut = "<tool_call>\n<function=get_time>\n<parameter=tz>\nUT";
+        let out = f.parse(cut, &ts);
+        assert_eq!(out.errors[0].error, ToolParseError::Unterminated);
+        assert_eq!(out.content.as_deref(), Some(cut));
+        let phantom = "<tool_call>\n<function={{ tc.name }}>\n</function>\n</tool_call>";
+        assert!(matches!(
+            f.parse(phantom, &ts).errors[0].error,
+            ToolParseError::InvalidName { .. }
+        ));
+    }
+
+    #[test]
+    fn reasoning_hides_calls() {
+        let f = Qwen3Coder::new(FormatOptions {
+            reasoning: true,
+            ..FormatOptions::default()
+        });
+        let text = "<think>\nmaybe <tool_call>\n<function=get_time>\n<parameter=tz>\nUTC\n</parameter>\n</function>\n</tool_call>\n</think>\n\nok";
+        let out = f.parse(text, &tools());
+        assert!(out.tool_calls.is_empty());
+        assert_eq!(out.content.as_deref(), Some("ok"));
+        assert!(out.reasoning.unwrap().contains("<function=get_time>"));
+    }
+
+    #[test]
+    fn streams_string_values_and_holds_back_partial_markers() {
+        let f = Qwen3Coder::default();
+        let ts = tools();
+        let mut p = StreamingParser::new(&f, &ts);
+        assert_eq!(
+            p.push("I'll check the forecast.\n\n<tool_"),
+            vec![StreamEvent::Content("I'll check the forecast.".into())]
+        );
+        let mut all = Vec::new();
+        all.extend(p.push("call>\n<function=get_weather>\n<parameter=city>\nPa"));
+        all.extend(p.push("ris\n</param"));
+        let args: String = all
+            .iter()
+            .filter_map(|e| match e {
+                StreamEvent::ToolCallArguments { delta, .. } => Some(delta.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(args, "{\"city\": \"Paris");
+        all.extend(p.push("eter>\n<parameter=days>\n3\n</parameter>\n</function>\n</tool_call>"));
+        all.extend(p.finish());
+        let ends: Vec<&ToolCall> = all
+            .iter()
+            .filter_map(|e| match e {
+                StreamEvent::ToolCallEnd { call, .. } => Some(call),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(ends, vec![&f.parse(WORKED, &ts).tool_calls[0]]);
+        let args: String = all
+            .iter()
+            .filter_map(|e| match e {
+                StreamEvent::ToolCallArguments { delta, .. } => Some(delta.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(args, "{\"city\": \"Paris\", \"days\": 3}");
+    }
+
+    #[test]
+    fn several_calls_in_one_chunk() {
+        let f = Qwen3Coder::default();
+        let ts = tools();
+        let calls = vec![
+            ToolCall::new("get_time", json!({"tz": "UTC"})),
+            ToolCall::new("get_weather", json!({"city": "Oslo", "days": 1})),
+        ];
+        let mut p = StreamingParser::new(&f, &ts);
+        let mut ev = p.push(&format!("Both.\n\n{}", f.render_calls(&calls)));
+        ev.extend(p.finish());
+        let ends: Vec<ToolCall> = ev
+            .into_iter()
+            .filter_map(|e| match e {
+                StreamEvent::ToolCallEnd { call, .. } => Some(call),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(ends, calls);
+    }
+
+    #[test]
+    fn bad_input_never_panics() {
+        let f = Qwen3Coder::default();
+        let ts = tools();
+        let text = "x<tool_call>\n<function=get_weather>\n<parameter=city>\né</parameter>\n</function>\n</tool_call>";
+        for i in 0..=text.len() {
+            if text.is_char_boundary(i) {
+                let _ = f.parse_partial(&text[..i], &ts, false);
+                let _ = f.parse(&text[..i], &ts);
+                let _ = f.parse(&text[i..], &ts);
+            }
+        }
+    }
+}
