@@ -54,12 +54,14 @@ use thiserror::Error;
 use crate::StructuralTag;
 
 mod hermes;
+mod json_array;
 pub(crate) mod scan;
 mod stream;
 pub(crate) mod tags;
 mod tool;
 
 pub use hermes::Hermes;
+pub use json_array::JsonArray;
 pub use stream::StreamingParser;
 pub use tool::{Tool, ToolContext, ToolFunction, ToolSet};
 
@@ -557,10 +559,26 @@ fn registry() -> &'static Registry {
 
 /// The formats tokensieve ships, under the names vLLM uses for their parsers.
 fn builtin_formats() -> Vec<(&'static str, Arc<FormatFactory>)> {
-    vec![(
-        "hermes",
-        Arc::new(|o: &FormatOptions| Arc::new(Hermes::new(o.clone())) as Arc<dyn ToolCallFormat>),
-    )]
+    vec![
+        (
+            "hermes",
+            Arc::new(|o: &FormatOptions| {
+                Arc::new(Hermes::new(o.clone())) as Arc<dyn ToolCallFormat>
+            }),
+        ),
+        (
+            "json",
+            Arc::new(|o: &FormatOptions| {
+                Arc::new(JsonArray::new(o.clone())) as Arc<dyn ToolCallFormat>
+            }),
+        ),
+        (
+            "json_array",
+            Arc::new(|o: &FormatOptions| {
+                Arc::new(JsonArray::new(o.clone())) as Arc<dyn ToolCallFormat>
+            }),
+        ),
+    ]
 }
 
 /// The format registered under `name`, with default [`FormatOptions`].
