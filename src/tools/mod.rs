@@ -55,6 +55,8 @@ use crate::StructuralTag;
 
 mod hermes;
 mod json_array;
+mod llama3_json;
+mod pythonic;
 pub(crate) mod scan;
 mod stream;
 pub(crate) mod tags;
@@ -62,6 +64,8 @@ mod tool;
 
 pub use hermes::Hermes;
 pub use json_array::JsonArray;
+pub use llama3_json::Llama3Json;
+pub use pythonic::{python_literal, Pythonic};
 pub use stream::StreamingParser;
 pub use tool::{Tool, ToolContext, ToolFunction, ToolSet};
 
@@ -570,6 +574,18 @@ fn builtin_formats() -> Vec<(&'static str, Arc<FormatFactory>)> {
             "json",
             Arc::new(|o: &FormatOptions| {
                 Arc::new(JsonArray::new(o.clone())) as Arc<dyn ToolCallFormat>
+            }),
+        ),
+        (
+            "llama3_json",
+            Arc::new(|o: &FormatOptions| {
+                Arc::new(Llama3Json::new(o.clone())) as Arc<dyn ToolCallFormat>
+            }),
+        ),
+        (
+            "pythonic",
+            Arc::new(|o: &FormatOptions| {
+                Arc::new(Pythonic::new(o.clone())) as Arc<dyn ToolCallFormat>
             }),
         ),
         (
