@@ -34,6 +34,10 @@ pub enum Format {
         style: JsonStyle,
         /// Properties in any order (still each at most once, required ones present).
         any_order: bool,
+        /// The most whitespace characters in one place (tokensieve's extension, JSON key
+        /// `max_whitespace`; absent: unbounded, as in XGrammar). A cap stops a model from
+        /// looping on whitespace; see [`crate::JsonSchemaOptions::max_whitespace`].
+        max_whitespace: Option<u32>,
     },
     /// Text matching a regular expression (see [`crate::regex`]; anchored at both ends).
     Regex {
@@ -261,12 +265,17 @@ impl Format {
                 json_schema,
                 style,
                 any_order,
+                max_whitespace,
             } => {
                 let style = match style {
                     JsonStyle::Json => "json",
                     JsonStyle::QwenXml => "qwen_xml",
                 };
-                json!({"type": "json_schema", "json_schema": json_schema, "style": style, "any_order": any_order})
+                let mut v = json!({"type": "json_schema", "json_schema": json_schema, "style": style, "any_order": any_order});
+                if let Some(n) = max_whitespace {
+                    v["max_whitespace"] = json!(n);
+                }
+                v
             }
             Format::Regex { pattern } => json!({"type": "regex", "pattern": pattern}),
             Format::Grammar { grammar } => json!({"type": "grammar", "grammar": grammar}),
@@ -647,10 +656,22 @@ pub(crate) fn read_format(v: &Value, path: &str) -> Result<Format, StructuralTag
                     ))
                 }
             };
+            let max_whitespace = match f.get("max_whitespace") {
+                None | Some(Value::Null) => None,
+                Some(v) => Some(v.as_u64().and_then(|n| u32::try_from(n).ok()).ok_or_else(
+                    || {
+                        field_err(
+                            &join(path, "max_whitespace"),
+                            format!("expected a count >= 0, found {v}"),
+                        )
+                    },
+                )?),
+            };
             Format::JsonSchema {
                 json_schema,
                 style,
                 any_order: f.bool_or("any_order", false)?,
+                max_whitespace,
             }
         }
         "regex" => Format::Regex {
@@ -833,6 +854,7 @@ fn read_legacy(obj: &Map<String, Value>) -> Result<StructuralTag, StructuralTagE
                 json_schema: schema,
                 style: JsonStyle::Json,
                 any_order: false,
+                max_whitespace: None,
             }),
             end: vec![Delimiter::Text(end)],
         });

@@ -196,9 +196,11 @@ impl Lowerer<'_> {
                 json_schema,
                 style,
                 any_order,
+                max_whitespace,
             } => {
                 let opts = JsonSchemaOptions {
                     any_order: *any_order,
+                    max_whitespace: *max_whitespace,
                     ..JsonSchemaOptions::default()
                 };
                 match style {

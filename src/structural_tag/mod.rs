@@ -51,7 +51,8 @@
 //!   a tag; `stop_after_first` ends it after the first tag. Each trigger must start some
 //!   tag's `begin` and each `begin` exactly one trigger.
 //! * `tags_with_separator`: only tags and separators, no text.
-//! * `json_schema` uses [`crate::JsonSchemaOptions::default`] (flexible whitespace) with the
+//! * `json_schema` uses [`crate::JsonSchemaOptions::default`] (flexible whitespace; capped
+//!   at `max_whitespace` characters in one place when that tokensieve extension key is set) with the
 //!   format's `any_order`; `style: "qwen_xml"` writes the properties of an object schema as
 //!   `<parameter=NAME>\nVALUE\n</parameter>` joined by `\n`, in declared order, string values
 //!   raw (never containing `</parameter>`), other values JSON.

@@ -32,8 +32,9 @@ const THINK_END: &str = "</think>";
 ///   that token or its spelling.
 /// * Parser: `name` and `arguments` in either order (Hermes 2 Pro history puts
 ///   `arguments` first); `"parameters"` accepted for `"arguments"`; a string holding a
-///   JSON object accepted as arguments; an unclosed last block accepted when its JSON is
-///   complete; text between and after calls kept in content.
+///   JSON object accepted as arguments; a block whose end marker is missing (at the end,
+///   or before text or the next block) accepted when its JSON is complete; text between
+///   and after calls kept in content.
 #[derive(Clone, Debug, Default)]
 pub struct Hermes {
     options: FormatOptions,
@@ -216,17 +217,12 @@ fn read_call(body: &str, tools: &[Tool], at_end: bool) -> Step {
                 p.arguments_text = call_arguments_text(body, &call);
                 return Step::Pending(p);
             }
-            if tail.starts_with(BEGIN) {
-                // Back-to-back blocks with the end marker missing.
-                return Step::Done {
-                    call,
-                    len: end + ws,
-                };
+            // The end marker is missing (the next block, or text, follows the JSON): the
+            // call is complete, and what follows is read as usual.
+            Step::Done {
+                call,
+                len: end + ws,
             }
-            bad_until_end(ToolParseError::Syntax(format!(
-                "expected {END} after the call's JSON, found {:?}",
-                tail.chars().take(20).collect::<String>()
-            )))
         }
     }
 }

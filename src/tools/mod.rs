@@ -402,7 +402,7 @@ pub enum ArgumentSchemas {
 }
 
 /// Options every format reads.
-#[derive(Clone, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FormatOptions {
     /// The output begins with the family's reasoning block (`<think>…</think>`), in which
     /// call markers are forbidden. Off: the prompt already closed reasoning.
@@ -414,6 +414,29 @@ pub struct FormatOptions {
     /// `auto`/`required`: free text may follow each call (XGrammar's looser behaviour).
     /// Off (default): after the first call only further calls, then end of turn.
     pub text_after_calls: bool,
+    /// The most whitespace characters in one place inside JSON arguments (default 12:
+    /// enough for pretty-printed JSON a few levels deep; `None`: unbounded). The cap
+    /// stops whitespace loops (section 5.4, rule 4 of the format notes; XGrammar's
+    /// `max_whitespace_cnt`).
+    pub max_whitespace: Option<u32>,
+    /// Arguments may hold only declared properties: object schemas with `properties` and
+    /// no word on other properties are closed (`additionalProperties: false`), as
+    /// XGrammar's strict mode and OpenAI's strict tools do (default on; off: the JSON
+    /// Schema default, where a model may add any key).
+    pub closed_objects: bool,
+}
+
+impl Default for FormatOptions {
+    fn default() -> Self {
+        Self {
+            reasoning: false,
+            arguments: ArgumentSchemas::Always,
+            any_order: false,
+            text_after_calls: false,
+            max_whitespace: Some(12),
+            closed_objects: true,
+        }
+    }
 }
 
 /// A model family's tool-call syntax: the structural tag that constrains the output, the

@@ -29,17 +29,62 @@ pub struct Envelope {
 /// The arguments format for `tool`: its input schema (or any object, see
 /// [`ArgumentSchemas`]) as a `json_schema` structural-tag format.
 pub fn json_arguments(tool: &Tool, options: &FormatOptions) -> Value {
-    json!({"type": "json_schema", "json_schema": argument_schema(tool, options),
-           "any_order": options.any_order})
+    let mut f = json!({"type": "json_schema", "json_schema": argument_schema(tool, options),
+           "any_order": options.any_order});
+    if let Some(n) = options.max_whitespace {
+        f["max_whitespace"] = json!(n);
+    }
+    f
 }
 
-/// The schema a tool's arguments are constrained to.
+/// The schema a tool's arguments are constrained to: the input schema with objects closed
+/// (see [`FormatOptions::closed_objects`]), or any object.
 pub fn argument_schema(tool: &Tool, options: &FormatOptions) -> Value {
     let use_schema = tool.strict || options.arguments == ArgumentSchemas::Always;
     if use_schema && tool.input_schema != Value::Bool(true) {
-        tool.input_schema.clone()
+        let mut s = tool.input_schema.clone();
+        if options.closed_objects {
+            close_objects(&mut s);
+        }
+        s
     } else {
         json!({"type": "object"})
+    }
+}
+
+/// Adds `"additionalProperties": false` to every object schema that declares
+/// `properties` and says nothing about other properties (no `additionalProperties`,
+/// `patternProperties`, `unevaluatedProperties`), except under `allOf`, where closing one
+/// branch would forbid the other branches' properties. A subset of the original
+/// language, so the arguments still validate against the tool's own schema.
+fn close_objects(schema: &mut Value) {
+    let Value::Object(obj) = schema else { return };
+    let open = obj.contains_key("properties")
+        && !obj.contains_key("additionalProperties")
+        && !obj.contains_key("patternProperties")
+        && !obj.contains_key("unevaluatedProperties")
+        && !obj.contains_key("allOf");
+    if open {
+        obj.insert("additionalProperties".into(), Value::Bool(false));
+    }
+    for key in ["properties", "$defs", "definitions"] {
+        if let Some(Value::Object(m)) = obj.get_mut(key) {
+            for v in m.values_mut() {
+                close_objects(v);
+            }
+        }
+    }
+    for key in ["items", "additionalProperties"] {
+        if let Some(v) = obj.get_mut(key) {
+            close_objects(v);
+        }
+    }
+    for key in ["prefixItems", "anyOf", "oneOf"] {
+        if let Some(Value::Array(list)) = obj.get_mut(key) {
+            for v in list {
+                close_objects(v);
+            }
+        }
     }
 }
 

@@ -260,6 +260,7 @@ pub fn random_walk(
     let size = tok.vocab.vocab_size() as u32;
     let stop = tok.stop();
     let mut ids = Vec::new();
+    let mut exits: Option<Vec<u32>> = None;
     for step in 0..max_steps {
         m.fill_next_token_bitmask(&mut mask).expect("mask");
         let allowed: Vec<u32> = (0..size).filter(|&t| is_token_allowed(&mask, t)).collect();
@@ -268,44 +269,57 @@ pub fn random_walk(
             "dead end after {:?}",
             String::from_utf8_lossy(&tok.vocab.decode_bytes(&ids))
         );
-        let late = step * 3 > max_steps;
-        // In free text (most of the vocabulary allowed) a uniform pick would almost never
-        // reach a marker: after a few steps, prefer special tokens and tokens that start
-        // like markers do.
-        let markers: Vec<u32> = if step > 4 && allowed.len() > size as usize / 2 {
+        // A uniform pick over 150k tokens would almost never reach a marker in free text,
+        // nor close a JSON string. So the walk mixes three pools: marker-like tokens
+        // (special, or starting like a marker does), closers (only `"}])>`),
+        // and short tokens; later on it prefers closers and the stop token.
+        let late = step * 4 > max_steps;
+        let pool_of = |keep: &dyn Fn(u32, &[u8]) -> bool| -> Vec<u32> {
             allowed
                 .iter()
                 .copied()
-                .filter(|&t| {
-                    tok.vocab.is_special(t)
-                        || tok
-                            .vocab
-                            .token_bytes(t)
-                            .is_some_and(|b| matches!(b.first(), Some(b'<' | b'[' | b'{' | 0xEF)))
-                })
+                .filter(|&t| keep(t, tok.vocab.token_bytes(t).unwrap_or(b"")))
                 .collect()
+        };
+        let r: f64 = rng.gen();
+        let free_text = allowed.len() > size as usize / 2;
+        if free_text && exits.is_none() {
+            exits = Some(exit_tokens(&m, tok, &allowed));
+        }
+        // An exit token leaves free text only where free text is what the grammar is in
+        // (inside a JSON string the same token is just text): check by looking ahead.
+        let exit = match &exits {
+            Some(e) if free_text && r < 0.5 && !e.is_empty() => {
+                let t = e[rng.gen_range(0..e.len())];
+                let mut f = m.clone();
+                let mut ahead = vec![0u32; m.bitmask_words()];
+                let narrows = allowed.contains(&t)
+                    && f.accept_token(t)
+                    && f.fill_next_token_bitmask(&mut ahead).is_ok()
+                    && (0..size).filter(|&x| is_token_allowed(&ahead, x)).count()
+                        < allowed.len() / 4;
+                narrows.then_some(t)
+            }
+            _ => None,
+        };
+        let pool = if late && allowed.contains(&stop) {
+            vec![stop]
+        } else if let Some(t) = exit {
+            vec![t]
+        } else if r < if late { 0.5 } else { 0.1 } {
+            pool_of(&|_, b| !b.is_empty() && b.iter().all(|c| b"\"}])>".contains(c)))
+        } else if r < 0.75 {
+            pool_of(&|t, b| {
+                tok.vocab.is_special(t)
+                    || (b.len() >= 3 && matches!(b[0], b'<' | b'[' | b'{' | 0xEF))
+            })
+        } else if r < 0.9 {
+            pool_of(&|_, b| b.len() <= 2)
         } else {
             Vec::new()
         };
-        let pick = if late && allowed.contains(&stop) {
-            stop
-        } else if !markers.is_empty() && rng.gen_bool(0.7) {
-            markers[rng.gen_range(0..markers.len())]
-        } else if late || rng.gen_bool(0.5) {
-            // Prefer short tokens so structures close.
-            let short: Vec<u32> = allowed
-                .iter()
-                .copied()
-                .filter(|&t| {
-                    tok.vocab.token_bytes(t).is_some_and(|b| b.len() <= 2)
-                        || tok.vocab.is_special(t)
-                })
-                .collect();
-            let pool = if short.is_empty() { &allowed } else { &short };
-            pool[rng.gen_range(0..pool.len())]
-        } else {
-            allowed[rng.gen_range(0..allowed.len())]
-        };
+        let pool = if pool.is_empty() { &allowed } else { &pool };
+        let pick = pool[rng.gen_range(0..pool.len())];
         if pick == stop {
             assert!(m.accept_token(stop));
             return (
@@ -320,6 +334,33 @@ pub fn random_walk(
         String::from_utf8_lossy(&tok.vocab.decode_bytes(&ids)).into_owned(),
         false,
     )
+}
+
+/// Tag-like tokens (special, or `<…>` / `[…]` spelled) after which far fewer tokens are
+/// allowed than in free text: the tokens that begin a call from free text.
+fn exit_tokens(m: &GrammarMatcher, tok: &RealTokenizer, allowed: &[u32]) -> Vec<u32> {
+    let mut mask = vec![0u32; m.bitmask_words()];
+    let size = tok.vocab.vocab_size() as u32;
+    let mut out = Vec::new();
+    for &t in allowed {
+        let b = tok.vocab.token_bytes(t).unwrap_or(b"");
+        let tag_like = tok.vocab.is_special(t)
+            || (b.len() >= 3
+                && ((b[0] == b'<' && b[b.len() - 1] == b'>')
+                    || (b[0] == b'[' && b[b.len() - 1] == b']')));
+        if !tag_like {
+            continue;
+        }
+        let mut f = m.clone();
+        if !f.accept_token(t) || f.fill_next_token_bitmask(&mut mask).is_err() {
+            continue;
+        }
+        let n = (0..size).filter(|&x| is_token_allowed(&mask, x)).count();
+        if n < allowed.len() / 4 {
+            out.push(t);
+        }
+    }
+    out
 }
 
 /// The calls a streaming parse of `text` in random chunks (1..=max_chunk bytes, cut on
@@ -381,11 +422,19 @@ pub fn round_trip(
         }
     }
     assert!(!lists.is_empty() || !common::in_ci(), "no BFCL tool lists");
+    // A pool of 12 tool lists, so that compiled grammars are reused across cases.
+    while lists.len() > 12 {
+        let i = rng.gen_range(0..lists.len());
+        lists.swap_remove(i);
+    }
+    let mut cache: std::collections::HashMap<(usize, String), Option<Arc<CompiledGrammar>>> =
+        std::collections::HashMap::new();
     let mut checked = 0;
     let mut attempts = 0;
     while checked < cases && attempts < cases * 20 && !lists.is_empty() {
         attempts += 1;
-        let tools = &lists[rng.gen_range(0..lists.len())];
+        let li = rng.gen_range(0..lists.len());
+        let tools = &lists[li];
         let Some(calls) = random_calls(tools, if parallel { 3 } else { 1 }, &mut rng) else {
             continue;
         };
@@ -400,18 +449,24 @@ pub fn round_trip(
             vec![ToolChoice::Required, ToolChoice::Auto]
         };
         for choice in &choices {
-            let tag = match format.structural_tag(tools, choice, parallel) {
-                Ok(t) => t,
-                Err(e) => panic!("{}: tag for {choice:?}: {e}", format.name()),
-            };
-            let grammar = match tok.compiler.compile_structural_tag(&tag) {
-                Ok(g) => g,
-                Err(e) => {
-                    // A schema the engine refuses is not a format failure.
-                    eprintln!("{}: skipped a tool list: {e}", format.name());
-                    continue;
-                }
-            };
+            let grammar = cache
+                .entry((li, format!("{choice:?}")))
+                .or_insert_with(|| {
+                    let tag = match format.structural_tag(tools, choice, parallel) {
+                        Ok(t) => t,
+                        Err(e) => panic!("{}: tag for {choice:?}: {e}", format.name()),
+                    };
+                    match tok.compiler.compile_structural_tag(&tag) {
+                        Ok(g) => Some(g),
+                        Err(e) => {
+                            // A schema the engine refuses is not a format failure.
+                            eprintln!("{}: skipped a tool list: {e}", format.name());
+                            None
+                        }
+                    }
+                })
+                .clone();
+            let Some(grammar) = grammar else { continue };
             let ids = encode_with_specials(tok, &text);
             if let Err(e) = accepts_ids(&grammar, tok, &ids) {
                 panic!(
@@ -489,7 +544,7 @@ pub fn constrained_walks(
         attempts += 1;
         let (i, choice, grammar) = &grammars[rng.gen_range(0..grammars.len())];
         let tools = &lists[*i];
-        let (text, stopped) = random_walk(grammar, tok, &mut rng, 400);
+        let (text, stopped) = random_walk(grammar, tok, &mut rng, 600);
         if !stopped {
             if attempts <= 3 {
                 eprintln!("{}: walk did not stop: {text:?}", format.name());

@@ -1,0 +1,331 @@
+//! The tool-calling API a user meets first: tools from OpenAI JSON and from Rust types,
+//! `tool_choice` from OpenAI JSON, ToolSet's validate → execute → validate, the format
+//! registry and its extension point, and the Hermes parser's documented results on
+//! adversarial text.
+
+use std::sync::Arc;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use tokensieve::tools::{
+    format_by_name, format_names, register_format, CallMode, FormatOptions, Hermes, PartialOutput,
+    StreamEvent, StreamingParser, Tool, ToolCall, ToolCallFormat, ToolChoice, ToolContext,
+    ToolError, ToolParseError, ToolSet,
+};
+use tokensieve::StructuralTag;
+
+#[derive(Debug, Deserialize, JsonSchema, PartialEq)]
+struct Args {
+    /// A city.
+    city: String,
+    #[schemars(range(min = 1, max = 7))]
+    days: u8,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+struct Out {
+    summary: String,
+}
+
+fn weather_set() -> ToolSet {
+    let t = Tool::from_types::<Args, Out>("get_weather", "Weather")
+        .unwrap()
+        .with_meta("destructive", false)
+        .with_typed_function(|a: Args, ctx: &ToolContext| {
+            let who = ctx.get("user").and_then(Value::as_str).unwrap_or("?");
+            if a.city == "Atlantis" {
+                return Err("no such city".into());
+            }
+            Ok(Out {
+                summary: format!("{} for {who}: {} days", a.city, a.days),
+            })
+        });
+    let bad_output = Tool::new(
+        "broken",
+        "returns the wrong shape",
+        json!({"type": "object"}),
+    )
+    .unwrap()
+    .with_output_schema(json!({"type": "object", "required": ["ok"]}))
+    .with_function(|_, _| Ok(json!({"nope": 1})));
+    let no_fn = Tool::new("describe_only", "", json!(true)).unwrap();
+    ToolSet::from_tools([t, bad_output, no_fn]).unwrap()
+}
+
+#[test]
+fn schemars_tool_validates_executes_and_deserialises() {
+    let set = weather_set();
+    let ctx = ToolContext::new().with("user", "ana");
+    let call = ToolCall::new("get_weather", json!({"city": "Oslo", "days": 3}));
+    assert_eq!(
+        set.execute(&call, &ctx).unwrap(),
+        json!({"summary": "Oslo for ana: 3 days"})
+    );
+    assert_eq!(
+        call.arguments_as::<Args>().unwrap(),
+        Args {
+            city: "Oslo".into(),
+            days: 3
+        }
+    );
+    // The static meta is the runtime's; the function never sees it.
+    assert_eq!(
+        set.get("get_weather").unwrap().meta["destructive"],
+        json!(false)
+    );
+
+    let bad = ToolCall::new("get_weather", json!({"city": "Oslo", "days": 9}));
+    match set.execute(&bad, &ctx) {
+        Err(ToolError::InvalidArguments { tool, errors }) => {
+            assert_eq!(tool, "get_weather");
+            assert!(errors[0].contains("/days"), "{errors:?}");
+        }
+        other => panic!("{other:?}"),
+    }
+    let failing = ToolCall::new("get_weather", json!({"city": "Atlantis", "days": 1}));
+    assert!(
+        matches!(set.execute(&failing, &ctx), Err(ToolError::Execution { message, .. }) if message == "no such city")
+    );
+    let unknown = ToolCall::new("nope", json!({}));
+    assert!(matches!(
+        set.execute(&unknown, &ctx),
+        Err(ToolError::UnknownTool { .. })
+    ));
+    let out = ToolCall::new("broken", json!({}));
+    assert!(matches!(
+        set.execute(&out, &ctx),
+        Err(ToolError::InvalidOutput { .. })
+    ));
+    let nf = ToolCall::new("describe_only", json!({}));
+    assert!(matches!(
+        set.execute(&nf, &ctx),
+        Err(ToolError::NotExecutable { .. })
+    ));
+    assert!(ToolSet::from_tools([
+        Tool::new("a", "", json!(true)).unwrap(),
+        Tool::new("a", "", json!(true)).unwrap()
+    ])
+    .is_err());
+}
+
+#[test]
+fn openai_tools_and_tool_choice_round_trip() {
+    let tools_json = json!([{"type": "function", "function": {"name": "f", "description": "d",
+        "parameters": {"type": "object", "properties": {"x": {"type": "integer"}}}, "strict": true}}]);
+    let tools = Tool::list_from_openai(&tools_json).unwrap();
+    assert!(tools[0].strict);
+    assert_eq!(
+        Tool::list_from_openai(&json!([tools[0].to_openai()])).unwrap(),
+        tools
+    );
+    assert!(Tool::from_openai(&json!({"type": "retrieval"})).is_err());
+    assert!(Tool::list_from_openai(&json!({"not": "a list"})).is_err());
+
+    let cases = [
+        (json!("none"), ToolChoice::None),
+        (json!("auto"), ToolChoice::Auto),
+        (json!("required"), ToolChoice::Required),
+        (
+            json!({"type": "function", "function": {"name": "f"}}),
+            ToolChoice::Function("f".into()),
+        ),
+    ];
+    for (j, c) in cases {
+        assert_eq!(ToolChoice::from_openai(&j).unwrap(), c);
+    }
+    let allowed = ToolChoice::from_openai(&json!({"type": "allowed_tools", "allowed_tools": {
+        "mode": "required", "tools": [{"type": "function", "function": {"name": "f"}}]}}))
+    .unwrap();
+    let (mode, list) = allowed.resolve(&tools).unwrap();
+    assert_eq!((mode, list.len()), (CallMode::Required, 1));
+    assert!(ToolChoice::from_openai(&json!("sometimes")).is_err());
+    assert!(matches!(
+        ToolChoice::Function("g".into()).resolve(&tools),
+        Err(ToolError::UnknownTool { .. })
+    ));
+    assert!(ToolChoice::Required.resolve(&[]).is_err());
+    assert_eq!(ToolChoice::Auto.resolve(&[]).unwrap().0, CallMode::None);
+}
+
+/// A user's own format: `CALL name {json}` lines.
+struct LineFormat;
+
+impl ToolCallFormat for LineFormat {
+    fn name(&self) -> &str {
+        "my_lines"
+    }
+    fn structural_tag(
+        &self,
+        _tools: &[Tool],
+        _choice: &ToolChoice,
+        _parallel: bool,
+    ) -> Result<StructuralTag, ToolError> {
+        StructuralTag::from_json(&json!({"type": "any_text"})).map_err(|e| ToolError::Unsupported {
+            format: "my_lines".into(),
+            reason: e.to_string(),
+        })
+    }
+    fn parse_partial(&self, text: &str, _tools: &[Tool], at_end: bool) -> PartialOutput {
+        let mut out = PartialOutput::default();
+        let complete = if at_end {
+            text
+        } else {
+            &text[..text.rfind('\n').map_or(0, |i| i + 1)]
+        };
+        for line in complete.lines() {
+            if let Some(rest) = line.strip_prefix("CALL ") {
+                let (name, args) = rest.split_once(' ').unwrap_or((rest, "{}"));
+                out.calls.push(tokensieve::tools::PartialCall {
+                    id: None,
+                    name: Some(name.into()),
+                    arguments_text: args.into(),
+                    complete: Some(ToolCall::new(
+                        name,
+                        serde_json::from_str(args).unwrap_or(json!({})),
+                    )),
+                });
+            }
+        }
+        out
+    }
+    fn render_calls(&self, calls: &[ToolCall]) -> String {
+        calls
+            .iter()
+            .map(|c| format!("CALL {} {}\n", c.name, c.arguments))
+            .collect()
+    }
+    fn render_tool_result(&self, _call: &ToolCall, result: &Value) -> String {
+        result.to_string()
+    }
+    fn render_tools_prompt(&self, _tools: &[Tool]) -> String {
+        String::new()
+    }
+}
+
+#[test]
+fn registry_has_hermes_and_takes_user_formats() {
+    assert!(format_names().contains(&"hermes".to_owned()));
+    assert_eq!(format_by_name("hermes").unwrap().name(), "hermes");
+    assert!(format_by_name("no_such_format").is_none());
+    register_format("my_lines", |_o: &FormatOptions| {
+        Arc::new(LineFormat) as Arc<dyn ToolCallFormat>
+    })
+    .unwrap();
+    assert!(matches!(
+        register_format("my_lines", |_o: &FormatOptions| Arc::new(LineFormat)
+            as Arc<dyn ToolCallFormat>),
+        Err(ToolError::DuplicateFormat(_))
+    ));
+    let f = format_by_name("my_lines").unwrap();
+    let out = f.parse("CALL f {\"a\": 1}\n", &[]);
+    assert_eq!(out.tool_calls, vec![ToolCall::new("f", json!({"a": 1}))]);
+    let mut s = f.streaming_parser(&[]);
+    let mut ev = s.push("CALL f {} \nCALL g {}");
+    ev.extend(s.finish());
+    let names: Vec<String> = ev
+        .iter()
+        .filter_map(|e| match e {
+            StreamEvent::ToolCallEnd { call, .. } => Some(call.name.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(names, ["f", "g"]);
+}
+
+fn hermes_tools() -> Vec<Tool> {
+    Tool::list_from_openai(
+        &json!([{"type": "function", "function": {"name": "run_code",
+        "parameters": {"type": "object", "properties": {"code": {"type": "string"}},
+        "required": ["code"]}}}]),
+    )
+    .unwrap()
+}
+
+/// Documented results of the Hermes parser on adversarial text.
+#[test]
+fn hermes_adversarial_text() {
+    let h = Hermes::default();
+    let tools = hermes_tools();
+    // A marker inside a JSON string argument is text.
+    let text = "<tool_call>\n{\"name\": \"run_code\", \"arguments\": {\"code\": \"print('</tool_call><tool_call>')\"}}\n</tool_call>";
+    let out = h.parse(text, &tools);
+    assert_eq!(out.tool_calls.len(), 1);
+    assert_eq!(
+        out.tool_calls[0].arguments["code"],
+        json!("print('</tool_call><tool_call>')")
+    );
+    assert_eq!(out.content, None);
+
+    // Inside reasoning: not a call (reasoning on).
+    let r = Hermes::new(FormatOptions {
+        reasoning: true,
+        ..FormatOptions::default()
+    });
+    let out = r.parse("<think><tool_call>\n{\"name\": \"run_code\", \"arguments\": {\"code\": \"x\"}}\n</tool_call></think>done", &tools);
+    assert!(out.tool_calls.is_empty());
+    assert_eq!(out.content.as_deref(), Some("done"));
+
+    // A partial marker at the end of the stream: held back while streaming, content at the end.
+    let mut s = StreamingParser::new(&h, &tools);
+    assert_eq!(
+        s.push("Let me see <tool_c"),
+        vec![StreamEvent::Content("Let me see".into())]
+    );
+    assert_eq!(s.finish(), vec![StreamEvent::Content(" <tool_c".into())]);
+    assert_eq!(
+        h.parse("Let me see <tool_c", &tools).content.as_deref(),
+        Some("Let me see <tool_c")
+    );
+
+    // Several whole calls in one delta: all of them.
+    let two = h.render_calls(&[
+        ToolCall::new("run_code", json!({"code": "a"})),
+        ToolCall::new("run_code", json!({"code": "b"})),
+    ]);
+    let mut s = StreamingParser::new(&h, &tools);
+    let mut ev = s.push(&two);
+    ev.extend(s.finish());
+    let ends = ev
+        .iter()
+        .filter(|e| matches!(e, StreamEvent::ToolCallEnd { .. }))
+        .count();
+    assert_eq!(ends, 2);
+
+    // An unknown tool: an error with the text, kept in content.
+    let out = h.parse(
+        "<tool_call>\n{\"name\": \"rm_rf\", \"arguments\": {}}\n</tool_call>",
+        &tools,
+    );
+    assert_eq!(
+        out.errors[0].error,
+        ToolParseError::UnknownTool {
+            name: "rm_rf".into()
+        }
+    );
+    assert!(out.content.unwrap().contains("rm_rf"));
+
+    // Invalid JSON arguments: an error; a following good call is still read.
+    let out = h.parse(
+        "<tool_call>\n{\"name\": \"run_code\", \"arguments\": {\"code\": x}}\n</tool_call>\n<tool_call>\n{\"name\": \"run_code\", \"arguments\": {\"code\": \"y\"}}\n</tool_call>",
+        &tools,
+    );
+    assert!(matches!(
+        out.errors[0].error,
+        ToolParseError::InvalidJson(_)
+    ));
+    assert_eq!(out.errors[0].offset, 0);
+    assert_eq!(
+        out.tool_calls,
+        vec![ToolCall::new("run_code", json!({"code": "y"}))]
+    );
+
+    // Hermes 2 Pro order (arguments first), missing end marker at the end, trailing text.
+    let out = h.parse(
+        "<tool_call>\n{\"arguments\": {\"code\": \"z\"}, \"name\": \"run_code\"}\nThanks!",
+        &tools,
+    );
+    assert!(out.errors.is_empty(), "{:?}", out.errors);
+    assert_eq!(out.tool_calls.len(), 1);
+    assert_eq!(out.content.as_deref(), Some("Thanks!"));
+}
