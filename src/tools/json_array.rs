@@ -99,8 +99,12 @@ impl ToolCallFormat for JsonArray {
     ) -> Result<StructuralTag, ToolError> {
         let (mode, allowed) = choice.resolve(tools)?;
         let json_format = |schema: Value| {
-            json!({"type": "json_schema", "json_schema": schema,
-                   "any_order": self.options.any_order})
+            let mut f = json!({"type": "json_schema", "json_schema": schema,
+                   "any_order": self.options.any_order});
+            if let Some(n) = self.options.max_whitespace {
+                f["max_whitespace"] = json!(n);
+            }
+            f
         };
         let format = match mode {
             CallMode::None => tags::text_without_name_key(&[]),

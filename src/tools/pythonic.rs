@@ -36,6 +36,8 @@ const MAX_DEPTH: usize = 64;
 ///   `[X(...)]`, `auto` = the list or free text that does not start with `[`, `none` =
 ///   such free text only; nothing follows the list (end of turn); at most one call when
 ///   `parallel` is off. No reasoning block (Llama has none).
+///   Numbers are capped at 18 integer digits (an `i64`), 17 fraction digits and a
+///   2-digit exponent, so every number reads back exactly as JSON.
 /// * Parser: after leading whitespace (and Llama 4's `<|python_start|>`), a `[` followed
 ///   by a (dotted) name and `(` starts the call list; any other output is content (vLLM
 ///   reads only output that is the list). Values: strings in either quote with Python
@@ -86,8 +88,8 @@ py_dq ::= [^"\\\n\r] | py_esc
 py_esc ::= "\\" (["'\\nrtbfva] | "x" py_hex py_hex | "u" py_u4)
 py_u4 ::= [0-9a-cA-Ce-fE-F] py_hex py_hex py_hex | [dD] [0-7] py_hex py_hex
 py_hex ::= [0-9a-fA-F]
-py_int ::= "-"? ("0" | [1-9] [0-9]*)
-py_num ::= py_int ("." [0-9]+)? ([eE] [+\-]? [0-9]+)?
+py_int ::= "-"? ("0" | [1-9] [0-9]{0,17})
+py_num ::= py_int ("." [0-9]{1,17})? ([eE] [+\-]? [0-9]{1,2})?
 py_bool ::= "True" | "False"
 py_none ::= "None"
 py_any ::= py_str | py_num | py_bool | py_none | py_list | py_dict
