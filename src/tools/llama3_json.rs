@@ -94,11 +94,8 @@ fn push_tail(content: &mut Content, piece: &str, at_end: bool) {
         scan::stable_len(piece, &[PYTHON_TAG, EOM, EOT], true)
     };
     let mut p = piece[..n].trim_end();
-    loop {
-        match p.strip_suffix(EOT).or_else(|| p.strip_suffix(EOM)) {
-            Some(q) => p = q.trim_end(),
-            None => break,
-        }
+    while let Some(q) = p.strip_suffix(EOT).or_else(|| p.strip_suffix(EOM)) {
+        p = q.trim_end();
     }
     content.push(p);
 }
