@@ -492,7 +492,8 @@ fn bfcl_dir() -> Option<std::path::PathBuf> {
     common::testdata_path("toolcalls/bfcl-result")
 }
 
-/// Ground-truth function names (BFCL v1 keys, `_N` suffixes of parallel answers removed).
+/// Ground-truth function names (BFCL v1 keys, `_N`/` N` suffixes of parallel answers
+/// removed).
 fn truth_names(truth: &Value, tools: &[Tool]) -> Vec<String> {
     let mut names: Vec<String> = truth
         .as_object()
@@ -502,7 +503,8 @@ fn truth_names(truth: &Value, tools: &[Tool]) -> Vec<String> {
                     if tools.iter().any(|t| &t.name == k) {
                         return k.clone();
                     }
-                    match k.rsplit_once('_') {
+                    // `f_1` or `f 1` for the first of several calls to `f`.
+                    match k.rsplit_once(['_', ' ']) {
                         Some((base, n)) if n.parse::<u32>().is_ok() => base.to_owned(),
                         _ => k.clone(),
                     }
@@ -539,7 +541,9 @@ fn outcome(out: &ParsedOutput, truth: &[String]) -> Outcome {
 /// Recovery of the BFCL-Result outputs of the models in these families, on the ids the
 /// answer key covers (python categories), with the parser chosen per model:
 /// * xLAM 1b/7b → `json` (their `{"tool_calls": [...]}` object);
-/// * Meta-Llama-3 8B/70B and gemma-7b-it → `pythonic` (list form, as prompted);
+/// * Meta-Llama-3 8B/70B → `pythonic` with bare calls (prompted for the list, they
+///   sometimes drop the brackets; the strict list parser is shown too);
+/// * gemma-7b-it → `pythonic` (list form, often followed by prose, kept as content);
 /// * gorilla-openfunctions-v2 and NexusRaven-v2 → `pythonic` with bare calls (they write
 ///   `f(a=1), g(b=2)` / `f(a=1); g(b=2);` without brackets).
 ///
@@ -563,39 +567,39 @@ fn recorded_outputs_recovery() {
     let bare_f = Pythonic::default().bare_calls(true);
     // Lower bounds: the rates measured on this data (recovered, recovered + reported).
     let models: [(&str, &str, &dyn ToolCallFormat, f64, f64); 9] = [
-        ("Salesforce_xLAM-1b-fc-r", "json", &json_f, 0.933, 0.935),
-        ("Salesforce_xLAM-7b-fc-r", "json", &json_f, 0.948, 0.949),
+        ("Salesforce_xLAM-1b-fc-r", "json", &json_f, 0.958, 0.959),
+        ("Salesforce_xLAM-7b-fc-r", "json", &json_f, 0.972, 0.973),
         (
             "meta-llama_Meta-Llama-3-8B-Instruct",
             "pythonic",
             &list_f,
-            0.686,
-            0.802,
+            0.705,
+            0.820,
         ),
         (
             "meta-llama_Meta-Llama-3-8B-Instruct",
             "bare",
             &bare_f,
-            0.743,
-            0.896,
+            0.763,
+            0.916,
         ),
         (
             "meta-llama_Meta-Llama-3-70B-Instruct",
             "pythonic",
             &list_f,
-            0.913,
-            0.943,
+            0.933,
+            0.963,
         ),
         (
             "meta-llama_Meta-Llama-3-70B-Instruct",
             "bare",
             &bare_f,
-            0.932,
-            0.962,
+            0.953,
+            0.983,
         ),
-        ("google_gemma-7b-it", "pythonic", &list_f, 0.546, 0.759),
-        ("gorilla-openfunctions-v2", "bare", &bare_f, 0.932, 0.948),
-        ("Nexusflow-Raven-v2", "bare", &bare_f, 0.885, 0.898),
+        ("google_gemma-7b-it", "pythonic", &list_f, 0.558, 0.770),
+        ("gorilla-openfunctions-v2", "bare", &bare_f, 0.955, 0.970),
+        ("Nexusflow-Raven-v2", "bare", &bare_f, 0.908, 0.920),
     ];
     println!(
         "{:<40} {:<9} {:>5} {:>9} {:>7} {:>6} {:>7} {:>9}",
