@@ -323,3 +323,100 @@ fn defaults_admit_every_maskbench_schema() {
     assert!(schemas > 1000, "only {schemas} schemas found");
     assert!(refused.is_empty(), "{}", refused.join("\n"));
 }
+
+/// `max_schema_depth`: a schema nested 10,000 levels (as a value, built without
+/// recursion) is a limit error, never a stack overflow; a schema within the limit compiles.
+#[test]
+fn schema_depth() {
+    // Built and dropped on a thread with a large stack: serde_json's own `Drop` recurses.
+    std::thread::Builder::new()
+        .stack_size(256 << 20)
+        .spawn(|| {
+            let c = GrammarCompiler::new(vocab());
+            let opts = JsonSchemaOptions::default();
+            // Built by moving values (`json!` would copy the inner value each time).
+            let mut schema = json!({"type": "integer"});
+            for _ in 0..10_000 {
+                let mut m = serde_json::Map::new();
+                m.insert("type".into(), json!("array"));
+                m.insert("items".into(), schema);
+                schema = Value::Object(m);
+            }
+            match c.compile_json_schema(&schema, &opts) {
+                Err(JsonSchemaError::Compile(CompileError::Limit(l))) => {
+                    assert_eq!(l.limit, Limit::SchemaDepth, "{l}");
+                    assert_eq!(l.value, 200);
+                    assert!(l.actual > l.value, "{l:?}");
+                    assert!(l.to_string().contains("max_schema_depth"), "{l}");
+                }
+                Err(e) => panic!("not a limit error: {e}"),
+                Ok(_) => panic!("a schema nested 10,000 deep compiled"),
+            }
+            // Deep constants count too (their JSON nesting).
+            let mut deep = json!(1);
+            for _ in 0..10_000 {
+                deep = Value::Array(vec![deep]);
+            }
+            let e = c
+                .compile_json_schema(&json!({ "const": deep }), &opts)
+                .expect_err("a 10,000-deep constant is refused");
+            assert!(
+                matches!(e, JsonSchemaError::Compile(CompileError::Limit(ref l)) if l.limit == Limit::SchemaDepth),
+                "{e}"
+            );
+            // As text, serde_json refuses it first: a typed error as well.
+            let text = format!("{}{}", "{\"items\":".repeat(10_000), "{}".to_string() + &"}".repeat(10_000));
+            assert!(matches!(
+                c.compile_json_schema(text.as_str(), &opts),
+                Err(JsonSchemaError::NotJson(_))
+            ));
+            std::mem::drop((schema, deep));
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+    // A configured limit: 3 levels of `items` pass under 4, fail under 3.
+    let schema = json!({"items": {"items": {"items": {}}}});
+    let opts = JsonSchemaOptions::default();
+    let under = |d| {
+        with(Limits {
+            max_schema_depth: d,
+            ..Limits::default()
+        })
+        .compile_json_schema(&schema, &opts)
+    };
+    assert!(under(4).is_ok());
+    match under(3) {
+        Err(JsonSchemaError::Compile(CompileError::Limit(l))) => {
+            assert_eq!((l.limit, l.value, l.actual), (Limit::SchemaDepth, 3, 4))
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+/// `max_enum_values`: an enum above the limit is a limit error naming both sizes; at the
+/// limit it compiles.
+#[test]
+fn enum_values() {
+    let c = with(Limits {
+        max_enum_values: 1_000,
+        ..Limits::default()
+    });
+    let opts = JsonSchemaOptions::default();
+    let values = |n: usize| -> Vec<Value> { (0..n).map(|i| json!(i)).collect() };
+    let g = c
+        .compile_json_schema(&json!({ "enum": values(1_000) }), &opts)
+        .unwrap();
+    let mut m = GrammarMatcher::new(g);
+    assert!(m.accept_string("999"));
+    match c.compile_json_schema(&json!({ "enum": values(1_001) }), &opts) {
+        Err(JsonSchemaError::Compile(CompileError::Limit(l))) => {
+            assert_eq!(
+                (l.limit, l.value, l.actual),
+                (Limit::EnumValues, 1_000, 1_001)
+            );
+            assert!(l.to_string().contains("max_enum_values"), "{l}");
+        }
+        other => panic!("{other:?}"),
+    }
+}

@@ -329,3 +329,28 @@ fn hermes_adversarial_text() {
     assert_eq!(out.tool_calls.len(), 1);
     assert_eq!(out.content.as_deref(), Some("Thanks!"));
 }
+
+/// A call that started streaming (its name was sent) and then turned out malformed is
+/// ended by its `Malformed` event; the next call gets the next index.
+#[test]
+fn started_then_malformed_call_keeps_its_index() {
+    let h = Hermes::default();
+    let tools = hermes_tools();
+    let text = "<tool_call>\n{\"name\": \"run_code\", \"arguments\": {\"code\": x}}\n</tool_call>\n<tool_call>\n{\"name\": \"run_code\", \"arguments\": {\"code\": \"y\"}}\n</tool_call>";
+    let mut s = StreamingParser::new(&h, &tools);
+    let mut ev = Vec::new();
+    for ch in text.chars() {
+        ev.extend(s.push(&ch.to_string()));
+    }
+    ev.extend(s.finish());
+    let kinds: Vec<String> = ev
+        .iter()
+        .filter_map(|e| match e {
+            StreamEvent::ToolCallStart { index, .. } => Some(format!("start {index}")),
+            StreamEvent::ToolCallEnd { index, .. } => Some(format!("end {index}")),
+            StreamEvent::Malformed(_) => Some("malformed".to_owned()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(kinds, ["start 0", "malformed", "start 1", "end 1"]);
+}

@@ -1,14 +1,18 @@
-//! Arrays: `prefixItems`, `items` (the items after the prefix), `minItems`, `maxItems`, and
+//! Arrays: `prefixItems`, `items` (the items after the prefix), `minItems`, `maxItems`,
+//! `contains` with `minContains`/`maxContains` (see [`Builder::contains`]), and
 //! `uniqueItems` when it cannot matter (`false`, or at most one item).
 
 use serde_json::{Map, Value};
 
 use super::strings::count_keyword;
-use super::{child, lit, opt, repeat, seq, Builder, JsonSchemaError};
+use super::{child, choice, lit, opt, repeat, seq, Builder, JsonSchemaError};
 use crate::grammar::Expr;
 
 /// The longest `prefixItems` supported (the grammar nests one level per item).
 const MAX_PREFIX: usize = 256;
+
+/// The largest `minContains`/`maxContains` supported (one rule per count).
+const MAX_CONTAINS: u32 = 256;
 
 impl Builder<'_> {
     /// The arrays `obj` accepts, or `None`.
@@ -78,6 +82,11 @@ impl Builder<'_> {
                 }
             }
         }
+        if let Some(c) = obj.get("contains") {
+            if let Some(e) = self.contains(obj, c, prefix_schemas, min, max, ptr)? {
+                return Ok(e);
+            }
+        }
         let k = prefix.len() as u32;
         if items.is_none() {
             max = Some(max.map_or(k, |m| m.min(k)));
@@ -88,6 +97,136 @@ impl Builder<'_> {
         let ws = self.ws();
         let body = self.tail(0, &prefix, items.as_ref(), min, max);
         Ok(Some(seq(vec![lit("["), ws, body, lit("]")])))
+    }
+
+    /// `contains` with `minContains`/`maxContains` (2020-12 §10.3.1.3, §6.4.4-5): `None`
+    /// when they assert nothing (`minContains: 0` without `maxContains`), else the arrays
+    /// (`Some(None)`: none).
+    ///
+    /// Without `maxContains`, at least `k = minContains` items must match `items ∧
+    /// contains` and the rest only `items`: `(X ,)* Y ((, X)* , Y){k-1} (, X)*`. With
+    /// `maxContains`, every item matches exactly one of `items ∧ contains` and `items ∧
+    /// ¬contains` (the negation from [`Builder::negate`]), and the grammar counts the
+    /// first kind up to `maxContains` (at most [`MAX_CONTAINS`]). Refused beside
+    /// `prefixItems`, `maxItems`, or a `minItems` above `minContains`.
+    fn contains(
+        &mut self,
+        obj: &Map<String, Value>,
+        c: &Value,
+        prefix_schemas: &[Value],
+        min_items: u32,
+        max_items: Option<u32>,
+        ptr: &str,
+    ) -> Result<Option<Option<Expr>>, JsonSchemaError> {
+        let cptr = child(ptr, "contains");
+        let k = count_keyword(obj, "minContains", ptr)?.unwrap_or(1);
+        let m = count_keyword(obj, "maxContains", ptr)?;
+        if k == 0 && m.is_none() {
+            return Ok(None);
+        }
+        if m.is_some_and(|m| m < k) {
+            return Ok(Some(None));
+        }
+        if !prefix_schemas.is_empty() || max_items.is_some() || min_items > k {
+            self.unsupported(
+                "contains",
+                &cptr,
+                "`contains` beside `prefixItems`, `maxItems`, or a `minItems` above \
+                 `minContains` is not supported",
+            )?;
+            return Ok(None);
+        }
+        if k > MAX_CONTAINS || m.is_some_and(|m| m > MAX_CONTAINS) {
+            let kw = if k > MAX_CONTAINS {
+                "minContains"
+            } else {
+                "maxContains"
+            };
+            self.unsupported(
+                kw,
+                &child(ptr, kw),
+                &format!("bounds above {MAX_CONTAINS} are not supported"),
+            )?;
+            return Ok(None);
+        }
+        let items = obj.get("items").cloned().unwrap_or(Value::Bool(true));
+        let both = serde_json::json!({ "allOf": [items.clone(), c.clone()] });
+        let yes = self.schema(&both, &cptr)?;
+        let ws = self.ws();
+        let comma = self.comma();
+        let Some(max_c) = m else {
+            let Some(yes) = yes else {
+                return Ok(Some(None));
+            };
+            let Some(any) = self.schema(&items, &child(ptr, "items"))? else {
+                return Ok(Some(None));
+            };
+            let ex = seq(vec![any, ws.clone()]);
+            let ey = seq(vec![yes, ws.clone()]);
+            let between = seq(vec![
+                repeat(seq(vec![comma.clone(), ex.clone()]), 0, None),
+                comma.clone(),
+                ey.clone(),
+            ]);
+            let body = seq(vec![
+                repeat(seq(vec![ex.clone(), comma.clone()]), 0, None),
+                ey,
+                repeat(between, k - 1, Some(k - 1)),
+                repeat(seq(vec![comma, ex]), 0, None),
+            ]);
+            return Ok(Some(Some(seq(vec![lit("["), ws, body, lit("]")]))));
+        };
+        let mptr = child(ptr, "maxContains");
+        let Some(neg) = self.negate(c, &cptr, 0)? else {
+            self.unsupported(
+                "maxContains",
+                &mptr,
+                "the negation of `contains` has no exact grammar",
+            )?;
+            return Ok(None);
+        };
+        let not_c = super::conditionals::union(neg);
+        let no = self.schema(&serde_json::json!({ "allOf": [items, not_c] }), &cptr)?;
+        // after[y]: after at least one item, y of them matching `contains`.
+        let after: Vec<_> = (0..=max_c)
+            .map(|_| self.add_rule("contains", Expr::Empty))
+            .collect();
+        let item = |e: &Option<Expr>| e.as_ref().map(|e| seq(vec![e.clone(), ws.clone()]));
+        let (ey, en) = (item(&yes), item(&no));
+        for y in 0..=max_c {
+            let mut alts = Vec::new();
+            if y >= k {
+                alts.push(Some(Expr::Empty));
+            }
+            if let Some(en) = &en {
+                alts.push(Some(seq(vec![
+                    comma.clone(),
+                    en.clone(),
+                    Expr::Rule(after[y as usize]),
+                ])));
+            }
+            if let (Some(ey), true) = (&ey, y < max_c) {
+                alts.push(Some(seq(vec![
+                    comma.clone(),
+                    ey.clone(),
+                    Expr::Rule(after[y as usize + 1]),
+                ])));
+            }
+            self.rules[after[y as usize].index()].body = choice(alts).unwrap_or_else(super::never);
+        }
+        let mut start = Vec::new();
+        if k == 0 {
+            start.push(Some(Expr::Empty));
+        }
+        if let Some(en) = en {
+            start.push(Some(seq(vec![en, Expr::Rule(after[0])])));
+        }
+        if let (Some(ey), true) = (ey, max_c > 0) {
+            start.push(Some(seq(vec![ey, Expr::Rule(after[1])])));
+        }
+        Ok(Some(
+            choice(start).map(|b| seq(vec![lit("["), ws, b, lit("]")])),
+        ))
     }
 
     /// The items from index `j` on.

@@ -17,29 +17,41 @@
 //!   and Rust regexes are refused; not combined with `format`; with `minLength`/`maxLength`
 //!   only when every match of the pattern satisfies them, such as `^[a-z]{2,4}$` with
 //!   `maxLength: 8`, or none does).
-//! * `numbers.rs`: `minimum`, `maximum`, `exclusiveMinimum`, `exclusiveMaximum`.
+//! * `numbers.rs`: `minimum`, `maximum`, `exclusiveMinimum`, `exclusiveMaximum`,
+//!   `multipleOf` (§6.2.1; integer steps, and steps `10^-k` as at most `k` fraction digits).
 //! * `objects.rs`: `properties`, `required`, `additionalProperties`, `minProperties`,
-//!   `maxProperties`; properties in declared order, or in any order with
-//!   [`JsonSchemaOptions::any_order`].
-//! * `arrays.rs`: `items`, `prefixItems`, `minItems`, `maxItems`.
+//!   `maxProperties`, `patternProperties` (§10.3.2.2; one pattern that matches every key,
+//!   or beside `additionalProperties: false`); properties in declared order, or in any
+//!   order with [`JsonSchemaOptions::any_order`].
+//! * `arrays.rs`: `items`, `prefixItems`, `minItems`, `maxItems`, `contains`,
+//!   `minContains`, `maxContains` (§10.3.1.3, §6.4.4-5); draft 4-2019 `items` arrays and
+//!   `additionalItems` (rewritten as `prefixItems`/`items`).
 //! * `references.rs`: `$ref` (`#` JSON pointers), `$defs`, `definitions`, `allOf`, `anyOf`,
-//!   `oneOf` (when its branches are provably disjoint).
+//!   `oneOf` (§10.2.1.3: disjoint branches as they are, overlapping ones as exclusive
+//!   branches `A_i ∧ ¬A_j...` when every negation exists).
+//! * `conditionals.rs`: `dependentRequired`, `dependentSchemas`, draft 4-7 `dependencies`
+//!   (§6.5.4, §10.2.2.4), `if`/`then`/`else` (§10.2.2.1-3) and `not` (§10.2.1.4) of types,
+//!   null/boolean/number constants, bounds, `required`, `properties`, `items`, `contains`,
+//!   `allOf`/`anyOf` of those: each a union of branches merged exactly.
 //! * `formats.rs`: `format` (date, time, date-time, duration, uuid, ipv4, ipv6, email,
 //!   hostname, uri, uri-reference, json-pointer); formats no draft defines are ignored with
 //!   [`JsonSchemaOptions::ignore_unknown_keywords`].
 //! * `types.rs`: `enum`/`const` beside `minLength`, `maxLength`, `minimum`, `maximum`,
 //!   `exclusiveMinimum`, `exclusiveMaximum`, `minItems`, `maxItems`, `minProperties`,
 //!   `maxProperties` (the values are filtered).
-//! * `mod.rs`: `not` of a boolean, of `{}` or of a `type` (folded into `type`);
+//! * `mod.rs`: [`Limits::max_schema_depth`] (on the document, before anything else) and
+//!   [`Limits::max_enum_values`], as [`CompileError::Limit`]; `not` of a boolean, of `{}`
+//!   or of a `type` (folded into `type`);
 //!   `unevaluatedProperties` / `unevaluatedItems` in schemas without in-place applicators
 //!   (where they mean `additionalProperties` / `items`); `$id` (and draft 4's `id`) at the
 //!   root, and below it over subschemas without any `$ref`; annotations.
 //!
-//! Everything else is refused, for example `not` of other schemas, `if`/`then`/`else`,
-//! `contains`, `uniqueItems: true`, `multipleOf`, `patternProperties`, `propertyNames`,
-//! `dependentRequired`, `dependencies`, `dependentSchemas`, `$anchor`/`$dynamicRef`, `$ref`
-//! to other documents, a nested `$id` above a `$ref`, other formats (`regex`, `iri`, ...),
-//! `oneOf` whose branches may overlap, `allOf` that cannot be merged exactly,
+//! Everything else is refused, for example `not` (and `if`, and overlapping `oneOf`
+//! branches) of `pattern`, `format`, `multipleOf`, string constants or closed objects,
+//! `uniqueItems: true`, `propertyNames`, `patternProperties` beside open extra keys or
+//! with several patterns, `multipleOf` steps such as `0.5`, more than 5 dependencies,
+//! `$anchor`/`$dynamicRef`, `$ref` to other documents, a nested `$id` above a `$ref`,
+//! other formats (`regex`, `iri`, ...), `allOf` that cannot be merged exactly,
 //! `minProperties` above 1 when extra properties are allowed, `pattern` with `format`,
 //! and `pattern`/`format` with length bounds that some of their matches break.
 //! Numbers are compared as exact decimals (the bounds as serde_json reads them).
@@ -48,7 +60,10 @@
 //! * `integer` accepts `-?(0|[1-9][0-9]*)` with an optional zero fraction (`6000.0`,
 //!   `-0.0`); exponents (`1e3`) are rejected. Under a draft-04 `$schema` (where an integer
 //!   has no fraction part) neither fractions nor `-0` are accepted.
-//! * `number` with bounds accepts numbers without an exponent only.
+//! * `number` with bounds or `multipleOf` accepts numbers without an exponent only; with a
+//!   step `10^-k`, at most `k` fraction digits (`1.50` for 0.01 is rejected).
+//! * `patternProperties` matching every key: undeclared keys contain no `\u2028`/`\u2029`
+//!   (and are not empty for `.+`-like patterns).
 //! * Strings with a `pattern` or a `format` accept only the canonical escaping of each
 //!   character (raw, unless JSON requires an escape).
 //! * Strings reject escaped lone surrogates (`"\ud800"`), which are not Unicode text.
@@ -65,6 +80,7 @@
 //! * `format` is asserted (2020-12 makes it an annotation by default).
 
 mod arrays;
+mod conditionals;
 mod formats;
 mod numbers;
 mod objects;
@@ -79,6 +95,7 @@ use serde_json::{Map, Value};
 
 use crate::compiler::{CompileError, CompiledGrammar, GrammarCompiler};
 use crate::grammar::{CharClass, Expr, Grammar, Rule, RuleId};
+use crate::limits::{Limit, LimitExceeded, Limits};
 
 /// Options of the JSON Schema front end.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -248,7 +265,19 @@ pub fn json_schema_to_grammar_with_report(
     schema: &Value,
     options: &JsonSchemaOptions,
 ) -> Result<JsonSchemaGrammar, JsonSchemaError> {
+    to_grammar(schema, options, &Limits::default())
+}
+
+/// As [`json_schema_to_grammar_with_report`] under `limits`: [`Limits::max_schema_depth`]
+/// (checked on the document before anything else) and [`Limits::max_enum_values`].
+fn to_grammar(
+    schema: &Value,
+    options: &JsonSchemaOptions,
+    limits: &Limits,
+) -> Result<JsonSchemaGrammar, JsonSchemaError> {
+    check_depth(schema, limits.max_schema_depth)?;
     let mut b = Builder::new(schema, options.clone());
+    b.max_enum_values = limits.max_enum_values;
     let root = b.add_rule("root", Expr::Empty);
     let value = b.schema(schema, "#")?;
     let Some(value) = value else {
@@ -282,9 +311,138 @@ impl GrammarCompiler {
         options: &JsonSchemaOptions,
     ) -> Result<Arc<CompiledGrammar>, JsonSchemaError> {
         let value = schema.to_schema_value()?;
-        let grammar = json_schema_to_grammar(&value, options)?;
+        let grammar = to_grammar(&value, options, self.limits())?.grammar;
         Ok(self.compile_ir(&grammar)?)
     }
+}
+
+/// A [`Limit`] error with no rule (or place) to blame.
+pub(crate) fn limit_error(limit: Limit, value: usize, actual: usize) -> JsonSchemaError {
+    JsonSchemaError::Compile(CompileError::Limit(LimitExceeded {
+        limit,
+        value: value as u64,
+        actual: actual as u64,
+        rule: None,
+    }))
+}
+
+/// Keywords whose value is one subschema.
+const SCHEMA_KEYWORDS: &[&str] = &[
+    "items",
+    "additionalItems",
+    "additionalProperties",
+    "unevaluatedItems",
+    "unevaluatedProperties",
+    "not",
+    "if",
+    "then",
+    "else",
+    "contains",
+    "propertyNames",
+    "contentSchema",
+];
+
+/// Keywords whose value is a map of subschemas.
+const SCHEMA_MAP_KEYWORDS: &[&str] = &[
+    "properties",
+    "patternProperties",
+    "$defs",
+    "definitions",
+    "dependentSchemas",
+    "dependencies",
+];
+
+/// Keywords whose value is a list of subschemas.
+const SCHEMA_LIST_KEYWORDS: &[&str] = &["allOf", "anyOf", "oneOf", "prefixItems"];
+
+/// Enforces [`Limits::max_schema_depth`] on the document, without recursion (so a schema
+/// nested 10,000 deep is an error, not a stack overflow): the nesting of subschemas (the
+/// root is depth 1; `properties/a`, `items`, `allOf/0`... one more each) must stay within
+/// `max_depth`, and the JSON nesting of the whole document (constants included) within
+/// `4 × max_depth + 64`. The error's [`LimitExceeded::rule`] is the JSON pointer of the
+/// place found too deep.
+fn check_depth(schema: &Value, max_depth: usize) -> Result<(), JsonSchemaError> {
+    let json_cap = max_depth.saturating_mul(4).saturating_add(64);
+    // Every visited place: (parent index, token), to spell the pointer of an error.
+    let mut places: Vec<(usize, String)> = vec![(usize::MAX, String::new())];
+    let pointer = |places: &Vec<(usize, String)>, mut i: usize| {
+        let mut tokens = Vec::new();
+        while i != 0 && i != usize::MAX {
+            tokens.push(places[i].1.clone());
+            i = places[i].0;
+        }
+        tokens
+            .iter()
+            .rev()
+            .fold(String::from("#"), |p, t| child(&p, t))
+    };
+    // (value, place, subschema depth, JSON depth, whether the value is a schema)
+    let mut stack = vec![(schema, 0usize, 1usize, 1usize, true)];
+    while let Some((v, at, sd, jd, is_schema)) = stack.pop() {
+        if sd > max_depth || jd > json_cap {
+            let actual = if sd > max_depth { sd } else { jd / 4 };
+            return Err(JsonSchemaError::Compile(CompileError::Limit(
+                LimitExceeded {
+                    limit: Limit::SchemaDepth,
+                    value: max_depth as u64,
+                    actual: actual as u64,
+                    // The JSON pointer of the place, where a grammar limit names a rule.
+                    rule: Some(pointer(&places, at)),
+                },
+            )));
+        }
+        match v {
+            Value::Object(o) => {
+                for (k, x) in o {
+                    let kind = if !is_schema {
+                        0
+                    } else if SCHEMA_KEYWORDS.contains(&k.as_str()) {
+                        1
+                    } else if SCHEMA_MAP_KEYWORDS.contains(&k.as_str()) && x.is_object() {
+                        2
+                    } else if SCHEMA_LIST_KEYWORDS.contains(&k.as_str()) && x.is_array() {
+                        3
+                    } else {
+                        0
+                    };
+                    match (kind, x) {
+                        (1, Value::Array(list)) | (3, Value::Array(list)) => {
+                            places.push((at, k.clone()));
+                            let p = places.len() - 1;
+                            for (i, y) in list.iter().enumerate() {
+                                places.push((p, i.to_string()));
+                                stack.push((y, places.len() - 1, sd + 1, jd + 2, true));
+                            }
+                        }
+                        (1, _) => {
+                            places.push((at, k.clone()));
+                            stack.push((x, places.len() - 1, sd + 1, jd + 1, true));
+                        }
+                        (2, Value::Object(m)) => {
+                            places.push((at, k.clone()));
+                            let p = places.len() - 1;
+                            for (name, y) in m {
+                                places.push((p, name.clone()));
+                                stack.push((y, places.len() - 1, sd + 1, jd + 2, true));
+                            }
+                        }
+                        _ => {
+                            places.push((at, k.clone()));
+                            stack.push((x, places.len() - 1, sd, jd + 1, false));
+                        }
+                    }
+                }
+            }
+            Value::Array(a) => {
+                for (i, y) in a.iter().enumerate() {
+                    places.push((at, i.to_string()));
+                    stack.push((y, places.len() - 1, sd, jd + 1, false));
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 /// Keywords that never constrain an instance (ignored everywhere; `$id` only at the root).
@@ -407,12 +565,16 @@ pub(crate) struct Builder<'a> {
     pub(crate) any: Option<types::AnyRules>,
     /// Nesting depth of schema compilation (guards against runaway merges).
     pub(crate) depth: usize,
+    /// [`Limits::max_enum_values`].
+    pub(crate) max_enum_values: usize,
     /// The root's `$schema` names draft 4 (or 3): an `integer` has no fraction at all there
     /// (`1.0` is not an integer), while later drafts count `1.0` as one.
     pub(crate) draft4: bool,
 }
 
-/// The deepest schema nesting compiled.
+/// The deepest nesting of compilation (subschemas, and references inlined by merges and
+/// branches), whatever the limits: it bounds the recursion of the compiler. The
+/// document's own nesting is bounded first by [`Limits::max_schema_depth`].
 const MAX_SCHEMA_DEPTH: usize = 200;
 
 impl<'a> Builder<'a> {
@@ -425,6 +587,7 @@ impl<'a> Builder<'a> {
             refs: HashMap::new(),
             any: None,
             depth: 0,
+            max_enum_values: Limits::default().max_enum_values,
             draft4: root_schema
                 .get("$schema")
                 .and_then(Value::as_str)
@@ -521,6 +684,9 @@ impl<'a> Builder<'a> {
                 })
             }
         };
+        if let Some(o) = legacy_items(obj) {
+            return self.schema_inner(&Value::Object(o), ptr);
+        }
         if let Some(o) = unevaluated_as_additional(obj) {
             return self.schema_inner(&Value::Object(o), ptr);
         }
@@ -552,8 +718,29 @@ impl<'a> Builder<'a> {
                 return self.reference(r, &child(ptr, "$ref")).map(Some);
             }
         }
+        if let Some(b) = self.dependency_branches(obj, ptr)? {
+            return self.branches(b, ptr);
+        }
+        if let Some(b) = self.conditional_branches(obj, ptr)? {
+            return self.branches(b, ptr);
+        }
         if let Some(n) = obj.get("not") {
-            let o = self.not_type(obj, n, ptr)?;
+            if simple_not(n, &child(ptr, "not")) {
+                let o = self.not_type(obj, n, ptr)?;
+                return self.object_schema(&o, ptr);
+            }
+            if let Some(b) = self.not_branches(obj, ptr)? {
+                return self.branches(b, ptr);
+            }
+            self.unsupported(
+                "not",
+                &child(ptr, "not"),
+                "the negation of this schema has no exact grammar (`not` is enforced for \
+                 types, null/boolean/number constants, bounds, `required` and `properties` \
+                 of those)",
+            )?;
+            let mut o = obj.clone();
+            o.remove("not");
             return self.object_schema(&o, ptr);
         }
         if let Some(one_of) = obj.get("oneOf") {
@@ -594,6 +781,12 @@ impl<'a> Builder<'a> {
             "minProperties",
             "maxProperties",
             "pattern",
+            "contains",
+            "minContains",
+            "maxContains",
+            "patternProperties",
+            "multipleOf",
+            "propertyNames",
         ];
         for k in obj.keys() {
             if is_annotation(k, ptr)
@@ -623,6 +816,28 @@ impl<'a> Builder<'a> {
         }
         Ok(())
     }
+}
+
+/// Draft 4-2019 arrays: `items` as an array means `prefixItems`, and `additionalItems`
+/// then means `items`; beside an `items` schema (or none), `additionalItems` asserts
+/// nothing. Returns the rewritten schema, or `None` when there is nothing to rewrite (or
+/// `prefixItems` is present too, which is left to refuse).
+pub(crate) fn legacy_items(obj: &Map<String, Value>) -> Option<Map<String, Value>> {
+    let array_items = obj.get("items").is_some_and(Value::is_array);
+    if !(array_items || obj.contains_key("additionalItems")) || obj.contains_key("prefixItems") {
+        return None;
+    }
+    let mut o = obj.clone();
+    let additional = o.remove("additionalItems");
+    if array_items {
+        if let Some(items) = o.remove("items") {
+            o.insert("prefixItems".into(), items);
+        }
+        if let Some(a) = additional {
+            o.insert("items".into(), a);
+        }
+    }
+    Some(o)
 }
 
 /// Without in-place applicators, `unevaluatedProperties` means `additionalProperties` (and
@@ -725,6 +940,19 @@ impl Builder<'_> {
             o.insert("type".into(), Value::Array(names));
         }
         Ok(o)
+    }
+}
+
+/// Whether `not: n` folds into `type` ([`Builder::not_type`]): a boolean, a schema of
+/// annotations only, or one with only `type`.
+fn simple_not(n: &Value, nptr: &str) -> bool {
+    match n {
+        Value::Bool(_) => true,
+        Value::Object(m) => {
+            !has_assertions(m, nptr, &[])
+                || (m.contains_key("type") && !has_assertions(m, nptr, &["type"]))
+        }
+        _ => false,
     }
 }
 

@@ -147,6 +147,13 @@ fn bound(obj: &Map<String, Value>, key: &str, ptr: &str) -> Result<Option<Bound>
     Ok(Some(Bound::Float(f)))
 }
 
+/// The largest integer `multipleOf` compiled as a residue automaton (one rule per
+/// residue).
+const MAX_MODULUS: u32 = 1000;
+
+/// The most multiples listed one by one within bounds.
+const MAX_LISTED_MULTIPLES: i128 = 1000;
+
 /// Fraction parts.
 fn frac_any() -> Expr {
     opt(seq(vec![lit("."), repeat(digit(), 1, None)]))
@@ -173,6 +180,206 @@ impl Builder<'_> {
         obj: &Map<String, Value>,
         ptr: &str,
     ) -> Result<Option<Expr>, JsonSchemaError> {
+        let (lo, hi) = int_bounds(obj, ptr)?;
+        Ok(self.integers_in(lo, hi))
+    }
+
+    /// Integer syntax in `[lo, hi]` (with a zero fraction allowed after draft 4).
+    fn integers_in(&self, lo: Option<i128>, hi: Option<i128>) -> Option<Expr> {
+        // A zero fraction (`6000.0`, `-0.00`) keeps the value an integer (JSON Schema
+        // compares values): every integer also with `.0+`.
+        // Not in draft 4, where an integer is a number without a fraction part.
+        // `-0` is left out there too: validators read it as the float -0.0, no integer.
+        if self.draft4 {
+            return integer_range_with(lo, hi, false);
+        }
+        integer_range(lo, hi).map(|e| seq(vec![e, self.zero_fraction()]))
+    }
+
+    /// `(.0+)?` after an integer (none under draft 4).
+    fn zero_fraction(&self) -> Expr {
+        if self.draft4 {
+            Expr::Empty
+        } else {
+            opt(seq(vec![lit("."), repeat(lit("0"), 1, None)]))
+        }
+    }
+
+    /// The numbers of `obj` that also satisfy its `multipleOf` (2020-12 §6.2.1), for
+    /// `integer` and `number` alike; `None` when none. Exact for an integer step (a
+    /// residue automaton of up to [`MAX_MODULUS`] states without bounds, the multiples
+    /// listed within bounds that hold at most [`MAX_LISTED_MULTIPLES`], a lower bound
+    /// of at most the step) and for a step `10^-k` (numbers of at most `k` fraction
+    /// digits, with integer bounds of at least 0). Anything else is refused.
+    pub(crate) fn multiple_of(
+        &mut self,
+        obj: &Map<String, Value>,
+        ptr: &str,
+        integer_only: bool,
+    ) -> Result<Option<Expr>, JsonSchemaError> {
+        let mptr = child(ptr, "multipleOf");
+        let m = obj.get("multipleOf").cloned().unwrap_or(Value::Null);
+        let Some(mf) = m.as_f64().filter(|f| *f > 0.0 && f.is_finite()) else {
+            return Err(JsonSchemaError::InvalidKeyword {
+                keyword: "multipleOf".into(),
+                pointer: mptr,
+                message: format!("must be a number above 0, not {m}"),
+            });
+        };
+        let refuse = |why: &str| JsonSchemaError::Unsupported {
+            keyword: "multipleOf".into(),
+            pointer: mptr.clone(),
+            reason: why.into(),
+        };
+        let step = m
+            .as_u64()
+            .map(|u| u as i128)
+            .or_else(|| (mf.fract() == 0.0 && mf < 1e15).then_some(mf as i128));
+        if let Some(step) = step {
+            let (lo, hi) = int_bounds(obj, ptr)?;
+            if step == 1 {
+                return Ok(self.integers_in(lo, hi));
+            }
+            if let (Some(l), Some(h)) = (lo, hi) {
+                if l > h {
+                    return Ok(None);
+                }
+                let first = l.div_euclid(step) + i128::from(l.rem_euclid(step) != 0);
+                let last = h.div_euclid(step);
+                if last < first {
+                    return Ok(None);
+                }
+                if last - first < MAX_LISTED_MULTIPLES {
+                    let z = self.zero_fraction();
+                    let alts = (first..=last)
+                        .map(|q| {
+                            let v = q * step;
+                            let mut e = lit(&v.to_string());
+                            if v == 0 && !self.draft4 {
+                                e = Expr::Choice(vec![e, lit("-0")]);
+                            }
+                            Some(seq(vec![e, z.clone()]))
+                        })
+                        .collect();
+                    return Ok(choice(alts));
+                }
+            }
+            if step > MAX_MODULUS as i128 {
+                return Err(refuse(&format!("an integer step above {MAX_MODULUS}")));
+            }
+            let nonneg = match (lo, hi) {
+                (None, None) => false,
+                (Some(l), None) if l <= step && l >= 0 => true,
+                _ => return Err(refuse("an integer step with these bounds is not supported")),
+            };
+            let positive = lo.is_some_and(|l| l > 0);
+            let mag = self.residue_zero(step as u32, positive);
+            let z = self.zero_fraction();
+            let body = if nonneg {
+                mag
+            } else {
+                seq(vec![opt(lit("-")), mag])
+            };
+            return Ok(Some(seq(vec![body, z])));
+        }
+        if integer_only {
+            return Err(refuse("a fractional step for `integer`"));
+        }
+        // 10^-k: at most k fraction digits.
+        let text = format!("{mf}");
+        let k = match text.strip_prefix("0.") {
+            Some(f) if f.ends_with('1') && f[..f.len() - 1].bytes().all(|b| b == b'0') => {
+                f.len() as u32
+            }
+            _ => {
+                return Err(refuse(
+                    "a step that is neither an integer nor a power of ten",
+                ))
+            }
+        };
+        let frac = opt(seq(vec![lit("."), repeat(digit(), 1, Some(k))]));
+        let has_bounds = ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"]
+            .iter()
+            .any(|b| obj.contains_key(*b));
+        if !has_bounds {
+            return Ok(Some(seq(vec![opt(lit("-")), int_part(), frac])));
+        }
+        let int_val = |key: &str| -> Result<Option<i128>, JsonSchemaError> {
+            match bound(obj, key, ptr)? {
+                None => Ok(None),
+                Some(Bound::Int(i)) => Ok(Some(i)),
+                Some(Bound::Float(f)) if f.fract() == 0.0 => Ok(Some(f as i128)),
+                Some(Bound::Float(_)) => Err(refuse("a decimal step with fractional bounds")),
+            }
+        };
+        if obj.contains_key("exclusiveMinimum") {
+            return Err(refuse("a decimal step with `exclusiveMinimum`"));
+        }
+        let lo = int_val("minimum")?;
+        let (max, xmax) = (int_val("maximum")?, int_val("exclusiveMaximum")?);
+        let Some(lo) = lo.filter(|l| *l >= 0) else {
+            return Err(refuse(
+                "a decimal step with bounds needs a `minimum` of at least 0",
+            ));
+        };
+        // The largest integer part with any fraction, and an inclusive top.
+        let (top_any, top_exact) = match (max, xmax) {
+            (None, None) => (None, None),
+            (Some(m), None) => (Some(m - 1), Some(m)),
+            (None, Some(x)) => (Some(x - 1), None),
+            (Some(m), Some(x)) if m < x => (Some(m - 1), Some(m)),
+            (Some(_), Some(x)) => (Some(x - 1), None),
+        };
+        let mut alts = vec![uint_range(lo, top_any).map(|e| seq(vec![e, frac.clone()]))];
+        if let Some(t) = top_exact.filter(|t| *t >= lo) {
+            alts.push(Some(seq(vec![
+                lit(&t.to_string()),
+                opt(seq(vec![lit("."), repeat(lit("0"), 1, Some(k))])),
+            ])));
+        }
+        Ok(choice(alts))
+    }
+
+    /// Unsigned integers (`0 | [1-9][0-9]*`) divisible by `m`: one rule per residue.
+    /// Without `0` when `positive`.
+    fn residue_zero(&mut self, m: u32, positive: bool) -> Expr {
+        let ids: Vec<_> = (0..m).map(|_| self.add_rule("mod", Expr::Empty)).collect();
+        for r in 0..m {
+            // Digits grouped by the residue they lead to.
+            let mut alts: Vec<Option<Expr>> = Vec::new();
+            if r == 0 {
+                alts.push(Some(Expr::Empty));
+            }
+            for d in 0..10u32 {
+                let next = (r * 10 + d) % m;
+                alts.push(Some(seq(vec![
+                    Expr::Bytes(vec![b'0' + d as u8]),
+                    Expr::Rule(ids[next as usize]),
+                ])));
+            }
+            self.rules[ids[r as usize].index()].body = choice(alts).unwrap_or(Expr::Empty);
+        }
+        let mut start: Vec<Option<Expr>> = Vec::new();
+        if !positive {
+            start.push(Some(lit("0")));
+        }
+        for d in 1..10u32 {
+            start.push(Some(seq(vec![
+                Expr::Bytes(vec![b'0' + d as u8]),
+                Expr::Rule(ids[(d % m) as usize]),
+            ])));
+        }
+        choice(start).unwrap_or(Expr::Empty)
+    }
+}
+
+/// The integer bounds of `obj` (`minimum`, `exclusiveMinimum`, `maximum`,
+/// `exclusiveMaximum`, rounded inwards).
+fn int_bounds(
+    obj: &Map<String, Value>,
+    ptr: &str,
+) -> Result<(Option<i128>, Option<i128>), JsonSchemaError> {
+    {
         let mut lo: Option<i128> = None;
         let mut hi: Option<i128> = None;
         let mut tighten = |v: i128, is_lo: bool| {
@@ -218,17 +425,11 @@ impl Builder<'_> {
                 false,
             );
         }
-        // A zero fraction (`6000.0`, `-0.00`) keeps the value an integer (JSON Schema
-        // compares values): every integer also with `.0+`.
-        // Not in draft 4, where an integer is a number without a fraction part.
-        // `-0` is left out there too: validators read it as the float -0.0, no integer.
-        if self.draft4 {
-            return Ok(integer_range_with(lo, hi, false));
-        }
-        Ok(integer_range(lo, hi)
-            .map(|e| seq(vec![e, opt(seq(vec![lit("."), repeat(lit("0"), 1, None)]))])))
+        Ok((lo, hi))
     }
+}
 
+impl Builder<'_> {
     /// Numbers in the bounds of `obj`, or `None`.
     pub(crate) fn number(
         &mut self,

@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde_json::{Map, Value};
 
-use super::strings::{count_keyword, raw_char};
+use super::strings::count_keyword;
 use super::{child, choice, lit, repeat, seq, Builder, JsonSchemaError};
 use crate::grammar::{CharClass, Expr, RuleId};
 
@@ -211,13 +211,32 @@ impl Builder<'_> {
             None => Value::Bool(!self.opts.strict),
         };
         let extra_ptr = child(ptr, "additionalProperties");
-        let extra_value = self.schema(&extra_schema, &extra_ptr)?;
+        let plan = self.pattern_plan(obj, props, &required, &extra_schema, ptr)?;
+        let names_rule = self.property_names(obj, ptr)?;
+        // What every undeclared key's value must satisfy: the pattern's schema when every
+        // undeclared key matches it.
+        let extra_value = match &plan {
+            PatternPlan::None => self.schema(&extra_schema, &extra_ptr)?,
+            PatternPlan::All { schema, .. } | PatternPlan::Closed { schema, .. } => {
+                let pp = child(ptr, "patternProperties");
+                self.schema(schema, &pp)?
+            }
+        };
 
         // Declared members, in map order: (name, value grammar or None, required).
         let mut declared: Vec<(String, Option<Expr>, bool)> = Vec::new();
         let props_ptr = child(ptr, "properties");
         for (name, s) in props {
-            let v = self.schema(s, &child(&props_ptr, name))?;
+            let v = match plan.schema_for(name) {
+                // A declared key that the pattern matches: both schemas hold.
+                Some(p) => self.schema(
+                    &serde_json::json!({ "allOf": [s.clone(), p.clone()] }),
+                    &child(&props_ptr, name),
+                )?,
+                None => self.schema(s, &child(&props_ptr, name))?,
+            };
+            // A name that `propertyNames` rejects can never appear.
+            let v = v.filter(|_| names_rule.as_ref().map_or(true, |r| r.admits(name)));
             declared.push((name.clone(), v, required.contains(name)));
         }
         // Required names without a declared schema are governed by additionalProperties.
@@ -228,7 +247,14 @@ impl Builder<'_> {
             }
         }
         for name in extra_required.keys() {
-            declared.push((name.clone(), extra_value.clone(), true));
+            // Only keys the pattern matches get its schema; the others get
+            // `additionalProperties` (with `Closed`, forbidden).
+            let v = match (&plan, plan.schema_for(name)) {
+                (PatternPlan::None, _) | (_, Some(_)) => extra_value.clone(),
+                (_, None) => self.schema(&extra_schema, &extra_ptr)?,
+            };
+            let v = v.filter(|_| names_rule.as_ref().map_or(true, |r| r.admits(name)));
+            declared.push((name.clone(), v, true));
         }
         // A required property that accepts no value: no object is accepted.
         if declared.iter().any(|(_, v, req)| *req && v.is_none()) {
@@ -247,7 +273,35 @@ impl Builder<'_> {
         let extra = match extra_value {
             None => None,
             Some(v) => {
-                let key = if names.is_empty() {
+                let key = if let Some(r) = &names_rule {
+                    if !matches!(plan, PatternPlan::None) {
+                        self.unsupported(
+                            "propertyNames",
+                            &child(ptr, "propertyNames"),
+                            "`propertyNames` beside `patternProperties` is not supported",
+                        )?;
+                    }
+                    if let Some(n) = names.iter().find(|n| r.admits(n)) {
+                        return Err(JsonSchemaError::Unsupported {
+                            keyword: "propertyNames".into(),
+                            pointer: child(ptr, "propertyNames"),
+                            reason: format!(
+                                "extra keys beside the declared name {n:?}, which \
+                                 `propertyNames` admits, would need a complement"
+                            ),
+                        });
+                    }
+                    // No declared name is admitted, so no admitted key is declared.
+                    r.key.clone()
+                } else if let PatternPlan::Closed { content, .. } = &plan {
+                    seq(vec![lit("\""), content.clone(), lit("\"")])
+                } else if let PatternPlan::All { nonempty, .. } = &plan {
+                    let mut avoid = names.clone();
+                    if *nonempty {
+                        avoid.push(String::new());
+                    }
+                    seq(vec![lit("\""), key_not_in_except(&avoid, LINE_TERMINATORS)])
+                } else if names.is_empty() {
                     self.string_any()
                 } else {
                     if let Some(n) = names.iter().find(|n| n.chars().count() > MAX_KEY_CHARS) {
@@ -477,14 +531,268 @@ impl Builder<'_> {
 /// The rest of a string key after its opening quote (closing quote included): plain
 /// characters (no escapes) spelling a key not in `names`.
 fn key_not_in(names: &[String]) -> Expr {
+    key_not_in_except(names, &[])
+}
+
+/// ECMAScript line terminators that JSON writes raw (`\u2028`, `\u2029`): `.` does not
+/// match them.
+const LINE_TERMINATORS: &[(u32, u32)] = &[(0x2028, 0x2029)];
+
+/// As [`key_not_in`], with no character of `banned` in the key.
+fn key_not_in_except(names: &[String], banned: &[(u32, u32)]) -> Expr {
     let chars: Vec<Vec<char>> = names.iter().map(|n| n.chars().collect()).collect();
     let all: Vec<&[char]> = chars.iter().map(|c| c.as_slice()).collect();
-    not_in(&all, 0)
+    not_in(&all, 0, banned)
+}
+
+/// `propertyNames` (2020-12 §10.3.2.4) of string keywords: which names it admits, and
+/// the grammar of the admitted keys (a whole JSON string, quotes included).
+struct NamesRule {
+    min: u64,
+    max: Option<u64>,
+    /// The decoded-text grammar of `pattern`.
+    pattern: Option<Expr>,
+    /// `enum`/`const`: the only names.
+    values: Option<Vec<Value>>,
+    /// `false`: no name.
+    none: bool,
+    key: Expr,
+}
+
+impl NamesRule {
+    fn admits(&self, name: &str) -> bool {
+        let n = name.chars().count() as u64;
+        !self.none
+            && n >= self.min
+            && self.max.map_or(true, |m| n <= m)
+            && self.pattern.as_ref().map_or(true, |p| {
+                super::strings::text_matches(p, name) == Some(true)
+            })
+            && self
+                .values
+                .as_ref()
+                .map_or(true, |vs| vs.iter().any(|v| v.as_str() == Some(name)))
+    }
+}
+
+impl Builder<'_> {
+    /// The [`NamesRule`] of `obj`'s `propertyNames`, `None` when it has none (or one that
+    /// admits every name). Supports `false`, and schemas of `type`, `minLength`,
+    /// `maxLength`, `pattern`, `enum`, `const`; anything else is refused.
+    fn property_names(
+        &mut self,
+        obj: &Map<String, Value>,
+        ptr: &str,
+    ) -> Result<Option<NamesRule>, JsonSchemaError> {
+        let nptr = child(ptr, "propertyNames");
+        let Some(n) = obj.get("propertyNames") else {
+            return Ok(None);
+        };
+        let m = match n {
+            Value::Bool(true) => return Ok(None),
+            Value::Bool(false) => {
+                return Ok(Some(NamesRule {
+                    min: 0,
+                    max: None,
+                    pattern: None,
+                    values: None,
+                    none: true,
+                    key: super::never(),
+                }))
+            }
+            Value::Object(m) => m,
+            _ => {
+                return Err(JsonSchemaError::InvalidKeyword {
+                    keyword: "propertyNames".into(),
+                    pointer: nptr,
+                    message: "must be a schema".into(),
+                })
+            }
+        };
+        const OK: &[&str] = &["type", "minLength", "maxLength", "pattern", "enum", "const"];
+        if let Some(k) = m
+            .keys()
+            .find(|k| !OK.contains(&k.as_str()) && !super::is_annotation(k, &nptr))
+        {
+            self.unsupported(
+                "propertyNames",
+                &child(&nptr, k),
+                "`propertyNames` with this keyword is not supported",
+            )?;
+            return Ok(None);
+        }
+        if !super::has_assertions(m, &nptr, &[]) {
+            return Ok(None);
+        }
+        let types = super::types::parse_types(m, &nptr)?;
+        let min = super::strings::count_keyword(m, "minLength", &nptr)?.unwrap_or(0) as u64;
+        let max = super::strings::count_keyword(m, "maxLength", &nptr)?.map(u64::from);
+        let pattern = match m.get("pattern") {
+            Some(Value::String(p)) => match self.pattern_raw(p) {
+                Ok(e) => Some(e),
+                Err(why) => {
+                    self.unsupported("propertyNames", &child(&nptr, "pattern"), &why)?;
+                    return Ok(None);
+                }
+            },
+            _ => None,
+        };
+        let mut values: Option<Vec<Value>> = match m.get("enum") {
+            Some(Value::Array(v)) => Some(v.clone()),
+            _ => None,
+        };
+        if let Some(c) = m.get("const") {
+            values = Some(match values {
+                Some(v) => v.into_iter().filter(|x| x == c).collect(),
+                None => vec![c.clone()],
+            });
+        }
+        // The keys: strings of the name schema (only strings are names).
+        let key = self.schema(
+            &serde_json::json!({ "allOf": [Value::Object(m.clone()), {"type": "string"}] }),
+            &nptr,
+        )?;
+        Ok(Some(NamesRule {
+            min,
+            max,
+            pattern,
+            values,
+            none: !types.string || key.is_none(),
+            key: key.unwrap_or_else(super::never),
+        }))
+    }
+}
+
+/// How `patternProperties` (2020-12 §10.3.2.2) is enforced, from
+/// [`Builder::pattern_plan`].
+enum PatternPlan {
+    /// No `patternProperties` (or only ones that assert nothing).
+    None,
+    /// The pattern matches every key without an ECMAScript line terminator (`.*`,
+    /// `^.*$`), or every such non-empty key (`.+`, `^.+$`, `.`): undeclared keys (written
+    /// without line terminators, and not empty when `nonempty`) take `schema`.
+    All {
+        /// The pattern's subschema.
+        schema: Value,
+        /// Whether the empty key is left out (it does not match).
+        nonempty: bool,
+    },
+    /// `additionalProperties: false` (or strict): undeclared keys must match the pattern
+    /// (`content`, a JSON string's content) and take `schema`. No declared name matches.
+    Closed {
+        /// The pattern's subschema.
+        schema: Value,
+        /// The keys, as the content of a JSON string.
+        content: Expr,
+    },
+}
+
+impl PatternPlan {
+    /// The pattern's schema when it matches the declared name `name`.
+    fn schema_for(&self, name: &str) -> Option<&Value> {
+        match self {
+            PatternPlan::All { schema, nonempty } => {
+                let lt = name
+                    .chars()
+                    .any(|c| matches!(c, '\n' | '\r' | '\u{2028}' | '\u{2029}'));
+                (!(lt || (*nonempty && name.is_empty()))).then_some(schema)
+            }
+            // No declared name matches (checked when the plan is made).
+            PatternPlan::Closed { .. } | PatternPlan::None => None,
+        }
+    }
+}
+
+/// Patterns that match every string without a line terminator.
+const MATCH_ALL: &[&str] = &[
+    "", ".*", "^.*", ".*$", "^.*$", "^(.*)$", "(.*)", "^.*?$", ".*?",
+];
+
+/// Patterns that match every non-empty string without a line terminator.
+const MATCH_NONEMPTY: &[&str] = &[
+    ".+", "^.+", ".+$", "^.+$", "^(.+)$", "(.+)", ".", "^.", ".$",
+];
+
+impl Builder<'_> {
+    /// How `patternProperties` of `obj` is enforced, or a refusal: one pattern, either
+    /// matching every key (see [`PatternPlan::All`]) or beside `additionalProperties:
+    /// false` with no declared name matching it. Other uses need the complement of a
+    /// regex, which has no grammar here.
+    fn pattern_plan(
+        &mut self,
+        obj: &Map<String, Value>,
+        props: &Map<String, Value>,
+        required: &[String],
+        extra_schema: &Value,
+        ptr: &str,
+    ) -> Result<PatternPlan, JsonSchemaError> {
+        let pptr = child(ptr, "patternProperties");
+        let pats = match obj.get("patternProperties") {
+            None => return Ok(PatternPlan::None),
+            Some(Value::Object(m)) => m,
+            Some(_) => {
+                return Err(JsonSchemaError::InvalidKeyword {
+                    keyword: "patternProperties".into(),
+                    pointer: pptr,
+                    message: "must be an object".into(),
+                })
+            }
+        };
+        // Subschemas that accept everything assert nothing.
+        let live: Vec<(&String, &Value)> = pats
+            .iter()
+            .filter(|(_, s)| {
+                !(s == &&Value::Bool(true)
+                    || s.as_object()
+                        .is_some_and(|o| !super::has_assertions(o, ptr, &[])))
+            })
+            .collect();
+        let refuse = |b: &mut Self, why: &str| -> Result<PatternPlan, JsonSchemaError> {
+            b.unsupported("patternProperties", &pptr, why)?;
+            Ok(PatternPlan::None)
+        };
+        let (p, schema) = match live.as_slice() {
+            [] => return Ok(PatternPlan::None),
+            [(p, s)] => ((*p).clone(), (*s).clone()),
+            _ => return refuse(self, "more than one pattern with a schema is not supported"),
+        };
+        if MATCH_ALL.contains(&p.as_str()) || MATCH_NONEMPTY.contains(&p.as_str()) {
+            let nonempty = MATCH_NONEMPTY.contains(&p.as_str());
+            return Ok(PatternPlan::All { schema, nonempty });
+        }
+        if extra_schema != &Value::Bool(false) {
+            return refuse(
+                self,
+                "keys that do not match the pattern would need its complement (supported: \
+                 patterns matching every key, or `additionalProperties: false`)",
+            );
+        }
+        let raw = match self.pattern_raw(&p) {
+            Ok(e) => e,
+            Err(why) => return refuse(self, &why),
+        };
+        for name in props.keys() {
+            match super::strings::text_matches(&raw, name) {
+                Some(false) => {}
+                _ => {
+                    return refuse(
+                        self,
+                        &format!("the declared property {name:?} matches the pattern"),
+                    )
+                }
+            }
+        }
+        let _ = required;
+        match self.pattern_content(&p) {
+            Ok(content) => Ok(PatternPlan::Closed { schema, content }),
+            Err(why) => refuse(self, &why),
+        }
+    }
 }
 
 /// Strings whose continuation from depth `d` avoids every string of `set` (all of which
-/// share the prefix consumed so far).
-fn not_in(set: &[&[char]], d: usize) -> Expr {
+/// share the prefix consumed so far), with no character of `banned`.
+fn not_in(set: &[&[char]], d: usize, banned: &[(u32, u32)]) -> Expr {
     let mut alts = Vec::new();
     // End here, unless a name ends here.
     if !set.iter().any(|s| s.len() == d) {
@@ -509,15 +817,37 @@ fn not_in(set: &[&[char]], d: usize) -> Expr {
         }
         excluded.push((*c as u32, *c as u32));
         let mut buf = [0u8; 4];
-        alts.push(seq(vec![lit(c.encode_utf8(&mut buf)), not_in(sub, d + 1)]));
+        if banned
+            .iter()
+            .any(|&(lo, hi)| lo <= *c as u32 && *c as u32 <= hi)
+        {
+            continue;
+        }
+        alts.push(seq(vec![
+            lit(c.encode_utf8(&mut buf)),
+            not_in(sub, d + 1, banned),
+        ]));
     }
+    excluded.extend_from_slice(banned);
+    let tail_char = Expr::Class(CharClass {
+        negated: true,
+        ranges: [
+            &[
+                (0, 0x1F),
+                ('"' as u32, '"' as u32),
+                ('\\' as u32, '\\' as u32),
+            ],
+            banned,
+        ]
+        .concat(),
+    });
     // Any other character, then anything.
     alts.push(seq(vec![
         Expr::Class(CharClass {
             negated: true,
             ranges: excluded,
         }),
-        repeat(raw_char(), 0, None),
+        repeat(tail_char, 0, None),
         lit("\""),
     ]));
     choice(alts.into_iter().map(Some).collect()).unwrap_or(Expr::Empty)

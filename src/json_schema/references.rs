@@ -19,6 +19,9 @@ use crate::grammar::Expr;
 /// How deep references are inlined inside a merge.
 const MAX_MERGE_DEPTH: usize = 16;
 
+/// The most exclusive branches one `oneOf` becomes (see [`Builder::one_of_exclusive`]).
+const MAX_ONE_OF_BRANCHES: usize = 32;
+
 /// Decodes a JSON pointer fragment (`#/a/b~1c`, percent-encoded) into tokens.
 fn pointer_tokens(reference: &str) -> Option<Vec<String>> {
     let frag = reference.strip_prefix('#')?;
@@ -53,7 +56,11 @@ fn percent_decode(s: &str) -> Option<String> {
 
 impl Builder<'_> {
     /// Resolves `reference` against the root document. `ptr` is where the `$ref` is.
-    fn resolve(&self, reference: &Value, ptr: &str) -> Result<(Value, String), JsonSchemaError> {
+    pub(crate) fn resolve(
+        &self,
+        reference: &Value,
+        ptr: &str,
+    ) -> Result<(Value, String), JsonSchemaError> {
         let Value::String(r) = reference else {
             return Err(JsonSchemaError::InvalidKeyword {
                 keyword: "$ref".into(),
@@ -164,6 +171,11 @@ impl Builder<'_> {
                     .find(|&j| !shapes[i].disjoint(&shapes[j]))
                     .map(|j| (i, j))
             });
+            if overlap.is_some() {
+                if let Some(exclusive) = self.one_of_exclusive(branches, &aptr)? {
+                    return self.union_with_siblings(&siblings, &exclusive, ptr, &aptr);
+                }
+            }
             if let Some((i, j)) = overlap {
                 // Lenient: enforced as anyOf (which accepts more).
                 self.unsupported(
@@ -189,6 +201,72 @@ impl Builder<'_> {
                     None => alts.push(None),
                     Some(m) => alts.push(self.schema(&Value::Object(m), ptr)?),
                 }
+            }
+        }
+        Ok(choice(alts))
+    }
+
+    /// `oneOf` as a union of pairwise exclusive branches: branch `i` with the negation of
+    /// every other branch (`A_i ∧ ⋀_{j≠i} ¬A_j`, each `¬A_j` a union from
+    /// [`Builder::negate`]). `None` when a negation has no exact grammar or the branches
+    /// would exceed [`MAX_ONE_OF_BRANCHES`].
+    fn one_of_exclusive(
+        &mut self,
+        branches: &[Value],
+        aptr: &str,
+    ) -> Result<Option<Vec<Value>>, JsonSchemaError> {
+        let mut negs = Vec::new();
+        for (i, b) in branches.iter().enumerate() {
+            match self.negate(b, &child(aptr, &i.to_string()), 0)? {
+                Some(n) => negs.push(n),
+                None => return Ok(None),
+            }
+        }
+        let mut out = Vec::new();
+        for (i, b) in branches.iter().enumerate() {
+            let mut combos: Vec<Vec<Value>> = vec![vec![b.clone()]];
+            for (j, n) in negs.iter().enumerate() {
+                if j == i {
+                    continue;
+                }
+                let mut next = Vec::new();
+                for c in &combos {
+                    for x in n {
+                        let mut c2 = c.clone();
+                        c2.push(x.clone());
+                        next.push(c2);
+                    }
+                }
+                combos = next;
+                if out.len() + combos.len() > MAX_ONE_OF_BRANCHES {
+                    return Ok(None);
+                }
+            }
+            out.extend(
+                combos
+                    .into_iter()
+                    .map(|c| serde_json::json!({ "allOf": c })),
+            );
+        }
+        Ok(Some(out))
+    }
+
+    /// The union of `alternatives`, each merged with `siblings` (the rest of the schema at
+    /// `ptr`); `aptr` is where the alternatives come from, for errors.
+    fn union_with_siblings(
+        &mut self,
+        siblings: &Map<String, Value>,
+        alternatives: &[Value],
+        ptr: &str,
+        aptr: &str,
+    ) -> Result<Option<Expr>, JsonSchemaError> {
+        let mut alts = Vec::new();
+        for (i, b) in alternatives.iter().enumerate() {
+            let mut merged = Some(siblings.clone());
+            self.merge_into(&mut merged, b, &child(aptr, &i.to_string()), 0)?;
+            match merged {
+                None => alts.push(None),
+                Some(m) => alts.push(self.schema(&Value::Object(m), ptr)?),
             }
         }
         Ok(choice(alts))
@@ -236,6 +314,8 @@ impl Builder<'_> {
                 })
             }
         };
+        let rewritten = super::legacy_items(obj);
+        let obj = rewritten.as_ref().unwrap_or(obj);
         if ptr != "#" && obj.contains_key("$id") && !super::harmless_id(obj, "$id") {
             return Err(JsonSchemaError::Unsupported {
                 keyword: "$id".into(),
@@ -315,12 +395,29 @@ fn merge_maps(
         }
     }
     // Keywords whose meaning depends on a sibling of the same source.
+    // Declaring a key beside another source's `additionalProperties` changes nothing when
+    // the key is declared there too, or declared `false` (forbidden either way).
+    let harmless_props = |with_dep: &Map<String, Value>, with_on: &Map<String, Value>| {
+        let declared = with_dep.get("properties").and_then(Value::as_object);
+        with_on
+            .get("properties")
+            .and_then(Value::as_object)
+            .is_some_and(|p| {
+                p.iter().all(|(k, s)| {
+                    s == &Value::Bool(false) || declared.is_some_and(|d| d.contains_key(k))
+                })
+            })
+    };
     for (dep, on) in [
         ("additionalProperties", "properties"),
+        ("additionalProperties", "patternProperties"),
         ("items", "prefixItems"),
     ] {
-        if (a.contains_key(dep) && other.contains_key(on))
-            || (other.contains_key(dep) && a.contains_key(on))
+        let exempt = |x: &Map<String, Value>, y: &Map<String, Value>| {
+            on == "properties" && harmless_props(x, y)
+        };
+        if (a.contains_key(dep) && other.contains_key(on) && !exempt(a, &other))
+            || (other.contains_key(dep) && a.contains_key(on) && !exempt(&other, a))
             || (a.contains_key(dep) && other.contains_key(dep))
         {
             return Err(refuse(

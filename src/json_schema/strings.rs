@@ -140,6 +140,19 @@ impl Builder<'_> {
         Ok((self.split_unanchored(e), range))
     }
 
+    /// The grammar of the decoded strings (plain text, not JSON-escaped) in which the
+    /// ECMA-262 regex `p` finds a match, for testing names with [`text_matches`].
+    pub(crate) fn pattern_raw(&mut self, p: &str) -> Result<Expr, String> {
+        let rust = ecma_to_rust(p)?;
+        let opts = crate::regex::RegexOptions::new().unanchored(true);
+        crate::regex::regex_to_expr(&rust, &opts).map_err(|e| e.to_string())
+    }
+
+    /// `pattern` as the content of a JSON string (between the quotes), or why not.
+    pub(crate) fn pattern_content(&mut self, p: &str) -> Result<Expr, String> {
+        self.pattern(p).map(|(e, _)| e)
+    }
+
     /// Rewrites `any* X any*` alternatives (the unanchored search) as `any* R any*` with
     /// `R ::= X1 | X2 | ...` a rule: the same language, but the automaton of each rule stays
     /// small (determinising `any* (X1|...|Xn) any*` inside one rule can blow up).
@@ -553,6 +566,88 @@ pub(crate) fn json_escaped(e: &Expr) -> Option<Expr> {
             min: *min,
             max: *max,
         },
+        Expr::Rule(_) | Expr::Token(_) => return None,
+    })
+}
+
+/// Whether the plain-text grammar `e` (no rules or tokens) matches all of `text`; `None`
+/// when `e` is not plain text. Runs the set of positions reached, so it is exact for any
+/// regex grammar (cost: length of `text` times the size of `e`, per repetition step).
+pub(crate) fn text_matches(e: &Expr, text: &str) -> Option<bool> {
+    let chars: Vec<char> = text.chars().collect();
+    let start = std::collections::BTreeSet::from([0usize]);
+    Some(ends(e, &chars, &start)?.contains(&chars.len()))
+}
+
+/// The positions where `e` can end when it starts at one of `starts`.
+fn ends(
+    e: &Expr,
+    s: &[char],
+    starts: &std::collections::BTreeSet<usize>,
+) -> Option<std::collections::BTreeSet<usize>> {
+    use std::collections::BTreeSet;
+    Some(match e {
+        Expr::Empty => starts.clone(),
+        Expr::Bytes(b) => {
+            let lit: Vec<char> = std::str::from_utf8(b).ok()?.chars().collect();
+            starts
+                .iter()
+                .filter(|&&p| s.get(p..p + lit.len()) == Some(&lit[..]))
+                .map(|p| p + lit.len())
+                .collect()
+        }
+        Expr::Class(c) => starts
+            .iter()
+            .filter(|&&p| {
+                s.get(p).is_some_and(|&ch| {
+                    let inside = c
+                        .ranges
+                        .iter()
+                        .any(|&(lo, hi)| lo <= ch as u32 && ch as u32 <= hi);
+                    inside != c.negated
+                })
+            })
+            .map(|p| p + 1)
+            .collect(),
+        Expr::Seq(v) => {
+            let mut cur = starts.clone();
+            for x in v {
+                cur = ends(x, s, &cur)?;
+                if cur.is_empty() {
+                    break;
+                }
+            }
+            cur
+        }
+        Expr::Choice(v) => {
+            let mut out = BTreeSet::new();
+            for x in v {
+                out.extend(ends(x, s, starts)?);
+            }
+            out
+        }
+        Expr::Repeat { expr, min, max } => {
+            let mut cur = starts.clone();
+            for _ in 0..*min {
+                cur = ends(expr, s, &cur)?;
+                if cur.is_empty() {
+                    return Some(cur);
+                }
+            }
+            let mut all = cur.clone();
+            let mut n = *min;
+            while max.map_or(true, |m| n < m) {
+                let next: BTreeSet<usize> =
+                    ends(expr, s, &cur)?.difference(&all).copied().collect();
+                if next.is_empty() {
+                    break;
+                }
+                all.extend(next.iter().copied());
+                cur = next;
+                n += 1;
+            }
+            all
+        }
         Expr::Rule(_) | Expr::Token(_) => return None,
     })
 }

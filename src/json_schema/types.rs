@@ -174,7 +174,9 @@ impl Builder<'_> {
         if types.string {
             alts.push(self.string(obj, ptr)?);
         }
-        if types.number {
+        if (types.number || types.integer) && obj.contains_key("multipleOf") {
+            alts.push(self.multiple_of(obj, ptr, !types.number)?);
+        } else if types.number {
             alts.push(self.number(obj, ptr)?);
         } else if types.integer {
             alts.push(self.integer(obj, ptr)?);
@@ -261,6 +263,13 @@ impl Builder<'_> {
             }
             None => obj.get("const").into_iter().collect(),
         };
+        if values.len() > self.max_enum_values {
+            return Err(super::limit_error(
+                crate::limits::Limit::EnumValues,
+                self.max_enum_values,
+                values.len(),
+            ));
+        }
         if let (Some(c), true) = (obj.get("const"), obj.contains_key("enum")) {
             values.retain(|v| json_equal(v, c));
         }

@@ -116,6 +116,7 @@ impl ToolCallFormat for Hermes {
                     });
                     pos = body + len;
                 }
+                Step::Held => break,
                 Step::Bad { error, len } => {
                     let end = body + len;
                     scan::push_malformed(&mut out, &mut content, &text[start..end], start, error);
@@ -174,27 +175,39 @@ enum Step {
     Done { call: ToolCall, len: usize },
     /// A malformed call spanning `len` bytes of the body.
     Bad { error: ToolParseError, len: usize },
+    /// A malformed call whose end has not arrived yet: held back, like a partial marker.
+    Held,
 }
 
 /// Reads the JSON body of one call and its end marker from `body` (the text right after
 /// `<tool_call>`).
 fn read_call(body: &str, tools: &[Tool], at_end: bool) -> Step {
-    let bad_until_end = |error: ToolParseError| {
-        let len = body.find(END).map(|k| k + END.len()).unwrap_or(body.len());
-        Step::Bad { error, len }
+    // A malformed call runs to the first end marker at or after `from` (markers inside its
+    // JSON are not markers), or to the end of the output. Until that end has arrived it is
+    // held back: a streamed error is sent once, so its text must be final.
+    let bad_until_end = |error: ToolParseError, from: usize| match body[from..].find(END) {
+        Some(k) => Step::Bad {
+            error,
+            len: from + k + END.len(),
+        },
+        None if at_end => Step::Bad {
+            error,
+            len: body.len(),
+        },
+        None => Step::Held,
     };
     match scan::read_json_value(body) {
         JsonRead::Incomplete => {
             if at_end {
-                return bad_until_end(ToolParseError::Unterminated);
+                return bad_until_end(ToolParseError::Unterminated, 0);
             }
             Step::Pending(partial_call(body))
         }
-        JsonRead::Invalid(e) => bad_until_end(ToolParseError::InvalidJson(e)),
+        JsonRead::Invalid(e) => bad_until_end(ToolParseError::InvalidJson(e), 0),
         JsonRead::Complete { value, end } => {
             let call = match call_from_object(&value, tools) {
                 Ok(c) => c,
-                Err(e) => return bad_until_end(e),
+                Err(e) => return bad_until_end(e, end),
             };
             let after = &body[end..];
             let ws = after.len() - after.trim_start().len();
@@ -205,7 +218,8 @@ fn read_call(body: &str, tools: &[Tool], at_end: bool) -> Step {
                     len: end + ws + END.len(),
                 };
             }
-            if tail.is_empty() || (!at_end && END.starts_with(tail)) {
+            // A partial end marker, or a partial begin marker of a back-to-back block.
+            if tail.is_empty() || (!at_end && (END.starts_with(tail) || BEGIN.starts_with(tail))) {
                 if at_end {
                     // An unclosed last block with complete JSON (vLLM's tolerance).
                     return Step::Done {

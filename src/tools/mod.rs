@@ -387,7 +387,8 @@ pub enum StreamEvent {
         /// The finished call (same as the whole-output parse gives).
         call: ToolCall,
     },
-    /// A call could not be read.
+    /// A call could not be read. If it had started (a `ToolCallStart` was sent), this
+    /// ends it: no `ToolCallEnd` follows, and its index is not reused.
     Malformed(MalformedToolCall),
 }
 
@@ -414,6 +415,10 @@ pub struct FormatOptions {
     /// `auto`/`required`: free text may follow each call (XGrammar's looser behaviour).
     /// Off (default): after the first call only further calls, then end of turn.
     pub text_after_calls: bool,
+    /// Under `required`, content may precede the calls where the family's template
+    /// allows it (section 5.4; default on). Off: the output starts with the first call —
+    /// what small models need, which given room for prose may never call.
+    pub leading_text: bool,
     /// The most whitespace characters in one place inside JSON arguments (default 12:
     /// enough for pretty-printed JSON a few levels deep; `None`: unbounded). The cap
     /// stops whitespace loops (section 5.4, rule 4 of the format notes; XGrammar's
@@ -433,6 +438,7 @@ impl Default for FormatOptions {
             arguments: ArgumentSchemas::Always,
             any_order: false,
             text_after_calls: false,
+            leading_text: true,
             max_whitespace: Some(12),
             closed_objects: true,
         }

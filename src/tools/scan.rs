@@ -352,7 +352,10 @@ pub fn arguments_object(value: &Value) -> Result<Value, ToolParseError> {
     }
 }
 
-/// Adds a malformed call to `out`: reported in `errors`, its text kept in content.
+/// Adds a malformed call to `out`: reported in `errors`, its text kept in content, and
+/// its place in `out.calls` taken by an empty entry, so that call indices stay stable
+/// while streaming (a call that started, then turned out malformed, keeps its index; the
+/// next call gets the next one).
 pub fn push_malformed(
     out: &mut PartialOutput,
     content: &mut Content,
@@ -360,6 +363,7 @@ pub fn push_malformed(
     offset: usize,
     error: ToolParseError,
 ) {
+    out.calls.push(super::PartialCall::default());
     content.push(text);
     out.errors.push(super::MalformedToolCall {
         text: text.to_owned(),

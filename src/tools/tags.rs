@@ -146,7 +146,8 @@ pub fn assemble(
                 }
             } else {
                 json!({"type": "triggered_tags", "triggers": triggers, "tags": tags,
-                       "at_least_one": mode == CallMode::Required && !env.leading_text_in_required,
+                       "at_least_one": mode == CallMode::Required
+                           && !(env.leading_text_in_required && options.leading_text),
                        "stop_after_first": !parallel, "excludes": env.excludes})
             }
         }
@@ -157,7 +158,7 @@ pub fn assemble(
         }
         CallMode::Required => {
             let block = in_section(one_or_more(tags));
-            if env.leading_text_in_required {
+            if env.leading_text_in_required && options.leading_text {
                 json!({"type": "sequence", "elements": [free_text, block]})
             } else {
                 block

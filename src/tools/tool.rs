@@ -284,7 +284,7 @@ impl Tool {
     /// schemas use Python/Java type names: `dict`/`HashMap` → `object`, `float`/`double` →
     /// `number`, `tuple`/`Array`/`ArrayList` → `array`, `long` → `integer`,
     /// `String`/`char` → `string`, `Boolean` → `boolean`, `any` or an empty type → no type
-    /// constraint.
+    /// constraint; BFCL's own `"optional": true` is dropped (`required` says it).
     ///
     /// # Errors
     /// As [`Tool::from_openai`].
@@ -397,6 +397,9 @@ pub(crate) fn check_name(name: &str) -> Result<(), ToolError> {
 
 fn normalise_bfcl_schema(schema: &mut Value) {
     let Value::Object(obj) = schema else { return };
+    // BFCL marks optional parameters `"optional": true`, which no JSON Schema draft
+    // defines (`required` already says it).
+    obj.remove("optional");
     if let Some(Value::String(t)) = obj.get("type") {
         let mapped = match t.as_str() {
             "dict" | "HashMap" | "object" => Some("object"),
