@@ -57,8 +57,11 @@ mod deepseek;
 mod glm;
 mod harmony;
 mod hermes;
+mod json_array;
 mod kimi;
+mod llama3_json;
 mod mistral;
+mod pythonic;
 mod qwen3_coder;
 pub(crate) mod scan;
 mod stream;
@@ -69,8 +72,11 @@ pub use deepseek::{DeepSeek, DeepSeekVersion};
 pub use glm::{Glm, Glm4};
 pub use harmony::Harmony;
 pub use hermes::Hermes;
+pub use json_array::JsonArray;
 pub use kimi::KimiK2;
+pub use llama3_json::Llama3Json;
 pub use mistral::{Mistral, MistralSyntax};
+pub use pythonic::{python_literal, Pythonic};
 pub use qwen3_coder::Qwen3Coder;
 pub use stream::StreamingParser;
 pub use tool::{Tool, ToolContext, ToolFunction, ToolSet};
@@ -668,6 +674,30 @@ fn builtin_formats() -> Vec<(&'static str, Arc<FormatFactory>)> {
             "qwen3_xml",
             Arc::new(|o: &FormatOptions| {
                 Arc::new(Qwen3Coder::new(o.clone())) as Arc<dyn ToolCallFormat>
+            }),
+        ),
+        (
+            "json",
+            Arc::new(|o: &FormatOptions| {
+                Arc::new(JsonArray::new(o.clone())) as Arc<dyn ToolCallFormat>
+            }),
+        ),
+        (
+            "llama3_json",
+            Arc::new(|o: &FormatOptions| {
+                Arc::new(Llama3Json::new(o.clone())) as Arc<dyn ToolCallFormat>
+            }),
+        ),
+        (
+            "pythonic",
+            Arc::new(|o: &FormatOptions| {
+                Arc::new(Pythonic::new(o.clone())) as Arc<dyn ToolCallFormat>
+            }),
+        ),
+        (
+            "json_array",
+            Arc::new(|o: &FormatOptions| {
+                Arc::new(JsonArray::new(o.clone())) as Arc<dyn ToolCallFormat>
             }),
         ),
     ]

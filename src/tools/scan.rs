@@ -951,6 +951,58 @@ pub fn typed_xml_value(raw: &str, schema: Option<&Value>, undeclared_is_text: bo
     }
 }
 
+/// Name and raw argument text of a `{"name": ..., "arguments"|"parameters": ...}` object
+/// that may still be arriving (`body` starts at its `{`): the name once its string is
+/// complete, the arguments' text as far as it goes (trailing whitespace dropped), and the
+/// end of the object once it has closed.
+pub fn call_parts(body: &str) -> (super::PartialCall, Option<usize>) {
+    let obj = scan_object(body);
+    let mut call = super::PartialCall::default();
+    for m in &obj.members {
+        match m.key.as_str() {
+            "name" => {
+                if let Some((Value::String(n), _)) = &m.value {
+                    call.name = Some(n.clone());
+                }
+            }
+            "arguments" | "parameters" => {
+                let end = m.value.as_ref().map(|(_, e)| *e).unwrap_or(body.len());
+                call.arguments_text = body[m.value_start..end].trim_end().to_owned();
+            }
+            _ => {}
+        }
+    }
+    (call, obj.end)
+}
+
+/// A call object's name and arguments: `name` a string, arguments under `arguments` or
+/// `parameters` (not both; an object, or a string holding one; absent = `{}`), `id` kept.
+/// The name is checked against `tools`.
+pub fn call_from_json(value: &Value, tools: &[Tool]) -> Result<super::ToolCall, ToolParseError> {
+    let obj = value.as_object().ok_or_else(|| {
+        ToolParseError::Syntax("a call must be a JSON object with name and arguments".into())
+    })?;
+    let name = obj
+        .get("name")
+        .and_then(Value::as_str)
+        .ok_or_else(|| ToolParseError::Syntax("the call has no string \"name\"".into()))?;
+    check_call_name(name, tools)?;
+    let args = match (obj.get("arguments"), obj.get("parameters")) {
+        (Some(a), None) | (None, Some(a)) => arguments_object(a)?,
+        (None, None) => Value::Object(serde_json::Map::new()),
+        (Some(_), Some(_)) => {
+            return Err(ToolParseError::Syntax(
+                "the call has both \"arguments\" and \"parameters\"".into(),
+            ))
+        }
+    };
+    Ok(super::ToolCall {
+        id: obj.get("id").and_then(Value::as_str).map(str::to_owned),
+        name: name.to_owned(),
+        arguments: args,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

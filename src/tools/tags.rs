@@ -187,6 +187,14 @@ pub fn assemble(
     })
 }
 
+/// Free text that can never hold a JSON call object of the bare-JSON families (their
+/// parsers key on a `"name"` member): `any_text` excluding `"name"`, and `extra`.
+pub fn text_without_name_key(extra: &[&str]) -> Value {
+    let mut excludes = vec!["\"name\"".to_owned()];
+    excludes.extend(extra.iter().map(|s| (*s).to_owned()));
+    json!({"type": "any_text", "excludes": excludes})
+}
+
 fn excludes_of_reasoning(env: &Envelope) -> Vec<String> {
     let mut v = vec![env.trigger.clone()];
     if let Some((b, _)) = &env.section {

@@ -1,0 +1,449 @@
+//! The model-agnostic format: a JSON array of `{"name", "arguments"}` objects constrained by
+//! a JSON Schema built from the tools — what serving engines fall back to for `required`
+//! when a model has no native syntax (section 5.2 of the tool-call format notes: vLLM's
+//! classic `required` path; xLAM's output in section 4.10), and, for a named tool, the bare
+//! arguments object (vLLM's classic named path).
+//!
+//! ```text
+//! [{"name": "get_weather", "arguments": {"city": "Paris"}}, {"name": "get_time", "arguments": {"tz": "UTC"}}]
+//! ```
+
+use serde_json::{json, Value};
+
+use super::scan::{self, Content, JsonRead};
+use super::tags;
+use super::{
+    CallMode, FormatOptions, PartialCall, PartialOutput, StructuralTag, Tool, ToolCall,
+    ToolCallFormat, ToolChoice, ToolError, ToolParseError,
+};
+
+/// The JSON-array format (`json`, also registered as `json_array`).
+///
+/// * Grammar, by [`ToolChoice`]:
+///   * `required`: a JSON array of at least one call object
+///     `{"name": NAME, "arguments": ARGS}` (`items.anyOf` one branch per tool, `name` a
+///     `const`, `ARGS` the tool's input schema, no other keys); at most one item when
+///     `parallel` is off.
+///   * `auto`: the same array with `minItems: 0` — `[]` means "no call". There is no free
+///     text: a model without a native syntax has no trigger to enter a call from prose.
+///   * named `X`: `X`'s bare arguments object (the parser of [`JsonArray::forced`] wraps it
+///     into a call to `X`).
+///   * `none`: free text that never contains `"name"` (so it cannot hold a call object).
+/// * Parser: after leading whitespace, an array of call objects; also xLAM's
+///   `{"tool_calls": [...]}` wrapper and a single call object. `"parameters"` is accepted
+///   for `"arguments"`, and a string holding a JSON object as arguments. A call whose name
+///   is not offered, or an element that is not a call object, is an error (its text kept
+///   in content) while the other elements stay calls; an array that stops being JSON is an
+///   error from the offending element to the end. Text after the array is content. Output
+///   that does not start with `[` or `{` is content. The array streams element by element;
+///   the wrapper object and the forced arguments object are reported once complete.
+#[derive(Clone, Debug, Default)]
+pub struct JsonArray {
+    options: FormatOptions,
+    forced: Option<String>,
+}
+
+impl JsonArray {
+    /// The format with `options`.
+    pub fn new(options: FormatOptions) -> Self {
+        Self {
+            options,
+            forced: None,
+        }
+    }
+
+    /// The parser for output generated under a named `tool_choice` for `name`: the output
+    /// is that tool's bare arguments object, read back as one call to `name`;
+    /// [`ToolCallFormat::render_calls`] writes the first call's bare arguments.
+    pub fn forced(mut self, name: impl Into<String>) -> Self {
+        self.forced = Some(name.into());
+        self
+    }
+
+    /// The options.
+    pub fn options(&self) -> &FormatOptions {
+        &self.options
+    }
+
+    /// The JSON Schema of the call array for `tools` (`min_items` 0 or 1; `max_items` 1
+    /// when calls are not parallel).
+    pub fn array_schema(&self, tools: &[&Tool], min_items: usize, parallel: bool) -> Value {
+        let items: Vec<Value> = tools
+            .iter()
+            .map(|t| {
+                json!({"type": "object",
+                    "properties": {"name": {"const": t.name},
+                                   "arguments": tags::argument_schema(t, &self.options)},
+                    "required": ["name", "arguments"], "additionalProperties": false})
+            })
+            .collect();
+        let mut schema = json!({"type": "array", "items": {"anyOf": items},
+                                "minItems": min_items});
+        if !parallel {
+            schema["maxItems"] = json!(1);
+        }
+        schema
+    }
+}
+
+impl ToolCallFormat for JsonArray {
+    fn name(&self) -> &str {
+        "json"
+    }
+
+    fn structural_tag(
+        &self,
+        tools: &[Tool],
+        choice: &ToolChoice,
+        parallel: bool,
+    ) -> Result<StructuralTag, ToolError> {
+        let (mode, allowed) = choice.resolve(tools)?;
+        let json_format = |schema: Value| {
+            let mut f = json!({"type": "json_schema", "json_schema": schema,
+                   "any_order": self.options.any_order});
+            if let Some(n) = self.options.max_whitespace {
+                f["max_whitespace"] = json!(n);
+            }
+            f
+        };
+        let format = match mode {
+            CallMode::None => tags::text_without_name_key(&[]),
+            CallMode::Forced => json_format(tags::argument_schema(allowed[0], &self.options)),
+            CallMode::Required => json_format(self.array_schema(&allowed, 1, parallel)),
+            CallMode::Auto => json_format(self.array_schema(&allowed, 0, parallel)),
+        };
+        StructuralTag::from_json(&json!({"type": "structural_tag", "format": format})).map_err(
+            |e| ToolError::Unsupported {
+                format: "json".into(),
+                reason: e.to_string(),
+            },
+        )
+    }
+
+    fn parse_partial(&self, text: &str, tools: &[Tool], at_end: bool) -> PartialOutput {
+        let mut out = PartialOutput::default();
+        let mut content = Content::default();
+        let lead = text.len() - text.trim_start().len();
+        let rest = &text[lead..];
+        if let Some(name) = &self.forced {
+            parse_forced(name, rest, lead, tools, at_end, &mut out, &mut content);
+        } else if rest.starts_with('[') {
+            parse_array(rest, lead, tools, at_end, &mut out, &mut content);
+        } else if rest.starts_with('{') {
+            parse_object(rest, lead, tools, at_end, &mut out, &mut content);
+        } else {
+            content.push_tail(rest, &[], at_end);
+        }
+        out.content = content.into_string();
+        out
+    }
+
+    fn render_calls(&self, calls: &[ToolCall]) -> String {
+        if self.forced.is_some() {
+            return calls
+                .first()
+                .map(|c| scan::python_json(&c.arguments))
+                .unwrap_or_default();
+        }
+        let items: Vec<Value> = calls
+            .iter()
+            .map(|c| json!({"name": c.name, "arguments": c.arguments}))
+            .collect();
+        scan::python_json(&Value::Array(items))
+    }
+
+    fn render_tool_result(&self, call: &ToolCall, result: &Value) -> String {
+        scan::python_json(&json!({"name": call.name, "result": result}))
+    }
+
+    fn render_tools_prompt(&self, tools: &[Tool]) -> String {
+        let mut s = String::from("These functions are available, one JSON definition per line:\n");
+        for t in tools {
+            s.push_str(&scan::python_json(&t.to_openai()));
+            s.push('\n');
+        }
+        s.push_str(
+            "\nTo use them, answer with nothing but a JSON array of calls, each an object \
+             with the function's \"name\" and its \"arguments\" object, for example \
+             [{\"name\": \"f\", \"arguments\": {\"x\": 1}}]. Answer [] to call none.",
+        );
+        s
+    }
+}
+
+/// The forced tool's bare arguments object.
+fn parse_forced(
+    name: &str,
+    rest: &str,
+    lead: usize,
+    tools: &[Tool],
+    at_end: bool,
+    out: &mut PartialOutput,
+    content: &mut Content,
+) {
+    if rest.is_empty() {
+        return;
+    }
+    match scan::read_json_value(rest) {
+        JsonRead::Incomplete if !at_end => {
+            out.calls.push(PartialCall {
+                id: None,
+                name: Some(name.to_owned()),
+                arguments_text: rest.trim_end().to_owned(),
+                complete: None,
+            });
+        }
+        JsonRead::Incomplete => {
+            scan::push_malformed(out, content, rest, lead, ToolParseError::Unterminated)
+        }
+        JsonRead::Invalid(e) => {
+            if at_end {
+                scan::push_malformed(out, content, rest, lead, ToolParseError::InvalidJson(e));
+            }
+        }
+        JsonRead::Complete { value, end } => {
+            let checked = scan::check_call_name(name, tools).and_then(|()| {
+                if value.is_object() {
+                    Ok(value)
+                } else {
+                    Err(ToolParseError::Syntax(
+                        "the arguments must be a JSON object".into(),
+                    ))
+                }
+            });
+            match checked {
+                Ok(arguments) => out.calls.push(PartialCall {
+                    id: None,
+                    name: Some(name.to_owned()),
+                    arguments_text: rest[..end].trim().to_owned(),
+                    complete: Some(ToolCall::new(name, arguments)),
+                }),
+                Err(e) => scan::push_malformed(out, content, &rest[..end], lead, e),
+            }
+            content.push_tail(&rest[end..], &[], at_end);
+        }
+    }
+}
+
+/// A call array, element by element.
+fn parse_array(
+    rest: &str,
+    lead: usize,
+    tools: &[Tool],
+    at_end: bool,
+    out: &mut PartialOutput,
+    content: &mut Content,
+) {
+    let b = rest.as_bytes();
+    let skip_ws = |mut i: usize| {
+        while i < b.len() && b[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        i
+    };
+    // Reports rest[from..] as one malformed piece (only once the output is whole, so the
+    // error's text never changes while streaming).
+    let tail_error =
+        |from: usize, error: ToolParseError, out: &mut PartialOutput, c: &mut Content| {
+            if at_end {
+                // Nothing read yet: the whole array is the offending text.
+                let from = if out.calls.is_empty() && out.errors.is_empty() {
+                    0
+                } else {
+                    from
+                };
+                scan::push_malformed(out, c, &rest[from..], lead + from, error);
+            }
+        };
+    let mut i = skip_ws(1);
+    let mut first = true;
+    loop {
+        if i == b.len() {
+            tail_error(0, ToolParseError::Unterminated, out, content);
+            return;
+        }
+        if b[i] == b']' {
+            content.push_tail(&rest[i + 1..], &[], at_end);
+            return;
+        }
+        if !first {
+            if b[i] != b',' {
+                let e = ToolParseError::Syntax(format!(
+                    "expected ',' or ']' between calls, found {:?}",
+                    rest[i..].chars().take(20).collect::<String>()
+                ));
+                tail_error(i, e, out, content);
+                return;
+            }
+            i = skip_ws(i + 1);
+            if i == b.len() {
+                tail_error(i, ToolParseError::Unterminated, out, content);
+                return;
+            }
+        }
+        first = false;
+        match scan::read_json_value(&rest[i..]) {
+            JsonRead::Complete { value, end } => {
+                let piece = &rest[i..i + end];
+                match scan::call_from_json(&value, tools) {
+                    Ok(call) => {
+                        let (mut partial, _) = scan::call_parts(piece);
+                        partial.name = Some(call.name.clone());
+                        partial.complete = Some(call);
+                        out.calls.push(partial);
+                    }
+                    Err(e) => scan::push_malformed(out, content, piece, lead + i, e),
+                }
+                i = skip_ws(i + end);
+            }
+            JsonRead::Incomplete => {
+                if at_end {
+                    tail_error(i, ToolParseError::Unterminated, out, content);
+                } else if rest[i..].starts_with('{') {
+                    let (partial, _) = scan::call_parts(&rest[i..]);
+                    if partial.name.is_some() {
+                        out.calls.push(partial);
+                    }
+                }
+                return;
+            }
+            JsonRead::Invalid(e) => {
+                tail_error(i, ToolParseError::InvalidJson(e), out, content);
+                return;
+            }
+        }
+    }
+}
+
+/// xLAM's `{"tool_calls": [...]}` or one call object; anything else is content.
+fn parse_object(
+    rest: &str,
+    lead: usize,
+    tools: &[Tool],
+    at_end: bool,
+    out: &mut PartialOutput,
+    content: &mut Content,
+) {
+    let (value, end) = match scan::read_json_value(rest) {
+        JsonRead::Complete { value, end } => (value, end),
+        JsonRead::Incomplete if !at_end => return,
+        _ => {
+            content.push(rest);
+            return;
+        }
+    };
+    let piece = &rest[..end];
+    if let Some(list) = value.get("tool_calls") {
+        match list.as_array() {
+            Some(items) => {
+                for item in items {
+                    match scan::call_from_json(item, tools) {
+                        Ok(call) => out.calls.push(PartialCall {
+                            id: call.id.clone(),
+                            name: Some(call.name.clone()),
+                            arguments_text: scan::python_json(&call.arguments),
+                            complete: Some(call),
+                        }),
+                        Err(e) => {
+                            let text = scan::python_json(item);
+                            scan::push_malformed(out, content, &text, lead, e);
+                        }
+                    }
+                }
+            }
+            None => scan::push_malformed(
+                out,
+                content,
+                piece,
+                lead,
+                ToolParseError::Syntax("\"tool_calls\" must be an array".into()),
+            ),
+        }
+    } else if value.get("name").is_some() {
+        match scan::call_from_json(&value, tools) {
+            Ok(call) => {
+                let (mut partial, _) = scan::call_parts(piece);
+                partial.name = Some(call.name.clone());
+                partial.complete = Some(call);
+                out.calls.push(partial);
+            }
+            Err(e) => scan::push_malformed(out, content, piece, lead, e),
+        }
+    } else {
+        content.push(piece);
+    }
+    content.push_tail(&rest[end..], &[], at_end);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tools() -> Vec<Tool> {
+        Tool::list_from_openai(&json!([
+            {"type": "function", "function": {"name": "get_weather", "parameters": {
+                "type": "object", "properties": {"city": {"type": "string"},
+                "unit": {"enum": ["celsius", "fahrenheit"]}}, "required": ["city"]}}},
+            {"type": "function", "function": {"name": "get_time", "parameters": {
+                "type": "object", "properties": {"tz": {"type": "string"}}, "required": ["tz"]}}}
+        ]))
+        .unwrap()
+    }
+
+    #[test]
+    fn array_wrapper_and_single_object() {
+        let f = JsonArray::default();
+        let ts = tools();
+        let want = vec![
+            ToolCall::new("get_weather", json!({"city": "Paris"})),
+            ToolCall::new("get_time", json!({"tz": "UTC"})),
+        ];
+        let a = r#" [{"name": "get_weather", "arguments": {"city": "Paris"}}, {"name": "get_time", "parameters": {"tz": "UTC"}}]"#;
+        assert_eq!(f.parse(a, &ts).tool_calls, want);
+        let w = r#"{"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}, {"name": "get_time", "arguments": "{\"tz\": \"UTC\"}"}]}"#;
+        assert_eq!(f.parse(w, &ts).tool_calls, want);
+        let one = r#"{"name": "get_time", "arguments": {"tz": "UTC"}} done"#;
+        let out = f.parse(one, &ts);
+        assert_eq!(out.tool_calls, want[1..]);
+        assert_eq!(out.content.as_deref(), Some("done"));
+        let empty = f.parse("[]", &ts);
+        assert!(empty.tool_calls.is_empty() && empty.content.is_none());
+    }
+
+    #[test]
+    fn forced_wraps_the_bare_object() {
+        let f = JsonArray::default().forced("get_time");
+        let out = f.parse(r#"{"tz": "UTC"}"#, &tools());
+        assert_eq!(
+            out.tool_calls,
+            vec![ToolCall::new("get_time", json!({"tz": "UTC"}))]
+        );
+        assert_eq!(f.render_calls(&out.tool_calls), r#"{"tz": "UTC"}"#);
+    }
+
+    #[test]
+    fn bad_elements_are_errors_and_the_rest_stay_calls() {
+        let f = JsonArray::default();
+        let text = r#"[{"name": "nope", "arguments": {}}, {"name": "get_time", "arguments": {"tz": "UTC"}}]"#;
+        let out = f.parse(text, &tools());
+        assert_eq!(out.tool_calls.len(), 1);
+        assert_eq!(
+            out.errors[0].error,
+            ToolParseError::UnknownTool {
+                name: "nope".into()
+            }
+        );
+        assert_eq!(
+            out.content.as_deref(),
+            Some(r#"{"name": "nope", "arguments": {}}"#)
+        );
+        let bad = r#"[{"name": "get_time", "arguments": {"tz": UTC}}]"#;
+        let out = f.parse(bad, &tools());
+        assert!(out.tool_calls.is_empty());
+        assert!(matches!(
+            out.errors[0].error,
+            ToolParseError::InvalidJson(_)
+        ));
+        assert_eq!(out.content.as_deref(), Some(bad));
+    }
+}

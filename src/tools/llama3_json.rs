@@ -1,0 +1,361 @@
+//! Llama 3.1 / 3.2 / 3.3 custom tools: a bare JSON object `{"name", "parameters"}`, maybe
+//! after `<|python_tag|>` (section 4.4 of the tool-call format notes; vLLM's `llama3_json`
+//! parser, XGrammar's `llama` builtin).
+//!
+//! ```text
+//! {"name": "get_weather", "parameters": {"city": "Paris"}}<|eot_id|>
+//! ```
+
+use serde_json::{json, Value};
+
+use super::scan::{self, Content, JsonRead};
+use super::tags::{self, Envelope};
+use super::{
+    FormatOptions, PartialOutput, StructuralTag, Tool, ToolCall, ToolCallFormat, ToolChoice,
+    ToolError, ToolParseError,
+};
+
+/// The prefix Llama 3.1 sometimes writes before a call (special token 128010; the shared
+/// Llama 3.1 tokenizer file names that id `<|reserved_special_token_5|>`).
+pub const PYTHON_TAG: &str = "<|python_tag|>";
+const EOM: &str = "<|eom_id|>";
+const EOT: &str = "<|eot_id|>";
+const TRIGGER: &str = "{\"name\": ";
+/// Written between parallel calls (vLLM's parser accepts `;` with optional whitespace).
+pub const SEPARATOR: &str = "; ";
+
+/// The Llama 3.x JSON format (`llama3_json`).
+///
+/// * Grammar: each call is `{"name": "NAME", "parameters": ARGS}` (XGrammar's `llama`
+///   builtin: trigger `{"name": `, `ARGS` the tool's input schema); parallel calls are
+///   joined by `; ` (the official template has no parallel calls; `; ` is what vLLM's
+///   parser reads). `required` and named start with the call (no text before: the
+///   template asks for JSON only); `auto` is free text, then optionally the calls;
+///   after the calls comes only the end of turn (`<|eot_id|>`, the stop token).
+///   Free text never contains `"name"`, so the parser cannot find a call in it (and
+///   `none` is free text only). `<|python_tag|>` is not generated: it introduces
+///   built-in tools' Python calls.
+/// * Parser: a call is a JSON object with a string `"name"` and a `"parameters"` or
+///   `"arguments"` member (vLLM's rule; other JSON objects in prose stay content),
+///   anywhere in the text, string-aware (braces and `{"name": ` inside JSON strings are
+///   not calls); a leading `<|python_tag|>` and a final `<|eom_id|>`/`<|eot_id|>` are
+///   dropped; calls may be separated by `;` and/or whitespace; text around them is
+///   content. An unknown name, or a call-looking object that is not valid JSON (from its
+///   `{` to the next `{"name"` or the end), is an error with its text kept in content.
+///   Streaming: a `{` followed by a key holds the content back until the object is
+///   decided; a call is reported once its name and the start of its arguments have
+///   arrived.
+#[derive(Clone, Debug, Default)]
+pub struct Llama3Json {
+    options: FormatOptions,
+}
+
+impl Llama3Json {
+    /// The format with `options`.
+    pub fn new(options: FormatOptions) -> Self {
+        Self { options }
+    }
+
+    /// The options.
+    pub fn options(&self) -> &FormatOptions {
+        &self.options
+    }
+
+    fn envelope(&self) -> Envelope {
+        Envelope {
+            trigger: TRIGGER.into(),
+            separator: SEPARATOR.into(),
+            section: None,
+            leading_text_in_required: false,
+            reasoning: None,
+            excludes: vec!["\"name\"".into()],
+        }
+    }
+}
+
+fn skip_ws(b: &[u8], mut i: usize) -> usize {
+    while i < b.len() && b[i].is_ascii_whitespace() {
+        i += 1;
+    }
+    i
+}
+
+/// A content piece before a call: a trailing `<|python_tag|>` belongs to the call.
+fn push_before_call(content: &mut Content, piece: &str) {
+    let p = piece.trim_end();
+    content.push(p.strip_suffix(PYTHON_TAG).unwrap_or(p));
+}
+
+/// The last content piece: end-of-turn tokens dropped, partial markers held back.
+fn push_tail(content: &mut Content, piece: &str, at_end: bool) {
+    let n = if at_end {
+        piece.len()
+    } else {
+        scan::stable_len(piece, &[PYTHON_TAG, EOM, EOT], true)
+    };
+    let mut p = piece[..n].trim_end();
+    while let Some(q) = p.strip_suffix(EOT).or_else(|| p.strip_suffix(EOM)) {
+        p = q.trim_end();
+    }
+    content.push(p);
+}
+
+/// Whether scanned members make a call: a string `name` and an arguments member.
+fn is_call(obj: &scan::ObjectScan) -> bool {
+    let name = obj
+        .members
+        .iter()
+        .any(|m| m.key == "name" && matches!(m.value, Some((Value::String(_), _))));
+    let args = obj
+        .members
+        .iter()
+        .any(|m| m.key == "parameters" || m.key == "arguments");
+    name && args
+}
+
+/// The next place after `from` where a call object may begin (`{`, whitespace, `"name"`).
+fn next_call_start(text: &str, from: usize) -> Option<usize> {
+    let b = text.as_bytes();
+    let mut i = from;
+    while let Some(k) = text[i..].find('{') {
+        let s = i + k;
+        let j = skip_ws(b, s + 1);
+        if text[j..].starts_with("\"name\"") {
+            return Some(s);
+        }
+        i = s + 1;
+    }
+    None
+}
+
+impl ToolCallFormat for Llama3Json {
+    fn name(&self) -> &str {
+        "llama3_json"
+    }
+
+    fn structural_tag(
+        &self,
+        tools: &[Tool],
+        choice: &ToolChoice,
+        parallel: bool,
+    ) -> Result<StructuralTag, ToolError> {
+        let options = &self.options;
+        tags::assemble(&self.envelope(), tools, choice, parallel, options, |t| {
+            let name = serde_json::to_string(&t.name).unwrap_or_default();
+            Ok(json!({"type": "tag",
+                "begin": format!("{TRIGGER}{name}, \"parameters\": "),
+                "content": tags::json_arguments(t, options),
+                "end": "}"}))
+        })
+    }
+
+    fn parse_partial(&self, text: &str, tools: &[Tool], at_end: bool) -> PartialOutput {
+        let mut out = PartialOutput::default();
+        let mut content = Content::default();
+        let b = text.as_bytes();
+        let mut seg = 0;
+        let mut i = 0;
+        loop {
+            let Some(k) = text[i..].find('{') else {
+                push_tail(&mut content, &text[seg..], at_end);
+                break;
+            };
+            let s = i + k;
+            let j = skip_ws(b, s + 1);
+            if j == b.len() && !at_end {
+                // `{` at the end: may become a call.
+                push_before_call(&mut content, &text[seg..s]);
+                break;
+            }
+            if j == b.len() || b[j] != b'"' {
+                i = s + 1;
+                continue;
+            }
+            match scan::read_json_value(&text[s..]) {
+                JsonRead::Complete { value, end } => {
+                    let looks = value.get("name").is_some_and(Value::is_string)
+                        && (value.get("parameters").is_some() || value.get("arguments").is_some());
+                    if !looks {
+                        // Other JSON in prose: content, and nothing inside it is a call.
+                        i = s + end;
+                        continue;
+                    }
+                    push_before_call(&mut content, &text[seg..s]);
+                    let piece = &text[s..s + end];
+                    match scan::call_from_json(&value, tools) {
+                        Ok(call) => {
+                            let (mut partial, _) = scan::call_parts(piece);
+                            partial.name = Some(call.name.clone());
+                            partial.complete = Some(call);
+                            out.calls.push(partial);
+                        }
+                        Err(e) => scan::push_malformed(&mut out, &mut content, piece, s, e),
+                    }
+                    // Separators between calls are not content.
+                    let mut e = s + end;
+                    while e < b.len() && (b[e].is_ascii_whitespace() || b[e] == b';') {
+                        e += 1;
+                    }
+                    seg = e;
+                    i = e;
+                }
+                JsonRead::Incomplete => {
+                    let obj = scan::scan_object(&text[s..]);
+                    if at_end {
+                        if is_call(&obj) || obj.members.iter().any(|m| m.key == "name") {
+                            push_before_call(&mut content, &text[seg..s]);
+                            scan::push_malformed(
+                                &mut out,
+                                &mut content,
+                                &text[s..],
+                                s,
+                                ToolParseError::Unterminated,
+                            );
+                            seg = text.len();
+                            i = seg;
+                            continue;
+                        }
+                        i = s + 1;
+                        continue;
+                    }
+                    push_before_call(&mut content, &text[seg..s]);
+                    if is_call(&obj) {
+                        let (partial, _) = scan::call_parts(&text[s..]);
+                        out.calls.push(partial);
+                    }
+                    break;
+                }
+                JsonRead::Invalid(e) => {
+                    let obj = scan::scan_object(&text[s..]);
+                    let named = obj
+                        .members
+                        .iter()
+                        .any(|m| m.key == "name" && matches!(m.value, Some((Value::String(_), _))));
+                    if !named {
+                        i = s + 1;
+                        continue;
+                    }
+                    let stop = match next_call_start(text, s + 1) {
+                        Some(n) => n,
+                        None if at_end => text.len(),
+                        None => {
+                            // Where the bad call ends is not known yet.
+                            push_before_call(&mut content, &text[seg..s]);
+                            break;
+                        }
+                    };
+                    push_before_call(&mut content, &text[seg..s]);
+                    let piece = text[s..stop].trim_end();
+                    scan::push_malformed(
+                        &mut out,
+                        &mut content,
+                        piece,
+                        s,
+                        ToolParseError::InvalidJson(e),
+                    );
+                    seg = stop;
+                    i = stop;
+                }
+            }
+        }
+        out.content = content.into_string();
+        out
+    }
+
+    fn render_calls(&self, calls: &[ToolCall]) -> String {
+        calls
+            .iter()
+            .map(|c| {
+                let name = serde_json::to_string(&c.name).unwrap_or_default();
+                format!(
+                    "{TRIGGER}{name}, \"parameters\": {}}}",
+                    scan::python_json(&c.arguments)
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(SEPARATOR)
+    }
+
+    fn render_tool_result(&self, _call: &ToolCall, result: &Value) -> String {
+        // The body of the `ipython` turn.
+        match result {
+            Value::String(s) => s.clone(),
+            other => scan::python_json(other),
+        }
+    }
+
+    fn render_tools_prompt(&self, tools: &[Tool]) -> String {
+        let mut s = String::from(
+            "You can call the functions below. To call one, reply with only a JSON object \
+             of the form {\"name\": <function name>, \"parameters\": <object of argument \
+             names and values>}, using literal values rather than variables.\n",
+        );
+        for t in tools {
+            s.push('\n');
+            s.push_str(&indented_json(&t.to_openai()));
+            s.push('\n');
+        }
+        s
+    }
+}
+
+/// JSON with 4-space indentation (how the Llama 3.1 template lists tools).
+fn indented_json(value: &Value) -> String {
+    use serde::Serialize;
+    let mut buf = Vec::new();
+    let fmt = serde_json::ser::PrettyFormatter::with_indent(b"    ");
+    let mut ser = serde_json::Serializer::with_formatter(&mut buf, fmt);
+    if value.serialize(&mut ser).is_err() {
+        return value.to_string();
+    }
+    String::from_utf8(buf).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tools() -> Vec<Tool> {
+        Tool::list_from_openai(&json!([
+            {"type": "function", "function": {"name": "get_weather", "parameters": {
+                "type": "object", "properties": {"city": {"type": "string"},
+                "unit": {"enum": ["celsius", "fahrenheit"]}}, "required": ["city"]}}},
+            {"type": "function", "function": {"name": "get_time", "parameters": {
+                "type": "object", "properties": {"tz": {"type": "string"}}, "required": ["tz"]}}}
+        ]))
+        .unwrap()
+    }
+
+    #[test]
+    fn parses_the_worked_example() {
+        let text = "<|python_tag|>{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\", \"unit\": \"celsius\"}}<|eom_id|>";
+        let out = Llama3Json::default().parse(text, &tools());
+        assert_eq!(out.content, None);
+        assert_eq!(
+            out.tool_calls,
+            vec![ToolCall::new(
+                "get_weather",
+                json!({"city": "Paris", "unit": "celsius"})
+            )]
+        );
+        assert!(out.errors.is_empty());
+    }
+
+    #[test]
+    fn other_json_and_text_stay_content() {
+        let f = Llama3Json::default();
+        let text = "Here: {\"name\": \"Ann\", \"age\": 3} and {\"a\": \"{\\\"name\\\": \\\"get_time\\\", \\\"parameters\\\": {}}\"}";
+        let out = f.parse(text, &tools());
+        assert!(out.tool_calls.is_empty() && out.errors.is_empty());
+        assert_eq!(out.content.as_deref(), Some(text));
+    }
+
+    #[test]
+    fn separators_and_trailing_text() {
+        let f = Llama3Json::default();
+        let text = "{\"name\": \"get_time\", \"arguments\": {\"tz\": \"UTC\"}};\n {\"name\": \"get_time\", \"parameters\": {\"tz\": \"CET\"}} thanks";
+        let out = f.parse(text, &tools());
+        assert_eq!(out.tool_calls.len(), 2);
+        assert_eq!(out.content.as_deref(), Some("thanks"));
+    }
+}
