@@ -319,7 +319,7 @@ fn read_array(
             }
         }
         first = false;
-        match scan::read_json_value_lenient(&text[i..]) {
+        match scan::read_json_value(&text[i..]) {
             JsonRead::Complete { value, end } => {
                 let elem = &text[i..i + end];
                 match super::hermes::call_from_object(&value, tools) {
@@ -440,7 +440,7 @@ fn read_name_args(
     }
     let name_ok = scan::check_call_name(name, tools);
     let a = &rest[args_start..];
-    match scan::read_json_value_lenient(a) {
+    match scan::read_json_value(a) {
         JsonRead::Complete { value, end } => {
             let call_end = body + args_start + end;
             let checked = name_ok.and_then(|()| scan::arguments_object(&value));

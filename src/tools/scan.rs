@@ -58,8 +58,9 @@ pub enum JsonRead {
     Invalid(String),
 }
 
-/// Reads one JSON value from the start of `text`, ignoring what follows it.
-pub fn read_json_value(text: &str) -> JsonRead {
+/// Reads one JSON value from the start of `text`, ignoring what follows it (strictly:
+/// a number beyond `f64` fails).
+fn read_json_value_strict(text: &str) -> JsonRead {
     let mut stream = serde_json::Deserializer::from_str(text).into_iter::<Value>();
     match stream.next() {
         None => JsonRead::Incomplete,
@@ -76,17 +77,17 @@ pub fn read_json_value(text: &str) -> JsonRead {
     }
 }
 
-/// As [`read_json_value`], but a number too large for an `f64` (which the grammar's JSON
+/// Reads one JSON value from the start of `text`, ignoring what follows it; a number too large for an `f64` (which the grammar's JSON
 /// allows: `1e99999`) is read as `±1e308` instead of failing the whole value (Python's
 /// `json` reads it as infinity; neither fits JSON). Offsets are those of `text`.
-pub fn read_json_value_lenient(text: &str) -> JsonRead {
-    match read_json_value(text) {
+pub fn read_json_value(text: &str) -> JsonRead {
+    match read_json_value_strict(text) {
         JsonRead::Invalid(e) if e.contains("number out of range") => {
             let fixed = clamp_huge_numbers(text);
             if fixed == text {
                 JsonRead::Invalid(e)
             } else {
-                read_json_value(&fixed)
+                read_json_value_strict(&fixed)
             }
         }
         other => other,
@@ -654,7 +655,7 @@ pub fn read_arguments_then(body: &str, end: &str, at_end: bool) -> ArgsRead {
         return ArgsRead::Pending(String::new());
     }
     let j = &body[json_start..];
-    match read_json_value_lenient(j) {
+    match read_json_value(j) {
         JsonRead::Incomplete => {
             if at_end {
                 return ArgsRead::Bad(ToolParseError::Unterminated);
@@ -1036,7 +1037,7 @@ mod tests {
         let text = r#"{"a": 87483663E98670, "b": "9e999", "c": -1e400} x"#;
         assert!(matches!(read_json_value(text), JsonRead::Invalid(_)));
         assert_eq!(
-            read_json_value_lenient(text),
+            read_json_value(text),
             JsonRead::Complete {
                 value: json!({"a": 1e308, "b": "9e999", "c": -1e308}),
                 end: text.find('}').unwrap() + 1
