@@ -85,6 +85,7 @@ mod formats;
 mod numbers;
 mod objects;
 mod references;
+mod resources;
 mod strings;
 mod types;
 
@@ -123,6 +124,9 @@ pub struct JsonSchemaOptions {
     /// Ignore keywords that are not enforced instead of failing (they are listed in
     /// [`JsonSchemaGrammar::ignored`]). The grammar then accepts more than the schema.
     pub lenient: bool,
+    /// Other documents that `$ref` may name, as (absolute URI, document) pairs. Nothing is
+    /// fetched: a reference to a document that is not here is an error naming it.
+    pub documents: Vec<(String, Value)>,
 }
 
 impl Default for JsonSchemaOptions {
@@ -134,6 +138,7 @@ impl Default for JsonSchemaOptions {
             strict: false,
             ignore_unknown_keywords: false,
             lenient: false,
+            documents: Vec::new(),
         }
     }
 }
@@ -528,7 +533,9 @@ pub(crate) const KNOWN_KEYWORDS: &[&str] = &[
 
 /// Whether `k` is an annotation (or `$id` at the root pointer `ptr`).
 pub(crate) fn is_annotation(k: &str, ptr: &str) -> bool {
-    ANNOTATIONS.contains(&k) || (k == "$id" && ptr == "#")
+    // Identifiers and anchors only name places, which references resolve through.
+    let _ = ptr;
+    ANNOTATIONS.contains(&k) || matches!(k, "$id" | "$anchor" | "$dynamicAnchor")
 }
 
 /// Whether keyword `k` of `obj` is an identifier (`$id`, or draft 4's `id`, a string) that
@@ -570,6 +577,8 @@ pub(crate) struct Builder<'a> {
     /// The root's `$schema` names draft 4 (or 3): an `integer` has no fraction at all there
     /// (`1.0` is not an integer), while later drafts count `1.0` as one.
     pub(crate) draft4: bool,
+    /// Resources, anchors and base URIs of the root document and the other documents.
+    pub(crate) res: resources::Resources,
 }
 
 /// The deepest nesting of compilation (subschemas, and references inlined by merges and
@@ -579,7 +588,13 @@ const MAX_SCHEMA_DEPTH: usize = 200;
 
 impl<'a> Builder<'a> {
     fn new(root_schema: &'a Value, opts: JsonSchemaOptions) -> Self {
+        let draft4 = root_schema
+            .get("$schema")
+            .and_then(Value::as_str)
+            .is_some_and(|s| s.contains("draft-04") || s.contains("draft-03"));
+        let res = resources::Resources::new(root_schema, &opts.documents, draft4);
         Builder {
+            res,
             root_schema,
             opts,
             rules: Vec::new(),
@@ -588,10 +603,7 @@ impl<'a> Builder<'a> {
             any: None,
             depth: 0,
             max_enum_values: Limits::default().max_enum_values,
-            draft4: root_schema
-                .get("$schema")
-                .and_then(Value::as_str)
-                .is_some_and(|s| s.contains("draft-04") || s.contains("draft-03")),
+            draft4,
         }
     }
 
