@@ -43,14 +43,18 @@
 //!   [`Limits::max_enum_values`], as [`CompileError::Limit`]; `not` of a boolean, of `{}`
 //!   or of a `type` (folded into `type`);
 //!   `unevaluatedProperties` / `unevaluatedItems` in schemas without in-place applicators
-//!   (where they mean `additionalProperties` / `items`); `$id` (and draft 4's `id`) at the
-//!   root, and below it over subschemas without any `$ref`; annotations.
+//!   (where they mean `additionalProperties` / `items`); annotations.
+//! * `resources.rs`: base URIs of `$id` (and draft 4's `id`), `$anchor`, `$dynamicAnchor`
+//!   (as a plain anchor), and other documents named by absolute URI in
+//!   [`JsonSchemaOptions::documents`] (never fetched); `references.rs` resolves `$ref`
+//!   through them by RFC 3986 against the base in force where it is written.
 //!
 //! Everything else is refused, for example `not` (and `if`, and overlapping `oneOf`
 //! branches) of `pattern`, `format`, `multipleOf`, string constants or closed objects,
 //! `uniqueItems: true`, `propertyNames`, `patternProperties` beside open extra keys or
 //! with several patterns, `multipleOf` steps such as `0.5`, more than 5 dependencies,
-//! `$anchor`/`$dynamicRef`, `$ref` to other documents, a nested `$id` above a `$ref`,
+//! `$dynamicRef`, `$ref` to documents not given in [`JsonSchemaOptions::documents`], a
+//! `$ref` inside a subschema the compiler rewrote when the document has several bases,
 //! other formats (`regex`, `iri`, ...), `allOf` that cannot be merged exactly,
 //! `minProperties` above 1 when extra properties are allowed, `pattern` with `format`,
 //! and `pattern`/`format` with length bounds that some of their matches break.
@@ -817,10 +821,9 @@ impl<'a> Builder<'a> {
                 continue;
             }
             let reason = match k.as_str() {
-                "$id" => "`$id` below the root changes the base URI; not supported",
                 "not" | "if" | "then" | "else" => "no exact construction yet",
-                "$anchor" | "$dynamicRef" | "$dynamicAnchor" | "$vocabulary" | "$recursiveRef" => {
-                    "only `$ref` to `#` JSON pointers is supported"
+                "$dynamicRef" | "$vocabulary" | "$recursiveRef" => {
+                    "dynamic scopes and vocabularies are not supported; `$ref` is"
                 }
                 _ => "keyword not supported",
             };
