@@ -254,7 +254,7 @@ impl Resources {
             let inside = loc == p
                 || (loc.starts_with(p) && loc[p.len()..].starts_with('/'))
                 || (p.ends_with('#') && loc.starts_with(p));
-            if inside && best.is_none_or(|b| p.len() >= b.0.len()) {
+            if inside && best.map_or(true, |b| p.len() >= b.0.len()) {
                 best = Some(e);
             }
         }
