@@ -364,3 +364,69 @@ fn property_names() {
         ("propertyNames", "#/propertyNames")
     );
 }
+
+#[test]
+fn ids_anchors_and_other_documents() {
+    // A nested `$id` changes the base: `#/$defs/x` inside it is its own `$defs`.
+    check(
+        json!({
+            "$id": "http://example.com/root.json",
+            "$defs": {"x": {"type": "integer"}},
+            "properties": {
+                "a": {
+                    "$id": "inner.json",
+                    "$defs": {"x": {"type": "string"}},
+                    "$ref": "#/$defs/x"
+                },
+                "b": {"$ref": "inner.json#/$defs/x"},
+                "c": {"$ref": "#/$defs/x"}
+            }
+        }),
+        &[r#"{"a":"s","b":"t","c":1}"#, r#"{}"#],
+        &[r#"{"a":1}"#, r#"{"b":1}"#, r#"{"c":"s"}"#],
+    );
+    // `$anchor`, in the root resource and in a nested one.
+    check(
+        json!({
+            "$id": "http://example.com/root.json",
+            "$defs": {
+                "n": {"$anchor": "num", "type": "number"},
+                "s": {"$id": "other.json", "$anchor": "str", "type": "string"}
+            },
+            "properties": {"a": {"$ref": "#num"}, "b": {"$ref": "other.json#str"}}
+        }),
+        &[r#"{"a":1.5,"b":"x"}"#],
+        &[r#"{"a":"x"}"#, r#"{"b":1}"#],
+    );
+    // Another document, given by the caller: resolved through its URI.
+    let opts = JsonSchemaOptions {
+        any_order: true,
+        documents: vec![(
+            "http://example.com/item.json".into(),
+            json!({"$defs": {"i": {"type": "integer", "minimum": 0}}, "type": "boolean"}),
+        )],
+        ..Default::default()
+    };
+    check_with(
+        json!({"$id": "http://example.com/list.json", "items": {"$ref": "item.json#/$defs/i"}}),
+        &opts,
+        &["[0,3]", "[]"],
+        &["[-1]", "[true]", r#"["a"]"#],
+    );
+    check_with(
+        json!({"$ref": "http://example.com/item.json"}),
+        &opts,
+        &["true"],
+        &["1"],
+    );
+    // A document that is not given is never fetched: refused, naming the `$ref`.
+    assert_eq!(
+        refused(json!({"properties": {"a": {"$ref": "http://example.com/missing.json"}}})),
+        ("$ref".into(), "#/properties/a/$ref".into())
+    );
+    // An unknown anchor is an unresolved reference.
+    assert!(matches!(
+        json_schema_to_grammar(&json!({"$ref": "#nowhere"}), &JsonSchemaOptions::default()),
+        Err(JsonSchemaError::UnresolvedRef { .. })
+    ));
+}

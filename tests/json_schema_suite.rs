@@ -134,6 +134,33 @@ fn spec_options() -> JsonSchemaOptions {
     }
 }
 
+/// The suite's remote documents: `http://localhost:1234/<path>` is the file
+/// `remotes/<path>` (as the suite's README says); nothing is fetched.
+fn remote_documents() -> Vec<(String, Value)> {
+    fn walk(dir: &std::path::Path, rel: &str, out: &mut Vec<(String, Value)>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            let name = e.file_name().to_string_lossy().into_owned();
+            if p.is_dir() {
+                walk(&p, &format!("{rel}{name}/"), out);
+            } else if name.ends_with(".json") {
+                let text = std::fs::read_to_string(&p).expect("read remote");
+                let doc: Value = serde_json::from_str(&text).expect("remote is JSON");
+                out.push((format!("http://localhost:1234/{rel}{name}"), doc));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    if let Some(dir) = common::testdata_path("json-schema-test-suite/remotes") {
+        walk(&dir, "", &mut out);
+    }
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
 #[test]
 fn json_schema_test_suite_draft2020_12() {
     let Some(dir) = common::testdata_path("json-schema-test-suite/draft2020-12") else {
@@ -146,8 +173,17 @@ fn json_schema_test_suite_draft2020_12() {
         .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "json"))
         .collect();
     files.sort();
-    let (rows, refusals, mut false_positives) = run_suite(&files, &spec_options());
-    let (default_rows, _, default_fps) = run_suite(&files, &JsonSchemaOptions::default());
+    let documents = remote_documents();
+    let suite_options = JsonSchemaOptions {
+        documents: documents.clone(),
+        ..spec_options()
+    };
+    let (rows, refusals, mut false_positives) = run_suite(&files, &suite_options);
+    let default_options = JsonSchemaOptions {
+        documents,
+        ..Default::default()
+    };
+    let (default_rows, _, default_fps) = run_suite(&files, &default_options);
     false_positives.extend(default_fps);
     let default_total = totals(&default_rows);
     let total = totals(&rows);
@@ -159,7 +195,9 @@ fn json_schema_test_suite_draft2020_12() {
          The JSON-Schema-Test-Suite, draft 2020-12, top-level files \
          (`../shared/testdata/json-schema-test-suite/draft2020-12/*.json`), with the options \
          under which the specification's semantics hold: `any_order: true`, `strict: false`, \
-         `ignore_unknown_keywords: true` (a second run with the default `JsonSchemaOptions` \
+         `ignore_unknown_keywords: true`, and the suite's remote documents given in \
+         `documents` (`http://localhost:1234/<path>` is `remotes/<path>`; nothing is \
+         fetched) (a second run with the default `JsonSchemaOptions` and the same documents \
          is summarised below the table). A schema is *compiled* or *refused* (a typed \
          error). For a compiled schema, every instance, serialised compactly by serde_json, is \
          fed byte for byte and then the stop token: *passed* means accepted when valid and \

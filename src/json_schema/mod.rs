@@ -43,14 +43,18 @@
 //!   [`Limits::max_enum_values`], as [`CompileError::Limit`]; `not` of a boolean, of `{}`
 //!   or of a `type` (folded into `type`);
 //!   `unevaluatedProperties` / `unevaluatedItems` in schemas without in-place applicators
-//!   (where they mean `additionalProperties` / `items`); `$id` (and draft 4's `id`) at the
-//!   root, and below it over subschemas without any `$ref`; annotations.
+//!   (where they mean `additionalProperties` / `items`); annotations.
+//! * `resources.rs`: base URIs of `$id` (and draft 4's `id`), `$anchor`, `$dynamicAnchor`
+//!   (as a plain anchor), and other documents named by absolute URI in
+//!   [`JsonSchemaOptions::documents`] (never fetched); `references.rs` resolves `$ref`
+//!   through them by RFC 3986 against the base in force where it is written.
 //!
 //! Everything else is refused, for example `not` (and `if`, and overlapping `oneOf`
 //! branches) of `pattern`, `format`, `multipleOf`, string constants or closed objects,
 //! `uniqueItems: true`, `propertyNames`, `patternProperties` beside open extra keys or
 //! with several patterns, `multipleOf` steps such as `0.5`, more than 5 dependencies,
-//! `$anchor`/`$dynamicRef`, `$ref` to other documents, a nested `$id` above a `$ref`,
+//! `$dynamicRef`, `$ref` to documents not given in [`JsonSchemaOptions::documents`], a
+//! `$ref` inside a subschema the compiler rewrote when the document has several bases,
 //! other formats (`regex`, `iri`, ...), `allOf` that cannot be merged exactly,
 //! `minProperties` above 1 when extra properties are allowed, `pattern` with `format`,
 //! and `pattern`/`format` with length bounds that some of their matches break.
@@ -85,6 +89,7 @@ mod formats;
 mod numbers;
 mod objects;
 mod references;
+mod resources;
 mod strings;
 mod types;
 
@@ -123,6 +128,9 @@ pub struct JsonSchemaOptions {
     /// Ignore keywords that are not enforced instead of failing (they are listed in
     /// [`JsonSchemaGrammar::ignored`]). The grammar then accepts more than the schema.
     pub lenient: bool,
+    /// Other documents that `$ref` may name, as (absolute URI, document) pairs. Nothing is
+    /// fetched: a reference to a document that is not here is an error naming it.
+    pub documents: Vec<(String, Value)>,
 }
 
 impl Default for JsonSchemaOptions {
@@ -134,6 +142,7 @@ impl Default for JsonSchemaOptions {
             strict: false,
             ignore_unknown_keywords: false,
             lenient: false,
+            documents: Vec::new(),
         }
     }
 }
@@ -528,7 +537,9 @@ pub(crate) const KNOWN_KEYWORDS: &[&str] = &[
 
 /// Whether `k` is an annotation (or `$id` at the root pointer `ptr`).
 pub(crate) fn is_annotation(k: &str, ptr: &str) -> bool {
-    ANNOTATIONS.contains(&k) || (k == "$id" && ptr == "#")
+    // Identifiers and anchors only name places, which references resolve through.
+    let _ = ptr;
+    ANNOTATIONS.contains(&k) || matches!(k, "$id" | "$anchor" | "$dynamicAnchor")
 }
 
 /// Whether keyword `k` of `obj` is an identifier (`$id`, or draft 4's `id`, a string) that
@@ -570,6 +581,8 @@ pub(crate) struct Builder<'a> {
     /// The root's `$schema` names draft 4 (or 3): an `integer` has no fraction at all there
     /// (`1.0` is not an integer), while later drafts count `1.0` as one.
     pub(crate) draft4: bool,
+    /// Resources, anchors and base URIs of the root document and the other documents.
+    pub(crate) res: resources::Resources,
 }
 
 /// The deepest nesting of compilation (subschemas, and references inlined by merges and
@@ -579,7 +592,13 @@ const MAX_SCHEMA_DEPTH: usize = 200;
 
 impl<'a> Builder<'a> {
     fn new(root_schema: &'a Value, opts: JsonSchemaOptions) -> Self {
+        let draft4 = root_schema
+            .get("$schema")
+            .and_then(Value::as_str)
+            .is_some_and(|s| s.contains("draft-04") || s.contains("draft-03"));
+        let res = resources::Resources::new(root_schema, &opts.documents, draft4);
         Builder {
+            res,
             root_schema,
             opts,
             rules: Vec::new(),
@@ -588,10 +607,7 @@ impl<'a> Builder<'a> {
             any: None,
             depth: 0,
             max_enum_values: Limits::default().max_enum_values,
-            draft4: root_schema
-                .get("$schema")
-                .and_then(Value::as_str)
-                .is_some_and(|s| s.contains("draft-04") || s.contains("draft-03")),
+            draft4,
         }
     }
 
@@ -805,10 +821,9 @@ impl<'a> Builder<'a> {
                 continue;
             }
             let reason = match k.as_str() {
-                "$id" => "`$id` below the root changes the base URI; not supported",
                 "not" | "if" | "then" | "else" => "no exact construction yet",
-                "$anchor" | "$dynamicRef" | "$dynamicAnchor" | "$vocabulary" | "$recursiveRef" => {
-                    "only `$ref` to `#` JSON pointers is supported"
+                "$dynamicRef" | "$vocabulary" | "$recursiveRef" => {
+                    "dynamic scopes and vocabularies are not supported; `$ref` is"
                 }
                 _ => "keyword not supported",
             };

@@ -22,21 +22,6 @@ const MAX_MERGE_DEPTH: usize = 16;
 /// The most exclusive branches one `oneOf` becomes (see [`Builder::one_of_exclusive`]).
 const MAX_ONE_OF_BRANCHES: usize = 32;
 
-/// Decodes a JSON pointer fragment (`#/a/b~1c`, percent-encoded) into tokens.
-fn pointer_tokens(reference: &str) -> Option<Vec<String>> {
-    let frag = reference.strip_prefix('#')?;
-    let frag = percent_decode(frag)?;
-    if frag.is_empty() {
-        return Some(Vec::new());
-    }
-    let rest = frag.strip_prefix('/')?;
-    Some(
-        rest.split('/')
-            .map(|t| t.replace("~1", "/").replace("~0", "~"))
-            .collect(),
-    )
-}
-
 fn percent_decode(s: &str) -> Option<String> {
     let b = s.as_bytes();
     let mut out = Vec::with_capacity(b.len());
@@ -55,7 +40,12 @@ fn percent_decode(s: &str) -> Option<String> {
 }
 
 impl Builder<'_> {
-    /// Resolves `reference` against the root document. `ptr` is where the `$ref` is.
+    /// Resolves `reference`, written at `ptr` (the place of the `$ref`), against the base
+    /// URI in force there: a JSON pointer or an anchor of this document, of a subschema
+    /// with an `$id`, or of one of [`JsonSchemaOptions::documents`]. Returns the target
+    /// and its canonical location.
+    ///
+    /// [`JsonSchemaOptions::documents`]: super::JsonSchemaOptions::documents
     pub(crate) fn resolve(
         &self,
         reference: &Value,
@@ -68,56 +58,63 @@ impl Builder<'_> {
                 message: "must be a string".into(),
             });
         };
-        let Some(tokens) = pointer_tokens(r) else {
+        let unresolved = || JsonSchemaError::UnresolvedRef {
+            reference: r.clone(),
+            pointer: ptr.into(),
+        };
+        // The base is the one in force where the `$ref` is written. A place built by the
+        // compiler (a negation, a merge) is no location: there, only a document with a
+        // single resource gives the same base everywhere.
+        let written_here = ptr
+            .rsplit_once('/')
+            .and_then(|(parent, _)| self.res.lookup(self.root_schema, parent))
+            .and_then(|o| o.get("$ref"))
+            .is_some_and(|v| v == reference);
+        if !written_here && self.res.several {
+            return Err(JsonSchemaError::Unsupported {
+                keyword: "$ref".into(),
+                pointer: ptr.into(),
+                reason: "a reference in a subschema rewritten by the compiler, in a document \
+                         with several base URIs"
+                    .into(),
+            });
+        }
+        let base = self.res.base_of(if written_here { ptr } else { "#" });
+        let Some(abs) = super::resources::join(base, r) else {
+            return Err(unresolved());
+        };
+        let (uri, frag) = abs.split_once('#').unwrap_or((&abs, ""));
+        let Some(frag) = percent_decode(frag) else {
+            return Err(unresolved());
+        };
+        let Some(resource) = self.res.resource(uri) else {
             return Err(JsonSchemaError::Unsupported {
                 keyword: "$ref".into(),
                 pointer: ptr.into(),
                 reason: format!(
-                    "only references to `#` JSON pointers of the same document are supported, not {r:?}"
+                    "{r:?} names the document {uri:?}, which is not given (documents are \
+                     never fetched: pass it in `JsonSchemaOptions::documents`)"
                 ),
             });
         };
-        let mut cur = self.root_schema;
-        let mut target = String::from("#");
-        for t in &tokens {
-            let next = match cur {
-                Value::Object(o) => o.get(t),
-                Value::Array(a) => t.parse::<usize>().ok().and_then(|i| a.get(i)),
-                _ => None,
-            };
-            let Some(next) = next else {
-                return Err(JsonSchemaError::UnresolvedRef {
-                    reference: r.clone(),
-                    pointer: ptr.into(),
-                });
-            };
-            // A nested `$id` starts a new resource: `#` pointers inside it mean something else.
-            if target != "#" {
-                if let Value::Object(o) = cur {
-                    if o.contains_key("$id") || o.get("id").is_some_and(Value::is_string) {
-                        return Err(JsonSchemaError::Unsupported {
-                            keyword: "$ref".into(),
-                            pointer: ptr.into(),
-                            reason: "the reference crosses a nested `$id`".into(),
-                        });
-                    }
-                }
+        let target = if frag.is_empty() {
+            resource.to_string()
+        } else if let Some(path) = frag.strip_prefix('/') {
+            let mut t = resource.to_string();
+            for tok in path.split('/') {
+                t = super::child(&t, &tok.replace("~1", "/").replace("~0", "~"));
             }
-            target = super::child(&target, t);
-            cur = next;
-        }
-        if target != "#" {
-            if let Value::Object(o) = cur {
-                if o.contains_key("$id") || o.get("id").is_some_and(Value::is_string) {
-                    return Err(JsonSchemaError::Unsupported {
-                        keyword: "$ref".into(),
-                        pointer: ptr.into(),
-                        reason: "the reference targets a schema with a nested `$id`".into(),
-                    });
-                }
+            t
+        } else {
+            match self.res.anchor(uri, &frag) {
+                Some(a) => a.to_string(),
+                None => return Err(unresolved()),
             }
-        }
-        Ok((cur.clone(), target))
+        };
+        let Some(value) = self.res.lookup(self.root_schema, &target) else {
+            return Err(unresolved());
+        };
+        Ok((value.clone(), target))
     }
 
     /// A lone `$ref`: a rule per target (so recursion works).
@@ -316,13 +313,6 @@ impl Builder<'_> {
         };
         let rewritten = super::legacy_items(obj);
         let obj = rewritten.as_ref().unwrap_or(obj);
-        if ptr != "#" && obj.contains_key("$id") && !super::harmless_id(obj, "$id") {
-            return Err(JsonSchemaError::Unsupported {
-                keyword: "$id".into(),
-                pointer: child(ptr, "$id"),
-                reason: "`$id` below the root changes the base URI; not supported".into(),
-            });
-        }
         // Own keywords first.
         let mut own = Map::new();
         for (k, v) in obj {
@@ -643,7 +633,10 @@ impl Builder<'_> {
             });
         }
         if let Some(r) = obj.get("$ref") {
-            if let Ok((target, _)) = self.resolve(r, "#") {
+            // Without the place of the `$ref`, only a single resource resolves it surely;
+            // otherwise the shape stays wider (sound for disjointness).
+            if let Some((target, _)) = self.resolve(r, "#/$ref").ok().filter(|_| !self.res.several)
+            {
                 s.intersect(self.shape(&target, depth + 1));
             }
         }

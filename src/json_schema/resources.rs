@@ -1,0 +1,330 @@
+//! Schema resources and base URIs: `$id` (and draft 4's `id`), `$anchor`,
+//! `$dynamicAnchor` (as a plain anchor), and other documents given in
+//! [`JsonSchemaOptions::documents`](super::JsonSchemaOptions::documents).
+//!
+//! Every subschema has a canonical location: a JSON pointer into the document that holds
+//! it (`#/...` in the root document, `<uri>#/...` in another one). The index built here maps
+//! each absolute URI (a document, or a subschema with an `$id`) and each anchor to such a
+//! location, and each location to its base URI, so that `$ref` resolves by RFC 3986 against
+//! the base in force where it is written. Nothing is fetched: a document that is not given
+//! is an error naming the reference.
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+/// The base URI of a root document without `$id`: references relative to it resolve inside
+/// it, and nothing else is named by it.
+pub(crate) const DEFAULT_BASE: &str = "tokensieve:///schema.json";
+
+/// Keywords whose value is one subschema.
+const ONE: &[&str] = &[
+    "not",
+    "if",
+    "then",
+    "else",
+    "additionalProperties",
+    "additionalItems",
+    "contains",
+    "propertyNames",
+    "unevaluatedProperties",
+    "unevaluatedItems",
+    "items",
+    "contentSchema",
+];
+/// Keywords whose value is an array of subschemas.
+const MANY: &[&str] = &["allOf", "anyOf", "oneOf", "prefixItems", "items"];
+/// Keywords whose value is a map of subschemas.
+const MAP: &[&str] = &[
+    "properties",
+    "patternProperties",
+    "$defs",
+    "definitions",
+    "dependentSchemas",
+    "dependencies",
+];
+
+/// Where the resources, anchors and documents of one compilation are.
+#[derive(Debug, Default)]
+pub(crate) struct Resources {
+    /// Absolute URI (no fragment) → canonical location.
+    by_uri: HashMap<String, String>,
+    /// (resource URI, anchor name) → canonical location.
+    anchors: HashMap<(String, String), String>,
+    /// Canonical locations of resource roots with their base URIs.
+    bases: Vec<(String, String)>,
+    /// Other documents: (location prefix `<uri>#`, document).
+    docs: Vec<(String, Value)>,
+    /// Whether anything but the root document's own resource exists (a nested `$id`, or
+    /// another document): then a reference's base depends on where it is written.
+    pub(crate) several: bool,
+}
+
+/// Splits `uri` into its scheme+authority (`scheme://host`), path, and query.
+fn split(uri: &str) -> (Option<&str>, &str) {
+    // Returns (prefix up to and including the authority, the rest).
+    let Some(colon) = uri.find(':') else {
+        return (None, uri);
+    };
+    if uri[..colon].contains('/') || uri[..colon].contains('?') || uri[..colon].contains('#') {
+        return (None, uri);
+    }
+    let after = &uri[colon + 1..];
+    if let Some(rest) = after.strip_prefix("//") {
+        let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+        let cut = colon + 3 + end;
+        (Some(&uri[..cut]), &uri[cut..])
+    } else {
+        (Some(&uri[..=colon]), after)
+    }
+}
+
+/// Removes `.` and `..` segments (RFC 3986 §5.2.4).
+fn remove_dots(path: &str) -> String {
+    let mut out: Vec<&str> = Vec::new();
+    let segs: Vec<&str> = path.split('/').collect();
+    for (i, s) in segs.iter().enumerate() {
+        let last = i + 1 == segs.len();
+        match *s {
+            "." => {
+                if last {
+                    out.push("");
+                }
+            }
+            ".." => {
+                if out.len() > 1 || (out.len() == 1 && !out[0].is_empty()) {
+                    out.pop();
+                }
+                if last {
+                    out.push("");
+                }
+            }
+            s => out.push(s),
+        }
+    }
+    out.join("/")
+}
+
+/// Resolves `reference` against the absolute `base` (RFC 3986 §5.2, without query
+/// subtleties). Returns `None` where the base is not hierarchical and the reference relative.
+pub(crate) fn join(base: &str, reference: &str) -> Option<String> {
+    if let (Some(_), _) = split(reference) {
+        let (pre, rest) = split(reference);
+        return Some(format!("{}{}", pre.unwrap_or(""), remove_dots(rest)));
+    }
+    let base_nofrag = base.split('#').next().unwrap_or(base);
+    if reference.is_empty() {
+        return Some(base_nofrag.to_string());
+    }
+    if reference.starts_with('#') {
+        return Some(format!("{base_nofrag}{reference}"));
+    }
+    let (pre, path) = split(base_nofrag);
+    let pre = pre?;
+    if let Some(r) = reference.strip_prefix("//") {
+        let scheme = pre.split(':').next().unwrap_or("");
+        return Some(format!("{scheme}://{r}"));
+    }
+    if !pre.ends_with(':') && !pre.contains("//") {
+        return None;
+    }
+    let (rpath, tail) = match reference.find(['?', '#']) {
+        Some(i) => (&reference[..i], &reference[i..]),
+        None => (reference, ""),
+    };
+    if rpath.is_empty() {
+        let path = path.split('?').next().unwrap_or(path);
+        return Some(format!("{pre}{path}{tail}"));
+    }
+    let merged = if rpath.starts_with('/') {
+        rpath.to_string()
+    } else {
+        let path = path.split('?').next().unwrap_or(path);
+        match path.rfind('/') {
+            Some(i) => format!("{}{rpath}", &path[..=i]),
+            None if pre.contains("//") => format!("/{rpath}"),
+            None => rpath.to_string(),
+        }
+    };
+    Some(format!("{pre}{}{tail}", remove_dots(&merged)))
+}
+
+/// `ptr` + `/` + the escaped `token`.
+fn child(ptr: &str, token: &str) -> String {
+    super::child(ptr, token)
+}
+
+/// Unescaped tokens of the pointer part (after `#`) of a canonical location.
+pub(crate) fn location_tokens(loc: &str) -> Vec<String> {
+    let frag = loc.split_once('#').map_or("", |(_, f)| f);
+    if frag.is_empty() {
+        return Vec::new();
+    }
+    frag.trim_start_matches('/')
+        .split('/')
+        .map(|t| t.replace("~1", "/").replace("~0", "~"))
+        .collect()
+}
+
+impl Resources {
+    /// Indexes the root document (with draft 4's `id` when `draft4`) and `documents`.
+    pub(crate) fn new(root: &Value, documents: &[(String, Value)], draft4: bool) -> Self {
+        let mut r = Resources::default();
+        r.bases.push(("#".into(), DEFAULT_BASE.into()));
+        r.by_uri.insert(DEFAULT_BASE.into(), "#".into());
+        r.index(root, "#", DEFAULT_BASE, draft4, true);
+        for (uri, doc) in documents {
+            let uri = uri.split('#').next().unwrap_or(uri).to_string();
+            let loc = format!("{uri}#");
+            r.several = true;
+            r.bases.push((loc.clone(), uri.clone()));
+            r.by_uri.entry(uri.clone()).or_insert_with(|| loc.clone());
+            r.docs.push((loc.clone(), doc.clone()));
+            r.index(doc, &loc, &uri, draft4, true);
+        }
+        r
+    }
+
+    fn index(&mut self, node: &Value, loc: &str, base: &str, draft4: bool, doc_root: bool) {
+        let Value::Object(o) = node else { return };
+        let mut base = base.to_string();
+        let id = o
+            .get("$id")
+            .or(if draft4 { o.get("id") } else { None })
+            .and_then(Value::as_str);
+        if let Some(id) = id {
+            if let Some(a) = id.strip_prefix('#') {
+                // Draft 6/7: `"$id": "#name"` is an anchor.
+                if !a.is_empty() {
+                    self.anchors
+                        .insert((base.clone(), a.to_string()), loc.to_string());
+                }
+            } else if let Some(abs) = join(&base, id) {
+                let abs = abs.split('#').next().unwrap_or(&abs).to_string();
+                if !doc_root {
+                    self.several = true;
+                }
+                base = abs;
+                self.bases.push((loc.to_string(), base.clone()));
+                self.by_uri
+                    .entry(base.clone())
+                    .or_insert_with(|| loc.to_string());
+            }
+        }
+        for k in ["$anchor", "$dynamicAnchor"] {
+            if let Some(a) = o.get(k).and_then(Value::as_str) {
+                self.anchors
+                    .entry((base.clone(), a.to_string()))
+                    .or_insert_with(|| loc.to_string());
+            }
+        }
+        for (k, v) in o {
+            let k = k.as_str();
+            if ONE.contains(&k) && (v.is_object() || v.is_boolean()) {
+                self.index(v, &child(loc, k), &base, draft4, false);
+            }
+            if MANY.contains(&k) {
+                if let Value::Array(a) = v {
+                    for (i, s) in a.iter().enumerate() {
+                        self.index(
+                            s,
+                            &child(&child(loc, k), &i.to_string()),
+                            &base,
+                            draft4,
+                            false,
+                        );
+                    }
+                }
+            }
+            if MAP.contains(&k) {
+                if let Value::Object(m) = v {
+                    for (name, s) in m {
+                        self.index(s, &child(&child(loc, k), name), &base, draft4, false);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The base URI in force at canonical location `loc`.
+    pub(crate) fn base_of(&self, loc: &str) -> &str {
+        let mut best: Option<&(String, String)> = None;
+        for e in &self.bases {
+            let p = e.0.as_str();
+            let inside = loc == p
+                || (loc.starts_with(p) && loc[p.len()..].starts_with('/'))
+                || (p.ends_with('#') && loc.starts_with(p));
+            if inside && best.map_or(true, |b| p.len() >= b.0.len()) {
+                best = Some(e);
+            }
+        }
+        best.map_or(DEFAULT_BASE, |b| b.1.as_str())
+    }
+
+    /// The document holding canonical location `loc`, and the location's value in it.
+    pub(crate) fn lookup<'v>(&'v self, root: &'v Value, loc: &str) -> Option<&'v Value> {
+        let (prefix, _) = loc.split_once('#')?;
+        let mut cur = if prefix.is_empty() {
+            root
+        } else {
+            &self
+                .docs
+                .iter()
+                .find(|(p, _)| p[..p.len() - 1] == *prefix)?
+                .1
+        };
+        for t in location_tokens(loc) {
+            cur = match cur {
+                Value::Object(o) => o.get(&t)?,
+                Value::Array(a) => a.get(t.parse::<usize>().ok()?)?,
+                _ => return None,
+            };
+        }
+        Some(cur)
+    }
+
+    /// The canonical location of the resource named by absolute `uri` (no fragment).
+    pub(crate) fn resource(&self, uri: &str) -> Option<&str> {
+        self.by_uri.get(uri).map(String::as_str)
+    }
+
+    /// The canonical location of anchor `name` in resource `uri`.
+    pub(crate) fn anchor(&self, uri: &str, name: &str) -> Option<&str> {
+        self.anchors
+            .get(&(uri.to_string(), name.to_string()))
+            .map(String::as_str)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::join;
+
+    #[test]
+    fn joins_like_rfc_3986() {
+        let b = "http://localhost:1234/draft2020-12/tree.json";
+        assert_eq!(
+            join(b, "node.json").unwrap(),
+            "http://localhost:1234/draft2020-12/node.json"
+        );
+        assert_eq!(
+            join(b, "#/a").unwrap(),
+            "http://localhost:1234/draft2020-12/tree.json#/a"
+        );
+        assert_eq!(join(b, "/x.json").unwrap(), "http://localhost:1234/x.json");
+        assert_eq!(
+            join(b, "../x.json").unwrap(),
+            "http://localhost:1234/x.json"
+        );
+        assert_eq!(
+            join(b, "folder/").unwrap(),
+            "http://localhost:1234/draft2020-12/folder/"
+        );
+        assert_eq!(join("urn:uuid:1234", "#foo").unwrap(), "urn:uuid:1234#foo");
+        assert_eq!(join("urn:uuid:1234", "urn:other").unwrap(), "urn:other");
+        assert_eq!(
+            join("tokensieve:///schema.json", "a.json").unwrap(),
+            "tokensieve:///a.json"
+        );
+    }
+}
