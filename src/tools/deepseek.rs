@@ -244,9 +244,19 @@ fn read_call(body: &str, tools: &[Tool], at_end: bool) -> CallRead {
         .unwrap_or(body.len());
     let Some(sep) = body[..limit].find(SEP) else {
         if limit < body.len() {
-            return bad(ToolParseError::Syntax(
-                "a DeepSeek call needs <｜tool▁sep｜> after its name or type".into(),
-            ));
+            // The malformed call ends at the marker that cut it (its own end marker
+            // included), whatever text arrives later: the same for a stream and the whole.
+            let len = if body[limit..].starts_with(CALL_END) {
+                limit + CALL_END.len()
+            } else {
+                limit
+            };
+            return CallRead::Bad {
+                error: ToolParseError::Syntax(
+                    "a DeepSeek call needs <｜tool▁sep｜> after its name or type".into(),
+                ),
+                len,
+            };
         }
         if at_end {
             return bad(ToolParseError::Unterminated);

@@ -222,16 +222,19 @@ impl ToolCallFormat for Harmony {
                         pos = end;
                     }
                     ArgsRead::Bad(error) => {
-                        let end = {
-                            let b = &text[body_start..];
-                            let k = [CALL, END, RETURN, START]
-                                .iter()
-                                .filter_map(|t| b.find(t).map(|k| (k, *t)))
-                                .min()
-                                .map(|(k, t)| if t == START { k } else { k + t.len() })
-                                .unwrap_or(b.len());
-                            body_start + k
+                        let b = &text[body_start..];
+                        let stop = [CALL, END, RETURN, START]
+                            .iter()
+                            .filter_map(|t| b.find(t).map(|k| (k, *t)))
+                            .min()
+                            .map(|(k, t)| if t == START { k } else { k + t.len() });
+                        let Some(k) = stop.or(at_end.then_some(b.len())) else {
+                            // Malformed, but its end has not arrived: report it (with all
+                            // its text) once it has, as the whole-output parse does.
+                            out.calls.push(PartialCall::default());
+                            break;
                         };
+                        let end = body_start + k;
                         let error = name_ok.err().unwrap_or(error);
                         scan::push_malformed(
                             &mut out,

@@ -109,6 +109,12 @@ impl<'a> StreamingParser<'a> {
             }
         }
         for e in p.errors.into_iter().skip(self.sent_errors) {
+            // A malformed call whose text runs to the end of what has arrived may still
+            // grow (its end marker has not come): report it once it ends, or at the end,
+            // with the same text the whole-output parse reports.
+            if !self.finished && e.offset + e.text.len() >= self.text.len() {
+                break;
+            }
             self.sent_errors += 1;
             events.push(StreamEvent::Malformed(e));
         }

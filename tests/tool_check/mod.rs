@@ -255,6 +255,20 @@ pub fn random_walk(
     rng: &mut StdRng,
     max_steps: usize,
 ) -> (String, bool) {
+    random_walk_hinted(grammar, tok, rng, max_steps, &[])
+}
+
+/// As [`random_walk`], with `hints`: token sequences (a family's closing strings, such as
+/// `\n</parameter>\n`) that the walk tries as one macro step in raw-text states, where a
+/// token-by-token walk would almost never spell them. A hint is taken only when the
+/// matcher accepts all of it, so the walk stays a walk under the mask.
+pub fn random_walk_hinted(
+    grammar: &Arc<CompiledGrammar>,
+    tok: &RealTokenizer,
+    rng: &mut StdRng,
+    max_steps: usize,
+    hints: &[Vec<u32>],
+) -> (String, bool) {
     let mut m = GrammarMatcher::new(grammar.clone());
     let mut mask = vec![0u32; m.bitmask_words()];
     let size = tok.vocab.vocab_size() as u32;
@@ -319,6 +333,17 @@ pub fn random_walk(
             Vec::new()
         };
         let pool = if pool.is_empty() { &allowed } else { &pool };
+        if free_text && !hints.is_empty() && rng.gen_bool(if late { 0.6 } else { 0.2 }) {
+            let hint = &hints[rng.gen_range(0..hints.len())];
+            let mut f = m.clone();
+            if hint.iter().all(|&t| f.accept_token(t)) {
+                for &t in hint {
+                    assert!(m.accept_token(t), "hint token {t} rejected");
+                    ids.push(t);
+                }
+                continue;
+            }
+        }
         let pick = pool[rng.gen_range(0..pool.len())];
         if pick == stop {
             assert!(m.accept_token(stop));
@@ -512,6 +537,20 @@ pub fn constrained_walks(
     walks: usize,
     seed: u64,
 ) -> usize {
+    constrained_walks_hinted(format, tok, files, walks, seed, &[])
+}
+
+/// As [`constrained_walks`], the walks trying `hints` (texts, tokenised with special tokens
+/// recognised) as macro steps in raw-text states (see [`random_walk_hinted`]).
+pub fn constrained_walks_hinted(
+    format: &dyn ToolCallFormat,
+    tok: &RealTokenizer,
+    files: &[&str],
+    walks: usize,
+    seed: u64,
+    hints: &[&str],
+) -> usize {
+    let hints: Vec<Vec<u32>> = hints.iter().map(|h| encode_with_specials(tok, h)).collect();
     let mut rng = StdRng::seed_from_u64(seed);
     let mut lists = Vec::new();
     for f in files {
@@ -544,7 +583,7 @@ pub fn constrained_walks(
         attempts += 1;
         let (i, choice, grammar) = &grammars[rng.gen_range(0..grammars.len())];
         let tools = &lists[*i];
-        let (text, stopped) = random_walk(grammar, tok, &mut rng, 600);
+        let (text, stopped) = random_walk_hinted(grammar, tok, &mut rng, 600, &hints);
         if !stopped {
             if attempts <= 3 {
                 eprintln!("{}: walk did not stop: {text:?}", format.name());
