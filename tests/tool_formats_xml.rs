@@ -170,7 +170,6 @@ fn glm_walks() {
 
 /// GLM-4-9b's `NAME\n{JSON}` syntax on the GLM test vocabulary: round trip and walks.
 #[test]
-#[ignore = "not run to completion before the deadline (walks)"]
 fn glm4_round_trip_and_walks() {
     let Some(tok) = glm_tokenizer() else {
         return;
