@@ -6,6 +6,8 @@
 //!
 //! Run with `cargo test --release --test api_sequences`.
 
+mod common;
+
 use proptest::prelude::*;
 use std::sync::{Arc, OnceLock};
 use tokensieve::{CompiledGrammar, GrammarCompiler, GrammarMatcher, Vocabulary};
@@ -78,7 +80,7 @@ fn op() -> impl Strategy<Value = Op> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+    #![proptest_config(common::proptest_config(2000))]
 
     #[test]
     fn random_api_sequences(which in 0usize..4, ops in prop::collection::vec(op(), 0..40)) {

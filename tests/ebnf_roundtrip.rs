@@ -2,6 +2,8 @@
 //! form print and parse back to an equal grammar; the parser never panics on arbitrary or
 //! mutated input; the built-in JSON grammar round-trips.
 
+mod common;
+
 use proptest::prelude::*;
 use tokensieve::grammar::{
     json_grammar, parse_ebnf, CharClass, Expr, Grammar, Rule, RuleId, TokenRef, MAX_REPEAT_BOUND,
@@ -124,7 +126,7 @@ fn grammar() -> impl Strategy<Value = (Grammar, String)> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+    #![proptest_config(common::proptest_config(2000))]
 
     #[test]
     fn print_then_parse_is_identity((g, root) in grammar()) {

@@ -4,6 +4,8 @@
 //!
 //! Run with `cargo test --release --test fuzz_props`.
 
+mod common;
+
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 use serde_json::{json, Value};
@@ -198,10 +200,7 @@ fn run<S: Strategy>(
 ) -> (usize, usize) {
     use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
     let (compiled, finished) = (AtomicUsize::new(0), AtomicUsize::new(0));
-    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
-        cases,
-        ..ProptestConfig::default()
-    });
+    let mut runner = proptest::test_runner::TestRunner::new(common::proptest_config(cases));
     let result = runner.run(&strategy, |input| {
         let (c, f) = test(input)?;
         compiled.fetch_add(c as usize, Relaxed);

@@ -244,6 +244,45 @@ fn not_of_an_empty_schema_and_identifiers() {
     );
 }
 
+/// A dangling reference makes the schema invalid even where no instance reaches it (found
+/// by `fuzz_props` in CI: `#/$defs/d` written in a subschema that carries `$defs` itself,
+/// but resolving against the root, which has none).
+#[test]
+fn dangling_references_are_errors_wherever_they_are() {
+    for (schema, at) in [
+        (
+            json!({"type": "array", "maxItems": 0, "items": {"$ref": "#/$defs/nope"}}),
+            "#/items/$ref",
+        ),
+        (
+            json!({"$defs": {"unused": {"$ref": "#/$defs/gone"}}, "type": "integer"}),
+            "#/$defs/unused/$ref",
+        ),
+        (
+            json!({"type": "array", "maxItems": 0,
+                   "items": {"$defs": {"d": {"type": "null"}}, "$ref": "#/$defs/d"}}),
+            "#/items/$ref",
+        ),
+        (
+            json!({"type": "string", "properties": {"a": {"$ref": "#missing_anchor"}}}),
+            "#/properties/a/$ref",
+        ),
+    ] {
+        let e = json_schema_to_grammar(&schema, &JsonSchemaOptions::default());
+        assert!(
+            matches!(&e, Err(JsonSchemaError::UnresolvedRef { pointer, .. }) if pointer == at),
+            "{schema}: {e:?}"
+        );
+    }
+    // Not a reference: a property named `$ref`, and `$ref` text inside `const`.
+    check(
+        json!({"properties": {"$ref": {"type": "integer"}},
+               "$defs": {"c": {"const": {"$ref": "#/nowhere"}}}}),
+        &["{\"$ref\":1}"],
+        &["{\"$ref\":\"x\"}"],
+    );
+}
+
 #[test]
 fn enum_values_filtered_by_simple_keywords() {
     check(

@@ -287,6 +287,7 @@ fn to_grammar(
     check_depth(schema, limits.max_schema_depth)?;
     let mut b = Builder::new(schema, options.clone());
     b.max_enum_values = limits.max_enum_values;
+    b.check_references()?;
     let root = b.add_rule("root", Expr::Empty);
     let value = b.schema(schema, "#")?;
     let Some(value) = value else {

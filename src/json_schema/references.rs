@@ -117,6 +117,26 @@ impl Builder<'_> {
         Ok((value.clone(), target))
     }
 
+    /// Checks that every `$ref` of the documents that points inside a given document
+    /// (a JSON pointer or an anchor) finds its target, wherever it is written: a schema
+    /// with a dangling reference is invalid (JSON Schema 2020-12 core, section 8.2.3.1)
+    /// even when the compiler never reaches it.
+    ///
+    /// # Errors
+    /// [`JsonSchemaError::UnresolvedRef`] for the first dangling reference in document
+    /// order. References to documents not given are reported only where compiled.
+    pub(crate) fn check_references(&self) -> Result<(), JsonSchemaError> {
+        for loc in &self.res.refs {
+            let Some(reference) = self.res.lookup(self.root_schema, loc) else {
+                continue;
+            };
+            if let Err(e @ JsonSchemaError::UnresolvedRef { .. }) = self.resolve(reference, loc) {
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
     /// A lone `$ref`: a rule per target (so recursion works).
     pub(crate) fn reference(
         &mut self,

@@ -58,6 +58,10 @@ pub(crate) struct Resources {
     /// Whether anything but the root document's own resource exists (a nested `$id`, or
     /// another document): then a reference's base depends on where it is written.
     pub(crate) several: bool,
+    /// Canonical locations of every `$ref` keyword whose value is a string, in document
+    /// order: checked before compiling, so a dangling reference is an error even where
+    /// the compiler never goes (an `items` under `maxItems: 0`, an unused `$defs` entry).
+    pub(crate) refs: Vec<String>,
 }
 
 /// Splits `uri` into its scheme+authority (`scheme://host`), path, and query.
@@ -210,6 +214,9 @@ impl Resources {
                     .entry(base.clone())
                     .or_insert_with(|| loc.to_string());
             }
+        }
+        if o.get("$ref").is_some_and(Value::is_string) {
+            self.refs.push(child(loc, "$ref"));
         }
         for k in ["$anchor", "$dynamicAnchor"] {
             if let Some(a) = o.get(k).and_then(Value::as_str) {

@@ -391,3 +391,19 @@ impl RealTokenizer {
             .or_else(|| self.by_bytes.get(text.as_bytes()).copied())
     }
 }
+
+/// The proptest configuration of the property tests: `cases` cases, from a fixed seed
+/// under `CI=true` (every CI run tries the same cases, so a change passes or fails on its
+/// own) and from a random one elsewhere (where new cases get explored). The environment
+/// variable `PROPTEST_RNG_SEED` overrides both, to replay a failure.
+pub fn proptest_config(cases: u32) -> proptest::test_runner::Config {
+    use proptest::test_runner::{Config, RngSeed};
+    let mut config = Config {
+        cases,
+        ..Config::default()
+    };
+    if in_ci() && std::env::var_os("PROPTEST_RNG_SEED").is_none() {
+        config.rng_seed = RngSeed::Fixed(20_261_130);
+    }
+    config
+}
