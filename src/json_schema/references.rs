@@ -117,7 +117,7 @@ impl Builder<'_> {
         Ok((value.clone(), target))
     }
 
-    /// Checks that every `$ref` of the documents that points inside a given document
+    /// Checks that every `$ref` of the root document that points inside a given document
     /// (a JSON pointer or an anchor) finds its target, wherever it is written: a schema
     /// with a dangling reference is invalid (JSON Schema 2020-12 core, section 8.2.3.1)
     /// even when the compiler never reaches it.
@@ -126,7 +126,9 @@ impl Builder<'_> {
     /// [`JsonSchemaError::UnresolvedRef`] for the first dangling reference in document
     /// order. References to documents not given are reported only where compiled.
     pub(crate) fn check_references(&self) -> Result<(), JsonSchemaError> {
-        for loc in &self.res.refs {
+        // The root document's references only: the other documents are libraries, of
+        // which a schema uses what it names.
+        for loc in self.res.refs.iter().filter(|l| l.starts_with('#')) {
             let Some(reference) = self.res.lookup(self.root_schema, loc) else {
                 continue;
             };
