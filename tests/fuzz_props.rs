@@ -11,8 +11,8 @@ use proptest::test_runner::TestCaseError;
 use serde_json::{json, Value};
 use std::sync::{Arc, OnceLock};
 use tokensieve::tools::{
-    format_by_name_with, format_names, FormatOptions, ParsedOutput, StreamEvent, StreamingParser,
-    Tool,
+    format_by_name_with, format_names, FormatOptions, ParsedOutput, PartialCall, StreamEvent,
+    StreamingParser, Tool,
 };
 use tokensieve::{
     GrammarCompiler, GrammarMatcher, JsonSchemaOptions, Limits, Precompute, Vocabulary,
@@ -487,18 +487,13 @@ fn stream_checked_formats() -> Vec<String> {
 
 /// See [`stream_checked_formats`].
 const STREAM_NOT_YET_EXACT: &[&str] = &[
-    "deepseek_v3",
-    "deepseek_v31",
     "glm4",
     "glm45",
     "glm47",
-    "harmony",
     "json",
     "json_array",
-    "kimi_k2",
     "llama3_json",
     "mistral",
-    "openai",
     "pythonic",
     "qwen3_coder",
     "qwen3_xml",
@@ -557,5 +552,279 @@ fn tool_parsers_stream_as_whole() {
     assert!(
         with_calls >= 300,
         "only {with_calls} of 3000 texts had calls"
+    );
+}
+
+/// Whole calls in the shapes of DeepSeek V3.1, DeepSeek V3, Kimi K2 and Harmony (the
+/// general [`PIECES`] almost never line up into one).
+const SECTION_FAMILY_CALLS: &[&str] = &[
+    "<｜tool▁call▁begin｜>search<｜tool▁sep｜>{\"queries\": [\"x\"]}<｜tool▁call▁end｜>",
+    "<｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n{\"city\": \"Paris\"}\n```<｜tool▁call▁end｜>",
+    "<|tool_call_begin|>functions.search:0<|tool_call_argument_begin|>{\"queries\": [\"x\"]}<|tool_call_end|>",
+    "<|channel|>commentary to=functions.search <|constrain|>json<|message|>{\"queries\": [\"x\"]}<|call|>",
+];
+
+/// Pieces of DeepSeek, Kimi K2 and Harmony output besides whole calls: their markers,
+/// headers and argument objects, and fragments.
+const SECTION_FAMILY_PIECES: &[&str] = &[
+    // DeepSeek V3.1 and V3 calls, sections, markers.
+    "<｜tool▁calls▁begin｜>",
+    "<｜tool▁calls▁end｜>",
+    "<｜tool▁call▁begin｜>",
+    "<｜tool▁sep｜>",
+    "<｜tool▁call▁end｜>",
+    "<｜tool▁",
+    "function",
+    "get_weather",
+    "\n```json\n",
+    "\n```",
+    "```python\nx\n```",
+    // Kimi K2 calls, sections, markers.
+    "<|tool_calls_section_begin|>",
+    "<|tool_call_section_begin|>",
+    "<|tool_calls_section_end|>",
+    "<|tool_call_begin|>",
+    "functions.get_weather:1",
+    "<|tool_call_argument_begin|>",
+    "<|tool_call_end|>",
+    "<|tool_",
+    // Harmony messages and markers.
+    "<|channel|>analysis<|message|>hm<|end|>",
+    "<|start|>assistant",
+    "<|start|>assistant to=functions.get_weather",
+    "<|channel|>",
+    "commentary to=functions.get_weather",
+    " <|constrain|>json",
+    "<|message|>",
+    "<|call|>",
+    "<|end|>",
+    "<|return|>",
+    "final",
+    "<|",
+    // Arguments, reasoning and fragments.
+    "{\"city\": \"Paris\"}",
+    "{\"queries\": [\"<|call|>\"]}",
+    "{\"city\": ",
+    "{}",
+    "[1]",
+    "{",
+    "}",
+    "\"",
+    "<think>",
+    "</think>",
+    "\n",
+    " ",
+    "Sure.",
+    "é",
+    "\t",
+    "\u{a0}",
+    "\r\n",
+    "functions.",
+    ":0",
+    "\"{\\\"city\\\": \\\"Oslo\\\"}\"",
+    "12",
+    "```json\n{\"city\": \"Rome\"}\n```",
+];
+
+/// The formats [`tool_parsers_stream_section_families`] checks.
+const SECTION_FAMILIES: &[&str] = &[
+    "deepseek_v3",
+    "deepseek_v31",
+    "kimi_k2",
+    "harmony",
+    "openai",
+];
+
+/// For DeepSeek, Kimi K2 and Harmony, streaming text built from their own calls and
+/// markers in random chunks (empty ones included) gives what the whole-output parse
+/// gives (the property of [`tool_parsers_stream_as_whole`] on text where these families'
+/// calls actually occur).
+#[test]
+fn tool_parsers_stream_section_families() {
+    let strategy = (
+        prop::collection::vec(
+            prop_oneof![
+                2 => prop::sample::select(SECTION_FAMILY_CALLS).prop_map(String::from),
+                6 => prop::sample::select(SECTION_FAMILY_PIECES).prop_map(String::from),
+                1 => "[ -~]{0,6}"
+            ],
+            0..14,
+        ),
+        prop::collection::vec(0usize..12, 1..40),
+        any::<bool>(),
+        any::<bool>(),
+    );
+    let formats: Vec<String> = match std::env::var("TOOL_FORMATS") {
+        Ok(list) => list.split(',').map(str::to_owned).collect(),
+        Err(_) => SECTION_FAMILIES.iter().map(|s| s.to_string()).collect(),
+    };
+    let (with_calls, _) = run(
+        3000,
+        strategy,
+        |(pieces, mut chunks, reasoning, no_tools)| {
+            let text = pieces.concat();
+            chunks.push(1);
+            let tools: &[Tool] = if no_tools { &[] } else { tools() };
+            let options = FormatOptions {
+                reasoning,
+                ..FormatOptions::default()
+            };
+            let mut calls = false;
+            for name in &formats {
+                let format = format_by_name_with(name, &options).expect("a registered name");
+                let whole = format.parse(&text, tools);
+                calls |= !whole.tool_calls.is_empty();
+                let mut parser = StreamingParser::new(&*format, tools);
+                let mut events = Vec::new();
+                let (mut pos, mut i) = (0, 0);
+                while pos < text.len() {
+                    let mut end = (pos + chunks[i % chunks.len()]).min(text.len());
+                    while !text.is_char_boundary(end) {
+                        end += 1;
+                    }
+                    events.extend(parser.push(&text[pos..end]));
+                    pos = end;
+                    i += 1;
+                }
+                events.extend(parser.finish());
+                prop_assert!(parser.finish().is_empty());
+                prop_assert_eq!(collect(&events)?, whole, "{}: {:?}", name, text);
+                let last = format.parse_partial(&text, tools, true);
+                check_call_deltas(&events, &last.calls)
+                    .map_err(|e| TestCaseError::fail(format!("{name}: {e} in {text:?}")))?;
+            }
+            Ok((calls, false))
+        },
+    );
+    println!("{with_calls} of 3000 texts had calls");
+    assert!(
+        with_calls >= 300,
+        "only {with_calls} of 3000 texts had calls"
+    );
+}
+
+/// Each streamed call that ended has the id it started with, and its argument deltas add
+/// up to the whole-output parse's `arguments_text` for that index (a partial parse whose
+/// arguments text was not a prefix of the later one loses deltas silently).
+fn check_call_deltas(events: &[StreamEvent], last: &[PartialCall]) -> Result<(), String> {
+    let mut args: Vec<(usize, Option<String>, String)> = Vec::new();
+    for e in events {
+        match e {
+            StreamEvent::ToolCallStart { index, id, .. } => {
+                args.push((*index, id.clone(), String::new()))
+            }
+            StreamEvent::ToolCallArguments { index, delta } => {
+                if let Some(a) = args.iter_mut().find(|a| a.0 == *index) {
+                    a.2.push_str(delta);
+                }
+            }
+            StreamEvent::ToolCallEnd { index, call } => {
+                let Some((_, id, sent)) = args.iter().find(|a| a.0 == *index) else {
+                    return Err(format!("call {index} ended without a start"));
+                };
+                if *id != call.id {
+                    return Err(format!(
+                        "call {index} started with id {id:?}, ended with {:?}",
+                        call.id
+                    ));
+                }
+                let want = last.get(*index).map(|c| c.arguments_text.as_str());
+                if want != Some(sent.as_str()) {
+                    return Err(format!(
+                        "call {index}: argument deltas {sent:?}, whole parse {want:?}"
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// For DeepSeek, Kimi K2 and Harmony, a rendered output (content or reasoning, then calls
+/// whose arguments hold marker text) with random cuts, deletions and inserted pieces streams in
+/// random chunks as the whole-output parse reads it: text near the well-formed shape,
+/// where a parser's decisions are closest.
+#[test]
+fn tool_parsers_stream_mutated_renders() {
+    use tokensieve::tools::ToolCall;
+    let edit = (
+        any::<prop::sample::Index>(),
+        0usize..12,
+        prop::sample::select(SECTION_FAMILY_PIECES),
+    );
+    let strategy = (
+        prop::sample::select(SECTION_FAMILIES),
+        prop::collection::vec(0usize..4, 0..4),
+        prop::collection::vec(edit, 0..6),
+        prop::sample::select(
+            &[
+                "Sure. ",
+                "",
+                "<think>hm</think>\n\n",
+                "<|channel|>analysis<|message|>hm<|end|><|start|>assistant",
+            ][..],
+        ),
+        prop::collection::vec(0usize..12, 1..40),
+        any::<bool>(),
+        any::<bool>(),
+    );
+    let call_choices = [
+        ToolCall::new("get_weather", json!({"city": "Paris"})),
+        ToolCall::new(
+            "search",
+            json!({"queries": ["<|call|>", "<｜tool▁call▁end｜>"]}),
+        ),
+        ToolCall::new("search", json!({"queries": ["<|tool_call_end|>\n```"]})),
+        ToolCall::new("get_weather", json!({"city": "</think> <|end|>"})),
+    ];
+    run(
+        3000,
+        strategy,
+        |(name, picks, edits, lead, mut chunks, reasoning, no_tools)| {
+            let options = FormatOptions {
+                reasoning,
+                ..FormatOptions::default()
+            };
+            let format = format_by_name_with(name, &options).expect("a registered name");
+            let calls: Vec<ToolCall> = picks.iter().map(|&i| call_choices[i].clone()).collect();
+            let mut text = String::from(lead);
+            if !calls.is_empty() {
+                text.push_str(&format.render_calls(&calls));
+            }
+            for (at, del, piece) in &edits {
+                let mut a = at.index(text.len() + 1);
+                while !text.is_char_boundary(a) {
+                    a -= 1;
+                }
+                let mut b = (a + del).min(text.len());
+                while !text.is_char_boundary(b) {
+                    b += 1;
+                }
+                text.replace_range(a..b, piece);
+            }
+            chunks.push(1);
+            let tools: &[Tool] = if no_tools { &[] } else { tools() };
+            let whole = format.parse(&text, tools);
+            let mut parser = StreamingParser::new(&*format, tools);
+            let mut events = Vec::new();
+            let (mut pos, mut i) = (0, 0);
+            while pos < text.len() {
+                let mut end = (pos + chunks[i % chunks.len()]).min(text.len());
+                while !text.is_char_boundary(end) {
+                    end += 1;
+                }
+                events.extend(parser.push(&text[pos..end]));
+                pos = end;
+                i += 1;
+            }
+            events.extend(parser.finish());
+            prop_assert!(parser.finish().is_empty());
+            prop_assert_eq!(collect(&events)?, whole, "{}: {:?}", name, text);
+            let last = format.parse_partial(&text, tools, true);
+            check_call_deltas(&events, &last.calls)
+                .map_err(|e| TestCaseError::fail(format!("{name}: {e} in {text:?}")))?;
+            Ok((true, false))
+        },
     );
 }

@@ -435,6 +435,22 @@ mod tests {
     }
 
     #[test]
+    fn streamed_errors_quote_only_text_that_decided_them() {
+        // Text after the JSON that is not the end marker: the error quoted the next 20
+        // characters, as far as they had arrived when the call's end marker came.
+        let ts = tools();
+        for f in [DeepSeek::v3(), DeepSeek::v31()] {
+            for text in [
+                format!("{CALLS_BEGIN}{CALL_BEGIN}get_time{SEP}{{\"tz\": \"UTC\"}}x{CALL_END}{CALLS_END}"),
+                format!("{CALL_BEGIN}function{SEP}get_time\n```json\n{{}}\n``` x{CALL_END}Done, more text."),
+            ] {
+                scan::assert_streams_as_whole(&f, &text, &ts);
+                scan::assert_streams_as_whole(&f, &text, &[]);
+            }
+        }
+    }
+
+    #[test]
     fn functionary_code_fence_becomes_code_argument() {
         let text = format!(
             "{CALLS_BEGIN}{CALL_BEGIN}function{SEP}python\n```python\nl.remove(3)\nl\n```{CALL_END}{CALLS_END}"

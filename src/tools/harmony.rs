@@ -460,6 +460,20 @@ mod tests {
     }
 
     #[test]
+    fn streamed_errors_quote_only_text_that_decided_them() {
+        // The error quoted the 20 characters after the JSON, as far as they had arrived.
+        let f = Harmony::default();
+        let ts = tools();
+        for text in [
+            "commentary to=functions.get_weather<|message|>{\"queries\": [\"<|call|>\"]}<\u{ff5c}tool\u{2581}call\u{2581}begin\u{ff5c}>search",
+            "<|start|>assistant to=functions.get_weather<|message|>```python\nx\n```<|start|>assistant",
+        ] {
+            scan::assert_streams_as_whole(&f, text, &ts);
+            scan::assert_streams_as_whole(&f, text, &[]);
+        }
+    }
+
+    #[test]
     fn adversarial_inputs() {
         let f = Harmony::default();
         let ts = tools();

@@ -351,6 +351,16 @@ mod tests {
     }
 
     #[test]
+    fn streamed_errors_quote_only_text_that_decided_them() {
+        // Text after the JSON that is not the end marker: the error quoted the next 20
+        // characters, as far as they had arrived when the call's end marker came.
+        let f = KimiK2::default();
+        let text = "<|tool_calls_section_begin|><|tool_call_begin|>functions.get_time:0<|tool_call_argument_begin|>{\"tz\": \"UTC\"}x<|tool_call_end|><|tool_calls_section_end|>";
+        scan::assert_streams_as_whole(&f, text, &tools());
+        scan::assert_streams_as_whole(&f, text, &[]);
+    }
+
+    #[test]
     fn adversarial_reasoning_and_invalid_json() {
         let f = KimiK2::new(FormatOptions {
             reasoning: true,

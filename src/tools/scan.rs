@@ -716,8 +716,25 @@ fn finish_args(
     }
     ArgsRead::Bad(ToolParseError::Syntax(format!(
         "expected {end} after the arguments, found {:?}",
-        tail.chars().take(20).collect::<String>()
+        departure(tail, end)
     )))
+}
+
+/// The start of `tail` up to and including the first character where it departs from
+/// `marker` (all of `tail` when it is a prefix of `marker`): the text that decided it is
+/// not the marker, the same however much of the output has arrived after it (an error
+/// message quoting more would differ between a stream and the whole output).
+pub fn departure<'t>(tail: &'t str, marker: &str) -> &'t str {
+    let same = tail
+        .bytes()
+        .zip(marker.bytes())
+        .take_while(|(a, b)| a == b)
+        .count();
+    let mut cut = (same + 1).min(tail.len());
+    while !tail.is_char_boundary(cut) {
+        cut += 1;
+    }
+    &tail[..cut]
 }
 
 /// The result of [`read_arguments_then`].
@@ -1002,6 +1019,53 @@ pub fn call_from_json(value: &Value, tools: &[Tool]) -> Result<super::ToolCall, 
         name: name.to_owned(),
         arguments: args,
     })
+}
+
+/// Test helper: streams `text` through `format` in chunks of every size from 1 to 9 bytes
+/// (widened to character boundaries), and asserts that the events of each stream add up
+/// to [`ToolCallFormat::parse`] of the whole text (content, reasoning, calls in order,
+/// malformed reports).
+#[cfg(test)]
+pub(crate) fn assert_streams_as_whole(
+    format: &dyn super::ToolCallFormat,
+    text: &str,
+    tools: &[Tool],
+) {
+    use super::{ParsedOutput, StreamEvent, StreamingParser};
+    let whole = format.parse(text, tools);
+    for size in 1..=9 {
+        let mut parser = StreamingParser::new(format, tools);
+        let mut events = Vec::new();
+        let mut pos = 0;
+        while pos < text.len() {
+            let mut end = (pos + size).min(text.len());
+            while !text.is_char_boundary(end) {
+                end += 1;
+            }
+            events.extend(parser.push(&text[pos..end]));
+            pos = end;
+        }
+        events.extend(parser.finish());
+        let (mut content, mut reasoning) = (String::new(), String::new());
+        let mut streamed = ParsedOutput::default();
+        for e in events {
+            match e {
+                StreamEvent::Content(d) => content.push_str(&d),
+                StreamEvent::Reasoning(d) => reasoning.push_str(&d),
+                StreamEvent::ToolCallEnd { call, .. } => streamed.tool_calls.push(call),
+                StreamEvent::Malformed(m) => streamed.errors.push(m),
+                StreamEvent::ToolCallStart { .. } | StreamEvent::ToolCallArguments { .. } => {}
+            }
+        }
+        streamed.content = (!content.is_empty()).then_some(content);
+        streamed.reasoning = (!reasoning.is_empty()).then_some(reasoning);
+        assert_eq!(
+            streamed,
+            whole,
+            "{}, chunks of {size}: {text:?}",
+            format.name()
+        );
+    }
 }
 
 #[cfg(test)]
