@@ -489,9 +489,6 @@ fn stream_checked_formats() -> Vec<String> {
 const STREAM_NOT_YET_EXACT: &[&str] = &[
     "deepseek_v3",
     "deepseek_v31",
-    "glm4",
-    "glm45",
-    "glm47",
     "harmony",
     "json",
     "json_array",
@@ -500,8 +497,6 @@ const STREAM_NOT_YET_EXACT: &[&str] = &[
     "mistral",
     "openai",
     "pythonic",
-    "qwen3_coder",
-    "qwen3_xml",
 ];
 
 /// For every registered tool-call format, any text parses without a panic, and streaming
