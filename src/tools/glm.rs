@@ -48,7 +48,12 @@ const THINK_END: &str = "</think>";
 ///   output follows; values typed by the schema ([`scan::typed_xml_value`]: declared
 ///   `type: "string"` raw, anything else — undeclared keys included, as vLLM does — JSON,
 ///   else a Python literal, else text); a missing `</tool_call>` before the next call or
-///   the end is tolerated.
+///   the end is tolerated. A key given twice keeps the last value at the first one's place.
+/// * Streaming: string values stream as JSON-escaped text inside the arguments' JSON
+///   (`{"city": "Par`), up to a `</arg_value>` not yet known to be structural; other
+///   values once complete; a repeated key appears twice in the arguments' text (the
+///   last counts), so that what was sent stays a prefix of it. A malformed call's error
+///   quotes only the call's own text.
 #[derive(Clone, Debug)]
 pub struct Glm {
     options: FormatOptions,
@@ -426,7 +431,8 @@ const OBSERVATION: &str = "<|observation|>";
 ///   the calls (`NAME\n` + the arguments' JSON), joined by `<|assistant|>` when parallel;
 ///   `none` is `\n` + free text.
 /// * Parser: the first line must be a valid name and the next non-blank text `{` for a
-///   call; otherwise the output is content. Text after the last call is content.
+///   call; otherwise the output is content. Text after the last call is content (without
+///   the `<|assistant|>` that opens its message).
 #[derive(Clone, Debug, Default)]
 pub struct Glm4 {
     options: FormatOptions,

@@ -58,7 +58,12 @@ const THINK_END: &str = "</think>";
 ///   `<function=`) and a missing `</tool_call>` before the next call or the end are
 ///   tolerated.
 /// * Streaming: string values stream as JSON-escaped text inside the arguments' JSON
-///   (`{"city": "Par`), other values once complete.
+///   (`{"city": "Par`), other values once complete; a value not yet closed streams only
+///   as far as it is certain to reach (never past a `</parameter>` not yet known to be
+///   structural, nor past a place where a missing `</parameter>` would be recovered, nor
+///   with whitespace that either end may drop). A parameter given twice keeps the last
+///   value at the first one's place (as a JSON object does), and the arguments' text
+///   holds both members, so that what was sent stays a prefix of it.
 #[derive(Clone, Debug, Default)]
 pub struct Qwen3Coder {
     options: FormatOptions,
