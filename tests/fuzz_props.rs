@@ -487,16 +487,11 @@ fn stream_checked_formats() -> Vec<String> {
 
 /// See [`stream_checked_formats`].
 const STREAM_NOT_YET_EXACT: &[&str] = &[
-    "glm4",
-    "glm45",
-    "glm47",
     "json",
     "json_array",
     "llama3_json",
     "mistral",
     "pythonic",
-    "qwen3_coder",
-    "qwen3_xml",
 ];
 
 /// For every registered tool-call format, any text parses without a panic, and streaming

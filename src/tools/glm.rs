@@ -48,7 +48,12 @@ const THINK_END: &str = "</think>";
 ///   output follows; values typed by the schema ([`scan::typed_xml_value`]: declared
 ///   `type: "string"` raw, anything else — undeclared keys included, as vLLM does — JSON,
 ///   else a Python literal, else text); a missing `</tool_call>` before the next call or
-///   the end is tolerated.
+///   the end is tolerated. A key given twice keeps the last value at the first one's place.
+/// * Streaming: string values stream as JSON-escaped text inside the arguments' JSON
+///   (`{"city": "Par`), up to a `</arg_value>` not yet known to be structural; other
+///   values once complete; a repeated key appears twice in the arguments' text (the
+///   last counts), so that what was sent stays a prefix of it. A malformed call's error
+///   quotes only the call's own text.
 #[derive(Clone, Debug)]
 pub struct Glm {
     options: FormatOptions,
@@ -406,7 +411,7 @@ fn read_call(s: &str, tools: &[Tool], at_end: bool) -> Step {
             at_end,
             ToolParseError::Syntax(format!(
                 "expected {KEY} or {END}, found {:?}",
-                rest.chars().take(20).collect::<String>()
+                scan::found_text(rest, END)
             )),
         );
     }
@@ -426,7 +431,8 @@ const OBSERVATION: &str = "<|observation|>";
 ///   the calls (`NAME\n` + the arguments' JSON), joined by `<|assistant|>` when parallel;
 ///   `none` is `\n` + free text.
 /// * Parser: the first line must be a valid name and the next non-blank text `{` for a
-///   call; otherwise the output is content. Text after the last call is content.
+///   call; otherwise the output is content. Text after the last call is content (without
+///   the `<|assistant|>` that opens its message).
 #[derive(Clone, Debug, Default)]
 pub struct Glm4 {
     options: FormatOptions,
@@ -498,8 +504,9 @@ impl ToolCallFormat for Glm4 {
                 break;
             }
             let Some(nl) = rest.find('\n') else {
-                // One line so far: a name still arriving, or text.
-                if at_end || rest.contains(char::is_whitespace) {
+                // One line so far: a name still arriving, or text (a name never holds
+                // whitespace; a `\r` may end it).
+                if at_end || rest.trim_end_matches('\r').contains(char::is_whitespace) {
                     content.push_tail(rest, &[ASSISTANT], at_end);
                 }
                 break;
@@ -511,7 +518,8 @@ impl ToolCallFormat for Glm4 {
                 && !name.contains(char::is_whitespace)
                 && (body[b..].starts_with('{') || (!at_end && b == body.len()));
             if !looks_like_call || (pos > 0 && name.is_empty()) {
-                content.push_tail(&text[pos..], &[ASSISTANT], at_end);
+                // The message is text (without its `<|assistant|>`, as when it has one line).
+                content.push_tail(rest, &[ASSISTANT], at_end);
                 break;
             }
             if b == body.len() {
@@ -813,5 +821,172 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// GLM markers, names, values and fragments, for random texts.
+    const SOUP: &[&str] = &[
+        "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n</tool_call>",
+        "<tool_call>get_time<arg_key>tz</arg_key><arg_value>UTC</arg_value></tool_call>",
+        "<tool_call>get_current_time</tool_call>",
+        "<tool_call>get_weather<arg_key>days</arg_key><arg_value>3</arg_value></tool_call>",
+        "<tool_call>",
+        "</tool_call>",
+        "<tool_call>get_weather\n",
+        "<tool_call>get_time",
+        "get_weather",
+        "get_time",
+        "get_current_time",
+        "nope",
+        "<arg_key>",
+        "</arg_key>",
+        "<arg_value>",
+        "</arg_value>",
+        "<arg_key>city</arg_key>",
+        "<arg_key>days</arg_key>",
+        "<arg_key>tz</arg_key>",
+        "<arg_key>x</arg_key>",
+        "<arg_value>Paris</arg_value>",
+        "<arg_value>3</arg_value>",
+        "city",
+        "3",
+        "[1, 2",
+        "]",
+        "Paris",
+        "<think>",
+        "</think>",
+        "<|assistant|>",
+        "<|observation|>",
+        "{\"tz\": \"UTC\"}",
+        "{\"city\": ",
+        "{",
+        "}",
+        "\"",
+        "<",
+        "</",
+        "<arg",
+        "</arg_",
+        "<tool_",
+        "\n",
+        "\n",
+        " ",
+        "\r",
+        "é",
+        "Sure.",
+    ];
+
+    /// How GLM-4 outputs start: a call, part of one, or text.
+    const GLM4_STARTS: &[&str] = &[
+        "",
+        "",
+        "\n",
+        "get_time\n{\"tz\": \"UTC\"}",
+        "get_weather\n{\"city\": \"Oslo\"}<|observation|><|assistant|>get_time\n{\"tz\": \"UTC\"}",
+        "get_time\n",
+        "nope\n{}",
+    ];
+
+    fn soup() -> impl proptest::strategy::Strategy<Value = (String, bool, bool)> {
+        use proptest::prelude::*;
+        (
+            (
+                prop::sample::select(GLM4_STARTS),
+                prop::collection::vec(
+                    prop_oneof![6 => prop::sample::select(SOUP).prop_map(String::from),
+                                1 => "[ -~]{0,4}"],
+                    0..12,
+                ),
+            )
+                .prop_map(|(start, v)| format!("{start}{}", v.concat())),
+            any::<bool>(),
+            any::<bool>(),
+        )
+    }
+
+    #[test]
+    fn glm_streams_random_text_as_whole() {
+        let ts = tools();
+        let calls = std::cell::Cell::new([0; 3]);
+        let mut runner = proptest::test_runner::TestRunner::new(scan::stream_check_config(600));
+        runner
+            .run(&soup(), |(text, reasoning, no_tools)| {
+                let options = FormatOptions {
+                    reasoning,
+                    ..FormatOptions::default()
+                };
+                let tools: &[Tool] = if no_tools { &[] } else { &ts };
+                for (i, f) in [
+                    &Glm::glm45(options.clone()) as &dyn ToolCallFormat,
+                    &Glm::glm47(options.clone()),
+                    &Glm4::new(options.clone()),
+                ]
+                .into_iter()
+                .enumerate()
+                {
+                    if !f.parse(&text, tools).tool_calls.is_empty() {
+                        let mut c = calls.get();
+                        c[i] += 1;
+                        calls.set(c);
+                    }
+                    scan::check_streams_as_whole(f, tools, &text).map_err(|e| {
+                        proptest::test_runner::TestCaseError::fail(format!("{}: {e}", f.name()))
+                    })?;
+                }
+                Ok(())
+            })
+            .unwrap();
+        // Enough of the texts hold calls for the check to mean something.
+        assert!(calls.get().iter().all(|&n| n >= 50), "{:?}", calls.get());
+    }
+
+    #[test]
+    fn error_quotes_no_text_after_the_malformed_call() {
+        let text = "<tool_call>get_weather\nxy</tool_call> and text after it";
+        let out = Glm::default().parse(text, &tools());
+        assert_eq!(
+            out.errors[0].error,
+            ToolParseError::Syntax(
+                "expected <arg_key> or </tool_call>, found \"xy</tool_call>\"".into()
+            )
+        );
+        scan::check_streams_as_whole(&Glm::default(), &tools(), text).unwrap();
+    }
+
+    #[test]
+    fn a_key_given_twice_streams_as_written() {
+        let f = Glm::glm47(FormatOptions::default());
+        let text = "<tool_call>get_time<arg_key>tz</arg_key><arg_value>UTC</arg_value><arg_key>tz</arg_key><arg_value>CET</arg_value></tool_call>";
+        let out = f.parse_partial(text, &tools(), true);
+        assert_eq!(out.calls[0].arguments_text, r#"{"tz": "UTC", "tz": "CET"}"#);
+        let args: Value = serde_json::from_str(&out.calls[0].arguments_text).unwrap();
+        assert_eq!(
+            out.into_parsed().tool_calls,
+            vec![ToolCall::new("get_time", args)]
+        );
+        scan::check_streams_as_whole(&f, &tools(), text).unwrap();
+    }
+
+    #[test]
+    fn glm4_text_message_after_a_call_drops_its_assistant_marker() {
+        let f = Glm4::default();
+        for text in [
+            "get_time\n{\"tz\": \"UTC\"}<|assistant|>It is sunny.\nReally.",
+            "get_time\n{\"tz\": \"UTC\"}<|assistant|>It is sunny.",
+        ] {
+            let out = f.parse(text, &tools());
+            assert_eq!(out.tool_calls.len(), 1);
+            assert!(out.content.unwrap().starts_with("It is sunny."));
+            scan::check_streams_as_whole(&f, &tools(), text).unwrap();
+        }
+    }
+
+    #[test]
+    fn glm4_name_line_ending_in_carriage_return() {
+        let f = Glm4::default();
+        let text = "get_time\r\n{\"tz\": \"UTC\"}";
+        assert_eq!(
+            f.parse(text, &tools()).tool_calls,
+            vec![ToolCall::new("get_time", json!({"tz": "UTC"}))]
+        );
+        scan::check_streams_as_whole(&f, &tools(), text).unwrap();
     }
 }

@@ -58,7 +58,12 @@ const THINK_END: &str = "</think>";
 ///   `<function=`) and a missing `</tool_call>` before the next call or the end are
 ///   tolerated.
 /// * Streaming: string values stream as JSON-escaped text inside the arguments' JSON
-///   (`{"city": "Par`), other values once complete.
+///   (`{"city": "Par`), other values once complete; a value not yet closed streams only
+///   as far as it is certain to reach (never past a `</parameter>` not yet known to be
+///   structural, nor past a place where a missing `</parameter>` would be recovered, nor
+///   with whitespace that either end may drop). A parameter given twice keeps the last
+///   value at the first one's place (as a JSON object does), and the arguments' text
+///   holds both members, so that what was sent stays a prefix of it.
 #[derive(Clone, Debug, Default)]
 pub struct Qwen3Coder {
     options: FormatOptions,
@@ -386,15 +391,16 @@ fn read_call(s: &str, wrapped: bool, tools: &[Tool], at_end: bool) -> Step {
             if after.starts_with(END) {
                 return w.done(k + END.len());
             }
-            if !wrapped || after.starts_with(BEGIN) || after.starts_with(FUNC) {
-                return w.done(j + FUNC_END.len());
-            }
-            if after.is_empty() || partial_marker(after, &[END]) {
+            if after.is_empty() || partial_marker(after, &[END, BEGIN, FUNC]) {
                 if at_end {
                     // The closing `</tool_call>` never came: the call itself is whole.
                     return w.done(j + FUNC_END.len());
                 }
+                // Not known yet whether a `</tool_call>` (even after a bare call) ends it.
                 return Step::Pending(w.partial(None));
+            }
+            if !wrapped || after.starts_with(BEGIN) || after.starts_with(FUNC) {
+                return w.done(j + FUNC_END.len());
             }
             return bad(
                 s,
@@ -419,7 +425,7 @@ fn read_call(s: &str, wrapped: bool, tools: &[Tool], at_end: bool) -> Step {
                 at_end,
                 ToolParseError::Syntax(format!(
                     "expected {PARAM}NAME> or {FUNC_END}, found {:?}",
-                    rest.chars().take(20).collect::<String>()
+                    scan::found_text(rest, if wrapped { END } else { FUNC_END })
                 )),
             );
         }
@@ -507,6 +513,7 @@ impl Walk<'_> {
         }
         // The first structural `</parameter>`.
         let mut from = v;
+        let mut undecided = None;
         while let Some(c) = s[from..].find(CLOSE) {
             let c = from + c;
             match self.follows(&s[c + CLOSE.len()..], at_end) {
@@ -517,38 +524,25 @@ impl Walk<'_> {
                     return Param::Done(c + CLOSE.len());
                 }
                 Follow::Undecided => {
-                    let raw = &s[v..c];
-                    let raw = raw.strip_suffix('\n').unwrap_or(raw);
-                    return Param::Pending(Some((key, raw.to_owned())));
+                    undecided = Some(c);
+                    break;
                 }
                 Follow::No => from = c + CLOSE.len(),
             }
         }
+        let cut = self.missing_close_cut(s, v, &key, at_end);
         if !at_end {
-            let tail = &s[v..];
-            let n = scan::stable_len(tail, &["\n</parameter>", CLOSE], false);
-            let n = if tail[..n].ends_with('\n') { n - 1 } else { n };
-            return Param::Pending(Some((key, tail[..n].to_owned())));
-        }
-        // `</parameter>` missing: the value ends at the next parameter of the schema not
-        // given yet, or at `</function>`.
-        let mut cut = None;
-        let mut from = v;
-        while let Some(p) = s[from..].find(PARAM) {
-            let p = from + p;
-            let r = &s[p + PARAM.len()..];
-            if let Some(e) = r.find('>') {
-                let nk = &r[..e];
-                let declared = self.props.is_some_and(|m| m.contains_key(nk));
-                if declared && nk != key && !self.params.iter().any(|(pk, _)| pk == nk) {
-                    cut = Some(p);
-                    break;
-                }
-            }
-            from = p + PARAM.len();
-        }
-        if let Some(f) = s[v..].find(FUNC_END) {
-            cut = Some(cut.map_or(v + f, |c| c.min(v + f)));
+            // The value so far, up to where it may yet end: an undecided `</parameter>`, a
+            // place where a missing one would be recovered, or a partial marker; without
+            // the whitespace that either ending may drop.
+            let tail_end = v + scan::stable_len(&s[v..], &[CLOSE, PARAM, FUNC_END], false);
+            let e = [undecided, cut]
+                .into_iter()
+                .flatten()
+                .fold(tail_end, usize::min);
+            let raw = s[v..e].trim_end_matches([' ', '\t', '\r']);
+            let raw = raw.strip_suffix('\n').unwrap_or(raw);
+            return Param::Pending(Some((key, raw.to_owned())));
         }
         match cut {
             Some(c) => {
@@ -559,6 +553,40 @@ impl Walk<'_> {
             }
             None => Param::Bad(ToolParseError::Unterminated),
         }
+    }
+
+    /// Where a value starting at `s[v..]` (of parameter `key`) whose `</parameter>` is
+    /// missing ends: at the next `<parameter=KEY>` with a KEY of the schema not given yet,
+    /// or at `</function>`, whichever comes first. While the output is still arriving
+    /// (`!at_end`), a `<parameter=` whose name has not ended counts too (it may become
+    /// such a KEY).
+    fn missing_close_cut(&self, s: &str, v: usize, key: &str, at_end: bool) -> Option<usize> {
+        let mut cut = None;
+        let mut from = v;
+        while let Some(p) = s[from..].find(PARAM) {
+            let p = from + p;
+            let r = &s[p + PARAM.len()..];
+            match r.find('>') {
+                Some(e) => {
+                    let nk = &r[..e];
+                    let declared = self.props.is_some_and(|m| m.contains_key(nk));
+                    if declared && nk != key && !self.params.iter().any(|(pk, _)| pk == nk) {
+                        cut = Some(p);
+                        break;
+                    }
+                }
+                None if !at_end => {
+                    cut = Some(p);
+                    break;
+                }
+                None => {}
+            }
+            from = p + PARAM.len();
+        }
+        if let Some(f) = s[v..].find(FUNC_END) {
+            cut = Some(cut.map_or(v + f, |c| c.min(v + f)));
+        }
+        cut
     }
 
     fn arguments(&self) -> Value {
@@ -609,9 +637,12 @@ pub(crate) fn typed_arguments(
     Value::Object(map)
 }
 
-/// The arguments' JSON text so far (what streaming sends): whole members, then the
-/// string value still arriving (`partial`: its key and stable raw text), JSON-escaped and
-/// without its closing quote; `}` once `complete`. Only grows as values arrive.
+/// The arguments' JSON text so far (what streaming sends): whole members in the order
+/// written, then the string value still arriving (`partial`: its key and stable raw text),
+/// JSON-escaped and without its closing quote; `}` once `complete`. Only grows as values
+/// arrive: a key given twice is written twice (a JSON reader keeps the last value, as
+/// [`typed_arguments`] does, at the first one's place), since what was sent for the
+/// first cannot be taken back.
 pub(crate) fn arguments_json_text(
     params: &[(String, String)],
     props: Option<&Map<String, Value>>,
@@ -619,17 +650,15 @@ pub(crate) fn arguments_json_text(
     partial: Option<&(String, String)>,
     complete: bool,
 ) -> String {
-    let args = typed_arguments(params, props, undeclared_is_text);
     let mut s = String::from("{");
     let mut n = 0;
-    if let Value::Object(m) = &args {
-        for (k, v) in m {
-            if n > 0 {
-                s.push_str(", ");
-            }
-            n += 1;
-            s.push_str(&format!("{}: {}", json!(k), scan::python_json(v)));
+    for (k, raw) in params {
+        if n > 0 {
+            s.push_str(", ");
         }
+        n += 1;
+        let v = scan::typed_xml_value(raw, props.and_then(|p| p.get(k)), undeclared_is_text);
+        s.push_str(&format!("{}: {}", json!(k), scan::python_json(&v)));
     }
     if complete {
         s.push('}');
@@ -641,7 +670,7 @@ pub(crate) fn arguments_json_text(
             Some(sc) => scan::is_raw_string_schema(sc),
             None => undeclared_is_text,
         };
-        if raw_text && args.get(k).is_none() {
+        if raw_text {
             if n > 0 {
                 s.push_str(", ");
             }
@@ -858,5 +887,138 @@ mod tests {
                 let _ = f.parse(&text[i..], &ts);
             }
         }
+    }
+
+    /// Qwen3-Coder markers, names, values and fragments, for random texts.
+    const SOUP: &[&str] = &[
+        "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call>",
+        "<function=get_time>\n<parameter=tz>\nUTC\n</parameter>\n</function>",
+        "<tool_call>\n<function=get_time>\n<parameter=tz>\nUTC\n</parameter>\n<parameter=tz>\nCET\n</parameter>\n</function>\n</tool_call>",
+        "<tool_call>\n<function=get_weather>\n<parameter=days>\n3\n</parameter>\n</function>\n</tool_call>",
+        "<tool_call>",
+        "</tool_call>",
+        "<tool_call>\n<function=get_weather>\n",
+        "<function=get_weather>",
+        "<function=get_time>",
+        "<function=nope>",
+        "<function=",
+        "</function>",
+        "<parameter=city>",
+        "<parameter=days>",
+        "<parameter=tz>",
+        "<parameter=x>",
+        "<parameter=",
+        "</parameter>",
+        "\n</parameter>\n",
+        "<parameter=city>\nParis\n</parameter>\n",
+        "<parameter=days>\n3\n</parameter>\n",
+        "Paris",
+        "3",
+        "[1, 2]",
+        "True",
+        "city>",
+        "<think>",
+        "</think>",
+        "<",
+        "</",
+        "<param",
+        "</func",
+        "<tool_",
+        "\n",
+        "\n",
+        " ",
+        "\r",
+        "é",
+        "Sure.",
+    ];
+
+    #[test]
+    fn streams_random_text_as_whole() {
+        use proptest::prelude::*;
+        let ts = tools();
+        let strategy = (
+            prop::collection::vec(
+                prop_oneof![6 => prop::sample::select(SOUP).prop_map(String::from),
+                            1 => "[ -~]{0,4}"],
+                0..12,
+            )
+            .prop_map(|v| v.concat()),
+            any::<bool>(),
+            any::<bool>(),
+        );
+        let calls = std::cell::Cell::new(0);
+        let mut runner = proptest::test_runner::TestRunner::new(scan::stream_check_config(1000));
+        runner
+            .run(&strategy, |(text, reasoning, no_tools)| {
+                let f = Qwen3Coder::new(FormatOptions {
+                    reasoning,
+                    ..FormatOptions::default()
+                });
+                let tools: &[Tool] = if no_tools { &[] } else { &ts };
+                if !f.parse(&text, tools).tool_calls.is_empty() {
+                    calls.set(calls.get() + 1);
+                }
+                scan::check_streams_as_whole(&f, tools, &text)
+                    .map_err(proptest::test_runner::TestCaseError::fail)
+            })
+            .unwrap();
+        assert!(
+            calls.get() >= 100,
+            "only {} of 1000 texts had calls",
+            calls.get()
+        );
+    }
+
+    #[test]
+    fn error_quotes_no_text_after_the_malformed_call() {
+        let f = Qwen3Coder::default();
+        let text = "<tool_call>\n<function=get_weather>\nxy</tool_call> and text after it";
+        let out = f.parse(text, &tools());
+        assert_eq!(
+            out.errors[0].error,
+            ToolParseError::Syntax(
+                "expected <parameter=NAME> or </function>, found \"xy</tool_call>\"".into()
+            )
+        );
+        scan::check_streams_as_whole(&f, &tools(), text).unwrap();
+    }
+
+    #[test]
+    fn value_missing_its_close_streams_only_what_it_keeps() {
+        let f = Qwen3Coder::default();
+        let text =
+            "<function=get_weather>\n<parameter=city>\nParis\n<parameter=days>\n3\n</function>";
+        let out = f.parse_partial(&text[..text.len() - 3], &tools(), false);
+        assert_eq!(out.calls[0].arguments_text, r#"{"city": "Paris"#);
+        assert_eq!(
+            f.parse(text, &tools()).tool_calls,
+            vec![ToolCall::new(
+                "get_weather",
+                json!({"city": "Paris", "days": 3})
+            )]
+        );
+        scan::check_streams_as_whole(&f, &tools(), text).unwrap();
+    }
+
+    #[test]
+    fn bare_call_then_closing_wrapper_is_not_content() {
+        let f = Qwen3Coder::default();
+        let text =
+            "<function=get_time>\n<parameter=tz>\nUTC\n</parameter>\n</function></tool_call>";
+        assert_eq!(f.parse(text, &tools()).content, None);
+        scan::check_streams_as_whole(&f, &tools(), text).unwrap();
+    }
+
+    #[test]
+    fn a_parameter_given_twice_streams_as_written() {
+        let f = Qwen3Coder::default();
+        let text = "<tool_call>\n<function=get_time>\n<parameter=tz>\nUTC\n</parameter>\n<parameter=tz>\nCET\n</parameter>\n</function>\n</tool_call>";
+        let out = f.parse_partial(text, &[], true);
+        assert_eq!(out.calls[0].arguments_text, r#"{"tz": "UTC", "tz": "CET"}"#);
+        assert_eq!(
+            out.into_parsed().tool_calls,
+            vec![ToolCall::new("get_time", json!({"tz": "CET"}))]
+        );
+        scan::check_streams_as_whole(&f, &[], text).unwrap();
     }
 }

@@ -1021,51 +1021,127 @@ pub fn call_from_json(value: &Value, tools: &[Tool]) -> Result<super::ToolCall, 
     })
 }
 
-/// Test helper: streams `text` through `format` in chunks of every size from 1 to 9 bytes
-/// (widened to character boundaries), and asserts that the events of each stream add up
-/// to [`ToolCallFormat::parse`] of the whole text (content, reasoning, calls in order,
-/// malformed reports).
+/// Test helper: panics with the first difference [`check_streams_as_whole`] finds.
 #[cfg(test)]
 pub(crate) fn assert_streams_as_whole(
     format: &dyn super::ToolCallFormat,
     text: &str,
     tools: &[Tool],
 ) {
-    use super::{ParsedOutput, StreamEvent, StreamingParser};
-    let whole = format.parse(text, tools);
-    for size in 1..=9 {
-        let mut parser = StreamingParser::new(format, tools);
-        let mut events = Vec::new();
-        let mut pos = 0;
-        while pos < text.len() {
-            let mut end = (pos + size).min(text.len());
-            while !text.is_char_boundary(end) {
-                end += 1;
-            }
-            events.extend(parser.push(&text[pos..end]));
-            pos = end;
-        }
-        events.extend(parser.finish());
-        let (mut content, mut reasoning) = (String::new(), String::new());
-        let mut streamed = ParsedOutput::default();
-        for e in events {
-            match e {
-                StreamEvent::Content(d) => content.push_str(&d),
-                StreamEvent::Reasoning(d) => reasoning.push_str(&d),
-                StreamEvent::ToolCallEnd { call, .. } => streamed.tool_calls.push(call),
-                StreamEvent::Malformed(m) => streamed.errors.push(m),
-                StreamEvent::ToolCallStart { .. } | StreamEvent::ToolCallArguments { .. } => {}
-            }
-        }
-        streamed.content = (!content.is_empty()).then_some(content);
-        streamed.reasoning = (!reasoning.is_empty()).then_some(reasoning);
-        assert_eq!(
-            streamed,
-            whole,
-            "{}, chunks of {size}: {text:?}",
-            format.name()
-        );
+    if let Err(e) = check_streams_as_whole(format, tools, text) {
+        panic!("{}: {e}", format.name());
     }
+}
+
+/// The text an error message quotes as "found": at most 20 characters of `rest`, and no
+/// further than the malformed call's extent (up to and including the first `end`), so the
+/// message never depends on text after the call (a stream reports the same message as the
+/// whole-output parse).
+pub fn found_text(rest: &str, end: &str) -> String {
+    rest[..bad_len(rest, end)].chars().take(20).collect()
+}
+
+/// Test support: checks that `format` streams `text` as the whole-output parse reads it.
+/// For every prefix `P` (at char boundaries), `parse_partial(P, false)` must be
+/// consistent with `parse_partial(text, true)`: its reasoning and content are prefixes of
+/// the final ones; a call with a name keeps its index and name (or is, in the end, the
+/// placeholder of a malformed call), its arguments text is a prefix of the final one, and
+/// once complete it is final; the errors that end before `P` does are final. Then the
+/// text streamed one character a delta through [`super::StreamingParser`] must add up to
+/// the whole parse. `Err` describes the first difference.
+#[cfg(test)]
+pub(crate) fn check_streams_as_whole(
+    format: &dyn super::ToolCallFormat,
+    tools: &[Tool],
+    text: &str,
+) -> Result<(), String> {
+    let whole = format.parse_partial(text, tools, true);
+    for i in (0..=text.len()).filter(|&i| text.is_char_boundary(i)) {
+        let p = format.parse_partial(&text[..i], tools, false);
+        let at = || format!("prefix {:?} of {text:?}", &text[..i]);
+        if !whole.reasoning.starts_with(&p.reasoning) {
+            return Err(format!("reasoning {:?} at {}", p.reasoning, at()));
+        }
+        if !whole.content.starts_with(&p.content) {
+            return Err(format!(
+                "content {:?} (final {:?}) at {}",
+                p.content,
+                whole.content,
+                at()
+            ));
+        }
+        for (k, c) in p.calls.iter().enumerate() {
+            if c.name.is_none() {
+                continue;
+            }
+            let Some(w) = whole.calls.get(k) else {
+                return Err(format!("call {k} {c:?} is gone at the end, at {}", at()));
+            };
+            if w.name.is_none() && w.complete.is_none() && c.complete.is_none() {
+                continue; // became a malformed call
+            }
+            if w.name != c.name || !w.arguments_text.starts_with(&c.arguments_text) {
+                return Err(format!("call {k} {c:?} (final {w:?}) at {}", at()));
+            }
+            if c.complete.is_some() && c != w {
+                return Err(format!("complete call {k} {c:?} (final {w:?}) at {}", at()));
+            }
+        }
+        for (k, e) in p.errors.iter().enumerate() {
+            if e.offset + e.text.len() >= i {
+                break;
+            }
+            if whole.errors.get(k) != Some(e) {
+                return Err(format!(
+                    "error {k} {e:?} (final {:?}) at {}",
+                    whole.errors.get(k),
+                    at()
+                ));
+            }
+        }
+    }
+    let mut parser = super::StreamingParser::new(format, tools);
+    let mut events = Vec::new();
+    for (i, ch) in text.char_indices() {
+        events.extend(parser.push(&text[i..i + ch.len_utf8()]));
+    }
+    events.extend(parser.finish());
+    let mut got = super::ParsedOutput::default();
+    let (mut content, mut reasoning) = (String::new(), String::new());
+    for e in events {
+        match e {
+            super::StreamEvent::Content(d) => content.push_str(&d),
+            super::StreamEvent::Reasoning(d) => reasoning.push_str(&d),
+            super::StreamEvent::ToolCallEnd { call, .. } => got.tool_calls.push(call),
+            super::StreamEvent::Malformed(m) => got.errors.push(m),
+            _ => {}
+        }
+    }
+    got.content = (!content.is_empty()).then_some(content);
+    got.reasoning = (!reasoning.is_empty()).then_some(reasoning);
+    let whole = whole.into_parsed();
+    if got != whole {
+        return Err(format!("streamed {got:?}, whole {whole:?}, text {text:?}"));
+    }
+    Ok(())
+}
+
+/// Test support: the proptest settings of the streaming checks (`cases` cases; a fixed
+/// seed under `CI=true`, as the integration tests' property tests, unless
+/// `PROPTEST_RNG_SEED` is set).
+#[cfg(test)]
+pub(crate) fn stream_check_config(cases: u32) -> proptest::test_runner::Config {
+    use proptest::test_runner::{Config, RngSeed};
+    let mut config = Config {
+        cases,
+        failure_persistence: None,
+        ..Config::default()
+    };
+    let ci = std::env::var("CI").is_ok_and(|v| v == "true");
+    if ci && std::env::var_os("PROPTEST_RNG_SEED").is_none() {
+        config.rng_seed = RngSeed::Fixed(20_261_130);
+    }
+    config
 }
 
 #[cfg(test)]
