@@ -1004,6 +1004,83 @@ pub fn call_from_json(value: &Value, tools: &[Tool]) -> Result<super::ToolCall, 
     })
 }
 
+/// Test support for the families' streaming checks.
+#[cfg(test)]
+pub(crate) mod stream_check {
+    use super::super::{ParsedOutput, StreamEvent, StreamingParser, Tool, ToolCallFormat};
+
+    /// Checks that every prefix `P` of `text` (at each char boundary) parses, while the
+    /// output is still arriving, into something the whole-output parse only extends:
+    /// content and reasoning are prefixes of the whole's; a named call keeps its index,
+    /// its name (unless it ends up malformed) and its arguments' text (a prefix of the
+    /// whole's), is not named before an earlier call that the whole names, and is final
+    /// once complete; an error not touching the end of `P` is the whole's error at the
+    /// same index. Then streams `text` one char at a time through a [`StreamingParser`]
+    /// and checks that the events add up to [`ToolCallFormat::parse`]. Panics with the
+    /// offending prefix otherwise.
+    pub(crate) fn assert_streams_as_whole(f: &dyn ToolCallFormat, text: &str, tools: &[Tool]) {
+        let whole = f.parse_partial(text, tools, true);
+        for p in (0..text.len()).filter(|&p| text.is_char_boundary(p)) {
+            let part = f.parse_partial(&text[..p], tools, false);
+            let ctx = format!("prefix {:?}:\n{part:#?}\nwhole:\n{whole:#?}", &text[..p]);
+            assert!(whole.content.starts_with(&part.content), "content, {ctx}");
+            assert!(
+                whole.reasoning.starts_with(&part.reasoning),
+                "reasoning, {ctx}"
+            );
+            let mut named_before = true;
+            for (i, c) in part.calls.iter().enumerate().rev() {
+                let w = whole.calls.get(i);
+                if c.name.is_none() {
+                    assert!(
+                        named_before || w.map_or(true, |w| w.name.is_none()),
+                        "call {i} named after a later call, {ctx}"
+                    );
+                    continue;
+                }
+                named_before = false;
+                let w = w.unwrap_or_else(|| panic!("call {i} lost, {ctx}"));
+                if w.name.is_some() {
+                    assert_eq!(w.name, c.name, "call {i}, {ctx}");
+                    assert!(
+                        w.arguments_text.starts_with(&c.arguments_text),
+                        "call {i} arguments, {ctx}"
+                    );
+                }
+                if c.complete.is_some() {
+                    assert_eq!(w.complete, c.complete, "call {i}, {ctx}");
+                }
+            }
+            for (j, e) in part.errors.iter().enumerate() {
+                if e.offset + e.text.len() >= p {
+                    break;
+                }
+                assert_eq!(whole.errors.get(j), Some(e), "error {j}, {ctx}");
+            }
+        }
+        let mut parser = StreamingParser::new(f, tools);
+        let mut events = Vec::new();
+        for (i, ch) in text.char_indices() {
+            events.extend(parser.push(&text[i..i + ch.len_utf8()]));
+        }
+        events.extend(parser.finish());
+        let mut got = ParsedOutput::default();
+        let (mut content, mut reasoning) = (String::new(), String::new());
+        for e in events {
+            match e {
+                StreamEvent::Content(d) => content.push_str(&d),
+                StreamEvent::Reasoning(d) => reasoning.push_str(&d),
+                StreamEvent::ToolCallEnd { call, .. } => got.tool_calls.push(call),
+                StreamEvent::Malformed(m) => got.errors.push(m),
+                _ => {}
+            }
+        }
+        got.content = (!content.is_empty()).then_some(content);
+        got.reasoning = (!reasoning.is_empty()).then_some(reasoning);
+        assert_eq!(got, f.parse(text, tools), "streamed {text:?}");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
