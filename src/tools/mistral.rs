@@ -281,6 +281,27 @@ fn bad_end(text: &str, from: usize) -> usize {
         .unwrap_or(text.len())
 }
 
+/// Reports the malformed run `text[from..bad_end(text, after)]` (trailing whitespace
+/// dropped) and returns where free text resumes; while the output is still arriving and
+/// no `[TOOL_CALLS]` has ended the run, where it ends is not known yet: nothing is
+/// reported (the text is held back) and `None` is returned.
+fn push_bad_run(
+    text: &str,
+    from: usize,
+    after: usize,
+    error: ToolParseError,
+    at_end: bool,
+    out: &mut PartialOutput,
+    content: &mut Content,
+) -> Option<usize> {
+    let end = bad_end(text, after);
+    if end == text.len() && !at_end {
+        return None;
+    }
+    scan::push_malformed(out, content, text[from..end].trim_end(), from, error);
+    (end < text.len()).then_some(end)
+}
+
 /// Reads the pre-v11 array starting at `text[body] == '['`. Returns where free text
 /// resumes, or `None` when the text ends inside the array.
 fn read_array(
@@ -308,10 +329,8 @@ fn read_array(
         }
         if !first {
             if !text[i..].starts_with(',') {
-                let end = bad_end(text, i);
                 let error = ToolParseError::Syntax("expected , or ] in the call array".into());
-                scan::push_malformed(out, content, &text[i..end], i, error);
-                return Some(end);
+                return push_bad_run(text, i, i, error, at_end, out, content);
             }
             i = skip_ws(i + 1);
             if i == text.len() {
@@ -347,10 +366,8 @@ fn read_array(
                 return None;
             }
             JsonRead::Invalid(e) => {
-                let end = bad_end(text, i);
                 let error = ToolParseError::InvalidJson(e);
-                scan::push_malformed(out, content, &text[i..end], i, error);
-                return Some(end);
+                return push_bad_run(text, i, i, error, at_end, out, content);
             }
         }
     }
@@ -479,10 +496,8 @@ fn read_name_args(
             None
         }
         JsonRead::Invalid(e) => {
-            let end = body + limit;
             let error = name_ok.err().unwrap_or(ToolParseError::InvalidJson(e));
-            scan::push_malformed(out, content, text[start..end].trim_end(), start, error);
-            Some(end)
+            push_bad_run(text, start, body, error, at_end, out, content)
         }
     }
 }
@@ -599,6 +614,24 @@ mod tests {
             })
             .collect();
         assert_eq!(ends, worked_calls());
+    }
+
+    #[test]
+    fn a_malformed_run_is_reported_once_its_end_is_known() {
+        // The bad text runs to the next `[TOOL_CALLS]` or the end of the output: while
+        // streaming, it is held back until then, not reported cut short.
+        let f = Mistral::default();
+        let ts = tools();
+        for text in [
+            "[TOOL_CALLS]{\"name\": \"get_weather\", \"arguments\": ]{\"name\": \"x\"} \n more",
+            "[TOOL_CALLS]get_time[ARGS]{\"tz\": ]  x y[TOOL_CALLS]get_time[ARGS]{\"tz\": \"UTC\"}",
+            "[TOOL_CALLS][{\"name\": \"get_time\", \"arguments\": {\"tz\": \"UTC\"}} x  y z",
+            "[TOOL_CALLS][{\"name\": ] \n x[TOOL_CALLS]get_time[ARGS]{}",
+        ] {
+            scan::stream_check::assert_streams_as_whole(&f, text, &ts);
+        }
+        let out = f.parse("[TOOL_CALLS]get_time[ARGS]{\"tz\": ] x \n", &ts);
+        assert_eq!(out.errors[0].text, "[TOOL_CALLS]get_time[ARGS]{\"tz\": ] x");
     }
 
     #[test]
