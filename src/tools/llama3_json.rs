@@ -86,7 +86,9 @@ fn push_before_call(content: &mut Content, piece: &str) {
     content.push(p.strip_suffix(PYTHON_TAG).unwrap_or(p));
 }
 
-/// The last content piece: end-of-turn tokens dropped, partial markers held back.
+/// The last content piece: end-of-turn tokens dropped, partial markers held back, and,
+/// while the output is still arriving, a final `<|python_tag|>` too (a call may follow,
+/// which the tag then belongs to).
 fn push_tail(content: &mut Content, piece: &str, at_end: bool) {
     let n = if at_end {
         piece.len()
@@ -96,6 +98,9 @@ fn push_tail(content: &mut Content, piece: &str, at_end: bool) {
     let mut p = piece[..n].trim_end();
     while let Some(q) = p.strip_suffix(EOT).or_else(|| p.strip_suffix(EOM)) {
         p = q.trim_end();
+    }
+    if !at_end {
+        p = p.strip_suffix(PYTHON_TAG).unwrap_or(p);
     }
     content.push(p);
 }
@@ -348,6 +353,21 @@ mod tests {
         let out = f.parse(text, &tools());
         assert!(out.tool_calls.is_empty() && out.errors.is_empty());
         assert_eq!(out.content.as_deref(), Some(text));
+    }
+
+    #[test]
+    fn python_tag_before_a_call_is_never_streamed_as_content() {
+        // A complete `<|python_tag|>` at the end of what has arrived may belong to a call
+        // that follows: held back, as the whole-output parse drops it.
+        let f = Llama3Json::default();
+        let ts = tools();
+        for text in [
+            "<|python_tag|>{\"name\": \"get_time\", \"parameters\": {\"tz\": \"UTC\"}}",
+            "Hi <|python_tag|> {\"name\": \"get_time\", \"parameters\": {\"tz\": \"UTC\"}}",
+            "Hi <|python_tag|> there<|eot_id|>",
+        ] {
+            scan::stream_check::assert_streams_as_whole(&f, text, &ts);
+        }
     }
 
     #[test]
