@@ -53,11 +53,13 @@ pub enum MistralSyntax {
 ///   `[THINK]…[/THINK]` block comes first.
 /// * Parser: both shapes, whatever the option: after `[TOOL_CALLS]` (and optional
 ///   spaces), `[` starts an array, anything else a name. Array elements are read one by
-///   one (`arguments` or `parameters`, either key order, the `id` kept); a bad element is
-///   reported and the others kept. v11+: the name runs to `[ARGS]` (or `[CALL_ID]`, whose
+///   one (`arguments` or `parameters`, either key order, the `id` kept); a bad element
+///   (one repeating `name` or its arguments member included) is reported and the others
+///   kept. v11+: the name runs to `[ARGS]` (or `[CALL_ID]`, whose
 ///   id is kept, or a `{` when `[ARGS]` was lost); exactly one JSON value is read after
 ///   it, so several calls or trailing prose never corrupt the arguments. Text after the
-///   calls stays in content.
+///   calls stays in content. A malformed run (bad JSON, a missing `[ARGS]`) spans to the
+///   next `[TOOL_CALLS]` or the end; while streaming it is reported once that is known.
 #[derive(Clone, Debug)]
 pub struct Mistral {
     syntax: MistralSyntax,
@@ -341,7 +343,9 @@ fn read_array(
         match scan::read_json_value(&text[i..]) {
             JsonRead::Complete { value, end } => {
                 let elem = &text[i..i + end];
-                match super::hermes::call_from_object(&value, tools) {
+                let read = scan::check_call_members(elem)
+                    .and_then(|()| super::hermes::call_from_object(&value, tools));
+                match read {
                     Ok(call) => out.calls.push(PartialCall {
                         id: call.id.clone(),
                         name: Some(call.name.clone()),
@@ -387,25 +391,15 @@ fn arguments_text(elem: &str, call: &ToolCall) -> String {
 }
 
 /// An array element still arriving: its name once complete and valid, its arguments so
-/// far.
+/// far (the first `name` and arguments members: a repeat makes the element malformed).
 fn partial_element(elem: &str, tools: &[Tool]) -> PartialCall {
-    let obj = scan::scan_object(elem);
-    let mut call = PartialCall::default();
-    for m in &obj.members {
-        match m.key.as_str() {
-            "name" => {
-                if let Some((Value::String(n), _)) = &m.value {
-                    if scan::check_call_name(n, tools).is_ok() {
-                        call.name = Some(n.clone());
-                    }
-                }
-            }
-            "arguments" | "parameters" => {
-                let end = m.value.as_ref().map(|(_, e)| *e).unwrap_or(elem.len());
-                call.arguments_text = elem[m.value_start..end].trim_end().to_owned();
-            }
-            _ => {}
-        }
+    let (mut call, _) = scan::call_parts(elem);
+    if call
+        .name
+        .as_deref()
+        .is_some_and(|n| scan::check_call_name(n, tools).is_err())
+    {
+        call.name = None;
     }
     call
 }
@@ -632,6 +626,19 @@ mod tests {
         }
         let out = f.parse("[TOOL_CALLS]get_time[ARGS]{\"tz\": ] x \n", &ts);
         assert_eq!(out.errors[0].text, "[TOOL_CALLS]get_time[ARGS]{\"tz\": ] x");
+    }
+
+    #[test]
+    fn a_repeated_arguments_member_makes_an_element_malformed() {
+        // The streamed element showed its first arguments (and the final one its
+        // first); JSON would keep the last.
+        let f = Mistral::default();
+        let ts = tools();
+        let text = "[TOOL_CALLS][{\"name\": \"get_time\", \"arguments\": {}, \"arguments\": {\"tz\": \"X\"}}]";
+        let out = f.parse(text, &ts);
+        assert!(out.tool_calls.is_empty());
+        assert!(matches!(out.errors[0].error, ToolParseError::Syntax(_)));
+        scan::stream_check::assert_streams_as_whole(&f, text, &ts);
     }
 
     #[test]

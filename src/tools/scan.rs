@@ -85,9 +85,29 @@ pub fn read_json_value(text: &str) -> JsonRead {
         JsonRead::Invalid(e) if e.contains("number out of range") => {
             let fixed = clamp_huge_numbers(text);
             if fixed == text {
-                JsonRead::Invalid(e)
-            } else {
-                read_json_value_strict(&fixed)
+                return JsonRead::Invalid(e);
+            }
+            match read_json_value_strict(&fixed) {
+                // A bare number: it ends where its literal does (the clamp's padding
+                // ended it early), and one running to the end of the text may continue.
+                JsonRead::Complete {
+                    value: value @ Value::Number(_),
+                    end,
+                } => {
+                    let more = text[end..]
+                        .bytes()
+                        .take_while(|c| matches!(c, b'0'..=b'9' | b'.' | b'e' | b'E' | b'+' | b'-'))
+                        .count();
+                    if end + more == text.len() {
+                        JsonRead::Incomplete
+                    } else {
+                        JsonRead::Complete {
+                            value,
+                            end: end + more,
+                        }
+                    }
+                }
+                other => other,
             }
         }
         other => other,
@@ -955,18 +975,23 @@ pub fn typed_xml_value(raw: &str, schema: Option<&Value>, undeclared_is_text: bo
 /// Name and raw argument text of a `{"name": ..., "arguments"|"parameters": ...}` object
 /// that may still be arriving (`body` starts at its `{`): the name once its string is
 /// complete, the arguments' text as far as it goes (trailing whitespace dropped), and the
-/// end of the object once it has closed.
+/// end of the object once it has closed. A repeated `name` or arguments member is not
+/// read (the first one is: what has been streamed stays a prefix of what follows; the
+/// whole call is then malformed, see [`check_call_members`]).
 pub fn call_parts(body: &str) -> (super::PartialCall, Option<usize>) {
     let obj = scan_object(body);
     let mut call = super::PartialCall::default();
+    let (mut named, mut argued) = (false, false);
     for m in &obj.members {
         match m.key.as_str() {
-            "name" => {
+            "name" if !named => {
+                named = true;
                 if let Some((Value::String(n), _)) = &m.value {
                     call.name = Some(n.clone());
                 }
             }
-            "arguments" | "parameters" => {
+            "arguments" | "parameters" if !argued => {
+                argued = true;
                 let end = m.value.as_ref().map(|(_, e)| *e).unwrap_or(body.len());
                 call.arguments_text = body[m.value_start..end].trim_end().to_owned();
             }
@@ -974,6 +999,31 @@ pub fn call_parts(body: &str) -> (super::PartialCall, Option<usize>) {
         }
     }
     (call, obj.end)
+}
+
+/// Checks that the call object whose text starts `piece` gives `name` once and its
+/// arguments (`arguments` or `parameters`) at most once. JSON readers keep the last of
+/// repeated keys, while a streamed call has already shown the first, so a repeat makes
+/// the call malformed (`ToolParseError::Syntax` naming the member).
+pub fn check_call_members(piece: &str) -> Result<(), ToolParseError> {
+    let obj = scan_object(piece);
+    let count = |keys: &[&str]| {
+        obj.members
+            .iter()
+            .filter(|m| keys.contains(&m.key.as_str()))
+            .count()
+    };
+    if count(&["name"]) > 1 {
+        return Err(ToolParseError::Syntax(
+            "the call gives \"name\" more than once".into(),
+        ));
+    }
+    if count(&["arguments", "parameters"]) > 1 {
+        return Err(ToolParseError::Syntax(
+            "the call gives its arguments more than once".into(),
+        ));
+    }
+    Ok(())
 }
 
 /// A call object's name and arguments: `name` a string, arguments under `arguments` or
@@ -1120,6 +1170,18 @@ mod tests {
                 end: text.find('}').unwrap() + 1
             }
         );
+    }
+
+    #[test]
+    fn a_clamped_number_at_the_end_may_still_continue() {
+        // `1e9999` then `9`: still one literal, so not complete (the clamp pads `1e308`
+        // with spaces, which used to end the value early).
+        assert_eq!(read_json_value("1e9999"), JsonRead::Incomplete);
+        assert_eq!(read_json_value("-1e9999"), JsonRead::Incomplete);
+        assert!(matches!(
+            read_json_value("1e9999 "),
+            JsonRead::Complete { end: 6, .. }
+        ));
     }
 
     #[test]
