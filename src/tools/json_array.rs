@@ -452,6 +452,16 @@ mod tests {
     }
 
     #[test]
+    fn a_keyword_element_at_the_end_is_not_complete_yet() {
+        // `[true` then `x`: the element was reported as a non-call while `truex` is not
+        // JSON at all (the whole array is then the error).
+        let f = JsonArray::default();
+        for text in ["[truex]", "[null, 1]", "[false"] {
+            scan::stream_check::assert_streams_as_whole(&f, text, &tools());
+        }
+    }
+
+    #[test]
     fn bad_elements_are_errors_and_the_rest_stay_calls() {
         let f = JsonArray::default();
         let text = r#"[{"name": "nope", "arguments": {}}, {"name": "get_time", "arguments": {"tz": "UTC"}}]"#;

@@ -66,8 +66,10 @@ fn read_json_value_strict(text: &str) -> JsonRead {
         None => JsonRead::Incomplete,
         Some(Ok(value)) => {
             let end = stream.byte_offset();
-            // A number at the very end may continue (`12` then `3`): not yet complete.
-            if end == text.len() && matches!(value, Value::Number(_)) {
+            // A number or keyword at the very end may continue (`12` then `3`; `true`
+            // then `x`, which makes it invalid): not yet complete.
+            if end == text.len() && matches!(value, Value::Number(_) | Value::Bool(_) | Value::Null)
+            {
                 return JsonRead::Incomplete;
             }
             JsonRead::Complete { value, end }
@@ -1156,6 +1158,13 @@ mod tests {
         );
         assert_eq!(read_json_value(r#"{"a": "#), JsonRead::Incomplete);
         assert_eq!(read_json_value("12"), JsonRead::Incomplete);
+        // `true` then `x` is invalid: a keyword at the very end is not complete yet.
+        assert_eq!(read_json_value("true"), JsonRead::Incomplete);
+        assert!(matches!(read_json_value("truex"), JsonRead::Invalid(_)));
+        assert!(matches!(
+            read_json_value("null "),
+            JsonRead::Complete { end: 4, .. }
+        ));
         assert!(matches!(read_json_value("}"), JsonRead::Invalid(_)));
     }
 
