@@ -11,8 +11,9 @@ use proptest::test_runner::TestCaseError;
 use serde_json::{json, Value};
 use std::sync::{Arc, OnceLock};
 use tokensieve::tools::{
-    format_by_name_with, format_names, FormatOptions, ParsedOutput, StreamEvent, StreamingParser,
-    Tool,
+    format_by_name_with, format_names, FormatOptions, JsonArray, Llama3Json, Mistral,
+    MistralSyntax, ParsedOutput, PartialOutput, Pythonic, StreamEvent, StreamingParser, Tool,
+    ToolCallFormat,
 };
 use tokensieve::{
     GrammarCompiler, GrammarMatcher, JsonSchemaOptions, Limits, Precompute, Vocabulary,
@@ -562,4 +563,135 @@ fn tool_parsers_stream_as_whole() {
         with_calls >= 300,
         "only {with_calls} of 3000 texts had calls"
     );
+}
+
+/// Pieces for the formats without a begin marker in some modes (a bare JSON array or
+/// object, a bare Python call list) and for Mistral and Llama 3 JSON: the output's first
+/// characters decide between content and calls.
+const BARE_PIECES: &[&str] = &[
+    "[",
+    "]",
+    "{",
+    "}",
+    ",",
+    " ",
+    "\n",
+    "\"",
+    "'",
+    "(",
+    ")",
+    "=",
+    ";",
+    ":",
+    ".",
+    "\\",
+    "x",
+    "12",
+    "1e99999",
+    "true",
+    "None",
+    "[]",
+    "a.b",
+    "'a\\'b'",
+    "\"a)]\"",
+    "\\ud83d\\ude00",
+    "get_weather(",
+    "get_weather(city='Paris')",
+    "search(queries=['a', \"b]\"])",
+    "), ",
+    "{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}",
+    "{\"name\": \"search\", \"parameters\": {}}",
+    "{\"name\": \"nope\", \"arguments\": {}}",
+    "{\"name\": \"search\", \"arguments\": {}, \"arguments\": {\"queries\": []}}",
+    "{\"name\": ",
+    "\"search\"",
+    ", \"arguments\": ",
+    "{\"tool_calls\": [",
+    "[TOOL_CALLS]",
+    "[ARGS]",
+    "[CALL_ID]",
+    "a1B2c3D4e",
+    "search[ARGS]{}",
+    "[THINK]",
+    "[/THINK]",
+    "<|python_tag|>",
+    "<|python_start|>",
+    "<|eot_id|>",
+];
+
+/// Leads that make a text start like a call.
+const BARE_LEADS: &[&str] = &["", "[", "{", " [", "[search(", "search(", "[TOOL_CALLS]"];
+
+/// Whether the partial parse of a prefix is one the whole parse only extends: content and
+/// reasoning prefixes of the whole's; a named call keeps its index, name (unless it ends
+/// up malformed) and a prefix of its arguments' text, and is final once complete; an
+/// error not touching the end of the prefix is final.
+fn partial_extends(part: &PartialOutput, whole: &PartialOutput, p: usize) -> bool {
+    let calls = part.calls.iter().enumerate().all(|(i, c)| {
+        c.name.is_none()
+            || whole.calls.get(i).is_some_and(|w| {
+                (w.name.is_none()
+                    || (w.name == c.name && w.arguments_text.starts_with(&c.arguments_text)))
+                    && (c.complete.is_none() || c.complete == w.complete)
+            })
+    });
+    let errors = part
+        .errors
+        .iter()
+        .enumerate()
+        .take_while(|(_, e)| e.offset + e.text.len() < p)
+        .all(|(j, e)| whole.errors.get(j) == Some(e));
+    whole.content.starts_with(&part.content)
+        && whole.reasoning.starts_with(&part.reasoning)
+        && calls
+        && errors
+}
+
+/// Every prefix of random call-like text parses (output still arriving) into something
+/// the whole-output parse only extends, for the JSON, Llama 3 JSON, Mistral and pythonic
+/// formats, the forced JSON arguments and bare pythonic calls included (which the
+/// registry's defaults do not cover).
+#[test]
+fn bare_formats_partial_parses_only_grow() {
+    let reasoning = FormatOptions {
+        reasoning: true,
+        ..FormatOptions::default()
+    };
+    let formats: Vec<Box<dyn ToolCallFormat>> = vec![
+        Box::new(JsonArray::default()),
+        Box::new(JsonArray::default().forced("search")),
+        Box::new(Llama3Json::default()),
+        Box::new(Mistral::default()),
+        Box::new(Mistral::new(MistralSyntax::Array, reasoning)),
+        Box::new(Pythonic::default()),
+        Box::new(Pythonic::default().bare_calls(true)),
+    ];
+    let strategy = (
+        prop::sample::select(BARE_LEADS),
+        prop::collection::vec(
+            prop_oneof![6 => prop::sample::select(BARE_PIECES).prop_map(String::from), 1 => "[ -~]{0,4}"],
+            0..14,
+        ),
+        any::<bool>(),
+    );
+    run(2000, strategy, |(lead, pieces, no_tools)| {
+        let text = format!("{lead}{}", pieces.concat());
+        let tools: &[Tool] = if no_tools { &[] } else { tools() };
+        for f in &formats {
+            let whole = f.parse_partial(&text, tools, true);
+            for p in (0..text.len()).filter(|&p| text.is_char_boundary(p)) {
+                let part = f.parse_partial(&text[..p], tools, false);
+                prop_assert!(
+                    partial_extends(&part, &whole, p),
+                    "{}: {:?}\nprefix {:?}\n{:#?}\nwhole {:#?}",
+                    f.name(),
+                    text,
+                    &text[..p],
+                    part,
+                    whole
+                );
+            }
+        }
+        Ok((false, false))
+    });
 }
