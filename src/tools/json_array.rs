@@ -32,8 +32,9 @@ use super::{
 /// * Parser: after leading whitespace, an array of call objects; also xLAM's
 ///   `{"tool_calls": [...]}` wrapper and a single call object. `"parameters"` is accepted
 ///   for `"arguments"`, and a string holding a JSON object as arguments. A call whose name
-///   is not offered, or an element that is not a call object, is an error (its text kept
-///   in content) while the other elements stay calls; an array that stops being JSON is an
+///   is not offered, that repeats `"name"` or its arguments member, or an element that is
+///   not a call object, is an error (its text kept in content) while the other elements
+///   stay calls; an array that stops being JSON is an
 ///   error from the offending element to the end. Text after the array is content. Output
 ///   that does not start with `[` or `{` is content. The array streams element by element;
 ///   the wrapper object and the forced arguments object are reported once complete.
@@ -285,7 +286,9 @@ fn parse_array(
         match scan::read_json_value(&rest[i..]) {
             JsonRead::Complete { value, end } => {
                 let piece = &rest[i..i + end];
-                match scan::call_from_json(&value, tools) {
+                match scan::check_call_members(piece)
+                    .and_then(|()| scan::call_from_json(&value, tools))
+                {
                     Ok(call) => {
                         let (mut partial, _) = scan::call_parts(piece);
                         partial.name = Some(call.name.clone());
@@ -360,7 +363,7 @@ fn parse_object(
             ),
         }
     } else if value.get("name").is_some() {
-        match scan::call_from_json(&value, tools) {
+        match scan::check_call_members(piece).and_then(|()| scan::call_from_json(&value, tools)) {
             Ok(call) => {
                 let (mut partial, _) = scan::call_parts(piece);
                 partial.name = Some(call.name.clone());
@@ -419,6 +422,43 @@ mod tests {
             vec![ToolCall::new("get_time", json!({"tz": "UTC"}))]
         );
         assert_eq!(f.render_calls(&out.tool_calls), r#"{"tz": "UTC"}"#);
+    }
+
+    #[test]
+    fn a_repeated_name_or_arguments_member_makes_the_call_malformed() {
+        // JSON keeps the last of a repeated key, but the stream has shown the first
+        // (its name started the call, its text went out as argument deltas).
+        let f = JsonArray::default();
+        let ts = tools();
+        let text = r#"[{"name": "get_time", "arguments": {}, "arguments": {"tz": "X"}}, {"name": "get_time", "name": "get_weather", "arguments": {"city": "P"}}]"#;
+        let out = f.parse(text, &ts);
+        assert!(out.tool_calls.is_empty());
+        assert_eq!(out.errors.len(), 2);
+        assert!(matches!(out.errors[0].error, ToolParseError::Syntax(_)));
+        scan::assert_streams_as_whole(&f, text, &ts);
+        let one = r#"{"name": "get_time", "parameters": {}, "arguments": {"tz": "X"}}"#;
+        scan::assert_streams_as_whole(&f, one, &ts);
+    }
+
+    #[test]
+    fn forced_huge_number_is_one_literal_while_streaming() {
+        // `1e9999` is clamped to `1e308` padded with spaces: the value used to end there,
+        // before the rest of the literal arrived.
+        let f = JsonArray::default().forced("get_time");
+        for text in ["1e999991", "1e99999 x", "{\"tz\": 1e99999}"] {
+            scan::assert_streams_as_whole(&f, text, &tools());
+        }
+        assert_eq!(f.parse("1e99999 x", &tools()).errors[0].text, "1e99999");
+    }
+
+    #[test]
+    fn a_keyword_element_at_the_end_is_not_complete_yet() {
+        // `[true` then `x`: the element was reported as a non-call while `truex` is not
+        // JSON at all (the whole array is then the error).
+        let f = JsonArray::default();
+        for text in ["[truex]", "[null, 1]", "[false"] {
+            scan::assert_streams_as_whole(&f, text, &tools());
+        }
     }
 
     #[test]

@@ -40,11 +40,12 @@ pub const SEPARATOR: &str = "; ";
 ///   anywhere in the text, string-aware (braces and `{"name": ` inside JSON strings are
 ///   not calls); a leading `<|python_tag|>` and a final `<|eom_id|>`/`<|eot_id|>` are
 ///   dropped; calls may be separated by `;` and/or whitespace; text around them is
-///   content. An unknown name, or a call-looking object that is not valid JSON (from its
-///   `{` to the next `{"name"` or the end), is an error with its text kept in content.
+///   content. An unknown name, a repeated `"name"` or arguments member, or a
+///   call-looking object that is not valid JSON (from its `{` to the next `{"name"` or
+///   the end), is an error with its text kept in content.
 ///   Streaming: a `{` followed by a key holds the content back until the object is
-///   decided; a call is reported once its name and the start of its arguments have
-///   arrived.
+///   decided, and a final `<|python_tag|>` is held back (a call may follow); a call is
+///   reported once its name and the start of its arguments have arrived.
 #[derive(Clone, Debug, Default)]
 pub struct Llama3Json {
     options: FormatOptions,
@@ -86,7 +87,9 @@ fn push_before_call(content: &mut Content, piece: &str) {
     content.push(p.strip_suffix(PYTHON_TAG).unwrap_or(p));
 }
 
-/// The last content piece: end-of-turn tokens dropped, partial markers held back.
+/// The last content piece: end-of-turn tokens dropped, partial markers held back, and,
+/// while the output is still arriving, a final `<|python_tag|>` too (a call may follow,
+/// which the tag then belongs to).
 fn push_tail(content: &mut Content, piece: &str, at_end: bool) {
     let n = if at_end {
         piece.len()
@@ -96,6 +99,9 @@ fn push_tail(content: &mut Content, piece: &str, at_end: bool) {
     let mut p = piece[..n].trim_end();
     while let Some(q) = p.strip_suffix(EOT).or_else(|| p.strip_suffix(EOM)) {
         p = q.trim_end();
+    }
+    if !at_end {
+        p = p.strip_suffix(PYTHON_TAG).unwrap_or(p);
     }
     content.push(p);
 }
@@ -173,16 +179,19 @@ impl ToolCallFormat for Llama3Json {
             }
             match scan::read_json_value(&text[s..]) {
                 JsonRead::Complete { value, end } => {
-                    let looks = value.get("name").is_some_and(Value::is_string)
-                        && (value.get("parameters").is_some() || value.get("arguments").is_some());
-                    if !looks {
+                    // Decided by the members as written (as while the object was still
+                    // arriving), not by the JSON value, which keeps only the last of a
+                    // repeated key.
+                    if !is_call(&scan::scan_object(&text[s..s + end])) {
                         // Other JSON in prose: content, and nothing inside it is a call.
                         i = s + end;
                         continue;
                     }
                     push_before_call(&mut content, &text[seg..s]);
                     let piece = &text[s..s + end];
-                    match scan::call_from_json(&value, tools) {
+                    match scan::check_call_members(piece)
+                        .and_then(|()| scan::call_from_json(&value, tools))
+                    {
                         Ok(call) => {
                             let (mut partial, _) = scan::call_parts(piece);
                             partial.name = Some(call.name.clone());
@@ -348,6 +357,37 @@ mod tests {
         let out = f.parse(text, &tools());
         assert!(out.tool_calls.is_empty() && out.errors.is_empty());
         assert_eq!(out.content.as_deref(), Some(text));
+    }
+
+    #[test]
+    fn python_tag_before_a_call_is_never_streamed_as_content() {
+        // A complete `<|python_tag|>` at the end of what has arrived may belong to a call
+        // that follows: held back, as the whole-output parse drops it.
+        let f = Llama3Json::default();
+        let ts = tools();
+        for text in [
+            "<|python_tag|>{\"name\": \"get_time\", \"parameters\": {\"tz\": \"UTC\"}}",
+            "Hi <|python_tag|> {\"name\": \"get_time\", \"parameters\": {\"tz\": \"UTC\"}}",
+            "Hi <|python_tag|> there<|eot_id|>",
+        ] {
+            scan::assert_streams_as_whole(&f, text, &ts);
+        }
+    }
+
+    #[test]
+    fn a_repeated_name_is_decided_by_the_members_as_written() {
+        // The partial parse saw a call (first `name` a string); the whole parse used to
+        // read the JSON value, whose last `name` is not a string, and call it prose,
+        // shifting the next call into the streamed call's index.
+        let f = Llama3Json::default();
+        let ts = tools();
+        let text = "{\"name\": \"get_time\", \"name\": 1, \"parameters\": {}} {\"name\": \"get_weather\", \"parameters\": {\"city\": \"P\"}}";
+        let out = f.parse(text, &ts);
+        assert_eq!(out.tool_calls.len(), 1);
+        assert_eq!(out.errors.len(), 1);
+        scan::assert_streams_as_whole(&f, text, &ts);
+        let dup = "{\"name\": \"get_time\", \"parameters\": {}, \"parameters\": {\"tz\": \"X\"}}";
+        scan::assert_streams_as_whole(&f, dup, &ts);
     }
 
     #[test]

@@ -53,11 +53,13 @@ pub enum MistralSyntax {
 ///   `[THINK]…[/THINK]` block comes first.
 /// * Parser: both shapes, whatever the option: after `[TOOL_CALLS]` (and optional
 ///   spaces), `[` starts an array, anything else a name. Array elements are read one by
-///   one (`arguments` or `parameters`, either key order, the `id` kept); a bad element is
-///   reported and the others kept. v11+: the name runs to `[ARGS]` (or `[CALL_ID]`, whose
+///   one (`arguments` or `parameters`, either key order, the `id` kept); a bad element
+///   (one repeating `name` or its arguments member included) is reported and the others
+///   kept. v11+: the name runs to `[ARGS]` (or `[CALL_ID]`, whose
 ///   id is kept, or a `{` when `[ARGS]` was lost); exactly one JSON value is read after
 ///   it, so several calls or trailing prose never corrupt the arguments. Text after the
-///   calls stays in content.
+///   calls stays in content. A malformed run (bad JSON, a missing `[ARGS]`) spans to the
+///   next `[TOOL_CALLS]` or the end; while streaming it is reported once that is known.
 #[derive(Clone, Debug)]
 pub struct Mistral {
     syntax: MistralSyntax,
@@ -281,6 +283,27 @@ fn bad_end(text: &str, from: usize) -> usize {
         .unwrap_or(text.len())
 }
 
+/// Reports the malformed run `text[from..bad_end(text, after)]` (trailing whitespace
+/// dropped) and returns where free text resumes; while the output is still arriving and
+/// no `[TOOL_CALLS]` has ended the run, where it ends is not known yet: nothing is
+/// reported (the text is held back) and `None` is returned.
+fn push_bad_run(
+    text: &str,
+    from: usize,
+    after: usize,
+    error: ToolParseError,
+    at_end: bool,
+    out: &mut PartialOutput,
+    content: &mut Content,
+) -> Option<usize> {
+    let end = bad_end(text, after);
+    if end == text.len() && !at_end {
+        return None;
+    }
+    scan::push_malformed(out, content, text[from..end].trim_end(), from, error);
+    (end < text.len()).then_some(end)
+}
+
 /// Reads the pre-v11 array starting at `text[body] == '['`. Returns where free text
 /// resumes, or `None` when the text ends inside the array.
 fn read_array(
@@ -308,10 +331,8 @@ fn read_array(
         }
         if !first {
             if !text[i..].starts_with(',') {
-                let end = bad_end(text, i);
                 let error = ToolParseError::Syntax("expected , or ] in the call array".into());
-                scan::push_malformed(out, content, &text[i..end], i, error);
-                return Some(end);
+                return push_bad_run(text, i, i, error, at_end, out, content);
             }
             i = skip_ws(i + 1);
             if i == text.len() {
@@ -322,7 +343,9 @@ fn read_array(
         match scan::read_json_value(&text[i..]) {
             JsonRead::Complete { value, end } => {
                 let elem = &text[i..i + end];
-                match super::hermes::call_from_object(&value, tools) {
+                let read = scan::check_call_members(elem)
+                    .and_then(|()| super::hermes::call_from_object(&value, tools));
+                match read {
                     Ok(call) => out.calls.push(PartialCall {
                         id: call.id.clone(),
                         name: Some(call.name.clone()),
@@ -347,10 +370,8 @@ fn read_array(
                 return None;
             }
             JsonRead::Invalid(e) => {
-                let end = bad_end(text, i);
                 let error = ToolParseError::InvalidJson(e);
-                scan::push_malformed(out, content, &text[i..end], i, error);
-                return Some(end);
+                return push_bad_run(text, i, i, error, at_end, out, content);
             }
         }
     }
@@ -370,25 +391,15 @@ fn arguments_text(elem: &str, call: &ToolCall) -> String {
 }
 
 /// An array element still arriving: its name once complete and valid, its arguments so
-/// far.
+/// far (the first `name` and arguments members: a repeat makes the element malformed).
 fn partial_element(elem: &str, tools: &[Tool]) -> PartialCall {
-    let obj = scan::scan_object(elem);
-    let mut call = PartialCall::default();
-    for m in &obj.members {
-        match m.key.as_str() {
-            "name" => {
-                if let Some((Value::String(n), _)) = &m.value {
-                    if scan::check_call_name(n, tools).is_ok() {
-                        call.name = Some(n.clone());
-                    }
-                }
-            }
-            "arguments" | "parameters" => {
-                let end = m.value.as_ref().map(|(_, e)| *e).unwrap_or(elem.len());
-                call.arguments_text = elem[m.value_start..end].trim_end().to_owned();
-            }
-            _ => {}
-        }
+    let (mut call, _) = scan::call_parts(elem);
+    if call
+        .name
+        .as_deref()
+        .is_some_and(|n| scan::check_call_name(n, tools).is_err())
+    {
+        call.name = None;
     }
     call
 }
@@ -479,10 +490,8 @@ fn read_name_args(
             None
         }
         JsonRead::Invalid(e) => {
-            let end = body + limit;
             let error = name_ok.err().unwrap_or(ToolParseError::InvalidJson(e));
-            scan::push_malformed(out, content, text[start..end].trim_end(), start, error);
-            Some(end)
+            push_bad_run(text, start, body, error, at_end, out, content)
         }
     }
 }
@@ -599,6 +608,37 @@ mod tests {
             })
             .collect();
         assert_eq!(ends, worked_calls());
+    }
+
+    #[test]
+    fn a_malformed_run_is_reported_once_its_end_is_known() {
+        // The bad text runs to the next `[TOOL_CALLS]` or the end of the output: while
+        // streaming, it is held back until then, not reported cut short.
+        let f = Mistral::default();
+        let ts = tools();
+        for text in [
+            "[TOOL_CALLS]{\"name\": \"get_weather\", \"arguments\": ]{\"name\": \"x\"} \n more",
+            "[TOOL_CALLS]get_time[ARGS]{\"tz\": ]  x y[TOOL_CALLS]get_time[ARGS]{\"tz\": \"UTC\"}",
+            "[TOOL_CALLS][{\"name\": \"get_time\", \"arguments\": {\"tz\": \"UTC\"}} x  y z",
+            "[TOOL_CALLS][{\"name\": ] \n x[TOOL_CALLS]get_time[ARGS]{}",
+        ] {
+            scan::assert_streams_as_whole(&f, text, &ts);
+        }
+        let out = f.parse("[TOOL_CALLS]get_time[ARGS]{\"tz\": ] x \n", &ts);
+        assert_eq!(out.errors[0].text, "[TOOL_CALLS]get_time[ARGS]{\"tz\": ] x");
+    }
+
+    #[test]
+    fn a_repeated_arguments_member_makes_an_element_malformed() {
+        // The streamed element showed its first arguments (and the final one its
+        // first); JSON would keep the last.
+        let f = Mistral::default();
+        let ts = tools();
+        let text = "[TOOL_CALLS][{\"name\": \"get_time\", \"arguments\": {}, \"arguments\": {\"tz\": \"X\"}}]";
+        let out = f.parse(text, &ts);
+        assert!(out.tool_calls.is_empty());
+        assert!(matches!(out.errors[0].error, ToolParseError::Syntax(_)));
+        scan::assert_streams_as_whole(&f, text, &ts);
     }
 
     #[test]

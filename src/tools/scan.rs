@@ -66,8 +66,10 @@ fn read_json_value_strict(text: &str) -> JsonRead {
         None => JsonRead::Incomplete,
         Some(Ok(value)) => {
             let end = stream.byte_offset();
-            // A number at the very end may continue (`12` then `3`): not yet complete.
-            if end == text.len() && matches!(value, Value::Number(_)) {
+            // A number or keyword at the very end may continue (`12` then `3`; `true`
+            // then `x`, which makes it invalid): not yet complete.
+            if end == text.len() && matches!(value, Value::Number(_) | Value::Bool(_) | Value::Null)
+            {
                 return JsonRead::Incomplete;
             }
             JsonRead::Complete { value, end }
@@ -85,9 +87,29 @@ pub fn read_json_value(text: &str) -> JsonRead {
         JsonRead::Invalid(e) if e.contains("number out of range") => {
             let fixed = clamp_huge_numbers(text);
             if fixed == text {
-                JsonRead::Invalid(e)
-            } else {
-                read_json_value_strict(&fixed)
+                return JsonRead::Invalid(e);
+            }
+            match read_json_value_strict(&fixed) {
+                // A bare number: it ends where its literal does (the clamp's padding
+                // ended it early), and one running to the end of the text may continue.
+                JsonRead::Complete {
+                    value: value @ Value::Number(_),
+                    end,
+                } => {
+                    let more = text[end..]
+                        .bytes()
+                        .take_while(|c| matches!(c, b'0'..=b'9' | b'.' | b'e' | b'E' | b'+' | b'-'))
+                        .count();
+                    if end + more == text.len() {
+                        JsonRead::Incomplete
+                    } else {
+                        JsonRead::Complete {
+                            value,
+                            end: end + more,
+                        }
+                    }
+                }
+                other => other,
             }
         }
         other => other,
@@ -972,18 +994,23 @@ pub fn typed_xml_value(raw: &str, schema: Option<&Value>, undeclared_is_text: bo
 /// Name and raw argument text of a `{"name": ..., "arguments"|"parameters": ...}` object
 /// that may still be arriving (`body` starts at its `{`): the name once its string is
 /// complete, the arguments' text as far as it goes (trailing whitespace dropped), and the
-/// end of the object once it has closed.
+/// end of the object once it has closed. A repeated `name` or arguments member is not
+/// read (the first one is: what has been streamed stays a prefix of what follows; the
+/// whole call is then malformed, see [`check_call_members`]).
 pub fn call_parts(body: &str) -> (super::PartialCall, Option<usize>) {
     let obj = scan_object(body);
     let mut call = super::PartialCall::default();
+    let (mut named, mut argued) = (false, false);
     for m in &obj.members {
         match m.key.as_str() {
-            "name" => {
+            "name" if !named => {
+                named = true;
                 if let Some((Value::String(n), _)) = &m.value {
                     call.name = Some(n.clone());
                 }
             }
-            "arguments" | "parameters" => {
+            "arguments" | "parameters" if !argued => {
+                argued = true;
                 let end = m.value.as_ref().map(|(_, e)| *e).unwrap_or(body.len());
                 call.arguments_text = body[m.value_start..end].trim_end().to_owned();
             }
@@ -991,6 +1018,31 @@ pub fn call_parts(body: &str) -> (super::PartialCall, Option<usize>) {
         }
     }
     (call, obj.end)
+}
+
+/// Checks that the call object whose text starts `piece` gives `name` once and its
+/// arguments (`arguments` or `parameters`) at most once. JSON readers keep the last of
+/// repeated keys, while a streamed call has already shown the first, so a repeat makes
+/// the call malformed (`ToolParseError::Syntax` naming the member).
+pub fn check_call_members(piece: &str) -> Result<(), ToolParseError> {
+    let obj = scan_object(piece);
+    let count = |keys: &[&str]| {
+        obj.members
+            .iter()
+            .filter(|m| keys.contains(&m.key.as_str()))
+            .count()
+    };
+    if count(&["name"]) > 1 {
+        return Err(ToolParseError::Syntax(
+            "the call gives \"name\" more than once".into(),
+        ));
+    }
+    if count(&["arguments", "parameters"]) > 1 {
+        return Err(ToolParseError::Syntax(
+            "the call gives its arguments more than once".into(),
+        ));
+    }
+    Ok(())
 }
 
 /// A call object's name and arguments: `name` a string, arguments under `arguments` or
@@ -1045,8 +1097,8 @@ pub fn found_text(rest: &str, end: &str) -> String {
 /// For every prefix `P` (at char boundaries), `parse_partial(P, false)` must be
 /// consistent with `parse_partial(text, true)`: its reasoning and content are prefixes of
 /// the final ones; a call with a name keeps its index and name (or is, in the end, the
-/// placeholder of a malformed call), its arguments text is a prefix of the final one, and
-/// once complete it is final; the errors that end before `P` does are final. Then the
+/// placeholder of a malformed call), its arguments text is a prefix of the final one, it is
+/// not named before an earlier call that the whole names, and once complete it is final; the errors that end before `P` does are final. Then the
 /// text streamed one character a delta through [`super::StreamingParser`] must add up to
 /// the whole parse. `Err` describes the first difference.
 #[cfg(test)]
@@ -1070,10 +1122,17 @@ pub(crate) fn check_streams_as_whole(
                 at()
             ));
         }
-        for (k, c) in p.calls.iter().enumerate() {
+        // Walked from the last call back: a call without a name yet may not come before
+        // one that has a name, unless the whole parse leaves it unnamed too.
+        let mut named_after = false;
+        for (k, c) in p.calls.iter().enumerate().rev() {
             if c.name.is_none() {
+                if named_after && whole.calls.get(k).is_some_and(|w| w.name.is_some()) {
+                    return Err(format!("call {k} named after a later call, at {}", at()));
+                }
                 continue;
             }
+            named_after = true;
             let Some(w) = whole.calls.get(k) else {
                 return Err(format!("call {k} {c:?} is gone at the end, at {}", at()));
             };
@@ -1169,6 +1228,13 @@ mod tests {
         );
         assert_eq!(read_json_value(r#"{"a": "#), JsonRead::Incomplete);
         assert_eq!(read_json_value("12"), JsonRead::Incomplete);
+        // `true` then `x` is invalid: a keyword at the very end is not complete yet.
+        assert_eq!(read_json_value("true"), JsonRead::Incomplete);
+        assert!(matches!(read_json_value("truex"), JsonRead::Invalid(_)));
+        assert!(matches!(
+            read_json_value("null "),
+            JsonRead::Complete { end: 4, .. }
+        ));
         assert!(matches!(read_json_value("}"), JsonRead::Invalid(_)));
     }
 
@@ -1183,6 +1249,18 @@ mod tests {
                 end: text.find('}').unwrap() + 1
             }
         );
+    }
+
+    #[test]
+    fn a_clamped_number_at_the_end_may_still_continue() {
+        // `1e9999` then `9`: still one literal, so not complete (the clamp pads `1e308`
+        // with spaces, which used to end the value early).
+        assert_eq!(read_json_value("1e9999"), JsonRead::Incomplete);
+        assert_eq!(read_json_value("-1e9999"), JsonRead::Incomplete);
+        assert!(matches!(
+            read_json_value("1e9999 "),
+            JsonRead::Complete { end: 6, .. }
+        ));
     }
 
     #[test]
