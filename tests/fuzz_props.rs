@@ -817,6 +817,7 @@ fn tool_parsers_stream_mutated_renders() {
             Ok((true, false))
         },
     );
+}
 
 /// Pieces for the formats without a begin marker in some modes (a bare JSON array or
 /// object, a bare Python call list) and for Mistral and Llama 3 JSON: the output's first
