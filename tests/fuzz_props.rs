@@ -519,20 +519,7 @@ fn tool_parsers_stream_as_whole() {
                 let format = format_by_name_with(&name, &options).expect("a registered name");
                 let whole = format.parse(&text, tools);
                 calls |= !whole.tool_calls.is_empty();
-                let mut parser = StreamingParser::new(&*format, tools);
-                let mut events = Vec::new();
-                let (mut pos, mut i) = (0, 0);
-                while pos < text.len() {
-                    let mut end = (pos + chunks[i % chunks.len()]).min(text.len());
-                    while !text.is_char_boundary(end) {
-                        end += 1;
-                    }
-                    events.extend(parser.push(&text[pos..end]));
-                    pos = end;
-                    i += 1;
-                }
-                events.extend(parser.finish());
-                prop_assert!(parser.finish().is_empty());
+                let events = stream_in_chunks(&*format, tools, &text, &chunks)?;
                 prop_assert_eq!(collect(&events)?, whole, "{}: {:?}", name, text);
             }
             Ok((calls, false))
@@ -664,20 +651,7 @@ fn tool_parsers_stream_section_families() {
                 let format = format_by_name_with(name, &options).expect("a registered name");
                 let whole = format.parse(&text, tools);
                 calls |= !whole.tool_calls.is_empty();
-                let mut parser = StreamingParser::new(&*format, tools);
-                let mut events = Vec::new();
-                let (mut pos, mut i) = (0, 0);
-                while pos < text.len() {
-                    let mut end = (pos + chunks[i % chunks.len()]).min(text.len());
-                    while !text.is_char_boundary(end) {
-                        end += 1;
-                    }
-                    events.extend(parser.push(&text[pos..end]));
-                    pos = end;
-                    i += 1;
-                }
-                events.extend(parser.finish());
-                prop_assert!(parser.finish().is_empty());
+                let events = stream_in_chunks(&*format, tools, &text, &chunks)?;
                 prop_assert_eq!(collect(&events)?, whole, "{}: {:?}", name, text);
                 let last = format.parse_partial(&text, tools, true);
                 check_call_deltas(&events, &last.calls)
@@ -691,6 +665,32 @@ fn tool_parsers_stream_section_families() {
         with_calls >= 300,
         "only {with_calls} of 3000 texts had calls"
     );
+}
+
+/// The events of `text` pushed through a [`StreamingParser`] in deltas of the sizes in
+/// `chunks` (cycled; zero sizes push empty deltas, widened to char boundaries), then
+/// `finish`; a second `finish` must send nothing.
+fn stream_in_chunks(
+    format: &dyn ToolCallFormat,
+    tools: &[Tool],
+    text: &str,
+    chunks: &[usize],
+) -> Result<Vec<StreamEvent>, TestCaseError> {
+    let mut parser = StreamingParser::new(format, tools);
+    let mut events = Vec::new();
+    let (mut pos, mut i) = (0, 0);
+    while pos < text.len() {
+        let mut end = (pos + chunks[i % chunks.len()]).min(text.len());
+        while !text.is_char_boundary(end) {
+            end += 1;
+        }
+        events.extend(parser.push(&text[pos..end]));
+        pos = end;
+        i += 1;
+    }
+    events.extend(parser.finish());
+    prop_assert!(parser.finish().is_empty());
+    Ok(events)
 }
 
 /// Each streamed call that ended has the id it started with, and its argument deltas add
@@ -796,20 +796,7 @@ fn tool_parsers_stream_mutated_renders() {
             chunks.push(1);
             let tools: &[Tool] = if no_tools { &[] } else { tools() };
             let whole = format.parse(&text, tools);
-            let mut parser = StreamingParser::new(&*format, tools);
-            let mut events = Vec::new();
-            let (mut pos, mut i) = (0, 0);
-            while pos < text.len() {
-                let mut end = (pos + chunks[i % chunks.len()]).min(text.len());
-                while !text.is_char_boundary(end) {
-                    end += 1;
-                }
-                events.extend(parser.push(&text[pos..end]));
-                pos = end;
-                i += 1;
-            }
-            events.extend(parser.finish());
-            prop_assert!(parser.finish().is_empty());
+            let events = stream_in_chunks(&*format, tools, &text, &chunks)?;
             prop_assert_eq!(collect(&events)?, whole, "{}: {:?}", name, text);
             let last = format.parse_partial(&text, tools, true);
             check_call_deltas(&events, &last.calls)
