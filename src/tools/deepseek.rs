@@ -23,7 +23,7 @@
 
 use serde_json::{json, Value};
 
-use super::scan::{self, ArgsRead, CallRead, Content, Sections};
+use super::scan::{self, ArgsRead, CallRead, Sections};
 use super::tags::{self, Envelope};
 use super::{
     FormatOptions, PartialCall, PartialOutput, StructuralTag, Tool, ToolCall, ToolCallFormat,
@@ -170,25 +170,9 @@ impl ToolCallFormat for DeepSeek {
     }
 
     fn parse_partial(&self, text: &str, tools: &[Tool], at_end: bool) -> PartialOutput {
-        let mut out = PartialOutput::default();
-        let (reasoning, rest) =
-            scan::split_reasoning(text, THINK, THINK_END, self.options.reasoning, at_end);
-        out.reasoning = reasoning;
-        let Some(rest) = rest else {
-            return out;
-        };
-        let mut content = Content::default();
-        scan::parse_sections(
-            text,
-            rest,
-            &SECTIONS,
-            at_end,
-            &mut out,
-            &mut content,
-            |body| read_call(body, tools, at_end),
-        );
-        out.content = content.into_string();
-        out
+        scan::parse_sectioned(text, self.options.reasoning, &SECTIONS, at_end, |body| {
+            read_call(body, tools, at_end)
+        })
     }
 
     fn render_calls(&self, calls: &[ToolCall]) -> String {

@@ -511,6 +511,28 @@ impl Sections<'_> {
     }
 }
 
+/// The partial parse of a format whose calls sit in sections (DeepSeek, Kimi K2): with
+/// `reasoning`, a leading `<think>…</think>` block (see [`split_reasoning`]), then the
+/// free text and sections of the rest ([`parse_sections`]).
+pub fn parse_sectioned(
+    text: &str,
+    reasoning: bool,
+    syn: &Sections<'_>,
+    at_end: bool,
+    read_call: impl FnMut(&str) -> CallRead,
+) -> PartialOutput {
+    let mut out = PartialOutput::default();
+    let (thought, rest) = split_reasoning(text, "<think>", "</think>", reasoning, at_end);
+    out.reasoning = thought;
+    let Some(rest) = rest else {
+        return out;
+    };
+    let mut content = Content::default();
+    parse_sections(text, rest, syn, at_end, &mut out, &mut content, read_call);
+    out.content = content.into_string();
+    out
+}
+
 /// Parses the free text and call sections of `text[start..]` into `out`/`content`.
 /// `read_call` reads one call from the text after its begin marker (see [`CallRead`]).
 ///
