@@ -78,6 +78,7 @@ fuzz_target!(|data: &[u8]| {
         strict: flags & 8 != 0,
         ignore_unknown_keywords: flags & 16 != 0,
         lenient: flags & 32 != 0,
+        ..JsonSchemaOptions::default()
     };
     let Ok(grammar) = json_schema_to_grammar(&schema, &options) else {
         return;
