@@ -75,9 +75,23 @@ fn read_json_value_strict(text: &str) -> JsonRead {
             JsonRead::Complete { value, end }
         }
         Some(Err(e)) if e.is_eof() => JsonRead::Incomplete,
+        // serde_json stops at 128 levels of nesting (it recurses): the text may be valid
+        // JSON, so say what happened rather than "invalid".
+        Some(Err(e)) if e.to_string().starts_with("recursion limit exceeded") => {
+            JsonRead::Invalid(format!(
+                "nested deeper than {MAX_JSON_DEPTH} levels, which the reader does not follow \
+                 (line {} column {})",
+                e.line(),
+                e.column()
+            ))
+        }
         Some(Err(e)) => JsonRead::Invalid(e.to_string()),
     }
 }
+
+/// The deepest nesting of arrays and objects that the JSON reader of the parsers follows
+/// (serde_json's recursion limit); deeper values are reported, never a stack overflow.
+pub const MAX_JSON_DEPTH: usize = 128;
 
 /// Reads one JSON value from the start of `text`, ignoring what follows it; a number too large for an `f64` (which the grammar's JSON
 /// allows: `1e99999`) is read as `±1e308` instead of failing the whole value (Python's
@@ -1258,6 +1272,12 @@ mod tests {
             JsonRead::Complete { end: 4, .. }
         ));
         assert!(matches!(read_json_value("}"), JsonRead::Invalid(_)));
+        // Deeper than the reader follows: said so, not called invalid JSON.
+        let deep = format!("{}1{}", "[".repeat(200), "]".repeat(200));
+        match read_json_value(&deep) {
+            JsonRead::Invalid(e) => assert!(e.starts_with("nested deeper than 128 levels"), "{e}"),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]
