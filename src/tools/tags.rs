@@ -34,6 +34,9 @@ pub fn json_arguments(tool: &Tool, options: &FormatOptions) -> Value {
     if let Some(n) = options.max_whitespace {
         f["max_whitespace"] = json!(n);
     }
+    if let Some(n) = options.max_number_digits {
+        f["max_number_digits"] = json!(n);
+    }
     f
 }
 
