@@ -207,3 +207,23 @@ fn excludes_of_reasoning(env: &Envelope) -> Vec<String> {
     v.retain(|s| !s.is_empty());
     v
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_arguments_carry_the_caps() {
+        let tool = Tool::new("f", "", json!({"type": "object"})).unwrap();
+        let f = json_arguments(&tool, &FormatOptions::default());
+        assert_eq!(f["max_whitespace"], 12);
+        assert_eq!(f["max_number_digits"], 24);
+        let open = FormatOptions {
+            max_number_digits: None,
+            ..FormatOptions::default()
+        };
+        assert!(json_arguments(&tool, &open)
+            .get("max_number_digits")
+            .is_none());
+    }
+}
