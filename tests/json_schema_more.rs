@@ -331,3 +331,74 @@ fn lengths_implied_by_pattern_or_format() {
         "{e:?}"
     );
 }
+
+fn digits_capped(n: u32) -> JsonSchemaOptions {
+    JsonSchemaOptions {
+        max_number_digits: Some(n),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn max_number_digits_caps_free_digit_runs() {
+    let opts = digits_capped(3);
+    check_with(
+        json!({"type": "number"}),
+        &opts,
+        &["1.25", "-100", "1e10", "0.001", "999.999e-999", "-0"],
+        &["0.0001", "1000", "1e1000", "1.2345"],
+    );
+    check_with(
+        json!({"type": "integer"}),
+        &opts,
+        &["123", "12.000", "-999", "0"],
+        &["1234", "1.0000", "-1000"],
+    );
+    // Only runs left unbounded by the schema are capped: explicit bounds keep their digits.
+    check_with(
+        json!({"type": "integer", "minimum": 0, "maximum": 100000}),
+        &opts,
+        &["100", "1000", "100000"],
+        &["100001", "100000.0000"],
+    );
+    // An open upper end: longer numbers up to the cap (or the lower bound's length + 1).
+    check_with(
+        json!({"type": "integer", "minimum": 5}),
+        &opts,
+        &["5", "999"],
+        &["1000", "4"],
+    );
+    check_with(
+        json!({"type": "integer", "minimum": 123456}),
+        &opts,
+        &["123456", "1234567"],
+        &["12345678"],
+    );
+    // Bounded numbers: the free fraction digits are capped too.
+    check_with(
+        json!({"type": "number", "minimum": 0, "maximum": 10}),
+        &opts,
+        &["1.25", "0.001", "10", "10.000"],
+        &["0.0000001", "1.2345678", "10.5"],
+    );
+    check_with(
+        json!({"type": "number", "multipleOf": 0.01}),
+        &opts,
+        &["1.25", "999.5"],
+        &["1000", "1.255"],
+    );
+    // Strings are untouched.
+    check_with(
+        json!({"type": "string", "pattern": "^[0-9]+$"}),
+        &opts,
+        &["\"12345\"", "\"1234567890123\""],
+        &["\"a\""],
+    );
+    // Without a cap, as RFC 8259.
+    check(
+        json!({"type": "number"}),
+        &["0.0001", "1000", "1e1000", "1.2345"],
+        &[],
+    );
+    check(json!({"type": "integer"}), &["1234", "1.0000"], &[]);
+}

@@ -911,3 +911,32 @@ fn more_typed_errors() {
         .unwrap_err();
     assert!(e.to_string().contains("unknown field `bogus`"), "{e}");
 }
+
+/// `max_number_digits` (tokensieve's extension) caps the digit runs of JSON numbers, prints
+/// back, and a bad value is a typed error naming its path.
+#[test]
+fn json_schema_max_number_digits() {
+    let c = toy();
+    let tag = r#"{"type": "json_schema", "max_number_digits": 2, "json_schema": {"type": "object",
+        "properties": {"a": {"type": "number"}}, "required": ["a"]}}"#;
+    assert!(toy_accepts(&c, tag, r#"{"a": 12}"#));
+    assert!(toy_accepts(&c, tag, r#"{"a": 1.25}"#));
+    assert!(!toy_accepts(&c, tag, r#"{"a": 123}"#));
+    assert!(!toy_accepts(&c, tag, r#"{"a": 0.001}"#));
+    let f: Format = serde_json::from_str(tag).unwrap();
+    assert_eq!(f.to_json()["max_number_digits"], 2);
+    let again: Format = serde_json::from_value(f.to_json()).unwrap();
+    assert_eq!(f, again);
+    let open = r#"{"type": "json_schema", "json_schema": {"type": "number"}}"#;
+    assert!(toy_accepts(&c, open, "0.000000000000000000000000000001"));
+    for bad in ["-1", "\"x\"", "1.5"] {
+        let tag = format!(
+            r#"{{"type": "structural_tag", "format": {{"type": "json_schema", "json_schema": {{}}, "max_number_digits": {bad}}}}}"#
+        );
+        let e = err(&tag);
+        assert!(
+            e.contains("format.max_number_digits") && e.contains("expected a count"),
+            "{bad}: {e}"
+        );
+    }
+}

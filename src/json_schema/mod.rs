@@ -112,6 +112,18 @@ pub struct JsonSchemaOptions {
     /// With `any_whitespace`, the most whitespace characters in one place (default `None`:
     /// unbounded, as RFC 8259 allows). A cap stops a model from looping on whitespace.
     pub max_whitespace: Option<u32>,
+    /// The most digits in one run of a JSON `number` or `integer` (default `None`: unbounded,
+    /// as RFC 8259 allows). Small models can loop on digits (`0.000000…`) until their token
+    /// budget runs out; a cap ends such a run. Counted in digits per run: the integer part,
+    /// the fraction, the exponent, and the zero fraction of an integer (`6000.000`) are
+    /// each at most `n` digits (at least one where one is required). Only runs that the
+    /// schema leaves unbounded are capped: a range such as `"maximum": 100000` still
+    /// accepts `100000`, and `const`/`enum` numbers are written as given (within bounded
+    /// ranges, a fraction of free digits may reach a little past `n`, never unbounded).
+    /// Strings (`"pattern": "^[0-9]+$"`) are not affected, nor the digit automaton of an
+    /// integer `multipleOf` without an upper bound. The cap only narrows: every number
+    /// accepted is still valid for the schema.
+    pub max_number_digits: Option<u32>,
     /// Declared properties in any order (default `false`: in the order of the schema's map),
     /// with required keys enforced and duplicate declared keys forbidden. Exact for objects
     /// of up to 6 declared properties; larger objects are cut into chunks (in declared
@@ -138,6 +150,7 @@ impl Default for JsonSchemaOptions {
         JsonSchemaOptions {
             any_whitespace: true,
             max_whitespace: None,
+            max_number_digits: None,
             any_order: false,
             strict: false,
             ignore_unknown_keywords: false,

@@ -26,6 +26,22 @@ fn digits(lo: u8, hi: u8) -> Expr {
     class(&[(lo as u32, hi as u32)])
 }
 
+/// The upper end of a free digit run of at least `min` digits that follows `fixed` digits
+/// of the same run already written, under [`JsonSchemaOptions::max_number_digits`]
+/// (`cap`): `None` (unbounded) without a cap, else `max(min, cap - fixed)` so that a
+/// required minimum stays satisfiable.
+///
+/// [`JsonSchemaOptions::max_number_digits`]: super::JsonSchemaOptions::max_number_digits
+fn run_max(cap: Option<u32>, min: u32, fixed: u32) -> Option<u32> {
+    cap.map(|n| n.saturating_sub(fixed).max(min))
+}
+
+/// A free run of at least `min` digits after `fixed` digits of the same run (see
+/// [`run_max`]).
+fn free_digits(cap: Option<u32>, min: u32, fixed: u32) -> Expr {
+    repeat(digit(), min, run_max(cap, min, fixed))
+}
+
 /// Digit strings of the same length as `a` and `b` (leading zeros allowed) in `[a, b]`.
 fn same_length_range(a: &[u8], b: &[u8]) -> Expr {
     if a.is_empty() {
@@ -67,8 +83,9 @@ fn same_length_range(a: &[u8], b: &[u8]) -> Expr {
 }
 
 /// Canonical decimal integers (no leading zeros) in `[lo, hi]` (`hi = None`: unbounded);
-/// `None` when the range is empty. `lo` below 0 counts as 0.
-pub(crate) fn uint_range(lo: i128, hi: Option<i128>) -> Option<Expr> {
+/// `None` when the range is empty. `lo` below 0 counts as 0. Without `hi`, the numbers
+/// longer than `lo` have at most `max(cap, digits of lo + 1)` digits under a `cap`.
+pub(crate) fn uint_range(lo: i128, hi: Option<i128>, cap: Option<u32>) -> Option<Expr> {
     let lo = lo.max(0);
     if hi.is_some_and(|h| h < lo) {
         return None;
@@ -78,10 +95,7 @@ pub(crate) fn uint_range(lo: i128, hi: Option<i128>) -> Option<Expr> {
         Some(h) => (h, None),
         None => {
             // Every number with more digits than `lo`.
-            let more = seq(vec![
-                digits(b'1', b'9'),
-                repeat(digit(), lo_len as u32, None),
-            ]);
+            let more = seq(vec![digits(b'1', b'9'), free_digits(cap, lo_len as u32, 1)]);
             (10i128.pow(lo_len as u32) - 1, Some(more))
         }
     };
@@ -155,21 +169,27 @@ const MAX_MODULUS: u32 = 1000;
 const MAX_LISTED_MULTIPLES: i128 = 1000;
 
 /// Fraction parts.
-fn frac_any() -> Expr {
-    opt(seq(vec![lit("."), repeat(digit(), 1, None)]))
+fn frac_any(cap: Option<u32>) -> Expr {
+    opt(seq(vec![lit("."), free_digits(cap, 1, 0)]))
 }
 
 impl Builder<'_> {
+    /// [`JsonSchemaOptions::max_number_digits`](super::JsonSchemaOptions::max_number_digits).
+    fn digit_cap(&self) -> Option<u32> {
+        self.opts.max_number_digits
+    }
+
     /// Any JSON number.
     pub(crate) fn number_any(&mut self) -> Expr {
+        let cap = self.digit_cap();
         seq(vec![
             opt(lit("-")),
-            int_part(),
-            frac_any(),
+            int_part(cap),
+            frac_any(cap),
             opt(seq(vec![
                 class(&[('e' as u32, 'e' as u32), ('E' as u32, 'E' as u32)]),
                 opt(class(&[('+' as u32, '+' as u32), ('-' as u32, '-' as u32)])),
-                repeat(digit(), 1, None),
+                free_digits(cap, 1, 0),
             ])),
         ])
     }
@@ -191,9 +211,9 @@ impl Builder<'_> {
         // Not in draft 4, where an integer is a number without a fraction part.
         // `-0` is left out there too: validators read it as the float -0.0, no integer.
         if self.draft4 {
-            return integer_range_with(lo, hi, false);
+            return integer_range_with(lo, hi, false, self.digit_cap());
         }
-        integer_range(lo, hi).map(|e| seq(vec![e, self.zero_fraction()]))
+        integer_range(lo, hi, self.digit_cap()).map(|e| seq(vec![e, self.zero_fraction()]))
     }
 
     /// `(.0+)?` after an integer (none under draft 4).
@@ -201,7 +221,10 @@ impl Builder<'_> {
         if self.draft4 {
             Expr::Empty
         } else {
-            opt(seq(vec![lit("."), repeat(lit("0"), 1, None)]))
+            opt(seq(vec![
+                lit("."),
+                repeat(lit("0"), 1, run_max(self.digit_cap(), 1, 0)),
+            ]))
         }
     }
 
@@ -302,7 +325,11 @@ impl Builder<'_> {
             .iter()
             .any(|b| obj.contains_key(*b));
         if !has_bounds {
-            return Ok(Some(seq(vec![opt(lit("-")), int_part(), frac])));
+            return Ok(Some(seq(vec![
+                opt(lit("-")),
+                int_part(self.digit_cap()),
+                frac,
+            ])));
         }
         let int_val = |key: &str| -> Result<Option<i128>, JsonSchemaError> {
             match bound(obj, key, ptr)? {
@@ -330,7 +357,8 @@ impl Builder<'_> {
             (Some(m), Some(x)) if m < x => (Some(m - 1), Some(m)),
             (Some(_), Some(x)) => (Some(x - 1), None),
         };
-        let mut alts = vec![uint_range(lo, top_any).map(|e| seq(vec![e, frac.clone()]))];
+        let mut alts =
+            vec![uint_range(lo, top_any, self.digit_cap()).map(|e| seq(vec![e, frac.clone()]))];
         if let Some(t) = top_exact.filter(|t| *t >= lo) {
             alts.push(Some(seq(vec![
                 lit(&t.to_string()),
@@ -473,6 +501,7 @@ impl Builder<'_> {
         if lower.is_none() && upper.is_none() {
             return Ok(Some(self.number_any()));
         }
+        let cap = self.digit_cap();
         let zero = Dec {
             int: 0,
             frac: Vec::new(),
@@ -490,7 +519,7 @@ impl Builder<'_> {
                 _ => (zero.clone(), false),
             };
             let hi = upper.as_ref().map(|u| (u.mag.clone(), u.excl));
-            alts.push(magnitude(lo, hi).map_err(refuse)?);
+            alts.push(magnitude(lo, hi, cap).map_err(refuse)?);
         }
         // Negative values: "-" and a magnitude m > 0 with -m in the bounds.
         if lower.as_ref().map_or(true, |l| l.val < 0.0) {
@@ -500,7 +529,7 @@ impl Builder<'_> {
             };
             let mag_hi = lower.as_ref().map(|l| (l.mag.clone(), l.excl));
             alts.push(
-                magnitude(mag_lo, mag_hi)
+                magnitude(mag_lo, mag_hi, cap)
                     .map_err(refuse)?
                     .map(|m| seq(vec![lit("-"), m])),
             );
@@ -580,17 +609,17 @@ fn digit_then(d: u8, rest: FracSet) -> Option<Expr> {
 }
 
 /// Fractions `0.F` compared with `0.d`: `greater` picks `>`/`>=` (else `<`/`<=`), `strict`
-/// the strict form.
-fn frac_cmp(d: &[u8], greater: bool, strict: bool) -> FracSet {
-    let any_digits = || repeat(digit(), 0, None);
+/// the strict form. Under a `cap`, every free run of digits has at most `cap` digits.
+fn frac_cmp(d: &[u8], greater: bool, strict: bool, cap: Option<u32>) -> FracSet {
+    let any_digits = || free_digits(cap, 0, 0);
     if d.is_empty() {
         return match (greater, strict) {
-            (true, false) => (true, Some(repeat(digit(), 1, None))),
+            (true, false) => (true, Some(free_digits(cap, 1, 0))),
             (true, true) => (
                 false,
                 Some(seq(vec![any_digits(), digits(b'1', b'9'), any_digits()])),
             ),
-            (false, false) => (true, Some(repeat(lit("0"), 1, None))),
+            (false, false) => (true, Some(repeat(lit("0"), 1, run_max(cap, 1, 0)))),
             (false, true) => (false, None),
         };
     }
@@ -602,17 +631,17 @@ fn frac_cmp(d: &[u8], greater: bool, strict: bool) -> FracSet {
     if !greater && d1 > b'0' {
         alts.push(Some(seq(vec![digits(b'0', d1 - 1), any_digits()])));
     }
-    alts.push(digit_then(d1, frac_cmp(&d[1..], greater, strict)));
+    alts.push(digit_then(d1, frac_cmp(&d[1..], greater, strict, cap)));
     // The empty fraction is 0, below every non-zero `0.d`.
     (!greater, choice(alts))
 }
 
 /// Non-zero fractions `0.F` below (`strict`) or at most `0.d`, `d` non-empty.
-fn frac_below_nonzero(d: &[u8], strict: bool) -> FracSet {
+fn frac_below_nonzero(d: &[u8], strict: bool, cap: Option<u32>) -> FracSet {
     let Some(&d1) = d.first() else {
         return (false, None);
     };
-    let any_digits = || repeat(digit(), 0, None);
+    let any_digits = || free_digits(cap, 0, 0);
     let mut alts = Vec::new();
     if d1 > b'1' {
         alts.push(Some(seq(vec![digits(b'1', d1 - 1), any_digits()])));
@@ -624,27 +653,32 @@ fn frac_below_nonzero(d: &[u8], strict: bool) -> FracSet {
             digits(b'1', b'9'),
             any_digits(),
         ])));
-        alts.push(digit_then(d1, frac_cmp(&d[1..], false, strict)));
+        alts.push(digit_then(d1, frac_cmp(&d[1..], false, strict, cap)));
     } else {
-        alts.push(digit_then(b'0', frac_below_nonzero(&d[1..], strict)));
+        alts.push(digit_then(b'0', frac_below_nonzero(&d[1..], strict, cap)));
     }
     (false, choice(alts))
 }
 
 /// Unsigned decimals `I(.F)?` (no exponent) with value in the interval `lower` (a magnitude
-/// and exclusivity) .. `upper`; `Err` when no exact grammar is built.
-fn magnitude(lower: (Dec, bool), upper: Option<(Dec, bool)>) -> Result<Option<Expr>, String> {
+/// and exclusivity) .. `upper`; `Err` when no exact grammar is built. Free digit runs are
+/// capped by `cap`.
+fn magnitude(
+    lower: (Dec, bool),
+    upper: Option<(Dec, bool)>,
+    cap: Option<u32>,
+) -> Result<Option<Expr>, String> {
     let (l, lx) = lower;
     let mut alts = Vec::new();
     match &upper {
         Some((u, _)) if u.int < l.int => return Ok(None),
         Some((u, ux)) if u.int == l.int => {
             let set = if l.frac.is_empty() && !lx {
-                frac_cmp(&u.frac, false, *ux)
+                frac_cmp(&u.frac, false, *ux, cap)
             } else if u.frac.is_empty() && !*ux {
                 // 0.F <= 0: only zeros, which must also pass the lower side.
                 if l.frac.is_empty() && !lx {
-                    frac_cmp(&[], false, false)
+                    frac_cmp(&[], false, false, cap)
                 } else {
                     (false, None)
                 }
@@ -652,7 +686,7 @@ fn magnitude(lower: (Dec, bool), upper: Option<(Dec, bool)>) -> Result<Option<Ex
                 (false, None)
             } else if l.frac.is_empty() && lx {
                 // 0 < 0.F (<|<=) 0.u
-                frac_below_nonzero(&u.frac, *ux)
+                frac_below_nonzero(&u.frac, *ux, cap)
             } else {
                 return Err("`number` bounds within the same integer are not supported".into());
             };
@@ -663,38 +697,45 @@ fn magnitude(lower: (Dec, bool), upper: Option<(Dec, bool)>) -> Result<Option<Ex
     }
     // I strictly between: any fraction.
     alts.push(
-        uint_range(l.int + 1, upper.as_ref().map(|(u, _)| u.int - 1))
-            .map(|e| seq(vec![e, frac_any()])),
+        uint_range(l.int + 1, upper.as_ref().map(|(u, _)| u.int - 1), cap)
+            .map(|e| seq(vec![e, frac_any(cap)])),
     );
     // I == L.int, fraction at or above L's.
     alts.push(
-        frac_render(frac_cmp(&l.frac, true, lx)).map(|f| seq(vec![lit(&l.int.to_string()), f])),
+        frac_render(frac_cmp(&l.frac, true, lx, cap))
+            .map(|f| seq(vec![lit(&l.int.to_string()), f])),
     );
     // I == U.int, fraction at or below U's.
     if let Some((u, ux)) = &upper {
         alts.push(
-            frac_render(frac_cmp(&u.frac, false, *ux))
+            frac_render(frac_cmp(&u.frac, false, *ux, cap))
                 .map(|f| seq(vec![lit(&u.int.to_string()), f])),
         );
     }
     Ok(choice(alts))
 }
 
-/// `0 | [1-9][0-9]*`.
-fn int_part() -> Expr {
+/// `0 | [1-9][0-9]*` (at most `cap` digits under a `cap`).
+fn int_part(cap: Option<u32>) -> Expr {
     Expr::Choice(vec![
         lit("0"),
-        seq(vec![digits(b'1', b'9'), repeat(digit(), 0, None)]),
+        seq(vec![digits(b'1', b'9'), free_digits(cap, 0, 1)]),
     ])
 }
 
-/// Integers (integer syntax) in `[lo, hi]`, `-0` included when 0 is.
-pub(crate) fn integer_range(lo: Option<i128>, hi: Option<i128>) -> Option<Expr> {
-    integer_range_with(lo, hi, true)
+/// Integers (integer syntax) in `[lo, hi]`, `-0` included when 0 is; an open end has
+/// numbers of at most `cap` digits (or of the digits of the other end) under a `cap`.
+pub(crate) fn integer_range(lo: Option<i128>, hi: Option<i128>, cap: Option<u32>) -> Option<Expr> {
+    integer_range_with(lo, hi, true, cap)
 }
 
 /// As [`integer_range`], with `-0` only when `neg_zero`.
-fn integer_range_with(lo: Option<i128>, hi: Option<i128>, neg_zero: bool) -> Option<Expr> {
+fn integer_range_with(
+    lo: Option<i128>,
+    hi: Option<i128>,
+    neg_zero: bool,
+    cap: Option<u32>,
+) -> Option<Expr> {
     if let (Some(l), Some(h)) = (lo, hi) {
         if l > h {
             return None;
@@ -702,7 +743,7 @@ fn integer_range_with(lo: Option<i128>, hi: Option<i128>, neg_zero: bool) -> Opt
     }
     let mut alts = Vec::new();
     if hi.map_or(true, |h| h >= 0) {
-        alts.push(uint_range(lo.unwrap_or(0).max(0), hi));
+        alts.push(uint_range(lo.unwrap_or(0).max(0), hi, cap));
     }
     if lo.map_or(true, |l| l < 0) {
         let mag_lo = match hi {
@@ -710,7 +751,7 @@ fn integer_range_with(lo: Option<i128>, hi: Option<i128>, neg_zero: bool) -> Opt
             _ => 1,
         };
         let mag_hi = lo.map(|l| -l);
-        alts.push(uint_range(mag_lo, mag_hi).map(|m| seq(vec![lit("-"), m])));
+        alts.push(uint_range(mag_lo, mag_hi, cap).map(|m| seq(vec![lit("-"), m])));
     }
     if neg_zero && lo.map_or(true, |l| l <= 0) && hi.map_or(true, |h| h >= 0) {
         alts.push(Some(lit("-0")));

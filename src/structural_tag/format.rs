@@ -38,6 +38,10 @@ pub enum Format {
         /// `max_whitespace`; absent: unbounded, as in XGrammar). A cap stops a model from
         /// looping on whitespace; see [`crate::JsonSchemaOptions::max_whitespace`].
         max_whitespace: Option<u32>,
+        /// The most digits in one run of a number (tokensieve's extension, JSON key
+        /// `max_number_digits`; absent: unbounded). A cap stops a model from looping on
+        /// digits (`0.000…`); see [`crate::JsonSchemaOptions::max_number_digits`].
+        max_number_digits: Option<u32>,
     },
     /// Text matching a regular expression (see [`crate::regex`]; anchored at both ends).
     Regex {
@@ -272,6 +276,7 @@ impl Format {
                 style,
                 any_order,
                 max_whitespace,
+                max_number_digits,
             } => {
                 let style = match style {
                     JsonStyle::Json => "json",
@@ -282,6 +287,9 @@ impl Format {
                 let mut v = json!({"type": "json_schema", "json_schema": json_schema, "style": style, "any_order": any_order});
                 if let Some(n) = max_whitespace {
                     v["max_whitespace"] = json!(n);
+                }
+                if let Some(n) = max_number_digits {
+                    v["max_number_digits"] = json!(n);
                 }
                 v
             }
@@ -405,6 +413,24 @@ impl StructuralTag {
     pub fn from_json_str(text: &str) -> Result<Self, StructuralTagError> {
         let v: Value = serde_json::from_str(text).map_err(StructuralTagError::Json)?;
         Self::from_json(&v)
+    }
+}
+
+/// An optional count field (`max_whitespace`, `max_number_digits`): absent or `null` is
+/// `None`, else an integer in `0..=u32::MAX`.
+fn count(v: Option<&Value>, path: &str, key: &str) -> Result<Option<u32>, StructuralTagError> {
+    match v {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => v
+            .as_u64()
+            .and_then(|n| u32::try_from(n).ok())
+            .map(Some)
+            .ok_or_else(|| {
+                field_err(
+                    &join(path, key),
+                    format!("expected a count >= 0, found {v}"),
+                )
+            }),
     }
 }
 
@@ -668,22 +694,14 @@ pub(crate) fn read_format(v: &Value, path: &str) -> Result<Format, StructuralTag
                     ))
                 }
             };
-            let max_whitespace = match f.get("max_whitespace") {
-                None | Some(Value::Null) => None,
-                Some(v) => Some(v.as_u64().and_then(|n| u32::try_from(n).ok()).ok_or_else(
-                    || {
-                        field_err(
-                            &join(path, "max_whitespace"),
-                            format!("expected a count >= 0, found {v}"),
-                        )
-                    },
-                )?),
-            };
+            let max_whitespace = count(f.get("max_whitespace"), path, "max_whitespace")?;
+            let max_number_digits = count(f.get("max_number_digits"), path, "max_number_digits")?;
             Format::JsonSchema {
                 json_schema,
                 style,
                 any_order: f.bool_or("any_order", false)?,
                 max_whitespace,
+                max_number_digits,
             }
         }
         "regex" => Format::Regex {
@@ -867,6 +885,7 @@ fn read_legacy(obj: &Map<String, Value>) -> Result<StructuralTag, StructuralTagE
                 style: JsonStyle::Json,
                 any_order: false,
                 max_whitespace: None,
+                max_number_digits: None,
             }),
             end: vec![Delimiter::Text(end)],
         });

@@ -197,10 +197,12 @@ impl Lowerer<'_> {
                 style,
                 any_order,
                 max_whitespace,
+                max_number_digits,
             } => {
                 let opts = JsonSchemaOptions {
                     any_order: *any_order,
                     max_whitespace: *max_whitespace,
+                    max_number_digits: *max_number_digits,
                     ..JsonSchemaOptions::default()
                 };
                 match style {

@@ -105,6 +105,9 @@ impl ToolCallFormat for JsonArray {
             if let Some(n) = self.options.max_whitespace {
                 f["max_whitespace"] = json!(n);
             }
+            if let Some(n) = self.options.max_number_digits {
+                f["max_number_digits"] = json!(n);
+            }
             f
         };
         let format = match mode {

@@ -436,6 +436,12 @@ pub struct FormatOptions {
     /// stops whitespace loops (section 5.4, rule 4 of the format notes; XGrammar's
     /// `max_whitespace_cnt`).
     pub max_whitespace: Option<u32>,
+    /// The most digits in one run of a number inside JSON arguments: the integer part,
+    /// the fraction, the exponent (default 24: an `f64` or `i64` written out plainly needs
+    /// at most about 20 digits in a run; `None`: unbounded). The cap stops digit loops
+    /// such as `0.0000000…` that run a small model out of tokens; see
+    /// [`crate::JsonSchemaOptions::max_number_digits`].
+    pub max_number_digits: Option<u32>,
     /// Arguments may hold only declared properties: object schemas with `properties` and
     /// no word on other properties are closed (`additionalProperties: false`), as
     /// XGrammar's strict mode and OpenAI's strict tools do (default on; off: the JSON
@@ -452,6 +458,7 @@ impl Default for FormatOptions {
             text_after_calls: false,
             leading_text: true,
             max_whitespace: Some(12),
+            max_number_digits: Some(24),
             closed_objects: true,
         }
     }

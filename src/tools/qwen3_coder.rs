@@ -123,6 +123,9 @@ pub(crate) fn xml_arguments(
     if let Some(n) = options.max_whitespace {
         body["max_whitespace"] = json!(n);
     }
+    if let Some(n) = options.max_number_digits {
+        body["max_number_digits"] = json!(n);
+    }
     let with_end = if trailing.is_empty() {
         body
     } else {

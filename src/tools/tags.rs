@@ -34,6 +34,9 @@ pub fn json_arguments(tool: &Tool, options: &FormatOptions) -> Value {
     if let Some(n) = options.max_whitespace {
         f["max_whitespace"] = json!(n);
     }
+    if let Some(n) = options.max_number_digits {
+        f["max_number_digits"] = json!(n);
+    }
     f
 }
 
@@ -203,4 +206,24 @@ fn excludes_of_reasoning(env: &Envelope) -> Vec<String> {
     v.extend(env.excludes.iter().cloned());
     v.retain(|s| !s.is_empty());
     v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_arguments_carry_the_caps() {
+        let tool = Tool::new("f", "", json!({"type": "object"})).unwrap();
+        let f = json_arguments(&tool, &FormatOptions::default());
+        assert_eq!(f["max_whitespace"], 12);
+        assert_eq!(f["max_number_digits"], 24);
+        let open = FormatOptions {
+            max_number_digits: None,
+            ..FormatOptions::default()
+        };
+        assert!(json_arguments(&tool, &open)
+            .get("max_number_digits")
+            .is_none());
+    }
 }
