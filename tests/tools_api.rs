@@ -354,3 +354,44 @@ fn started_then_malformed_call_keeps_its_index() {
         .collect();
     assert_eq!(kinds, ["start 0", "malformed", "start 1", "end 1"]);
 }
+
+#[test]
+fn a_panicking_tool_is_an_execution_error_and_the_set_stays_usable() {
+    let boom = Tool::new("boom", "panics", json!({"type": "object"}))
+        .unwrap()
+        .with_function(|args, _| {
+            if args.get("owned").is_some() {
+                panic!("owned {}", "message");
+            }
+            panic!("static message");
+        });
+    let fine = Tool::new("fine", "", json!({"type": "object"}))
+        .unwrap()
+        .with_function(|_, _| Ok(json!("ok")));
+    let set = ToolSet::from_tools([boom, fine]).unwrap();
+    let ctx = ToolContext::new();
+    match set.execute(&ToolCall::new("boom", json!({})), &ctx) {
+        Err(ToolError::Execution { tool, message }) => {
+            assert_eq!(tool, "boom");
+            assert_eq!(message, "the tool panicked: static message");
+        }
+        other => panic!("{other:?}"),
+    }
+    match set.execute(&ToolCall::new("boom", json!({"owned": 1})), &ctx) {
+        Err(ToolError::Execution { tool, message }) => {
+            assert_eq!(tool, "boom");
+            assert_eq!(message, "the tool panicked: owned message");
+        }
+        other => panic!("{other:?}"),
+    }
+    // The set works after the panics, for the panicking tool's neighbour and the tool itself.
+    assert_eq!(
+        set.execute(&ToolCall::new("fine", json!({})), &ctx)
+            .unwrap(),
+        json!("ok")
+    );
+    assert!(matches!(
+        set.execute(&ToolCall::new("boom", json!({})), &ctx),
+        Err(ToolError::Execution { .. })
+    ));
+}

@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
@@ -496,7 +497,9 @@ impl ToolSet {
     /// # Errors
     /// [`ToolError::UnknownTool`] when no tool has the call's name;
     /// [`ToolError::InvalidArguments`] before running; [`ToolError::NotExecutable`] when
-    /// the tool has no function; [`ToolError::Execution`] with the function's message;
+    /// the tool has no function; [`ToolError::Execution`] with the function's message, or,
+    /// when the function panics, with `the tool panicked: ` and the panic message (the
+    /// panic is caught and does not escape; the set stays usable);
     /// [`ToolError::InvalidOutput`] after running.
     pub fn execute(&self, call: &ToolCall, ctx: &ToolContext) -> Result<Value, ToolError> {
         let tool = self.get(&call.name).ok_or_else(|| ToolError::UnknownTool {
@@ -510,12 +513,28 @@ impl ToolSet {
             .ok_or_else(|| ToolError::NotExecutable {
                 tool: tool.name.clone(),
             })?;
-        let out = f(call.arguments.clone(), ctx).map_err(|message| ToolError::Execution {
+        let run = std::panic::catch_unwind(AssertUnwindSafe(|| f(call.arguments.clone(), ctx)));
+        let out = match run {
+            Ok(result) => result,
+            Err(payload) => Err(format!("the tool panicked: {}", panic_message(&*payload))),
+        }
+        .map_err(|message| ToolError::Execution {
             tool: tool.name.clone(),
             message,
         })?;
         tool.validate_output(&out)?;
         Ok(out)
+    }
+}
+
+/// The message of a caught panic: its `&str` or `String` payload, or a placeholder.
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        s
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s
+    } else {
+        "<a panic payload that is not a string>"
     }
 }
 
