@@ -354,3 +354,128 @@ fn started_then_malformed_call_keeps_its_index() {
         .collect();
     assert_eq!(kinds, ["start 0", "malformed", "start 1", "end 1"]);
 }
+
+#[test]
+fn a_panicking_tool_is_an_execution_error_and_the_set_stays_usable() {
+    let boom = Tool::new("boom", "panics", json!({"type": "object"}))
+        .unwrap()
+        .with_function(|args, _| {
+            if args.get("owned").is_some() {
+                panic!("owned {}", "message");
+            }
+            panic!("static message");
+        });
+    let fine = Tool::new("fine", "", json!({"type": "object"}))
+        .unwrap()
+        .with_function(|_, _| Ok(json!("ok")));
+    let set = ToolSet::from_tools([boom, fine]).unwrap();
+    let ctx = ToolContext::new();
+    match set.execute(&ToolCall::new("boom", json!({})), &ctx) {
+        Err(ToolError::Execution { tool, message }) => {
+            assert_eq!(tool, "boom");
+            assert_eq!(message, "the tool panicked: static message");
+        }
+        other => panic!("{other:?}"),
+    }
+    match set.execute(&ToolCall::new("boom", json!({"owned": 1})), &ctx) {
+        Err(ToolError::Execution { tool, message }) => {
+            assert_eq!(tool, "boom");
+            assert_eq!(message, "the tool panicked: owned message");
+        }
+        other => panic!("{other:?}"),
+    }
+    // The set works after the panics, for the panicking tool's neighbour and the tool itself.
+    assert_eq!(
+        set.execute(&ToolCall::new("fine", json!({})), &ctx)
+            .unwrap(),
+        json!("ok")
+    );
+    assert!(matches!(
+        set.execute(&ToolCall::new("boom", json!({})), &ctx),
+        Err(ToolError::Execution { .. })
+    ));
+}
+
+/// The reason of a `ToolError::Definition`, or a panic naming what came instead.
+fn definition_reason(r: Result<Vec<Tool>, ToolError>) -> String {
+    match r {
+        Err(ToolError::Definition { reason, .. }) => reason,
+        other => panic!("expected a definition error, got {other:?}"),
+    }
+}
+
+#[test]
+fn from_openai_rejects_mistyped_fields_naming_them() {
+    let entry = |f: Value| {
+        json!([{"type": "function", "function": {"name": "ok"}},
+                                  {"type": "function", "function": {"name": "ok2"}},
+                                  {"type": "function", "function": f}])
+    };
+    let cases = [
+        (
+            json!({"name": "f", "description": 5}),
+            "tools[2].function.description: expected a string, found 5",
+        ),
+        (
+            json!({"name": "f", "strict": "true"}),
+            "tools[2].function.strict: expected a boolean, found \"true\"",
+        ),
+        (
+            json!({"name": "f", "parameters": false}),
+            "tools[2].function.parameters: expected a JSON Schema object, found false",
+        ),
+        (
+            json!({"name": "f", "parameters": {"type": "string"}}),
+            "tools[2].function.parameters.type: expected \"object\", found \"string\"",
+        ),
+        (
+            json!({"name": "f", "title": 1}),
+            "tools[2].function.title: expected a string, found 1",
+        ),
+    ];
+    for (f, want) in cases {
+        assert_eq!(definition_reason(Tool::list_from_openai(&entry(f))), want);
+    }
+    assert_eq!(
+        definition_reason(Tool::list_from_openai(
+            &json!([{"type": 5, "function": {"name": "f"}}])
+        )),
+        "tools[0].type: expected the string \"function\", found 5"
+    );
+    // Bare function objects name the field without a prefix.
+    match Tool::from_openai(&json!({"name": "f", "description": 5})) {
+        Err(ToolError::Definition { tool, reason }) => {
+            assert_eq!(tool, "f");
+            assert_eq!(reason, "description: expected a string, found 5");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn from_openai_refuses_invalid_schemas_when_built() {
+    let reason = definition_reason(Tool::list_from_openai(&json!([{"type": "function",
+        "function": {"name": "f", "parameters": {"type": "object",
+            "properties": {"x": {"type": "nonsense"}}}}}])));
+    assert!(
+        reason.starts_with("tools[0].function.parameters: not a valid JSON Schema: "),
+        "{reason}"
+    );
+    let reason = definition_reason(Tool::list_from_openai(&json!([{"type": "function",
+        "function": {"name": "f", "output_schema": {"type": "nonsense"}}}])));
+    assert!(
+        reason.starts_with("tools[0].function.output_schema: not a valid JSON Schema: "),
+        "{reason}"
+    );
+}
+
+#[test]
+fn from_openai_null_parameters_mean_none() {
+    let absent = Tool::from_openai(&json!({"type": "function", "function": {"name": "f"}}));
+    let null = Tool::from_openai(
+        &json!({"type": "function", "function": {"name": "f", "parameters": null}}),
+    );
+    assert_eq!(null.unwrap(), absent.unwrap());
+    // A typeless object schema and a bare function object are still accepted.
+    assert!(Tool::from_openai(&json!({"name": "g", "parameters": {"properties": {}}})).is_ok());
+}

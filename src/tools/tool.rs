@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
@@ -198,63 +199,152 @@ impl Tool {
     /// One tool from an OpenAI `tools` entry — `{"type": "function", "function": {"name",
     /// "description", "parameters", "strict"}}` — or from the bare `function` object.
     /// Extra keys of the function object (`title`, `output_schema`/`outputSchema`, `meta`/
-    /// `annotations`) are read too.
+    /// `annotations`) are read too. `parameters` absent or `null` means no parameters.
     ///
     /// # Errors
-    /// [`ToolError::Definition`] when `type` is not `function`, the name is missing or
-    /// invalid, or `parameters` is not a schema.
+    /// [`ToolError::Definition`], its reason naming the field and what was wrong (e.g.
+    /// `function.description: expected a string, found 5`), when: `type` is present and not
+    /// the string `"function"`; the name is missing or invalid; `description` or `title` is
+    /// present and not a string; `strict` is present and not a boolean; `parameters` is not
+    /// an object, or has a top-level `type` other than `"object"`; `parameters` or the
+    /// output schema is not a valid JSON Schema (draft 2020-12 unless `$schema` says
+    /// otherwise), so an invalid schema is refused here rather than when the tool runs.
     pub fn from_openai(value: &Value) -> Result<Self, ToolError> {
-        let f = match value.get("type") {
-            Some(Value::String(t)) if t == "function" => {
-                value.get("function").ok_or_else(|| ToolError::Definition {
-                    tool: String::new(),
-                    reason: "an entry of type \"function\" has no \"function\" object".into(),
-                })?
-            }
-            Some(Value::String(t)) if value.get("function").is_none() => {
-                return Err(ToolError::Definition {
-                    tool: String::new(),
-                    reason: format!("tool type {t:?} is not supported (only \"function\")"),
-                })
-            }
-            _ => value.get("function").unwrap_or(value),
+        Self::from_openai_at(value, "")
+    }
+
+    /// [`Tool::from_openai`] with `root` (`""`, or `"tools[2]."`) before every field path.
+    fn from_openai_at(value: &Value, root: &str) -> Result<Self, ToolError> {
+        let err = |tool: &str, reason: String| ToolError::Definition {
+            tool: tool.to_owned(),
+            reason,
         };
-        let obj = f.as_object().ok_or_else(|| ToolError::Definition {
-            tool: String::new(),
-            reason: "a tool definition must be a JSON object".into(),
+        let (f, at) = match value.get("type") {
+            None | Some(Value::Null) if value.get("function").is_some() => {
+                (&value["function"], format!("{root}function."))
+            }
+            None | Some(Value::Null) => (value, root.to_owned()),
+            Some(Value::String(t)) if t == "function" => match value.get("function") {
+                Some(f) => (f, format!("{root}function.")),
+                None => {
+                    return Err(err(
+                        "",
+                        format!(
+                        "{root}function: an entry of type \"function\" has no \"function\" object"
+                    ),
+                    ))
+                }
+            },
+            Some(Value::String(t)) => {
+                return Err(err(
+                    "",
+                    format!("{root}type: tool type {t:?} is not supported (only \"function\")"),
+                ))
+            }
+            Some(other) => {
+                return Err(err(
+                    "",
+                    format!("{root}type: expected the string \"function\", found {other}"),
+                ))
+            }
+        };
+        let obj = f.as_object().ok_or_else(|| {
+            let path = at.trim_end_matches('.');
+            let lead = if path.is_empty() {
+                String::new()
+            } else {
+                format!("{path}: ")
+            };
+            err(
+                "",
+                format!("{lead}a tool definition must be a JSON object, found {f}"),
+            )
         })?;
-        let name =
-            obj.get("name")
-                .and_then(Value::as_str)
-                .ok_or_else(|| ToolError::Definition {
-                    tool: String::new(),
-                    reason: "a tool definition needs a string \"name\"".into(),
-                })?;
-        let description = obj.get("description").and_then(Value::as_str).unwrap_or("");
-        let params = obj
-            .get("parameters")
-            .cloned()
-            .unwrap_or_else(|| serde_json::json!({"type": "object", "properties": {}}));
-        let mut tool = Tool::new(name, description, params)?;
-        tool.title = obj.get("title").and_then(Value::as_str).map(str::to_owned);
-        tool.output_schema = obj
-            .get("output_schema")
-            .or_else(|| obj.get("outputSchema"))
-            .cloned();
+        let name = obj.get("name").and_then(Value::as_str).ok_or_else(|| {
+            err(
+                "",
+                format!("{at}name: a tool definition needs a string \"name\""),
+            )
+        })?;
+        let string_field = |key: &str| -> Result<Option<String>, ToolError> {
+            match obj.get(key) {
+                None => Ok(None),
+                Some(Value::String(s)) => Ok(Some(s.clone())),
+                Some(other) => Err(err(
+                    name,
+                    format!("{at}{key}: expected a string, found {other}"),
+                )),
+            }
+        };
+        let description = string_field("description")?.unwrap_or_default();
+        let title = string_field("title")?;
+        let strict = match obj.get("strict") {
+            None => false,
+            Some(Value::Bool(b)) => *b,
+            Some(other) => {
+                return Err(err(
+                    name,
+                    format!("{at}strict: expected a boolean, found {other}"),
+                ))
+            }
+        };
+        let params = match obj.get("parameters") {
+            None | Some(Value::Null) => serde_json::json!({"type": "object", "properties": {}}),
+            Some(Value::Object(p)) => {
+                match p.get("type") {
+                    None => {}
+                    Some(Value::String(t)) if t == "object" => {}
+                    Some(other) => {
+                        return Err(err(
+                            name,
+                            format!("{at}parameters.type: expected \"object\", found {other}"),
+                        ))
+                    }
+                }
+                Value::Object(p.clone())
+            }
+            Some(other) => {
+                return Err(err(
+                    name,
+                    format!("{at}parameters: expected a JSON Schema object, found {other}"),
+                ))
+            }
+        };
+        check_schema(&params).map_err(|e| {
+            err(
+                name,
+                format!("{at}parameters: not a valid JSON Schema: {e}"),
+            )
+        })?;
+        let (out_key, output_schema) = match obj.get("output_schema") {
+            Some(v) => ("output_schema", Some(v.clone())),
+            None => ("outputSchema", obj.get("outputSchema").cloned()),
+        };
+        if let Some(schema) = &output_schema {
+            check_schema(schema)
+                .map_err(|e| err(name, format!("{at}{out_key}: not a valid JSON Schema: {e}")))?;
+        }
+        let mut tool = Tool::new(name, description, params).map_err(|e| match e {
+            ToolError::Definition { tool, reason } => err(&tool, format!("{at}name: {reason}")),
+            other => other,
+        })?;
+        tool.title = title;
+        tool.output_schema = output_schema;
         for key in ["meta", "annotations"] {
             if let Some(Value::Object(m)) = obj.get(key) {
                 tool.meta.extend(m.clone());
             }
         }
-        tool.strict = obj.get("strict").and_then(Value::as_bool).unwrap_or(false);
+        tool.strict = strict;
         Ok(tool)
     }
 
     /// Every tool of an OpenAI `tools` array.
     ///
     /// # Errors
-    /// [`ToolError::Definition`] for a value that is not an array, a bad entry (naming its
-    /// index), or two tools with the same name.
+    /// [`ToolError::Definition`] for a value that is not an array, a bad entry (as
+    /// [`Tool::from_openai`], its field path starting `tools[i].`), or two tools with the
+    /// same name.
     pub fn list_from_openai(value: &Value) -> Result<Vec<Tool>, ToolError> {
         let arr = value.as_array().ok_or_else(|| ToolError::Definition {
             tool: String::new(),
@@ -262,13 +352,7 @@ impl Tool {
         })?;
         let mut out: Vec<Tool> = Vec::with_capacity(arr.len());
         for (i, entry) in arr.iter().enumerate() {
-            let tool = Tool::from_openai(entry).map_err(|e| match e {
-                ToolError::Definition { tool, reason } => ToolError::Definition {
-                    tool,
-                    reason: format!("tools[{i}]: {reason}"),
-                },
-                other => other,
-            })?;
+            let tool = Tool::from_openai_at(entry, &format!("tools[{i}]."))?;
             if out.iter().any(|t| t.name == tool.name) {
                 return Err(ToolError::Definition {
                     tool: tool.name,
@@ -352,6 +436,15 @@ impl Tool {
             },
         })
     }
+}
+
+/// `Ok` when `schema` compiles as a JSON Schema under the options [`validate`] uses.
+fn check_schema(schema: &Value) -> Result<(), String> {
+    jsonschema::options()
+        .should_validate_formats(true)
+        .build(schema)
+        .map(|_| ())
+        .map_err(|e| e.to_string())
 }
 
 enum Validation {
@@ -496,7 +589,9 @@ impl ToolSet {
     /// # Errors
     /// [`ToolError::UnknownTool`] when no tool has the call's name;
     /// [`ToolError::InvalidArguments`] before running; [`ToolError::NotExecutable`] when
-    /// the tool has no function; [`ToolError::Execution`] with the function's message;
+    /// the tool has no function; [`ToolError::Execution`] with the function's message, or,
+    /// when the function panics, with `the tool panicked: ` and the panic message (the
+    /// panic is caught and does not escape; the set stays usable);
     /// [`ToolError::InvalidOutput`] after running.
     pub fn execute(&self, call: &ToolCall, ctx: &ToolContext) -> Result<Value, ToolError> {
         let tool = self.get(&call.name).ok_or_else(|| ToolError::UnknownTool {
@@ -510,12 +605,28 @@ impl ToolSet {
             .ok_or_else(|| ToolError::NotExecutable {
                 tool: tool.name.clone(),
             })?;
-        let out = f(call.arguments.clone(), ctx).map_err(|message| ToolError::Execution {
+        let run = std::panic::catch_unwind(AssertUnwindSafe(|| f(call.arguments.clone(), ctx)));
+        let out = match run {
+            Ok(result) => result,
+            Err(payload) => Err(format!("the tool panicked: {}", panic_message(&*payload))),
+        }
+        .map_err(|message| ToolError::Execution {
             tool: tool.name.clone(),
             message,
         })?;
         tool.validate_output(&out)?;
         Ok(out)
+    }
+}
+
+/// The message of a caught panic: its `&str` or `String` payload, or a placeholder.
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        s
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s
+    } else {
+        "<a panic payload that is not a string>"
     }
 }
 
