@@ -472,6 +472,39 @@ fn json_adversarial() {
     assert!(out.tool_calls.is_empty());
 }
 
+/// Tools whose schemas carry `$defs` (as schemars writes them), two with the same `Unit`
+/// name: the json format hoists them to the call array's root, one name per tool, so the
+/// `required` tag compiles, accepts valid calls and rejects a unit outside each enum.
+#[test]
+fn json_tools_with_defs() {
+    let Some(tok) = llama() else { return };
+    let tool = |name: &str, units: Value| {
+        Tool::from_openai(
+            &json!({"type": "function", "function": {"name": name, "strict": true,
+            "parameters": {"type": "object", "properties": {"unit": {"$ref": "#/$defs/Unit"}},
+                "required": ["unit"], "$defs": {"Unit": {"type": "string", "enum": units}}}}}),
+        )
+        .expect("tool")
+    };
+    let tools = vec![tool("t1", json!(["C", "F"])), tool("t2", json!(["K"]))];
+    let f = JsonArray::default();
+    let tag = f
+        .structural_tag(&tools, &ToolChoice::Required, true)
+        .expect("tag");
+    let g = tok.compiler.compile_structural_tag(&tag).expect("compiles");
+    let accepts = |calls: &[ToolCall]| {
+        let text = f.render_calls(calls);
+        tool_check::accepts_ids(&g, &tok, &tool_check::encode_with_specials(&tok, &text))
+    };
+    let good = [
+        ToolCall::new("t1", json!({"unit": "C"})),
+        ToolCall::new("t2", json!({"unit": "K"})),
+    ];
+    accepts(&good).expect("valid calls");
+    assert!(accepts(&[ToolCall::new("t1", json!({"unit": "K"}))]).is_err());
+    assert!(accepts(&[ToolCall::new("t2", json!({"unit": "C"}))]).is_err());
+}
+
 // ---------------------------------------------------------------------------------------
 // Recorded real outputs
 

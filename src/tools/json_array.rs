@@ -8,7 +8,7 @@
 //! [{"name": "get_weather", "arguments": {"city": "Paris"}}, {"name": "get_time", "arguments": {"tz": "UTC"}}]
 //! ```
 
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 use super::scan::{self, Content, JsonRead};
 use super::tags;
@@ -23,7 +23,10 @@ use super::{
 ///   * `required`: a JSON array of at least one call object
 ///     `{"name": NAME, "arguments": ARGS}` (`items.anyOf` one branch per tool, `name` a
 ///     `const`, `ARGS` the tool's input schema, no other keys); at most one item when
-///     `parallel` is off.
+///     `parallel` is off. Each tool's `$defs`/`definitions` move to the array schema's
+///     root as `<tool index>_<name>` and its `$ref`s are rewritten to match (`#` and other
+///     root pointers point at the embedded arguments schema), so schemars-made schemas
+///     with nested types compile.
 ///   * `auto`: the same array with `minItems: 0` — `[]` means "no call". There is no free
 ///     text: a model without a native syntax has no trigger to enter a call from prose.
 ///   * named `X`: `X`'s bare arguments object (the parser of [`JsonArray::forced`] wraps it
@@ -69,12 +72,14 @@ impl JsonArray {
     /// The JSON Schema of the call array for `tools` (`min_items` 0 or 1; `max_items` 1
     /// when calls are not parallel).
     pub fn array_schema(&self, tools: &[&Tool], min_items: usize, parallel: bool) -> Value {
+        let mut defs = Map::new();
         let items: Vec<Value> = tools
             .iter()
-            .map(|t| {
+            .enumerate()
+            .map(|(i, t)| {
+                let arguments = hoist_defs(tags::argument_schema(t, &self.options), i, &mut defs);
                 json!({"type": "object",
-                    "properties": {"name": {"const": t.name},
-                                   "arguments": tags::argument_schema(t, &self.options)},
+                    "properties": {"name": {"const": t.name}, "arguments": arguments},
                     "required": ["name", "arguments"], "additionalProperties": false})
             })
             .collect();
@@ -83,7 +88,78 @@ impl JsonArray {
         if !parallel {
             schema["maxItems"] = json!(1);
         }
+        if !defs.is_empty() {
+            schema["$defs"] = Value::Object(defs);
+        }
         schema
+    }
+}
+
+/// Moves the `$defs` and `definitions` of tool `index`'s arguments schema into `defs` (the
+/// root of the call-array schema) as `<index>_<name>`, and rewrites the tool's `$ref`s so
+/// they still resolve once the schema sits at `#/items/anyOf/<index>/properties/arguments`:
+/// `#/$defs/X...` and `#/definitions/X...` become `#/$defs/<index>_X...`, `#` and any other
+/// `#/...` pointer get that location as prefix. Anchors and other URIs are kept.
+fn hoist_defs(mut schema: Value, index: usize, defs: &mut Map<String, Value>) -> Value {
+    let here = format!("#/items/anyOf/{index}/properties/arguments");
+    let rewrite = |r: &str| -> Option<String> {
+        let rest = r.strip_prefix('#')?;
+        if rest.is_empty() {
+            return Some(here.clone());
+        }
+        let rest = rest.strip_prefix('/')?;
+        for key in ["$defs/", "%24defs/", "definitions/"] {
+            if let Some(name) = rest.strip_prefix(key) {
+                return Some(format!("#/$defs/{index}_{name}"));
+            }
+        }
+        Some(format!("{here}/{rest}"))
+    };
+    let mut moved = Vec::new();
+    if let Value::Object(obj) = &mut schema {
+        for key in ["$defs", "definitions"] {
+            if let Some(Value::Object(m)) = obj.remove(key) {
+                moved.extend(m);
+            }
+        }
+    }
+    rewrite_refs(&mut schema, &rewrite);
+    for (name, mut def) in moved {
+        rewrite_refs(&mut def, &rewrite);
+        defs.insert(format!("{index}_{name}"), def);
+    }
+    schema
+}
+
+/// Applies `rewrite` to every `$ref` string of `schema`, leaving literal values (`const`,
+/// `enum`, `default`, `examples`) untouched.
+fn rewrite_refs(schema: &mut Value, rewrite: &dyn Fn(&str) -> Option<String>) {
+    match schema {
+        Value::Object(obj) => {
+            for (k, v) in obj.iter_mut() {
+                match (k.as_str(), &*v) {
+                    ("$ref", Value::String(r)) => {
+                        if let Some(new) = rewrite(r) {
+                            *v = Value::String(new);
+                        }
+                    }
+                    ("const" | "enum" | "default" | "examples", _) => {}
+                    // Maps of named subschemas: a property may be called `const`.
+                    (
+                        "properties" | "patternProperties" | "dependentSchemas" | "$defs"
+                        | "definitions",
+                        Value::Object(_),
+                    ) => {
+                        if let Value::Object(m) = v {
+                            m.values_mut().for_each(|s| rewrite_refs(s, rewrite));
+                        }
+                    }
+                    _ => rewrite_refs(v, rewrite),
+                }
+            }
+        }
+        Value::Array(list) => list.iter_mut().for_each(|v| rewrite_refs(v, rewrite)),
+        _ => {}
     }
 }
 
@@ -462,6 +538,39 @@ mod tests {
         for text in ["[truex]", "[null, 1]", "[false"] {
             scan::assert_streams_as_whole(&f, text, &tools());
         }
+    }
+
+    #[test]
+    fn defs_of_each_tool_are_hoisted_to_the_array_root() {
+        use crate::{GrammarCompiler, GrammarMatcher, Vocabulary};
+        let tool = |name: &str, units: Value| {
+            Tool::from_openai(&json!({"type": "function", "function": {"name": name,
+                "strict": true, "parameters": {"type": "object",
+                "properties": {"unit": {"$ref": "#/$defs/Unit"}}, "required": ["unit"],
+                "$defs": {"Unit": {"type": "string", "enum": units}}}}}))
+            .unwrap()
+        };
+        let ts = vec![tool("t1", json!(["C", "F"])), tool("t2", json!(["K"]))];
+        let f = JsonArray::default();
+        let tag = f.structural_tag(&ts, &ToolChoice::Required, true).unwrap();
+        let bytes: Vec<Vec<u8>> = (0u8..128)
+            .map(|b| vec![b])
+            .chain([b"<eos>".to_vec()])
+            .collect();
+        let vocab = Vocabulary::from_token_bytes(&bytes, &[128], &[128]).unwrap();
+        let g = GrammarCompiler::new(vocab)
+            .compile_structural_tag(&tag)
+            .unwrap();
+        let accepts = |calls: &[ToolCall]| {
+            let mut m = GrammarMatcher::new(g.clone());
+            m.accept_string(&f.render_calls(calls)) && m.is_completed()
+        };
+        assert!(accepts(&[
+            ToolCall::new("t1", json!({"unit": "C"})),
+            ToolCall::new("t2", json!({"unit": "K"}))
+        ]));
+        assert!(!accepts(&[ToolCall::new("t1", json!({"unit": "K"}))]));
+        assert!(!accepts(&[ToolCall::new("t2", json!({"unit": "C"}))]));
     }
 
     #[test]

@@ -29,10 +29,11 @@ const MAX_DEPTH: usize = 64;
 ///   `True`/`False`/`None`, numbers, lists, dicts with quoted keys; `enum`/`const`,
 ///   `anyOf`/`oneOf`, type lists, `items`, `minItems`/`maxItems`, nested `properties`
 ///   and `additionalProperties` schemas are expressed). Schema features a Python-literal
-///   grammar cannot express here (`pattern`, `format`, numeric bounds, string lengths,
+///   grammar cannot express here (`pattern`, `format` on strings, numeric bounds, string lengths,
 ///   `$ref`, `allOf`, `not`, property names that are not identifiers, ...) make
 ///   [`ToolCallFormat::structural_tag`] fail with [`ToolError::Unsupported`] rather than
-///   under-constrain. By choice: `required` = the list with at least one call, named =
+///   under-constrain; `format` on a schema whose `type` excludes strings (schemars'
+///   `"uint8"`, `"double"`) has no effect in JSON Schema 2020-12 and is ignored. By choice: `required` = the list with at least one call, named =
 ///   `[X(...)]`, `auto` = the list or free text that does not start with `[`, `none` =
 ///   such free text only; nothing follows the list (end of turn); at most one call when
 ///   `parallel` is off. No reasoning block (Llama has none).
@@ -150,6 +151,18 @@ fn is_identifier(s: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
+/// `format` on a schema whose `type` excludes strings: JSON Schema 2020-12 applies
+/// `format` to strings only (validation, section 7.1), so schemars' `"uint8"`, `"int32"`,
+/// `"double"` on numbers have no effect and are ignored rather than refused.
+fn format_without_effect(k: &str, obj: &serde_json::Map<String, Value>) -> bool {
+    k == "format"
+        && match obj.get("type") {
+            Some(Value::String(t)) => t != "string",
+            Some(Value::Array(ts)) => !ts.is_empty() && !ts.iter().any(|t| t == "string"),
+            _ => false,
+        }
+}
+
 fn is_dotted_name(s: &str) -> bool {
     !s.is_empty() && s.split('.').all(is_identifier)
 }
@@ -184,7 +197,7 @@ impl Gen<'_> {
             _ => return Err(self.unsupported(format!("{path}: schema {schema} is not supported"))),
         };
         for k in obj.keys() {
-            if !ANNOTATIONS.contains(&k.as_str()) {
+            if !ANNOTATIONS.contains(&k.as_str()) && !format_without_effect(k, obj) {
                 return Err(self.unsupported(format!(
                     "{path}: the keyword {k:?} cannot be expressed in a Python-literal grammar"
                 )));
@@ -367,7 +380,7 @@ impl Gen<'_> {
                 .as_object()
                 .ok_or_else(|| self.unsupported(format!("tool {:?}: schema", tool.name)))?;
             for k in obj.keys() {
-                if !ANNOTATIONS.contains(&k.as_str()) {
+                if !ANNOTATIONS.contains(&k.as_str()) && !format_without_effect(k, obj) {
                     return Err(self.unsupported(format!(
                         "tool {:?}: the keyword {k:?} cannot be expressed in a Python-literal grammar",
                         tool.name
@@ -1166,6 +1179,34 @@ mod tests {
                 "type": "object", "properties": {"tz": {"type": "string"}}, "required": ["tz"]}}}
         ]))
         .unwrap()
+    }
+
+    #[test]
+    fn format_on_a_number_is_ignored() {
+        use crate::{GrammarCompiler, GrammarMatcher, Vocabulary};
+        let ts = Tool::list_from_openai(&json!([{"type": "function", "function": {"name": "f",
+            "strict": true, "parameters": {"type": "object", "properties": {
+                "x": {"type": "integer", "format": "uint8"},
+                "y": {"type": "number", "format": "double"}}, "required": ["x"]}}}]))
+        .unwrap();
+        let f = Pythonic::default();
+        let tag = f.structural_tag(&ts, &ToolChoice::Required, false).unwrap();
+        let bytes: Vec<Vec<u8>> = (0u8..128)
+            .map(|b| vec![b])
+            .chain([b"<eos>".to_vec()])
+            .collect();
+        let vocab = Vocabulary::from_token_bytes(&bytes, &[128], &[128]).unwrap();
+        let g = GrammarCompiler::new(vocab)
+            .compile_structural_tag(&tag)
+            .unwrap();
+        let mut m = GrammarMatcher::new(g);
+        assert!(m.accept_string("[f(x=3)]") && m.is_completed());
+        // On a string, `format` still cannot be expressed.
+        let s = Tool::list_from_openai(&json!([{"type": "function", "function": {"name": "f",
+            "strict": true, "parameters": {"type": "object", "properties": {
+                "d": {"type": "string", "format": "date"}}}}}]))
+        .unwrap();
+        assert!(f.structural_tag(&s, &ToolChoice::Required, false).is_err());
     }
 
     #[test]
