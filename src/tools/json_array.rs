@@ -542,7 +542,7 @@ mod tests {
 
     #[test]
     fn defs_of_each_tool_are_hoisted_to_the_array_root() {
-        use crate::{GrammarCompiler, GrammarMatcher, Vocabulary};
+        use crate::GrammarMatcher;
         let tool = |name: &str, units: Value| {
             Tool::from_openai(&json!({"type": "function", "function": {"name": name,
                 "strict": true, "parameters": {"type": "object",
@@ -553,14 +553,7 @@ mod tests {
         let ts = vec![tool("t1", json!(["C", "F"])), tool("t2", json!(["K"]))];
         let f = JsonArray::default();
         let tag = f.structural_tag(&ts, &ToolChoice::Required, true).unwrap();
-        let bytes: Vec<Vec<u8>> = (0u8..128)
-            .map(|b| vec![b])
-            .chain([b"<eos>".to_vec()])
-            .collect();
-        let vocab = Vocabulary::from_token_bytes(&bytes, &[128], &[128]).unwrap();
-        let g = GrammarCompiler::new(vocab)
-            .compile_structural_tag(&tag)
-            .unwrap();
+        let g = scan::compile_on_ascii(&tag);
         let accepts = |calls: &[ToolCall]| {
             let mut m = GrammarMatcher::new(g.clone());
             m.accept_string(&f.render_calls(calls)) && m.is_completed()

@@ -1221,6 +1221,22 @@ pub(crate) fn check_streams_as_whole(
     Ok(())
 }
 
+/// Test support: `tag` compiled for a vocabulary of the 128 ASCII bytes, one token each,
+/// and `<eos>` (id 128) as the stop token.
+#[cfg(test)]
+pub(crate) fn compile_on_ascii(
+    tag: &crate::StructuralTag,
+) -> std::sync::Arc<crate::CompiledGrammar> {
+    let bytes: Vec<Vec<u8>> = (0u8..128)
+        .map(|b| vec![b])
+        .chain([b"<eos>".to_vec()])
+        .collect();
+    let vocab = crate::Vocabulary::from_token_bytes(&bytes, &[128], &[128]).unwrap();
+    crate::GrammarCompiler::new(vocab)
+        .compile_structural_tag(tag)
+        .unwrap()
+}
+
 /// Test support: the proptest settings of the streaming checks (`cases` cases; a fixed
 /// seed under `CI=true`, as the integration tests' property tests, unless
 /// `PROPTEST_RNG_SEED` is set).
