@@ -255,8 +255,7 @@ fn limits_section() -> Section {
         "`GrammarCompiler::with_limits(Limits { .. })`: the message names the `Limits` \
          field, its value and the input's value. Defaults: `Limits::default()` (see \
          `src/limits.rs`). `max_schema_depth` and `max_enum_values` (kinds `SchemaDepth`, \
-         `EnumValues`) are carried for the JSON Schema front end, which does not read them \
-         yet.",
+         `EnumValues`) are read by the JSON Schema front end.",
     );
     let base = GrammarCompiler::new(vocab());
     let cases: Vec<(&str, &str, Limits, &str)> = vec![
@@ -333,6 +332,36 @@ fn limits_section() -> Section {
             other => debug(other),
         });
     }
+    for (kind, limits, l, schema) in [
+        (
+            "SchemaDepth",
+            "max_schema_depth: 3",
+            Limits {
+                max_schema_depth: 3,
+                ..Limits::default()
+            },
+            json!({"items": {"items": {"items": {"items": {}}}}}),
+        ),
+        (
+            "EnumValues",
+            "max_enum_values: 2",
+            Limits {
+                max_enum_values: 2,
+                ..Limits::default()
+            },
+            json!({"enum": [1, 2, 3]}),
+        ),
+    ] {
+        let c = base.clone().with_limits(l);
+        let r = c.compile_json_schema(&schema, &JsonSchemaOptions::default());
+        let input = format!("JSON Schema {schema}  (with {limits})");
+        s.add(kind, &input, r, |e| match e {
+            tokensieve::JsonSchemaError::Compile(tokensieve::CompileError::Limit(l)) => {
+                debug(&l.limit)
+            }
+            other => debug(other),
+        });
+    }
     s
 }
 
@@ -404,7 +433,10 @@ fn json_schema_section() -> Section {
         ),
     ];
     for (kind, schema) in cases {
-        let input = schema.to_string();
+        let mut input = schema.to_string();
+        if kind == "Compile" {
+            input.push_str("  (with max_repeat_bound: 1000; the defaults admit it)");
+        }
         let c = if kind == "Compile" {
             c.clone().with_limits(Limits {
                 max_repeat_bound: 1000,

@@ -90,6 +90,33 @@ pub struct EvalToolsArgs {
 /// The Hermes format as the eval constrains with it: `required` without the free text
 /// the format allows before the call unless `--leading-text`, and objects closed unless
 /// `--open-objects`.
+impl EvalToolsArgs {
+    /// Refuses settings that cannot sample, before the model loads: `--temperature` must be
+    /// a finite number ≥ 0 (0 is greedy), `--top-p` in (0, 1], `--max-tokens` and `--limit`
+    /// at least 1, and some category given.
+    fn check(&self) -> Result<(), String> {
+        if !(self.temperature.is_finite() && self.temperature >= 0.0) {
+            return Err(format!(
+                "--temperature {}: must be a finite number >= 0 (0 samples greedily)",
+                self.temperature
+            ));
+        }
+        if !(self.top_p > 0.0 && self.top_p <= 1.0) {
+            return Err(format!("--top-p {}: must be in (0, 1]", self.top_p));
+        }
+        if self.max_tokens == 0 {
+            return Err("--max-tokens 0: at least one token must be generated".into());
+        }
+        if self.limit == 0 {
+            return Err("--limit 0: at least one question per category".into());
+        }
+        if self.categories.iter().all(|c| c.trim().is_empty()) {
+            return Err("--categories: no category given".into());
+        }
+        Ok(())
+    }
+}
+
 fn hermes_for(args: &EvalToolsArgs) -> Hermes {
     Hermes::new(FormatOptions {
         leading_text: args.leading_text,
@@ -235,6 +262,7 @@ fn score(hermes: &Hermes, tools: &[Tool], answer: Option<&[Value]>, text: &str) 
 
 /// Runs the evaluation and prints the table (Markdown) to `out`.
 pub fn run(args: &EvalToolsArgs, out: &mut impl Write) -> Result<(), String> {
+    args.check()?;
     let started = Instant::now();
     let mut llm = Llm::load(&args.model)?;
     let compiler = GrammarCompiler::new(llm.vocab.clone());
@@ -450,6 +478,35 @@ pub fn run(args: &EvalToolsArgs, out: &mut impl Write) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sampling_settings_are_checked_before_the_model_loads() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            args: EvalToolsArgs,
+        }
+        let check = |extra: &[&str]| {
+            let argv = std::iter::once("eval-tools").chain(extra.iter().copied());
+            Cli::try_parse_from(argv).unwrap().args.check()
+        };
+        assert_eq!(check(&[]), Ok(()));
+        assert_eq!(check(&["--temperature=0"]), Ok(()));
+        let err = |extra: &[&str]| check(extra).unwrap_err();
+        assert!(err(&["--temperature=-1"]).starts_with("--temperature -1: must be"));
+        assert!(err(&["--temperature=nan"]).starts_with("--temperature NaN"));
+        assert!(err(&["--top-p=2"]).starts_with("--top-p 2: must be in (0, 1]"));
+        assert!(err(&["--top-p=0"]).starts_with("--top-p 0"));
+        assert!(err(&["--max-tokens=0"]).starts_with("--max-tokens 0"));
+        assert!(err(&["--limit=0"]).starts_with("--limit 0"));
+        // A bad setting is refused before anything is read (the model path does not exist).
+        let mut out = Vec::new();
+        let bad = Cli::try_parse_from(["eval-tools", "--top-p=2", "--model=/nonexistent"])
+            .unwrap()
+            .args;
+        assert!(run(&bad, &mut out).unwrap_err().starts_with("--top-p 2"));
+    }
 
     fn tools() -> Vec<Tool> {
         vec![Tool::from_bfcl_function(&json!({
