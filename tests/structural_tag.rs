@@ -599,7 +599,7 @@ fn special_token_tags_are_atomic() {
     }
     tokens.push(b"<|tool_call_end|>"[..8].to_vec()); // an ordinary token "<|tool_c"
     let ids: Vec<u32> = (128..134).collect();
-    let vocab = Vocabulary::from_token_bytes(&tokens, &ids, &[133]).unwrap();
+    let vocab = tokensieve::Vocabulary::from_token_bytes(&tokens, &ids, &[133]).unwrap();
     let compiler = GrammarCompiler::new(vocab);
     let tag = r#"{"type": "structural_tag", "format": {"type": "tag",
         "begin": "<|tool_call_begin|>functions.search:0<|tool_call_argument_begin|>",
@@ -939,4 +939,44 @@ fn json_schema_max_number_digits() {
             "{bad}: {e}"
         );
     }
+}
+
+/// The compiler's limits hold for the JSON Schemas inside a structural tag, not only for
+/// `compile_json_schema` (a server that caps enum sizes caps them in tool calls too).
+#[test]
+fn compiler_limits_hold_inside_structural_tags() {
+    let vocab = tokensieve::Vocabulary::from_token_bytes(
+        &(0u8..128)
+            .map(|b| vec![b])
+            .chain([b"<eos>".to_vec()])
+            .collect::<Vec<_>>(),
+        &[128],
+        &[128],
+    )
+    .unwrap();
+    let compiler = tokensieve::GrammarCompiler::new(vocab).with_limits(tokensieve::Limits {
+        max_enum_values: 2,
+        max_schema_depth: 3,
+        ..tokensieve::Limits::default()
+    });
+    let tag = |schema: serde_json::Value| {
+        serde_json::json!({"type": "structural_tag", "format": {
+            "type": "json_schema", "json_schema": schema}})
+    };
+    let e = compiler
+        .compile_structural_tag(&tag(serde_json::json!({"enum": [1, 2, 3]})))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("max_enum_values"), "{e}");
+    let e = compiler
+        .compile_structural_tag(&tag(
+            serde_json::json!({"items": {"items": {"items": {"items": {}}}}}),
+        ))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("max_schema_depth"), "{e}");
+    // Within the limits it compiles.
+    assert!(compiler
+        .compile_structural_tag(&tag(serde_json::json!({"enum": [1, 2]})))
+        .is_ok());
 }

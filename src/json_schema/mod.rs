@@ -290,6 +290,16 @@ pub fn json_schema_to_grammar_with_report(
     to_grammar(schema, options, &Limits::default())
 }
 
+/// As [`json_schema_to_grammar`] under `limits` (the compiler's, for front ends that embed
+/// a schema: structural tags).
+pub(crate) fn json_schema_to_grammar_limited(
+    schema: &Value,
+    options: &JsonSchemaOptions,
+    limits: &Limits,
+) -> Result<Grammar, JsonSchemaError> {
+    to_grammar(schema, options, limits).map(|g| g.grammar)
+}
+
 /// As [`json_schema_to_grammar_with_report`] under `limits`: [`Limits::max_schema_depth`]
 /// (checked on the document before anything else) and [`Limits::max_enum_values`].
 fn to_grammar(

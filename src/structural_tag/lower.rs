@@ -5,13 +5,15 @@ use super::text::text_avoiding;
 use super::StructuralTagError;
 use crate::grammar::builder::GrammarBuilder;
 use crate::grammar::{parse_ebnf, Expr, Grammar, TokenRef};
-use crate::json_schema::{json_schema_to_grammar, JsonSchemaOptions};
+use crate::json_schema::{json_schema_to_grammar_limited, JsonSchemaOptions};
+use crate::limits::Limits;
 use crate::regex::{regex_to_grammar, RegexOptions};
 use crate::vocab::Vocabulary;
 
 pub(super) fn lower(
     tag: &StructuralTag,
     vocab: Option<&Vocabulary>,
+    limits: &Limits,
 ) -> Result<Grammar, StructuralTagError> {
     let mut specials: Vec<(Vec<u8>, u32)> = vocab
         .map(|v| {
@@ -29,6 +31,7 @@ pub(super) fn lower(
         b: GrammarBuilder::default(),
         vocab,
         specials,
+        limits: limits.clone(),
     };
     let root = l.b.reserve("root");
     let body = l.format(&tag.format, "format", &[])?;
@@ -58,6 +61,8 @@ pub(super) struct Lowerer<'v> {
     vocab: Option<&'v Vocabulary>,
     /// The vocabulary's special tokens with non-empty text, longest text first.
     specials: Vec<(Vec<u8>, u32)>,
+    /// The compiler's limits, applied to embedded JSON Schemas too.
+    pub(super) limits: Limits,
 }
 
 impl Lowerer<'_> {
@@ -207,12 +212,11 @@ impl Lowerer<'_> {
                 };
                 match style {
                     JsonStyle::Json => {
-                        let g = json_schema_to_grammar(json_schema, &opts).map_err(|e| {
-                            StructuralTagError::Schema {
+                        let g = json_schema_to_grammar_limited(json_schema, &opts, &self.limits)
+                            .map_err(|e| StructuralTagError::Schema {
                                 path: path.to_string(),
                                 source: Box::new(e),
-                            }
-                        })?;
+                            })?;
                         self.embed(&g, "json")
                     }
                     JsonStyle::QwenXml => super::xml::qwen_xml(self, json_schema, &opts, path)?,

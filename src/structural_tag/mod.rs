@@ -202,7 +202,7 @@ pub fn structural_tag_to_grammar(
     tag: &StructuralTag,
     vocab: Option<&Vocabulary>,
 ) -> Result<Grammar, StructuralTagError> {
-    lower::lower(tag, vocab)
+    lower::lower(tag, vocab, &crate::Limits::default())
 }
 
 impl GrammarCompiler {
@@ -218,7 +218,8 @@ impl GrammarCompiler {
         tag: &S,
     ) -> Result<Arc<CompiledGrammar>, CompileError> {
         let tag = tag.to_structural_tag()?;
-        let grammar = structural_tag_to_grammar(&tag, Some(self.vocabulary()))?;
+        // The compiler's limits hold for the schemas inside the tag too.
+        let grammar = lower::lower(&tag, Some(self.vocabulary()), self.limits())?;
         self.compile_ir(&grammar)
     }
 }

@@ -19,7 +19,7 @@ use super::lower::Lowerer;
 use super::text::text_avoiding;
 use super::StructuralTagError;
 use crate::grammar::Expr;
-use crate::json_schema::{json_schema_to_grammar, JsonSchemaError, JsonSchemaOptions};
+use crate::json_schema::{json_schema_to_grammar_limited, JsonSchemaError, JsonSchemaOptions};
 use serde_json::{Map, Value};
 
 const CLOSE: &str = "</parameter>";
@@ -259,9 +259,11 @@ fn value_grammar(
             }
         }
     }
-    let g = json_schema_to_grammar(&schema, opts).map_err(|e| StructuralTagError::Schema {
-        path: path.to_string(),
-        source: Box::new(e),
+    let g = json_schema_to_grammar_limited(&schema, opts, &l.limits).map_err(|e| {
+        StructuralTagError::Schema {
+            path: path.to_string(),
+            source: Box::new(e),
+        }
     })?;
     Ok(Expr::Rule(l.b.embed(&g, "param")))
 }
