@@ -584,7 +584,7 @@ fn trigger_then_a_token_running_into_an_unknown_name() {
 /// here with them as specials): the end token never closes a JSON string.
 #[test]
 fn special_token_tags_are_atomic() {
-    use tokensieve::{GrammarCompiler, Vocabulary};
+    use tokensieve::GrammarCompiler;
     let mut tokens: Vec<Vec<u8>> = (0u8..128).map(|b| vec![b]).collect();
     let specials = [
         "<|tool_calls_section_begin|>",
