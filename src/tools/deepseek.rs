@@ -23,7 +23,7 @@
 
 use serde_json::{json, Value};
 
-use super::scan::{self, ArgsRead, CallRead, Sections};
+use super::scan::{self, CallRead, Sections};
 use super::tags::{self, Envelope};
 use super::{
     FormatOptions, PartialCall, PartialOutput, StructuralTag, Tool, ToolCall, ToolCallFormat,
@@ -264,26 +264,7 @@ fn read_call(body: &str, tools: &[Tool], at_end: bool) -> CallRead {
         (before, after)
     };
     let name_ok = scan::check_call_name(name, tools);
-    match scan::read_arguments_then(&body[args_start..], CALL_END, at_end) {
-        ArgsRead::Pending(arguments_text) => CallRead::Pending(PartialCall {
-            id: None,
-            name: name_ok.is_ok().then(|| name.to_owned()),
-            arguments_text,
-            complete: None,
-        }),
-        ArgsRead::Done { value, text, len } => match name_ok {
-            Ok(()) => CallRead::Done {
-                call: ToolCall::new(name, value),
-                arguments_text: text,
-                len: args_start + len,
-            },
-            Err(error) => CallRead::Bad {
-                error,
-                len: args_start + len,
-            },
-        },
-        ArgsRead::Bad(e) => bad(name_ok.err().unwrap_or(e)),
-    }
+    scan::read_call_arguments(body, args_start, CALL_END, at_end, name, None, name_ok)
 }
 
 #[cfg(test)]

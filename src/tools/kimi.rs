@@ -8,7 +8,7 @@
 
 use serde_json::{json, Value};
 
-use super::scan::{self, ArgsRead, CallRead, Sections};
+use super::scan::{self, CallRead, Sections};
 use super::tags::{self, Envelope};
 use super::{
     FormatOptions, PartialCall, PartialOutput, StructuralTag, Tool, ToolCall, ToolCallFormat,
@@ -211,30 +211,7 @@ fn read_call(body: &str, tools: &[Tool], at_end: bool) -> CallRead {
     let name = name_from_id(id);
     let name_ok = scan::check_call_name(name, tools);
     let args_start = arg + ARGUMENT_BEGIN.len();
-    match scan::read_arguments_then(&body[args_start..], CALL_END, at_end) {
-        ArgsRead::Pending(arguments_text) => CallRead::Pending(PartialCall {
-            id: name_ok.is_ok().then(|| id.to_owned()),
-            name: name_ok.is_ok().then(|| name.to_owned()),
-            arguments_text,
-            complete: None,
-        }),
-        ArgsRead::Done { value, text, len } => match name_ok {
-            Ok(()) => CallRead::Done {
-                call: ToolCall {
-                    id: Some(id.to_owned()),
-                    name: name.to_owned(),
-                    arguments: value,
-                },
-                arguments_text: text,
-                len: args_start + len,
-            },
-            Err(error) => CallRead::Bad {
-                error,
-                len: args_start + len,
-            },
-        },
-        ArgsRead::Bad(e) => bad(name_ok.err().unwrap_or(e)),
-    }
+    scan::read_call_arguments(body, args_start, CALL_END, at_end, name, Some(id), name_ok)
 }
 
 #[cfg(test)]

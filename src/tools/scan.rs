@@ -795,6 +795,49 @@ pub fn departure<'t>(tail: &'t str, marker: &str) -> &'t str {
     &tail[..cut]
 }
 
+/// The rest of a sectioned family's call (DeepSeek, Kimi K2) once its header is read:
+/// the arguments from `body[args_start..]` up to `end` ([`read_arguments_then`]), as a call
+/// named `name` with `id`. `name_ok` is the name's check against the tools: a bad name
+/// makes the call malformed once its arguments end, and is never streamed.
+pub fn read_call_arguments(
+    body: &str,
+    args_start: usize,
+    end: &str,
+    at_end: bool,
+    name: &str,
+    id: Option<&str>,
+    name_ok: Result<(), ToolParseError>,
+) -> CallRead {
+    let bad = |error: ToolParseError| CallRead::Bad {
+        error,
+        len: bad_len(body, end),
+    };
+    match read_arguments_then(&body[args_start..], end, at_end) {
+        ArgsRead::Pending(arguments_text) => CallRead::Pending(PartialCall {
+            id: name_ok.is_ok().then(|| id.map(str::to_owned)).flatten(),
+            name: name_ok.is_ok().then(|| name.to_owned()),
+            arguments_text,
+            complete: None,
+        }),
+        ArgsRead::Done { value, text, len } => match name_ok {
+            Ok(()) => CallRead::Done {
+                call: super::ToolCall {
+                    id: id.map(str::to_owned),
+                    name: name.to_owned(),
+                    arguments: value,
+                },
+                arguments_text: text,
+                len: args_start + len,
+            },
+            Err(error) => CallRead::Bad {
+                error,
+                len: args_start + len,
+            },
+        },
+        ArgsRead::Bad(e) => bad(name_ok.err().unwrap_or(e)),
+    }
+}
+
 /// The result of [`read_arguments_then`].
 #[derive(Debug)]
 pub enum ArgsRead {
