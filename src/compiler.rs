@@ -6,7 +6,7 @@
 //! threads, share.
 
 use crate::automaton::{
-    lower::{inline_rules, lower_repeats},
+    lower::{inline_rules, lower_repeats, simplify_repeats},
     Automaton, AutomatonError,
 };
 use crate::grammar::ebnf::{parse_ebnf, EbnfError};
@@ -303,7 +303,8 @@ impl GrammarCompiler {
                 }
             }
         }
-        let (lowered, counted) = lower_repeats(&inline_rules(&rewritten));
+        let simplified = simplify_repeats(&inline_rules(&rewritten), self.limits.max_repeat_bound)?;
+        let (lowered, counted) = lower_repeats(&simplified);
         let mut aut = Automaton::build(
             &lowered,
             &counted,
@@ -374,7 +375,7 @@ impl GrammarCompiler {
             }
             first.into_par_iter().try_for_each(|n| {
                 deadline.check()?;
-                add(compiled.node_mask(n).map_or(0, |m| m.memory_bytes()))
+                add(compiled.precompute_node_mask(n, &deadline)?)
             })?;
             // Context masks for the nodes whose tokens can run past their rule's end.
             let pairs: Vec<(u32, u32)> = (0..compiled.aut.nodes.len() as u32)
@@ -390,7 +391,7 @@ impl GrammarCompiler {
                 .collect();
             pairs.into_par_iter().try_for_each(|(n, m)| {
                 deadline.check()?;
-                add(compiled.pair_mask(n, m).map_or(0, |m| m.memory_bytes()))
+                add(compiled.precompute_pair_mask(n, m, &deadline)?)
             })?;
             compiled.class_keys = Vec::new();
             check_memory(&self.limits, compiled.memory_bytes())?;
@@ -438,12 +439,7 @@ impl CompiledGrammar {
             if let Some(m) = self.read_cache(&self.virtual_masks, &key) {
                 return Some(MaskRef::Shared(m));
             }
-            let m = Arc::new(compute_node_mask(
-                &self.aut,
-                &self.trie,
-                n,
-                self.vocab.bitmask_words(),
-            ));
+            let m = Arc::new(self.node_mask_by(n, &Deadline::never())?);
             let mut w = self
                 .virtual_masks
                 .write()
@@ -459,18 +455,88 @@ impl CompiledGrammar {
             if let Some(m) = key.and_then(|k| self.shared.get(k)) {
                 return m;
             }
-            let m = Arc::new(compute_node_mask(
-                &self.aut,
-                &self.trie,
-                n,
-                self.vocab.bitmask_words(),
-            ));
+            // Without a deadline the walk always finishes.
+            let m = Arc::new(self.node_mask_by(n, &Deadline::never()).unwrap_or_default());
             match key {
                 Some(k) => self.shared.insert(k, m),
                 None => m,
             }
         });
         Some(MaskRef::Borrowed(mask))
+    }
+
+    /// Walks the trie for node `n`'s mask; `None` if `deadline` passed first.
+    fn node_mask_by(&self, n: u32, deadline: &Deadline) -> Option<NodeMask> {
+        compute_node_mask(
+            &self.aut,
+            &self.trie,
+            n,
+            self.vocab.bitmask_words(),
+            deadline,
+        )
+    }
+
+    /// The eager precompute of real node `n`'s mask class (as [`Self::node_mask`], but the
+    /// walk stops at `deadline`). Returns the bytes the mask added (0 if it was known).
+    fn precompute_node_mask(&self, n: u32, deadline: &Deadline) -> Result<usize, LimitExceeded> {
+        if !self.has_mask[n as usize] {
+            return Ok(0);
+        }
+        let c = self.mask_class[n as usize] as usize;
+        if self.masks[c].get().is_some() {
+            return Ok(0);
+        }
+        let key = self.class_keys.get(c).and_then(Option::as_ref);
+        let m = match key.and_then(|k| self.shared.get(k)) {
+            Some(m) => m,
+            None => {
+                let m = Arc::new(
+                    self.node_mask_by(n, deadline)
+                        .ok_or_else(|| deadline.exceeded())?,
+                );
+                match key {
+                    Some(k) => self.shared.insert(k, m),
+                    None => m,
+                }
+            }
+        };
+        let bytes = m.memory_bytes();
+        // Another thread may have set it meanwhile: the same mask, either one will do.
+        let _ = self.masks[c].set(m);
+        Ok(bytes)
+    }
+
+    /// The eager precompute of the context mask of real node `n` called from `caller` (as
+    /// [`Self::pair_mask`], but the walk stops at `deadline`). Returns the bytes it added.
+    fn precompute_pair_mask(
+        &self,
+        n: u32,
+        caller: u32,
+        deadline: &Deadline,
+    ) -> Result<usize, LimitExceeded> {
+        let rule = self.aut.rule_of(n) as usize;
+        let sites = &self.sites[rule];
+        let (Ok(k), Some(own)) = (sites.binary_search(&caller), self.node_mask(n)) else {
+            return Ok(0);
+        };
+        let row = self.pair_masks[n as usize]
+            .get_or_init(|| (0..sites.len()).map(|_| OnceLock::new()).collect());
+        if row[k].get().is_some() {
+            return Ok(0);
+        }
+        let m = compute_pair_mask(
+            &self.aut,
+            &self.trie,
+            &self.vocab,
+            &own,
+            n,
+            caller,
+            deadline,
+        )
+        .ok_or_else(|| deadline.exceeded())?;
+        let bytes = m.memory_bytes();
+        let _ = row[k].set(m);
+        Ok(bytes)
     }
 
     fn virtual_key(&self, n: u32) -> VirtualKey {
@@ -510,7 +576,8 @@ impl CompiledGrammar {
                 &own,
                 n,
                 caller,
-            ));
+                &Deadline::never(),
+            )?);
             let mut w = self
                 .virtual_pair_masks
                 .write()
@@ -520,7 +587,17 @@ impl CompiledGrammar {
         let row = self.pair_masks[n as usize]
             .get_or_init(|| (0..sites.len()).map(|_| OnceLock::new()).collect());
         Some(MaskRef::Borrowed(row[k].get_or_init(|| {
-            compute_pair_mask(&self.aut, &self.trie, &self.vocab, &own, n, caller)
+            // Without a deadline the walk always finishes.
+            compute_pair_mask(
+                &self.aut,
+                &self.trie,
+                &self.vocab,
+                &own,
+                n,
+                caller,
+                &Deadline::never(),
+            )
+            .unwrap_or_default()
         })))
     }
 

@@ -62,10 +62,15 @@ pub struct Limits {
     /// later, under [`Precompute::Lazy`](crate::Precompute::Lazy), are not bounded).
     /// Default 4 GiB.
     pub max_memory_bytes: u64,
-    /// Wall-clock budget of one compile, or `None` for none. Checked cooperatively (a flag,
-    /// never a thread kill) between rules and states of the automaton construction and
-    /// between nodes of the mask precomputation; a compile stops within about one node's
-    /// mask time (well under a second) of the deadline. Default `None`.
+    /// Wall-clock budget of one compile from grammar IR to its precomputed masks, or `None`
+    /// for none. Checked cooperatively (a clock read, never a thread kill) between rules and
+    /// states of the automaton construction and every 1,024 trie nodes of each mask walk, so
+    /// a compile stops within milliseconds of the deadline. The front ends' own work (schema
+    /// or grammar text → IR) is bounded by the size limits instead and not timed. Default 20
+    /// seconds: about eight times the slowest shared MaskBench schema's eager compile with
+    /// the Llama 3.1 vocabulary (2.4 s), so only a pathological grammar (such as an
+    /// ambiguous nested repetition, `([a-z]{0,1000} "x"?){0,1000}`) meets it; a server that
+    /// compiles requests from anyone may want a tighter one.
     pub compile_time: Option<Duration>,
     /// Deepest nesting of JSON Schema subschemas and `$ref` chains, for front ends that
     /// honour it. Default 200.
@@ -84,7 +89,7 @@ impl Default for Limits {
             max_rule_states: 500_000,
             max_automaton_nodes: 4_000_000,
             max_memory_bytes: 4 << 30,
-            compile_time: None,
+            compile_time: Some(Duration::from_secs(20)),
             max_schema_depth: 200,
             max_enum_values: 200_000,
         }
@@ -92,8 +97,14 @@ impl Default for Limits {
 }
 
 impl Limits {
-    /// No practical bound: every field at its maximum (the IR's hard nesting limit still
-    /// applies). For trusted input only.
+    /// No practical bound: every field at its maximum and no compile-time budget. For
+    /// trusted input only. Bounds that are part of a format's syntax or of the IR still
+    /// apply: the IR's nesting depth ([`Grammar::MAX_DEPTH`](crate::Grammar::MAX_DEPTH)),
+    /// the counter range of one repetition (`u32::MAX / 2`, nested bounds multiplied), the
+    /// EBNF parser's [`MAX_REPEAT_BOUND`](crate::grammar::ebnf::MAX_REPEAT_BOUND) and
+    /// [`MAX_NESTING_DEPTH`](crate::grammar::ebnf::MAX_NESTING_DEPTH), the regex parser's
+    /// nesting limit and the structural-tag reader's
+    /// [`MAX_FORMAT_DEPTH`](crate::structural_tag::MAX_FORMAT_DEPTH).
     pub fn unlimited() -> Self {
         Limits {
             max_ir_nodes: u64::MAX,
@@ -232,6 +243,16 @@ impl Deadline {
             start: Instant::now(),
             budget,
         }
+    }
+
+    /// A deadline that never passes (mask walks outside a compile).
+    pub(crate) fn never() -> Self {
+        Deadline::start(None)
+    }
+
+    /// The error for this deadline having passed (as [`Deadline::error`] with its budget).
+    pub(crate) fn exceeded(&self) -> LimitExceeded {
+        self.error(self.budget.unwrap_or_default())
     }
 
     /// True once the budget is spent.

@@ -194,6 +194,31 @@ fn compile_time_budget_is_cooperative() {
         took < budget + full / 2 + Duration::from_millis(200),
         "stopped after {took:?} for a budget of {budget:?} (full compile {full:?})"
     );
+    // An ambiguous nested repetition (about 5 s of mask precomputation, some 50 ms per
+    // node): the walks inside a node look at the clock too.
+    let budget = Duration::from_millis(300);
+    let c = c.with_limits(Limits {
+        compile_time: Some(budget),
+        ..Limits::default()
+    });
+    let t = Instant::now();
+    let l = expect_limit(
+        &c,
+        "root ::= ([a-z]{0,1000} \"x\"?){0,1000}",
+        Limit::CompileTime,
+    );
+    let took = t.elapsed();
+    eprintln!("nested repetition: stopped after {took:?}; {l}");
+    assert!(took < budget * 4, "stopped after {took:?}");
+}
+
+#[test]
+fn default_compile_time_budget() {
+    assert_eq!(
+        Limits::default().compile_time,
+        Some(Duration::from_secs(20))
+    );
+    assert_eq!(Limits::unlimited().compile_time, None);
 }
 
 #[test]
@@ -418,5 +443,103 @@ fn enum_values() {
             assert!(l.to_string().contains("max_enum_values"), "{l}");
         }
         other => panic!("{other:?}"),
+    }
+}
+
+/// Checks a compiled `src` against texts of `n` letters: `ok(n)` says which lengths match.
+fn check_lengths(c: &GrammarCompiler, src: &str, lengths: &[usize], ok: impl Fn(usize) -> bool) {
+    let g = c.compile_grammar(src).unwrap();
+    for &n in lengths {
+        let mut m = GrammarMatcher::new(g.clone());
+        let matched = m.accept_string(&"q".repeat(n)) && m.is_completed();
+        assert_eq!(matched, ok(n), "{src}: {n} letters");
+    }
+}
+
+#[test]
+fn nested_repetitions_compile_as_one() {
+    let c = GrammarCompiler::new(vocab());
+    // A nullable body repeated is its non-empty part repeated: `([a-z]?){0,1000}` is
+    // `[a-z]{0,1000}`, one counted rule.
+    let src = "root ::= ([a-z]?){0,1000}";
+    assert!(c.compile_grammar(src).unwrap().node_count() < 10);
+    check_lengths(&c, src, &[0, 1, 999, 1000, 1001], |n| n <= 1000);
+    // Directly nested bounds whose ranges join multiply: `([a-z]{1,1000}){2,1000}` is
+    // `[a-z]{2,1000000}`; `([a-z]{0,1000}){0,1000}` is `[a-z]{0,1000000}`.
+    let src = "root ::= ([a-z]{1,1000}){2,1000}";
+    assert!(c.compile_grammar(src).unwrap().node_count() < 10);
+    check_lengths(&c, src, &[0, 1, 2, 999_999, 1_000_000, 1_000_001], |n| {
+        (2..=1_000_000).contains(&n)
+    });
+    let src = "root ::= (([a-z]{0,1000}){0,1000})";
+    assert!(c.compile_grammar(src).unwrap().node_count() < 10);
+    check_lengths(&c, src, &[0, 1, 1_000_000, 1_000_001], |n| n <= 1_000_000);
+    // Ranges with gaps are not merged: `([a-z]{3,4}){0,10}` matches 0, 3, 4, then 6 to 40.
+    let src = "root ::= ([a-z]{3,4}){0,10}";
+    check_lengths(&c, src, &[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 40, 41], |n| {
+        matches!(n, 0 | 3 | 4) || (6..=40).contains(&n)
+    });
+    // `([a-z]{3,4}){2,10}`: 6..=40 joins from two copies on (2·4 + 1 >= 3·3).
+    check_lengths(
+        &c,
+        src.replace("{0,10}", "{2,10}").as_str(),
+        &[5, 6, 40, 41],
+        |n| (6..=40).contains(&n),
+    );
+    // An unbounded outer repetition: `([a-z]{2,5})*` is "" or 2 letters and more.
+    check_lengths(&c, "root ::= ([a-z]{2,5})*", &[0, 1, 2, 3, 77], |n| n != 1);
+}
+
+#[test]
+fn nested_repetition_bounds_multiply_against_the_limit() {
+    // A 40-byte grammar that repeats a letter up to 10^12 times: the repetition bound is
+    // the product, refused at once (this took minutes of mask precomputation before).
+    let c = GrammarCompiler::new(vocab());
+    let l = expect_limit(
+        &c,
+        "root ::= ([a-z]{0,1000000}){0,1000000}",
+        Limit::RepeatBound,
+    );
+    assert_eq!((l.value, l.actual), (1_000_000, 1_000_000_000_000));
+    assert_eq!(l.rule.as_deref(), Some("root"));
+    // Under Limits::unlimited() the product still has to fit the automaton's counter.
+    let c = with(Limits::unlimited());
+    let l = expect_limit(
+        &c,
+        "root ::= ([a-z]{0,1000000}){0,1000000}",
+        Limit::RepeatBound,
+    );
+    assert_eq!(l.actual, 1_000_000_000_000);
+}
+
+#[test]
+fn rewritten_repetitions_keep_their_language() {
+    // Nullable bodies and nested bounds are rewritten before lowering; every string over
+    // {a, b} up to 8 letters gets the same verdict as the `regex` crate's.
+    let c = GrammarCompiler::new(vocab());
+    let cases = [
+        (r#"("a"? "b"?){2,3}"#, "(a?b?){2,3}"),
+        (r#"("a" | ""){3,5}"#, "(a|){3,5}"),
+        (r#"(("a"?){0,2} "b"?){1,3}"#, "((a?){0,2}b?){1,3}"),
+        (r#"("a"{0,2} "b"{0,1} "a"?)*"#, "(a{0,2}b{0,1}a?)*"),
+        (r#"(("ab"){1,2}){2,3}"#, "((ab){1,2}){2,3}"),
+        (r#"(("a"{2,3}){0,4})"#, "((a{2,3}){0,4})"),
+        (r#"(("a"{2,3}){1,}) "b""#, "(a{2,3}){1,}b"),
+        (r#"(("a"*){2,3}){0,2} "b"?"#, "((a*){2,3}){0,2}b?"),
+        (r#"("a"?){0,0} "b""#, "(a?){0,0}b"),
+    ];
+    for (ebnf, re) in cases {
+        let g = c.compile_grammar(&format!("root ::= {ebnf}")).unwrap();
+        let re = regex::Regex::new(&format!("^(?:{re})$")).unwrap();
+        for len in 0..=8u32 {
+            for bits in 0..1u32 << len {
+                let s: String = (0..len)
+                    .map(|i| if bits >> i & 1 == 0 { 'a' } else { 'b' })
+                    .collect();
+                let mut m = GrammarMatcher::new(g.clone());
+                let ours = m.accept_string(&s) && m.is_completed();
+                assert_eq!(ours, re.is_match(&s), "{ebnf} on {s:?}");
+            }
+        }
     }
 }

@@ -247,6 +247,218 @@ pub(crate) fn lower_repeats(grammar: &Grammar) -> (Grammar, Vec<u32>) {
     )
 }
 
+/// Rewrites repetitions into equivalent, less ambiguous ones before lowering:
+///
+/// - a nullable pure-bytes body repeated is its non-empty part repeated from zero:
+///   `(b){m,n}` = `(b'){0,n}` where `b'` matches the non-empty strings of `b` (the empty
+///   copies pad any count up to `m`), so `([a-z]?){0,1000}` becomes `[a-z]{0,1000}`;
+/// - a repetition directly inside another, `(x{m1,n1}){m2,n2}`, is `x{m2·m1, n2·n1}` when
+///   the ranges `[j·m1, j·n1]` for the counts `j` the outer one allows join without gaps.
+///
+/// Both keep the language and turn the nested forms, which are ambiguous (many ways to
+/// split a run of letters between copies) and so costly for the mask precomputation, into
+/// one counted repetition. Nested bounds multiply: the product is checked against
+/// `max_bound` ([`Limits::max_repeat_bound`](crate::Limits::max_repeat_bound)) and against
+/// what a counted repetition can hold (`u32::MAX / 2`).
+///
+/// # Errors
+/// [`LimitExceeded`](crate::LimitExceeded) for [`Limit::RepeatBound`](crate::Limit) when a
+/// merged bound exceeds `max_bound`, naming the rule and the product.
+pub(crate) fn simplify_repeats(
+    grammar: &Grammar,
+    max_bound: u32,
+) -> Result<Grammar, crate::LimitExceeded> {
+    let mut rules = Vec::with_capacity(grammar.rules.len());
+    for rule in &grammar.rules {
+        let body = simplify(&rule.body).map_err(|product| {
+            crate::LimitExceeded::new(
+                crate::Limit::RepeatBound,
+                max_bound as u64,
+                product,
+                Some(&rule.name),
+            )
+        })?;
+        if let Some(&bound) = largest_bound(&body).iter().find(|&&b| b > max_bound as u64) {
+            return Err(crate::LimitExceeded::new(
+                crate::Limit::RepeatBound,
+                max_bound as u64,
+                bound,
+                Some(&rule.name),
+            ));
+        }
+        rules.push(Rule {
+            name: rule.name.clone(),
+            body,
+        });
+    }
+    Ok(Grammar {
+        rules,
+        root: grammar.root,
+    })
+}
+
+/// The largest repetition bound in `e`, if it has a repetition.
+fn largest_bound(e: &Expr) -> Option<u64> {
+    let mut best = None;
+    let mut stack = vec![e];
+    while let Some(e) = stack.pop() {
+        match e {
+            Expr::Seq(v) | Expr::Choice(v) => stack.extend(v.iter()),
+            Expr::Repeat { expr, min, max } => {
+                let b = max.unwrap_or(*min).max(*min) as u64;
+                best = Some(best.map_or(b, |x: u64| x.max(b)));
+                stack.push(expr);
+            }
+            _ => {}
+        }
+    }
+    best
+}
+
+/// Most a counted repetition's bounds may be (its virtual node ids are `u32`).
+const MAX_MERGED_BOUND: u64 = (u32::MAX / 2) as u64;
+
+/// [`simplify_repeats`] on one expression (recursive: the IR is depth-bounded). `Err` holds
+/// a merged bound too large for a `u32` counter.
+fn simplify(e: &Expr) -> Result<Expr, u64> {
+    Ok(match e {
+        Expr::Seq(v) => Expr::Seq(v.iter().map(simplify).collect::<Result<_, _>>()?),
+        Expr::Choice(v) => Expr::Choice(v.iter().map(simplify).collect::<Result<_, _>>()?),
+        Expr::Repeat { expr, min, max } => {
+            let mut inner = simplify(expr)?;
+            let (mut min, max) = (*min, *max);
+            if max == Some(0) {
+                return Ok(Expr::Empty);
+            }
+            if is_pure_bytes(&inner) && nullable(&inner) {
+                match non_empty(&inner) {
+                    Some(Some(x)) if size(&x) <= size(&inner).saturating_mul(4) + 16 => {
+                        inner = x;
+                        min = 0;
+                    }
+                    Some(None) => return Ok(Expr::Empty),
+                    _ => {}
+                }
+            }
+            let inner = unwrap_single(inner);
+            if let Expr::Repeat {
+                expr: x,
+                min: m1,
+                max: n1,
+            } = &inner
+            {
+                if let Some((lo, hi)) = merge_counts(*m1, *n1, min, max) {
+                    let fit = |b: u64| {
+                        if b > MAX_MERGED_BOUND {
+                            Err(b)
+                        } else {
+                            Ok(b as u32)
+                        }
+                    };
+                    return Ok(Expr::Repeat {
+                        expr: x.clone(),
+                        min: fit(lo)?,
+                        max: hi.map(fit).transpose()?,
+                    });
+                }
+            }
+            Expr::Repeat {
+                expr: Box::new(inner),
+                min,
+                max,
+            }
+        }
+        other => other.clone(),
+    })
+}
+
+/// A one-part sequence or choice is its part.
+fn unwrap_single(e: Expr) -> Expr {
+    match e {
+        Expr::Seq(mut v) | Expr::Choice(mut v) if v.len() == 1 => {
+            unwrap_single(v.pop().unwrap_or(Expr::Empty))
+        }
+        other => other,
+    }
+}
+
+/// `(x{m1,n1}){m2,n2}` as `x{lo,hi}`: the union over counts `j` in `m2..=n2` of
+/// `[j·m1, j·n1]`, when it has no gaps (`None` otherwise). Consecutive ranges join when
+/// `(j+1)·m1 <= j·n1 + 1`, which is hardest at the smallest `j`. `hi` `None` = unbounded.
+fn merge_counts(m1: u32, n1: Option<u32>, m2: u32, n2: Option<u32>) -> Option<(u64, Option<u64>)> {
+    let (m1, m2) = (m1 as u64, m2 as u64);
+    let several = n2.map_or(true, |n2| n2 as u64 > m2);
+    if several {
+        let joins = match n1 {
+            _ if m2 == 0 => m1 <= 1,
+            None => true,
+            Some(n1) => (m2 + 1) * m1 <= m2 * n1 as u64 + 1,
+        };
+        if !joins {
+            return None;
+        }
+    }
+    let hi = match (n1, n2) {
+        (Some(n1), Some(n2)) => Some(n1 as u64 * n2 as u64),
+        (None, Some(0)) | (Some(0), None) => Some(0),
+        _ => None,
+    };
+    Some((m1 * m2, hi))
+}
+
+/// The non-empty strings of a pure-bytes expression: `Some(Some(x))`, `Some(None)` when it
+/// has none (it matches only the empty string), `None` when the rewrite would be large
+/// (a sequence of many nullable parts).
+fn non_empty(e: &Expr) -> Option<Option<Expr>> {
+    Some(match e {
+        Expr::Empty => None,
+        Expr::Bytes(b) if b.is_empty() => None,
+        _ if !nullable(e) => Some(e.clone()),
+        Expr::Choice(v) => {
+            let mut alts = Vec::with_capacity(v.len());
+            for a in v {
+                if let Some(x) = non_empty(a)? {
+                    alts.push(x);
+                }
+            }
+            match alts.len() {
+                0 => None,
+                1 => alts.pop(),
+                _ => Some(Expr::Choice(alts)),
+            }
+        }
+        // Every part is nullable: the first non-empty part, then anything.
+        Expr::Seq(v) if v.len() <= 4 => {
+            let mut alts = Vec::new();
+            for (i, a) in v.iter().enumerate() {
+                if let Some(x) = non_empty(a)? {
+                    let mut seq = vec![x];
+                    seq.extend(v[i + 1..].iter().cloned());
+                    alts.push(Expr::Seq(seq));
+                }
+            }
+            match alts.len() {
+                0 => None,
+                1 => alts.pop(),
+                _ => Some(Expr::Choice(alts)),
+            }
+        }
+        Expr::Repeat { expr, max, .. } => {
+            // `x{m,n}` with `x` nullable or `m == 0`: one to `n` non-empty copies.
+            let x = match non_empty(expr)? {
+                Some(x) => x,
+                None => return Some(None),
+            };
+            Some(Expr::Repeat {
+                expr: Box::new(x),
+                min: 1,
+                max: *max,
+            })
+        }
+        _ => return None,
+    })
+}
+
 /// Rules whose body has at most this many IR nodes are inlined into their callers when
 /// they are not recursive: one larger automaton per rule means fewer rule boundaries, and
 /// tokens that cross a rule boundary are the ones the mask cache cannot decide alone.
@@ -498,6 +710,47 @@ mod tests {
             Expr::Seq(vec![Expr::Bytes(b"x".to_vec()), rule(1)])
         );
         assert_eq!(out.root, RuleId(0));
+    }
+
+    #[test]
+    fn merged_counts_are_the_union_of_the_copies() {
+        // Exhaustive over small bounds: whenever `merge_counts` merges, the counts it gives
+        // are exactly those of `(x{m1,n1}){m2,n2}`; it declines only when there is a gap.
+        for m1 in 0..5u32 {
+            for n1 in (m1..7).map(Some).chain([None]) {
+                for m2 in 0..5u32 {
+                    for n2 in (m2..7).map(Some).chain([None]) {
+                        // Lengths reachable (in copies of x), up to 60.
+                        let mut reach = [false; 61];
+                        for j in m2..=n2.unwrap_or(60) {
+                            let hi = match n1 {
+                                Some(n1) => (j * n1).min(60),
+                                None if j == 0 => 0,
+                                None => 60,
+                            };
+                            for k in (j * m1).min(61)..=hi {
+                                reach[k as usize] = true;
+                            }
+                        }
+                        let gap = (1..60).any(|k| {
+                            !reach[k]
+                                && reach[..k].iter().any(|&r| r)
+                                && reach[k + 1..].iter().any(|&r| r)
+                        });
+                        match merge_counts(m1, n1, m2, n2) {
+                            Some((lo, hi)) => {
+                                for (k, &r) in reach.iter().enumerate().take(60) {
+                                    let k = k as u64;
+                                    let inside = k >= lo && hi.map_or(true, |h| k <= h);
+                                    assert_eq!(inside, r, "({m1},{n1:?}) ({m2},{n2:?}) at {k}");
+                                }
+                            }
+                            None => assert!(gap, "({m1},{n1:?}) ({m2},{n2:?}) declined"),
+                        }
+                    }
+                }
+            }
+        }
     }
 
     #[test]

@@ -11,6 +11,7 @@
 
 use super::trie::TokenTrie;
 use crate::automaton::{byte_in, Automaton};
+use crate::limits::Deadline;
 use crate::parser::Chart;
 use crate::vocab::Vocabulary;
 
@@ -25,8 +26,15 @@ pub(crate) enum TokenSet {
     Bitset(Box<[u32]>),
 }
 
+impl Default for TokenSet {
+    /// No token.
+    fn default() -> Self {
+        TokenSet::Accepted(Vec::new())
+    }
+}
+
 /// The precomputed mask of one automaton node.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct NodeMask {
     pub accepted: TokenSet,
     /// Trie positions (indices into [`TokenTrie::sorted`]) of uncertain tokens, ascending.
@@ -44,22 +52,29 @@ impl NodeMask {
     }
 }
 
-/// Computes the mask of `node`. `words` is the bitmask length in `u32` words.
+/// Trie nodes (or tokens) a mask walk visits between two looks at the deadline: a look
+/// costs a clock read (~25 ns), a visit at least a chart push.
+const DEADLINE_EVERY: usize = 1024;
+
+/// Computes the mask of `node`. `words` is the bitmask length in `u32` words. `None` when
+/// `deadline` passed during the walk (looked at every [`DEADLINE_EVERY`] trie nodes).
 pub(crate) fn compute_node_mask(
     aut: &Automaton,
     trie: &TokenTrie,
     node: u32,
     words: usize,
-) -> NodeMask {
+    deadline: &Deadline,
+) -> Option<NodeMask> {
     let follow = &aut.follow[aut.rule_of(node) as usize];
     let chart = Chart::new(aut, node);
-    walk(trie, aut, chart, follow, words)
+    walk(trie, aut, chart, follow, words, deadline)
 }
 
 /// Computes the mask of `node` in a rule instance called from `caller` (a node with a call
 /// edge to `node`'s rule). Only the node's own uncertain tokens are examined: the result's
 /// `accepted` lists those that this context accepts (the node's own accepted set is applied
-/// separately), and `uncertain` those that may also run past the caller's rule.
+/// separately), and `uncertain` those that may also run past the caller's rule. `None` when
+/// `deadline` passed (looked at every [`DEADLINE_EVERY`] tokens).
 pub(crate) fn compute_pair_mask(
     aut: &Automaton,
     trie: &TokenTrie,
@@ -67,7 +82,8 @@ pub(crate) fn compute_pair_mask(
     node_mask: &NodeMask,
     node: u32,
     caller: u32,
-) -> NodeMask {
+    deadline: &Deadline,
+) -> Option<NodeMask> {
     let follow = &aut.follow[aut.rule_of(caller) as usize];
     let mut chart = Chart::with_caller(aut, caller, node);
     let base = chart.len();
@@ -80,7 +96,10 @@ pub(crate) fn compute_pair_mask(
     let mut pushed = 0usize;
     let mut failed = false;
     // Cost: one chart push per byte not shared with the previous token.
-    for &p in &node_mask.uncertain {
+    for (k, &p) in node_mask.uncertain.iter().enumerate() {
+        if k % DEADLINE_EVERY == DEADLINE_EVERY - 1 && deadline.expired() {
+            return None;
+        }
         let id = trie.sorted[p as usize];
         let bytes = vocab.token_bytes(id).unwrap_or(&[]);
         let lcp = prev.iter().zip(bytes).take_while(|(a, b)| a == b).count();
@@ -119,10 +138,10 @@ pub(crate) fn compute_pair_mask(
         }
     }
     accepted.sort_unstable();
-    NodeMask {
+    Some(NodeMask {
         accepted: TokenSet::Accepted(accepted),
         uncertain,
-    }
+    })
 }
 
 /// With `c` bytes consumed and byte `b` next: could the base rule have ended after some
@@ -144,7 +163,8 @@ fn walk(
     mut chart: Chart,
     follow: &[u64; 4],
     words: usize,
-) -> NodeMask {
+    deadline: &Deadline,
+) -> Option<NodeMask> {
     let base = chart.len();
     let mut accepted: Vec<u32> = Vec::new(); // trie positions
     let mut uncertain: Vec<u32> = Vec::new();
@@ -155,7 +175,12 @@ fn walk(
     let n = trie.byte.len();
     let mut i = 0usize;
     // Cost: one chart push per trie node visited; failed subtrees are skipped whole.
+    let mut visits = 0usize;
     while i < n {
+        visits += 1;
+        if visits % DEADLINE_EVERY == 0 && deadline.expired() {
+            return None;
+        }
         let d = trie.depth[i] as usize;
         while chart.len() > base + d - 1 {
             chart.pop();
@@ -201,10 +226,10 @@ fn walk(
     } else {
         TokenSet::Bitset(bits)
     };
-    NodeMask {
+    Some(NodeMask {
         accepted,
         uncertain,
-    }
+    })
 }
 
 /// The indices of the set bits, ascending.
