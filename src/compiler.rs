@@ -31,7 +31,7 @@ pub enum CompileError {
     #[error("invalid grammar: {0}")]
     Invalid(#[from] InvalidGrammar),
     /// A token terminal names a token the vocabulary does not have.
-    #[error("rule `{rule}`: token terminal `{text}` is not a token of the vocabulary")]
+    #[error("rule `{rule}`: token terminal `{text}` is not a token of the vocabulary (write a special token exactly as the tokenizer spells it; to match the characters, write a string: `\"{text}\"`)")]
     UnknownToken {
         /// The rule where it occurs.
         rule: String,
@@ -39,7 +39,7 @@ pub enum CompileError {
         text: String,
     },
     /// A token terminal `<[id]>` past the vocabulary.
-    #[error("rule `{rule}`: token terminal <[{id}]> is past the vocabulary of {size} tokens")]
+    #[error("rule `{rule}`: token terminal <[{id}]> is past the vocabulary of {size} tokens (ids run from 0 to size - 1)")]
     TokenOutOfRange {
         /// The rule where it occurs.
         rule: String,

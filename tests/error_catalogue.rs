@@ -14,6 +14,10 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokensieve::grammar::{parse_ebnf, Expr, Grammar, Rule, RuleId};
 use tokensieve::mask::{apply_token_bitmask_inplace, fill_next_token_bitmask_batch};
+use tokensieve::tools::{
+    format_by_name, register_format, FormatOptions, Tool, ToolCall, ToolChoice, ToolContext,
+    ToolSet,
+};
 use tokensieve::{
     GrammarCompiler, GrammarMatcher, JsonSchemaOptions, Limits, RegexOptions, Vocabulary,
 };
@@ -541,7 +545,7 @@ fn vocab_section() -> Section {
     let mut s = Section::new(
         "Vocabularies (`VocabError`)",
         "`Vocabulary::from_token_bytes`, `with_vocab_size`, `from_tokenizer_json` (feature \
-         `hf`). `TooManyTokens` (2^32 tokens or more) is not shown: it needs a 4-billion-token \
+         `hf`), `from_gguf` / `from_gguf_reader` (feature `gguf`). `TooManyTokens` (2^32 tokens or more) is not shown: it needs a 4-billion-token \
          list.",
     );
     let tokens: Vec<&[u8]> = vec![b"a", b"b"];
@@ -559,6 +563,27 @@ fn vocab_section() -> Section {
             .with_vocab_size(1),
         debug,
     );
+    #[cfg(feature = "gguf")]
+    {
+        let mut junk = std::io::Cursor::new(b"not a GGUF file".to_vec());
+        s.add(
+            "GgufRead",
+            "from_gguf_reader(b\"not a GGUF file\", \"junk.gguf\")",
+            Vocabulary::from_gguf_reader(&mut junk, "junk.gguf"),
+            debug,
+        );
+        // A valid GGUF header (version 3) with no tensors and no metadata.
+        let mut bare = b"GGUF".to_vec();
+        bare.extend_from_slice(&3u32.to_le_bytes());
+        bare.extend_from_slice(&0u64.to_le_bytes());
+        bare.extend_from_slice(&0u64.to_le_bytes());
+        s.add(
+            "GgufMetadata",
+            "from_gguf_reader(a GGUF v3 header with no metadata, \"bare.gguf\")",
+            Vocabulary::from_gguf_reader(&mut std::io::Cursor::new(bare), "bare.gguf"),
+            debug,
+        );
+    }
     #[cfg(feature = "hf")]
     {
         s.add(
@@ -655,12 +680,160 @@ fn render(sections: &[Section]) -> String {
         }
         out.push('\n');
     }
-    out.push_str(
-        "## Tool calls\n\n\
-         Reserved: the tool-call parsers add their error kinds here (a section built in \
-         `tests/error_catalogue.rs` like the ones above).\n",
-    );
+    out.truncate(out.trim_end().len());
+    out.push('\n');
     out
+}
+
+/// The tool of the tool-call sections.
+fn weather() -> Tool {
+    Tool::new(
+        "get_weather",
+        "Current weather",
+        json!({"type": "object", "properties": {"city": {"type": "string"}},
+               "required": ["city"], "additionalProperties": false}),
+    )
+    .unwrap()
+}
+
+fn tool_parse_section() -> Section {
+    let mut s = Section::new(
+        "Tool-call parsing (`MalformedToolCall::error`, a `ToolParseError`)",
+        "`ToolCallFormat::parse` and the `StreamingParser` never fail: a call they cannot \
+         read is kept in `ParsedOutput::errors` as a `MalformedToolCall` with the offending \
+         text and its byte offset, next to the calls that were read. Format `hermes`, one \
+         tool `get_weather(city: string)`.",
+    );
+    let format = format_by_name("hermes").unwrap();
+    let tools = [weather()];
+    for (kind, text) in [
+        (
+            "UnknownTool",
+            r#"<tool_call>{"name": "get_time", "arguments": {}}</tool_call>"#,
+        ),
+        (
+            "InvalidName",
+            r#"<tool_call>{"name": "", "arguments": {}}</tool_call>"#,
+        ),
+        (
+            "InvalidJson",
+            r#"<tool_call>{"name": "get_weather", "arguments": {"city": }}</tool_call>"#,
+        ),
+        (
+            "Syntax",
+            r#"<tool_call>{"arguments": {"city": "Paris"}}</tool_call>"#,
+        ),
+        (
+            "Unterminated",
+            r#"<tool_call>{"name": "get_weather", "arguments": {"ci"#,
+        ),
+    ] {
+        let out = format.parse(text, &tools);
+        let first = match out.errors.first() {
+            Some(e) => {
+                assert_eq!(&text[e.offset..e.offset + e.text.len()], e.text, "{text}");
+                Err(e.error.clone())
+            }
+            None => Ok(out),
+        };
+        s.add(kind, text, first, debug);
+    }
+    s
+}
+
+fn tool_section() -> Section {
+    let mut s = Section::new(
+        "Tools (`ToolError`)",
+        "`Tool::new` / `from_openai`, `ToolChoice::from_openai`, \
+         `ToolCallFormat::structural_tag`, `Tool::validate_arguments` / `validate_output`, \
+         `ToolCall::arguments_as`, `ToolSet::execute`, `register_format`; the tool is \
+         `get_weather(city: string)`.",
+    );
+    s.add(
+        "Definition",
+        r#"Tool::new("get weather", "", {})"#,
+        Tool::new("get weather", "", json!({})),
+        debug,
+    );
+    let set = ToolSet::from_tools([weather()]).unwrap();
+    let ctx = ToolContext::new();
+    s.add(
+        "UnknownTool",
+        "ToolSet::execute(get_time({}))",
+        set.execute(&ToolCall::new("get_time", json!({})), &ctx),
+        debug,
+    );
+    s.add(
+        "Choice",
+        r#"ToolChoice::from_openai("sometimes")"#,
+        ToolChoice::from_openai(&json!("sometimes")),
+        debug,
+    );
+    let odd = Tool::new(
+        "lookup",
+        "",
+        json!({"type": "object", "properties": {"id": {"type": "string", "pattern": "^[a-z]+$"}}}),
+    )
+    .unwrap();
+    s.add(
+        "Unsupported",
+        r#"format pythonic: structural_tag for a tool with {"pattern": "^[a-z]+$"} on a string"#,
+        format_by_name("pythonic")
+            .unwrap()
+            .structural_tag(&[odd], &ToolChoice::Auto, true),
+        debug,
+    );
+    s.add(
+        "InvalidArguments",
+        r#"validate_arguments({"city": 5})"#,
+        weather().validate_arguments(&json!({"city": 5})),
+        debug,
+    );
+    s.add(
+        "InvalidOutput",
+        r#"validate_output("sunny") with output schema {"type": "object"}"#,
+        weather()
+            .with_output_schema(json!({"type": "object"}))
+            .validate_output(&json!("sunny")),
+        debug,
+    );
+    #[derive(serde::Deserialize, Debug)]
+    #[allow(dead_code)]
+    struct Args {
+        city: String,
+    }
+    s.add(
+        "Deserialize",
+        r#"get_weather({"town": "Paris"}).arguments_as::<{ city: String }>()"#,
+        ToolCall::new("get_weather", json!({"town": "Paris"})).arguments_as::<Args>(),
+        debug,
+    );
+    let paris = ToolCall::new("get_weather", json!({"city": "Paris"}));
+    s.add(
+        "NotExecutable",
+        r#"ToolSet::execute(get_weather({"city": "Paris"})), a tool without a function"#,
+        set.execute(&paris, &ctx),
+        debug,
+    );
+    let failing = ToolSet::from_tools([
+        weather().with_function(|_, _| Err("the weather service is down".to_string()))
+    ])
+    .unwrap();
+    s.add(
+        "Execution",
+        r#"ToolSet::execute(get_weather(..)), its function returns Err("the weather service is down")"#,
+        failing.execute(&paris, &ctx),
+        debug,
+    );
+    s.add(
+        "DuplicateFormat",
+        r#"register_format("hermes", ..)"#,
+        register_format("hermes", |_: &FormatOptions| {
+            format_by_name("hermes").unwrap()
+        }),
+        debug,
+    );
+    s
 }
 
 #[test]
@@ -675,6 +848,8 @@ fn error_catalogue_is_current() {
         matcher_section(),
         vocab_section(),
         structural_tag_section(),
+        tool_parse_section(),
+        tool_section(),
     ];
     let text = render(&sections);
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/errors.md");

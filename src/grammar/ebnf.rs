@@ -129,7 +129,7 @@ pub enum EbnfErrorKind {
         found: String,
     },
     /// A postfix operator with nothing before it, as in `a ::= * "x"` or `("x" | +)`.
-    #[error("`{op}` must follow an expression")]
+    #[error("`{op}` must follow an expression (a string, class, rule name or group); to match the character itself, quote it")]
     NothingToRepeat {
         /// The operator: `*`, `+`, `?` or `{`.
         op: char,
@@ -141,7 +141,7 @@ pub enum EbnfErrorKind {
         found: String,
     },
     /// A `)` without a matching `(`.
-    #[error("unmatched `)`")]
+    #[error("unmatched `)`: remove it or add the `(` it closes")]
     UnmatchedParen,
     /// A lookahead assertion `(= ...)` that is nested in a group or followed by more of the
     /// rule body.
@@ -157,7 +157,7 @@ pub enum EbnfErrorKind {
     #[error("unterminated token terminal: expected `>` before the end of the line")]
     UnterminatedToken,
     /// `<>`: a token terminal with no text.
-    #[error("empty token terminal `<>`")]
+    #[error("empty token terminal `<>`: write a special token's text, as `<|im_end|>`, or its id, as `<[128009]>`")]
     EmptyToken,
     /// `<[...]>` whose content is not a decimal `u32`.
     #[error("invalid token id in `{text}`: expected a decimal number below 2^32")]
@@ -166,7 +166,7 @@ pub enum EbnfErrorKind {
         text: String,
     },
     /// An unknown escape such as `\q`.
-    #[error("invalid escape sequence `{escape}`")]
+    #[error("invalid escape sequence `{escape}` (known: `\\n` `\\t` `\\r` `\\a` `\\b` `\\f` `\\v` `\\e` `\\0` `\\xHH` `\\uHHHH` `\\UHHHHHHHH` and `\\` before one of `\\ \" ' ? / [ ] - ^`; write `\\\\` for a backslash)")]
     InvalidEscape {
         /// The escape as written.
         escape: String,
@@ -188,7 +188,7 @@ pub enum EbnfErrorKind {
         why: &'static str,
     },
     /// A class range whose end is below its start, as in `[z-a]`. Reported at the range.
-    #[error("character range U+{low:04X}-U+{high:04X} is reversed (end < start)")]
+    #[error("character range U+{low:04X}-U+{high:04X} is reversed (end < start): write the smaller end first")]
     ReversedRange {
         /// The start as written.
         low: u32,
@@ -204,7 +204,7 @@ pub enum EbnfErrorKind {
         found: String,
     },
     /// `{m,n}` with `n < m`.
-    #[error("repetition {{{min},{max}}} has max < min")]
+    #[error("repetition {{{min},{max}}} has max < min: write `{{min,max}}` with min <= max")]
     BadRepeat {
         /// The lower bound.
         min: u32,
@@ -212,7 +212,7 @@ pub enum EbnfErrorKind {
         max: u32,
     },
     /// A repetition bound above [`MAX_REPEAT_BOUND`].
-    #[error("repetition bound {value} exceeds the limit {limit}")]
+    #[error("repetition bound {value} exceeds the limit {limit}: use `*` or `+` for an unbounded repetition")]
     RepeatTooLarge {
         /// The bound as written.
         value: String,
@@ -220,13 +220,13 @@ pub enum EbnfErrorKind {
         limit: u32,
     },
     /// An expression tree deeper than [`MAX_NESTING_DEPTH`].
-    #[error("expression nested more than {limit} levels deep")]
+    #[error("expression nested more than {limit} levels deep: split it into rules or remove redundant groups")]
     TooDeep {
         /// [`MAX_NESTING_DEPTH`].
         limit: usize,
     },
     /// A second definition of a rule. Reported at the second definition's name.
-    #[error("rule `{name}` is defined twice (first definition at {first_line}:{first_column})")]
+    #[error("rule `{name}` is defined twice (first definition at {first_line}:{first_column}): rename one, or join the bodies with `|`")]
     DuplicateRule {
         /// The rule name.
         name: String,
@@ -236,19 +236,19 @@ pub enum EbnfErrorKind {
         first_column: usize,
     },
     /// A reference to a rule that is never defined. Reported at the first reference.
-    #[error("undefined rule `{name}`")]
+    #[error("undefined rule `{name}`: define it (`{name} ::= ...`) or correct the name")]
     UndefinedRule {
         /// The rule name.
         name: String,
     },
     /// The requested root rule is not defined. Reported at 1:1.
-    #[error("root rule `{name}` is not defined")]
+    #[error("root rule `{name}` is not defined: define it, or name the grammar's start rule as the root (`compile_grammar_with_root`, `--root`)")]
     MissingRoot {
         /// The requested root name.
         name: String,
     },
     /// More rules than [`RuleId::LIMIT`].
-    #[error("too many rules (the limit is {limit})")]
+    #[error("too many rules (the limit is {limit}): merge rules")]
     TooManyRules {
         /// [`RuleId::LIMIT`].
         limit: usize,

@@ -160,7 +160,7 @@ pub struct Grammar {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum InvalidGrammar {
     /// A rule id that is not `< rules.len()`.
-    #[error("rule `{rule}` refers to rule id {id}, but the grammar has only {count} rules")]
+    #[error("rule `{rule}` refers to rule id {id}, but the grammar has only {count} rules (ids are indices into `Grammar::rules`)")]
     DanglingRule {
         /// The rule where the reference occurs (or `<root>`).
         rule: String,
@@ -170,10 +170,10 @@ pub enum InvalidGrammar {
         count: usize,
     },
     /// Two rules with the same name.
-    #[error("rule `{0}` is defined twice")]
+    #[error("rule `{0}` is defined twice: rule names must be unique")]
     DuplicateRule(String),
     /// The grammar has no rules.
-    #[error("the grammar has no rules")]
+    #[error("the grammar has no rules: add one and make `root` its id")]
     Empty,
     /// An expression nested deeper than [`Grammar::MAX_DEPTH`] (the compiler's passes
     /// recurse on expression depth; rules, not nesting, are the way to build deep grammars).
@@ -185,7 +185,7 @@ pub enum InvalidGrammar {
         limit: usize,
     },
     /// A repetition whose `max` is less than its `min`.
-    #[error("rule `{rule}`: repetition {{{min},{max}}} has max < min")]
+    #[error("rule `{rule}`: repetition {{{min},{max}}} has max < min: use min <= max")]
     BadRepeat {
         /// The rule where it occurs.
         rule: String,

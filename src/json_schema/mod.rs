@@ -188,7 +188,7 @@ pub enum JsonSchemaError {
         reason: String,
     },
     /// A `$ref` that names no schema of the document.
-    #[error("unresolved `$ref` {reference:?} at {pointer}")]
+    #[error("unresolved `$ref` {reference:?} at {pointer}: define the target (under `$defs`) or correct the reference; documents outside this schema are not fetched")]
     UnresolvedRef {
         /// The reference as written.
         reference: String,
@@ -685,7 +685,10 @@ impl<'a> Builder<'a> {
             Err(JsonSchemaError::Unsupported {
                 keyword: keyword.into(),
                 pointer: pointer.into(),
-                reason: reason.into(),
+                reason: format!(
+                    "{reason}; remove it, or set JsonSchemaOptions::lenient to compile \
+                     without enforcing it (it is then listed as ignored)"
+                ),
             })
         }
     }
@@ -849,7 +852,11 @@ impl<'a> Builder<'a> {
                 "$dynamicRef" | "$vocabulary" | "$recursiveRef" => {
                     "dynamic scopes and vocabularies are not supported; `$ref` is"
                 }
-                _ => "keyword not supported",
+                _ if KNOWN_KEYWORDS.contains(&k.as_str()) => "keyword not supported",
+                _ => {
+                    "not a JSON Schema 2020-12 keyword (set \
+                     JsonSchemaOptions::ignore_unknown_keywords to skip such keywords)"
+                }
             };
             self.unsupported(k, &child(ptr, k), reason)?;
         }

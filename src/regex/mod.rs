@@ -180,19 +180,19 @@ pub enum RegexError {
         source: Box<regex_syntax::Error>,
     },
     /// A backreference such as `\1`: not a regular language, so no finite automaton.
-    #[error("regex backreference at {position} is not supported (not a regular language)")]
+    #[error("regex backreference at {position} is not supported (not a regular language): spell out the alternatives it can match")]
     Backreference {
         /// Where the backreference starts.
         position: Position,
     },
     /// Look-around: `(?=...)`, `(?!...)`, `(?<=...)`, `(?<!...)`.
-    #[error("regex look-around at {position} is not supported")]
+    #[error("regex look-around at {position} is not supported: rewrite the pattern without it (an EBNF grammar can end a rule with a lookahead `(= ...)`)")]
     LookAround {
         /// Where the look-around group starts.
         position: Position,
     },
     /// A word boundary assertion: `\b`, `\B`, `\b{start}`, `\<`, ...
-    #[error("regex word boundary `{text}` at {position} is not supported")]
+    #[error("regex word boundary `{text}` at {position} is not supported: match the separator itself, as `[^A-Za-z0-9_]`, or anchor the pattern")]
     WordBoundary {
         /// The assertion as written.
         text: String,
@@ -213,7 +213,7 @@ pub enum RegexError {
         reason: &'static str,
     },
     /// The pattern nests groups, repetitions or classes deeper than the nest limit.
-    #[error("regex nests deeper than the limit of {limit} at {position}")]
+    #[error("regex nests deeper than the limit of {limit} at {position}: remove redundant groups, or raise RegexOptions::nest_limit (at most 500)")]
     TooDeep {
         /// The nest limit in force ([`RegexOptions::nest_limit`]).
         limit: u32,

@@ -60,7 +60,14 @@ impl Vocabulary {
     ) -> Result<Self, VocabError> {
         let content = Content::read(reader).map_err(|e| VocabError::GgufRead {
             what: what.to_string(),
-            message: e.to_string(),
+            // candle appends a backtrace when RUST_BACKTRACE is set: keep the message.
+            message: e
+                .to_string()
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .trim()
+                .to_string(),
         })?;
         Self::from_gguf_content(&content, what)
     }
