@@ -160,24 +160,21 @@ impl ToolCallFormat for Harmony {
             }
             // The header runs to `<|message|>`, never across a message's end.
             let rest = &text[pos..];
-            let stop = [END, CALL, RETURN, START]
-                .iter()
-                .filter_map(|m| rest.find(m))
-                .min();
-            let m = rest.find(MESSAGE).filter(|&m| stop.map_or(true, |s| m < s));
-            let Some(m) = m else {
-                match stop {
-                    // A header without a body: keep its text as content.
-                    Some(s) => {
-                        let k = pos + s;
-                        content.push(&text[msg_start..k]);
-                        pos = skip_end_marker(text, k);
-                        continue;
-                    }
-                    None if at_end => content.push(&text[msg_start..]),
-                    None => {}
+            let m = match scan::find_first(rest, &[MESSAGE, END, CALL, RETURN, START]) {
+                Some((m, marker)) if marker == MESSAGE => m,
+                // A header without a body: keep its text as content.
+                Some((s, _)) => {
+                    let k = pos + s;
+                    content.push(&text[msg_start..k]);
+                    pos = skip_end_marker(text, k);
+                    continue;
                 }
-                break;
+                None => {
+                    if at_end {
+                        content.push(&text[msg_start..]);
+                    }
+                    break;
+                }
             };
             let header = parse_header(&rest[..m]);
             let body_start = pos + m + MESSAGE.len();
@@ -223,10 +220,7 @@ impl ToolCallFormat for Harmony {
                     }
                     ArgsRead::Bad(error) => {
                         let b = &text[body_start..];
-                        let stop = [CALL, END, RETURN, START]
-                            .iter()
-                            .filter_map(|t| b.find(t).map(|k| (k, *t)))
-                            .min()
+                        let stop = scan::find_first(b, &[CALL, END, RETURN, START])
                             .map(|(k, t)| if t == START { k } else { k + t.len() });
                         let Some(k) = stop.or(at_end.then_some(b.len())) else {
                             // Malformed, but its end has not arrived: report it (with all
@@ -255,12 +249,8 @@ impl ToolCallFormat for Harmony {
                 &mut content
             };
             let body = &text[body_start..];
-            let end = [END, RETURN, CALL, START]
-                .iter()
-                .filter_map(|t| body.find(t))
-                .min();
-            match end {
-                Some(k) => {
+            match scan::find_first(body, &[END, RETURN, CALL, START]) {
+                Some((k, _)) => {
                     sink.push(&body[..k]);
                     pos = skip_end_marker(text, body_start + k);
                 }
