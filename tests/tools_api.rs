@@ -233,6 +233,50 @@ fn registry_has_hermes_and_takes_user_formats() {
     assert_eq!(names, ["f", "g"]);
 }
 
+/// The registry refuses the empty name and a name that differs from a registered one
+/// only in case (lookup ignores case, so it would shadow or be shadowed); the error says
+/// what was wrong and the registry is unchanged.
+#[test]
+fn registry_rejects_empty_and_case_variant_names() {
+    let make = |_o: &FormatOptions| Arc::new(LineFormat) as Arc<dyn ToolCallFormat>;
+    let err = register_format("", make).unwrap_err();
+    assert_eq!(
+        err,
+        ToolError::InvalidFormatName {
+            name: String::new(),
+            reason: "a format name must not be empty or only whitespace".into(),
+        }
+    );
+    assert_eq!(
+        err.to_string(),
+        "cannot register a tool-call format named \"\": a format name must not be empty or only whitespace"
+    );
+    assert!(matches!(
+        register_format("  ", make),
+        Err(ToolError::InvalidFormatName { .. })
+    ));
+    let err = register_format("Hermes", make).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "cannot register a tool-call format named \"Hermes\": it differs only in case from \
+         the registered \"hermes\" (format names are matched ignoring case)"
+    );
+    assert!(!format_names().iter().any(|n| n.is_empty() || n == "Hermes"));
+    // Lookup ignores case; the registered spelling is kept.
+    assert_eq!(format_by_name("HERMES").unwrap().name(), "hermes");
+    register_format("My_Case_Lines", make).unwrap();
+    assert!(format_names().contains(&"My_Case_Lines".to_owned()));
+    assert!(format_by_name("my_case_lines").is_some());
+    assert!(matches!(
+        register_format("MY_CASE_LINES", make),
+        Err(ToolError::InvalidFormatName { .. })
+    ));
+    assert_eq!(
+        register_format("My_Case_Lines", make),
+        Err(ToolError::DuplicateFormat("My_Case_Lines".into()))
+    );
+}
+
 fn hermes_tools() -> Vec<Tool> {
     Tool::list_from_openai(
         &json!([{"type": "function", "function": {"name": "run_code",

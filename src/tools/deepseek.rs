@@ -221,11 +221,8 @@ fn read_call(body: &str, tools: &[Tool], at_end: bool) -> CallRead {
     };
     // The header ends before any later marker (a missing separator must not borrow the
     // next call's).
-    let limit = [CALL_END, CALL_BEGIN, CALLS_END]
-        .iter()
-        .filter_map(|m| body.find(m))
-        .min()
-        .unwrap_or(body.len());
+    let limit =
+        scan::find_first(body, &[CALL_END, CALL_BEGIN, CALLS_END]).map_or(body.len(), |(k, _)| k);
     let Some(sep) = body[..limit].find(SEP) else {
         if limit < body.len() {
             // The malformed call ends at the marker that cut it (its own end marker

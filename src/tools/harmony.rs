@@ -51,7 +51,10 @@ const MARKERS: &[&str] = &[START, END, MESSAGE, CHANNEL, CONSTRAIN, RETURN, CALL
 ///   have been cut off). `analysis` text is reasoning; `final` text and a `commentary`
 ///   preamble without recipient are content. Other recipients (built-in tools such as
 ///   `python`) are calls by that name, so they are errors when the tool list lacks them.
-///   A header that never reaches `<|message|>` is content.
+///   A header that never reaches `<|message|>` is content, and so is text in a header
+///   that is none of its parts (prose before `<|channel|>`, a stray `<think>…</think>`;
+///   section 4.9: keep unknown header text as content). A malformed call's error quotes
+///   its whole message, header included.
 #[derive(Clone, Debug, Default)]
 pub struct Harmony {
     options: FormatOptions,
@@ -155,31 +158,30 @@ impl ToolCallFormat for Harmony {
         let mut pos = 0;
         while pos < text.len() {
             let msg_start = pos;
-            if text[pos..].starts_with(START) {
+            let started = text[pos..].starts_with(START);
+            if started {
                 pos += START.len();
             }
             // The header runs to `<|message|>`, never across a message's end.
             let rest = &text[pos..];
-            let stop = [END, CALL, RETURN, START]
-                .iter()
-                .filter_map(|m| rest.find(m))
-                .min();
-            let m = rest.find(MESSAGE).filter(|&m| stop.map_or(true, |s| m < s));
-            let Some(m) = m else {
-                match stop {
-                    // A header without a body: keep its text as content.
-                    Some(s) => {
-                        let k = pos + s;
-                        content.push(&text[msg_start..k]);
-                        pos = skip_end_marker(text, k);
-                        continue;
-                    }
-                    None if at_end => content.push(&text[msg_start..]),
-                    None => {}
+            let m = match scan::find_first(rest, &[MESSAGE, END, CALL, RETURN, START]) {
+                Some((m, marker)) if marker == MESSAGE => m,
+                // A header without a body: keep its text as content.
+                Some((s, _)) => {
+                    let k = pos + s;
+                    content.push(&text[msg_start..k]);
+                    pos = skip_end_marker(text, k);
+                    continue;
                 }
-                break;
+                None => {
+                    if at_end {
+                        content.push(&text[msg_start..]);
+                    }
+                    break;
+                }
             };
             let header = parse_header(&rest[..m]);
+            let stray = stray_header_text(&rest[..m], started);
             let body_start = pos + m + MESSAGE.len();
             if let Some(recipient) = header.recipient {
                 let name = recipient.strip_prefix("functions.").unwrap_or(recipient);
@@ -203,6 +205,7 @@ impl ToolCallFormat for Harmony {
                         let end = body_start + len;
                         match name_ok {
                             Ok(()) => {
+                                stray.iter().for_each(|t| content.push(t));
                                 let call = ToolCall::new(name, value);
                                 out.calls.push(PartialCall {
                                     id: None,
@@ -223,10 +226,7 @@ impl ToolCallFormat for Harmony {
                     }
                     ArgsRead::Bad(error) => {
                         let b = &text[body_start..];
-                        let stop = [CALL, END, RETURN, START]
-                            .iter()
-                            .filter_map(|t| b.find(t).map(|k| (k, *t)))
-                            .min()
+                        let stop = scan::find_first(b, &[CALL, END, RETURN, START])
                             .map(|(k, t)| if t == START { k } else { k + t.len() });
                         let Some(k) = stop.or(at_end.then_some(b.len())) else {
                             // Malformed, but its end has not arrived: report it (with all
@@ -248,19 +248,17 @@ impl ToolCallFormat for Harmony {
                 }
                 continue;
             }
-            // A text message: analysis is reasoning, anything else content.
+            // A text message: analysis is reasoning, anything else content (and so is
+            // stray text in its header).
+            stray.iter().for_each(|t| content.push(t));
             let sink = if header.channel == "analysis" {
                 &mut reasoning
             } else {
                 &mut content
             };
             let body = &text[body_start..];
-            let end = [END, RETURN, CALL, START]
-                .iter()
-                .filter_map(|t| body.find(t))
-                .min();
-            match end {
-                Some(k) => {
+            match scan::find_first(body, &[END, RETURN, CALL, START]) {
+                Some((k, _)) => {
                     sink.push(&body[..k]);
                     pos = skip_end_marker(text, body_start + k);
                 }
@@ -331,6 +329,71 @@ impl ToolCallFormat for Harmony {
         s.push_str("} // namespace functions");
         s
     }
+}
+
+/// The text of a header (the part before `<|message|>`) that is none of its known
+/// words, in pieces: kept as content (section 4.9 of the notes: keep unknown header text
+/// as content), never dropped. Known are the role after `<|start|>` (`started`), the
+/// channel's name after `<|channel|>` (or a channel name leading a header whose
+/// `<|channel|>` is missing), `to=RECIPIENT`, `<|constrain|>TYPE`, and a bare content
+/// type (`json`, `code`) right after another known word.
+fn stray_header_text(head: &str, started: bool) -> Vec<&str> {
+    let mut pieces = Vec::new();
+    match head.find(CHANNEL) {
+        Some(k) => {
+            stray_in_part(&head[..k], started, &mut pieces);
+            stray_in_part(&head[k + CHANNEL.len()..], true, &mut pieces);
+        }
+        None => stray_in_part(head, started, &mut pieces),
+    }
+    pieces
+}
+
+/// The runs of `part` between its known header words (see [`stray_header_text`]);
+/// `named`: its first word is a name (the role or the channel).
+fn stray_in_part<'a>(part: &'a str, named: bool, pieces: &mut Vec<&'a str>) {
+    let word_end = |s: &str| {
+        s.find(|c: char| c.is_whitespace() || c == '<')
+            .unwrap_or(s.len())
+    };
+    let mut i = part.len() - part.trim_start().len();
+    let mut run_start = 0;
+    let mut after_known = false;
+    let first = &part[i..][..word_end(&part[i..])];
+    if named || matches!(first, "analysis" | "commentary" | "final") {
+        i += first.len();
+        run_start = i;
+        after_known = !first.is_empty();
+    }
+    loop {
+        let r = &part[i..];
+        i += r.len() - r.trim_start().len();
+        let r = &part[i..];
+        let Some(c) = r.chars().next() else {
+            break;
+        };
+        let known = if let Some(x) = r.strip_prefix("to=") {
+            Some(3 + word_end(x))
+        } else if let Some(x) = r.strip_prefix(CONSTRAIN) {
+            Some(CONSTRAIN.len() + word_end(x))
+        } else {
+            let w = word_end(r);
+            (after_known && matches!(&r[..w], "json" | "code")).then_some(w)
+        };
+        match known {
+            Some(n) => {
+                pieces.push(&part[run_start..i]);
+                i += n;
+                run_start = i;
+                after_known = true;
+            }
+            None => {
+                i += word_end(r).max(c.len_utf8());
+                after_known = false;
+            }
+        }
+    }
+    pieces.push(&part[run_start..]);
 }
 
 /// A call's body: one JSON object, then `<|call|>` (or `<|end|>` / `<|return|>`, or the
@@ -471,6 +534,75 @@ mod tests {
             scan::assert_streams_as_whole(&f, text, &ts);
             scan::assert_streams_as_whole(&f, text, &[]);
         }
+    }
+
+    #[test]
+    fn text_before_a_channel_header_is_content() {
+        // Stray text in a header (before `<|channel|>`, after the role) was dropped: it
+        // is kept as content (section 4.9: "keep unknown text as content").
+        let f = Harmony::default();
+        let ts = tools();
+        let out = f.parse(
+            "Let me check.<|channel|>final<|message|>It is sunny.<|return|>",
+            &ts,
+        );
+        assert_eq!(out.content.as_deref(), Some("Let me check.\nIt is sunny."));
+        let out = f.parse(
+            "<|channel|>analysis<|message|>ok<|end|><|start|>assistant Now the call.<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\":\"Oslo\"}<|call|>",
+            &ts,
+        );
+        assert_eq!(out.reasoning.as_deref(), Some("ok"));
+        assert_eq!(out.content.as_deref(), Some("Now the call."));
+        assert_eq!(
+            out.tool_calls,
+            vec![ToolCall::new("get_weather", json!({"city": "Oslo"}))]
+        );
+        // The known parts of a header are not content.
+        for text in [WORKED, "<|start|>assistant to=functions.get_weather<|channel|>commentary json<|message|>{\"city\":\"Oslo\"}<|call|>"] {
+            assert_eq!(f.parse(text, &ts).content, None, "{text}");
+        }
+    }
+
+    #[test]
+    fn a_stray_think_block_is_content() {
+        let f = Harmony::default();
+        let ts = tools();
+        let out = f.parse(
+            "<think>Paris, so call it.</think><|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\":\"Paris\"}<|call|>",
+            &ts,
+        );
+        assert_eq!(
+            out.content.as_deref(),
+            Some("<think>Paris, so call it.</think>")
+        );
+        assert_eq!(
+            out.tool_calls,
+            vec![ToolCall::new("get_weather", json!({"city": "Paris"}))]
+        );
+        let out = f.parse(
+            "<|start|>assistant<think>hmm</think><|channel|>final<|message|>Sunny.",
+            &ts,
+        );
+        assert_eq!(out.content.as_deref(), Some("<think>hmm</think>\nSunny."));
+    }
+
+    #[test]
+    fn stray_header_text_streams_as_whole() {
+        let f = Harmony::default();
+        let ts = tools();
+        for text in [
+            "Let me check.<|channel|>final<|message|>It is sunny.<|return|>",
+            "<think>x</think><|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\":\"Paris\"}<|call|>",
+            "Hi <|channel|>commentary to=functions.get_weather json<|message|>{\"city\": Paris}<|call|>",
+            "<|start|>assistant x<|channel|>analysis<|message|>r<|end|><|start|>assistant<|channel|>final y<|message|>z",
+        ] {
+            scan::assert_streams_as_whole(&f, text, &ts);
+        }
+        // A malformed call quotes its stray text once, in the error and in content.
+        let bad = "Hi <|channel|>commentary to=functions.get_weather json<|message|>{\"city\": Paris}<|call|>";
+        let out = f.parse(bad, &ts);
+        assert_eq!(out.errors[0].text, bad);
+        assert_eq!(out.content.as_deref(), Some(bad));
     }
 
     #[test]

@@ -191,11 +191,8 @@ fn read_call(body: &str, tools: &[Tool], at_end: bool) -> CallRead {
         error,
         len: scan::bad_len(body, CALL_END),
     };
-    let limit = [CALL_END, CALL_BEGIN, SECTION_END]
-        .iter()
-        .filter_map(|m| body.find(m))
-        .min()
-        .unwrap_or(body.len());
+    let limit =
+        scan::find_first(body, &[CALL_END, CALL_BEGIN, SECTION_END]).map_or(body.len(), |(k, _)| k);
     let Some(arg) = body[..limit].find(ARGUMENT_BEGIN) else {
         if limit < body.len() {
             return bad(ToolParseError::Syntax(format!(

@@ -52,7 +52,8 @@ pub enum MistralSyntax {
 ///   the vocabulary means v11+). With [`FormatOptions::reasoning`] (Magistral), a
 ///   `[THINK]…[/THINK]` block comes first.
 /// * Parser: both shapes, whatever the option: after `[TOOL_CALLS]` (and optional
-///   spaces), `[` starts an array, anything else a name. Array elements are read one by
+///   spaces), `[` starts an array, anything else a name (`[ARGS]` or `[CALL_ID]` right
+///   there is a call without a name: malformed, reported with its text). Array elements are read one by
 ///   one (`arguments` or `parameters`, either key order, the `id` kept); a bad element
 ///   (one repeating `name` or its arguments member included) is reported and the others
 ///   kept. v11+: the name runs to `[ARGS]` (or `[CALL_ID]`, whose
@@ -193,7 +194,10 @@ impl ToolCallFormat for Mistral {
                 }
                 break;
             }
-            let step = if text[body..].starts_with('[') {
+            // `[` starts an array, unless it is a v11+ marker (`[TOOL_CALLS][ARGS]`: a
+            // call without a name).
+            let b = &text[body..];
+            let step = if b.starts_with('[') && !b.starts_with(ARGS) && !b.starts_with(CALL_ID) {
                 read_array(text, start, body, tools, at_end, &mut out, &mut content)
             } else {
                 read_name_args(text, start, body, tools, at_end, &mut out, &mut content)
@@ -339,6 +343,8 @@ fn read_array(
                 continue;
             }
         }
+        // A bad first element is reported from `[TOOL_CALLS]` on: nothing was read yet.
+        let from = if first { start } else { i };
         first = false;
         match scan::read_json_value(&text[i..]) {
             JsonRead::Complete { value, end } => {
@@ -363,7 +369,7 @@ fn read_array(
             JsonRead::Incomplete => {
                 if at_end {
                     let error = ToolParseError::Unterminated;
-                    scan::push_malformed(out, content, &text[i..], i, error);
+                    scan::push_malformed(out, content, &text[from..], from, error);
                 } else {
                     out.calls.push(partial_element(&text[i..], tools));
                 }
@@ -371,7 +377,7 @@ fn read_array(
             }
             JsonRead::Invalid(e) => {
                 let error = ToolParseError::InvalidJson(e);
-                return push_bad_run(text, i, i, error, at_end, out, content);
+                return push_bad_run(text, from, i, error, at_end, out, content);
             }
         }
     }
@@ -589,6 +595,46 @@ mod tests {
             ToolParseError::InvalidJson(_)
         ));
         assert!(out.tool_calls.is_empty());
+    }
+
+    #[test]
+    fn a_call_without_a_name_is_malformed_with_its_text() {
+        // `[TOOL_CALLS][ARGS]` was read as the start of a JSON array and lost its marker
+        // text: it is a v11+ call with an empty name, reported with all of its text.
+        let f = Mistral::default();
+        let ts = tools();
+        let out = f.parse("[TOOL_CALLS][ARGS]x", &ts);
+        assert!(out.tool_calls.is_empty());
+        assert_eq!(out.errors.len(), 1);
+        assert_eq!(out.errors[0].text, "[TOOL_CALLS][ARGS]x");
+        assert_eq!(out.errors[0].offset, 0);
+        assert_eq!(
+            out.errors[0].error,
+            ToolParseError::InvalidName { name: "".into() }
+        );
+        assert_eq!(out.content.as_deref(), Some("[TOOL_CALLS][ARGS]x"));
+        let out = f.parse("Hi [TOOL_CALLS][ARGS]{\"tz\": \"UTC\"}", &ts);
+        assert_eq!(out.errors[0].text, "[TOOL_CALLS][ARGS]{\"tz\": \"UTC\"}");
+        assert_eq!(out.errors[0].offset, 3);
+        assert_eq!(
+            out.content.as_deref(),
+            Some("Hi\n[TOOL_CALLS][ARGS]{\"tz\": \"UTC\"}")
+        );
+        // An array whose first element is not JSON keeps `[TOOL_CALLS][` in its error.
+        let out = f.parse("[TOOL_CALLS][x", &ts);
+        assert_eq!(out.errors[0].text, "[TOOL_CALLS][x");
+        assert_eq!(out.content.as_deref(), Some("[TOOL_CALLS][x"));
+        let out = f.parse("[TOOL_CALLS][{\"name\": ", &ts);
+        assert_eq!(out.errors[0].text, "[TOOL_CALLS][{\"name\": ");
+        for text in [
+            "[TOOL_CALLS][ARGS]x",
+            "[TOOL_CALLS][ARGS]{\"tz\": \"UTC\"}[TOOL_CALLS]get_time[ARGS]{}",
+            "[TOOL_CALLS][CALL_ID]a1B2c3D4e[ARGS]{} more",
+            "[TOOL_CALLS][x [TOOL_CALLS]get_time[ARGS]{}",
+            "[TOOL_CALLS][{\"name\": ",
+        ] {
+            scan::assert_streams_as_whole(&f, text, &ts);
+        }
     }
 
     #[test]

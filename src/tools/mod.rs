@@ -15,7 +15,8 @@
 //!   [`crate::GrammarCompiler::compile_structural_tag`], `parse(text, &tools)`, a
 //!   [`StreamingParser`], and renderers of calls, results and the tools' prompt section.
 //! * A registry by the names serving engines use for their parsers ([`format_by_name`],
-//!   [`format_names`]); [`register_format`] adds a user's own format.
+//!   [`format_names`]; names are matched ignoring case); [`register_format`] adds a
+//!   user's own format.
 //!
 //! The formats follow the project's notes on model tool-call syntaxes
 //! (`docs/tool-call-formats.md` in the shared documentation): its cross-family rules hold
@@ -591,6 +592,15 @@ pub enum ToolError {
     /// A format name that is already registered.
     #[error("a tool-call format named {0:?} is already registered")]
     DuplicateFormat(String),
+    /// A format name that cannot be registered: empty (or only whitespace), or differing
+    /// only in case from a registered name (lookup ignores case).
+    #[error("cannot register a tool-call format named {name:?}: {reason}")]
+    InvalidFormatName {
+        /// The name given.
+        name: String,
+        /// What is wrong with it.
+        reason: String,
+    },
 }
 
 /// Builds a format with the given options (what [`register_format`] stores).
@@ -710,15 +720,30 @@ fn builtin_formats() -> Vec<(&'static str, Arc<FormatFactory>)> {
     ]
 }
 
-/// The format registered under `name`, with default [`FormatOptions`].
+/// The format registered under `name` (ignoring case), with default [`FormatOptions`].
 pub fn format_by_name(name: &str) -> Option<Arc<dyn ToolCallFormat>> {
     format_by_name_with(name, &FormatOptions::default())
 }
 
-/// The format registered under `name`, built with `options`.
+/// The format registered under `name`, built with `options`. Names are matched ignoring
+/// case (`Hermes` finds `hermes`); [`register_format`] keeps names that differ only in
+/// case out, so at most one matches.
 pub fn format_by_name_with(name: &str, options: &FormatOptions) -> Option<Arc<dyn ToolCallFormat>> {
-    let factory = registry().read().ok()?.get(name).cloned()?;
+    let r = registry().read().ok()?;
+    let factory = match r.get(name) {
+        Some(f) => f.clone(),
+        None => r
+            .iter()
+            .find(|(k, _)| same_format_name(k, name))
+            .map(|(_, f)| f.clone())?,
+    };
+    drop(r);
     Some(factory(options))
+}
+
+/// Whether two format names are the same ignoring case.
+fn same_format_name(a: &str, b: &str) -> bool {
+    a.to_lowercase() == b.to_lowercase()
 }
 
 /// Every registered name, sorted.
@@ -732,18 +757,38 @@ pub fn format_names() -> Vec<String> {
 /// Registers a format under a new name (the extension point vLLM offers with parser
 /// plugins).
 ///
+/// Names are case-insensitive: lookup ([`format_by_name`]) ignores case, and a name that
+/// differs from a registered one only in case (`Hermes` next to `hermes`) is refused, as
+/// it would be ambiguous. The name is kept as given ([`format_names`] lists it so).
+///
 /// # Errors
-/// [`ToolError::DuplicateFormat`] when the name is taken (the registry is unchanged).
+/// The registry is unchanged on every error.
+/// [`ToolError::DuplicateFormat`] when the name is taken exactly;
+/// [`ToolError::InvalidFormatName`] when it is empty or only whitespace, or differs only
+/// in case from a registered name (the message names that one).
 pub fn register_format(
     name: impl Into<String>,
     factory: impl Fn(&FormatOptions) -> Arc<dyn ToolCallFormat> + Send + Sync + 'static,
 ) -> Result<(), ToolError> {
     let name = name.into();
+    if name.trim().is_empty() {
+        return Err(ToolError::InvalidFormatName {
+            name,
+            reason: "a format name must not be empty or only whitespace".into(),
+        });
+    }
     let mut r = registry()
         .write()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
     if r.contains_key(&name) {
         return Err(ToolError::DuplicateFormat(name));
+    }
+    if let Some(existing) = r.keys().find(|k| same_format_name(k, &name)) {
+        let reason = format!(
+            "it differs only in case from the registered {existing:?} (format names are \
+             matched ignoring case)"
+        );
+        return Err(ToolError::InvalidFormatName { name, reason });
     }
     r.insert(name, Arc::new(factory));
     Ok(())
