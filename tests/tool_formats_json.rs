@@ -317,8 +317,9 @@ fn lists() -> Vec<Vec<Tool>> {
 }
 
 /// The json format on Llama 3.1: rendered arrays are accepted under `required` and
-/// `auto`, a single call's bare arguments under the named choice (parsed back by the
-/// forced parser), and everything parses back, whole and streamed.
+/// `auto`, a single call as a one-call array under the named choice (the registered
+/// format) and as bare arguments (the forced parser), and everything parses back, whole
+/// and streamed.
 #[test]
 fn json_round_trip() {
     let Some(tok) = llama() else { return };
@@ -341,6 +342,7 @@ fn json_round_trip() {
             ];
             if calls.len() == 1 {
                 let name = calls[0].name.clone();
+                cases.push((plain.clone(), ToolChoice::Function(name.clone())));
                 cases.push((
                     plain.clone().forced(name.clone()),
                     ToolChoice::Function(name),

@@ -86,7 +86,7 @@
 mod arrays;
 mod conditionals;
 mod formats;
-mod numbers;
+pub(crate) mod numbers;
 mod objects;
 mod references;
 mod resources;

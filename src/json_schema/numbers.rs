@@ -402,8 +402,14 @@ impl Builder<'_> {
 }
 
 /// The integer bounds of `obj` (`minimum`, `exclusiveMinimum`, `maximum`,
-/// `exclusiveMaximum`, rounded inwards).
-fn int_bounds(
+/// `exclusiveMaximum`, rounded inwards): the least and the greatest integer allowed, each
+/// `None` when unbounded. `ptr` is the schema's JSON pointer, for errors.
+///
+/// # Errors
+/// [`JsonSchemaError::InvalidKeyword`] for a bound that is not a number;
+/// [`JsonSchemaError::Unsupported`] for draft 4's boolean exclusive bounds and for
+/// non-integer bounds beyond 1e18 in magnitude.
+pub(crate) fn int_bounds(
     obj: &Map<String, Value>,
     ptr: &str,
 ) -> Result<(Option<i128>, Option<i128>), JsonSchemaError> {

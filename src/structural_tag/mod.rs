@@ -68,7 +68,7 @@
 mod format;
 mod lower;
 mod text;
-mod xml;
+pub(crate) mod xml;
 
 pub use format::{Delimiter, Format, JsonStyle, StructuralTag, Tag, TokenSpec, MAX_FORMAT_DEPTH};
 

@@ -12,8 +12,9 @@
 //!   (GLM-4.7/5).
 //!
 //! A string value is raw text that never contains the style's closing tag (`</parameter>`,
-//! `</arg_value>`), or one of the schema's `enum`/`const` strings; any other value is JSON
-//! under its schema.
+//! `</arg_value>`), or one of the schema's `enum`/`const` strings (also when the property
+//! is a `$ref` to such a string schema in the root's `$defs`/`definitions`, see
+//! [`resolve_local_ref`]); any other value is JSON under its schema.
 
 use super::lower::Lowerer;
 use super::text::text_avoiding;
@@ -67,6 +68,42 @@ const STRING_ANNOTATIONS: &[&str] = &[
     "examples",
     "$comment",
 ];
+
+/// The schema a property's `schema` stands for: through a `$ref` to the root's `$defs` or
+/// `definitions` (`#/$defs/NAME`, `#/definitions/NAME`, chains of them followed up to 16
+/// times) when `schema` has no keyword beside `$ref` but annotations, else `schema`
+/// itself. The XML-style grammars decide raw text against it, and the tool parsers type
+/// values against it, so both read a `$ref`'d string (schemars' unit-variant enums) as
+/// raw text, as the families' renderers write it.
+pub(crate) fn resolve_local_ref<'a>(
+    schema: &'a Value,
+    root: Option<&'a Map<String, Value>>,
+) -> &'a Value {
+    let mut s = schema;
+    for _ in 0..16 {
+        let Some((Some(r), obj)) = s.as_object().map(|o| (o.get("$ref"), o)) else {
+            return s;
+        };
+        let only_ref = obj
+            .keys()
+            .all(|k| k == "$ref" || STRING_ANNOTATIONS.contains(&k.as_str()));
+        let target = r.as_str().and_then(|r| {
+            let (defs, name) = r
+                .strip_prefix("#/$defs/")
+                .map(|n| ("$defs", n))
+                .or_else(|| r.strip_prefix("#/definitions/").map(|n| ("definitions", n)))?;
+            if name.contains(['/', '~', '%']) {
+                return None;
+            }
+            root?.get(defs)?.get(name)
+        });
+        match target {
+            Some(t) if only_ref => s = t,
+            _ => return s,
+        }
+    }
+    s
+}
 
 fn unsupported(path: &str, keyword: &str, reason: &str) -> StructuralTagError {
     StructuralTagError::Schema {
@@ -201,7 +238,7 @@ fn value_grammar(
     style: &XmlStyle,
 ) -> Result<Expr, StructuralTagError> {
     let close = style.close;
-    if let Value::Object(s) = sub {
+    if let Value::Object(s) = resolve_local_ref(sub, Some(root)) {
         if s.get("type").is_some_and(|t| t == "string") {
             if let Some(k) = s.keys().find(|k| {
                 !STRING_ANNOTATIONS.contains(&k.as_str()) && *k != "enum" && *k != "const"

@@ -70,9 +70,12 @@ pub enum DeepSeekVersion {
 ///   section (section 5.4 of the notes; XGrammar forbids it); a named choice is the
 ///   section with exactly that call and nothing else. With [`FormatOptions::reasoning`]
 ///   (R1), a `<think>…</think>\n\n` block comes first, in which no marker may appear.
+///   V3 ends a name at the json fence that may follow it, so a tool whose name holds
+///   `` ` `` is [`ToolError::Unsupported`] (the reason names the tool and the character).
 /// * Parser: reads both a V3 fence and bare JSON for either version (a missing fence or
 ///   `json` tag is tolerated; a fence with another language, as in functionary's code
-///   calls, gives `{"code": CODE}`); `\n` or nothing between calls; a call begun without
+///   calls, gives `{"code": CODE}`); `\n` or nothing between calls (`function`, the separator
+///   and `{` is V3.1's call to a tool named `function`); a call begun without
 ///   the section marker; a missing section end. A section with no readable call is
 ///   reported as malformed and its text stays in content. Text after the section is
 ///   content.
@@ -157,6 +160,17 @@ impl ToolCallFormat for DeepSeek {
         let options = &self.options;
         let version = self.version;
         tags::assemble(&self.envelope(), tools, choice, parallel, options, |t| {
+            if version == DeepSeekVersion::V3 && t.name.contains('`') {
+                // The V3 parser ends the name at the fence that may follow it unspaced.
+                return Err(ToolError::Unsupported {
+                    format: "deepseek_v3".into(),
+                    reason: format!(
+                        "tool {:?}: its name holds the character '`', which ends a name \
+                         in DeepSeek V3's call header (the json fence)",
+                        t.name
+                    ),
+                });
+            }
             let (begin, end) = match version {
                 DeepSeekVersion::V3 => (
                     format!("{CALL_BEGIN}function{SEP}{}\n```json\n", t.name),
@@ -246,8 +260,10 @@ fn read_call(body: &str, tools: &[Tool], at_end: bool) -> CallRead {
     };
     let before = body[..sep].trim();
     let after = sep + SEP.len();
-    // V3 writes the type word before the separator and the name after it, up to `\n`.
-    let v3 = before == "function" || before.is_empty();
+    // V3 writes the type word before the separator and the name after it, up to `\n`;
+    // `function` then the arguments' `{` is V3.1's call to a tool named `function`.
+    let v3 =
+        before.is_empty() || before == "function" && !body[after..].trim_start().starts_with('{');
     let (name, args_start) = if v3 {
         let rest = &body[after..];
         let Some(k) = rest.find(['\n', '`', '{', '<']) else {
@@ -441,5 +457,51 @@ mod tests {
         assert!(out.errors.is_empty());
         assert_eq!(out.content.as_deref(), Some("ok"));
         assert!(out.reasoning.unwrap().contains(CALL_BEGIN));
+    }
+
+    #[test]
+    fn names_round_trip_or_are_refused_naming_the_character() {
+        use crate::GrammarMatcher;
+        let tool = |name: &str| {
+            Tool::from_openai(&json!({"type": "function", "function": {"name": name,
+                "parameters": {"type": "object", "properties": {"x": {"type": "integer"}}}}}))
+            .unwrap()
+        };
+        for f in [DeepSeek::v3(), DeepSeek::v31()] {
+            for name in [
+                "get-weather",
+                "a.b",
+                "über",
+                "東京",
+                "a|b",
+                "function",
+                "x:y",
+            ] {
+                let ts = vec![tool(name), tool("other")];
+                let call = ToolCall::new(name, json!({"x": 1}));
+                let text = f.render_calls(std::slice::from_ref(&call));
+                for choice in [ToolChoice::Required, ToolChoice::Function(name.into())] {
+                    let tag = f.structural_tag(&ts, &choice, true).unwrap();
+                    let mut m = GrammarMatcher::new(scan::compile_on_ascii(&tag));
+                    assert!(m.accept_string(&text) && m.is_completed(), "{text}");
+                }
+                let out = f.parse(&text, &ts);
+                assert_eq!(out.tool_calls, vec![call], "{}: {text}", f.name());
+                assert!(out.errors.is_empty());
+                scan::assert_streams_as_whole(&f, &text, &ts);
+            }
+        }
+        // V3 ends the name at the fence: a name with a backtick cannot be carried.
+        let ts = vec![tool("a`b")];
+        match DeepSeek::v3().structural_tag(&ts, &ToolChoice::Required, true) {
+            Err(ToolError::Unsupported { format, reason }) => {
+                assert_eq!(format, "deepseek_v3");
+                assert!(
+                    reason.contains("\"a`b\"") && reason.contains("'`'"),
+                    "{reason}"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
     }
 }

@@ -256,6 +256,8 @@ fn bad(s: &str, from: usize, at_end: bool, error: ToolParseError) -> Step {
 struct Call<'t> {
     name: String,
     props: Option<&'t Map<String, Value>>,
+    /// The tool's whole input schema (for `$ref`s of properties).
+    root: Option<&'t Map<String, Value>>,
     params: Vec<(String, String)>,
 }
 
@@ -267,6 +269,7 @@ impl Call<'_> {
             arguments_text: arguments_json_text(
                 &self.params,
                 self.props,
+                self.root,
                 false,
                 partial.as_ref(),
                 false,
@@ -276,12 +279,19 @@ impl Call<'_> {
     }
 
     fn done(&self, len: usize) -> Step {
-        let args = typed_arguments(&self.params, self.props, false);
+        let args = typed_arguments(&self.params, self.props, self.root, false);
         Step::Done {
             call: PartialCall {
                 id: None,
                 name: Some(self.name.clone()),
-                arguments_text: arguments_json_text(&self.params, self.props, false, None, true),
+                arguments_text: arguments_json_text(
+                    &self.params,
+                    self.props,
+                    self.root,
+                    false,
+                    None,
+                    true,
+                ),
                 complete: Some(ToolCall::new(self.name.clone(), args)),
             },
             len,
@@ -315,6 +325,7 @@ fn read_call(s: &str, tools: &[Tool], at_end: bool) -> Step {
                 return Call {
                     name: name.to_owned(),
                     props: None,
+                    root: None,
                     params: Vec::new(),
                 }
                 .done(s.len());
@@ -327,14 +338,17 @@ fn read_call(s: &str, tools: &[Tool], at_end: bool) -> Step {
     if let Err(e) = scan::check_call_name(name, tools) {
         return bad(s, i, at_end, e);
     }
-    let props = tools
+    let root = tools
         .iter()
         .find(|t| t.name == name)
-        .and_then(|t| t.input_schema.get("properties"))
+        .and_then(|t| t.input_schema.as_object());
+    let props = root
+        .and_then(|r| r.get("properties"))
         .and_then(Value::as_object);
     let mut call = Call {
         name: name.to_owned(),
         props,
+        root,
         params: Vec::new(),
     };
     let mut i = i + k;
@@ -988,5 +1002,30 @@ mod tests {
             vec![ToolCall::new("get_time", json!({"tz": "UTC"}))]
         );
         scan::check_streams_as_whole(&f, &tools(), text).unwrap();
+    }
+
+    #[test]
+    fn ref_string_enums_render_as_the_grammar_writes_them() {
+        use crate::GrammarMatcher;
+        let ts = crate::tools::qwen3_coder::tests::ref_enum_tools();
+        for f in [
+            Glm::glm45(FormatOptions::default()),
+            Glm::glm47(FormatOptions::default()),
+        ] {
+            let tag = f.structural_tag(&ts, &ToolChoice::Required, true).unwrap();
+            let g = scan::compile_on_ascii(&tag);
+            for args in [
+                json!({"unit": "celsius", "level": "1"}),
+                json!({"unit": "fahrenheit", "level": "true", "note": "3"}),
+            ] {
+                let call = ToolCall::new("set", args);
+                let text = f.render_calls(std::slice::from_ref(&call));
+                let mut m = GrammarMatcher::new(g.clone());
+                assert!(m.accept_string(&text) && m.is_completed(), "{text}");
+                let out = f.parse(&text, &ts);
+                assert_eq!(out.tool_calls, vec![call], "{text}");
+                scan::assert_streams_as_whole(&f, &text, &ts);
+            }
+        }
     }
 }

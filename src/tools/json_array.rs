@@ -29,16 +29,21 @@ use super::{
 ///     with nested types compile.
 ///   * `auto`: the same array with `minItems: 0` — `[]` means "no call". There is no free
 ///     text: a model without a native syntax has no trigger to enter a call from prose.
-///   * named `X`: `X`'s bare arguments object (the parser of [`JsonArray::forced`] wraps it
-///     into a call to `X`).
+///   * named `X`: the array holding exactly one call, to `X` (the envelope of
+///     `required`, so the output parses back with this format). [`JsonArray::forced`]
+///     builds vLLM's classic named path instead: `X`'s bare arguments object, which only
+///     that format's parser reads (as a call to `X`).
 ///   * `none`: free text that never contains `"name"` (so it cannot hold a call object).
 /// * Parser: after leading whitespace, an array of call objects; also xLAM's
 ///   `{"tool_calls": [...]}` wrapper and a single call object. `"parameters"` is accepted
 ///   for `"arguments"`, and a string holding a JSON object as arguments. A call whose name
 ///   is not offered, that repeats `"name"` or its arguments member, or an element that is
 ///   not a call object, is an error (its text kept in content) while the other elements
-///   stay calls; an array that stops being JSON is an
-///   error from the offending element to the end. Text after the array is content. Output
+///   stay calls; an array that stops being JSON, or that the output cuts off, is an
+///   error from the offending element to the end (an array missing only its `]` is an
+///   error from just after its last element: the separator, if any); a call object or
+///   wrapper the output cuts off is an unterminated call (the wrapper's complete calls
+///   stay calls). Text after the array is content. Output
 ///   that does not start with `[` or `{` is content. The array streams element by element;
 ///   the wrapper object and the forced arguments object are reported once complete.
 #[derive(Clone, Debug, Default)]
@@ -56,9 +61,12 @@ impl JsonArray {
         }
     }
 
-    /// The parser for output generated under a named `tool_choice` for `name`: the output
-    /// is that tool's bare arguments object, read back as one call to `name`;
-    /// [`ToolCallFormat::render_calls`] writes the first call's bare arguments.
+    /// vLLM's classic named path for `name`: [`ToolCallFormat::structural_tag`] builds
+    /// `name`'s bare arguments object, the parser reads such output back as one call to
+    /// `name`, and [`ToolCallFormat::render_calls`] writes the first call's bare
+    /// arguments. The tag is built only for `ToolChoice::Function(name)` (any other choice
+    /// is [`ToolError::Choice`]: its output would not parse back here). The registered
+    /// `json` format needs none of this: its named tag is a one-call array it parses.
     pub fn forced(mut self, name: impl Into<String>) -> Self {
         self.forced = Some(name.into());
         self
@@ -186,9 +194,27 @@ impl ToolCallFormat for JsonArray {
             }
             f
         };
+        if let Some(name) = &self.forced {
+            // The forced parser reads a bare arguments object: any other tag would not
+            // parse back.
+            if mode != CallMode::Forced || &allowed[0].name != name {
+                return Err(ToolError::Choice(format!(
+                    "the forced JSON format for {name:?} builds only the named tool_choice \
+                     for {name:?} (got {choice:?}); use JsonArray::new for other choices"
+                )));
+            }
+            let format = json_format(tags::argument_schema(allowed[0], &self.options));
+            return StructuralTag::from_json(&json!({"type": "structural_tag", "format": format}))
+                .map_err(|e| ToolError::Unsupported {
+                    format: "json".into(),
+                    reason: e.to_string(),
+                });
+        }
         let format = match mode {
             CallMode::None => tags::text_without_name_key(&[]),
-            CallMode::Forced => json_format(tags::argument_schema(allowed[0], &self.options)),
+            // The same envelope as `required`: exactly one call, to the named tool, which
+            // this format's parser reads back.
+            CallMode::Forced => json_format(self.array_schema(&allowed, 1, false)),
             CallMode::Required => json_format(self.array_schema(&allowed, 1, parallel)),
             CallMode::Auto => json_format(self.array_schema(&allowed, 0, parallel)),
         };
@@ -321,8 +347,8 @@ fn parse_array(
         }
         i
     };
-    // Reports rest[from..] as one malformed piece (only once the output is whole, so the
-    // error's text never changes while streaming).
+    // Reports rest[from..] (trailing whitespace dropped) as one malformed piece (only once
+    // the output is whole, so the error's text never changes while streaming).
     let tail_error =
         |from: usize, error: ToolParseError, out: &mut PartialOutput, c: &mut Content| {
             if at_end {
@@ -332,14 +358,17 @@ fn parse_array(
                 } else {
                     from
                 };
-                scan::push_malformed(out, c, &rest[from..], lead + from, error);
+                scan::push_malformed(out, c, rest[from..].trim_end(), lead + from, error);
             }
         };
     let mut i = skip_ws(1);
+    // Just after the last element read: a list cut off after it is an error from there
+    // (its separator), never again the elements already read.
+    let mut last_end = 1;
     let mut first = true;
     loop {
         if i == b.len() {
-            tail_error(0, ToolParseError::Unterminated, out, content);
+            tail_error(last_end, ToolParseError::Unterminated, out, content);
             return;
         }
         if b[i] == b']' {
@@ -357,7 +386,7 @@ fn parse_array(
             }
             i = skip_ws(i + 1);
             if i == b.len() {
-                tail_error(i, ToolParseError::Unterminated, out, content);
+                tail_error(last_end, ToolParseError::Unterminated, out, content);
                 return;
             }
         }
@@ -376,6 +405,7 @@ fn parse_array(
                     }
                     Err(e) => scan::push_malformed(out, content, piece, lead + i, e),
                 }
+                last_end = i + end;
                 i = skip_ws(i + end);
             }
             JsonRead::Incomplete => {
@@ -409,7 +439,11 @@ fn parse_object(
     let (value, end) = match scan::read_json_value(rest) {
         JsonRead::Complete { value, end } => (value, end),
         JsonRead::Incomplete if !at_end => return,
-        _ => {
+        JsonRead::Incomplete => {
+            cut_off_object(rest, lead, tools, out, content);
+            return;
+        }
+        JsonRead::Invalid(_) => {
             content.push(rest);
             return;
         }
@@ -455,6 +489,38 @@ fn parse_object(
         content.push(piece);
     }
     content.push_tail(&rest[end..], &[], at_end);
+}
+
+/// An object the output ended inside (`rest` is all of it): xLAM's wrapper keeps the calls
+/// that completed, its array read as [`parse_array`] reads one (the cut-off call is the
+/// error; with no complete call the whole object is); a call object (one with a `"name"`
+/// member) is an unterminated call; anything else is content.
+fn cut_off_object(
+    rest: &str,
+    lead: usize,
+    tools: &[Tool],
+    out: &mut PartialOutput,
+    content: &mut Content,
+) {
+    let obj = scan::scan_object(rest);
+    let list = obj
+        .members
+        .first()
+        .filter(|m| m.key == "tool_calls" && rest[m.value_start..].starts_with('['));
+    if let Some(m) = list {
+        let array = &rest[m.value_start..];
+        let (mut trial, mut trial_content) = (PartialOutput::default(), Content::default());
+        parse_array(array, lead, tools, true, &mut trial, &mut trial_content);
+        if trial.calls.iter().any(|c| c.complete.is_some()) {
+            parse_array(array, lead + m.value_start, tools, true, out, content);
+            return;
+        }
+    }
+    if list.is_some() || obj.members.iter().any(|m| m.key == "name") {
+        scan::push_malformed(out, content, rest, lead, ToolParseError::Unterminated);
+    } else {
+        content.push(rest);
+    }
 }
 
 #[cfg(test)]
@@ -590,5 +656,115 @@ mod tests {
             ToolParseError::InvalidJson(_)
         ));
         assert_eq!(out.content.as_deref(), Some(bad));
+    }
+
+    #[test]
+    fn named_choice_output_parses_back_with_the_same_format() {
+        use crate::GrammarMatcher;
+        let f = JsonArray::default();
+        let ts = tools();
+        let choice = ToolChoice::Function("get_time".into());
+        let tag = f.structural_tag(&ts, &choice, true).unwrap();
+        let g = scan::compile_on_ascii(&tag);
+        let call = ToolCall::new("get_time", json!({"tz": "UTC"}));
+        let text = f.render_calls(std::slice::from_ref(&call));
+        assert_eq!(
+            text,
+            r#"[{"name": "get_time", "arguments": {"tz": "UTC"}}]"#
+        );
+        let mut m = GrammarMatcher::new(g.clone());
+        assert!(m.accept_string(&text) && m.is_completed(), "{text}");
+        // Only that tool, and exactly one call.
+        let mut m = GrammarMatcher::new(g.clone());
+        assert!(!m.accept_string(r#"[{"name": "get_weather""#));
+        let two = f.render_calls(&[call.clone(), call.clone()]);
+        let mut m = GrammarMatcher::new(g);
+        assert!(!(m.accept_string(&two) && m.is_completed()));
+        let out = f.parse(&text, &ts);
+        assert_eq!(out.tool_calls, vec![call]);
+        assert!(out.errors.is_empty() && out.content.is_none());
+        scan::assert_streams_as_whole(&f, &text, &ts);
+    }
+
+    #[test]
+    fn forced_format_builds_only_its_named_choice() {
+        use crate::GrammarMatcher;
+        let f = JsonArray::default().forced("get_time");
+        let ts = tools();
+        let tag = f
+            .structural_tag(&ts, &ToolChoice::Function("get_time".into()), false)
+            .unwrap();
+        let mut m = GrammarMatcher::new(scan::compile_on_ascii(&tag));
+        assert!(m.accept_string(r#"{"tz": "UTC"}"#) && m.is_completed());
+        // Its parser reads a bare object: a tag for anything else would not parse back.
+        for choice in [
+            ToolChoice::Required,
+            ToolChoice::Auto,
+            ToolChoice::Function("get_weather".into()),
+        ] {
+            match f.structural_tag(&ts, &choice, true) {
+                Err(ToolError::Choice(m)) => assert!(m.contains("get_time"), "{m}"),
+                other => panic!("{choice:?}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn a_cut_off_call_after_a_complete_one_is_an_error() {
+        let ts = Tool::list_from_openai(&json!([
+            {"type": "function", "function": {"name": "a", "parameters": {"type": "object"}}},
+            {"type": "function", "function": {"name": "b", "parameters": {"type": "object"}}}
+        ]))
+        .unwrap();
+        let f = JsonArray::default();
+        let a = vec![ToolCall::new("a", json!({}))];
+        let text = r#"[{"name":"a","arguments":{}}, {"name":"b","argu"#;
+        let out = f.parse(text, &ts);
+        assert_eq!(out.tool_calls, a);
+        assert_eq!(out.errors.len(), 1);
+        assert_eq!(out.errors[0].text, r#"{"name":"b","argu"#);
+        assert_eq!(out.errors[0].offset, 30);
+        assert_eq!(out.errors[0].error, ToolParseError::Unterminated);
+        assert_eq!(out.content.as_deref(), Some(r#"{"name":"b","argu"#));
+        // xLAM's wrapper cut off the same way: the complete call stays a call.
+        let text = r#"{"tool_calls": [{"name":"a","arguments":{}}, {"name":"b","argu"#;
+        let out = f.parse(text, &ts);
+        assert_eq!(out.tool_calls, a);
+        assert_eq!(out.errors.len(), 1);
+        assert_eq!(out.errors[0].text, r#"{"name":"b","argu"#);
+        assert_eq!(out.errors[0].offset, 45);
+        assert_eq!(out.errors[0].error, ToolParseError::Unterminated);
+        // A single call object cut off.
+        let text = r#"{"name":"b","arguments":{"x": 1"#;
+        let out = f.parse(text, &ts);
+        assert!(out.tool_calls.is_empty());
+        assert_eq!(out.errors.len(), 1);
+        assert_eq!(out.errors[0].text, text);
+        assert_eq!(out.errors[0].error, ToolParseError::Unterminated);
+        assert_eq!(out.content.as_deref(), Some(text));
+        // An array missing only its `]`: the call stays a call, its text is not content
+        // as well; the error is the missing end.
+        let text = r#"[{"name":"a","arguments":{}}, "#;
+        let out = f.parse(text, &ts);
+        assert_eq!(out.tool_calls, a);
+        assert_eq!(out.errors.len(), 1);
+        assert_eq!(out.errors[0].text, ",");
+        assert_eq!(out.errors[0].error, ToolParseError::Unterminated);
+        assert_eq!(out.content.as_deref(), Some(","));
+        // An object that is not a call stays content.
+        let out = f.parse(r#"{"note": "x"#, &ts);
+        assert!(out.errors.is_empty());
+        assert_eq!(out.content.as_deref(), Some(r#"{"note": "x"#));
+        for text in [
+            r#"[{"name":"a","arguments":{}}, {"name":"b","argu"#,
+            r#"{"tool_calls": [{"name":"a","arguments":{}}, {"name":"b","argu"#,
+            r#"{"tool_calls": [{"name":"a","arguments":{}}]"#,
+            r#"{"name":"b","arguments":{"x": 1"#,
+            r#"[{"name":"a","arguments":{}}, "#,
+            r#"[{"name":"a","arguments":{}}"#,
+            r#"{"note": "x"#,
+        ] {
+            scan::assert_streams_as_whole(&f, text, &ts);
+        }
     }
 }

@@ -29,8 +29,11 @@ const MAX_DEPTH: usize = 64;
 ///   `True`/`False`/`None`, numbers, lists, dicts with quoted keys; `enum`/`const`,
 ///   `anyOf`/`oneOf`, type lists, `items`, `minItems`/`maxItems`, nested `properties`
 ///   and `additionalProperties` schemas are expressed). Schema features a Python-literal
-///   grammar cannot express here (`pattern`, `format` on strings, numeric bounds, string lengths,
-///   `$ref`, `allOf`, `not`, property names that are not identifiers, ...) make
+///   grammar cannot express here (`pattern`, `format` on strings, numeric bounds other than
+///   on a plain `integer` (there they are exact, from the JSON Schema compiler's integer
+///   ranges), string lengths,
+///   `$ref`, `allOf`, `not`, property names that are not identifiers, tool names that are
+///   not dotted ASCII identifiers (the error names the character), ...) make
 ///   [`ToolCallFormat::structural_tag`] fail with [`ToolError::Unsupported`] rather than
 ///   under-constrain; `format` on a schema whose `type` excludes strings (schemars'
 ///   `"uint8"`, `"double"`) has no effect in JSON Schema 2020-12 and is ignored. By choice: `required` = the list with at least one call, named =
@@ -45,8 +48,10 @@ const MAX_DEPTH: usize = 64;
 ///   escapes, ints, floats, `True/False/None` and JSON's `true/false/null`, lists and
 ///   dicts (tuples, names, expressions and positional arguments are errors). A call to an
 ///   unknown tool is an error (its text in content), the others stay calls; a syntax error
-///   makes the rest of the list, from the offending call, one error once the output is
-///   complete. Text after the list is content (`<|python_end|>` and end-of-turn tokens
+///   or a call the output cuts off makes the rest of the list, from the offending call,
+///   one error once the output is complete (a list missing only its `]` is an error from
+///   just after its last call: the separator, if any; bare calls ending at an offered
+///   tool's name are a cut-off call). Text after the list is content (`<|python_end|>` and end-of-turn tokens
 ///   dropped). [`Pythonic::bare_calls`] also reads calls written without the brackets,
 ///   separated by `,` or `;` (gorilla-openfunctions-v2, NexusRaven-v2), when the name is
 ///   an offered tool.
@@ -127,6 +132,14 @@ const ANNOTATIONS: &[&str] = &[
     "optional",
 ];
 
+/// Numeric bound keywords: expressed exactly for `integer` (a range grammar built by the
+/// JSON Schema compiler's number code), refused elsewhere.
+const BOUNDS: &[&str] = &["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"];
+
+/// The largest integer magnitude the grammar writes (18 digits: every such number reads
+/// back exactly as an `i64`).
+const MAX_INT: i128 = 999_999_999_999_999_999;
+
 /// The EBNF text of a string in the grammar's literal syntax.
 fn ebnf_lit(s: &str) -> String {
     let mut out = String::from("\"");
@@ -163,6 +176,23 @@ fn format_without_effect(k: &str, obj: &serde_json::Map<String, Value>) -> bool 
         }
 }
 
+/// The first character that keeps `name` from being a dotted name the parser reads
+/// (ASCII identifiers joined by `.`): `.` for an empty part, else the offending character.
+fn bad_name_char(name: &str) -> Option<char> {
+    for part in name.split('.') {
+        let mut chars = part.chars();
+        match chars.next() {
+            None => return Some('.'),
+            Some(c) if !(c.is_ascii_alphabetic() || c == '_') => return Some(c),
+            Some(_) => {}
+        }
+        if let Some(c) = chars.find(|c| !(c.is_ascii_alphanumeric() || *c == '_')) {
+            return Some(c);
+        }
+    }
+    None
+}
+
 fn is_dotted_name(s: &str) -> bool {
     !s.is_empty() && s.split('.').all(is_identifier)
 }
@@ -197,9 +227,33 @@ impl Gen<'_> {
             _ => return Err(self.unsupported(format!("{path}: schema {schema} is not supported"))),
         };
         for k in obj.keys() {
-            if !ANNOTATIONS.contains(&k.as_str()) && !format_without_effect(k, obj) {
+            if !ANNOTATIONS.contains(&k.as_str())
+                && !BOUNDS.contains(&k.as_str())
+                && !format_without_effect(k, obj)
+            {
                 return Err(self.unsupported(format!(
                     "{path}: the keyword {k:?} cannot be expressed in a Python-literal grammar"
+                )));
+            }
+        }
+        if let Some(k) = BOUNDS.iter().find(|k| obj.contains_key(**k)) {
+            // Bounds are expressed for `integer` only; anywhere else they would be dropped.
+            let typed = |t: &str| match obj.get("type") {
+                Some(Value::String(s)) => s == t,
+                Some(Value::Array(ts)) => ts.iter().any(|x| x == t),
+                _ => false,
+            };
+            let other = ["const", "enum", "anyOf", "oneOf"]
+                .into_iter()
+                .find(|o| obj.contains_key(*o));
+            if typed("number") || !typed("integer") || other.is_some() {
+                return Err(self.unsupported(format!(
+                    "{path}: the keyword {k:?} is expressed on a plain `integer` only, not {}",
+                    match other {
+                        Some(o) => format!("beside {o:?}"),
+                        None if typed("number") => "on a number".to_owned(),
+                        None => "without `type: integer`".to_owned(),
+                    }
                 )));
             }
         }
@@ -248,6 +302,9 @@ impl Gen<'_> {
         for t in &types {
             alts.push(match t.as_str() {
                 "string" => "py_str".to_owned(),
+                "integer" if BOUNDS.iter().any(|k| obj.contains_key(*k)) => {
+                    self.int_range(obj, path)?
+                }
                 "integer" => "py_int".to_owned(),
                 "number" => "py_num".to_owned(),
                 "boolean" => "py_bool".to_owned(),
@@ -262,6 +319,22 @@ impl Gen<'_> {
         } else {
             format!("({})", alts.join(" | "))
         })
+    }
+
+    /// A rule for the integers within `obj`'s bounds (at most 18 digits), from the JSON
+    /// Schema compiler's exact range construction.
+    fn int_range(&mut self, obj: &Map<String, Value>, path: &str) -> Result<String, ToolError> {
+        let (lo, hi) = crate::json_schema::numbers::int_bounds(obj, "#")
+            .map_err(|e| self.unsupported(format!("{path}: {e}")))?;
+        let lo = lo.map_or(-MAX_INT, |l| l.max(-MAX_INT));
+        let hi = hi.map_or(MAX_INT, |h| h.min(MAX_INT));
+        let expr = crate::json_schema::numbers::integer_range(Some(lo), Some(hi), Some(18))
+            .ok_or_else(|| self.unsupported(format!("{path}: no integer within the bounds")))?;
+        let printer = crate::grammar::Grammar {
+            rules: Vec::new(),
+            root: crate::grammar::RuleId(0),
+        };
+        Ok(self.rule(printer.expr_to_ebnf(&expr)))
     }
 
     fn array(
@@ -350,9 +423,11 @@ impl Gen<'_> {
 
     /// `NAME(k=V, ...)` for one tool.
     fn call(&mut self, tool: &Tool) -> Result<String, ToolError> {
-        if !is_dotted_name(&tool.name) {
+        if let Some(c) = bad_name_char(&tool.name) {
             return Err(self.unsupported(format!(
-                "tool {:?}: the name is not a Python (dotted) identifier",
+                "tool {:?}: the name is not a Python (dotted) identifier of ASCII letters, \
+                 digits and `_`, so a call to it cannot be written or read back: \
+                 character {c:?}",
                 tool.name
             )));
         }
@@ -900,6 +975,9 @@ impl Pythonic {
     ) -> Option<usize> {
         let mut r = Py::new(text, i);
         let mut first = true;
+        // Just after the last call read: a list cut off after it is an error from there
+        // (its separator, if any), never again the calls already read.
+        let mut last_end = i;
         let fail =
             |from: usize, e: ToolParseError, out: &mut PartialOutput, content: &mut Content| {
                 if at_end {
@@ -917,7 +995,7 @@ impl Pythonic {
             let call_start = r.i;
             if bracketed {
                 match r.peek() {
-                    Err(_) => return fail(call_start, ToolParseError::Unterminated, out, content),
+                    Err(_) => return fail(last_end, ToolParseError::Unterminated, out, content),
                     Ok(b']') => return Some(r.i + 1),
                     _ => {}
                 }
@@ -926,9 +1004,16 @@ impl Pythonic {
             }
             if !first && !bracketed {
                 // Bare calls: only an offered tool's name continues the calls.
+                let offered = |n: &str| tools.is_empty() || tools.iter().any(|t| t.name == n);
                 match starts_call(text, r.i) {
                     None if !at_end => return None,
-                    Some(Some(n)) if tools.is_empty() || tools.iter().any(|t| t.name == n) => {}
+                    Some(Some(n)) if offered(&n) => {}
+                    None if is_dotted_name(text[r.i..].trim_end())
+                        && offered(text[r.i..].trim_end()) =>
+                    {
+                        // The output ended at an offered tool's name: a cut-off call.
+                        return fail(call_start, ToolParseError::Unterminated, out, content);
+                    }
                     _ => return Some(r.i),
                 }
             }
@@ -987,10 +1072,11 @@ impl Pythonic {
                     return fail(call_start, ToolParseError::Syntax(m), out, content)
                 }
             }
+            last_end = r.i;
             r.ws();
             match r.peek() {
                 Err(_) if bracketed => {
-                    return fail(r.i, ToolParseError::Unterminated, out, content)
+                    return fail(last_end, ToolParseError::Unterminated, out, content)
                 }
                 Err(_) => return at_end.then_some(r.i),
                 Ok(b',') => r.i += 1,
@@ -1274,5 +1360,141 @@ mod tests {
         let out = f.parse("Hello there (friend)", &tools());
         assert!(out.tool_calls.is_empty());
         assert_eq!(out.content.as_deref(), Some("Hello there (friend)"));
+    }
+
+    #[test]
+    fn a_cut_off_call_after_a_complete_one_is_an_error() {
+        let ts = Tool::list_from_openai(&json!([
+            {"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}},
+            {"type": "function", "function": {"name": "g", "parameters": {"type": "object"}}}
+        ]))
+        .unwrap();
+        let f_call = vec![ToolCall::new("f", json!({"a": 1}))];
+        let cases: [(Pythonic, &str, &str, usize); 5] = [
+            (Pythonic::default(), "[f(a=1), g(b=", "g(b=", 9),
+            (Pythonic::default(), "[f(a=1), g", "g", 9),
+            (Pythonic::default(), "[f(a=1), ", ",", 7),
+            (
+                Pythonic::default().bare_calls(true),
+                "f(a=1), g(b=",
+                "g(b=",
+                8,
+            ),
+            (Pythonic::default().bare_calls(true), "f(a=1), g", "g", 8),
+        ];
+        for (f, text, bad, offset) in cases {
+            let out = f.parse(text, &ts);
+            assert_eq!(out.tool_calls, f_call, "{text}");
+            assert_eq!(out.errors.len(), 1, "{text}: {:?}", out.errors);
+            assert_eq!(out.errors[0].text, bad, "{text}");
+            assert_eq!(out.errors[0].offset, offset, "{text}");
+            assert_eq!(out.errors[0].error, ToolParseError::Unterminated, "{text}");
+            assert_eq!(out.content.as_deref(), Some(bad), "{text}");
+            scan::assert_streams_as_whole(&f, text, &ts);
+        }
+        // Bare calls: a name that is not an offered tool is text, not a cut-off call.
+        let f = Pythonic::default().bare_calls(true);
+        let out = f.parse("f(a=1), h", &ts);
+        assert_eq!(out.tool_calls, f_call);
+        assert!(out.errors.is_empty());
+        scan::assert_streams_as_whole(&f, "f(a=1), h", &ts);
+    }
+
+    #[test]
+    fn integer_bounds_are_grammar_bounds() {
+        use crate::GrammarMatcher;
+        let ts = Tool::list_from_openai(&json!([{"type": "function", "function": {"name": "f",
+            "strict": true, "parameters": {"type": "object", "properties": {
+                "n": {"type": "integer", "format": "uint32", "minimum": 0},
+                "d": {"type": ["integer", "null"], "minimum": -3, "exclusiveMaximum": 7}},
+            "required": ["n"]}}}]))
+        .unwrap();
+        let f = Pythonic::default();
+        let tag = f.structural_tag(&ts, &ToolChoice::Required, false).unwrap();
+        let g = scan::compile_on_ascii(&tag);
+        let accepts = |s: &str| {
+            let mut m = GrammarMatcher::new(g.clone());
+            m.accept_string(s) && m.is_completed()
+        };
+        for ok in [
+            "[f(n=0)]",
+            "[f(n=4294967296)]",
+            "[f(n=7, d=-3)]",
+            "[f(n=7, d=6)]",
+            "[f(n=7, d=None)]",
+        ] {
+            assert!(accepts(ok), "{ok}");
+        }
+        for bad in ["[f(n=-1)]", "[f(n=7, d=-4)]", "[f(n=7, d=7)]", "[f(n=1.5)]"] {
+            assert!(!accepts(bad), "{bad}");
+        }
+        // Bounds on a number cannot be expressed exactly here: refused, never dropped.
+        let num = Tool::list_from_openai(&json!([{"type": "function", "function": {"name": "f",
+            "parameters": {"type": "object", "properties": {
+                "x": {"type": "number", "maximum": 2.5}}}}}]))
+        .unwrap();
+        match f.structural_tag(&num, &ToolChoice::Required, false) {
+            Err(ToolError::Unsupported { reason, .. }) => {
+                assert!(reason.contains("maximum"), "{reason}")
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn from_types_with_an_unsigned_field_builds_a_tag() {
+        use crate::GrammarMatcher;
+        #[derive(serde::Deserialize, schemars::JsonSchema)]
+        #[allow(dead_code)]
+        struct Args {
+            count: u32,
+        }
+        #[derive(serde::Serialize, schemars::JsonSchema)]
+        struct Out {
+            ok: bool,
+        }
+        let tool = Tool::from_types::<Args, Out>("count_it", "Counts.").unwrap();
+        let f = Pythonic::default();
+        let tag = f
+            .structural_tag(&[tool], &ToolChoice::Required, false)
+            .unwrap();
+        let g = scan::compile_on_ascii(&tag);
+        let mut m = GrammarMatcher::new(g.clone());
+        assert!(m.accept_string("[count_it(count=3)]") && m.is_completed());
+        let mut m = GrammarMatcher::new(g);
+        assert!(!m.accept_string("[count_it(count=-3)]"));
+    }
+
+    #[test]
+    fn names_the_syntax_cannot_carry_are_refused_naming_the_character() {
+        let tool = |name: &str| {
+            Tool::from_openai(&json!({"type": "function", "function": {"name": name,
+                "parameters": {"type": "object", "properties": {"x": {"type": "integer"}}}}}))
+            .unwrap()
+        };
+        let f = Pythonic::default();
+        for (name, ch) in [
+            ("get-weather", '-'),
+            ("über", 'ü'),
+            ("a..b", '.'),
+            ("1st", '1'),
+        ] {
+            match f.structural_tag(&[tool(name)], &ToolChoice::Required, true) {
+                Err(ToolError::Unsupported { format, reason }) => {
+                    assert_eq!(format, "pythonic");
+                    assert!(reason.contains(&format!("{name:?}")), "{reason}");
+                    assert!(reason.contains(&format!("{ch:?}")), "{reason}");
+                }
+                other => panic!("{name}: {other:?}"),
+            }
+        }
+        // A dotted name round-trips.
+        let ts = vec![tool("a.b")];
+        let tag = f.structural_tag(&ts, &ToolChoice::Required, true).unwrap();
+        let call = ToolCall::new("a.b", json!({"x": 1}));
+        let text = f.render_calls(std::slice::from_ref(&call));
+        let mut m = crate::GrammarMatcher::new(scan::compile_on_ascii(&tag));
+        assert!(m.accept_string(&text) && m.is_completed(), "{text}");
+        assert_eq!(f.parse(&text, &ts).tool_calls, vec![call]);
     }
 }

@@ -57,6 +57,9 @@ const THINK_END: &str = "</think>";
 ///   (the grammar lets values contain that text). A missing `<tool_call>` wrapper (a bare
 ///   `<function=`) and a missing `</tool_call>` before the next call or the end are
 ///   tolerated.
+/// * Rendering: strings raw, other values JSON (`</` written `<\/`); a string value
+///   holding a closing tag cannot be written — [`Qwen3Coder::try_render_calls`] refuses
+///   it, [`ToolCallFormat::render_calls`] writes it raw and it does not parse back.
 /// * Streaming: string values stream as JSON-escaped text inside the arguments' JSON
 ///   (`{"city": "Par`), other values once complete; a value not yet closed streams only
 ///   as far as it is certain to reach (never past a `</parameter>` not yet known to be
@@ -78,6 +81,41 @@ impl Qwen3Coder {
     /// The options.
     pub fn options(&self) -> &FormatOptions {
         &self.options
+    }
+
+    /// `calls` as [`ToolCallFormat::render_calls`] writes them, refusing what would not
+    /// parse back. String values are raw text with no escape (section 4.2 of the
+    /// tool-call format notes), so one holding `</parameter>`, `</function>` or
+    /// `</tool_call>` cannot be written: the grammar forbids `</parameter>` in a raw value,
+    /// and the parser may end the value, the call or the block there. Other values are
+    /// JSON with every `</` written `<\/` (the same JSON, never a closing tag), so they
+    /// always render.
+    ///
+    /// # Errors
+    /// [`ToolError::Unsupported`] naming the call, the parameter and the closing tag.
+    pub fn try_render_calls(&self, calls: &[ToolCall]) -> Result<String, ToolError> {
+        for c in calls {
+            let Value::Object(args) = &c.arguments else {
+                continue;
+            };
+            for (k, v) in args {
+                let Value::String(text) = v else { continue };
+                if let Some(tag) = [CLOSE, FUNC_END, END]
+                    .into_iter()
+                    .find(|t| text.contains(t))
+                {
+                    return Err(ToolError::Unsupported {
+                        format: "qwen3_coder".into(),
+                        reason: format!(
+                            "call to {:?}: the value of parameter {k:?} holds {tag}, which a \
+                             raw string value cannot carry (the format has no escape)",
+                            c.name
+                        ),
+                    });
+                }
+            }
+        }
+        Ok(self.render_calls(calls))
     }
 
     fn envelope(&self) -> Envelope {
@@ -271,11 +309,13 @@ impl ToolCallFormat for Qwen3Coder {
     }
 }
 
-/// A value as the template writes it: strings raw, everything else JSON.
+/// A value as the template writes it: strings raw, everything else JSON, with `</`
+/// written `<\/` (it can only occur inside a JSON string, where both mean `</`) so the
+/// JSON never holds a closing tag.
 fn raw_value(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
-        other => scan::python_json(other),
+        other => scan::python_json(other).replace("</", "<\\/"),
     }
 }
 
@@ -369,14 +409,17 @@ fn read_call(s: &str, wrapped: bool, tools: &[Tool], at_end: bool) -> Step {
         return bad(s, i, wrapped, at_end, e);
     }
     i += gt + 1;
-    let props: Option<&Map<String, Value>> = tools
+    let root = tools
         .iter()
         .find(|t| t.name == name)
-        .and_then(|t| t.input_schema.get("properties"))
+        .and_then(|t| t.input_schema.as_object());
+    let props: Option<&Map<String, Value>> = root
+        .and_then(|r| r.get("properties"))
         .and_then(Value::as_object);
     let mut w = Walk {
         name: name.to_owned(),
         props,
+        root,
         params: Vec::new(),
     };
     loop {
@@ -439,6 +482,8 @@ fn read_call(s: &str, wrapped: bool, tools: &[Tool], at_end: bool) -> Step {
 struct Walk<'t> {
     name: String,
     props: Option<&'t Map<String, Value>>,
+    /// The tool's whole input schema (for `$ref`s of properties).
+    root: Option<&'t Map<String, Value>>,
     params: Vec<(String, String)>,
 }
 
@@ -593,11 +638,11 @@ impl Walk<'_> {
     }
 
     fn arguments(&self) -> Value {
-        typed_arguments(&self.params, self.props, true)
+        typed_arguments(&self.params, self.props, self.root, true)
     }
 
     fn arguments_text(&self, partial: Option<&(String, String)>, complete: bool) -> String {
-        arguments_json_text(&self.params, self.props, true, partial, complete)
+        arguments_json_text(&self.params, self.props, self.root, true, partial, complete)
     }
 
     fn partial(&self, p: Option<(String, String)>) -> PartialCall {
@@ -627,17 +672,30 @@ impl Walk<'_> {
 pub(crate) fn typed_arguments(
     params: &[(String, String)],
     props: Option<&Map<String, Value>>,
+    root: Option<&Map<String, Value>>,
     undeclared_is_text: bool,
 ) -> Value {
     let mut map = Map::new();
     for (k, raw) in params {
-        let schema = props.and_then(|p| p.get(k));
+        let schema = property_schema(props, root, k);
         map.insert(
             k.clone(),
             scan::typed_xml_value(raw, schema, undeclared_is_text),
         );
     }
     Value::Object(map)
+}
+
+/// The schema of property `key` (`props` of the tool's schema `root`), through a local
+/// `$ref` as the grammar reads it ([`crate::structural_tag::xml::resolve_local_ref`]).
+pub(crate) fn property_schema<'a>(
+    props: Option<&'a Map<String, Value>>,
+    root: Option<&'a Map<String, Value>>,
+    key: &str,
+) -> Option<&'a Value> {
+    props
+        .and_then(|p| p.get(key))
+        .map(|s| crate::structural_tag::xml::resolve_local_ref(s, root))
 }
 
 /// The arguments' JSON text so far (what streaming sends): whole members in the order
@@ -649,6 +707,7 @@ pub(crate) fn typed_arguments(
 pub(crate) fn arguments_json_text(
     params: &[(String, String)],
     props: Option<&Map<String, Value>>,
+    root: Option<&Map<String, Value>>,
     undeclared_is_text: bool,
     partial: Option<&(String, String)>,
     complete: bool,
@@ -660,7 +719,7 @@ pub(crate) fn arguments_json_text(
             s.push_str(", ");
         }
         n += 1;
-        let v = scan::typed_xml_value(raw, props.and_then(|p| p.get(k)), undeclared_is_text);
+        let v = scan::typed_xml_value(raw, property_schema(props, root, k), undeclared_is_text);
         s.push_str(&format!("{}: {}", json!(k), scan::python_json(&v)));
     }
     if complete {
@@ -668,7 +727,7 @@ pub(crate) fn arguments_json_text(
         return s;
     }
     if let Some((k, raw)) = partial {
-        let schema = props.and_then(|p| p.get(k));
+        let schema = property_schema(props, root, k);
         let raw_text = match schema {
             Some(sc) => scan::is_raw_string_schema(sc),
             None => undeclared_is_text,
@@ -685,7 +744,7 @@ pub(crate) fn arguments_json_text(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::tools::{StreamEvent, StreamingParser};
 
@@ -1023,5 +1082,86 @@ mod tests {
             vec![ToolCall::new("get_time", json!({"tz": "CET"}))]
         );
         scan::check_streams_as_whole(&f, &[], text).unwrap();
+    }
+
+    /// Tools whose string enums are reached through `$ref` (as schemars writes a
+    /// unit-variant enum field), one of them with strings that read as JSON.
+    pub(crate) fn ref_enum_tools() -> Vec<Tool> {
+        Tool::list_from_openai(&json!([{"type": "function", "function": {"name": "set",
+            "strict": true, "parameters": {"type": "object", "properties": {
+                "unit": {"$ref": "#/$defs/Unit"},
+                "level": {"$ref": "#/definitions/Level"},
+                "note": {"$ref": "#/$defs/Note"}},
+            "required": ["unit", "level"],
+            "$defs": {"Unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+                      "Note": {"$ref": "#/$defs/Text"},
+                      "Text": {"type": "string", "description": "free text"}},
+            "definitions": {"Level": {"type": "string", "enum": ["1", "true", "null"]}}}}}]))
+        .unwrap()
+    }
+
+    #[test]
+    fn ref_string_enums_render_as_the_grammar_writes_them() {
+        use crate::GrammarMatcher;
+        let f = Qwen3Coder::default();
+        let ts = ref_enum_tools();
+        let tag = f.structural_tag(&ts, &ToolChoice::Required, true).unwrap();
+        let g = scan::compile_on_ascii(&tag);
+        for args in [
+            json!({"unit": "celsius", "level": "1"}),
+            json!({"unit": "fahrenheit", "level": "true", "note": "3"}),
+            json!({"unit": "celsius", "level": "null", "note": "a \"b\""}),
+        ] {
+            let call = ToolCall::new("set", args);
+            let text = f.render_calls(std::slice::from_ref(&call));
+            let mut m = GrammarMatcher::new(g.clone());
+            assert!(m.accept_string(&text) && m.is_completed(), "{text}");
+            let out = f.parse(&text, &ts);
+            assert_eq!(out.tool_calls, vec![call], "{text}");
+            scan::assert_streams_as_whole(&f, &text, &ts);
+        }
+        let mut m = GrammarMatcher::new(g);
+        assert!(!m.accept_string("<tool_call>\n<function=set>\n<parameter=unit>\nkelvin"));
+    }
+
+    #[test]
+    fn values_holding_the_closing_tags_are_escaped_or_refused() {
+        let f = Qwen3Coder::default();
+        let ts = Tool::list_from_openai(&json!([{"type": "function", "function": {
+            "name": "write", "parameters": {"type": "object", "properties": {
+                "path": {"type": "string"}, "body": {"type": "string"},
+                "meta": {"type": "object"}}}}}]))
+        .unwrap();
+        // JSON values: `</` is written `<\/`, the same JSON, never a closing tag.
+        let call = ToolCall::new(
+            "write",
+            json!({"path": "a.xml", "meta": {"k": "x</parameter>\n</function>"}}),
+        );
+        let text = f.try_render_calls(std::slice::from_ref(&call)).unwrap();
+        assert!(!text.contains("x</parameter>"), "{text}");
+        assert_eq!(f.render_calls(std::slice::from_ref(&call)), text);
+        assert_eq!(f.parse(&text, &ts).tool_calls, vec![call]);
+        // Raw strings cannot be escaped: a typed error naming the parameter and the tag.
+        for (body, tag) in [
+            ("x</parameter>\n</function>", "</parameter>"),
+            ("end</function>\n</tool_call>", "</function>"),
+            ("a</tool_call>", "</tool_call>"),
+        ] {
+            let call = ToolCall::new("write", json!({"path": "a", "body": body}));
+            match f.try_render_calls(&[call]) {
+                Err(ToolError::Unsupported { format, reason }) => {
+                    assert_eq!(format, "qwen3_coder");
+                    assert!(
+                        reason.contains("\"body\"") && reason.contains(tag),
+                        "{reason}"
+                    );
+                }
+                other => panic!("{body:?}: {other:?}"),
+            }
+        }
+        // A value that merely mentions a tag without closing one round-trips.
+        let call = ToolCall::new("write", json!({"path": "<parameter=x>", "body": "a < b"}));
+        let text = f.try_render_calls(std::slice::from_ref(&call)).unwrap();
+        assert_eq!(f.parse(&text, &ts).tool_calls, vec![call]);
     }
 }
