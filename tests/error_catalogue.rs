@@ -833,6 +833,14 @@ fn tool_section() -> Section {
         }),
         debug,
     );
+    s.add(
+        "InvalidFormatName",
+        r#"register_format("Hermes", ..)"#,
+        register_format("Hermes", |_: &FormatOptions| {
+            format_by_name("hermes").unwrap()
+        }),
+        debug,
+    );
     s
 }
 
