@@ -1265,7 +1265,7 @@ mod tests {
         assert_eq!((l, c, k), (1, 10, EbnfErrorKind::UnterminatedToken));
         let (l, c, k, m) = e("root ::= <>");
         assert_eq!((l, c, k), (1, 10, EbnfErrorKind::EmptyToken));
-        assert_eq!(m, "1:10: empty token terminal `<>`");
+        assert!(m.starts_with("1:10: empty token terminal `<>`"), "{m}");
         for bad in ["<[abc]>", "<[]>", "<[4294967296]>", "<[12>", "<[-1]>"] {
             let (l, c, k, _) = e(&format!("root ::= {bad}"));
             assert_eq!(
@@ -1288,7 +1288,7 @@ mod tests {
                 escape: "\\q".into()
             }
         );
-        assert_eq!(m, "1:12: invalid escape sequence `\\q`");
+        assert!(m.starts_with("1:12: invalid escape sequence `\\q`"), "{m}");
         let (l, c, k, m) = e("root ::= [\\x4]");
         assert_eq!((l, c), (1, 11));
         assert_eq!(
@@ -1330,9 +1330,9 @@ mod tests {
         let (l, c, k, m) = e("root ::= [a-cz-a]");
         assert_eq!((l, c), (1, 14));
         assert_eq!(k, EbnfErrorKind::ReversedRange { low: 122, high: 97 });
-        assert_eq!(
-            m,
-            "1:14: character range U+007A-U+0061 is reversed (end < start)"
+        assert!(
+            m.starts_with("1:14: character range U+007A-U+0061 is reversed (end < start)"),
+            "{m}"
         );
 
         let (l, c, k, m) = e("root ::= \"a\"{5,2}");
@@ -1340,7 +1340,7 @@ mod tests {
             (l, c, k),
             (1, 13, EbnfErrorKind::BadRepeat { min: 5, max: 2 })
         );
-        assert_eq!(m, "1:13: repetition {5,2} has max < min");
+        assert!(m.starts_with("1:13: repetition {5,2} has max < min"), "{m}");
         let (l, c, k, m) = e("root ::= \"a\"{1000001}");
         assert_eq!((l, c), (1, 14));
         assert_eq!(
@@ -1350,9 +1350,9 @@ mod tests {
                 limit: MAX_REPEAT_BOUND
             }
         );
-        assert_eq!(
-            m,
-            "1:14: repetition bound 1000001 exceeds the limit 1000000"
+        assert!(
+            m.starts_with("1:14: repetition bound 1000001 exceeds the limit 1000000"),
+            "{m}"
         );
         let (_, _, k, _) = e("root ::= \"a\"{2,99999999999999999999999}");
         assert!(matches!(k, EbnfErrorKind::RepeatTooLarge { .. }));
@@ -1382,7 +1382,7 @@ mod tests {
             (l, c, k),
             (1, 10, EbnfErrorKind::NothingToRepeat { op: '*' })
         );
-        assert_eq!(m, "1:10: `*` must follow an expression");
+        assert!(m.starts_with("1:10: `*` must follow an expression"), "{m}");
         let (l, c, k, _) = e("root ::= \"a\" | {2}");
         assert_eq!(
             (l, c, k),
@@ -1419,7 +1419,7 @@ mod tests {
         );
         let (l, c, k, m) = e("root ::= \"a\" )");
         assert_eq!((l, c, k), (1, 14, EbnfErrorKind::UnmatchedParen));
-        assert_eq!(m, "1:14: unmatched `)`");
+        assert!(m.starts_with("1:14: unmatched `)`"), "{m}");
 
         let (l, c, k, m) = e("root ::= \"a\" ; \"b\"");
         assert_eq!((l, c), (1, 14));
@@ -1444,15 +1444,15 @@ mod tests {
                 first_column: 1
             }
         );
-        assert_eq!(
-            m,
-            "4:3: rule `a` is defined twice (first definition at 3:1)"
+        assert!(
+            m.starts_with("4:3: rule `a` is defined twice (first definition at 3:1)"),
+            "{m}"
         );
 
         let (l, c, k, m) = e("root ::= a b\na ::= \"x\" bar\nb ::= bar");
         assert_eq!((l, c), (2, 11));
         assert_eq!(k, EbnfErrorKind::UndefinedRule { name: "bar".into() });
-        assert_eq!(m, "2:11: undefined rule `bar`");
+        assert!(m.starts_with("2:11: undefined rule `bar`"), "{m}");
 
         let err = parse_ebnf("start ::= \"x\"", "root").unwrap_err();
         assert_eq!((err.line(), err.column()), (1, 1));
@@ -1462,7 +1462,11 @@ mod tests {
                 name: "root".into()
             }
         );
-        assert_eq!(err.to_string(), "1:1: root rule `root` is not defined");
+        assert!(
+            err.to_string()
+                .starts_with("1:1: root rule `root` is not defined: define it"),
+            "{err}"
+        );
     }
 
     #[test]
