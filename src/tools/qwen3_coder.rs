@@ -1201,6 +1201,21 @@ pub(crate) mod tests {
             f.parse(&text, &ts).tool_calls[0].arguments,
             json!({"label": null, "id": 42})
         );
+        // A string branch with a keyword raw text cannot enforce is a typed error, as for
+        // a `"type": "string"` property.
+        let ts = Tool::list_from_openai(&json!([{"type": "function", "function": {
+            "name": "t", "parameters": {"type": "object", "properties": {
+                "s": {"type": ["string", "null"], "maxLength": 3}}}}}]))
+        .unwrap();
+        let tag = f.structural_tag(&ts, &ToolChoice::Required, true).unwrap();
+        let vocab =
+            crate::Vocabulary::from_token_bytes(&[b"a".to_vec(), b"<eos>".to_vec()], &[1], &[1])
+                .unwrap();
+        let err = crate::GrammarCompiler::new(vocab)
+            .compile_structural_tag(&tag)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("maxLength"), "{err}");
     }
 
     #[test]
