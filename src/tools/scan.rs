@@ -1028,23 +1028,45 @@ impl PyReader<'_> {
 }
 
 /// Whether a property schema declares exactly `type: "string"`: XML-style families write
-/// such values raw (and the `qwen_xml`/`glm_xml` grammars do), everything else as JSON.
+/// such values raw (and the `qwen_xml`/`glm_xml` grammars do) and stream them as they
+/// arrive. A schema that admits strings among other values is raw too, or JSON, but is
+/// typed only once whole ([`typed_xml_value`]).
 pub fn is_raw_string_schema(schema: &Value) -> bool {
     schema.get("type").and_then(Value::as_str) == Some("string")
 }
 
 /// The JSON value of an XML-style family's raw value text, typed by the property's schema
 /// (vLLM's `qwen3_coder`/`glm45` conversion, made total): a property declared
-/// `type: "string"` keeps the raw text; any other declared property is read as JSON, else
-/// as a Python literal (`True`, `None`, single quotes; a string holding JSON for object
-/// and array types is decoded once more), else kept as text, so a bad value never drops
-/// the call. An undeclared property (`schema` `None`) is text when
-/// `undeclared_is_text`, else typed like a declared non-string one.
-pub fn typed_xml_value(raw: &str, schema: Option<&Value>, undeclared_is_text: bool) -> Value {
+/// `type: "string"` keeps the raw text; one that admits strings among other values (a
+/// type list holding `"string"`, an `anyOf`/`oneOf` with a string branch, through local
+/// `$ref`s into `root`; [`crate::structural_tag::xml::string_branches`]) is the JSON value
+/// of the text when that is valid under a non-string branch (`null` for an
+/// `Option<String>`, `42` for `["integer", "string"]`), else the raw text; any other
+/// declared property is read as JSON, else as a Python literal (`True`, `None`, single
+/// quotes; a string holding JSON for object and array types is decoded once more), else
+/// kept as text, so a bad value never drops the call. An undeclared property (`schema`
+/// `None`) is text when `undeclared_is_text`, else typed like a declared non-string one.
+pub fn typed_xml_value(
+    raw: &str,
+    schema: Option<&Value>,
+    root: Option<&serde_json::Map<String, Value>>,
+    undeclared_is_text: bool,
+) -> Value {
     match schema {
         Some(s) if is_raw_string_schema(s) => return Value::String(raw.to_owned()),
         None if undeclared_is_text => return Value::String(raw.to_owned()),
         _ => {}
+    }
+    if let Some(split) = schema.and_then(|s| crate::structural_tag::xml::string_branches(s, root)) {
+        let json = split.others.as_ref().and_then(|others| {
+            let v = serde_json::from_str::<Value>(raw.trim()).ok()?;
+            let others = crate::structural_tag::xml::with_root_defs(others, root);
+            let valid = jsonschema::options()
+                .build(&others)
+                .is_ok_and(|validator| validator.is_valid(&v));
+            (!v.is_string() && valid).then_some(v)
+        });
+        return json.unwrap_or_else(|| Value::String(raw.to_owned()));
     }
     let t = raw.trim();
     let v = serde_json::from_str::<Value>(t)
@@ -1424,31 +1446,60 @@ mod tests {
         assert_eq!(python_literal("Nonesuch"), None);
         assert_eq!(python_literal("[1, "), None);
         let int = json!({"type": "integer"});
-        assert_eq!(typed_xml_value("3", Some(&int), true), json!(3));
+        assert_eq!(typed_xml_value("3", Some(&int), None, true), json!(3));
         assert_eq!(
-            typed_xml_value("2026-01-15", Some(&int), true),
+            typed_xml_value("2026-01-15", Some(&int), None, true),
             json!("2026-01-15")
         );
         assert_eq!(
-            typed_xml_value("True", Some(&json!({"type": "boolean"})), true),
+            typed_xml_value("True", Some(&json!({"type": "boolean"})), None, true),
             json!(true)
         );
-        assert_eq!(typed_xml_value("None", Some(&int), true), Value::Null);
+        assert_eq!(typed_xml_value("None", Some(&int), None, true), Value::Null);
         assert_eq!(
-            typed_xml_value(" 3 ", Some(&json!({"type": "string"})), true),
+            typed_xml_value(" 3 ", Some(&json!({"type": "string"})), None, true),
             json!(" 3 ")
         );
-        assert_eq!(typed_xml_value("3", None, true), json!("3"));
-        assert_eq!(typed_xml_value("3", None, false), json!(3));
+        assert_eq!(typed_xml_value("3", None, None, true), json!("3"));
+        assert_eq!(typed_xml_value("3", None, None, false), json!(3));
         let arr = json!({"type": "array"});
         assert_eq!(
-            typed_xml_value("\"[1, 2]\"", Some(&arr), true),
+            typed_xml_value("\"[1, 2]\"", Some(&arr), None, true),
             json!([1, 2])
         );
         assert_eq!(
-            typed_xml_value("5.0", Some(&json!({"type": "number"})), true),
+            typed_xml_value("5.0", Some(&json!({"type": "number"})), None, true),
             json!(5.0)
         );
+    }
+
+    #[test]
+    fn values_of_schemas_admitting_strings_and_more() {
+        let root = json!({"$defs": {"Color": {"type": "string", "enum": ["red", "null"]},
+                                    "N": {"type": "integer"}}});
+        let root = root.as_object();
+        let opt = json!({"type": ["string", "null"]});
+        let int_or_str = json!({"type": ["integer", "string"], "minimum": 0});
+        let any_of = json!({"anyOf": [{"type": "string"}, {"type": "null"}]});
+        let color = json!({"anyOf": [{"$ref": "#/$defs/Color"}, {"type": "null"}]});
+        let num_ref = json!({"oneOf": [{"$ref": "#/$defs/N"}, {"type": "string"}]});
+        let t = |raw: &str, schema: &Value| typed_xml_value(raw, Some(schema), root, true);
+        // JSON valid under a non-string branch is that value…
+        assert_eq!(t("null", &opt), Value::Null);
+        assert_eq!(t(" null ", &any_of), Value::Null);
+        assert_eq!(t("null", &color), Value::Null);
+        assert_eq!(t("42", &int_or_str), json!(42));
+        assert_eq!(t("7", &num_ref), json!(7));
+        // …anything else is the raw string (Python spellings and quoted JSON included).
+        for raw in ["hello", "None", "true", "42", "\"quoted\"", " a b ", "[1]"] {
+            assert_eq!(t(raw, &opt), json!(raw), "{raw}");
+            assert_eq!(t(raw, &any_of), json!(raw), "{raw}");
+        }
+        assert_eq!(t("red", &color), json!("red"));
+        assert_eq!(t("-1", &int_or_str), json!("-1"));
+        assert_eq!(t("4.5", &int_or_str), json!("4.5"));
+        assert_eq!(t("true", &int_or_str), json!("true"));
+        assert_eq!(t("x", &num_ref), json!("x"));
     }
 
     #[test]
