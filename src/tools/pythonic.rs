@@ -1060,12 +1060,15 @@ impl Pythonic {
                     if at_end {
                         return fail(call_start, ToolParseError::Unterminated, out, content);
                     }
-                    out.calls.push(PartialCall {
+                    let mut call = PartialCall {
                         id: None,
                         name: Some(name),
                         arguments_text: text[args_start..].trim().to_owned(),
                         complete: None,
-                    });
+                    };
+                    // A tool not offered is never streamed (the call ends malformed).
+                    scan::drop_unoffered_name(&mut call, tools);
+                    out.calls.push(call);
                     return None;
                 }
                 Err(Stop::Bad(m)) => {
