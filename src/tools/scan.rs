@@ -552,9 +552,13 @@ pub fn parse_sectioned(
 /// Parses the free text and call sections of `text[start..]` into `out`/`content`.
 /// `read_call` reads one call from the text after its begin marker (see [`CallRead`]).
 ///
-/// Text inside a section that is not a call ("header noise") goes to content once a call
-/// of that section is read; a section with no call at all is reported as malformed (its
-/// text kept in content, no calls). A missing section end is tolerated; text after the
+/// Text inside a section that is not a call ("header noise") and the text of its
+/// malformed calls go to content once a call of that section is read (the section's own
+/// markers are then dropped, as for a well-formed section). When no call of a section is
+/// read, the section's whole text, markers included, is content (rule 6 of the tool-call
+/// format notes: a begin marker with no parsable call leaves the content unchanged); its
+/// malformed calls are still reported each, and a section with no call at all is
+/// reported as malformed itself. A missing section end is tolerated; text after the
 /// section is content. While `!at_end`, partial markers and trailing whitespace are held
 /// back so the result only grows.
 pub fn parse_sections(
@@ -582,15 +586,15 @@ pub fn parse_sections(
             section_start
         };
         let mut calls_here = 0usize;
+        let mut read_here = 0usize;
+        // Noise and malformed calls of this section, in order: content once a call of the
+        // section is read; superseded by the section's whole text if none is.
         let mut noise: Vec<(usize, usize)> = Vec::new();
         loop {
             let rest = &text[p..];
             let ws = rest.len() - rest.trim_start().len();
             let r = &rest[ws..];
             if r.starts_with(syn.call_begin) {
-                for (a, b) in noise.drain(..) {
-                    content.push(&text[a..b]);
-                }
                 let call_start = p + ws;
                 let body = call_start + syn.call_begin.len();
                 calls_here += 1;
@@ -604,6 +608,10 @@ pub fn parse_sections(
                         arguments_text,
                         len,
                     } => {
+                        read_here += 1;
+                        for (a, b) in noise.drain(..) {
+                            content.push(&text[a..b]);
+                        }
                         out.calls.push(PartialCall {
                             id: call.id.clone(),
                             name: Some(call.name.clone()),
@@ -614,7 +622,14 @@ pub fn parse_sections(
                     }
                     CallRead::Bad { error, len } => {
                         let end = body + len;
-                        push_malformed(out, content, &text[call_start..end], call_start, error);
+                        let bad = &text[call_start..end];
+                        if is_section {
+                            // Reported now; its text waits in `noise` (see above).
+                            push_malformed(out, &mut Content::default(), bad, call_start, error);
+                            noise.push((call_start, end));
+                        } else {
+                            push_malformed(out, content, bad, call_start, error);
+                        }
                         p = end;
                     }
                 }
@@ -630,7 +645,11 @@ pub fn parse_sections(
                 } else {
                     text.len()
                 };
-                if calls_here == 0 && is_section {
+                if is_section && read_here == 0 && calls_here > 0 {
+                    // Only malformed calls (each reported): the section stays content whole.
+                    noise.clear();
+                    content.push(&text[section_start..end]);
+                } else if calls_here == 0 && is_section {
                     let error = if closed {
                         ToolParseError::Syntax("the tool-call section holds no call".into())
                     } else {
@@ -1123,6 +1142,29 @@ pub fn call_parts(body: &str) -> (super::PartialCall, Option<usize>) {
     (call, obj.end)
 }
 
+/// [`call_parts`] for a call that may name a tool not offered: a complete name that
+/// [`check_call_name`] refuses is dropped (with the arguments), so a stream never starts
+/// a call that the whole-output parse reports as malformed.
+pub fn offered_call_parts(body: &str, tools: &[Tool]) -> (super::PartialCall, Option<usize>) {
+    let (mut call, end) = call_parts(body);
+    drop_unoffered_name(&mut call, tools);
+    (call, end)
+}
+
+/// Clears the name (and arguments) of a call still arriving when its complete name is not
+/// one [`check_call_name`] accepts: such a call ends malformed, and is never streamed.
+pub fn drop_unoffered_name(call: &mut super::PartialCall, tools: &[Tool]) {
+    if call
+        .name
+        .as_deref()
+        .is_some_and(|n| check_call_name(n, tools).is_err())
+    {
+        call.name = None;
+        call.id = None;
+        call.arguments_text.clear();
+    }
+}
+
 /// Checks that the call object whose text starts `piece` gives `name` once and its
 /// arguments (`arguments` or `parameters`) at most once. JSON readers keep the last of
 /// repeated keys, while a streamed call has already shown the first, so a repeat makes
@@ -1522,5 +1564,41 @@ mod tests {
             split_reasoning("plain", "<think>", "</think>", false, false),
             (String::new(), Some(0))
         );
+    }
+
+    /// A call to a tool that is not offered is never started while streaming (its name is
+    /// known to be wrong as soon as it is complete) and ends as one malformed call.
+    #[test]
+    fn json_object_families_never_start_a_call_to_a_tool_not_offered() {
+        let tools = Tool::list_from_openai(&json!([{"type": "function", "function": {
+            "name": "get_time", "parameters": {"type": "object",
+            "properties": {"tz": {"type": "string"}}}}}]))
+        .unwrap();
+        let calls = [ToolCall::new("nosuch", json!({"q": 1}))];
+        for name in ["hermes", "llama3_json", "json", "pythonic", "mistral"] {
+            let f = super::super::format_by_name(name).unwrap();
+            let text = f.render_calls(&calls);
+            let mut p = super::super::StreamingParser::new(f.as_ref(), &tools);
+            let mut events = Vec::new();
+            for (i, ch) in text.char_indices() {
+                events.extend(p.push(&text[i..i + ch.len_utf8()]));
+            }
+            events.extend(p.finish());
+            let starts = events
+                .iter()
+                .filter(|e| matches!(e, super::super::StreamEvent::ToolCallStart { .. }))
+                .count();
+            assert_eq!(starts, 0, "{name}: {events:?}");
+            let out = f.parse(&text, &tools);
+            assert!(out.tool_calls.is_empty(), "{name}");
+            assert_eq!(
+                out.errors.iter().map(|e| &e.error).collect::<Vec<_>>(),
+                [&ToolParseError::UnknownTool {
+                    name: "nosuch".into()
+                }],
+                "{name}"
+            );
+            assert_streams_as_whole(f.as_ref(), &text, &tools);
+        }
     }
 }
