@@ -197,7 +197,7 @@ pub enum JsonSchemaError {
     },
     /// The schema (or a required part of it) accepts no instance, such as `minLength` >
     /// `maxLength`.
-    #[error("unsatisfiable schema at {pointer}: {reason}")]
+    #[error("unsatisfiable schema at {pointer}: {reason} (no JSON value satisfies it: correct the schema)")]
     Unsatisfiable {
         /// Where.
         pointer: String,
@@ -245,7 +245,21 @@ impl JsonSchemaSource for str {
     fn to_schema_value(&self) -> Result<std::borrow::Cow<'_, Value>, JsonSchemaError> {
         serde_json::from_str(self)
             .map(std::borrow::Cow::Owned)
-            .map_err(|e| JsonSchemaError::NotJson(e.to_string()))
+            .map_err(|e| JsonSchemaError::NotJson(json_error_message(&e)))
+    }
+}
+
+/// serde_json's message, with what to do when it stopped at its nesting limit (the text
+/// is valid JSON then, only deeper than the reader goes).
+pub(crate) fn json_error_message(e: &serde_json::Error) -> String {
+    let message = e.to_string();
+    if message.starts_with("recursion limit exceeded") {
+        format!(
+            "{message} (the text may be valid JSON, but it nests more than 128 arrays or \
+             objects, deeper than serde_json reads; flatten it, e.g. with `$defs` and `$ref`)"
+        )
+    } else {
+        message
     }
 }
 
@@ -350,12 +364,17 @@ impl GrammarCompiler {
 }
 
 /// A [`Limit`] error with no rule (or place) to blame.
-pub(crate) fn limit_error(limit: Limit, value: usize, actual: usize) -> JsonSchemaError {
+pub(crate) fn limit_error(
+    limit: Limit,
+    value: usize,
+    actual: usize,
+    pointer: &str,
+) -> JsonSchemaError {
     JsonSchemaError::Compile(CompileError::Limit(LimitExceeded {
         limit,
         value: value as u64,
         actual: actual as u64,
-        rule: None,
+        rule: Some(pointer.to_string()),
     }))
 }
 

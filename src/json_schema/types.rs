@@ -268,6 +268,7 @@ impl Builder<'_> {
                 crate::limits::Limit::EnumValues,
                 self.max_enum_values,
                 values.len(),
+                &child(ptr, "enum"),
             ));
         }
         if let (Some(c), true) = (obj.get("const"), obj.contains_key("enum")) {

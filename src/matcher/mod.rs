@@ -31,7 +31,7 @@ use std::sync::Arc;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TokenRejection {
     /// A stop token was already accepted.
-    #[error("token {token}: the matcher has terminated (a stop token was accepted)")]
+    #[error("token {token}: the matcher has terminated (a stop token was accepted); reset it or start a new one")]
     Terminated {
         /// The token id.
         token: u32,
@@ -53,25 +53,25 @@ pub enum TokenRejection {
         tokenizer_size: usize,
     },
     /// A stop token where the root rule cannot end.
-    #[error("stop token {token} where the grammar cannot end")]
+    #[error("stop token {token} where the grammar cannot end (sample from logits masked by fill_next_token_bitmask, which never allows it here)")]
     StopNotAllowed {
         /// The token id.
         token: u32,
     },
     /// A special token that no token terminal allows here.
-    #[error("special token {token} is not allowed here")]
+    #[error("special token {token} is not allowed here (sample from logits masked by fill_next_token_bitmask, which never allows it here)")]
     SpecialNotAllowed {
         /// The token id.
         token: u32,
     },
     /// A token with no bytes.
-    #[error("token {token} has no bytes")]
+    #[error("token {token} has no bytes, so no grammar can accept it (sample from logits masked by fill_next_token_bitmask, which never allows it here)")]
     Empty {
         /// The token id.
         token: u32,
     },
     /// The grammar rejects the token's bytes at byte `offset`.
-    #[error("token {token}: byte {offset} (0x{byte:02x}) does not match the grammar")]
+    #[error("token {token}: byte {offset} (0x{byte:02x}) does not match the grammar (sample from logits masked by fill_next_token_bitmask, which never allows it here)")]
     Bytes {
         /// The token id (`u32::MAX` for `accept_string`).
         token: u32,

@@ -221,7 +221,7 @@ pub enum RegexError {
         position: Position,
     },
     /// A byte-oriented (`(?-u)`) literal or class that can match a byte that is not UTF-8.
-    #[error("regex at {position} can match invalid UTF-8 (a `(?-u)` byte above 0x7F)")]
+    #[error("regex at {position} can match invalid UTF-8 (a `(?-u)` byte above 0x7F): drop `(?-u)` there or keep to bytes up to 0x7F")]
     NonUtf8 {
         /// Where the construct starts.
         position: Position,

@@ -506,7 +506,10 @@ impl Lowerer<'_> {
             if !begins.iter().any(|b| b.starts_with(trig.as_str())) {
                 return Err(StructuralTagError::Trigger {
                     path: format!("{path}.triggers[{i}]"),
-                    reason: format!("trigger {trig:?} is not a prefix of any tag's begin"),
+                    reason: format!(
+                        "trigger {trig:?} is not a prefix of any tag's begin (each trigger must \
+                         start the begin of the tags it opens)"
+                    ),
                 });
             }
         }

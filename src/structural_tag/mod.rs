@@ -85,7 +85,10 @@ use std::sync::Arc;
 #[derive(Debug, thiserror::Error)]
 pub enum StructuralTagError {
     /// The text is not JSON (serde_json's message gives line and column).
-    #[error("the structural tag is not valid JSON: {0}")]
+    #[error(
+        "the structural tag is not valid JSON: {}",
+        crate::json_schema::json_error_message(.0)
+    )]
     Json(#[source] serde_json::Error),
     /// A field is missing, has the wrong JSON type or a bad value, or is unknown; or the
     /// `type` is unknown.
