@@ -517,7 +517,7 @@ fn bad_input_gives_typed_errors_with_pointers() {
             "#/properties/x/multipleOf",
         ),
         (
-            r#"{"type": "string", "format": "iri"}"#,
+            r#"{"type": "string", "format": "color"}"#,
             "format",
             "#/format",
         ),

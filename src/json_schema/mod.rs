@@ -86,6 +86,7 @@
 mod arrays;
 mod conditionals;
 mod formats;
+mod key_dfa;
 pub(crate) mod numbers;
 mod objects;
 mod references;
