@@ -1,6 +1,7 @@
 //! `patternProperties` beside open `additionalProperties`, several patterns, and patterns
 //! matching declared names: keys are split by the set of patterns they match (a key
-//! automaton), each set's values taking all of its patterns' schemas.
+//! automaton), each set's values taking all of its patterns' schemas. Also `uniqueItems`
+//! as items of pairwise different kinds.
 
 use std::sync::Arc;
 
@@ -143,5 +144,50 @@ fn patterns_and_declared_properties() {
         }),
         &[r#"{"name":null}"#, r#"{"id":1,"name":null,"nx":null}"#],
         &[r#"{"id":1}"#, r#"{"name":1}"#, r#"{"name":null,"x":null}"#],
+    );
+}
+
+#[test]
+fn unique_items_of_distinct_kinds() {
+    // Any items: at most one of each kind, so never two equal items.
+    check(
+        json!({"uniqueItems": true}),
+        &[
+            "[]",
+            "[1]",
+            r#"[1,"1"]"#,
+            "[true,false,null]",
+            r#"[{},[],0,"",null,true,false]"#,
+            "3",
+        ],
+        &[
+            "[1,1]",
+            "[1,1.0]",
+            "[true,true]",
+            r#"[{"a":1},{"a":1}]"#,
+            "[[1],[1]]",
+        ],
+    );
+    // Booleans: exact.
+    check(
+        json!({
+            "prefixItems": [{"type": "boolean"}, {"type": "boolean"}],
+            "items": false,
+            "uniqueItems": true
+        }),
+        &["[]", "[true]", "[false,true]", "[true,false]"],
+        &["[true,true]", "[false,false]", "[true,false,null]", "[1]"],
+    );
+    // minItems/maxItems count the items.
+    check(
+        json!({"type": "array", "uniqueItems": true, "minItems": 2, "maxItems": 3}),
+        &[r#"[1,"a"]"#, r#"[1,"a",null]"#],
+        &["[1]", r#"[1,"a",null,true]"#, "[1,2]"],
+    );
+    // Items schemas still hold; `[1,2]` is valid but outside the subset.
+    check(
+        json!({"items": {"type": ["integer", "string"]}, "uniqueItems": true}),
+        &[r#"[1,"a"]"#, r#"["a"]"#],
+        &["[true]", r#"["a","a"]"#, "[1,2]"],
     );
 }

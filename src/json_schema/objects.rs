@@ -9,6 +9,12 @@
 //!
 //! With [`super::JsonSchemaOptions::any_order`], declared properties may come in any order
 //! (see [`Builder::any_order_members`] for the construction and its size limits).
+//!
+//! `patternProperties` that match every key, or one pattern beside `additionalProperties:
+//! false`, are written directly; any other patterns go through a key automaton
+//! ([`super::key_dfa::KeyDfa`]): the extra members are one alternative per set of patterns
+//! some undeclared key matches exactly, with all their schemas (see
+//! [`Builder::general_extra`]).
 
 use std::collections::{BTreeMap, HashMap};
 
