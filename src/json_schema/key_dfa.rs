@@ -228,11 +228,8 @@ impl KeyDfa {
     ) -> Option<Expr> {
         let n = self.trans.len();
         // States that can reach an end with tag set `want`.
-        let mut live = vec![false; n];
+        let mut live: Vec<bool> = self.tags.iter().map(|&t| t == want).collect();
         let mut changed = true;
-        for s in 0..n {
-            live[s] = self.tags[s] == want;
-        }
         while changed {
             changed = false;
             for s in 0..n {
