@@ -303,7 +303,7 @@ impl GrammarCompiler {
                 }
             }
         }
-        let simplified = simplify_repeats(&inline_rules(&rewritten), self.limits.max_repeat_bound)?;
+        let simplified = simplify_repeats(&inline_rules(&rewritten))?;
         let (lowered, counted) = lower_repeats(&simplified);
         let mut aut = Automaton::build(
             &lowered,
@@ -323,7 +323,7 @@ impl GrammarCompiler {
         // Sharing masks pays when a mask walk is costly (a real vocabulary); over a few
         // thousand tokens, finding the classes would cost more than the walks it saves.
         let (mask_class, classes, class_keys) = if self.trie.token_count() >= SHARE_MIN_TOKENS {
-            let (class, classes) = aut.mask_classes();
+            let (class, classes) = aut.mask_classes(&deadline)?;
             let keys = aut.class_keys(&class, classes);
             (class, classes, keys)
         } else {

@@ -40,10 +40,15 @@ pub struct Limits {
     /// [`Grammar::MAX_DEPTH`](crate::Grammar::MAX_DEPTH) (1,000), the hard limit of the IR,
     /// act as that limit. Default 1,000.
     pub max_nesting_depth: usize,
-    /// Largest repetition bound `{m,n}` (the larger of `m` and `n`). Large bounds are lowered
-    /// compactly, so the cost grows with the logarithm of the bound, not the bound; the limit
-    /// guards against bounds that are only a typing accident. Default 1,000,000 (as the EBNF
-    /// parser's own bound; JSON Schema `maxLength: 524288` fits).
+    /// Largest repetition bound `{m,n}` written in the input (the larger of `m` and `n`).
+    /// Large bounds are lowered compactly, so the cost grows with the logarithm of the
+    /// bound, not the bound; the limit guards against bounds that are only a typing
+    /// accident. Directly nested repetitions that the compiler merges into one
+    /// (`([a-z]{0,1001}){0,1000}` is `[a-z]{0,1001000}`) are not held to it, only to what a
+    /// repetition's counter holds (`u32::MAX / 2`,
+    /// [`AutomatonError::RepeatTooLarge`](crate::AutomatonError::RepeatTooLarge)).
+    /// Default 1,000,000 (as the EBNF parser's own bound; JSON Schema `maxLength: 524288`
+    /// fits).
     pub max_repeat_bound: u32,
     /// Most automaton states of one rule (after subset construction, or of its ε-free NFA
     /// when the DFA would be exponential). Default 500,000: the largest MaskBench schema
@@ -57,26 +62,34 @@ pub struct Limits {
     pub max_automaton_nodes: usize,
     /// Most heap memory of one compiled grammar, in bytes, as
     /// [`CompiledGrammar::memory_bytes`](crate::CompiledGrammar::memory_bytes) reports it:
-    /// checked on the automata before masks are computed, and on the whole grammar after
+    /// checked on the working memory of each rule's automaton construction (its stored
+    /// state sets, or the edges of its ε-free automaton: `[a-z]?` written 300,000 times
+    /// needs about as many squared), on the automata before masks are computed, and on the
+    /// whole grammar after
     /// [`Precompute::Eager`](crate::Precompute::Eager) has computed them (masks computed
     /// later, under [`Precompute::Lazy`](crate::Precompute::Lazy), are not bounded).
     /// Default 4 GiB.
     pub max_memory_bytes: u64,
     /// Wall-clock budget of one compile from grammar IR to its precomputed masks, or `None`
     /// for none. Checked cooperatively (a clock read, never a thread kill) between rules and
-    /// states of the automaton construction and every 1,024 trie nodes of each mask walk, so
-    /// a compile stops within milliseconds of the deadline. The front ends' own work (schema
-    /// or grammar text → IR) is bounded by the size limits instead and not timed. Default 20
-    /// seconds: about eight times the slowest shared MaskBench schema's eager compile with
-    /// the Llama 3.1 vocabulary (2.4 s), so only a pathological grammar (such as an
-    /// ambiguous nested repetition, `([a-z]{0,1000} "x"?){0,1000}`) meets it; a server that
-    /// compiles requests from anyone may want a tighter one.
+    /// states of the automaton construction, every round of the mask-class refinement and
+    /// every 1,024 trie nodes of each mask walk, so a compile stops soon after the deadline
+    /// (the linear passes between those checks take well under a second on inputs within
+    /// the size limits). The front ends' own work (schema or grammar text → IR) is not
+    /// timed: it is linear or near-linear in the input, which the size limits bound.
+    /// Default 20 seconds: about eight times the slowest shared MaskBench schema's eager
+    /// compile with the Llama 3.1 vocabulary (2.4 s). Ambiguous grammars (such as
+    /// `([a-z]{0,1000} "x"?){0,1000}`, 5 s with o200k) and very long literals (a 40 KB
+    /// string literal, 4 s) approach it; a server that compiles requests from anyone may
+    /// want a tighter one. Masks computed after the compile (under
+    /// [`Precompute::Lazy`](crate::Precompute::Lazy)) and the matcher's steps are not timed.
     pub compile_time: Option<Duration>,
     /// Deepest nesting of JSON Schema subschemas and `$ref` chains, for front ends that
     /// honour it. Default 200.
     pub max_schema_depth: usize,
     /// Most values of one JSON Schema `enum`, for front ends that honour it. Default
-    /// 200,000 (a 100,000-value enum fits).
+    /// 200,000 (a 100,000-value enum of short values fits; each value's bytes also count
+    /// towards [`Limits::max_ir_nodes`], so 100,000 values of 23 characters do not).
     pub max_enum_values: usize,
 }
 

@@ -250,6 +250,17 @@ fn compile_section() -> Section {
     ] {
         s.add(kind, src, c.compile_grammar(src), debug);
     }
+    // The automaton builder's own errors, shown with their `Automaton(..)` wrapper.
+    let src = "root ::= ([a-z]{0,1000000}){0,1000000}";
+    s.add(
+        "Automaton",
+        src,
+        c.compile_grammar(src),
+        |e: &tokensieve::CompileError| match e {
+            tokensieve::CompileError::Automaton(a) => format!("Automaton({a:?})"),
+            other => format!("{other:?}"),
+        },
+    );
     s
 }
 

@@ -12,8 +12,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokensieve::grammar::{Expr, Grammar, Rule, RuleId};
 use tokensieve::{
-    CompileError, GrammarCompiler, GrammarMatcher, JsonSchemaError, JsonSchemaOptions, Limit,
-    LimitExceeded, Limits, Precompute, Vocabulary,
+    AutomatonError, CompileError, GrammarCompiler, GrammarMatcher, JsonSchemaError,
+    JsonSchemaOptions, Limit, LimitExceeded, Limits, Precompute, Vocabulary,
 };
 
 /// Every byte as a token, some words, and a stop token (the last id).
@@ -491,25 +491,27 @@ fn nested_repetitions_compile_as_one() {
 }
 
 #[test]
-fn nested_repetition_bounds_multiply_against_the_limit() {
-    // A 40-byte grammar that repeats a letter up to 10^12 times: the repetition bound is
-    // the product, refused at once (this took minutes of mask precomputation before).
+fn nested_repetition_bounds_multiply() {
+    // Merged bounds are not held to max_repeat_bound (a counted repetition costs the same
+    // whatever its bound): `([a-z]{0,1001}){0,1000}` is `[a-z]{0,1001000}`.
     let c = GrammarCompiler::new(vocab());
-    let l = expect_limit(
-        &c,
-        "root ::= ([a-z]{0,1000000}){0,1000000}",
-        Limit::RepeatBound,
-    );
-    assert_eq!((l.value, l.actual), (1_000_000, 1_000_000_000_000));
-    assert_eq!(l.rule.as_deref(), Some("root"));
-    // Under Limits::unlimited() the product still has to fit the automaton's counter.
-    let c = with(Limits::unlimited());
-    let l = expect_limit(
-        &c,
-        "root ::= ([a-z]{0,1000000}){0,1000000}",
-        Limit::RepeatBound,
-    );
-    assert_eq!(l.actual, 1_000_000_000_000);
+    let src = "root ::= ([a-z]{0,1001}){0,1000}";
+    assert!(c.compile_grammar(src).unwrap().node_count() < 10);
+    check_lengths(&c, src, &[1_001_000, 1_001_001], |n| n <= 1_001_000);
+    // A 40-byte grammar that repeats a letter up to 10^12 times: more than a repetition's
+    // counter holds, refused at once (this took minutes of mask precomputation before),
+    // under any limits.
+    for c in [c, with(Limits::unlimited())] {
+        match c.compile_grammar("root ::= ([a-z]{0,1000000}){0,1000000}") {
+            Err(CompileError::Automaton(AutomatonError::RepeatTooLarge { rule, count, limit })) => {
+                assert_eq!(
+                    (rule.as_str(), count, limit),
+                    ("root", 1_000_000_000_000, (u32::MAX / 2) as u64)
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+    }
 }
 
 #[test]
@@ -542,4 +544,20 @@ fn rewritten_repetitions_keep_their_language() {
             }
         }
     }
+}
+
+#[test]
+fn construction_memory_is_bounded() {
+    // `[a-z]?` written 2,000 times: each automaton state's set holds every later position,
+    // about 2,000² / 2 entries in all, though the finished automaton is small.
+    let src = format!("root ::= {}", "[a-z]? ".repeat(2_000));
+    let g = GrammarCompiler::new(vocab()).compile_grammar(&src).unwrap();
+    assert!(g.memory_bytes() < 1 << 20, "{}", g.memory_bytes());
+    let c = with(Limits {
+        max_memory_bytes: 1 << 20,
+        ..Limits::default()
+    });
+    let l = expect_limit(&c, &src, Limit::MemoryBytes);
+    assert_eq!(l.rule.as_deref(), Some("root"));
+    assert_eq!(l.value, 1 << 20);
 }

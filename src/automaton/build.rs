@@ -37,7 +37,16 @@ pub(crate) enum BuildError {
     Blowup,
     /// The compile's deadline passed.
     Timeout,
+    /// The construction's working memory (state sets, ε-free edges) passed its budget; the
+    /// bytes used when it stopped.
+    Memory(u64),
 }
+
+/// Bytes counted per element of a stored state set (the set and its hash-map key) and per
+/// edge of the ε-free automaton: a lower bound of what they cost, so the budget is never
+/// overstated.
+const SET_ELEMENT_BYTES: u64 = 8;
+const EDGE_BYTES: u64 = 8;
 
 /// How deep an expression tree may be before the builder refuses it (it recurses).
 pub(crate) const MAX_EXPR_DEPTH: usize = 2_000;
@@ -224,6 +233,7 @@ pub(crate) fn build_automaton(
     body: &Expr,
     token: &dyn Fn(&crate::grammar::TokenRef) -> u32,
     max_states: usize,
+    max_bytes: u64,
     deadline: &Deadline,
     plan: &TailPlan<'_>,
     rule: u32,
@@ -253,8 +263,10 @@ pub(crate) fn build_automaton(
         nfa.edge(from, Label::Eps, to);
     }
     let budget = (nfa.edges.len() * 4 + 256).min(max_states);
-    match subset_construction(&nfa, start, accept, budget, deadline) {
-        Err(BuildError::Blowup) => epsilon_free(&nfa, start, accept, max_states, deadline),
+    match subset_construction(&nfa, start, accept, budget, max_bytes, deadline) {
+        Err(BuildError::Blowup | BuildError::Memory(_)) => {
+            epsilon_free(&nfa, start, accept, max_states, max_bytes, deadline)
+        }
         other => other,
     }
 }
@@ -269,8 +281,10 @@ fn epsilon_free(
     start: u32,
     accept: u32,
     max_states: usize,
+    max_bytes: u64,
     deadline: &Deadline,
 ) -> Result<Vec<DfaState>, BuildError> {
+    let mut used = 0u64;
     let mut seen = vec![false; nfa.edges.len()];
     let mut id: FxHashMap<u32, u32> = FxHashMap::default();
     let mut order: Vec<u32> = vec![start];
@@ -322,6 +336,10 @@ fn epsilon_free(
         st.calls.dedup();
         st.tokens.sort_unstable_by_key(|e| (e.token, e.target));
         st.tokens.dedup();
+        used += (st.bytes.len() + st.calls.len() + st.tokens.len()) as u64 * EDGE_BYTES;
+        if used > max_bytes {
+            return Err(BuildError::Memory(used));
+        }
         out.push(st);
     }
     Ok(out)
@@ -332,9 +350,11 @@ fn subset_construction(
     start: u32,
     accept: u32,
     max_states: usize,
+    max_bytes: u64,
     deadline: &Deadline,
 ) -> Result<Vec<DfaState>, BuildError> {
     let mut seen = vec![false; nfa.edges.len()];
+    let mut used = 0u64;
 
     let mut start_set = vec![start];
     nfa.closure(&mut start_set, &mut seen);
@@ -373,6 +393,10 @@ fn subset_construction(
             }
             if sets.len() >= max_states {
                 return Err(BuildError::Blowup);
+            }
+            used += targets.len() as u64 * SET_ELEMENT_BYTES * 2;
+            if used > max_bytes {
+                return Err(BuildError::Memory(used));
             }
             let id = sets.len() as u32;
             ids.insert(targets.clone(), id);

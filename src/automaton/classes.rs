@@ -10,11 +10,22 @@
 use super::Automaton;
 use rustc_hash::FxHashMap;
 
+/// Most refinement rounds of [`Automaton::mask_classes`]. A round costs one signature per
+/// node of a class that may still split; a long literal such as `"abab…"` needs one round
+/// per byte to be told apart. Past this, every node of a class that has not split down to
+/// one node gets a class of its own: sound (classes only ever split), at the price of
+/// masks that are no longer shared.
+const MAX_ROUNDS: usize = 256;
+
 impl Automaton {
     /// The class of every real node (ids `0..classes`), such that nodes of one class have
-    /// equal masks. Cost: O(edges) per refinement round; rounds ≤ the longest path that
-    /// tells two nodes apart.
-    pub(crate) fn mask_classes(&self) -> (Vec<u32>, usize) {
+    /// equal masks. Cost: per refinement round, one signature per node of a class with more
+    /// than one node; at most [`MAX_ROUNDS`] rounds, then the classes still shared are split
+    /// into single nodes. `Err` when `deadline` passes (looked at every round).
+    pub(crate) fn mask_classes(
+        &self,
+        deadline: &crate::limits::Deadline,
+    ) -> Result<(Vec<u32>, usize), crate::LimitExceeded> {
         let n = self.nodes.len();
         let mut ids: FxHashMap<Vec<u64>, u32> = FxHashMap::default();
         let mut class: Vec<u32> = Vec::with_capacity(n);
@@ -25,14 +36,29 @@ impl Automaton {
             class.push(*ids.entry(key).or_insert(next));
         }
         let mut count = ids.len();
+        let mut size = vec![0u32; count];
+        for &c in &class {
+            size[c as usize] += 1;
+        }
         let mut sig: Vec<u64> = Vec::new();
         let mut parts: Vec<(u64, u64)> = Vec::new();
-        loop {
-            ids.clear();
-            let mut next_class = Vec::with_capacity(n);
+        // Per round: (old class, signature) → new class. The first signature met in a class
+        // keeps the class's id, so ids of classes that do not split stay put, and nodes of
+        // single-node classes (which cannot split) are never signed again.
+        let mut split: FxHashMap<(u32, Vec<u64>), u32> = FxHashMap::default();
+        let mut kept: Vec<bool> = Vec::new();
+        for _ in 0..MAX_ROUNDS {
+            deadline.check()?;
+            split.clear();
+            kept.clear();
+            kept.resize(count, false);
+            let mut next_class = class.clone();
             for (i, node) in self.nodes.iter().enumerate() {
+                let old = class[i];
+                if size[old as usize] <= 1 {
+                    continue;
+                }
                 sig.clear();
-                sig.push(class[i] as u64);
                 parts.clear();
                 for e in &self.byte_edges[node.bytes.0 as usize..node.bytes.1 as usize] {
                     let range = ((e.lo as u64) << 8) | e.hi as u64;
@@ -61,15 +87,47 @@ impl Automaton {
                 parts.sort_unstable();
                 sig.push(u64::MAX);
                 sig.extend(parts.iter().flat_map(|&(a, b)| [a, b]));
-                let fresh = ids.len() as u32;
-                next_class.push(*ids.entry(sig.clone()).or_insert(fresh));
+                let key = (old, std::mem::take(&mut sig));
+                let id = match split.get(&key) {
+                    Some(&id) => id,
+                    None => {
+                        let id = if kept[old as usize] {
+                            count += 1;
+                            (count - 1) as u32
+                        } else {
+                            kept[old as usize] = true;
+                            old
+                        };
+                        split.insert(key, id);
+                        id
+                    }
+                };
+                next_class[i] = id;
             }
+            let before = size.len();
             class = next_class;
-            if ids.len() == count {
-                return (class, count);
+            if count == before {
+                return Ok((class, count));
             }
-            count = ids.len();
+            size.clear();
+            size.resize(count, 0);
+            for &c in &class {
+                size[c as usize] += 1;
+            }
         }
+        // Not settled: classes that still hold several nodes become one class per node.
+        let mut seen = vec![false; count];
+        for c in class.iter_mut() {
+            if size[*c as usize] > 1 {
+                if seen[*c as usize] {
+                    *c = count as u32;
+                    count += 1;
+                } else {
+                    seen[*c as usize] = true;
+                }
+            }
+        }
+        Ok((class, count))
     }
 }
 

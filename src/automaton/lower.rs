@@ -47,6 +47,8 @@ struct Lowerer {
     pow: FxHashMap<(u32, u32), u32>,
     atmost: FxHashMap<(u32, u32), u32>,
     counted: Vec<u32>,
+    /// Per base name, the next numeric suffix to try.
+    suffix: FxHashMap<String, u32>,
 }
 
 /// True when `e` matches bytes only: no rule calls, no token terminals.
@@ -78,10 +80,10 @@ fn nullable(e: &Expr) -> bool {
 impl Lowerer {
     fn fresh(&mut self, base: &str, body: Expr) -> u32 {
         let mut name = base.to_string();
-        let mut i = 1;
+        let i = self.suffix.entry(base.to_string()).or_insert(1);
         while self.names.contains(&name) {
             name = format!("{base}_{i}");
-            i += 1;
+            *i += 1;
         }
         self.names.insert(name.clone());
         self.rules.push(Rule { name, body });
@@ -233,6 +235,7 @@ pub(crate) fn lower_repeats(grammar: &Grammar) -> (Grammar, Vec<u32>) {
         pow: FxHashMap::default(),
         atmost: FxHashMap::default(),
         counted: Vec::new(),
+        suffix: FxHashMap::default(),
     };
     for i in 0..grammar.rules.len() {
         let body = std::mem::replace(&mut l.rules[i].body, Expr::Empty);
@@ -257,35 +260,21 @@ pub(crate) fn lower_repeats(grammar: &Grammar) -> (Grammar, Vec<u32>) {
 ///
 /// Both keep the language and turn the nested forms, which are ambiguous (many ways to
 /// split a run of letters between copies) and so costly for the mask precomputation, into
-/// one counted repetition. Nested bounds multiply: the product is checked against
-/// `max_bound` ([`Limits::max_repeat_bound`](crate::Limits::max_repeat_bound)) and against
-/// what a counted repetition can hold (`u32::MAX / 2`).
+/// one counted repetition, whose cost does not grow with its bound. So the merged bound is
+/// not held to [`Limits::max_repeat_bound`](crate::Limits::max_repeat_bound) (which
+/// bounds what the input writes), only to what a repetition's counter holds.
 ///
 /// # Errors
-/// [`LimitExceeded`](crate::LimitExceeded) for [`Limit::RepeatBound`](crate::Limit) when a
-/// merged bound exceeds `max_bound`, naming the rule and the product.
-pub(crate) fn simplify_repeats(
-    grammar: &Grammar,
-    max_bound: u32,
-) -> Result<Grammar, crate::LimitExceeded> {
+/// [`AutomatonError::RepeatTooLarge`](super::AutomatonError::RepeatTooLarge) when a merged
+/// bound exceeds `u32::MAX / 2`, naming the rule and the product.
+pub(crate) fn simplify_repeats(grammar: &Grammar) -> Result<Grammar, super::AutomatonError> {
     let mut rules = Vec::with_capacity(grammar.rules.len());
     for rule in &grammar.rules {
-        let body = simplify(&rule.body).map_err(|product| {
-            crate::LimitExceeded::new(
-                crate::Limit::RepeatBound,
-                max_bound as u64,
-                product,
-                Some(&rule.name),
-            )
+        let body = simplify(&rule.body).map_err(|count| super::AutomatonError::RepeatTooLarge {
+            rule: rule.name.clone(),
+            count,
+            limit: MAX_MERGED_BOUND,
         })?;
-        if let Some(&bound) = largest_bound(&body).iter().find(|&&b| b > max_bound as u64) {
-            return Err(crate::LimitExceeded::new(
-                crate::Limit::RepeatBound,
-                max_bound as u64,
-                bound,
-                Some(&rule.name),
-            ));
-        }
         rules.push(Rule {
             name: rule.name.clone(),
             body,
@@ -295,24 +284,6 @@ pub(crate) fn simplify_repeats(
         rules,
         root: grammar.root,
     })
-}
-
-/// The largest repetition bound in `e`, if it has a repetition.
-fn largest_bound(e: &Expr) -> Option<u64> {
-    let mut best = None;
-    let mut stack = vec![e];
-    while let Some(e) = stack.pop() {
-        match e {
-            Expr::Seq(v) | Expr::Choice(v) => stack.extend(v.iter()),
-            Expr::Repeat { expr, min, max } => {
-                let b = max.unwrap_or(*min).max(*min) as u64;
-                best = Some(best.map_or(b, |x: u64| x.max(b)));
-                stack.push(expr);
-            }
-            _ => {}
-        }
-    }
-    best
 }
 
 /// Most a counted repetition's bounds may be (its virtual node ids are `u32`).

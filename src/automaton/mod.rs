@@ -68,6 +68,18 @@ pub enum AutomatonError {
         /// The limit.
         limit: usize,
     },
+    /// Directly nested repetitions, merged into one (their bounds multiply: `(x{0,a}){0,b}`
+    /// is `x{0,a·b}`), repeat more times than a repetition's counter holds (a hard limit:
+    /// `u32::MAX / 2`).
+    #[error("rule `{rule}` repeats one expression up to {count} times through nested repetitions (their bounds multiply), more than the {limit} a repetition can count; lower the bounds")]
+    RepeatTooLarge {
+        /// The rule.
+        rule: String,
+        /// The merged bound.
+        count: u64,
+        /// The limit.
+        limit: u64,
+    },
     /// One of the compiler's [`Limits`](crate::Limits) (rule states, automaton nodes,
     /// compile time).
     #[error(transparent)]
@@ -215,8 +227,16 @@ impl Automaton {
             }
             deadline.check()?;
             let max_states = limits.max_rule_states.min(RuleId::LIMIT);
-            let dfa = build::build_automaton(body, token, max_states, deadline, &plan, ri as u32)
-                .map_err(|e| match e {
+            let dfa = build::build_automaton(
+                body,
+                token,
+                max_states,
+                limits.max_memory_bytes,
+                deadline,
+                &plan,
+                ri as u32,
+            )
+            .map_err(|e| match e {
                 build::BuildError::TooDeep(depth) => AutomatonError::TooDeep {
                     rule: rule.name.clone(),
                     depth,
@@ -232,6 +252,13 @@ impl Automaton {
                 build::BuildError::Timeout => {
                     deadline.error(deadline.budget().unwrap_or_default()).into()
                 }
+                build::BuildError::Memory(used) => LimitExceeded::new(
+                    Limit::MemoryBytes,
+                    limits.max_memory_bytes,
+                    used,
+                    Some(&rule.name),
+                )
+                .into(),
             })?;
             let total = a.nodes.len() + if is_counted { 0 } else { dfa.len() };
             if total > limits.max_automaton_nodes {
@@ -330,56 +357,104 @@ impl Automaton {
         let mut rule_ok = vec![false; rules];
         let mut counted_ok: Vec<Vec<bool>> = Vec::with_capacity(self.counted.len());
         for c in &self.counted {
-            // Body states that reach a final body state.
-            let mut ok: Vec<bool> = c.body_final.clone();
-            loop {
-                let mut changed = false;
-                for st in 0..c.states {
-                    if !ok[st as usize] && c.edges_of(st).iter().any(|e| ok[e.target as usize]) {
-                        ok[st as usize] = true;
-                        changed = true;
-                    }
+            // Body states that reach a final body state (backwards from the final ones).
+            let mut preds: Vec<Vec<u32>> = vec![Vec::new(); c.states as usize];
+            for st in 0..c.states {
+                for e in c.edges_of(st) {
+                    preds[e.target as usize].push(st);
                 }
-                if !changed {
-                    break;
+            }
+            let mut ok: Vec<bool> = c.body_final.clone();
+            let mut stack: Vec<u32> = (0..c.states).filter(|&s| ok[s as usize]).collect();
+            while let Some(t) = stack.pop() {
+                for &p in &preds[t as usize] {
+                    if !ok[p as usize] {
+                        ok[p as usize] = true;
+                        stack.push(p);
+                    }
                 }
             }
             rule_ok[c.rule as usize] = c.min == 0 || ok.first().copied().unwrap_or(false);
             counted_ok.push(ok);
         }
+        // Productive nodes, backwards from the final ones (linear in nodes and edges): a
+        // node is productive through a byte or token edge to a productive node, or through
+        // a call edge whose rule is productive and whose return node is.
+        let n_nodes = self.nodes.len();
         let mut node_ok: Vec<bool> = self.nodes.iter().map(|n| n.is_final).collect();
+        // Reverse edges in CSR form: (predecessor, rule of a call edge or NO_RULE).
+        const NO_RULE: u32 = u32::MAX;
+        let mut first = vec![0u32; n_nodes + 1];
+        for n in 0..n_nodes as u32 {
+            for e in self.bytes_of(n) {
+                first[e.target as usize + 1] += 1;
+            }
+            for e in self.tokens_of(n) {
+                first[e.target as usize + 1] += 1;
+            }
+            for e in self.calls_of(n) {
+                first[e.target as usize + 1] += 1;
+            }
+        }
+        for i in 0..n_nodes {
+            first[i + 1] += first[i];
+        }
+        let mut fill = first.clone();
+        let mut rev = vec![(0u32, NO_RULE); first[n_nodes] as usize];
+        let mut waiting: Vec<Vec<(u32, u32)>> = vec![Vec::new(); rules];
+        for n in 0..n_nodes as u32 {
+            let mut put = |target: u32, rule: u32| {
+                let slot = &mut fill[target as usize];
+                rev[*slot as usize] = (n, rule);
+                *slot += 1;
+            };
+            for e in self.bytes_of(n) {
+                put(e.target, NO_RULE);
+            }
+            for e in self.tokens_of(n) {
+                put(e.target, NO_RULE);
+            }
+            for e in self.calls_of(n) {
+                put(e.target, e.rule);
+                waiting[e.rule as usize].push((n, e.target));
+            }
+        }
+        // The rules each real node starts.
+        let mut starts: rustc_hash::FxHashMap<u32, Vec<u32>> = Default::default();
+        for (r, &s) in self.rule_start.iter().enumerate() {
+            if !self.is_virtual(s) {
+                starts.entry(s).or_default().push(r as u32);
+            }
+        }
+        let mut stack: Vec<u32> = (0..n_nodes as u32)
+            .filter(|&n| node_ok[n as usize])
+            .collect();
+        // Rules productive already (counted ones): their waiting callers may be too.
+        let mut rule_stack: Vec<u32> = (0..rules as u32).filter(|&r| rule_ok[r as usize]).collect();
         loop {
-            let mut changed = false;
-            for n in 0..self.nodes.len() {
-                if node_ok[n] {
-                    continue;
+            if let Some(r) = rule_stack.pop() {
+                for &(p, t) in &waiting[r as usize] {
+                    if node_ok[t as usize] && !node_ok[p as usize] {
+                        node_ok[p as usize] = true;
+                        stack.push(p);
+                    }
                 }
-                let n32 = n as u32;
-                let ok = self
-                    .bytes_of(n32)
-                    .iter()
-                    .any(|e| node_ok[e.target as usize])
-                    || self
-                        .tokens_of(n32)
-                        .iter()
-                        .any(|e| node_ok[e.target as usize])
-                    || self
-                        .calls_of(n32)
-                        .iter()
-                        .any(|e| rule_ok[e.rule as usize] && node_ok[e.target as usize]);
-                if ok {
-                    node_ok[n] = true;
-                    changed = true;
+                continue;
+            }
+            let Some(n) = stack.pop() else { break };
+            if let Some(rs) = starts.get(&n) {
+                for &r in rs {
+                    if !rule_ok[r as usize] {
+                        rule_ok[r as usize] = true;
+                        rule_stack.push(r);
+                    }
                 }
             }
-            for (ok, &s) in rule_ok.iter_mut().zip(&self.rule_start) {
-                if !*ok && !self.is_virtual(s) && node_ok[s as usize] {
-                    *ok = true;
-                    changed = true;
+            for &(p, r) in &rev[first[n as usize] as usize..first[n as usize + 1] as usize] {
+                if !node_ok[p as usize] && (r == NO_RULE || rule_ok[r as usize]) {
+                    node_ok[p as usize] = true;
+                    stack.push(p);
                 }
-            }
-            if !changed {
-                break;
             }
         }
         // Rebuild the flat edge arrays without the dead edges.

@@ -2,13 +2,16 @@
 //! rules declared before their bodies (recursion), and whole grammars embedded as rules.
 
 use super::{Expr, Grammar, Rule, RuleId};
-use rustc_hash::FxHashSet;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 /// Collects rules under unique names; [`GrammarBuilder::finish`] gives the grammar.
 #[derive(Default)]
 pub(crate) struct GrammarBuilder {
     rules: Vec<Rule>,
     names: FxHashSet<String>,
+    /// Per base name, the next numeric suffix to try (so n rules from one hint cost O(n),
+    /// not O(n²) probes).
+    suffix: FxHashMap<String, u32>,
 }
 
 impl GrammarBuilder {
@@ -29,10 +32,10 @@ impl GrammarBuilder {
             base.insert(0, '_');
         }
         let mut name = base.clone();
-        let mut i = 1u32;
+        let i = self.suffix.entry(base.clone()).or_insert(1);
         while self.names.contains(&name) {
             name = format!("{base}_{i}");
-            i += 1;
+            *i += 1;
         }
         self.names.insert(name.clone());
         name

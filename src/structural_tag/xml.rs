@@ -14,7 +14,13 @@
 //! A string value is raw text that never contains the style's closing tag (`</parameter>`,
 //! `</arg_value>`), or one of the schema's `enum`/`const` strings (also when the property
 //! is a `$ref` to such a string schema in the root's `$defs`/`definitions`, see
-//! [`resolve_local_ref`]); any other value is JSON under its schema.
+//! [`resolve_local_ref`]); any other value is JSON under its schema. A property that
+//! admits strings among other values (a type list holding `"string"`, such as schemars'
+//! `Option<String>` `["string", "null"]`, or an `anyOf`/`oneOf` with a string branch,
+//! through local `$ref`s; see [`string_branches`]) takes the raw text of its string
+//! branches or the JSON of its other branches, as the families' templates write them.
+//! Raw text cannot say which it is: the tool parsers read it as a non-string value when it
+//! is JSON valid under a non-string branch (`null`, `42`), else as the string.
 
 use super::lower::Lowerer;
 use super::text::text_avoiding;
@@ -227,6 +233,144 @@ fn xml_params(
     Ok(separated(l, items, style.separator))
 }
 
+/// Keywords that constrain only non-string instances: the string branch of a type list
+/// (`"type": ["integer", "string"], "minimum": 0`) drops them.
+const NON_STRING_KEYWORDS: &[&str] = &[
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "multipleOf",
+    "properties",
+    "required",
+    "additionalProperties",
+    "patternProperties",
+    "propertyNames",
+    "minProperties",
+    "maxProperties",
+    "dependentRequired",
+    "dependentSchemas",
+    "unevaluatedProperties",
+    "items",
+    "prefixItems",
+    "additionalItems",
+    "contains",
+    "minContains",
+    "maxContains",
+    "minItems",
+    "maxItems",
+    "uniqueItems",
+    "unevaluatedItems",
+];
+
+/// A property schema that admits strings, split for the XML-style families: the string
+/// branches are written as raw text, the rest as JSON.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct StringBranches {
+    /// The branches whose instances are strings, each `"type": "string"` (with its
+    /// `enum`/`const` restricted to strings).
+    pub strings: Vec<Map<String, Value>>,
+    /// The schema of every other instance the property admits (JSON), `None` when it
+    /// admits strings only. May hold `$ref`s to the root's `$defs`/`definitions`.
+    pub others: Option<Value>,
+}
+
+/// How a property schema (already through [`resolve_local_ref`]) splits into string and
+/// non-string branches: `"type": "string"` is all string; a type list holding `"string"`
+/// splits into a string schema and the same schema with the other types (`enum`/`const`
+/// divided by the kind of their values); an `anyOf`/`oneOf` (with annotations at most
+/// beside it) splits each branch, through local `$ref`s, the non-string branches staying
+/// an `anyOf`/`oneOf`. `None` when no branch is a string (the value is JSON).
+pub(crate) fn string_branches(
+    schema: &Value,
+    root: Option<&Map<String, Value>>,
+) -> Option<StringBranches> {
+    split_branches(schema, root, 0)
+}
+
+fn split_branches(
+    schema: &Value,
+    root: Option<&Map<String, Value>>,
+    depth: usize,
+) -> Option<StringBranches> {
+    let s = resolve_local_ref(schema, root).as_object()?;
+    if depth > 8 {
+        return None;
+    }
+    match s.get("type") {
+        Some(Value::String(t)) if t == "string" => {
+            return Some(StringBranches {
+                strings: vec![s.clone()],
+                others: None,
+            })
+        }
+        Some(Value::Array(types)) if types.iter().any(|t| t == "string") => {
+            let rest: Vec<Value> = types.iter().filter(|t| *t != "string").cloned().collect();
+            let mut string = s.clone();
+            string.insert("type".into(), Value::from("string"));
+            string.retain(|k, _| !NON_STRING_KEYWORDS.contains(&k.as_str()));
+            let mut other = s.clone();
+            other.insert(
+                "type".into(),
+                match rest.as_slice() {
+                    [one] => one.clone(),
+                    _ => Value::Array(rest.clone()),
+                },
+            );
+            let (mut has_string, mut has_other) = (true, !rest.is_empty());
+            if let Some(Value::Array(e)) = s.get("enum") {
+                let (strs, non): (Vec<Value>, Vec<Value>) =
+                    e.iter().cloned().partition(Value::is_string);
+                has_string = !strs.is_empty();
+                has_other &= !non.is_empty();
+                string.insert("enum".into(), Value::Array(strs));
+                other.insert("enum".into(), Value::Array(non));
+            }
+            if let Some(c) = s.get("const") {
+                has_string &= c.is_string();
+                has_other &= !c.is_string();
+            }
+            return has_string.then(|| StringBranches {
+                strings: vec![string],
+                others: has_other.then_some(Value::Object(other)),
+            });
+        }
+        _ => {}
+    }
+    let key = ["anyOf", "oneOf"]
+        .into_iter()
+        .find(|k| s.contains_key(*k))?;
+    let Some(Value::Array(branches)) = s.get(key) else {
+        return None;
+    };
+    // Keywords beside the `anyOf` would constrain every branch: not split.
+    let beside =
+        |k: &String| k != key && (k == "type" || !STRING_ANNOTATIONS.contains(&k.as_str()));
+    if s.keys().any(beside) {
+        return None;
+    }
+    let mut strings = Vec::new();
+    let mut others = Vec::new();
+    for b in branches {
+        match split_branches(b, root, depth + 1) {
+            Some(split) => {
+                strings.extend(split.strings);
+                others.extend(split.others);
+            }
+            None => others.push(b.clone()),
+        }
+    }
+    if strings.is_empty() {
+        return None;
+    }
+    let others = match others.len() {
+        0 => None,
+        1 => others.pop(),
+        _ => Some(serde_json::json!({ key: others })),
+    };
+    Some(StringBranches { strings, others })
+}
+
 /// The grammar of one property's value.
 fn value_grammar(
     l: &mut Lowerer<'_>,
@@ -237,65 +381,88 @@ fn value_grammar(
     path: &str,
     style: &XmlStyle,
 ) -> Result<Expr, StructuralTagError> {
+    let Some(split) = string_branches(sub, Some(root)) else {
+        return json_grammar(l, root, sub, opts, path);
+    };
+    let mut alts = Vec::new();
+    for s in &split.strings {
+        alts.extend(raw_string_grammar(l, s, name, path, style)?);
+    }
+    if let Some(others) = &split.others {
+        alts.push(json_grammar(l, root, others, opts, path)?);
+    }
+    match alts.len() {
+        0 => Err(StructuralTagError::Schema {
+            path: path.to_string(),
+            source: Box::new(JsonSchemaError::Unsatisfiable {
+                pointer: format!("#/properties/{name}"),
+                reason: "no string in `enum`/`const`".to_string(),
+            }),
+        }),
+        1 => Ok(alts.pop().expect("one alternative")),
+        _ => Ok(Expr::Choice(alts)),
+    }
+}
+
+/// The raw text of a `"type": "string"` schema `s`: any text without the style's closing
+/// tag, or one of its `enum`/`const` strings (`None` when it has none the style can
+/// write).
+fn raw_string_grammar(
+    l: &mut Lowerer<'_>,
+    s: &Map<String, Value>,
+    name: &str,
+    path: &str,
+    style: &XmlStyle,
+) -> Result<Option<Expr>, StructuralTagError> {
     let close = style.close;
-    if let Value::Object(s) = resolve_local_ref(sub, Some(root)) {
-        if s.get("type").is_some_and(|t| t == "string") {
-            if let Some(k) = s.keys().find(|k| {
-                !STRING_ANNOTATIONS.contains(&k.as_str()) && *k != "enum" && *k != "const"
-            }) {
-                return Err(unsupported(
-                    path,
-                    k,
-                    &format!(
-                        "property {name:?}: raw strings of style {} cannot enforce it",
-                        style.name
-                    ),
-                ));
-            }
-            let fixed: Option<Vec<&Value>> = match (s.get("enum"), s.get("const")) {
-                (Some(Value::Array(e)), None) => Some(e.iter().collect()),
-                (None, Some(c)) => Some(vec![c]),
-                (None, None) => None,
-                _ => {
-                    return Err(unsupported(
-                        path,
-                        "enum",
-                        &format!("property {name:?}: `enum` and `const` together"),
-                    ))
-                }
-            };
-            return Ok(match fixed {
-                None => text_avoiding(&mut l.b, &[close.to_string()], "raw"),
-                Some(values) => {
-                    let alts: Vec<Expr> = values
-                        .iter()
-                        .filter_map(|v| v.as_str())
-                        .filter(|v| !v.contains(close))
-                        .map(|v| l.text(v))
-                        .collect();
-                    if alts.is_empty() {
-                        return Err(StructuralTagError::Schema {
-                            path: path.to_string(),
-                            source: Box::new(JsonSchemaError::Unsatisfiable {
-                                pointer: format!("#/properties/{name}"),
-                                reason: "no string in `enum`/`const`".to_string(),
-                            }),
-                        });
-                    }
-                    Expr::Choice(alts)
-                }
-            });
-        }
+    if let Some(k) = s
+        .keys()
+        .find(|k| !STRING_ANNOTATIONS.contains(&k.as_str()) && *k != "enum" && *k != "const")
+    {
+        return Err(unsupported(
+            path,
+            k,
+            &format!(
+                "property {name:?}: raw strings of style {} cannot enforce it",
+                style.name
+            ),
+        ));
     }
-    // JSON under the property's schema; `$defs`/`definitions` of the root stay reachable.
-    let mut schema = sub.clone();
-    if let Value::Object(s) = &mut schema {
-        for k in ["$defs", "definitions"] {
-            if let (Some(d), false) = (root.get(k), s.contains_key(k)) {
-                s.insert(k.to_string(), d.clone());
-            }
+    let fixed: Option<Vec<&Value>> = match (s.get("enum"), s.get("const")) {
+        (Some(Value::Array(e)), None) => Some(e.iter().collect()),
+        (None, Some(c)) => Some(vec![c]),
+        (None, None) => None,
+        _ => {
+            return Err(unsupported(
+                path,
+                "enum",
+                &format!("property {name:?}: `enum` and `const` together"),
+            ))
         }
-    }
+    };
+    Ok(match fixed {
+        None => Some(text_avoiding(&mut l.b, &[close.to_string()], "raw")),
+        Some(values) => {
+            let alts: Vec<Expr> = values
+                .iter()
+                .filter_map(|v| v.as_str())
+                .filter(|v| !v.contains(close))
+                .map(|v| l.text(v))
+                .collect();
+            (!alts.is_empty()).then_some(Expr::Choice(alts))
+        }
+    })
+}
+
+/// JSON under `schema`, with the root's `$defs`/`definitions` reachable.
+fn json_grammar(
+    l: &mut Lowerer<'_>,
+    root: &Map<String, Value>,
+    schema: &Value,
+    opts: &JsonSchemaOptions,
+    path: &str,
+) -> Result<Expr, StructuralTagError> {
+    let schema = with_root_defs(schema, Some(root));
     let g = json_schema_to_grammar_limited(&schema, opts, &l.limits).map_err(|e| {
         StructuralTagError::Schema {
             path: path.to_string(),
@@ -303,6 +470,20 @@ fn value_grammar(
         }
     })?;
     Ok(Expr::Rule(l.b.embed(&g, "param")))
+}
+
+/// `schema` with the root's `$defs`/`definitions` copied in (when it has none of its
+/// own), so that its local `$ref`s resolve on their own.
+pub(crate) fn with_root_defs(schema: &Value, root: Option<&Map<String, Value>>) -> Value {
+    let mut schema = schema.clone();
+    if let (Value::Object(s), Some(root)) = (&mut schema, root) {
+        for k in ["$defs", "definitions"] {
+            if let (Some(d), false) = (root.get(k), s.contains_key(k)) {
+                s.insert(k.to_string(), d.clone());
+            }
+        }
+    }
+    schema
 }
 
 /// Items in order, each optional unless marked required, with `sep` between two present

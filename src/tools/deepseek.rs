@@ -504,4 +504,53 @@ mod tests {
             other => panic!("{other:?}"),
         }
     }
+
+    #[test]
+    fn a_section_whose_calls_are_all_malformed_stays_content_whole() {
+        let ts = tools();
+        let f = DeepSeek::v31();
+        let text = format!("{CALLS_BEGIN}{CALL_BEGIN}ping{SEP}{CALL_END}{CALLS_END}");
+        let out = f.parse(&text, &ts);
+        assert!(out.tool_calls.is_empty());
+        assert_eq!(out.content.as_deref(), Some(text.as_str()));
+        assert_eq!(out.errors.len(), 1);
+        assert_eq!(
+            out.errors[0].text,
+            format!("{CALL_BEGIN}ping{SEP}{CALL_END}")
+        );
+        assert_eq!(out.errors[0].offset, CALLS_BEGIN.len());
+        scan::assert_streams_as_whole(&f, &text, &ts);
+        // With text around it, and unclosed at the end of the output.
+        let section = format!("{CALLS_BEGIN}{CALL_BEGIN}nosuch{SEP}{{}}{CALL_END}");
+        let text = format!("Hi {section} bye");
+        let out = f.parse(&text, &ts);
+        // Content pieces are trimmed and joined by `\n`, as everywhere; the section never
+        // closed, so it runs to the end of the output.
+        assert_eq!(out.content, Some(format!("Hi\n{section} bye")));
+        assert_eq!(
+            out.errors[0].error,
+            ToolParseError::UnknownTool {
+                name: "nosuch".into()
+            }
+        );
+        scan::assert_streams_as_whole(&f, &text, &ts);
+    }
+
+    #[test]
+    fn a_section_with_one_good_call_keeps_only_the_bad_calls_text() {
+        let ts = tools();
+        let f = DeepSeek::v31();
+        let bad = format!("{CALL_BEGIN}nosuch{SEP}{{}}{CALL_END}");
+        let text = format!(
+            "{CALLS_BEGIN}{bad}{CALL_BEGIN}get_time{SEP}{{\"tz\": \"UTC\"}}{CALL_END}{CALLS_END}"
+        );
+        let out = f.parse(&text, &ts);
+        assert_eq!(
+            out.tool_calls,
+            vec![ToolCall::new("get_time", json!({"tz": "UTC"}))]
+        );
+        assert_eq!(out.content.as_deref(), Some(bad.as_str()));
+        assert_eq!(out.errors.len(), 1);
+        scan::assert_streams_as_whole(&f, &text, &ts);
+    }
 }

@@ -54,6 +54,17 @@ const THINK_END: &str = "</think>";
 ///   values once complete; a repeated key appears twice in the arguments' text (the
 ///   last counts), so that what was sent stays a prefix of it. A malformed call's error
 ///   quotes only the call's own text.
+/// * Rendering: strings raw, other values JSON (`</` written `<\/`); a string value
+///   holding `</arg_value>` cannot be written — [`Glm::try_render_calls`] refuses it,
+///   [`ToolCallFormat::render_calls`] writes it raw and it may not parse back.
+/// * Properties admitting strings among other values (`Option<String>`'s
+///   `["string", "null"]`, `["integer", "string"]`, an `anyOf`/`oneOf` with a string
+///   branch, through local `$ref`s): the grammar takes a raw string of the string branches
+///   or the JSON of the others; the parser reads the text as a non-string value when it is
+///   JSON valid under a non-string branch, else as the string. Raw text carries no type,
+///   so such values are ambiguous: the string `"42"` of an `["integer", "string"]`
+///   property reads back as `42`, and the string `"null"` of an `Option<String>` as
+///   `null`. They stream once whole.
 #[derive(Clone, Debug)]
 pub struct Glm {
     options: FormatOptions,
@@ -80,6 +91,36 @@ impl Glm {
     /// The options.
     pub fn options(&self) -> &FormatOptions {
         &self.options
+    }
+
+    /// `calls` as [`ToolCallFormat::render_calls`] writes them, refusing what would not
+    /// parse back. String values are raw text with no escape (section 4.8 of the tool-call
+    /// format notes), so one holding `</arg_value>` cannot be written: the grammar forbids
+    /// it in a raw value, and the parser ends the value there when `<arg_key>`,
+    /// `</tool_call>` or the end follows. Other values are JSON with every `</` written
+    /// `<\/` (the same JSON, never a closing tag), so they always render.
+    ///
+    /// # Errors
+    /// [`ToolError::Unsupported`] naming the call, the parameter and the closing tag.
+    pub fn try_render_calls(&self, calls: &[ToolCall]) -> Result<String, ToolError> {
+        for c in calls {
+            let Value::Object(args) = &c.arguments else {
+                continue;
+            };
+            for (k, v) in args {
+                if matches!(v, Value::String(text) if text.contains(VALUE_END)) {
+                    return Err(ToolError::Unsupported {
+                        format: self.name().into(),
+                        reason: format!(
+                            "call to {:?}: the value of parameter {k:?} holds {VALUE_END}, \
+                             which a raw string value cannot carry (the format has no escape)",
+                            c.name
+                        ),
+                    });
+                }
+            }
+        }
+        Ok(self.render_calls(calls))
     }
 
     fn envelope(&self) -> Envelope {
@@ -179,9 +220,10 @@ impl ToolCallFormat for Glm {
                 let mut s = format!("{BEGIN}{}{nl}", c.name);
                 if let Value::Object(args) = &c.arguments {
                     for (k, v) in args {
+                        // JSON with `</` written `<\/` never holds a closing tag.
                         let v = match v {
                             Value::String(x) => x.clone(),
-                            other => scan::python_json(other),
+                            other => scan::python_json(other).replace("</", "<\\/"),
                         };
                         s.push_str(&format!("{KEY}{k}{KEY_END}{nl}{VALUE}{v}{VALUE_END}{nl}"));
                     }
@@ -1026,6 +1068,74 @@ mod tests {
                 assert_eq!(out.tool_calls, vec![call], "{text}");
                 scan::assert_streams_as_whole(&f, &text, &ts);
             }
+        }
+    }
+
+    #[test]
+    fn strings_of_mixed_schemas_render_as_the_grammar_writes_them() {
+        use crate::tools::qwen3_coder::tests::{mixed_string_calls, mixed_string_tools};
+        use crate::GrammarMatcher;
+        let ts = mixed_string_tools();
+        for f in [
+            Glm::glm45(FormatOptions::default()),
+            Glm::glm47(FormatOptions::default()),
+        ] {
+            let tag = f.structural_tag(&ts, &ToolChoice::Required, true).unwrap();
+            let g = scan::compile_on_ascii(&tag);
+            for args in mixed_string_calls() {
+                let call = ToolCall::new("paint", args);
+                let text = f.try_render_calls(std::slice::from_ref(&call)).unwrap();
+                let mut m = GrammarMatcher::new(g.clone());
+                assert!(m.accept_string(&text) && m.is_completed(), "{text}");
+                assert_eq!(f.parse(&text, &ts).tool_calls, vec![call], "{text}");
+                scan::assert_streams_as_whole(&f, &text, &ts);
+            }
+            let call = ToolCall::new("paint", json!({"label": "null", "id": "42"}));
+            assert_eq!(
+                f.parse(&f.render_calls(&[call]), &ts).tool_calls[0].arguments,
+                json!({"label": null, "id": 42})
+            );
+        }
+    }
+
+    #[test]
+    fn values_holding_the_closing_tag_are_escaped_or_refused() {
+        let ts = Tool::list_from_openai(&json!([{"type": "function", "function": {
+            "name": "write", "parameters": {"type": "object", "properties": {
+                "path": {"type": "string"}, "body": {"type": "string"},
+                "meta": {"type": "object"}}}}}]))
+        .unwrap();
+        for f in [
+            Glm::glm45(FormatOptions::default()),
+            Glm::glm47(FormatOptions::default()),
+        ] {
+            // JSON values: `</` is written `<\/`, the same JSON, never a closing tag.
+            let call = ToolCall::new(
+                "write",
+                json!({"path": "a", "meta": {"k": "x</arg_value><arg_key>y</arg_key>"}}),
+            );
+            let text = f.try_render_calls(std::slice::from_ref(&call)).unwrap();
+            assert!(!text.contains("x</arg_value>"), "{text}");
+            assert_eq!(f.parse(&text, &ts).tool_calls, vec![call]);
+            // A raw string holding `</arg_value>`: a typed error naming the parameter.
+            let call = ToolCall::new("write", json!({"path": "a", "body": "x</arg_value>"}));
+            match f.try_render_calls(&[call]) {
+                Err(ToolError::Unsupported { format, reason }) => {
+                    assert_eq!(format, f.name());
+                    assert!(
+                        reason.contains("\"body\"") && reason.contains("</arg_value>"),
+                        "{reason}"
+                    );
+                }
+                other => panic!("{other:?}"),
+            }
+            // Other markers in a raw string round-trip.
+            let call = ToolCall::new(
+                "write",
+                json!({"path": "<arg_key>", "body": "</tool_call>"}),
+            );
+            let text = f.try_render_calls(std::slice::from_ref(&call)).unwrap();
+            assert_eq!(f.parse(&text, &ts).tool_calls, vec![call]);
         }
     }
 }

@@ -648,4 +648,32 @@ mod tests {
         ));
         assert!(out.tool_calls.is_empty());
     }
+
+    #[test]
+    fn a_new_start_ends_an_unterminated_analysis_message() {
+        let ts = tools();
+        for h in [
+            Harmony::default(),
+            Harmony::new(FormatOptions {
+                reasoning: true,
+                ..FormatOptions::default()
+            }),
+        ] {
+            for text in [
+            "<|channel|>analysis<|message|>Need the weather.<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\":\"Paris\"}<|call|>",
+            "<|start|>assistant<|channel|>analysis<|message|>Need the weather.<|start|>assistant to=functions.get_weather<|channel|>commentary json<|message|>{\"city\":\"Paris\"}<|call|>",
+            "<|channel|>analysis<|message|>Need the weather.\n<|start|>assistant<|channel|>commentary to=functions.get_weather<|message|>{\"city\":\"Paris\"}",
+        ] {
+        let out = h.parse(text, &ts);
+        assert_eq!(out.reasoning.as_deref(), Some("Need the weather."));
+        assert_eq!(
+            out.tool_calls,
+            vec![ToolCall::new("get_weather", json!({"city": "Paris"}))]
+        );
+        assert!(out.errors.is_empty(), "{:?}", out.errors);
+        assert_eq!(out.content, None);
+        scan::assert_streams_as_whole(&h, text, &ts);
+        }
+        }
+    }
 }

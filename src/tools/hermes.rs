@@ -32,7 +32,9 @@ const THINK_END: &str = "</think>";
 ///   that token or its spelling.
 /// * Parser: `name` and `arguments` in either order (Hermes 2 Pro history puts
 ///   `arguments` first); `"parameters"` accepted for `"arguments"`; a string holding a
-///   JSON object accepted as arguments; a block whose end marker is missing (at the end,
+///   JSON object accepted as arguments; a repeated `"name"` or arguments member makes the
+///   call malformed (as in `llama3_json` and `json`); a call is streamed once its name is
+///   complete and offered (a name not offered is never started); a block whose end marker is missing (at the end,
 ///   or before text or the next block) accepted when its JSON is complete; text between
 ///   and after calls kept in content.
 #[derive(Clone, Debug, Default)]
@@ -201,11 +203,16 @@ fn read_call(body: &str, tools: &[Tool], at_end: bool) -> Step {
             if at_end {
                 return bad_until_end(ToolParseError::Unterminated, 0);
             }
-            Step::Pending(partial_call(body))
+            Step::Pending(scan::offered_call_parts(body, tools).0)
         }
         JsonRead::Invalid(e) => bad_until_end(ToolParseError::InvalidJson(e), 0),
         JsonRead::Complete { value, end } => {
-            let call = match call_from_object(&value, tools) {
+            // Members as written: a JSON reader keeps the last of a repeated key, while a
+            // stream has already shown the first.
+            let piece = &body[..end];
+            let read =
+                scan::check_call_members(piece).and_then(|()| scan::call_from_json(&value, tools));
+            let call = match read {
                 Ok(c) => c,
                 Err(e) => return bad_until_end(e, end),
             };
@@ -227,7 +234,7 @@ fn read_call(body: &str, tools: &[Tool], at_end: bool) -> Step {
                         len: body.len(),
                     };
                 }
-                let mut p = partial_call(body);
+                let mut p = scan::offered_call_parts(body, tools).0;
                 p.arguments_text = call_arguments_text(body, &call);
                 return Step::Pending(p);
             }
@@ -241,27 +248,6 @@ fn read_call(body: &str, tools: &[Tool], at_end: bool) -> Step {
     }
 }
 
-/// Name and raw arguments of a call still arriving.
-fn partial_call(body: &str) -> PartialCall {
-    let obj = scan::scan_object(body);
-    let mut call = PartialCall::default();
-    for m in &obj.members {
-        match m.key.as_str() {
-            "name" => {
-                if let Some((Value::String(n), _)) = &m.value {
-                    call.name = Some(n.clone());
-                }
-            }
-            "arguments" | "parameters" => {
-                let end = m.value.as_ref().map(|(_, e)| *e).unwrap_or(body.len());
-                call.arguments_text = body[m.value_start..end].trim_end().to_owned();
-            }
-            _ => {}
-        }
-    }
-    call
-}
-
 /// The raw text of a complete call's arguments (for the last argument delta).
 fn call_arguments_text(body: &str, call: &ToolCall) -> String {
     let obj = scan::scan_object(body);
@@ -273,32 +259,6 @@ fn call_arguments_text(body: &str, call: &ToolCall) -> String {
         }
     }
     scan::python_json(&call.arguments)
-}
-
-/// `{"name": ..., "arguments": {...}}` (either key order; `parameters` for `arguments`).
-pub(crate) fn call_from_object(value: &Value, tools: &[Tool]) -> Result<ToolCall, ToolParseError> {
-    let obj = value.as_object().ok_or_else(|| {
-        ToolParseError::Syntax("a call must be a JSON object with name and arguments".into())
-    })?;
-    let name = obj
-        .get("name")
-        .and_then(Value::as_str)
-        .ok_or_else(|| ToolParseError::Syntax("the call has no string \"name\"".into()))?;
-    scan::check_call_name(name, tools)?;
-    let args = match (obj.get("arguments"), obj.get("parameters")) {
-        (Some(a), None) | (None, Some(a)) => scan::arguments_object(a)?,
-        (None, None) => json!({}),
-        (Some(_), Some(_)) => {
-            return Err(ToolParseError::Syntax(
-                "the call has both \"arguments\" and \"parameters\"".into(),
-            ))
-        }
-    };
-    Ok(ToolCall {
-        id: obj.get("id").and_then(Value::as_str).map(str::to_owned),
-        name: name.to_owned(),
-        arguments: args,
-    })
 }
 
 #[cfg(test)]
@@ -405,5 +365,60 @@ mod tests {
         assert!(out.tool_calls.is_empty());
         assert_eq!(out.content.as_deref(), Some("ok"));
         assert!(out.reasoning.unwrap().starts_with("maybe"));
+    }
+
+    #[test]
+    fn a_repeated_name_or_arguments_member_is_malformed() {
+        let ts = tools();
+        let h = Hermes::default();
+        for (text, msg) in [
+            (
+                "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"a\"}, \"name\": \"get_time\"}\n</tool_call>",
+                "the call gives \"name\" more than once",
+            ),
+            (
+                "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"tz\": \"a\"}, \"arguments\": {\"tz\": \"b\"}}\n</tool_call>",
+                "the call gives its arguments more than once",
+            ),
+            (
+                "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"tz\": \"a\"}, \"parameters\": {\"tz\": \"b\"}}\n</tool_call>",
+                "the call gives its arguments more than once",
+            ),
+        ] {
+            let out = h.parse(text, &ts);
+            assert!(out.tool_calls.is_empty(), "{text}");
+            assert_eq!(out.errors.len(), 1, "{text}");
+            assert_eq!(out.errors[0].error, ToolParseError::Syntax(msg.into()));
+            assert_eq!(out.errors[0].text, text);
+            assert_eq!(out.content.as_deref(), Some(text));
+            scan::assert_streams_as_whole(&h, text, &ts);
+        }
+    }
+
+    #[test]
+    fn a_call_to_a_tool_not_offered_is_never_started() {
+        let ts = tools();
+        let h = Hermes::default();
+        let text = "<tool_call>\n{\"name\": \"nosuch\", \"arguments\": {\"q\": 1}}\n</tool_call>";
+        let mut p = crate::tools::StreamingParser::new(&h, &ts);
+        let mut events = Vec::new();
+        for ch in text.chars() {
+            events.extend(p.push(&ch.to_string()));
+        }
+        events.extend(p.finish());
+        assert_eq!(
+            events,
+            vec![
+                StreamEvent::Content(text.into()),
+                StreamEvent::Malformed(crate::tools::MalformedToolCall {
+                    text: text.into(),
+                    offset: 0,
+                    error: ToolParseError::UnknownTool {
+                        name: "nosuch".into()
+                    },
+                }),
+            ]
+        );
+        scan::assert_streams_as_whole(&h, text, &ts);
     }
 }

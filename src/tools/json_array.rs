@@ -412,7 +412,8 @@ fn parse_array(
                 if at_end {
                     tail_error(i, ToolParseError::Unterminated, out, content);
                 } else if rest[i..].starts_with('{') {
-                    let (partial, _) = scan::call_parts(&rest[i..]);
+                    // A name not offered is never streamed (the call ends malformed).
+                    let (partial, _) = scan::offered_call_parts(&rest[i..], tools);
                     if partial.name.is_some() {
                         out.calls.push(partial);
                     }

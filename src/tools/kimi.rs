@@ -286,7 +286,9 @@ mod tests {
             out.errors[0].error,
             ToolParseError::UnknownTool { name: "3".into() }
         );
-        assert_eq!(out.content.as_deref(), Some(&text[28..text.len() - 26]));
+        // No call of the section was read: its whole text, markers included, is content.
+        assert_eq!(out.content.as_deref(), Some(text));
+        assert_eq!(out.errors[0].text, &text[28..text.len() - 26]);
     }
 
     #[test]

@@ -229,7 +229,8 @@ impl ToolCallFormat for Llama3Json {
                     }
                     push_before_call(&mut content, &text[seg..s]);
                     if is_call(&obj) {
-                        let (partial, _) = scan::call_parts(&text[s..]);
+                        // A name not offered is never streamed (the call ends malformed).
+                        let (partial, _) = scan::offered_call_parts(&text[s..], tools);
                         out.calls.push(partial);
                     }
                     break;

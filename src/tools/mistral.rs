@@ -310,7 +310,37 @@ fn push_bad_run(
 
 /// Reads the pre-v11 array starting at `text[body] == '['`. Returns where free text
 /// resumes, or `None` when the text ends inside the array.
+///
+/// The text of its malformed elements is content once an element is read as a call (the
+/// `[TOOL_CALLS]`, `[`, `,` and `]` around them are then dropped, as for a well-formed
+/// array); when none is, the array's whole text from `[TOOL_CALLS]` on is content (rule 6
+/// of the tool-call format notes: a begin marker with no parsable call leaves the content
+/// unchanged), each malformed element still reported.
 fn read_array(
+    text: &str,
+    start: usize,
+    body: usize,
+    tools: &[Tool],
+    at_end: bool,
+    out: &mut PartialOutput,
+    content: &mut Content,
+) -> Option<usize> {
+    let (calls_before, errors_before) = (out.calls.len(), out.errors.len());
+    let mut pieces = Content::default();
+    let next = read_array_elements(text, start, body, tools, at_end, out, &mut pieces);
+    if out.calls[calls_before..]
+        .iter()
+        .any(|c| c.complete.is_some())
+    {
+        content.push(&pieces.into_string());
+    } else if out.errors.len() > errors_before && (next.is_some() || at_end) {
+        content.push(&text[start..next.unwrap_or(text.len())]);
+    }
+    next
+}
+
+/// [`read_array`]'s elements, the text of malformed ones pushed to `pieces`.
+fn read_array_elements(
     text: &str,
     start: usize,
     body: usize,
@@ -350,7 +380,7 @@ fn read_array(
             JsonRead::Complete { value, end } => {
                 let elem = &text[i..i + end];
                 let read = scan::check_call_members(elem)
-                    .and_then(|()| super::hermes::call_from_object(&value, tools));
+                    .and_then(|()| scan::call_from_json(&value, tools));
                 match read {
                     Ok(call) => out.calls.push(PartialCall {
                         id: call.id.clone(),
@@ -371,7 +401,10 @@ fn read_array(
                     let error = ToolParseError::Unterminated;
                     scan::push_malformed(out, content, &text[from..], from, error);
                 } else {
-                    out.calls.push(partial_element(&text[i..], tools));
+                    // The first `name` and arguments members (a repeat makes the element
+                    // malformed); a name not offered is never streamed.
+                    out.calls
+                        .push(scan::offered_call_parts(&text[i..], tools).0);
                 }
                 return None;
             }
@@ -394,20 +427,6 @@ fn arguments_text(elem: &str, call: &ToolCall) -> String {
         }
     }
     scan::python_json(&call.arguments)
-}
-
-/// An array element still arriving: its name once complete and valid, its arguments so
-/// far (the first `name` and arguments members: a repeat makes the element malformed).
-fn partial_element(elem: &str, tools: &[Tool]) -> PartialCall {
-    let (mut call, _) = scan::call_parts(elem);
-    if call
-        .name
-        .as_deref()
-        .is_some_and(|n| scan::check_call_name(n, tools).is_err())
-    {
-        call.name = None;
-    }
-    call
 }
 
 /// Reads one v11+ call `NAME[ARGS]{…}` (or `NAME[CALL_ID]ID[ARGS]{…}`) at `text[body..]`.
@@ -702,5 +721,46 @@ mod tests {
         );
         assert!(out.tool_calls.is_empty());
         assert_eq!(out.content.as_deref(), Some("no call"));
+    }
+
+    #[test]
+    fn an_array_whose_elements_are_all_malformed_stays_content_whole() {
+        let ts = tools();
+        let f = Mistral::array();
+        for (text, content) in [
+            (
+                "[TOOL_CALLS][{\"name\":\"nosuch\",\"arguments\":{}}]",
+                "[TOOL_CALLS][{\"name\":\"nosuch\",\"arguments\":{}}]",
+            ),
+            (
+                "Hi [TOOL_CALLS][{\"name\":\"nosuch\",\"arguments\":{}}, {\"name\": \"x\"}] bye",
+                "Hi\n[TOOL_CALLS][{\"name\":\"nosuch\",\"arguments\":{}}, {\"name\": \"x\"}]\nbye",
+            ),
+        ] {
+            let out = f.parse(text, &ts);
+            assert!(out.tool_calls.is_empty(), "{text}");
+            // Content pieces are trimmed and joined by `\n`, as everywhere.
+            assert_eq!(out.content.as_deref(), Some(content), "{text}");
+            assert_eq!(
+                out.errors[0].error,
+                ToolParseError::UnknownTool {
+                    name: "nosuch".into()
+                }
+            );
+            assert_eq!(out.errors[0].text, "{\"name\":\"nosuch\",\"arguments\":{}}");
+            scan::assert_streams_as_whole(&f, text, &ts);
+        }
+        // One good element: the bad one's text is content, the markers are not.
+        let text = "[TOOL_CALLS][{\"name\":\"nosuch\",\"arguments\":{}}, {\"name\": \"get_time\", \"arguments\": {\"tz\": \"UTC\"}}]";
+        let out = f.parse(text, &ts);
+        assert_eq!(
+            out.tool_calls,
+            vec![ToolCall::new("get_time", json!({"tz": "UTC"}))]
+        );
+        assert_eq!(
+            out.content.as_deref(),
+            Some("{\"name\":\"nosuch\",\"arguments\":{}}")
+        );
+        scan::assert_streams_as_whole(&f, text, &ts);
     }
 }

@@ -183,9 +183,20 @@ impl ToolChoice {
     /// The mode and the tools that may be called, in `tools`' order.
     ///
     /// # Errors
-    /// [`ToolError::UnknownTool`] for a named or allowed tool that `tools` lacks;
-    /// [`ToolError::Choice`] for `required` with no tools.
+    /// [`ToolError::Definition`] naming a tool that `tools` holds more than once (every
+    /// family's [`ToolCallFormat::structural_tag`] resolves its choice here, so none
+    /// accepts such a list); [`ToolError::UnknownTool`] for a named or allowed tool that
+    /// `tools` lacks; [`ToolError::Choice`] for `required` with no tools.
     pub fn resolve<'t>(&self, tools: &'t [Tool]) -> Result<(CallMode, Vec<&'t Tool>), ToolError> {
+        let mut seen = std::collections::HashSet::new();
+        if let Some(t) = tools.iter().find(|t| !seen.insert(t.name.as_str())) {
+            return Err(ToolError::Definition {
+                tool: t.name.clone(),
+                reason: "the tool list holds this name more than once; a call to it \
+                         could not say which tool it means"
+                    .into(),
+            });
+        }
         let unknown = |name: &str| ToolError::UnknownTool {
             name: name.to_owned(),
             known: tools.iter().map(|t| t.name.clone()).collect(),
@@ -370,7 +381,16 @@ impl PartialOutput {
     }
 }
 
-/// One step of a streamed parse ([`StreamingParser::push`]), in output order.
+/// One step of a streamed parse ([`StreamingParser::push`]).
+///
+/// Order: the events of one `push` (or `finish`) come as `Reasoning`, then `Content`, then
+/// per call in index order its `ToolCallStart`, `ToolCallArguments` and `ToolCallEnd`,
+/// then `Malformed` in output order. So each kind is in output order (content deltas
+/// concatenate to the content, calls arrive by index, a call's own events in sequence),
+/// but kinds are not interleaved by position: when one delta holds
+/// `Hi <tool_call>…</tool_call> bye`, `Content("Hi\nbye")` comes before the call's
+/// events. A consumer that needs the position of a call relative to the text should
+/// parse the whole output ([`ToolCallFormat::parse`]) or push smaller deltas.
 #[derive(Clone, Debug, PartialEq)]
 pub enum StreamEvent {
     /// More reasoning text.

@@ -40,8 +40,13 @@ const MAX_DEPTH: usize = 64;
 ///   `[X(...)]`, `auto` = the list or free text that does not start with `[`, `none` =
 ///   such free text only; nothing follows the list (end of turn); at most one call when
 ///   `parallel` is off. No reasoning block (Llama has none).
-///   Numbers are capped at 18 integer digits (an `i64`), 17 fraction digits and a
-///   2-digit exponent, so every number reads back exactly as JSON.
+///   Numbers are capped at 20 integer digits (every `i64` and `u64`), 17 fraction
+///   digits and a 3-digit exponent (every `f64` as the renderer writes it: `5e-324`,
+///   `1.7976931348623157e308`): fixed caps, below the JSON families' default
+///   [`FormatOptions::max_number_digits`] of 24, and not changed by it. Integers of up to
+///   20 digits beyond `u64` (and numbers with more than 17 significant digits) read back
+///   as the nearest `f64`, and a number beyond `f64` (`9e999`) as `±1e308`, as the JSON
+///   families read one.
 /// * Parser: after leading whitespace (and Llama 4's `<|python_start|>`), a `[` followed
 ///   by a (dotted) name and `(` starts the call list; any other output is content (vLLM
 ///   reads only output that is the list). Values: strings in either quote with Python
@@ -55,7 +60,8 @@ const MAX_DEPTH: usize = 64;
 ///   dropped). [`Pythonic::bare_calls`] also reads calls written without the brackets,
 ///   separated by `,` or `;` (gorilla-openfunctions-v2, NexusRaven-v2), when the name is
 ///   an offered tool.
-/// * Streaming: a call is reported once its `(` has arrived; its argument deltas are the
+/// * Streaming: a call is reported once its `(` has arrived (never one to a tool not
+///   offered, which ends malformed); its argument deltas are the
 ///   raw Python text of the arguments (not JSON); the finished call carries JSON.
 #[derive(Clone, Debug, Default)]
 pub struct Pythonic {
@@ -94,8 +100,8 @@ py_dq ::= [^"\\\n\r] | py_esc
 py_esc ::= "\\" (["'\\nrtbfva] | "x" py_hex py_hex | "u" py_u4)
 py_u4 ::= [0-9a-cA-Ce-fE-F] py_hex py_hex py_hex | [dD] [0-7] py_hex py_hex
 py_hex ::= [0-9a-fA-F]
-py_int ::= "-"? ("0" | [1-9] [0-9]{0,17})
-py_num ::= py_int ("." [0-9]{1,17})? ([eE] [+\-]? [0-9]{1,2})?
+py_int ::= "-"? ("0" | [1-9] [0-9]{0,19})
+py_num ::= py_int ("." [0-9]{1,17})? ([eE] [+\-]? [0-9]{1,3})?
 py_bool ::= "True" | "False"
 py_none ::= "None"
 py_any ::= py_str | py_num | py_bool | py_none | py_list | py_dict
@@ -136,9 +142,9 @@ const ANNOTATIONS: &[&str] = &[
 /// JSON Schema compiler's number code), refused elsewhere.
 const BOUNDS: &[&str] = &["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"];
 
-/// The largest integer magnitude the grammar writes (18 digits: every such number reads
-/// back exactly as an `i64`).
-const MAX_INT: i128 = 999_999_999_999_999_999;
+/// The largest integer magnitude a bounded `integer` takes in the grammar (20 digits,
+/// as `py_int`).
+const MAX_INT: i128 = 99_999_999_999_999_999_999;
 
 /// The EBNF text of a string in the grammar's literal syntax.
 fn ebnf_lit(s: &str) -> String {
@@ -321,14 +327,14 @@ impl Gen<'_> {
         })
     }
 
-    /// A rule for the integers within `obj`'s bounds (at most 18 digits), from the JSON
+    /// A rule for the integers within `obj`'s bounds (at most 20 digits), from the JSON
     /// Schema compiler's exact range construction.
     fn int_range(&mut self, obj: &Map<String, Value>, path: &str) -> Result<String, ToolError> {
         let (lo, hi) = crate::json_schema::numbers::int_bounds(obj, "#")
             .map_err(|e| self.unsupported(format!("{path}: {e}")))?;
         let lo = lo.map_or(-MAX_INT, |l| l.max(-MAX_INT));
         let hi = hi.map_or(MAX_INT, |h| h.min(MAX_INT));
-        let expr = crate::json_schema::numbers::integer_range(Some(lo), Some(hi), Some(18))
+        let expr = crate::json_schema::numbers::integer_range(Some(lo), Some(hi), Some(20))
             .ok_or_else(|| self.unsupported(format!("{path}: no integer within the bounds")))?;
         let printer = crate::grammar::Grammar {
             rules: Vec::new(),
@@ -788,8 +794,17 @@ impl<'a> Py<'a> {
                 return Ok(Value::Number(n.into()));
             }
         }
+        // A number beyond `f64` (the grammar's 3-digit exponents allow `9e999`) reads as
+        // `±1e308`, as the JSON families read one (`scan::read_json_value`).
         text.parse::<f64>()
             .ok()
+            .map(|f| {
+                if f.is_infinite() {
+                    1e308f64.copysign(f)
+                } else {
+                    f
+                }
+            })
             .and_then(Number::from_f64)
             .map(Value::Number)
             .ok_or_else(|| Stop::Bad(format!("bad number {text:?}")))
@@ -1060,12 +1075,15 @@ impl Pythonic {
                     if at_end {
                         return fail(call_start, ToolParseError::Unterminated, out, content);
                     }
-                    out.calls.push(PartialCall {
+                    let mut call = PartialCall {
                         id: None,
                         name: Some(name),
                         arguments_text: text[args_start..].trim().to_owned(),
                         complete: None,
-                    });
+                    };
+                    // A tool not offered is never streamed (the call ends malformed).
+                    scan::drop_unoffered_name(&mut call, tools);
+                    out.calls.push(call);
                     return None;
                 }
                 Err(Stop::Bad(m)) => {
@@ -1496,5 +1514,41 @@ mod tests {
         let mut m = crate::GrammarMatcher::new(scan::compile_on_ascii(&tag));
         assert!(m.accept_string(&text) && m.is_completed(), "{text}");
         assert_eq!(f.parse(&text, &ts).tool_calls, vec![call]);
+    }
+
+    #[test]
+    fn extreme_numbers_round_trip_and_fit_the_grammar() {
+        use crate::GrammarMatcher;
+        let ts = Tool::list_from_openai(&json!([{"type": "function", "function": {"name": "f",
+            "strict": true, "parameters": {"type": "object", "properties": {
+                "i": {"type": "integer"}, "x": {"type": "number"}}}}}]))
+        .unwrap();
+        let f = Pythonic::default();
+        let tag = f.structural_tag(&ts, &ToolChoice::Required, false).unwrap();
+        let g = scan::compile_on_ascii(&tag);
+        let values = [
+            (json!(i64::MAX), json!(1.7976931348623157e308)),
+            (json!(i64::MIN), json!(5e-324)),
+            (json!(u64::MAX), json!(1.2e-100)),
+            (json!(0), json!(-1.7976931348623157e308)),
+        ];
+        for (i, x) in values {
+            let calls = vec![ToolCall::new("f", json!({"i": i, "x": x}))];
+            let text = f.render_calls(&calls);
+            assert_eq!(f.parse(&text, &ts).tool_calls, calls, "{text}");
+            let mut m = GrammarMatcher::new(g.clone());
+            assert!(m.accept_string(&text) && m.is_completed(), "{text}");
+        }
+        assert_eq!(
+            f.render_calls(&[ToolCall::new("f", json!({"i": u64::MAX, "x": 5e-324}))]),
+            "[f(i=18446744073709551615, x=5e-324)]"
+        );
+        // Beyond `f64`: clamped, not an error (the grammar allows 3-digit exponents).
+        let out = f.parse("[f(x=89389218700677833022e450, i=-9e999)]", &ts);
+        assert!(out.errors.is_empty(), "{:?}", out.errors);
+        assert_eq!(
+            out.tool_calls,
+            vec![ToolCall::new("f", json!({"x": 1e308, "i": -1e308}))]
+        );
     }
 }

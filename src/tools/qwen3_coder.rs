@@ -48,7 +48,8 @@ const THINK_END: &str = "</think>";
 ///   [`FormatOptions::any_order`] does not apply (the style has a fixed order).
 /// * Parser: values lose exactly one leading and one trailing `\n` and are typed by the
 ///   tool's schema ([`scan::typed_xml_value`]: `type: "string"` raw, else JSON, else a
-///   Python literal such as `True`/`None`, else text; undeclared parameters stay text).
+///   Python literal such as `True`/`None`, else text; undeclared parameters stay text;
+///   schemas admitting strings among other values as below).
 ///   A `</parameter>` is structural only when, after whitespace, `<parameter=KEY>` with a
 ///   KEY of the schema, `</function>`, `</tool_call>` or the end of the output follows
 ///   (vLLM's rule), so values may contain the closing tag's text; a missing
@@ -67,6 +68,17 @@ const THINK_END: &str = "</think>";
 ///   with whitespace that either end may drop). A parameter given twice keeps the last
 ///   value at the first one's place (as a JSON object does), and the arguments' text
 ///   holds both members, so that what was sent stays a prefix of it.
+/// * Properties admitting strings among other values (schemars' `Option<String>`,
+///   `"type": ["string", "null"]`; `["integer", "string"]`; an `anyOf`/`oneOf` with a
+///   string branch, through local `$ref`s, such as `Option` of a string enum): the grammar
+///   takes the raw text of the string branches (with their `enum`/`const`) or the JSON of
+///   the other branches, as the template writes them; the parser reads the text as a
+///   non-string value only when it is JSON valid under a non-string branch, else as the
+///   string (`null` is null for an `Option<String>`, `None` and `true` stay strings; `42`
+///   is 42 for `["integer", "string"]`, `4.5` and `abc` strings). The ambiguity is
+///   inherent to raw values: the string `"42"` of an `["integer", "string"]` property
+///   renders as `42` and reads back as the integer, the string `"null"` of an
+///   `Option<String>` reads back as null. Such values stream once whole.
 #[derive(Clone, Debug, Default)]
 pub struct Qwen3Coder {
     options: FormatOptions,
@@ -680,7 +692,7 @@ pub(crate) fn typed_arguments(
         let schema = property_schema(props, root, k);
         map.insert(
             k.clone(),
-            scan::typed_xml_value(raw, schema, undeclared_is_text),
+            scan::typed_xml_value(raw, schema, root, undeclared_is_text),
         );
     }
     Value::Object(map)
@@ -719,7 +731,12 @@ pub(crate) fn arguments_json_text(
             s.push_str(", ");
         }
         n += 1;
-        let v = scan::typed_xml_value(raw, property_schema(props, root, k), undeclared_is_text);
+        let v = scan::typed_xml_value(
+            raw,
+            property_schema(props, root, k),
+            root,
+            undeclared_is_text,
+        );
         s.push_str(&format!("{}: {}", json!(k), scan::python_json(&v)));
     }
     if complete {
@@ -1122,6 +1139,83 @@ pub(crate) mod tests {
         }
         let mut m = GrammarMatcher::new(g);
         assert!(!m.accept_string("<tool_call>\n<function=set>\n<parameter=unit>\nkelvin"));
+    }
+
+    /// A tool whose parameters admit strings among other values: schemars'
+    /// `Option<String>`, `Option` of a string enum through `$ref`, `["integer", "string"]`
+    /// and `anyOf` string-or-null.
+    pub(crate) fn mixed_string_tools() -> Vec<Tool> {
+        Tool::list_from_openai(&json!([{"type": "function", "function": {"name": "paint",
+            "parameters": {"type": "object", "properties": {
+                "label": {"type": ["string", "null"]},
+                "color": {"anyOf": [{"$ref": "#/$defs/Color"}, {"type": "null"}]},
+                "id": {"type": ["integer", "string"]},
+                "note": {"anyOf": [{"type": "string"}, {"type": "null"}],
+                         "description": "optional note"}},
+            "required": ["label", "id"],
+            "$defs": {"Color": {"type": "string", "enum": ["red", "dark green"]}}}}}]))
+        .unwrap()
+    }
+
+    /// Calls on [`mixed_string_tools`] that round-trip, each value unambiguous.
+    pub(crate) fn mixed_string_calls() -> Vec<Value> {
+        vec![
+            json!({"label": "hello", "color": "red", "id": 42, "note": "two\nlines"}),
+            json!({"label": null, "color": null, "id": "abc", "note": null}),
+            json!({"label": "None", "color": "dark green", "id": "4.5", "note": "true"}),
+            json!({"label": "\"quoted\" [1]", "id": -7, "note": "{\"a\": 1}"}),
+            json!({"label": "", "id": "x-1"}),
+        ]
+    }
+
+    #[test]
+    fn strings_of_mixed_schemas_render_as_the_grammar_writes_them() {
+        use crate::GrammarMatcher;
+        let f = Qwen3Coder::default();
+        let ts = mixed_string_tools();
+        let tag = f.structural_tag(&ts, &ToolChoice::Required, true).unwrap();
+        let g = scan::compile_on_ascii(&tag);
+        for args in mixed_string_calls() {
+            let call = ToolCall::new("paint", args);
+            let text = f.try_render_calls(std::slice::from_ref(&call)).unwrap();
+            let mut m = GrammarMatcher::new(g.clone());
+            assert!(m.accept_string(&text) && m.is_completed(), "{text}");
+            assert_eq!(f.parse(&text, &ts).tool_calls, vec![call], "{text}");
+            scan::assert_streams_as_whole(&f, &text, &ts);
+        }
+        // The JSON spelling of a non-string branch and the raw strings are both allowed;
+        // a string outside the enum is not.
+        let head = "<tool_call>\n<function=paint>\n<parameter=label>\n";
+        for (value, ok) in [("null", true), ("\"hello\"", true), ("a\nb", true)] {
+            let mut m = GrammarMatcher::new(g.clone());
+            let text = format!("{head}{value}\n</parameter>\n<parameter=id>\n1\n</parameter>");
+            assert_eq!(m.accept_string(&text), ok, "{text}");
+        }
+        let mut m = GrammarMatcher::new(g.clone());
+        assert!(!m.accept_string(&format!("{head}x\n</parameter>\n<parameter=color>\nblue")));
+        // The inherent ambiguity: a string that is JSON valid under another branch reads
+        // back as that value.
+        let call = ToolCall::new("paint", json!({"label": "null", "id": "42"}));
+        let text = f.render_calls(&[call]);
+        assert_eq!(
+            f.parse(&text, &ts).tool_calls[0].arguments,
+            json!({"label": null, "id": 42})
+        );
+        // A string branch with a keyword raw text cannot enforce is a typed error, as for
+        // a `"type": "string"` property.
+        let ts = Tool::list_from_openai(&json!([{"type": "function", "function": {
+            "name": "t", "parameters": {"type": "object", "properties": {
+                "s": {"type": ["string", "null"], "maxLength": 3}}}}}]))
+        .unwrap();
+        let tag = f.structural_tag(&ts, &ToolChoice::Required, true).unwrap();
+        let vocab =
+            crate::Vocabulary::from_token_bytes(&[b"a".to_vec(), b"<eos>".to_vec()], &[1], &[1])
+                .unwrap();
+        let err = crate::GrammarCompiler::new(vocab)
+            .compile_structural_tag(&tag)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("maxLength"), "{err}");
     }
 
     #[test]

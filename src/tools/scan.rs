@@ -552,9 +552,13 @@ pub fn parse_sectioned(
 /// Parses the free text and call sections of `text[start..]` into `out`/`content`.
 /// `read_call` reads one call from the text after its begin marker (see [`CallRead`]).
 ///
-/// Text inside a section that is not a call ("header noise") goes to content once a call
-/// of that section is read; a section with no call at all is reported as malformed (its
-/// text kept in content, no calls). A missing section end is tolerated; text after the
+/// Text inside a section that is not a call ("header noise") and the text of its
+/// malformed calls go to content once a call of that section is read (the section's own
+/// markers are then dropped, as for a well-formed section). When no call of a section is
+/// read, the section's whole text, markers included, is content (rule 6 of the tool-call
+/// format notes: a begin marker with no parsable call leaves the content unchanged); its
+/// malformed calls are still reported each, and a section with no call at all is
+/// reported as malformed itself. A missing section end is tolerated; text after the
 /// section is content. While `!at_end`, partial markers and trailing whitespace are held
 /// back so the result only grows.
 pub fn parse_sections(
@@ -582,15 +586,15 @@ pub fn parse_sections(
             section_start
         };
         let mut calls_here = 0usize;
+        let mut read_here = 0usize;
+        // Noise and malformed calls of this section, in order: content once a call of the
+        // section is read; superseded by the section's whole text if none is.
         let mut noise: Vec<(usize, usize)> = Vec::new();
         loop {
             let rest = &text[p..];
             let ws = rest.len() - rest.trim_start().len();
             let r = &rest[ws..];
             if r.starts_with(syn.call_begin) {
-                for (a, b) in noise.drain(..) {
-                    content.push(&text[a..b]);
-                }
                 let call_start = p + ws;
                 let body = call_start + syn.call_begin.len();
                 calls_here += 1;
@@ -604,6 +608,10 @@ pub fn parse_sections(
                         arguments_text,
                         len,
                     } => {
+                        read_here += 1;
+                        for (a, b) in noise.drain(..) {
+                            content.push(&text[a..b]);
+                        }
                         out.calls.push(PartialCall {
                             id: call.id.clone(),
                             name: Some(call.name.clone()),
@@ -614,7 +622,14 @@ pub fn parse_sections(
                     }
                     CallRead::Bad { error, len } => {
                         let end = body + len;
-                        push_malformed(out, content, &text[call_start..end], call_start, error);
+                        let bad = &text[call_start..end];
+                        if is_section {
+                            // Reported now; its text waits in `noise` (see above).
+                            push_malformed(out, &mut Content::default(), bad, call_start, error);
+                            noise.push((call_start, end));
+                        } else {
+                            push_malformed(out, content, bad, call_start, error);
+                        }
                         p = end;
                     }
                 }
@@ -630,7 +645,11 @@ pub fn parse_sections(
                 } else {
                     text.len()
                 };
-                if calls_here == 0 && is_section {
+                if is_section && read_here == 0 && calls_here > 0 {
+                    // Only malformed calls (each reported): the section stays content whole.
+                    noise.clear();
+                    content.push(&text[section_start..end]);
+                } else if calls_here == 0 && is_section {
                     let error = if closed {
                         ToolParseError::Syntax("the tool-call section holds no call".into())
                     } else {
@@ -1028,23 +1047,45 @@ impl PyReader<'_> {
 }
 
 /// Whether a property schema declares exactly `type: "string"`: XML-style families write
-/// such values raw (and the `qwen_xml`/`glm_xml` grammars do), everything else as JSON.
+/// such values raw (and the `qwen_xml`/`glm_xml` grammars do) and stream them as they
+/// arrive. A schema that admits strings among other values is raw too, or JSON, but is
+/// typed only once whole ([`typed_xml_value`]).
 pub fn is_raw_string_schema(schema: &Value) -> bool {
     schema.get("type").and_then(Value::as_str) == Some("string")
 }
 
 /// The JSON value of an XML-style family's raw value text, typed by the property's schema
 /// (vLLM's `qwen3_coder`/`glm45` conversion, made total): a property declared
-/// `type: "string"` keeps the raw text; any other declared property is read as JSON, else
-/// as a Python literal (`True`, `None`, single quotes; a string holding JSON for object
-/// and array types is decoded once more), else kept as text, so a bad value never drops
-/// the call. An undeclared property (`schema` `None`) is text when
-/// `undeclared_is_text`, else typed like a declared non-string one.
-pub fn typed_xml_value(raw: &str, schema: Option<&Value>, undeclared_is_text: bool) -> Value {
+/// `type: "string"` keeps the raw text; one that admits strings among other values (a
+/// type list holding `"string"`, an `anyOf`/`oneOf` with a string branch, through local
+/// `$ref`s into `root`; [`crate::structural_tag::xml::string_branches`]) is the JSON value
+/// of the text when that is valid under a non-string branch (`null` for an
+/// `Option<String>`, `42` for `["integer", "string"]`), else the raw text; any other
+/// declared property is read as JSON, else as a Python literal (`True`, `None`, single
+/// quotes; a string holding JSON for object and array types is decoded once more), else
+/// kept as text, so a bad value never drops the call. An undeclared property (`schema`
+/// `None`) is text when `undeclared_is_text`, else typed like a declared non-string one.
+pub fn typed_xml_value(
+    raw: &str,
+    schema: Option<&Value>,
+    root: Option<&serde_json::Map<String, Value>>,
+    undeclared_is_text: bool,
+) -> Value {
     match schema {
         Some(s) if is_raw_string_schema(s) => return Value::String(raw.to_owned()),
         None if undeclared_is_text => return Value::String(raw.to_owned()),
         _ => {}
+    }
+    if let Some(split) = schema.and_then(|s| crate::structural_tag::xml::string_branches(s, root)) {
+        let json = split.others.as_ref().and_then(|others| {
+            let v = serde_json::from_str::<Value>(raw.trim()).ok()?;
+            let others = crate::structural_tag::xml::with_root_defs(others, root);
+            let valid = jsonschema::options()
+                .build(&others)
+                .is_ok_and(|validator| validator.is_valid(&v));
+            (!v.is_string() && valid).then_some(v)
+        });
+        return json.unwrap_or_else(|| Value::String(raw.to_owned()));
     }
     let t = raw.trim();
     let v = serde_json::from_str::<Value>(t)
@@ -1099,6 +1140,29 @@ pub fn call_parts(body: &str) -> (super::PartialCall, Option<usize>) {
         }
     }
     (call, obj.end)
+}
+
+/// [`call_parts`] for a call that may name a tool not offered: a complete name that
+/// [`check_call_name`] refuses is dropped (with the arguments), so a stream never starts
+/// a call that the whole-output parse reports as malformed.
+pub fn offered_call_parts(body: &str, tools: &[Tool]) -> (super::PartialCall, Option<usize>) {
+    let (mut call, end) = call_parts(body);
+    drop_unoffered_name(&mut call, tools);
+    (call, end)
+}
+
+/// Clears the name (and arguments) of a call still arriving when its complete name is not
+/// one [`check_call_name`] accepts: such a call ends malformed, and is never streamed.
+pub fn drop_unoffered_name(call: &mut super::PartialCall, tools: &[Tool]) {
+    if call
+        .name
+        .as_deref()
+        .is_some_and(|n| check_call_name(n, tools).is_err())
+    {
+        call.name = None;
+        call.id = None;
+        call.arguments_text.clear();
+    }
 }
 
 /// Checks that the call object whose text starts `piece` gives `name` once and its
@@ -1424,31 +1488,60 @@ mod tests {
         assert_eq!(python_literal("Nonesuch"), None);
         assert_eq!(python_literal("[1, "), None);
         let int = json!({"type": "integer"});
-        assert_eq!(typed_xml_value("3", Some(&int), true), json!(3));
+        assert_eq!(typed_xml_value("3", Some(&int), None, true), json!(3));
         assert_eq!(
-            typed_xml_value("2026-01-15", Some(&int), true),
+            typed_xml_value("2026-01-15", Some(&int), None, true),
             json!("2026-01-15")
         );
         assert_eq!(
-            typed_xml_value("True", Some(&json!({"type": "boolean"})), true),
+            typed_xml_value("True", Some(&json!({"type": "boolean"})), None, true),
             json!(true)
         );
-        assert_eq!(typed_xml_value("None", Some(&int), true), Value::Null);
+        assert_eq!(typed_xml_value("None", Some(&int), None, true), Value::Null);
         assert_eq!(
-            typed_xml_value(" 3 ", Some(&json!({"type": "string"})), true),
+            typed_xml_value(" 3 ", Some(&json!({"type": "string"})), None, true),
             json!(" 3 ")
         );
-        assert_eq!(typed_xml_value("3", None, true), json!("3"));
-        assert_eq!(typed_xml_value("3", None, false), json!(3));
+        assert_eq!(typed_xml_value("3", None, None, true), json!("3"));
+        assert_eq!(typed_xml_value("3", None, None, false), json!(3));
         let arr = json!({"type": "array"});
         assert_eq!(
-            typed_xml_value("\"[1, 2]\"", Some(&arr), true),
+            typed_xml_value("\"[1, 2]\"", Some(&arr), None, true),
             json!([1, 2])
         );
         assert_eq!(
-            typed_xml_value("5.0", Some(&json!({"type": "number"})), true),
+            typed_xml_value("5.0", Some(&json!({"type": "number"})), None, true),
             json!(5.0)
         );
+    }
+
+    #[test]
+    fn values_of_schemas_admitting_strings_and_more() {
+        let root = json!({"$defs": {"Color": {"type": "string", "enum": ["red", "null"]},
+                                    "N": {"type": "integer"}}});
+        let root = root.as_object();
+        let opt = json!({"type": ["string", "null"]});
+        let int_or_str = json!({"type": ["integer", "string"], "minimum": 0});
+        let any_of = json!({"anyOf": [{"type": "string"}, {"type": "null"}]});
+        let color = json!({"anyOf": [{"$ref": "#/$defs/Color"}, {"type": "null"}]});
+        let num_ref = json!({"oneOf": [{"$ref": "#/$defs/N"}, {"type": "string"}]});
+        let t = |raw: &str, schema: &Value| typed_xml_value(raw, Some(schema), root, true);
+        // JSON valid under a non-string branch is that value…
+        assert_eq!(t("null", &opt), Value::Null);
+        assert_eq!(t(" null ", &any_of), Value::Null);
+        assert_eq!(t("null", &color), Value::Null);
+        assert_eq!(t("42", &int_or_str), json!(42));
+        assert_eq!(t("7", &num_ref), json!(7));
+        // …anything else is the raw string (Python spellings and quoted JSON included).
+        for raw in ["hello", "None", "true", "42", "\"quoted\"", " a b ", "[1]"] {
+            assert_eq!(t(raw, &opt), json!(raw), "{raw}");
+            assert_eq!(t(raw, &any_of), json!(raw), "{raw}");
+        }
+        assert_eq!(t("red", &color), json!("red"));
+        assert_eq!(t("-1", &int_or_str), json!("-1"));
+        assert_eq!(t("4.5", &int_or_str), json!("4.5"));
+        assert_eq!(t("true", &int_or_str), json!("true"));
+        assert_eq!(t("x", &num_ref), json!("x"));
     }
 
     #[test]
@@ -1471,5 +1564,41 @@ mod tests {
             split_reasoning("plain", "<think>", "</think>", false, false),
             (String::new(), Some(0))
         );
+    }
+
+    /// A call to a tool that is not offered is never started while streaming (its name is
+    /// known to be wrong as soon as it is complete) and ends as one malformed call.
+    #[test]
+    fn json_object_families_never_start_a_call_to_a_tool_not_offered() {
+        let tools = Tool::list_from_openai(&json!([{"type": "function", "function": {
+            "name": "get_time", "parameters": {"type": "object",
+            "properties": {"tz": {"type": "string"}}}}}]))
+        .unwrap();
+        let calls = [ToolCall::new("nosuch", json!({"q": 1}))];
+        for name in ["hermes", "llama3_json", "json", "pythonic", "mistral"] {
+            let f = super::super::format_by_name(name).unwrap();
+            let text = f.render_calls(&calls);
+            let mut p = super::super::StreamingParser::new(f.as_ref(), &tools);
+            let mut events = Vec::new();
+            for (i, ch) in text.char_indices() {
+                events.extend(p.push(&text[i..i + ch.len_utf8()]));
+            }
+            events.extend(p.finish());
+            let starts = events
+                .iter()
+                .filter(|e| matches!(e, super::super::StreamEvent::ToolCallStart { .. }))
+                .count();
+            assert_eq!(starts, 0, "{name}: {events:?}");
+            let out = f.parse(&text, &tools);
+            assert!(out.tool_calls.is_empty(), "{name}");
+            assert_eq!(
+                out.errors.iter().map(|e| &e.error).collect::<Vec<_>>(),
+                [&ToolParseError::UnknownTool {
+                    name: "nosuch".into()
+                }],
+                "{name}"
+            );
+            assert_streams_as_whole(f.as_ref(), &text, &tools);
+        }
     }
 }

@@ -182,7 +182,9 @@ impl Tool {
     }
 
     /// This tool carrying a typed function: arguments deserialise into `I`, the result
-    /// serialises from `O`.
+    /// serialises from `O`. Arguments that do not deserialise are reported by
+    /// [`ToolSet::execute`] as [`ToolError::Deserialize`] (called directly, the function
+    /// returns serde's message as its error).
     pub fn with_typed_function<I, O, F>(self, f: F) -> Self
     where
         I: DeserializeOwned,
@@ -190,7 +192,11 @@ impl Tool {
         F: Fn(I, &ToolContext) -> Result<O, String> + Send + Sync + 'static,
     {
         self.with_function(move |args, ctx| {
-            let input: I = serde_json::from_value(args).map_err(|e| e.to_string())?;
+            let input: I = serde_json::from_value(args).map_err(|e| {
+                let message = e.to_string();
+                DESERIALIZE_FAILURE.with(|d| *d.borrow_mut() = Some(message.clone()));
+                message
+            })?;
             let out = f(input, ctx)?;
             serde_json::to_value(out).map_err(|e| e.to_string())
         })
@@ -589,7 +595,8 @@ impl ToolSet {
     /// # Errors
     /// [`ToolError::UnknownTool`] when no tool has the call's name;
     /// [`ToolError::InvalidArguments`] before running; [`ToolError::NotExecutable`] when
-    /// the tool has no function; [`ToolError::Execution`] with the function's message, or,
+    /// the tool has no function; [`ToolError::Deserialize`] when the arguments do not
+    /// deserialise into a [`Tool::with_typed_function`]'s input type; [`ToolError::Execution`] with the function's message, or,
     /// when the function panics, with `the tool panicked: ` and the panic message (the
     /// panic is caught and does not escape; the set stays usable);
     /// [`ToolError::InvalidOutput`] after running.
@@ -605,7 +612,18 @@ impl ToolSet {
             .ok_or_else(|| ToolError::NotExecutable {
                 tool: tool.name.clone(),
             })?;
+        DESERIALIZE_FAILURE.with(|d| d.borrow_mut().take());
         let run = std::panic::catch_unwind(AssertUnwindSafe(|| f(call.arguments.clone(), ctx)));
+        // A typed function whose arguments did not deserialise said so on this thread.
+        let failed = DESERIALIZE_FAILURE.with(|d| d.borrow_mut().take());
+        if let (Ok(Err(message)), Some(failure)) = (&run, failed) {
+            if *message == failure {
+                return Err(ToolError::Deserialize {
+                    tool: tool.name.clone(),
+                    message: failure,
+                });
+            }
+        }
         let out = match run {
             Ok(result) => result,
             Err(payload) => Err(format!("the tool panicked: {}", panic_message(&*payload))),
@@ -617,6 +635,14 @@ impl ToolSet {
         tool.validate_output(&out)?;
         Ok(out)
     }
+}
+
+thread_local! {
+    /// Set by a [`Tool::with_typed_function`] wrapper whose arguments failed to
+    /// deserialise (serde's message), so that [`ToolSet::execute`], on the same thread,
+    /// reports [`ToolError::Deserialize`] rather than an execution failure.
+    static DESERIALIZE_FAILURE: std::cell::RefCell<Option<String>> =
+        const { std::cell::RefCell::new(None) };
 }
 
 /// The message of a caught panic: its `&str` or `String` payload, or a placeholder.
@@ -661,5 +687,64 @@ mod tests {
                           {"type": "function", "function": {"name": "f"}}]);
         let err = Tool::list_from_openai(&list).unwrap_err();
         assert!(err.to_string().contains("tools[1]"), "{err}");
+    }
+
+    #[test]
+    fn typed_arguments_that_do_not_deserialise_are_a_deserialize_error() {
+        #[derive(serde::Deserialize)]
+        struct Args {
+            #[allow(dead_code)]
+            n: u8,
+        }
+        let tool = Tool::new("f", "", serde_json::Value::Bool(true))
+            .unwrap()
+            .with_typed_function(|_: Args, _: &ToolContext| Ok::<_, String>(1));
+        let set = ToolSet::from_tools([tool]).unwrap();
+        let ctx = ToolContext::default();
+        let err = set
+            .execute(&ToolCall::new("f", json!({"n": 300})), &ctx)
+            .unwrap_err();
+        match err {
+            ToolError::Deserialize { tool, message } => {
+                assert_eq!(tool, "f");
+                assert!(message.contains("300"), "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
+        // A failure of the function itself stays an execution error.
+        let tool = Tool::new("g", "", serde_json::Value::Bool(true))
+            .unwrap()
+            .with_typed_function(|_: Args, _: &ToolContext| Err::<u8, _>("boom".to_owned()));
+        let set = ToolSet::from_tools([tool]).unwrap();
+        assert_eq!(
+            set.execute(&ToolCall::new("g", json!({"n": 3})), &ctx),
+            Err(ToolError::Execution {
+                tool: "g".into(),
+                message: "boom".into()
+            })
+        );
+    }
+
+    #[test]
+    fn every_family_refuses_a_tool_list_with_a_duplicate_name() {
+        let t = |d: &str| Tool::new("get_time", d, json!({"type": "object"})).unwrap();
+        let other = Tool::new("other", "", json!({"type": "object"})).unwrap();
+        let list = [t("a"), other, t("b")];
+        for name in super::super::format_names() {
+            let f = super::super::format_by_name(&name).unwrap();
+            for choice in [
+                super::super::ToolChoice::Auto,
+                super::super::ToolChoice::Required,
+                super::super::ToolChoice::Function("other".into()),
+            ] {
+                match f.structural_tag(&list, &choice, true) {
+                    Err(ToolError::Definition { tool, reason }) => {
+                        assert_eq!(tool, "get_time", "{name}");
+                        assert!(reason.contains("more than once"), "{name}: {reason}");
+                    }
+                    other => panic!("{name} {choice:?}: {other:?}"),
+                }
+            }
+        }
     }
 }
