@@ -263,3 +263,36 @@ fn uri_template_relative_pointer_and_regex() {
         ],
     );
 }
+
+#[test]
+fn email_lengths_stay_within_rfc_5321() {
+    // A local part of at most 64 characters, an address of at most 254.
+    let c = byte_compiler();
+    let local63 = format!(
+        "{}.{}.{}.{}",
+        "a".repeat(15),
+        "b".repeat(15),
+        "c".repeat(15),
+        "d".repeat(15)
+    );
+    assert_eq!(local63.len(), 63);
+    let local67 = format!(
+        "{}.{}.{}.{}",
+        "a".repeat(16),
+        "b".repeat(16),
+        "c".repeat(16),
+        "d".repeat(16)
+    );
+    let long_domain = format!("{0}.{0}.{0}.com", "x".repeat(60));
+    for format in ["email", "idn-email"] {
+        check(
+            &c,
+            format,
+            &[&format!("{local63}@example.com")],
+            &[
+                &format!("{local67}@example.com"),
+                &format!("{local63}@{long_domain}"),
+            ],
+        );
+    }
+}

@@ -1,8 +1,8 @@
 //! Arrays: `prefixItems`, `items` (the items after the prefix), `minItems`, `maxItems`,
 //! `contains` with `minContains`/`maxContains` (see [`Builder::contains`]), and
-//! `uniqueItems` when it cannot matter (`false`, or at most one item), and otherwise as a
-//! subset: at most one item of each kind (null, true, false, number, string, object,
-//! array), since items of different kinds are never equal (see [`Builder::unique_kinds`]).
+//! `uniqueItems` when it cannot matter (`false`, or at most one item), and exactly for
+//! items that can only be `null`, `true` or `false`: at most one of each (see
+//! [`Builder::unique_kinds`]); for other items it is refused (an error naming it).
 
 use serde_json::{Map, Value};
 
@@ -75,7 +75,10 @@ impl Builder<'_> {
             Some(s) => self.schema(s, &items_ptr)?,
         };
         if unique {
-            return self.unique_kinds(obj, prefix_schemas, min, max, ptr);
+            if let Some(e) = self.unique_kinds(obj, prefix_schemas, min, max, ptr)? {
+                return Ok(e);
+            }
+            // Lenient mode: the keyword was refused and is ignored.
         }
         let pp = child(ptr, "prefixItems");
         let mut prefix = Vec::new();
@@ -237,12 +240,13 @@ impl Builder<'_> {
     }
 
     /// The items from index `j` on.
-    /// `uniqueItems: true` (with more than one item possible), as a subset: arrays whose
-    /// items are of pairwise different kinds (null, true, false, number, string, object,
-    /// array; so at most seven items), which are never equal. Each item also satisfies its
-    /// `prefixItems` or `items` schema. The state is the set of kinds written (its size is
-    /// the item count), so the grammar has at most 128 rules. Refused when no array of
-    /// at least `minItems` items fits the subset.
+    /// `uniqueItems: true` (with more than one item possible) for items that can only be
+    /// `null`, `true` or `false`: arrays whose items are pairwise different values, which
+    /// for these is pairwise different kinds. Each item also satisfies its `prefixItems`
+    /// or `items` schema. The state is the set of kinds written (its size is the item
+    /// count). Refused (`Ok(None)` in lenient mode: the keyword is ignored) when an item
+    /// may be a number, string, object or array (uniqueness of those is not a grammar this
+    /// compiler builds), or when no array of at least `minItems` items fits.
     fn unique_kinds(
         &mut self,
         obj: &Map<String, Value>,
@@ -250,7 +254,7 @@ impl Builder<'_> {
         min: u32,
         max: Option<u32>,
         ptr: &str,
-    ) -> Result<Option<Expr>, JsonSchemaError> {
+    ) -> Result<Option<Option<Expr>>, JsonSchemaError> {
         const KINDS: usize = 7;
         let kind_schema = |k: usize| match k {
             0 => serde_json::json!({"type": "null"}),
@@ -282,6 +286,19 @@ impl Builder<'_> {
                 row.push(e.map(|e| Expr::Rule(self.add_rule("unique_item", e))));
             }
             rows.push(row);
+        }
+        // Exact only when every item can only be null, true or false: then items of
+        // different kinds are exactly items of different values. Items that may be numbers,
+        // strings, objects or arrays would be cut to one of each, a silent narrowing.
+        if rows.iter().any(|r| r[3..].iter().any(Option::is_some)) {
+            self.unsupported(
+                "uniqueItems",
+                &child(ptr, "uniqueItems"),
+                "`uniqueItems: true` is enforced only for items that can only be null, true \
+                 or false (a finite set of values a grammar can keep apart); these items \
+                 may be numbers, strings, objects or arrays",
+            )?;
+            return Ok(None);
         }
         let item = |n: usize, k: usize| -> Option<Expr> {
             if n < prefix_len {
@@ -344,7 +361,7 @@ impl Builder<'_> {
             self.rules[id.index()].body = choice(alts).unwrap_or_else(super::never);
         }
         let start = ids[0].map(Expr::Rule);
-        Ok(start.map(|s| seq(vec![lit("["), ws, s])))
+        Ok(Some(start.map(|s| seq(vec![lit("["), ws, s]))))
     }
 
     fn tail(

@@ -175,7 +175,8 @@ fn email() -> Expr {
         r('+', '+'),
         r('-', '-'),
     ]);
-    let atom = repeat(atom_char, 1, Some(16));
+    // At most 15 + 3 × 16 = 63 characters: RFC 5321 allows 64 in a local part.
+    let atom = repeat(atom_char, 1, Some(15));
     let local = seq(vec![
         atom.clone(),
         repeat(seq(vec![lit("."), atom]), 0, Some(3)),
@@ -183,13 +184,14 @@ fn email() -> Expr {
     seq(vec![local, lit("@"), email_domain()])
 }
 
-/// The domain of [`email`]: one to three labels and a top-level domain of letters.
+/// The domain of [`email`]: one to three labels of at most 50 characters and a top-level
+/// domain of letters (at most 177 characters, so an address stays within RFC 5321's 254).
 fn email_domain() -> Expr {
     let alnum = class(&[r('A', 'Z'), r('a', 'z'), r('0', '9')]);
     let inner = class(&[r('A', 'Z'), r('a', 'z'), r('0', '9'), r('-', '-')]);
     let label = seq(vec![
         alnum.clone(),
-        opt(seq(vec![repeat(inner, 0, Some(61)), alnum])),
+        opt(seq(vec![repeat(inner, 0, Some(48)), alnum])),
     ]);
     let tld = repeat(class(&[r('A', 'Z'), r('a', 'z')]), 2, Some(24));
     seq(vec![repeat(seq(vec![label, lit(".")]), 1, Some(3)), tld])
