@@ -1,6 +1,8 @@
 //! Arrays: `prefixItems`, `items` (the items after the prefix), `minItems`, `maxItems`,
 //! `contains` with `minContains`/`maxContains` (see [`Builder::contains`]), and
-//! `uniqueItems` when it cannot matter (`false`, or at most one item).
+//! `uniqueItems` when it cannot matter (`false`, or at most one item), and exactly for
+//! items that can only be `null`, `true` or `false`: at most one of each (see
+//! [`Builder::unique_kinds`]); for other items it is refused (an error naming it).
 
 use serde_json::{Map, Value};
 
@@ -23,14 +25,16 @@ impl Builder<'_> {
     ) -> Result<Option<Expr>, JsonSchemaError> {
         let min = count_keyword(obj, "minItems", ptr)?.unwrap_or(0);
         let mut max = count_keyword(obj, "maxItems", ptr)?;
+        let mut unique = false;
         match obj.get("uniqueItems") {
             None | Some(Value::Bool(false)) => {}
             Some(Value::Bool(true)) if max.is_some_and(|m| m <= 1) => {}
-            Some(Value::Bool(true)) => self.unsupported(
+            Some(Value::Bool(true)) if obj.contains_key("contains") => self.unsupported(
                 "uniqueItems",
                 &child(ptr, "uniqueItems"),
-                "`uniqueItems: true` has no exact grammar (unless maxItems <= 1)",
+                "`uniqueItems: true` beside `contains` is not supported",
             )?,
+            Some(Value::Bool(true)) => unique = true,
             Some(v) => {
                 return Err(JsonSchemaError::InvalidKeyword {
                     keyword: "uniqueItems".into(),
@@ -70,6 +74,12 @@ impl Builder<'_> {
             }
             Some(s) => self.schema(s, &items_ptr)?,
         };
+        if unique {
+            if let Some(e) = self.unique_kinds(obj, prefix_schemas, min, max, ptr)? {
+                return Ok(e);
+            }
+            // Lenient mode: the keyword was refused and is ignored.
+        }
         let pp = child(ptr, "prefixItems");
         let mut prefix = Vec::new();
         for (i, s) in prefix_schemas.iter().enumerate() {
@@ -230,6 +240,130 @@ impl Builder<'_> {
     }
 
     /// The items from index `j` on.
+    /// `uniqueItems: true` (with more than one item possible) for items that can only be
+    /// `null`, `true` or `false`: arrays whose items are pairwise different values, which
+    /// for these is pairwise different kinds. Each item also satisfies its `prefixItems`
+    /// or `items` schema. The state is the set of kinds written (its size is the item
+    /// count). Refused (`Ok(None)` in lenient mode: the keyword is ignored) when an item
+    /// may be a number, string, object or array (uniqueness of those is not a grammar this
+    /// compiler builds), or when no array of at least `minItems` items fits.
+    fn unique_kinds(
+        &mut self,
+        obj: &Map<String, Value>,
+        prefix_schemas: &[Value],
+        min: u32,
+        max: Option<u32>,
+        ptr: &str,
+    ) -> Result<Option<Option<Expr>>, JsonSchemaError> {
+        const KINDS: usize = 7;
+        let kind_schema = |k: usize| match k {
+            0 => serde_json::json!({"type": "null"}),
+            1 => serde_json::json!({"const": true}),
+            2 => serde_json::json!({"const": false}),
+            3 => serde_json::json!({"type": "number"}),
+            4 => serde_json::json!({"type": "string"}),
+            5 => serde_json::json!({"type": "object"}),
+            _ => serde_json::json!({"type": "array"}),
+        };
+        let items_schema = obj.get("items").cloned().unwrap_or(Value::Bool(true));
+        // rows[p][k]: prefix item p (of the first seven), then (last row) every item after
+        // the prefix, of kind k.
+        let prefix_len = prefix_schemas.len();
+        let mut rows: Vec<Vec<Option<Expr>>> = Vec::new();
+        let pp = child(ptr, "prefixItems");
+        let sources: Vec<(Value, String)> = prefix_schemas
+            .iter()
+            .take(KINDS)
+            .enumerate()
+            .map(|(p, s)| (s.clone(), child(&pp, &p.to_string())))
+            .chain(std::iter::once((items_schema, child(ptr, "items"))))
+            .collect();
+        for (s, sptr) in sources {
+            let mut row = Vec::new();
+            for k in 0..KINDS {
+                let both = serde_json::json!({"allOf": [s.clone(), kind_schema(k)]});
+                let e = self.schema(&both, &sptr)?;
+                row.push(e.map(|e| Expr::Rule(self.add_rule("unique_item", e))));
+            }
+            rows.push(row);
+        }
+        // Exact only when every item can only be null, true or false: then items of
+        // different kinds are exactly items of different values. Items that may be numbers,
+        // strings, objects or arrays would be cut to one of each, a silent narrowing.
+        if rows.iter().any(|r| r[3..].iter().any(Option::is_some)) {
+            self.unsupported(
+                "uniqueItems",
+                &child(ptr, "uniqueItems"),
+                "`uniqueItems: true` is enforced only for items that can only be null, true \
+                 or false (a finite set of values a grammar can keep apart); these items \
+                 may be numbers, strings, objects or arrays",
+            )?;
+            return Ok(None);
+        }
+        let item = |n: usize, k: usize| -> Option<Expr> {
+            if n < prefix_len {
+                rows.get(n).filter(|_| n < KINDS)?[k].clone()
+            } else {
+                rows.last()?[k].clone()
+            }
+        };
+        let may_add = |n: usize| max.map_or(true, |m| (n as u32) < m);
+        // Liveness, from the fullest sets down.
+        let full = 1usize << KINDS;
+        let mut live = vec![false; full];
+        let mut masks: Vec<usize> = (0..full).collect();
+        masks.sort_by_key(|m| std::cmp::Reverse(m.count_ones()));
+        for &m in &masks {
+            let n = m.count_ones() as usize;
+            let mut ok = n as u32 >= min;
+            if may_add(n) {
+                for k in 0..KINDS {
+                    if m & (1 << k) == 0 && live[m | 1 << k] && item(n, k).is_some() {
+                        ok = true;
+                    }
+                }
+            }
+            live[m] = ok;
+        }
+        if !live[0] {
+            self.unsupported(
+                "uniqueItems",
+                &child(ptr, "uniqueItems"),
+                "`uniqueItems: true` is enforced for items of pairwise different kinds \
+                 (at most one null, true, false, number, string, object, array), and no \
+                 such array satisfies the other keywords",
+            )?;
+            return Ok(None);
+        }
+        let ids: Vec<Option<crate::grammar::RuleId>> = (0..full)
+            .map(|m| live[m].then(|| self.add_rule("unique_arr", Expr::Empty)))
+            .collect();
+        let ws = self.ws();
+        for m in 0..full {
+            let Some(id) = ids[m] else { continue };
+            let n = m.count_ones() as usize;
+            let sep = if n == 0 { Expr::Empty } else { self.comma() };
+            let mut alts = Vec::new();
+            if n as u32 >= min {
+                alts.push(Some(lit("]")));
+            }
+            if may_add(n) {
+                for k in 0..KINDS {
+                    let next = m | 1 << k;
+                    if m & (1 << k) != 0 || !live[next] {
+                        continue;
+                    }
+                    if let (Some(e), Some(nid)) = (item(n, k), ids[next]) {
+                        alts.push(Some(seq(vec![sep.clone(), e, ws.clone(), Expr::Rule(nid)])));
+                    }
+                }
+            }
+            self.rules[id.index()].body = choice(alts).unwrap_or_else(super::never);
+        }
+        let start = ids[0].map(Expr::Rule);
+        Ok(Some(start.map(|s| seq(vec![lit("["), ws, s]))))
+    }
+
     fn tail(
         &mut self,
         j: u32,

@@ -1,8 +1,9 @@
-//! `format`: date, time, date-time, duration (RFC 3339), uuid, ipv4, ipv6, email, hostname,
-//! uri, uri-reference and json-pointer, as grammars of the string's content (plain
-//! characters, no escapes). Other formats of the drafts are refused; formats no draft
-//! defines (`int32`, `url`, ...) are refused too, or ignored (and listed) with
-//! [`super::JsonSchemaOptions::ignore_unknown_keywords`].
+//! `format`: date, time, date-time, duration (RFC 3339), uuid, ipv4, ipv6, email,
+//! idn-email, hostname, idn-hostname, uri, uri-reference, iri, iri-reference,
+//! uri-template, json-pointer, relative-json-pointer and regex, as grammars of the
+//! string's decoded content (JSON-escaped by the caller). Other formats of the drafts are
+//! refused; formats no draft defines (`int32`, `url`, ...) are refused too, or ignored (and
+//! listed) with [`super::JsonSchemaOptions::ignore_unknown_keywords`].
 //!
 //! Each grammar accepts a subset of what the format allows, never more:
 //! * `date`: `YYYY-MM-DD` with the days of each month, and 29 February in leap years only.
@@ -13,12 +14,25 @@
 //! * `email`: a conservative subset: `atom(.atom){0,3}@(label.){1,3}tld`, atoms of
 //!   `[A-Za-z0-9_+-]{1,16}`, labels of letters, digits and inner hyphens (at most 63), a
 //!   letters-only top-level domain of 2–24 letters.
-//! * `hostname`: one to three labels (letters, digits, inner hyphens; at most 63 each), the
-//!   last starting with a letter.
+//! * `idn-email` (RFC 6531): an `email`, or a local part of 1–16 characters of
+//!   `[A-Za-z0-9_+-]` and non-ASCII `ucschar`s (at least one) with an `email` domain.
+//! * `hostname`: one to three labels (letters, digits, inner hyphens; at most 63 each; no
+//!   `--` in the third and fourth positions), the last starting with a letter.
+//! * `idn-hostname` (RFC 5890–5893): one to three labels, each an NR-LDH label (not `xn--`
+//!   nor any `??--`) or a U-label of 1–8 lowercase letters/digits and IDNA2008-PVALID
+//!   left-to-right letters (Latin-1, Greek, Cyrillic, kana, CJK, Hangul), the last starting
+//!   with a letter.
 //! * `ipv6`: eight groups of 1–4 hex digits, or `::` for zero groups (no IPv4 suffix).
 //! * `uri`: `scheme://host[:port][/path][?query][#fragment]`: lowercase scheme, a hostname,
 //!   unreserved characters only (no percent escapes); `uri-reference`: a uri or `/path...`.
-//! * `json-pointer`: RFC 6901 exactly (plain characters).
+//! * `iri`, `iri-reference`: the RFC 3987 grammar, except IPv6 literals with an IPv4 tail
+//!   and the bidirectional formatting characters (forbidden by its §4.1).
+//! * `uri-template`: the RFC 6570 grammar, without the `'` literal and the reserved
+//!   operators.
+//! * `json-pointer`: RFC 6901 exactly (plain characters); `relative-json-pointer`: a
+//!   non-negative integer then `#` or a JSON pointer.
+//! * `regex`: ECMA-262 patterns valid with and without the `u` flag, from a simple subset
+//!   (see [`regex`]).
 //! * `duration`: the RFC 3339 appendix A grammar, numbers of up to nine digits.
 
 use serde_json::Value;
@@ -161,52 +175,38 @@ fn email() -> Expr {
         r('+', '+'),
         r('-', '-'),
     ]);
-    let atom = repeat(atom_char, 1, Some(16));
+    // At most 15 + 3 × 16 = 63 characters: RFC 5321 allows 64 in a local part.
+    let atom = repeat(atom_char, 1, Some(15));
     let local = seq(vec![
         atom.clone(),
         repeat(seq(vec![lit("."), atom]), 0, Some(3)),
     ]);
+    seq(vec![local, lit("@"), email_domain()])
+}
+
+/// The domain of [`email`]: one to three labels of at most 50 characters and a top-level
+/// domain of letters (at most 177 characters, so an address stays within RFC 5321's 254).
+fn email_domain() -> Expr {
     let alnum = class(&[r('A', 'Z'), r('a', 'z'), r('0', '9')]);
     let inner = class(&[r('A', 'Z'), r('a', 'z'), r('0', '9'), r('-', '-')]);
     let label = seq(vec![
         alnum.clone(),
-        opt(seq(vec![repeat(inner, 0, Some(61)), alnum])),
+        opt(seq(vec![repeat(inner, 0, Some(48)), alnum])),
     ]);
     let tld = repeat(class(&[r('A', 'Z'), r('a', 'z')]), 2, Some(24));
-    seq(vec![
-        local,
-        lit("@"),
-        repeat(seq(vec![label, lit(".")]), 1, Some(3)),
-        tld,
-    ])
+    seq(vec![repeat(seq(vec![label, lit(".")]), 1, Some(3)), tld])
 }
 
-/// A DNS label of letters, digits and inner hyphens (1 to 63 characters).
-fn label() -> Expr {
-    let alnum = class(&[r('A', 'Z'), r('a', 'z'), r('0', '9')]);
-    let inner = class(&[r('A', 'Z'), r('a', 'z'), r('0', '9'), r('-', '-')]);
-    seq(vec![
-        alnum.clone(),
-        opt(seq(vec![repeat(inner, 0, Some(61)), alnum])),
-    ])
-}
-
-/// One to three labels, the last starting with a letter (at most 191 characters, below the
+/// One to three NR-LDH labels (no `xn--` nor other `??--` label: those are A-labels or
+/// reserved, RFC 5890), the last starting with a letter (at most 191 characters, below the
 /// 253 that DNS allows).
 fn hostname() -> Expr {
+    let alnum = class(&[r('A', 'Z'), r('a', 'z'), r('0', '9')]);
     let alpha = class(&[r('A', 'Z'), r('a', 'z')]);
-    let last = seq(vec![
-        alpha,
-        opt(seq(vec![
-            repeat(
-                class(&[r('A', 'Z'), r('a', 'z'), r('0', '9'), r('-', '-')]),
-                0,
-                Some(61),
-            ),
-            class(&[r('A', 'Z'), r('a', 'z'), r('0', '9')]),
-        ])),
-    ]);
-    seq(vec![repeat(seq(vec![label(), lit(".")]), 0, Some(2)), last])
+    seq(vec![
+        repeat(seq(vec![nr_ldh_label(alnum), lit(".")]), 0, Some(2)),
+        nr_ldh_label(alpha),
+    ])
 }
 
 /// RFC 4291 text forms: eight groups, or `::` standing for one or more zero groups (no
@@ -330,6 +330,462 @@ fn duration() -> Expr {
     seq(vec![lit("P"), alt(vec![date, time, week])])
 }
 
+/// RFC 3987 `ucschar`, less the bidirectional formatting characters (LRM, RLM, LRE..RLO,
+/// PDF) that RFC 3987 §4.1 forbids in IRIs.
+const UCSCHAR: &[(u32, u32)] = &[
+    (0xA0, 0x200D),
+    (0x2010, 0x2029),
+    (0x202F, 0xD7FF),
+    (0xF900, 0xFDCF),
+    (0xFDF0, 0xFFEF),
+    (0x10000, 0x1FFFD),
+    (0x20000, 0x2FFFD),
+    (0x30000, 0x3FFFD),
+    (0x40000, 0x4FFFD),
+    (0x50000, 0x5FFFD),
+    (0x60000, 0x6FFFD),
+    (0x70000, 0x7FFFD),
+    (0x80000, 0x8FFFD),
+    (0x90000, 0x9FFFD),
+    (0xA0000, 0xAFFFD),
+    (0xB0000, 0xBFFFD),
+    (0xC0000, 0xCFFFD),
+    (0xD0000, 0xDFFFD),
+    (0xE1000, 0xEFFFD),
+];
+
+/// RFC 3987 `iprivate`.
+const IPRIVATE: &[(u32, u32)] = &[(0xE000, 0xF8FF), (0xF0000, 0xFFFFD), (0x100000, 0x10FFFD)];
+
+/// RFC 3986 `sub-delims`.
+const SUB_DELIMS: &[(u32, u32)] = &[
+    (0x21, 0x21),
+    (0x24, 0x24),
+    (0x26, 0x2C),
+    (0x3B, 0x3B),
+    (0x3D, 0x3D),
+];
+
+fn hexdig() -> Expr {
+    class(&[r('0', '9'), r('a', 'f'), r('A', 'F')])
+}
+
+/// `pct-encoded`: `%` and two hexadecimal digits.
+fn pct() -> Expr {
+    seq(vec![lit("%"), hexdig(), hexdig()])
+}
+
+/// RFC 3987 `iunreserved`, plus the single characters of `extra` (sub-delims, `:`, ...).
+fn iunreserved_and(extra: &[(u32, u32)]) -> Expr {
+    let mut ranges = vec![
+        r('A', 'Z'),
+        r('a', 'z'),
+        r('0', '9'),
+        r('-', '.'),
+        r('_', '_'),
+        r('~', '~'),
+    ];
+    ranges.extend_from_slice(UCSCHAR);
+    ranges.extend_from_slice(extra);
+    class(&ranges)
+}
+
+/// `ipchar` = iunreserved / pct-encoded / sub-delims / ":" / "@".
+fn ipchar() -> Expr {
+    let extra = [SUB_DELIMS, &[r(':', ':'), r('@', '@')]].concat();
+    alt(vec![iunreserved_and(&extra), pct()])
+}
+
+/// `ipath-abempty`: `*( "/" isegment )`.
+fn ipath_abempty() -> Expr {
+    repeat(seq(vec![lit("/"), repeat(ipchar(), 0, None)]), 0, None)
+}
+
+/// `"//" iauthority ipath-abempty`: `[iuserinfo "@"] ihost [":" port]`, the host an
+/// IP-literal (IPv6 without an IPv4 tail, or IPvFuture) or an `ireg-name` (which covers
+/// IPv4 addresses).
+fn iauthority_path() -> Expr {
+    let userinfo = repeat(
+        alt(vec![
+            iunreserved_and(&[SUB_DELIMS, &[r(':', ':')]].concat()),
+            pct(),
+        ]),
+        0,
+        None,
+    );
+    let ipvfuture = seq(vec![
+        class(&[r('v', 'v'), r('V', 'V')]),
+        repeat(hexdig(), 1, None),
+        lit("."),
+        repeat(
+            class(
+                &[
+                    &[
+                        r('A', 'Z'),
+                        r('a', 'z'),
+                        r('0', '9'),
+                        r('-', '.'),
+                        r('_', '_'),
+                        r('~', '~'),
+                        r(':', ':'),
+                    ][..],
+                    SUB_DELIMS,
+                ]
+                .concat(),
+            ),
+            1,
+            None,
+        ),
+    ]);
+    let ip_literal = seq(vec![lit("["), alt(vec![ipv6(), ipvfuture]), lit("]")]);
+    let reg_name = repeat(alt(vec![iunreserved_and(SUB_DELIMS), pct()]), 0, None);
+    seq(vec![
+        lit("//"),
+        opt(seq(vec![userinfo, lit("@")])),
+        alt(vec![ip_literal, reg_name]),
+        opt(seq(vec![lit(":"), repeat(dig(), 0, None)])),
+        ipath_abempty(),
+    ])
+}
+
+/// `[ "?" iquery ] [ "#" ifragment ]`.
+fn iquery_ifragment() -> Expr {
+    let qchar = alt(vec![
+        ipchar(),
+        class(IPRIVATE),
+        class(&[r('/', '/'), r('?', '?')]),
+    ]);
+    let fchar = alt(vec![ipchar(), class(&[r('/', '/'), r('?', '?')])]);
+    seq(vec![
+        opt(seq(vec![lit("?"), repeat(qchar, 0, None)])),
+        opt(seq(vec![lit("#"), repeat(fchar, 0, None)])),
+    ])
+}
+
+/// `isegment-nz *( "/" isegment )` (`ipath-rootless`).
+fn ipath_rootless() -> Expr {
+    seq(vec![repeat(ipchar(), 1, None), ipath_abempty()])
+}
+
+/// RFC 3987 `IRI` (the whole grammar, except that IPv6 literals have no IPv4 tail and the
+/// bidirectional formatting characters are left out).
+fn iri() -> Expr {
+    let scheme = seq(vec![
+        class(&[r('A', 'Z'), r('a', 'z')]),
+        repeat(
+            class(&[
+                r('A', 'Z'),
+                r('a', 'z'),
+                r('0', '9'),
+                r('+', '+'),
+                r('-', '.'),
+            ]),
+            0,
+            None,
+        ),
+    ]);
+    let hier = alt(vec![
+        iauthority_path(),
+        seq(vec![lit("/"), opt(ipath_rootless())]),
+        ipath_rootless(),
+        Expr::Empty,
+    ]);
+    seq(vec![scheme, lit(":"), hier, iquery_ifragment()])
+}
+
+/// RFC 3987 `IRI-reference`: an [`iri`] or an `irelative-ref`.
+fn iri_reference() -> Expr {
+    let nc = alt(vec![
+        iunreserved_and(&[SUB_DELIMS, &[r('@', '@')]].concat()),
+        pct(),
+    ]);
+    let relative_part = alt(vec![
+        iauthority_path(),
+        seq(vec![lit("/"), opt(ipath_rootless())]),
+        seq(vec![repeat(nc, 1, None), ipath_abempty()]),
+        Expr::Empty,
+    ]);
+    alt(vec![iri(), seq(vec![relative_part, iquery_ifragment()])])
+}
+
+/// RFC 6570 URI templates (level 4), less the `'` literal (allowed only by an erratum) and
+/// the reserved operators `= , ! @ |`.
+fn uri_template() -> Expr {
+    let mut lit_ranges = vec![
+        (0x21, 0x21),
+        (0x23, 0x24),
+        (0x26, 0x26),
+        (0x28, 0x3B),
+        (0x3D, 0x3D),
+        (0x3F, 0x5B),
+        (0x5D, 0x5D),
+        (0x5F, 0x5F),
+        (0x61, 0x7A),
+        (0x7E, 0x7E),
+    ];
+    lit_ranges.extend_from_slice(UCSCHAR);
+    lit_ranges.extend_from_slice(IPRIVATE);
+    let literal = alt(vec![class(&lit_ranges), pct()]);
+    let varchar = alt(vec![
+        class(&[r('A', 'Z'), r('a', 'z'), r('0', '9'), r('_', '_')]),
+        pct(),
+    ]);
+    let varname = seq(vec![
+        varchar.clone(),
+        repeat(seq(vec![opt(lit(".")), varchar]), 0, None),
+    ]);
+    let modifier = alt(vec![
+        seq(vec![lit(":"), d('1', '9'), repeat(dig(), 0, Some(3))]),
+        lit("*"),
+    ]);
+    let varspec = seq(vec![varname, opt(modifier)]);
+    let operator = class(&[
+        r('+', '+'),
+        r('#', '#'),
+        r('.', '.'),
+        r('/', '/'),
+        r(';', ';'),
+        r('?', '?'),
+        r('&', '&'),
+    ]);
+    let expression = seq(vec![
+        lit("{"),
+        opt(operator),
+        varspec.clone(),
+        repeat(seq(vec![lit(","), varspec]), 0, None),
+        lit("}"),
+    ]);
+    repeat(alt(vec![literal, expression]), 0, None)
+}
+
+/// draft-handrews-relative-json-pointer: a non-negative integer, then `#` or a JSON
+/// pointer.
+fn relative_json_pointer() -> Expr {
+    let n = alt(vec![
+        lit("0"),
+        seq(vec![d('1', '9'), repeat(dig(), 0, None)]),
+    ]);
+    seq(vec![n, alt(vec![lit("#"), json_pointer()])])
+}
+
+/// ECMA-262 patterns that are valid with and without the `u` (and `v`) flag: literal
+/// characters other than the syntax characters, `.`, escapes of the syntax characters and
+/// `/`, `\d \D \w \W \s \S \f \n \r \t \v`, classes of letters, digits, `_`, spaces, those
+/// class escapes and the ranges `a-z A-Z 0-9`, groups `(...)` and `(?:...)` nested up to
+/// three deep, alternation, the assertions `^ $ \b \B` (not quantified) and the quantifiers
+/// `* + ? {n} {n,}` (greedy or lazy).
+fn regex() -> Expr {
+    let literal = class(&[
+        (0x20, 0x21),
+        (0x23, 0x23),
+        (0x25, 0x27),
+        (0x2C, 0x2D),
+        (0x2F, 0x3E),
+        (0x40, 0x5A),
+        (0x5F, 0x7A),
+        (0x7E, 0x7E),
+        (0xA0, 0xD7FF),
+    ]);
+    let escape = seq(vec![
+        lit("\\"),
+        class(&[
+            r('^', '^'),
+            r('$', '$'),
+            r('\\', '\\'),
+            r('.', '.'),
+            r('*', '+'),
+            r('?', '?'),
+            r('(', ')'),
+            r('[', '['),
+            r(']', ']'),
+            r('{', '}'),
+            r('/', '/'),
+            r('d', 'd'),
+            r('D', 'D'),
+            r('w', 'w'),
+            r('W', 'W'),
+            r('s', 's'),
+            r('S', 'S'),
+            r('f', 'f'),
+            r('n', 'n'),
+            r('r', 'r'),
+            r('t', 't'),
+            r('v', 'v'),
+        ]),
+    ]);
+    let class_atom = alt(vec![
+        class(&[
+            r('A', 'Z'),
+            r('a', 'z'),
+            r('0', '9'),
+            r('_', '_'),
+            r(' ', ' '),
+        ]),
+        seq(vec![
+            lit("\\"),
+            class(&[
+                r('d', 'd'),
+                r('D', 'D'),
+                r('w', 'w'),
+                r('W', 'W'),
+                r('s', 's'),
+                r('S', 'S'),
+            ]),
+        ]),
+        lit("a-z"),
+        lit("A-Z"),
+        lit("0-9"),
+    ]);
+    let char_class = seq(vec![
+        lit("["),
+        opt(lit("^")),
+        repeat(class_atom, 1, None),
+        lit("]"),
+    ]);
+    let digits = repeat(dig(), 1, Some(3));
+    let quantifier = seq(vec![
+        alt(vec![
+            class(&[r('*', '+'), r('?', '?')]),
+            seq(vec![lit("{"), digits.clone(), lit("}")]),
+            seq(vec![lit("{"), digits, lit(",}")]),
+        ]),
+        opt(lit("?")),
+    ]);
+    let assertion = alt(vec![lit("^"), lit("$"), lit("\\b"), lit("\\B")]);
+    let mut disjunction = Expr::Empty;
+    for depth in 0..4 {
+        let mut atoms = vec![
+            literal.clone(),
+            escape.clone(),
+            lit("."),
+            char_class.clone(),
+        ];
+        if depth > 0 {
+            atoms.push(seq(vec![
+                lit("("),
+                opt(lit("?:")),
+                disjunction.clone(),
+                lit(")"),
+            ]));
+        }
+        let term = alt(vec![
+            seq(vec![alt(atoms), opt(quantifier.clone())]),
+            assertion.clone(),
+        ]);
+        let alternative = repeat(term, 0, None);
+        disjunction = seq(vec![
+            alternative.clone(),
+            repeat(seq(vec![lit("|"), alternative]), 0, None),
+        ]);
+    }
+    disjunction
+}
+
+/// Lowercase letters that are PVALID in IDNA2008 (RFC 5892), of Bidi class L, NFC
+/// quick-check Yes and not combining, none below U+00DF or above U+D7A3: Latin-1
+/// (`ß à..ö ø..ÿ`), Greek (`ά..ώ` without `ΐ ΰ`), Cyrillic (`а..џ`), Hiragana, Katakana,
+/// the CJK ideographs of Unicode 1.1 and the Hangul syllables.
+const IDN_LETTERS: &[(u32, u32)] = &[
+    (0xDF, 0xF6),
+    (0xF8, 0xFF),
+    (0x3AC, 0x3AF),
+    (0x3B1, 0x3CE),
+    (0x430, 0x45F),
+    (0x3041, 0x3096),
+    (0x30A1, 0x30FA),
+    (0x4E00, 0x9FA5),
+    (0xAC00, 0xD7A3),
+];
+
+/// An NR-LDH label (RFC 5890): letters, digits, inner hyphens, at most 63, no `--` in the
+/// third and fourth positions (which would make it an `xn--` or reserved label).
+fn nr_ldh_label(first: Expr) -> Expr {
+    let a = || class(&[r('A', 'Z'), r('a', 'z'), r('0', '9')]);
+    let h = || class(&[r('A', 'Z'), r('a', 'z'), r('0', '9'), r('-', '-')]);
+    alt(vec![
+        first.clone(),
+        seq(vec![first.clone(), a()]),
+        seq(vec![first.clone(), h(), a()]),
+        seq(vec![
+            first.clone(),
+            h(),
+            alt(vec![seq(vec![a(), a()]), seq(vec![lit("-"), a()])]),
+        ]),
+        seq(vec![
+            first,
+            h(),
+            alt(vec![seq(vec![a(), h()]), seq(vec![lit("-"), a()])]),
+            repeat(h(), 0, Some(58)),
+            a(),
+        ]),
+    ])
+}
+
+/// A U-label of one to eight characters among lowercase ASCII letters, digits and
+/// [`IDN_LETTERS`], with at least one of the latter (and a letter first when
+/// `first_letter`). Eight code points below U+D7A4 take at most 8 × 7 + 1 Punycode
+/// characters, so the A-label stays within 63.
+fn u_label(first_letter: bool) -> Expr {
+    let ldig = [r('a', 'z'), r('0', '9')];
+    let any = class(&[&ldig[..], IDN_LETTERS].concat());
+    let ascii_first = if first_letter {
+        class(&[r('a', 'z')])
+    } else {
+        class(&ldig)
+    };
+    // The first non-ASCII character at position i.
+    let mut alts = vec![seq(vec![
+        class(IDN_LETTERS),
+        repeat(any.clone(), 0, Some(7)),
+    ])];
+    for i in 1..8u32 {
+        alts.push(seq(vec![
+            ascii_first.clone(),
+            exactly(class(&ldig), i - 1),
+            class(IDN_LETTERS),
+            repeat(any.clone(), 0, Some(7 - i)),
+        ]));
+    }
+    alt(alts)
+}
+
+/// One to three labels, each an NR-LDH label or a short [`u_label`], the last starting
+/// with a letter. No right-to-left characters, so the Bidi rule (RFC 5893) does not apply;
+/// no CONTEXTJ/CONTEXTO characters.
+fn idn_hostname() -> Expr {
+    let digit_or_letter = class(&[r('A', 'Z'), r('a', 'z'), r('0', '9')]);
+    let letter = class(&[r('A', 'Z'), r('a', 'z')]);
+    let label = alt(vec![nr_ldh_label(digit_or_letter), u_label(false)]);
+    let last = alt(vec![nr_ldh_label(letter), u_label(true)]);
+    seq(vec![repeat(seq(vec![label, lit(".")]), 0, Some(2)), last])
+}
+
+/// RFC 6531 addresses: the [`email`] subset, or a local part of one to sixteen characters
+/// (at most 64 octets) among `[A-Za-z0-9_+-]` and non-ASCII `ucschar`s with at least one of
+/// the latter, `@` and an [`email`] domain.
+fn idn_email() -> Expr {
+    let ascii = [
+        r('A', 'Z'),
+        r('a', 'z'),
+        r('0', '9'),
+        r('_', '_'),
+        r('+', '+'),
+        r('-', '-'),
+    ];
+    let any = class(&[&ascii[..], UCSCHAR].concat());
+    // The first non-ASCII character at position i.
+    let local = alt((0..16u32)
+        .map(|i| {
+            seq(vec![
+                exactly(class(&ascii), i),
+                class(UCSCHAR),
+                repeat(any.clone(), 0, Some(15 - i)),
+            ])
+        })
+        .collect());
+    alt(vec![email(), seq(vec![local, lit("@"), email_domain()])])
+}
+
 /// Formats defined by some JSON Schema draft (others are vendor extensions).
 const STANDARD_FORMATS: &[&str] = &[
     "date-time",
@@ -383,6 +839,13 @@ impl Builder<'_> {
             "uri-reference" => uri_reference(),
             "json-pointer" => json_pointer(),
             "duration" => duration(),
+            "iri" => iri(),
+            "iri-reference" => iri_reference(),
+            "idn-email" => idn_email(),
+            "idn-hostname" => idn_hostname(),
+            "uri-template" => uri_template(),
+            "relative-json-pointer" => relative_json_pointer(),
+            "regex" => regex(),
             other if self.opts.ignore_unknown_keywords && !STANDARD_FORMATS.contains(&other) => {
                 self.ignored.push(super::IgnoredKeyword {
                     keyword: "format".into(),
@@ -395,7 +858,7 @@ impl Builder<'_> {
                 self.unsupported(
                     "format",
                     ptr,
-                    &format!("format {other:?} is not supported (date, time, date-time, duration, uuid, ipv4, ipv6, email, hostname, uri, uri-reference, json-pointer are)"),
+                    &format!("format {other:?} is not supported (date, time, date-time, duration, uuid, ipv4, ipv6, email, idn-email, hostname, idn-hostname, uri, uri-reference, iri, iri-reference, uri-template, json-pointer, relative-json-pointer, regex are)"),
                 )?;
                 return Ok(None);
             }

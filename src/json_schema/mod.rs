@@ -20,12 +20,16 @@
 //! * `numbers.rs`: `minimum`, `maximum`, `exclusiveMinimum`, `exclusiveMaximum`,
 //!   `multipleOf` (§6.2.1; integer steps, and steps `10^-k` as at most `k` fraction digits).
 //! * `objects.rs`: `properties`, `required`, `additionalProperties`, `minProperties`,
-//!   `maxProperties`, `patternProperties` (§10.3.2.2; one pattern that matches every key,
-//!   or beside `additionalProperties: false`); properties in declared order, or in any
+//!   `maxProperties`, `patternProperties` (§10.3.2.2; any patterns the regex front end
+//!   reads, up to 32: `key_dfa.rs` splits the keys by the set of patterns they match, and
+//!   each set's values take all of their schemas, `additionalProperties` for none);
+//!   properties in declared order, or in any
 //!   order with [`JsonSchemaOptions::any_order`].
 //! * `arrays.rs`: `items`, `prefixItems`, `minItems`, `maxItems`, `contains`,
 //!   `minContains`, `maxContains` (§10.3.1.3, §6.4.4-5); draft 4-2019 `items` arrays and
-//!   `additionalItems` (rewritten as `prefixItems`/`items`).
+//!   `additionalItems` (rewritten as `prefixItems`/`items`); `uniqueItems: true` as a
+//!   subset (items of pairwise different kinds: at most one null, true, false, number,
+//!   string, object, array).
 //! * `references.rs`: `$ref` (`#` JSON pointers), `$defs`, `definitions`, `allOf`, `anyOf`,
 //!   `oneOf` (§10.2.1.3: disjoint branches as they are, overlapping ones as exclusive
 //!   branches `A_i ∧ ¬A_j...` when every negation exists).
@@ -34,7 +38,9 @@
 //!   null/boolean/number constants, bounds, `required`, `properties`, `items`, `contains`,
 //!   `allOf`/`anyOf` of those: each a union of branches merged exactly.
 //! * `formats.rs`: `format` (date, time, date-time, duration, uuid, ipv4, ipv6, email,
-//!   hostname, uri, uri-reference, json-pointer); formats no draft defines are ignored with
+//!   idn-email, hostname, idn-hostname, uri, uri-reference, iri, iri-reference,
+//!   uri-template, json-pointer, relative-json-pointer, regex; each a sound subset);
+//!   formats no draft defines are ignored with
 //!   [`JsonSchemaOptions::ignore_unknown_keywords`].
 //! * `types.rs`: `enum`/`const` beside `minLength`, `maxLength`, `minimum`, `maximum`,
 //!   `exclusiveMinimum`, `exclusiveMaximum`, `minItems`, `maxItems`, `minProperties`,
@@ -51,11 +57,11 @@
 //!
 //! Everything else is refused, for example `not` (and `if`, and overlapping `oneOf`
 //! branches) of `pattern`, `format`, `multipleOf`, string constants or closed objects,
-//! `uniqueItems: true`, `propertyNames`, `patternProperties` beside open extra keys or
-//! with several patterns, `multipleOf` steps such as `0.5`, more than 5 dependencies,
+//! `uniqueItems: true` beside `contains`, `propertyNames` beside `patternProperties`,
+//! patterns the regex front end refuses, `multipleOf` steps such as `0.5`, more than 5 dependencies,
 //! `$dynamicRef`, `$ref` to documents not given in [`JsonSchemaOptions::documents`], a
 //! `$ref` inside a subschema the compiler rewrote when the document has several bases,
-//! other formats (`regex`, `iri`, ...), `allOf` that cannot be merged exactly,
+//! other formats (`color`, ...), `allOf` that cannot be merged exactly,
 //! `minProperties` above 1 when extra properties are allowed, `pattern` with `format`,
 //! and `pattern`/`format` with length bounds that some of their matches break.
 //! Numbers are compared as exact decimals (the bounds as serde_json reads them).
@@ -86,6 +92,7 @@
 mod arrays;
 mod conditionals;
 mod formats;
+mod key_dfa;
 pub(crate) mod numbers;
 mod objects;
 mod references;

@@ -9,6 +9,12 @@
 //!
 //! With [`super::JsonSchemaOptions::any_order`], declared properties may come in any order
 //! (see [`Builder::any_order_members`] for the construction and its size limits).
+//!
+//! `patternProperties` that match every key, or one pattern beside `additionalProperties:
+//! false`, are written directly; any other patterns go through a key automaton
+//! ([`super::key_dfa::KeyDfa`]): the extra members are one alternative per set of patterns
+//! some undeclared key matches exactly, with all their schemas (see
+//! [`Builder::general_extra`]).
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -217,6 +223,8 @@ impl Builder<'_> {
         // undeclared key matches it.
         let extra_value = match &plan {
             PatternPlan::None => self.schema(&extra_schema, &extra_ptr)?,
+            // Built per set of patterns ([`Builder::general_extra`]).
+            PatternPlan::General(_) => None,
             PatternPlan::All { schema, .. } | PatternPlan::Closed { schema, .. } => {
                 let pp = child(ptr, "patternProperties");
                 self.schema(schema, &pp)?
@@ -227,13 +235,25 @@ impl Builder<'_> {
         let mut declared: Vec<(String, Option<Expr>, bool)> = Vec::new();
         let props_ptr = child(ptr, "properties");
         for (name, s) in props {
-            let v = match plan.schema_for(name) {
+            let v = match (&plan, plan.schema_for(name)) {
+                (PatternPlan::General(g), _) => {
+                    let Some(mut parts) = g.schemas_for(name) else {
+                        return self.refuse_undecided(name, ptr);
+                    };
+                    parts.insert(0, s.clone());
+                    let sch = if parts.len() == 1 {
+                        s.clone()
+                    } else {
+                        serde_json::json!({ "allOf": parts })
+                    };
+                    self.schema(&sch, &child(&props_ptr, name))?
+                }
                 // A declared key that the pattern matches: both schemas hold.
-                Some(p) => self.schema(
+                (_, Some(p)) => self.schema(
                     &serde_json::json!({ "allOf": [s.clone(), p.clone()] }),
                     &child(&props_ptr, name),
                 )?,
-                None => self.schema(s, &child(&props_ptr, name))?,
+                (_, None) => self.schema(s, &child(&props_ptr, name))?,
             };
             // A name that `propertyNames` rejects can never appear.
             let v = v.filter(|_| names_rule.as_ref().map_or(true, |r| r.admits(name)));
@@ -250,6 +270,19 @@ impl Builder<'_> {
             // Only keys the pattern matches get its schema; the others get
             // `additionalProperties` (with `Closed`, forbidden).
             let v = match (&plan, plan.schema_for(name)) {
+                (PatternPlan::General(g), _) => {
+                    let Some(parts) = g.schemas_for(name) else {
+                        return self.refuse_undecided(name, ptr);
+                    };
+                    match parts.len() {
+                        0 => self.schema(&extra_schema, &extra_ptr)?,
+                        1 => self.schema(&parts[0], &child(ptr, "patternProperties"))?,
+                        _ => self.schema(
+                            &serde_json::json!({ "allOf": parts }),
+                            &child(ptr, "patternProperties"),
+                        )?,
+                    }
+                }
                 (PatternPlan::None, _) | (_, Some(_)) => extra_value.clone(),
                 (_, None) => self.schema(&extra_schema, &extra_ptr)?,
             };
@@ -270,9 +303,19 @@ impl Builder<'_> {
                 })
             })
             .collect();
-        let extra = match extra_value {
-            None => None,
-            Some(v) => {
+        let extra = match (extra_value, &plan) {
+            (_, PatternPlan::General(g)) => {
+                if names_rule.is_some() {
+                    self.unsupported(
+                        "propertyNames",
+                        &child(ptr, "propertyNames"),
+                        "`propertyNames` beside `patternProperties` is not supported",
+                    )?;
+                }
+                self.general_extra(g, &names, &extra_schema, ptr)?
+            }
+            (None, _) => None,
+            (Some(v), _) => {
                 let key = if let Some(r) = &names_rule {
                     if !matches!(plan, PatternPlan::None) {
                         self.unsupported(
@@ -685,12 +728,40 @@ enum PatternPlan {
         /// The keys, as the content of a JSON string.
         content: Expr,
     },
+    /// Any patterns beside any `additionalProperties`: a key automaton
+    /// ([`super::key_dfa::KeyDfa`]) splits the undeclared keys by the set of patterns they
+    /// match; each set's keys take the schemas of its patterns (or `additionalProperties`
+    /// for the empty set).
+    General(GeneralPlan),
+}
+
+/// The patterns of [`PatternPlan::General`].
+struct GeneralPlan {
+    /// Each pattern's subschema.
+    schemas: Vec<Value>,
+    /// Each pattern's decoded-text grammar (unanchored search).
+    raws: Vec<Expr>,
+}
+
+impl GeneralPlan {
+    /// The subschemas of the patterns matching `name`, or `None` when that is not decided.
+    fn schemas_for(&self, name: &str) -> Option<Vec<Value>> {
+        let mut v = Vec::new();
+        for (raw, s) in self.raws.iter().zip(&self.schemas) {
+            if super::strings::text_matches(raw, name)? {
+                v.push(s.clone());
+            }
+        }
+        Some(v)
+    }
 }
 
 impl PatternPlan {
-    /// The pattern's schema when it matches the declared name `name`.
+    /// The pattern's schema when it matches the declared name `name` (for `General`,
+    /// see [`GeneralPlan::schemas_for`]).
     fn schema_for(&self, name: &str) -> Option<&Value> {
         match self {
+            PatternPlan::General(_) => None,
             PatternPlan::All { schema, nonempty } => {
                 let lt = name
                     .chars()
@@ -752,41 +823,145 @@ impl Builder<'_> {
             Ok(PatternPlan::None)
         };
         let (p, schema) = match live.as_slice() {
-            [] => return Ok(PatternPlan::None),
+            [] if extra_schema == &Value::Bool(true) => return Ok(PatternPlan::None),
             [(p, s)] => ((*p).clone(), (*s).clone()),
-            _ => return refuse(self, "more than one pattern with a schema is not supported"),
+            _ => return self.general_plan(pats, &pptr),
         };
         if MATCH_ALL.contains(&p.as_str()) || MATCH_NONEMPTY.contains(&p.as_str()) {
             let nonempty = MATCH_NONEMPTY.contains(&p.as_str());
             return Ok(PatternPlan::All { schema, nonempty });
         }
         if extra_schema != &Value::Bool(false) {
-            return refuse(
-                self,
-                "keys that do not match the pattern would need its complement (supported: \
-                 patterns matching every key, or `additionalProperties: false`)",
-            );
+            return self.general_plan(pats, &pptr);
         }
         let raw = match self.pattern_raw(&p) {
             Ok(e) => e,
             Err(why) => return refuse(self, &why),
         };
-        for name in props.keys() {
-            match super::strings::text_matches(&raw, name) {
-                Some(false) => {}
-                _ => {
-                    return refuse(
-                        self,
-                        &format!("the declared property {name:?} matches the pattern"),
-                    )
-                }
-            }
+        if props
+            .keys()
+            .any(|name| super::strings::text_matches(&raw, name) != Some(false))
+        {
+            return self.general_plan(pats, &pptr);
         }
-        let _ = required;
+        // A required name the pattern governs: the general plan gives it the schema.
+        if required
+            .iter()
+            .any(|name| super::strings::text_matches(&raw, name) != Some(false))
+        {
+            return self.general_plan(pats, &pptr);
+        }
         match self.pattern_content(&p) {
             Ok(content) => Ok(PatternPlan::Closed { schema, content }),
             Err(why) => refuse(self, &why),
         }
+    }
+}
+
+impl Builder<'_> {
+    /// Refuses a declared name whose matching patterns cannot be decided.
+    fn refuse_undecided(&mut self, name: &str, ptr: &str) -> Result<Option<Expr>, JsonSchemaError> {
+        Err(JsonSchemaError::Unsupported {
+            keyword: "patternProperties".into(),
+            pointer: child(ptr, "patternProperties"),
+            reason: format!("cannot decide which patterns match the declared name {name:?}"),
+        })
+    }
+
+    /// The [`PatternPlan::General`] of the patterns `pats`, or a refusal.
+    fn general_plan(
+        &mut self,
+        pats: &Map<String, Value>,
+        pptr: &str,
+    ) -> Result<PatternPlan, JsonSchemaError> {
+        let mut schemas = Vec::new();
+        let mut raws = Vec::new();
+        for (p, s) in pats {
+            match self.pattern_raw(p) {
+                Ok(e) => raws.push(e),
+                Err(why) => {
+                    self.unsupported("patternProperties", &child(pptr, p), &why)?;
+                    return Ok(PatternPlan::None);
+                }
+            }
+            schemas.push(s.clone());
+        }
+        if raws.len() > 32 {
+            self.unsupported("patternProperties", pptr, "more than 32 patterns")?;
+            return Ok(PatternPlan::None);
+        }
+        Ok(PatternPlan::General(GeneralPlan { schemas, raws }))
+    }
+
+    /// The extra members of a [`PatternPlan::General`] object: one alternative per set of
+    /// patterns that some undeclared key matches exactly, the key drawn from the keys of
+    /// that set (never a name of `names`), the value satisfying all their schemas (or
+    /// `extra_schema` for keys matching none). `None` when no extra member is possible.
+    fn general_extra(
+        &mut self,
+        plan: &GeneralPlan,
+        names: &[String],
+        extra_schema: &Value,
+        ptr: &str,
+    ) -> Result<Option<Expr>, JsonSchemaError> {
+        let pptr = child(ptr, "patternProperties");
+        let mut langs = plan.raws.clone();
+        let name_bit = 1u64 << langs.len();
+        // The declared names (the empty one included) as one more language.
+        langs.push(Expr::Choice(names.iter().map(|n| lit(n)).collect()));
+        let dfa = match super::key_dfa::KeyDfa::new(&langs) {
+            Ok(d) => d,
+            Err(why) => {
+                self.unsupported("patternProperties", &pptr, &why)?;
+                return Ok(None);
+            }
+        };
+        let mut alts = Vec::new();
+        for set in dfa.tag_sets() {
+            if set & name_bit != 0 {
+                continue;
+            }
+            let mut parts: Vec<Value> = (0..plan.schemas.len())
+                .filter(|i| set & (1 << i) != 0)
+                .map(|i| plan.schemas[i].clone())
+                .collect();
+            if parts.is_empty() {
+                parts.push(extra_schema.clone());
+            }
+            let vptr = if set == 0 {
+                child(ptr, "additionalProperties")
+            } else {
+                pptr.clone()
+            };
+            let value = if parts.len() == 1 {
+                self.schema(&parts[0], &vptr)?
+            } else {
+                self.schema(&serde_json::json!({ "allOf": parts }), &vptr)?
+            };
+            let Some(value) = value else { continue };
+            let mut bodies: Vec<(RuleId, Expr)> = Vec::new();
+            let key = dfa.keys_with(
+                set,
+                &mut |body| self.add_rule("obj_key", body),
+                &mut |id, b| bodies.push((id, b)),
+            );
+            for (id, b) in bodies {
+                self.rules[id.index()].body = b;
+            }
+            let Some(key) = key else { continue };
+            let ws = self.ws();
+            let body = seq(vec![
+                lit("\""),
+                key,
+                ws.clone(),
+                lit(":"),
+                ws.clone(),
+                value,
+                ws,
+            ]);
+            alts.push(Some(Expr::Rule(self.add_rule("obj_extra", body))));
+        }
+        Ok(choice(alts))
     }
 }
 
