@@ -465,6 +465,18 @@ impl CompiledGrammar {
         Some(MaskRef::Borrowed(mask))
     }
 
+    /// Walks node `n`'s uncertain tokens (`own`: its mask) for its context mask when called
+    /// from `caller`; `None` if `deadline` passed first.
+    fn pair_mask_by(
+        &self,
+        own: &NodeMask,
+        n: u32,
+        caller: u32,
+        deadline: &Deadline,
+    ) -> Option<NodeMask> {
+        compute_pair_mask(&self.aut, &self.trie, &self.vocab, own, n, caller, deadline)
+    }
+
     /// Walks the trie for node `n`'s mask; `None` if `deadline` passed first.
     fn node_mask_by(&self, n: u32, deadline: &Deadline) -> Option<NodeMask> {
         compute_node_mask(
@@ -524,16 +536,9 @@ impl CompiledGrammar {
         if row[k].get().is_some() {
             return Ok(0);
         }
-        let m = compute_pair_mask(
-            &self.aut,
-            &self.trie,
-            &self.vocab,
-            &own,
-            n,
-            caller,
-            deadline,
-        )
-        .ok_or_else(|| deadline.exceeded())?;
+        let m = self
+            .pair_mask_by(&own, n, caller, deadline)
+            .ok_or_else(|| deadline.exceeded())?;
         let bytes = m.memory_bytes();
         let _ = row[k].set(m);
         Ok(bytes)
@@ -569,15 +574,7 @@ impl CompiledGrammar {
             if let Some(m) = self.read_cache(&self.virtual_pair_masks, &key) {
                 return Some(MaskRef::Shared(m));
             }
-            let m = Arc::new(compute_pair_mask(
-                &self.aut,
-                &self.trie,
-                &self.vocab,
-                &own,
-                n,
-                caller,
-                &Deadline::never(),
-            )?);
+            let m = Arc::new(self.pair_mask_by(&own, n, caller, &Deadline::never())?);
             let mut w = self
                 .virtual_pair_masks
                 .write()
@@ -588,16 +585,8 @@ impl CompiledGrammar {
             .get_or_init(|| (0..sites.len()).map(|_| OnceLock::new()).collect());
         Some(MaskRef::Borrowed(row[k].get_or_init(|| {
             // Without a deadline the walk always finishes.
-            compute_pair_mask(
-                &self.aut,
-                &self.trie,
-                &self.vocab,
-                &own,
-                n,
-                caller,
-                &Deadline::never(),
-            )
-            .unwrap_or_default()
+            self.pair_mask_by(&own, n, caller, &Deadline::never())
+                .unwrap_or_default()
         })))
     }
 

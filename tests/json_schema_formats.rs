@@ -6,25 +6,15 @@
 //! Soundness is absolute: no invalid instance may be accepted. Valid instances may be
 //! rejected (the grammars are subsets); how many are accepted is printed.
 
+mod common;
+
 use std::sync::Arc;
 
 use serde_json::{json, Value};
 use tokensieve::json_schema::JsonSchemaOptions;
-use tokensieve::{GrammarCompiler, GrammarMatcher, Precompute, Vocabulary};
+use tokensieve::GrammarCompiler;
 
-const STOP: u32 = 256;
-
-fn byte_compiler() -> GrammarCompiler {
-    let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
-    tokens.push(b"<eos>".to_vec());
-    let vocab = Vocabulary::from_token_bytes(&tokens, &[STOP], &[STOP]).expect("vocabulary");
-    GrammarCompiler::new(Arc::new(vocab)).with_precompute(Precompute::Lazy)
-}
-
-fn accepts(g: &Arc<tokensieve::CompiledGrammar>, text: &str) -> bool {
-    let mut m = GrammarMatcher::new(g.clone());
-    m.accept_string(text) && m.accept_token(STOP) && m.is_terminated()
-}
+use common::{byte_accepts as accepts, byte_compiler};
 
 fn compiled(c: &GrammarCompiler, format: &str) -> Arc<tokensieve::CompiledGrammar> {
     c.compile_json_schema(

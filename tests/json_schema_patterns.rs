@@ -3,30 +3,20 @@
 //! automaton), each set's values taking all of its patterns' schemas. Also `uniqueItems`
 //! as items of pairwise different kinds.
 
-use std::sync::Arc;
+mod common;
 
 use serde_json::json;
 use tokensieve::json_schema::JsonSchemaOptions;
-use tokensieve::{GrammarCompiler, GrammarMatcher, JsonSchemaError, Precompute, Vocabulary};
+use tokensieve::JsonSchemaError;
 
-const STOP: u32 = 256;
-
-fn byte_compiler() -> GrammarCompiler {
-    let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
-    tokens.push(b"<eos>".to_vec());
-    let vocab = Vocabulary::from_token_bytes(&tokens, &[STOP], &[STOP]).expect("vocabulary");
-    GrammarCompiler::new(Arc::new(vocab)).with_precompute(Precompute::Lazy)
-}
+use common::{byte_accepts, byte_compiler};
 
 fn check_opts(schema: serde_json::Value, opts: &JsonSchemaOptions, good: &[&str], bad: &[&str]) {
     let c = byte_compiler();
     let g = c
         .compile_json_schema(&schema, opts)
         .unwrap_or_else(|e| panic!("{schema} refused: {e}"));
-    let accepts = |text: &str| {
-        let mut m = GrammarMatcher::new(g.clone());
-        m.accept_string(text) && m.accept_token(STOP) && m.is_terminated()
-    };
+    let accepts = |text: &str| byte_accepts(&g, text);
     for t in good {
         assert!(accepts(t), "{schema} should accept {t}");
     }

@@ -10,26 +10,12 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::sync::Arc;
 use std::time::Instant;
 
 use serde_json::Value;
 use tokensieve::json_schema::JsonSchemaOptions;
-use tokensieve::{GrammarCompiler, GrammarMatcher, Precompute, Vocabulary};
 
-const STOP: u32 = 256;
-
-fn byte_compiler() -> GrammarCompiler {
-    let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
-    tokens.push(b"<eos>".to_vec());
-    let vocab = Vocabulary::from_token_bytes(&tokens, &[STOP], &[STOP]).expect("vocabulary");
-    GrammarCompiler::new(Arc::new(vocab)).with_precompute(Precompute::Lazy)
-}
-
-fn accepts(g: &Arc<tokensieve::CompiledGrammar>, text: &str) -> bool {
-    let mut m = GrammarMatcher::new(g.clone());
-    m.accept_string(text) && m.accept_token(STOP) && m.is_terminated()
-}
+use common::{byte_accepts as accepts, byte_compiler};
 
 #[derive(Default)]
 struct Row {

@@ -1323,9 +1323,11 @@ mod tests {
             k,
             EbnfErrorKind::InvalidCodePoint { code: 0xD800, .. }
         ));
-        assert_eq!(
-            m,
-            "1:12: escape denotes U+D800, which is a surrogate, which has no UTF-8 encoding"
+        assert!(
+            m.starts_with(
+                "1:12: escape denotes U+D800, which is a surrogate, which has no UTF-8 encoding"
+            ),
+            "{m}"
         );
         let (_, _, k, _) = e("root ::= [\\U00110000]");
         assert!(matches!(

@@ -407,3 +407,23 @@ pub fn proptest_config(cases: u32) -> proptest::test_runner::Config {
     }
     config
 }
+
+/// The stop token of [`byte_compiler`]'s vocabulary.
+pub const BYTE_STOP: u32 = 256;
+
+/// A compiler over a vocabulary of the 256 single bytes and a stop token `<eos>`
+/// ([`BYTE_STOP`]), with lazily computed masks: for checking languages byte by byte.
+pub fn byte_compiler() -> tokensieve::GrammarCompiler {
+    let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+    tokens.push(b"<eos>".to_vec());
+    let vocab = tokensieve::Vocabulary::from_token_bytes(&tokens, &[BYTE_STOP], &[BYTE_STOP])
+        .expect("vocabulary");
+    tokensieve::GrammarCompiler::new(std::sync::Arc::new(vocab))
+        .with_precompute(tokensieve::Precompute::Lazy)
+}
+
+/// True when `g` (compiled by [`byte_compiler`]) accepts `text` followed by the stop token.
+pub fn byte_accepts(g: &std::sync::Arc<tokensieve::CompiledGrammar>, text: &str) -> bool {
+    let mut m = tokensieve::GrammarMatcher::new(g.clone());
+    m.accept_string(text) && m.accept_token(BYTE_STOP) && m.is_terminated()
+}
