@@ -1048,7 +1048,6 @@ mod tests {
 
     #[test]
     fn ref_string_enums_render_as_the_grammar_writes_them() {
-        use crate::GrammarMatcher;
         let ts = crate::tools::qwen3_coder::tests::ref_enum_tools();
         for f in [
             Glm::glm45(FormatOptions::default()),
@@ -1060,13 +1059,7 @@ mod tests {
                 json!({"unit": "celsius", "level": "1"}),
                 json!({"unit": "fahrenheit", "level": "true", "note": "3"}),
             ] {
-                let call = ToolCall::new("set", args);
-                let text = f.render_calls(std::slice::from_ref(&call));
-                let mut m = GrammarMatcher::new(g.clone());
-                assert!(m.accept_string(&text) && m.is_completed(), "{text}");
-                let out = f.parse(&text, &ts);
-                assert_eq!(out.tool_calls, vec![call], "{text}");
-                scan::assert_streams_as_whole(&f, &text, &ts);
+                scan::assert_round_trips(&f, &g, &ToolCall::new("set", args), &ts);
             }
         }
     }

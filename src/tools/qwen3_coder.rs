@@ -1129,13 +1129,7 @@ pub(crate) mod tests {
             json!({"unit": "fahrenheit", "level": "true", "note": "3"}),
             json!({"unit": "celsius", "level": "null", "note": "a \"b\""}),
         ] {
-            let call = ToolCall::new("set", args);
-            let text = f.render_calls(std::slice::from_ref(&call));
-            let mut m = GrammarMatcher::new(g.clone());
-            assert!(m.accept_string(&text) && m.is_completed(), "{text}");
-            let out = f.parse(&text, &ts);
-            assert_eq!(out.tool_calls, vec![call], "{text}");
-            scan::assert_streams_as_whole(&f, &text, &ts);
+            scan::assert_round_trips(&f, &g, &ToolCall::new("set", args), &ts);
         }
         let mut m = GrammarMatcher::new(g);
         assert!(!m.accept_string("<tool_call>\n<function=set>\n<parameter=unit>\nkelvin"));

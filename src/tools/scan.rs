@@ -1230,6 +1230,23 @@ pub(crate) fn assert_streams_as_whole(
     }
 }
 
+/// Test helper: `call` rendered by `format` is accepted whole by `grammar` (the format's
+/// compiled tag), parses back to exactly `call`, and streams as it parses.
+#[cfg(test)]
+pub(crate) fn assert_round_trips(
+    format: &dyn super::ToolCallFormat,
+    grammar: &std::sync::Arc<crate::CompiledGrammar>,
+    call: &super::ToolCall,
+    tools: &[Tool],
+) {
+    let text = format.render_calls(std::slice::from_ref(call));
+    let mut m = crate::GrammarMatcher::new(grammar.clone());
+    assert!(m.accept_string(&text) && m.is_completed(), "{text}");
+    let out = format.parse(&text, tools);
+    assert_eq!(out.tool_calls, vec![call.clone()], "{text}");
+    assert_streams_as_whole(format, &text, tools);
+}
+
 /// The text an error message quotes as "found": at most 20 characters of `rest`, and no
 /// further than the malformed call's extent (up to and including the first `end`), so the
 /// message never depends on text after the call (a stream reports the same message as the
