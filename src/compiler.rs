@@ -135,6 +135,12 @@ pub struct CompiledGrammar {
     virtual_pair_masks: RwLock<FxHashMap<(VirtualKey, u32), Arc<NodeMask>>>,
     /// The longest text token, in bytes (bounds how many repetitions one token spans).
     max_token_len: u32,
+    /// [`Limits::max_step_items`] of the compiler that built it: each matcher call's
+    /// Earley work budget.
+    pub(crate) max_step_items: u64,
+    /// [`Limits::compile_time`] of that compiler: the budget of the masks one matcher call
+    /// computes on first use.
+    lazy_budget: Option<std::time::Duration>,
 }
 
 /// (counted rule index, body state, distance to min, distance to max), clipped.
@@ -354,6 +360,8 @@ impl GrammarCompiler {
             virtual_masks: RwLock::new(FxHashMap::default()),
             virtual_pair_masks: RwLock::new(FxHashMap::default()),
             max_token_len: self.trie.depth.iter().copied().max().unwrap_or(0) as u32,
+            max_step_items: self.limits.max_step_items,
+            lazy_budget: self.limits.compile_time,
         };
         // Memory: the automata now, then a running total of the masks as they are computed.
         // (The structure keys are dropped after an eager precompute: not counted then.)
@@ -434,35 +442,61 @@ impl CompiledGrammar {
     /// The mask of node `n`, computed on first use. `None` for nodes without byte or call
     /// edges (they accept no text token).
     pub(crate) fn node_mask(&self, n: u32) -> Option<MaskRef<'_>> {
+        // Without a deadline the walk always finishes.
+        self.node_mask_until(n, &Deadline::never()).unwrap_or(None)
+    }
+
+    /// As [`Self::node_mask`], but a mask not computed yet is walked only until `deadline`
+    /// (the error then; nothing is stored).
+    pub(crate) fn node_mask_until(
+        &self,
+        n: u32,
+        deadline: &Deadline,
+    ) -> Result<Option<MaskRef<'_>>, LimitExceeded> {
         if self.aut.is_virtual(n) {
             let key = self.virtual_key(n);
             if let Some(m) = self.read_cache(&self.virtual_masks, &key) {
-                return Some(MaskRef::Shared(m));
+                return Ok(Some(MaskRef::Shared(m)));
             }
-            let m = Arc::new(self.node_mask_by(n, &Deadline::never())?);
+            let m = Arc::new(
+                self.node_mask_by(n, deadline)
+                    .ok_or_else(|| deadline.exceeded())?,
+            );
             let mut w = self
                 .virtual_masks
                 .write()
                 .unwrap_or_else(|e| e.into_inner());
-            return Some(MaskRef::Shared(w.entry(key).or_insert(m).clone()));
+            return Ok(Some(MaskRef::Shared(w.entry(key).or_insert(m).clone())));
         }
         if !self.has_mask[n as usize] {
-            return None;
+            return Ok(None);
         }
         let c = self.mask_class[n as usize] as usize;
-        let mask = self.masks[c].get_or_init(|| {
-            let key = self.class_keys.get(c).and_then(Option::as_ref);
-            if let Some(m) = key.and_then(|k| self.shared.get(k)) {
-                return m;
+        if let Some(m) = self.masks[c].get() {
+            return Ok(Some(MaskRef::Borrowed(m)));
+        }
+        let key = self.class_keys.get(c).and_then(Option::as_ref);
+        let m = match key.and_then(|k| self.shared.get(k)) {
+            Some(m) => m,
+            None => {
+                let m = Arc::new(
+                    self.node_mask_by(n, deadline)
+                        .ok_or_else(|| deadline.exceeded())?,
+                );
+                match key {
+                    Some(k) => self.shared.insert(k, m),
+                    None => m,
+                }
             }
-            // Without a deadline the walk always finishes.
-            let m = Arc::new(self.node_mask_by(n, &Deadline::never()).unwrap_or_default());
-            match key {
-                Some(k) => self.shared.insert(k, m),
-                None => m,
-            }
-        });
-        Some(MaskRef::Borrowed(mask))
+        };
+        // Another thread may have set it meanwhile: the same mask, either one will do.
+        Ok(Some(MaskRef::Borrowed(self.masks[c].get_or_init(|| m))))
+    }
+
+    /// The deadline for masks computed during one matcher call: the compiler's
+    /// [`Limits::compile_time`], from the first walk's first look at it.
+    pub(crate) fn lazy_deadline(&self) -> Deadline {
+        Deadline::on_first_look(self.lazy_budget)
     }
 
     /// Walks node `n`'s uncertain tokens (`own`: its mask) for its context mask when called
@@ -491,31 +525,16 @@ impl CompiledGrammar {
     /// The eager precompute of real node `n`'s mask class (as [`Self::node_mask`], but the
     /// walk stops at `deadline`). Returns the bytes the mask added (0 if it was known).
     fn precompute_node_mask(&self, n: u32, deadline: &Deadline) -> Result<usize, LimitExceeded> {
-        if !self.has_mask[n as usize] {
+        if !self.has_mask[n as usize]
+            || self.masks[self.mask_class[n as usize] as usize]
+                .get()
+                .is_some()
+        {
             return Ok(0);
         }
-        let c = self.mask_class[n as usize] as usize;
-        if self.masks[c].get().is_some() {
-            return Ok(0);
-        }
-        let key = self.class_keys.get(c).and_then(Option::as_ref);
-        let m = match key.and_then(|k| self.shared.get(k)) {
-            Some(m) => m,
-            None => {
-                let m = Arc::new(
-                    self.node_mask_by(n, deadline)
-                        .ok_or_else(|| deadline.exceeded())?,
-                );
-                match key {
-                    Some(k) => self.shared.insert(k, m),
-                    None => m,
-                }
-            }
-        };
-        let bytes = m.memory_bytes();
-        // Another thread may have set it meanwhile: the same mask, either one will do.
-        let _ = self.masks[c].set(m);
-        Ok(bytes)
+        Ok(self
+            .node_mask_until(n, deadline)?
+            .map_or(0, |m| m.memory_bytes()))
     }
 
     /// The eager precompute of the context mask of real node `n` called from `caller` (as
@@ -565,29 +584,50 @@ impl CompiledGrammar {
     /// The mask of node `n` when its rule instance was called from node `caller` (which must
     /// be one of `sites[rule of n]`), computed on first use.
     pub(crate) fn pair_mask(&self, n: u32, caller: u32) -> Option<MaskRef<'_>> {
+        // Without a deadline the walk always finishes.
+        self.pair_mask_until(n, caller, &Deadline::never())
+            .unwrap_or(None)
+    }
+
+    /// As [`Self::pair_mask`], but masks not computed yet are walked only until `deadline`
+    /// (the error then; nothing is stored).
+    pub(crate) fn pair_mask_until(
+        &self,
+        n: u32,
+        caller: u32,
+        deadline: &Deadline,
+    ) -> Result<Option<MaskRef<'_>>, LimitExceeded> {
         let rule = self.aut.rule_of(n) as usize;
         let sites = &self.sites[rule];
-        let k = sites.binary_search(&caller).ok()?;
-        let own = self.node_mask(n)?;
+        let Ok(k) = sites.binary_search(&caller) else {
+            return Ok(None);
+        };
+        let Some(own) = self.node_mask_until(n, deadline)? else {
+            return Ok(None);
+        };
+        let walk = || {
+            self.pair_mask_by(&own, n, caller, deadline)
+                .ok_or_else(|| deadline.exceeded())
+        };
         if self.aut.is_virtual(n) {
             let key = (self.virtual_key(n), caller);
             if let Some(m) = self.read_cache(&self.virtual_pair_masks, &key) {
-                return Some(MaskRef::Shared(m));
+                return Ok(Some(MaskRef::Shared(m)));
             }
-            let m = Arc::new(self.pair_mask_by(&own, n, caller, &Deadline::never())?);
+            let m = Arc::new(walk()?);
             let mut w = self
                 .virtual_pair_masks
                 .write()
                 .unwrap_or_else(|e| e.into_inner());
-            return Some(MaskRef::Shared(w.entry(key).or_insert(m).clone()));
+            return Ok(Some(MaskRef::Shared(w.entry(key).or_insert(m).clone())));
         }
         let row = self.pair_masks[n as usize]
             .get_or_init(|| (0..sites.len()).map(|_| OnceLock::new()).collect());
-        Some(MaskRef::Borrowed(row[k].get_or_init(|| {
-            // Without a deadline the walk always finishes.
-            self.pair_mask_by(&own, n, caller, &Deadline::never())
-                .unwrap_or_default()
-        })))
+        if let Some(m) = row[k].get() {
+            return Ok(Some(MaskRef::Borrowed(m)));
+        }
+        let m = walk()?;
+        Ok(Some(MaskRef::Borrowed(row[k].get_or_init(|| m))))
     }
 
     /// Heap bytes of the structure keys (kept only while masks may still be computed).

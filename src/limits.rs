@@ -81,8 +81,11 @@ pub struct Limits {
     /// compile with the Llama 3.1 vocabulary (2.4 s). Ambiguous grammars (such as
     /// `([a-z]{0,1000} "x"?){0,1000}`, 5 s with o200k) and very long literals (a 40 KB
     /// string literal, 4 s) approach it; a server that compiles requests from anyone may
-    /// want a tighter one. Masks computed after the compile (under
-    /// [`Precompute::Lazy`](crate::Precompute::Lazy)) and the matcher's steps are not timed.
+    /// want a tighter one. A mask computed after the compile, during a matcher call (under
+    /// [`Precompute::Lazy`](crate::Precompute::Lazy), and masks of counted repetitions),
+    /// gets the same budget per call, from its walk's first look at the clock; past it the
+    /// call fails with [`MatcherError::Limit`](crate::MatcherError::Limit). The matcher's
+    /// own Earley work is bounded by [`Limits::max_step_items`], not by time.
     pub compile_time: Option<Duration>,
     /// Deepest nesting of JSON Schema subschemas and `$ref` chains, for front ends that
     /// honour it. Default 200.
@@ -91,6 +94,21 @@ pub struct Limits {
     /// 200,000 (a 100,000-value enum of short values fits; each value's bytes also count
     /// towards [`Limits::max_ir_nodes`], so 100,000 values of 23 characters do not).
     pub max_enum_values: usize,
+    /// Most Earley work one matcher call may spend: one
+    /// [`fill_next_token_bitmask`](crate::GrammarMatcher::fill_next_token_bitmask),
+    /// [`accept_token`](crate::GrammarMatcher::accept_token) or
+    /// [`accept_string`](crate::GrammarMatcher::accept_string), counted in work units (an
+    /// Earley item added to a set, or a caller item looked at when a rule completes; a
+    /// byte stepped inside one rule's DFA costs one). The compiled grammar keeps the value
+    /// its compiler had. Past it the call fails with this limit
+    /// ([`MatcherError::StepLimit`](crate::MatcherError::StepLimit),
+    /// [`TokenRejection::StepLimit`](crate::TokenRejection::StepLimit)) and the matcher's
+    /// state is as before the call, like llguidance's per-step "fuel": ambiguous grammars
+    /// (`x ::= x x | [a-z] | ""`) need work that grows with the square of the text so far
+    /// at every byte, and one mask pushes thousands of bytes. Default 20,000,000: 60–80 ms
+    /// of work on the 2-core machine of `docs/benchmarks.md`, and about 360 times the most
+    /// any step spent over 1,000 MaskBench schemas' instances with Llama 3.1 (55,095).
+    pub max_step_items: u64,
 }
 
 impl Default for Limits {
@@ -105,6 +123,7 @@ impl Default for Limits {
             compile_time: Some(Duration::from_secs(20)),
             max_schema_depth: 200,
             max_enum_values: 200_000,
+            max_step_items: 20_000_000,
         }
     }
 }
@@ -129,6 +148,7 @@ impl Limits {
             compile_time: None,
             max_schema_depth: usize::MAX,
             max_enum_values: usize::MAX,
+            max_step_items: u64::MAX,
         }
     }
 }
@@ -155,6 +175,8 @@ pub enum Limit {
     SchemaDepth,
     /// [`Limits::max_enum_values`].
     EnumValues,
+    /// [`Limits::max_step_items`] (a matcher call, not a compile).
+    StepItems,
 }
 
 impl Limit {
@@ -170,6 +192,7 @@ impl Limit {
             Limit::CompileTime => "compile_time",
             Limit::SchemaDepth => "max_schema_depth",
             Limit::EnumValues => "max_enum_values",
+            Limit::StepItems => "max_step_items",
         }
     }
 
@@ -185,6 +208,7 @@ impl Limit {
             Limit::CompileTime => "compile time (ms)",
             Limit::SchemaDepth => "schema nesting depth",
             Limit::EnumValues => "enum size (values)",
+            Limit::StepItems => "Earley work of one matcher call (items)",
         }
     }
 }
@@ -243,9 +267,11 @@ impl LimitExceeded {
 }
 
 /// A compile's deadline, checked cooperatively.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct Deadline {
-    start: Instant,
+    /// When the clock started: at [`Deadline::start`], or at the first look for
+    /// [`Deadline::on_first_look`].
+    start: std::sync::OnceLock<Instant>,
     budget: Option<Duration>,
 }
 
@@ -253,9 +279,22 @@ impl Deadline {
     /// Starts the clock for `budget` (`None`: never expires).
     pub(crate) fn start(budget: Option<Duration>) -> Self {
         Deadline {
-            start: Instant::now(),
+            start: Instant::now().into(),
             budget,
         }
+    }
+
+    /// A deadline for `budget` whose clock starts when it is first looked at (no clock
+    /// read on paths that never look, such as a matcher step whose masks are all known).
+    pub(crate) fn on_first_look(budget: Option<Duration>) -> Self {
+        Deadline {
+            start: std::sync::OnceLock::new(),
+            budget,
+        }
+    }
+
+    fn elapsed(&self) -> Duration {
+        self.start.get_or_init(Instant::now).elapsed()
     }
 
     /// A deadline that never passes (mask walks outside a compile).
@@ -270,13 +309,13 @@ impl Deadline {
 
     /// True once the budget is spent.
     pub(crate) fn expired(&self) -> bool {
-        self.budget.is_some_and(|b| self.start.elapsed() > b)
+        self.budget.is_some_and(|b| self.elapsed() > b)
     }
 
     /// `Err` once the budget is spent.
     pub(crate) fn check(&self) -> Result<(), LimitExceeded> {
         match self.budget {
-            Some(b) if self.start.elapsed() > b => Err(self.error(b)),
+            Some(b) if self.elapsed() > b => Err(self.error(b)),
             _ => Ok(()),
         }
     }
@@ -286,7 +325,7 @@ impl Deadline {
         LimitExceeded::new(
             Limit::CompileTime,
             budget.as_millis() as u64,
-            self.start.elapsed().as_millis().max(budget.as_millis() + 1) as u64,
+            self.elapsed().as_millis().max(budget.as_millis() + 1) as u64,
             None,
         )
     }

@@ -561,3 +561,172 @@ fn construction_memory_is_bounded() {
     assert_eq!(l.rule.as_deref(), Some("root"));
     assert_eq!(l.value, 1 << 20);
 }
+
+/// `x ::= x x | [a-z] | ""` is ambiguous: every byte completes rule instances started at
+/// every earlier position, so the Earley work of one step grows with the square of the
+/// text. The per-call work budget turns that into `StepLimit` errors, with the matcher's
+/// state unchanged, instead of seconds per token.
+#[test]
+fn ambiguous_grammar_steps_stop_at_the_work_budget() {
+    const AMBIGUOUS: &str = "root ::= x*\nx ::= x x | [a-z] | \"\"";
+    let budget = 200_000;
+    let c = with(Limits {
+        max_step_items: budget,
+        ..Limits::default()
+    });
+    let g = c.compile_grammar(AMBIGUOUS).unwrap();
+    let mut m = GrammarMatcher::new(g.clone());
+    let mut mask = vec![0u32; m.bitmask_words()];
+    let a = b'a' as u32;
+    let mut accepted = 0;
+    let err = loop {
+        match m.try_accept_token(a) {
+            Ok(()) => accepted += 1,
+            Err(e) => break e,
+        }
+        assert!(
+            accepted < 5_000,
+            "the budget never stopped the ambiguous grammar"
+        );
+    };
+    // The work per byte grows about quadratically: a 200,000 budget runs out after some
+    // hundreds of bytes, not at once and not never.
+    assert!(
+        (50..2_000).contains(&accepted),
+        "stopped after {accepted} bytes"
+    );
+    let tokensieve::TokenRejection::StepLimit { token, limit } = &err else {
+        panic!("not a step limit: {err:?}");
+    };
+    assert_eq!(*token, a);
+    assert_eq!(limit.limit, Limit::StepItems);
+    assert_eq!(limit.value, budget);
+    assert!(limit.actual > budget, "{limit:?}");
+    let msg = err.to_string();
+    assert!(
+        msg.contains("max_step_items") && msg.contains("200000"),
+        "{msg}"
+    );
+    // Nothing was accepted by the failed call.
+    assert_eq!(m.num_accepted_steps(), accepted);
+    // The mask of that state comes from precomputed node masks here (no byte is pushed
+    // through the chart), so it still says what the grammar allows; a mask that needs the
+    // chart fails the same way.
+    match m.fill_next_token_bitmask(&mut mask) {
+        Ok(()) => assert_eq!(
+            mask[(a / 32) as usize] >> (a % 32) & 1,
+            1,
+            "mask without 'a'"
+        ),
+        Err(tokensieve::MatcherError::Limit(l)) => {
+            assert_eq!(l.limit, Limit::StepItems);
+            assert_eq!(l.value, budget);
+        }
+        Err(e) => panic!("{e:?}"),
+    }
+    assert_eq!(m.num_accepted_steps(), accepted);
+    // Rolling back to a shorter text makes the steps affordable again, with the masks a
+    // fresh matcher computes there.
+    m.rollback(accepted - 10).unwrap();
+    let mut fresh = GrammarMatcher::new(g);
+    for _ in 0..10 {
+        assert!(fresh.accept_token(a));
+    }
+    let mut want = vec![0u32; fresh.bitmask_words()];
+    fresh.fill_next_token_bitmask(&mut want).unwrap();
+    m.fill_next_token_bitmask(&mut mask).unwrap();
+    assert_eq!(mask, want);
+    assert!(m.accept_token(b'b' as u32));
+}
+
+/// The default work budget stops the ambiguous grammar within bounded work, and leaves
+/// ordinary grammars alone: a long JSON document through the built-in JSON grammar and a
+/// long text under a plain repetition never come near it.
+#[test]
+fn default_work_budget_leaves_ordinary_grammars_alone() {
+    let c = with(Limits::default());
+    let json = c.compile_builtin_json().unwrap();
+    let mut m = GrammarMatcher::new(json);
+    let mut mask = vec![0u32; m.bitmask_words()];
+    let doc = serde_json::to_string(&json!({
+        "a": [1, 2.5e3, "x\u{e9}", {"b": [true, false, null]}],
+        "deep": [[[[[[[[[[{"k": "v"}]]]]]]]]]],
+    }))
+    .unwrap();
+    let text = format!("[{}]", vec![doc; 50].join(","));
+    for b in text.bytes() {
+        m.fill_next_token_bitmask(&mut mask).unwrap();
+        assert!(m.accept_token(b as u32));
+    }
+    assert!(m.accept_token(m.compiled_grammar().vocabulary().stop_tokens()[0]));
+    let g = c.compile_grammar("root ::= [a-z ]*").unwrap();
+    let mut m = GrammarMatcher::new(g);
+    for _ in 0..20_000 {
+        m.fill_next_token_bitmask(&mut mask).unwrap();
+        assert!(m.accept_token(b'q' as u32));
+    }
+    let g = c
+        .compile_grammar("root ::= x*\nx ::= x x | [a-z] | \"\"")
+        .unwrap();
+    let mut m = GrammarMatcher::new(g);
+    // As one step, the work is the sum over the bytes: past the default at once.
+    match m.try_accept_bytes(&[b'a'; 5_000]) {
+        Err(tokensieve::TokenRejection::StepLimit { limit, .. }) => {
+            assert_eq!(limit.value, Limits::default().max_step_items)
+        }
+        other => panic!("5,000 ambiguous bytes in one step: {other:?}"),
+    }
+    assert_eq!(m.num_accepted_steps(), 0);
+    assert!(m.accept_string("abc"));
+}
+
+/// Masks computed on first use during a matcher call (`Precompute::Lazy`) get the
+/// compiler's `compile_time` budget: an ambiguous nested repetition whose first mask walks
+/// a 100,000-token vocabulary for seconds stops at the budget with
+/// `MatcherError::Limit`, keeps nothing half-computed and leaves the matcher usable.
+#[test]
+fn lazy_masks_stop_at_the_compile_time_budget() {
+    let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+    let mut x = 12_345u64;
+    for _ in 0..100_000 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let len = 2 + (x % 8) as usize;
+        tokens.push(
+            (0..len)
+                .map(|k| b'a' + ((x >> (k * 5)) % 26) as u8)
+                .collect(),
+        );
+    }
+    let eos = tokens.len() as u32;
+    tokens.push(b"<eos>".to_vec());
+    let vocab = Vocabulary::from_token_bytes(&tokens, &[eos], &[eos]).unwrap();
+    let budget = Duration::from_millis(50);
+    let c = GrammarCompiler::new(vocab)
+        .with_precompute(Precompute::Lazy)
+        .with_limits(Limits {
+            compile_time: Some(budget),
+            ..Limits::default()
+        });
+    let g = c
+        .compile_grammar(r#"root ::= (([a-z]{0,1000} "x"?){0,1000} "y"?){0,1000}"#)
+        .unwrap();
+    let mut m = GrammarMatcher::new(g);
+    let mut mask = vec![0u32; m.bitmask_words()];
+    for _ in 0..2 {
+        match m.fill_next_token_bitmask(&mut mask) {
+            Err(tokensieve::MatcherError::Limit(l)) => {
+                assert_eq!(l.limit, Limit::CompileTime);
+                assert_eq!(l.value, 50);
+                assert!(l.actual > 50, "{l:?}");
+                let msg = tokensieve::MatcherError::Limit(l).to_string();
+                assert!(msg.starts_with("token bitmask not computed"), "{msg}");
+                assert!(msg.contains("Limits::compile_time"), "{msg}");
+            }
+            other => panic!("a multi-second mask within 50 ms: {other:?}"),
+        }
+    }
+    assert_eq!(m.num_accepted_steps(), 0);
+    assert!(m.accept_string("abcxy"));
+}

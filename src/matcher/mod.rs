@@ -23,6 +23,7 @@
 //! ```
 
 use crate::compiler::CompiledGrammar;
+use crate::limits::{Limit, LimitExceeded};
 use crate::mask::cache::TokenSet;
 use crate::parser::{Chart, EXT};
 use std::sync::Arc;
@@ -71,7 +72,7 @@ pub enum TokenRejection {
         token: u32,
     },
     /// The grammar rejects the token's bytes at byte `offset`.
-    #[error("token {token}: byte {offset} (0x{byte:02x}) does not match the grammar (sample from logits masked by fill_next_token_bitmask, which never allows it here)")]
+    #[error("{}: byte {offset} (0x{byte:02x}) does not match the grammar (sample from logits masked by fill_next_token_bitmask, which never allows it here)", step_name(*token))]
     Bytes {
         /// The token id (`u32::MAX` for `accept_string`).
         token: u32,
@@ -80,6 +81,24 @@ pub enum TokenRejection {
         /// That byte.
         byte: u8,
     },
+    /// Deciding the token needed more Earley work than the compiler's
+    /// [`Limits::max_step_items`](crate::Limits::max_step_items) allows (an ambiguous grammar
+    /// deep into its input). Nothing was accepted; the grammar, not the token, is to blame.
+    #[error("{}: {limit}", step_name(*token))]
+    StepLimit {
+        /// The token id (`u32::MAX` for `accept_string`).
+        token: u32,
+        /// The limit, its value and the work spent when it stopped.
+        limit: LimitExceeded,
+    },
+}
+
+/// `token N`, or `the string` for the `u32::MAX` of `accept_string` / `try_accept_bytes`.
+fn step_name(token: u32) -> String {
+    match token {
+        u32::MAX => "the string".to_string(),
+        t => format!("token {t}"),
+    }
 }
 
 /// Errors of the matcher's other calls.
@@ -101,6 +120,15 @@ pub enum MatcherError {
         /// Steps available.
         available: usize,
     },
+    /// The mask needed more Earley work than the compiler's
+    /// [`Limits::max_step_items`](crate::Limits::max_step_items) allows (an ambiguous grammar
+    /// deep into its input), or a node mask computed on first use (under
+    /// [`Precompute::Lazy`](crate::Precompute::Lazy), or of a counted repetition) took
+    /// longer than the compiler's [`Limits::compile_time`](crate::Limits::compile_time). The
+    /// bitmask's content is unspecified and the matcher's state is unchanged (a mask that
+    /// was not finished is not kept); end the sequence, or roll back and take another path.
+    #[error("token bitmask not computed: {0}")]
+    Limit(LimitExceeded),
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -216,6 +244,7 @@ impl GrammarMatcher {
         };
         let before = self.chart.len() as u32;
         let aut = &self.compiled.aut;
+        self.chart.refuel(compiled.max_step_items);
         if self.chart.push_token(aut, token) {
             // A stop token written in the grammar (`root ::= "hi" <|eot_id|>`) still ends
             // decoding when the root is complete after it and nothing else could follow.
@@ -271,6 +300,7 @@ impl GrammarMatcher {
         if self.terminated {
             return Err(TokenRejection::Terminated { token: u32::MAX });
         }
+        self.chart.refuel(self.compiled.max_step_items);
         self.push_bytes(bytes, u32::MAX)
     }
 
@@ -280,6 +310,12 @@ impl GrammarMatcher {
         for (offset, &byte) in bytes.iter().enumerate() {
             if !self.chart.push_byte(&self.compiled.aut, byte) {
                 self.chart.truncate(before as usize);
+                if self.chart.exhausted() {
+                    return Err(TokenRejection::StepLimit {
+                        token,
+                        limit: self.step_limit(),
+                    });
+                }
                 return Err(TokenRejection::Bytes {
                     token,
                     offset,
@@ -292,6 +328,16 @@ impl GrammarMatcher {
             stop: false,
         });
         Ok(())
+    }
+
+    /// The error for a call that ran out of Earley work budget.
+    fn step_limit(&self) -> LimitExceeded {
+        LimitExceeded::new(
+            Limit::StepItems,
+            self.compiled.max_step_items,
+            self.chart.work(),
+            None,
+        )
     }
 
     /// Undoes the last `n` accepted steps (tokens, or strings accepted with
@@ -336,6 +382,8 @@ impl GrammarMatcher {
         }
         let aut = &self.compiled.aut;
         let start = self.chart.len();
+        // Past the work budget the forced bytes found so far are returned.
+        self.chart.refuel(self.compiled.max_step_items);
         while out.len() < 65_536 && !self.chart.can_exit() {
             let mut single: Option<u8> = None;
             let mut forced = true;
@@ -402,6 +450,8 @@ impl GrammarMatcher {
         let compiled = self.compiled.clone();
         let aut = &compiled.aut;
         let pos = self.chart.pos();
+        self.chart.refuel(compiled.max_step_items);
+        let deadline = compiled.lazy_deadline();
         self.stamp = self.stamp.wrapping_add(1);
         if self.stamp == 0 {
             self.node_stamp.fill(0);
@@ -423,7 +473,10 @@ impl GrammarMatcher {
         for k in 0..self.kernel.len() {
             let it = self.kernel[k];
             let n = it.node;
-            let Some(m) = compiled.node_mask(n) else {
+            let Some(m) = compiled
+                .node_mask_until(n, &deadline)
+                .map_err(MatcherError::Limit)?
+            else {
                 continue;
             };
             // Virtual nodes (counted repetitions) are not deduplicated: rare, and harmless.
@@ -467,7 +520,10 @@ impl GrammarMatcher {
                     seen.2 = true;
                 } else {
                     self.pairs_seen.push((n, caller.node, open));
-                    let Some(pm) = compiled.pair_mask(n, caller.node) else {
+                    let Some(pm) = compiled
+                        .pair_mask_until(n, caller.node, &deadline)
+                        .map_err(MatcherError::Limit)?
+                    else {
                         continue;
                     };
                     or_token_set(
@@ -479,7 +535,10 @@ impl GrammarMatcher {
                     );
                 }
                 if open {
-                    if let Some(pm) = compiled.pair_mask(n, caller.node) {
+                    let pm = compiled
+                        .pair_mask_until(n, caller.node, &deadline)
+                        .map_err(MatcherError::Limit)?;
+                    if let Some(pm) = pm {
                         if !pm.uncertain.is_empty() {
                             self.uncertain_lists.push((n, caller.node));
                         }
@@ -519,6 +578,9 @@ impl GrammarMatcher {
             list.dedup();
             check_tokens(&mut self.chart, &compiled, &list, bitmask);
             self.scratch_uncertain = list;
+        }
+        if self.chart.exhausted() {
+            return Err(MatcherError::Limit(self.step_limit()));
         }
         Ok(())
     }
@@ -612,6 +674,9 @@ fn check_tokens(
                 failed = true;
                 break;
             }
+        }
+        if chart.exhausted() {
+            break; // the caller reports the work budget
         }
         if !failed {
             bitmask[(id / 32) as usize] |= 1 << (id % 32);

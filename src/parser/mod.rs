@@ -41,6 +41,12 @@ pub(crate) struct Chart {
     seen: FxHashSet<u64>,
     hashed: bool,
     building: usize,
+    /// Work units (items added or looked at) spent since the last [`Chart::refuel`].
+    work: u64,
+    /// Work allowed before pushes fail with [`Chart::exhausted`] set.
+    fuel: u64,
+    /// A push stopped because `work` passed `fuel` (its set was dropped).
+    exhausted: bool,
 }
 
 impl Chart {
@@ -53,7 +59,31 @@ impl Chart {
             seen: FxHashSet::default(),
             hashed: false,
             building: 0,
+            work: 0,
+            fuel: u64::MAX,
+            exhausted: false,
         }
+    }
+
+    /// Starts a new work budget of `fuel` units (items added to a set, callers looked at
+    /// during completion) for the pushes that follow, and clears [`Chart::exhausted`].
+    pub fn refuel(&mut self, fuel: u64) {
+        self.work = 0;
+        self.fuel = fuel;
+        self.exhausted = false;
+    }
+
+    /// True when a push since the last [`Chart::refuel`] ran out of work budget: it
+    /// returned false with nothing changed, whether or not the byte could be scanned.
+    #[inline]
+    pub fn exhausted(&self) -> bool {
+        self.exhausted
+    }
+
+    /// Work units spent since the last [`Chart::refuel`].
+    #[inline]
+    pub fn work(&self) -> u64 {
+        self.work
     }
 
     /// A chart whose set 0 is the closure of the base item at `node`.
@@ -122,6 +152,7 @@ impl Chart {
     #[inline]
     fn add(&mut self, it: Item) {
         const LINEAR: usize = 24;
+        self.work += 1;
         if !self.hashed {
             if self.items[self.building..].contains(&it) {
                 return;
@@ -148,7 +179,11 @@ impl Chart {
         // Fast path: one item stepping inside its rule's DFA to a node that predicts
         // nothing and completes nothing (no calls; final only for the base item, which
         // just marks an exit). Most steps of a vocabulary walk are of this kind.
+        if self.exhausted {
+            return false;
+        }
         if e - s == 1 {
+            self.work += 1;
             let it = self.items[s];
             if let Some(t) = aut.dfa_step(it.node, b) {
                 if aut.calls_of(t).is_empty() && (it.origin == EXT || !aut.is_final(t)) {
@@ -180,6 +215,9 @@ impl Chart {
     /// Consumes special token `token` through a token edge. Returns false (and changes
     /// nothing) when no item has such an edge.
     pub fn push_token(&mut self, aut: &Automaton, token: u32) -> bool {
+        if self.exhausted {
+            return false;
+        }
         let start = self.items.len();
         self.begin_set(start);
         let cur = self.pos();
@@ -207,6 +245,11 @@ impl Chart {
         self.starts.push(start as u32);
         self.exits.push(false);
         self.close(aut, start);
+        if self.work > self.fuel {
+            self.exhausted = true;
+            self.pop();
+            return false;
+        }
         true
     }
 
@@ -242,6 +285,9 @@ impl Chart {
         let pos = self.pos();
         let mut j = from;
         while j < self.items.len() {
+            if self.work > self.fuel {
+                return; // the caller drops the set
+            }
             let it = self.items[j];
             j += 1;
             for c in aut.calls_of(it.node) {
@@ -267,6 +313,7 @@ impl Chart {
                         self.starts[it.origin as usize] as usize,
                         self.starts[it.origin as usize + 1] as usize,
                     );
+                    self.work += (e - s) as u64;
                     for k in s..e {
                         let caller = self.items[k];
                         for c in aut.calls_of(caller.node) {
