@@ -222,7 +222,9 @@ impl fmt::Display for Limit {
 /// An input exceeded one of the [`Limits`].
 ///
 /// Displays as, for example, `limit max_automaton_nodes exceeded in rule \`root\`: automaton
-/// nodes 1200000 > 1000000 (simplify the grammar or raise Limits::max_automaton_nodes)`.
+/// nodes 1200000 > 1000000 (simplify the grammar or raise Limits::max_automaton_nodes)`; a
+/// JSON Schema's limits add the place, as `limit max_rule_states exceeded in rule
+/// \`obj_member_4\`, at schema #/properties/a: …`.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub struct LimitExceeded {
     /// The limit.
@@ -235,6 +237,11 @@ pub struct LimitExceeded {
     pub actual: u64,
     /// The rule where it was exceeded, when one rule is to blame.
     pub rule: Option<String>,
+    /// The JSON pointer (RFC 6901, as `#/properties/a`) of the schema place to blame, when
+    /// the input was a JSON Schema: the place whose rule exceeded the limit, or the
+    /// keyword itself for limits the front end checks (`max_enum_values`,
+    /// `max_schema_depth`).
+    pub pointer: Option<String>,
 }
 
 impl fmt::Display for LimitExceeded {
@@ -242,6 +249,10 @@ impl fmt::Display for LimitExceeded {
         write!(f, "limit {} exceeded", self.limit)?;
         if let Some(rule) = &self.rule {
             write!(f, " in rule `{rule}`")?;
+        }
+        if let Some(pointer) = &self.pointer {
+            let sep = if self.rule.is_some() { "," } else { "" };
+            write!(f, "{sep} at schema {pointer}")?;
         }
         write!(
             f,
@@ -262,6 +273,7 @@ impl LimitExceeded {
             value,
             actual,
             rule: rule.map(str::to_string),
+            pointer: None,
         }
     }
 }

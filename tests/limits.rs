@@ -730,3 +730,84 @@ fn lazy_masks_stop_at_the_compile_time_budget() {
     assert_eq!(m.num_accepted_steps(), 0);
     assert!(m.accept_string("abcxy"));
 }
+
+/// Errors of a JSON Schema's compiled grammar name the schema's place (a JSON pointer),
+/// not only the generated rule: a limit exceeded in the rule of property `b`, and a
+/// `$ref` cycle with no way out.
+#[test]
+fn json_schema_grammar_errors_name_the_schema_place() {
+    let c = with(Limits {
+        max_rule_states: 300,
+        ..Limits::default()
+    });
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "a": {"type": "integer"},
+            "b": {"type": "array", "items": {"enum": (0..200).map(|i| format!("value{i}")).collect::<Vec<_>>()}}
+        }
+    });
+    match c.compile_json_schema(&schema, &JsonSchemaOptions::default()) {
+        Err(JsonSchemaError::Compile(CompileError::Limit(l))) => {
+            assert_eq!(l.limit, Limit::RuleStates);
+            assert!(l.rule.is_some(), "{l:?}");
+            // The array is inlined in its property's rule: the place is the property.
+            assert_eq!(l.pointer.as_deref(), Some("#/properties/b"), "{l:?}");
+            assert!(l.to_string().contains("at schema #/properties/b"), "{l}");
+        }
+        other => panic!("{other:?}"),
+    }
+    // The enum limit is the front end's own: the keyword's pointer, no rule.
+    let c = with(Limits {
+        max_enum_values: 2,
+        ..Limits::default()
+    });
+    match c.compile_json_schema(
+        &json!({"items": {"enum": [1, 2, 3]}}),
+        &JsonSchemaOptions::default(),
+    ) {
+        Err(JsonSchemaError::Compile(CompileError::Limit(l))) => {
+            assert_eq!((l.rule, l.pointer.as_deref()), (None, Some("#/items/enum")));
+        }
+        other => panic!("{other:?}"),
+    }
+    // Reference cycles that never produce a value: two definitions that only refer to
+    // each other, and a node that requires a next node of its own kind.
+    let c = with(Limits::default());
+    let cases = [
+        (
+            json!({
+                "type": "object",
+                "properties": {"loop": {"$ref": "#/$defs/a"}},
+                "required": ["loop"],
+                "$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}}
+            }),
+            "#/$defs/",
+        ),
+        (
+            json!({
+                "type": "object",
+                "properties": {"next": {"$ref": "#/$defs/node"}},
+                "required": ["next"],
+                "$defs": {"node": {
+                    "type": "object",
+                    "properties": {"next": {"$ref": "#/$defs/node"}},
+                    "required": ["next"]
+                }}
+            }),
+            "#/",
+        ),
+    ];
+    for (schema, place) in cases {
+        let Err(e) = c.compile_json_schema(&schema, &JsonSchemaOptions::default()) else {
+            panic!("{schema} compiled");
+        };
+        match &e {
+            JsonSchemaError::Unsatisfiable { pointer, reason } => {
+                assert!(pointer.starts_with(place), "{e}");
+                assert!(reason.contains("$ref"), "{e}");
+            }
+            other => panic!("{schema}: {other:?}"),
+        }
+    }
+}

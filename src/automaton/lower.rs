@@ -49,6 +49,9 @@ struct Lowerer {
     counted: Vec<u32>,
     /// Per base name, the next numeric suffix to try.
     suffix: FxHashMap<String, u32>,
+    /// Name of the source rule being lowered: helper rules are named `{source}/{kind}`,
+    /// so errors in them (states, nodes) say which written rule needed them first.
+    source: String,
 }
 
 /// True when `e` matches bytes only: no rule calls, no token terminals.
@@ -78,7 +81,9 @@ fn nullable(e: &Expr) -> bool {
 }
 
 impl Lowerer {
-    fn fresh(&mut self, base: &str, body: Expr) -> u32 {
+    fn fresh(&mut self, kind: &str, body: Expr) -> u32 {
+        let base = format!("{}/{kind}", self.source);
+        let base = base.as_str();
         let mut name = base.to_string();
         let i = self.suffix.entry(base.to_string()).or_insert(1);
         while self.names.contains(&name) {
@@ -236,8 +241,10 @@ pub(crate) fn lower_repeats(grammar: &Grammar) -> (Grammar, Vec<u32>) {
         atmost: FxHashMap::default(),
         counted: Vec::new(),
         suffix: FxHashMap::default(),
+        source: String::new(),
     };
     for i in 0..grammar.rules.len() {
+        l.source.clone_from(&grammar.rules[i].name);
         let body = std::mem::replace(&mut l.rules[i].body, Expr::Empty);
         l.rules[i].body = l.lower(body);
     }

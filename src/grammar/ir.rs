@@ -156,6 +156,39 @@ pub struct Grammar {
     pub root: RuleId,
 }
 
+impl Grammar {
+    /// Indices of the rules that match no string at all (every alternative needs a rule
+    /// that never completes, or an empty character class), ascending. Recurses on
+    /// expression depth, which [`Grammar::validate`] bounds.
+    pub(crate) fn unproductive_rules(&self) -> Vec<usize> {
+        fn productive(e: &Expr, prod: &[bool]) -> bool {
+            match e {
+                Expr::Empty | Expr::Bytes(_) | Expr::Token(_) => true,
+                Expr::Class(c) => c.negated || !c.ranges.is_empty(),
+                Expr::Seq(parts) => parts.iter().all(|p| productive(p, prod)),
+                Expr::Choice(alts) => alts.iter().any(|a| productive(a, prod)),
+                Expr::Repeat { expr, min, .. } => *min == 0 || productive(expr, prod),
+                Expr::Rule(r) => prod.get(r.index()).copied().unwrap_or(false),
+            }
+        }
+        let mut prod = vec![false; self.rules.len()];
+        // Cost: one pass per rule that becomes productive, at most rules + 1 passes.
+        loop {
+            let mut changed = false;
+            for (i, r) in self.rules.iter().enumerate() {
+                if !prod[i] && productive(&r.body, &prod) {
+                    prod[i] = true;
+                    changed = true;
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        (0..prod.len()).filter(|&i| !prod[i]).collect()
+    }
+}
+
 /// What is wrong with a [`Grammar`] built by hand or by a front end.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum InvalidGrammar {

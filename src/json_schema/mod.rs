@@ -237,6 +237,8 @@ pub struct JsonSchemaGrammar {
     pub grammar: Grammar,
     /// Keywords not enforced (only ever non-empty with [`JsonSchemaOptions::lenient`]).
     pub ignored: Vec<IgnoredKeyword>,
+    /// Per rule of `grammar`: the JSON pointer of the schema it was built for.
+    pointers: Vec<String>,
 }
 
 /// A schema given as text or as a parsed value.
@@ -349,7 +351,53 @@ fn to_grammar(
     Ok(JsonSchemaGrammar {
         grammar,
         ignored: b.ignored,
+        pointers: b.pointers,
     })
+}
+
+impl JsonSchemaGrammar {
+    /// Compiles the grammar with `compiler`, naming the schema place (JSON pointer) in the
+    /// errors that come from one rule: a limit exceeded in a rule gets
+    /// [`LimitExceeded::pointer`]; a grammar that matches nothing because references only
+    /// lead back to themselves becomes [`JsonSchemaError::Unsatisfiable`] at the first
+    /// such `$ref`.
+    fn compile_with(
+        &self,
+        compiler: &GrammarCompiler,
+    ) -> Result<Arc<CompiledGrammar>, JsonSchemaError> {
+        let place = |rule: &str| {
+            // Helper rules of the lowering are named `{written rule}/{kind}`.
+            let rule = rule.split('/').next().unwrap_or(rule);
+            let i = self.grammar.rules.iter().position(|r| r.name == rule)?;
+            self.pointers.get(i).cloned()
+        };
+        compiler.compile_ir(&self.grammar).map_err(|e| match e {
+            CompileError::Limit(mut l) => {
+                if l.pointer.is_none() {
+                    l.pointer = l.rule.as_deref().and_then(place);
+                }
+                CompileError::Limit(l).into()
+            }
+            CompileError::EmptyLanguage { root } => {
+                match self
+                    .grammar
+                    .unproductive_rules()
+                    .into_iter()
+                    .find(|&r| r != self.grammar.root.index())
+                {
+                    Some(r) => JsonSchemaError::Unsatisfiable {
+                        pointer: self.pointers[r].clone(),
+                        reason: "this schema can never be completed: its references lead \
+                                 back to it without a way out (a `$ref` cycle with no \
+                                 alternative that ends)"
+                            .into(),
+                    },
+                    None => CompileError::EmptyLanguage { root }.into(),
+                }
+            }
+            e => e.into(),
+        })
+    }
 }
 
 impl GrammarCompiler {
@@ -365,8 +413,7 @@ impl GrammarCompiler {
         options: &JsonSchemaOptions,
     ) -> Result<Arc<CompiledGrammar>, JsonSchemaError> {
         let value = schema.to_schema_value()?;
-        let grammar = to_grammar(&value, options, self.limits())?.grammar;
-        Ok(self.compile_ir(&grammar)?)
+        to_grammar(&value, options, self.limits())?.compile_with(self)
     }
 }
 
@@ -381,7 +428,8 @@ pub(crate) fn limit_error(
         limit,
         value: value as u64,
         actual: actual as u64,
-        rule: Some(pointer.to_string()),
+        rule: None,
+        pointer: Some(pointer.to_string()),
     }))
 }
 
@@ -445,8 +493,8 @@ fn check_depth(schema: &Value, max_depth: usize) -> Result<(), JsonSchemaError> 
                     limit: Limit::SchemaDepth,
                     value: max_depth as u64,
                     actual: actual as u64,
-                    // The JSON pointer of the place, where a grammar limit names a rule.
-                    rule: Some(pointer(&places, at)),
+                    rule: None,
+                    pointer: Some(pointer(&places, at)),
                 },
             )));
         }
@@ -633,6 +681,11 @@ pub(crate) struct Builder<'a> {
     pub(crate) draft4: bool,
     /// Resources, anchors and base URIs of the root document and the other documents.
     pub(crate) res: resources::Resources,
+    /// Per rule (same index): the JSON pointer of the schema it was built for (for a
+    /// `$ref`'s rule, the `$ref` keyword), so errors of the compiled grammar name a place.
+    pub(crate) pointers: Vec<String>,
+    /// The pointer of the schema being compiled.
+    cur: String,
 }
 
 /// The deepest nesting of compilation (subschemas, and references inlined by merges and
@@ -658,6 +711,8 @@ impl<'a> Builder<'a> {
             depth: 0,
             max_enum_values: Limits::default().max_enum_values,
             draft4,
+            pointers: Vec::new(),
+            cur: "#".to_string(),
         }
     }
 
@@ -670,6 +725,7 @@ impl<'a> Builder<'a> {
             format!("{base}_{}", self.rules.len())
         };
         self.rules.push(Rule { name, body });
+        self.pointers.push(self.cur.clone());
         id
     }
 
@@ -735,7 +791,9 @@ impl<'a> Builder<'a> {
                 reason: format!("schemas nested more than {MAX_SCHEMA_DEPTH} deep"),
             });
         }
+        let outer = std::mem::replace(&mut self.cur, ptr.to_string());
         let r = self.schema_inner(schema, ptr);
+        self.cur = outer;
         self.depth -= 1;
         r
     }

@@ -299,7 +299,10 @@ impl Builder<'_> {
             .filter_map(|(name, v, req)| {
                 v.map(|v| {
                     let m = self.member(&name, v);
-                    (Expr::Rule(self.add_rule("obj_member", m)), req)
+                    let id = self.add_rule("obj_member", m);
+                    // Errors in a member's rule are errors of its property's schema.
+                    self.pointers[id.index()] = child(&props_ptr, &name);
+                    (Expr::Rule(id), req)
                 })
             })
             .collect();

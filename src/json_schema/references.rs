@@ -150,6 +150,8 @@ impl Builder<'_> {
             return Ok(Expr::Rule(id));
         }
         let id = self.add_rule("ref", Expr::Empty);
+        // Errors of this rule are errors of the target schema.
+        self.pointers[id.index()] = target_ptr.clone();
         self.refs.insert(target_ptr.clone(), id);
         let body = self.schema(&target, &target_ptr)?.unwrap_or_else(never);
         self.rules[id.index()].body = body;
