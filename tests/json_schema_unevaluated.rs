@@ -228,3 +228,25 @@ fn inexpressible_cases_stay_refused() {
     );
     assert_eq!(k, "$dynamicRef");
 }
+
+#[test]
+fn lenient_drops_unevaluated_and_lists_it() {
+    let schema = json!({"oneOf": [
+        {"properties": {"bar": {"const": "bar"}}, "required": ["bar"]},
+        {"properties": {"baz": {"const": "baz"}}, "required": ["baz"]}],
+        "unevaluatedProperties": false});
+    let opts = JsonSchemaOptions {
+        lenient: true,
+        ..opts()
+    };
+    let report = tokensieve::json_schema::json_schema_to_grammar_with_report(&schema, &opts)
+        .expect("lenient compiles");
+    assert!(
+        report
+            .ignored
+            .iter()
+            .any(|i| i.keyword == "unevaluatedProperties" && i.pointer == "#/unevaluatedProperties"),
+        "{:?}",
+        report.ignored
+    );
+}

@@ -806,10 +806,18 @@ impl<'a> Builder<'a> {
                             reason,
                         });
                     }
+                    // What is dropped is `unevaluated*` (here or in an in-place subschema).
+                    let dropped = if obj.contains_key("unevaluatedItems")
+                        && !obj.contains_key("unevaluatedProperties")
+                    {
+                        "unevaluatedItems"
+                    } else {
+                        "unevaluatedProperties"
+                    };
                     self.ignored.push(IgnoredKeyword {
-                        keyword,
-                        pointer,
-                        reason,
+                        keyword: dropped.into(),
+                        pointer: child(ptr, dropped),
+                        reason: format!("`{keyword}` at {pointer}: {reason}"),
                     });
                     self.schema_inner(&Value::Object(stripped), ptr)
                 }

@@ -134,7 +134,11 @@ fn refuse(keyword: &str, pointer: &str, reason: &str) -> JsonSchemaError {
     JsonSchemaError::Unsupported {
         keyword: keyword.into(),
         pointer: pointer.into(),
-        reason: reason.into(),
+        reason: format!(
+            "{reason}; simplify the schema (or drop `unevaluated*`), or set \
+             JsonSchemaOptions::lenient to compile without enforcing it (it is then listed as \
+             ignored)"
+        ),
     }
 }
 
