@@ -50,6 +50,11 @@
 //!   or of a `type` (folded into `type`);
 //!   `unevaluatedProperties` / `unevaluatedItems` in schemas without in-place applicators
 //!   (where they mean `additionalProperties` / `items`); annotations.
+//! * `unevaluated.rs`: `unevaluatedProperties` / `unevaluatedItems` beside (or under)
+//!   `allOf`, `anyOf`, `oneOf`, `$ref`, `if`/`then`/`else` and `dependentSchemas`: the
+//!   schema becomes a union of branches, each knowing the names, patterns, prefix and
+//!   `contains` schemas it evaluates, and each closed with `additionalProperties` / `items`
+//!   for the rest (refused where a branch cannot be merged or negated exactly).
 //! * `resources.rs`: base URIs of `$id` (and draft 4's `id`), `$anchor`, `$dynamicAnchor`
 //!   (as a plain anchor), and other documents named by absolute URI in
 //!   [`JsonSchemaOptions::documents`] (never fetched); `references.rs` resolves `$ref`
@@ -99,6 +104,7 @@ mod references;
 mod resources;
 mod strings;
 mod types;
+mod unevaluated;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -682,10 +688,32 @@ pub(crate) struct Builder<'a> {
     /// Resources, anchors and base URIs of the root document and the other documents.
     pub(crate) res: resources::Resources,
     /// Per rule (same index): the JSON pointer of the schema it was built for (for a
-    /// `$ref`'s rule, the `$ref` keyword), so errors of the compiled grammar name a place.
+    /// `$ref`'s rule, its target), so errors of the compiled grammar name a place.
     pub(crate) pointers: Vec<String>,
     /// The pointer of the schema being compiled.
     cur: String,
+    /// Some document has an `unevaluatedProperties`/`unevaluatedItems` key somewhere
+    /// (else the search for them in applicators is skipped).
+    pub(crate) has_unevaluated: bool,
+}
+
+/// Whether `v` has an object key `unevaluatedProperties` or `unevaluatedItems` at any
+/// depth (without recursion).
+fn has_unevaluated_key(v: &Value) -> bool {
+    let mut stack = vec![v];
+    while let Some(v) = stack.pop() {
+        match v {
+            Value::Object(o) => {
+                if o.contains_key("unevaluatedProperties") || o.contains_key("unevaluatedItems") {
+                    return true;
+                }
+                stack.extend(o.values());
+            }
+            Value::Array(a) => stack.extend(a.iter()),
+            _ => {}
+        }
+    }
+    false
 }
 
 /// The deepest nesting of compilation (subschemas, and references inlined by merges and
@@ -700,6 +728,8 @@ impl<'a> Builder<'a> {
             .and_then(Value::as_str)
             .is_some_and(|s| s.contains("draft-04") || s.contains("draft-03"));
         let res = resources::Resources::new(root_schema, &opts.documents, draft4);
+        let has_unevaluated = has_unevaluated_key(root_schema)
+            || opts.documents.iter().any(|(_, d)| has_unevaluated_key(d));
         Builder {
             res,
             root_schema,
@@ -713,6 +743,7 @@ impl<'a> Builder<'a> {
             draft4,
             pointers: Vec::new(),
             cur: "#".to_string(),
+            has_unevaluated,
         }
     }
 
@@ -816,6 +847,40 @@ impl<'a> Builder<'a> {
         }
         if let Some(o) = unevaluated_as_additional(obj) {
             return self.schema_inner(&Value::Object(o), ptr);
+        }
+        if self.mentions_unevaluated(obj, ptr) {
+            return match self.unevaluated(obj, ptr) {
+                Err(JsonSchemaError::Unsupported {
+                    keyword,
+                    pointer,
+                    reason,
+                }) if self.opts.lenient => {
+                    // Not enforced: compiled without `unevaluated*` (which accepts more).
+                    let stripped = strip_unevaluated(obj);
+                    if self.mentions_unevaluated(&stripped, ptr) {
+                        return Err(JsonSchemaError::Unsupported {
+                            keyword,
+                            pointer,
+                            reason,
+                        });
+                    }
+                    // What is dropped is `unevaluated*` (here or in an in-place subschema).
+                    let dropped = if obj.contains_key("unevaluatedItems")
+                        && !obj.contains_key("unevaluatedProperties")
+                    {
+                        "unevaluatedItems"
+                    } else {
+                        "unevaluatedProperties"
+                    };
+                    self.ignored.push(IgnoredKeyword {
+                        keyword: dropped.into(),
+                        pointer: child(ptr, dropped),
+                        reason: format!("`{keyword}` at {pointer}: {reason}"),
+                    });
+                    self.schema_inner(&Value::Object(stripped), ptr)
+                }
+                r => r,
+            };
         }
         if obj.contains_key("allOf")
             || (obj.contains_key("$ref") && has_assertions(obj, ptr, &["$ref"]))
@@ -1004,6 +1069,31 @@ fn unevaluated_as_additional(obj: &Map<String, Value>) -> Option<Map<String, Val
         }
     }
     Some(o)
+}
+
+/// `obj` without `unevaluatedProperties`/`unevaluatedItems`, in itself and in the
+/// subschemas it applies in place (not through `$ref`): for lenient mode.
+fn strip_unevaluated(obj: &Map<String, Value>) -> Map<String, Value> {
+    let strip = |v: &Value| match v {
+        Value::Object(o) => Value::Object(strip_unevaluated(o)),
+        other => other.clone(),
+    };
+    let mut o = Map::new();
+    for (k, v) in obj {
+        let v = match (k.as_str(), v) {
+            ("unevaluatedProperties" | "unevaluatedItems", _) => continue,
+            ("allOf" | "anyOf" | "oneOf", Value::Array(list)) => {
+                Value::Array(list.iter().map(strip).collect())
+            }
+            ("if" | "then" | "else", _) => strip(v),
+            ("dependentSchemas", Value::Object(m)) => {
+                Value::Object(m.iter().map(|(k, s)| (k.clone(), strip(s))).collect())
+            }
+            _ => v.clone(),
+        };
+        o.insert(k.clone(), v);
+    }
+    o
 }
 
 impl Builder<'_> {

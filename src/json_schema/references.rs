@@ -5,9 +5,14 @@
 //! `allOf` (and `$ref` with sibling keywords, which 2020-12 applies like `allOf`) is merged
 //! keyword by keyword: `type` lists intersect, bounds take the stricter value, `required`
 //! lists join, shared `properties` become an `allOf` of both, and keywords present on both
-//! sides must be equal. Anything else is refused: `additionalProperties` from one side with
-//! `properties` from another (the set of "additional" keys would change), `items` with
-//! `prefixItems`, two `anyOf`s, two different `enum`s. References are inlined during the
+//! sides must be equal; `patternProperties` unite (a shared pattern takes both schemas) and
+//! `prefixItems` merge position by position. A name declared on one side only, where the
+//! other has `additionalProperties` and no patterns, takes that schema beside its own (it
+//! is an additional property there); likewise `prefixItems` beyond the other side's prefix
+//! take its `items`. Anything else is refused: `additionalProperties` from one side with
+//! `patternProperties` (or, beside patterns, `properties`) from another (the set of
+//! "additional" keys would change), two `additionalProperties` or two `items`, two
+//! `anyOf`s, two different `enum`s. References are inlined during the
 //! merge (a recursive reference inside `allOf` is refused after a depth limit).
 
 use serde_json::{Map, Value};
@@ -386,7 +391,7 @@ impl Builder<'_> {
 }
 
 /// Merges the keywords of one source into `acc` (exactly, or refuses).
-fn merge_maps(
+pub(crate) fn merge_maps(
     acc: &mut Option<Map<String, Value>>,
     other: Map<String, Value>,
     ptr: &str,
@@ -408,7 +413,13 @@ fn merge_maps(
             ));
         }
     }
-    // Keywords whose meaning depends on a sibling of the same source.
+    // Keywords whose meaning depends on a sibling of the same source. A name that one
+    // source declares and the other (with `additionalProperties`, and no patterns) does
+    // not is an additional property there: it takes that schema beside its own. Prefix
+    // entries beyond the other source's `prefixItems` likewise take its `items`.
+    let mut other = other;
+    close_against(a, &mut other);
+    close_against(&mut other, a);
     // Declaring a key beside another source's `additionalProperties` changes nothing when
     // the key is declared there too, or declared `false` (forbidden either way).
     let harmless_props = |with_dep: &Map<String, Value>, with_on: &Map<String, Value>| {
@@ -422,13 +433,38 @@ fn merge_maps(
                 })
             })
     };
+    // Patterns declared on both sides (or `false`) likewise.
+    let harmless_patterns = |with_dep: &Map<String, Value>, with_on: &Map<String, Value>| {
+        let declared = with_dep.get("patternProperties").and_then(Value::as_object);
+        with_on
+            .get("patternProperties")
+            .and_then(Value::as_object)
+            .is_some_and(|p| {
+                p.iter().all(|(k, s)| {
+                    s == &Value::Bool(false) || declared.is_some_and(|d| d.contains_key(k))
+                })
+            })
+    };
+    // Prefix entries within the other source's prefix.
+    let harmless_prefix = |with_dep: &Map<String, Value>, with_on: &Map<String, Value>| {
+        let declared = with_dep
+            .get("prefixItems")
+            .and_then(Value::as_array)
+            .map_or(0, Vec::len);
+        with_on
+            .get("prefixItems")
+            .and_then(Value::as_array)
+            .is_some_and(|p| p.len() <= declared)
+    };
     for (dep, on) in [
         ("additionalProperties", "properties"),
         ("additionalProperties", "patternProperties"),
         ("items", "prefixItems"),
     ] {
-        let exempt = |x: &Map<String, Value>, y: &Map<String, Value>| {
-            on == "properties" && harmless_props(x, y)
+        let exempt = |x: &Map<String, Value>, y: &Map<String, Value>| match on {
+            "properties" => harmless_props(x, y),
+            "patternProperties" => harmless_patterns(x, y),
+            _ => harmless_prefix(x, y),
         };
         if (a.contains_key(dep) && other.contains_key(on) && !exempt(a, &other))
             || (other.contains_key(dep) && a.contains_key(on) && !exempt(&other, a))
@@ -532,6 +568,41 @@ fn merge_maps(
                 }
                 _ => return Err(refuse(&k, "`properties` must be objects")),
             },
+            "patternProperties" => match (cur, &v) {
+                // A key takes the schemas of every pattern it matches, from both sides.
+                (Value::Object(x), Value::Object(y)) => {
+                    let mut out = x.clone();
+                    for (p, s) in y {
+                        let s2 = match out.get(p) {
+                            Some(s1) if json_equal(s1, s) => s.clone(),
+                            Some(s1) => serde_json::json!({ "allOf": [s1.clone(), s.clone()] }),
+                            None => s.clone(),
+                        };
+                        out.insert(p.clone(), s2);
+                    }
+                    Value::Object(out)
+                }
+                _ => return Err(refuse(&k, "`patternProperties` must be objects")),
+            },
+            "prefixItems" => match (cur, &v) {
+                // Position by position; the longer prefix goes on (neither side has
+                // `items` beyond a shorter prefix: checked above).
+                (Value::Array(x), Value::Array(y)) => {
+                    let n = x.len().max(y.len());
+                    let out = (0..n)
+                        .map(|i| match (x.get(i), y.get(i)) {
+                            (Some(s1), Some(s2)) if json_equal(s1, s2) => s1.clone(),
+                            (Some(s1), Some(s2)) => {
+                                serde_json::json!({ "allOf": [s1.clone(), s2.clone()] })
+                            }
+                            (Some(s), None) | (None, Some(s)) => s.clone(),
+                            (None, None) => Value::Bool(true),
+                        })
+                        .collect();
+                    Value::Array(out)
+                }
+                _ => return Err(refuse(&k, "`prefixItems` must be arrays")),
+            },
             "uniqueItems" => {
                 // true wins (it is the stronger assertion).
                 Value::Bool(cur.as_bool() == Some(true) || v.as_bool() == Some(true))
@@ -541,6 +612,62 @@ fn merge_maps(
         a.insert(k, merged);
     }
     Ok(())
+}
+
+/// Where `with_dep` has `additionalProperties` and no `patternProperties`, every name that
+/// `with_on` declares and `with_dep` does not is an additional property of `with_dep`: its
+/// schema in `with_on` takes `additionalProperties` beside it and `with_dep` declares it
+/// (as `true`), so the merge keeps the meaning of both. Likewise the `prefixItems` of
+/// `with_on` beyond those of `with_dep` (which has `items`) take its `items`, and
+/// `with_dep` declares them. Does nothing otherwise.
+fn close_against(with_dep: &mut Map<String, Value>, with_on: &mut Map<String, Value>) {
+    if let (Some(extra), None, Some(Value::Object(props))) = (
+        with_dep.get("additionalProperties").cloned(),
+        with_dep.get("patternProperties"),
+        with_on.get_mut("properties"),
+    ) {
+        let mut declared = match with_dep.get("properties") {
+            Some(Value::Object(d)) => d.clone(),
+            Some(_) => return,
+            None => Map::new(),
+        };
+        for (name, s) in props.iter_mut() {
+            if declared.contains_key(name) || s == &Value::Bool(false) {
+                continue;
+            }
+            *s = both(s, &extra);
+            declared.insert(name.clone(), Value::Bool(true));
+        }
+        with_dep.insert("properties".into(), Value::Object(declared));
+    }
+    if let (Some(rest), Some(Value::Array(prefix))) = (
+        with_dep.get("items").cloned(),
+        with_on.get_mut("prefixItems"),
+    ) {
+        let mut own = match with_dep.get("prefixItems") {
+            Some(Value::Array(p)) => p.clone(),
+            Some(_) => return,
+            None => Vec::new(),
+        };
+        if prefix.len() <= own.len() {
+            return;
+        }
+        for s in prefix.iter_mut().skip(own.len()) {
+            *s = both(s, &rest);
+        }
+        own.resize(prefix.len(), Value::Bool(true));
+        with_dep.insert("prefixItems".into(), Value::Array(own));
+    }
+}
+
+/// The schema of both `a` and `b`.
+fn both(a: &Value, b: &Value) -> Value {
+    match (a, b) {
+        (Value::Bool(true), x) | (x, Value::Bool(true)) => x.clone(),
+        (Value::Bool(false), _) | (_, Value::Bool(false)) => Value::Bool(false),
+        _ if json_equal(a, b) => a.clone(),
+        _ => serde_json::json!({ "allOf": [a, b] }),
+    }
 }
 
 /// A superset of the values a schema may accept: for proving `oneOf` branches disjoint.
@@ -588,7 +715,7 @@ impl Shape {
         self.discr.extend(other.discr);
     }
 
-    fn disjoint(&self, other: &Shape) -> bool {
+    pub(crate) fn disjoint(&self, other: &Shape) -> bool {
         let admits = |s: &Shape, v: &Value| {
             s.types.admits(v)
                 && s.values
@@ -626,7 +753,7 @@ impl Shape {
 
 impl Builder<'_> {
     /// The [`Shape`] of a schema (a superset of what it accepts; errors give `any`).
-    fn shape(&self, schema: &Value, depth: usize) -> Shape {
+    pub(crate) fn shape(&self, schema: &Value, depth: usize) -> Shape {
         let obj = match schema {
             Value::Bool(false) => {
                 return Shape {
