@@ -352,6 +352,29 @@ pub struct PartialOutput {
     pub calls: Vec<PartialCall>,
     /// Malformed calls so far.
     pub errors: Vec<MalformedToolCall>,
+    /// Streaming support: the last point of this parse that no later text can change (see
+    /// [`Settled`]), for formats that implement [`ToolCallFormat::parse_partial_from`].
+    #[doc(hidden)]
+    pub settled: Option<Settled>,
+}
+
+/// A point in the output up to which a partial parse is final whatever text follows:
+/// just after a finished (or malformed) call, in free text outside reasoning, so that the
+/// parse of the rest starts afresh there ([`ToolCallFormat::parse_partial_from`]). The
+/// [`StreamingParser`] re-parses only from the last such point.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Settled {
+    /// The byte offset in the text.
+    pub offset: usize,
+    /// How many bytes of [`PartialOutput::content`] come from the text before `offset`.
+    pub content: usize,
+    /// How many of [`PartialOutput::calls`] come from the text before `offset`.
+    pub calls: usize,
+    /// How many of [`PartialOutput::errors`] come from the text before `offset`.
+    pub errors: usize,
+    /// The parser's state at `offset`, as the format defines it (0: free text).
+    pub state: u8,
 }
 
 /// One call as far as it has arrived.
@@ -513,6 +536,25 @@ pub trait ToolCallFormat: Send + Sync {
     /// malformed; an empty list accepts any valid name) and gives the schemas that
     /// text-valued families need to type their values.
     fn parse_partial(&self, text: &str, tools: &[Tool], at_end: bool) -> PartialOutput;
+
+    /// Streaming support: [`ToolCallFormat::parse_partial`] of `text` restarted at `from`,
+    /// a [`Settled`] point an earlier parse of a prefix of `text` reported (the default
+    /// `Settled`, offset 0: from the start). The result holds only what comes from
+    /// `text[from.offset..]`: no reasoning, the content pieces and calls after it (error
+    /// offsets stay offsets in `text`). A format that never reports
+    /// [`PartialOutput::settled`] is only called with the default (this default forwards
+    /// to `parse_partial`).
+    #[doc(hidden)]
+    fn parse_partial_from(
+        &self,
+        text: &str,
+        from: &Settled,
+        tools: &[Tool],
+        at_end: bool,
+    ) -> PartialOutput {
+        debug_assert_eq!(from.offset, 0, "{} reports no settled points", self.name());
+        self.parse_partial(text, tools, at_end)
+    }
 
     /// Parses a whole output. Never fails: unreadable calls are in
     /// [`ParsedOutput::errors`] and their text in `content`.

@@ -1,11 +1,39 @@
-//! Streaming parse by re-parsing the accumulated text and sending what grew.
+//! Streaming parse by re-parsing the unsettled end of the accumulated text and sending what
+//! grew.
 //!
 //! Per-delta state machines drop calls when a begin marker, a whole call and its end
 //! arrive in one delta (speculative decoding, `stream_interval > 1`); re-parsing the
 //! accumulated text and diffing against what was sent cannot (rule 3 of the tool-call
-//! format notes). The cost is one parse of the text so far per delta.
+//! format notes). Re-parsing all of it on every delta is quadratic in the output's length,
+//! so two things bound the work:
+//!
+//! * **Settled prefix.** A format reports, with each partial parse, the last point no later
+//!   text can change ([`super::Settled`]: free text just after a finished or malformed
+//!   call, reasoning over). The next parse restarts there
+//!   ([`ToolCallFormat::parse_partial_from`]); what came before is kept as sent (its
+//!   content, the number of its calls and errors). With many calls, each delta costs a
+//!   parse of the call in progress only.
+//! * **Coalescing inside a long unsettled piece.** While the text after the settled point
+//!   (one long call, or free text with no call) is longer than `EAGER_TAIL` (1 KiB) bytes, it
+//!   is re-parsed once the bytes arrived since the last parse reach 1/`TAIL_SHARE` (1/64) of
+//!   its length (and always by [`StreamingParser::finish`] and
+//!   [`StreamingParser::flush`]). Each parse then costs at most `TAIL_SHARE` times the
+//!   bytes that paid for it, so a whole stream costs O(n) parse work however small its
+//!   deltas; the price is that inside such a piece the events come in pieces of up to
+//!   1/`TAIL_SHARE` (1/64) of its length (an 80 KB argument: about 1.25 KB) rather than per
+//!   delta.
+//!
+//! Every event still comes from a real parse of a prefix of the output, so the events of a
+//! whole stream add up to the whole-output parse however the text was cut into deltas.
 
 use super::{PartialOutput, StreamEvent, Tool, ToolCallFormat};
+
+/// Unsettled text up to this length is re-parsed on every delta.
+const EAGER_TAIL: usize = 1024;
+
+/// Beyond `EAGER_TAIL` (1 KiB), the unsettled text is re-parsed once the unparsed bytes reach
+/// this share of it.
+const TAIL_SHARE: usize = 64;
 
 /// Turns output deltas into [`StreamEvent`]s for one format and tool list.
 ///
@@ -13,14 +41,31 @@ use super::{PartialOutput, StreamEvent, Tool, ToolCallFormat};
 /// [`ToolCallFormat::parse`] of the concatenated text, and the `Content` deltas add up to
 /// its `content` (the `Reasoning` deltas to its `reasoning`). Text that may still be the
 /// start of a marker (`<tool_`) is held back until it is decided, never sent and
-/// retracted.
+/// retracted. The parse work of a whole stream is linear in its length (see the module
+/// notes): a delta re-parses only the text after the last finished call, and inside one
+/// long call or stretch of text deltas are coalesced.
 pub struct StreamingParser<'a> {
     format: &'a dyn ToolCallFormat,
     tools: &'a [Tool],
     text: String,
+    /// Where the next parse starts (the start, or a settled point a parse reported).
+    from: super::Settled,
+    /// `from.offset`.
+    base: usize,
+    /// The content before `base` is not empty (a later piece is joined to it with `\n`).
+    base_content: bool,
+    /// How many calls (and malformed placeholders) lie before `base`.
+    base_calls: usize,
+    /// Bytes pushed since the last parse.
+    unparsed: usize,
+    /// Bytes handed to the format's parser so far.
+    scanned: usize,
     sent_reasoning: String,
+    /// The content sent from the text after `base` (without the joining `\n`).
     sent_content: String,
+    /// The calls after `base`.
     calls: Vec<SentCall>,
+    /// The errors after `base` that were sent.
     sent_errors: usize,
     finished: bool,
 }
@@ -39,6 +84,12 @@ impl<'a> StreamingParser<'a> {
             format,
             tools,
             text: String::new(),
+            from: super::Settled::default(),
+            base: 0,
+            base_content: false,
+            base_calls: 0,
+            unparsed: 0,
+            scanned: 0,
             sent_reasoning: String::new(),
             sent_content: String::new(),
             calls: Vec::new(),
@@ -54,8 +105,21 @@ impl<'a> StreamingParser<'a> {
             return Vec::new();
         }
         self.text.push_str(delta);
-        let partial = self.format.parse_partial(&self.text, self.tools, false);
-        self.diff(partial)
+        self.unparsed += delta.len();
+        let tail = self.text.len() - self.base;
+        if tail > EAGER_TAIL && self.unparsed * TAIL_SHARE < tail {
+            return Vec::new();
+        }
+        self.parse(false)
+    }
+
+    /// Re-parses now what [`StreamingParser::push`] coalesced (for a stream that pauses
+    /// inside a long call) and returns what it settled.
+    pub fn flush(&mut self) -> Vec<StreamEvent> {
+        if self.finished || self.unparsed == 0 {
+            return Vec::new();
+        }
+        self.parse(false)
     }
 
     /// Ends the stream: releases held-back text and reports calls left unfinished.
@@ -64,8 +128,7 @@ impl<'a> StreamingParser<'a> {
             return Vec::new();
         }
         self.finished = true;
-        let partial = self.format.parse_partial(&self.text, self.tools, true);
-        self.diff(partial)
+        self.parse(true)
     }
 
     /// The text received so far.
@@ -73,19 +136,71 @@ impl<'a> StreamingParser<'a> {
         &self.text
     }
 
+    /// How many bytes of text the format's parser has been handed so far (the stream's
+    /// parse work; tests check it grows linearly).
+    #[doc(hidden)]
+    pub fn scanned_bytes(&self) -> usize {
+        self.scanned
+    }
+
+    fn parse(&mut self, at_end: bool) -> Vec<StreamEvent> {
+        self.unparsed = 0;
+        self.scanned += self.text.len() - self.base;
+        let partial = self
+            .format
+            .parse_partial_from(&self.text, &self.from, self.tools, at_end);
+        let settled = partial.settled;
+        let events = self.diff(partial);
+        if let Some(s) = settled {
+            self.settle(s);
+        }
+        events
+    }
+
+    /// Moves `base` to `s` when everything before it has been sent.
+    fn settle(&mut self, s: super::Settled) {
+        if s.offset <= self.base
+            || self.sent_errors < s.errors
+            || self.calls.len() < s.calls
+            || self.sent_content.len() < s.content
+            || self.calls[..s.calls].iter().any(|c| c.started && !c.ended)
+        {
+            return;
+        }
+        self.base = s.offset;
+        self.from = s;
+        self.base_calls += s.calls;
+        self.calls.drain(..s.calls);
+        self.sent_errors -= s.errors;
+        let rest = &self.sent_content[s.content..];
+        let rest = if s.content > 0 {
+            rest.strip_prefix('\n').unwrap_or(rest)
+        } else {
+            rest
+        };
+        self.sent_content = rest.to_owned();
+        self.base_content |= s.content > 0;
+    }
+
     fn diff(&mut self, p: PartialOutput) -> Vec<StreamEvent> {
         let mut events = Vec::new();
-        grow(&p.reasoning, &mut self.sent_reasoning, |d| {
-            events.push(StreamEvent::Reasoning(d))
-        });
+        if self.base == 0 {
+            grow(&p.reasoning, &mut self.sent_reasoning, |d| {
+                events.push(StreamEvent::Reasoning(d))
+            });
+        }
+        let first = self.sent_content.is_empty();
+        let joined = self.base_content;
         grow(&p.content, &mut self.sent_content, |d| {
+            let d = if first && joined { format!("\n{d}") } else { d };
             events.push(StreamEvent::Content(d))
         });
-        for (index, call) in p.calls.into_iter().enumerate() {
-            if self.calls.len() <= index {
+        for (i, call) in p.calls.into_iter().enumerate() {
+            let index = self.base_calls + i;
+            if self.calls.len() <= i {
                 self.calls.push(SentCall::default());
             }
-            let sent = &mut self.calls[index];
+            let sent = &mut self.calls[i];
             if sent.ended {
                 continue;
             }
@@ -105,6 +220,7 @@ impl<'a> StreamingParser<'a> {
             });
             if let Some(done) = call.complete {
                 sent.ended = true;
+                sent.sent_args = String::new();
                 events.push(StreamEvent::ToolCallEnd { index, call: done });
             }
         }
