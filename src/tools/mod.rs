@@ -369,6 +369,10 @@ pub struct Settled {
     pub offset: usize,
     /// How many bytes of [`PartialOutput::content`] come from the text before `offset`.
     pub content: usize,
+    /// How many bytes of [`PartialOutput::reasoning`] come from the text before `offset`
+    /// (reasoning after it, in families that have several reasoning messages, is joined
+    /// with `\n` as content is).
+    pub reasoning: usize,
     /// How many of [`PartialOutput::calls`] come from the text before `offset`.
     pub calls: usize,
     /// How many of [`PartialOutput::errors`] come from the text before `offset`.

@@ -437,6 +437,7 @@ pub fn settle(out: &mut PartialOutput, content: &Content, offset: usize) {
     out.settled = Some(super::Settled {
         offset,
         content: content.len(),
+        reasoning: out.reasoning.len(),
         calls: out.calls.len(),
         errors: out.errors.len(),
         state: 0,

@@ -52,17 +52,14 @@ pub struct StreamingParser<'a> {
     from: super::Settled,
     /// `from.offset`.
     base: usize,
-    /// The content before `base` is not empty (a later piece is joined to it with `\n`).
-    base_content: bool,
     /// How many calls (and malformed placeholders) lie before `base`.
     base_calls: usize,
     /// Bytes pushed since the last parse.
     unparsed: usize,
     /// Bytes handed to the format's parser so far.
     scanned: usize,
-    sent_reasoning: String,
-    /// The content sent from the text after `base` (without the joining `\n`).
-    sent_content: String,
+    reasoning: Joined,
+    content: Joined,
     /// The calls after `base`.
     calls: Vec<SentCall>,
     /// The errors after `base` that were sent.
@@ -86,12 +83,11 @@ impl<'a> StreamingParser<'a> {
             text: String::new(),
             from: super::Settled::default(),
             base: 0,
-            base_content: false,
             base_calls: 0,
             unparsed: 0,
             scanned: 0,
-            sent_reasoning: String::new(),
-            sent_content: String::new(),
+            reasoning: Joined::default(),
+            content: Joined::default(),
             calls: Vec::new(),
             sent_errors: 0,
             finished: false,
@@ -149,7 +145,7 @@ impl<'a> StreamingParser<'a> {
         let partial = self
             .format
             .parse_partial_from(&self.text, &self.from, self.tools, at_end);
-        let settled = partial.settled;
+        let settled = partial.settled.filter(|_| !at_end);
         let events = self.diff(partial);
         if let Some(s) = settled {
             self.settle(s);
@@ -162,7 +158,8 @@ impl<'a> StreamingParser<'a> {
         if s.offset <= self.base
             || self.sent_errors < s.errors
             || self.calls.len() < s.calls
-            || self.sent_content.len() < s.content
+            || self.content.sent.len() < s.content
+            || self.reasoning.sent.len() < s.reasoning
             || self.calls[..s.calls].iter().any(|c| c.started && !c.ended)
         {
             return;
@@ -172,29 +169,16 @@ impl<'a> StreamingParser<'a> {
         self.base_calls += s.calls;
         self.calls.drain(..s.calls);
         self.sent_errors -= s.errors;
-        let rest = &self.sent_content[s.content..];
-        let rest = if s.content > 0 {
-            rest.strip_prefix('\n').unwrap_or(rest)
-        } else {
-            rest
-        };
-        self.sent_content = rest.to_owned();
-        self.base_content |= s.content > 0;
+        self.content.settle(s.content);
+        self.reasoning.settle(s.reasoning);
     }
 
     fn diff(&mut self, p: PartialOutput) -> Vec<StreamEvent> {
         let mut events = Vec::new();
-        if self.base == 0 {
-            grow(&p.reasoning, &mut self.sent_reasoning, |d| {
-                events.push(StreamEvent::Reasoning(d))
-            });
-        }
-        let first = self.sent_content.is_empty();
-        let joined = self.base_content;
-        grow(&p.content, &mut self.sent_content, |d| {
-            let d = if first && joined { format!("\n{d}") } else { d };
-            events.push(StreamEvent::Content(d))
-        });
+        self.reasoning
+            .grow(&p.reasoning, |d| events.push(StreamEvent::Reasoning(d)));
+        self.content
+            .grow(&p.content, |d| events.push(StreamEvent::Content(d)));
         for (i, call) in p.calls.into_iter().enumerate() {
             let index = self.base_calls + i;
             if self.calls.len() <= i {
@@ -245,5 +229,39 @@ fn grow(now: &str, sent: &mut String, mut emit: impl FnMut(String)) {
         emit(now[sent.len()..].to_owned());
         sent.clear();
         sent.push_str(now);
+    }
+}
+
+/// Text made of pieces joined by `\n` (content, reasoning), of which the part from the
+/// text before the settled point is already sent.
+#[derive(Default)]
+struct Joined {
+    /// Something was sent from the text before the settled point (a later piece is
+    /// joined to it with `\n`).
+    before: bool,
+    /// What was sent from the text after it (without the joining `\n`).
+    sent: String,
+}
+
+impl Joined {
+    /// Sends what `now` (parsed from the settled point on) adds.
+    fn grow(&mut self, now: &str, mut emit: impl FnMut(String)) {
+        let first = self.sent.is_empty();
+        let before = self.before;
+        grow(now, &mut self.sent, |d| {
+            emit(if first && before { format!("\n{d}") } else { d })
+        });
+    }
+
+    /// The settled point moved past the first `len` bytes of what was sent.
+    fn settle(&mut self, len: usize) {
+        let rest = &self.sent[len..];
+        let rest = if len > 0 {
+            rest.strip_prefix('\n').unwrap_or(rest)
+        } else {
+            rest
+        };
+        self.sent = rest.to_owned();
+        self.before |= len > 0;
     }
 }
