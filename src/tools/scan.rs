@@ -1389,30 +1389,81 @@ pub(crate) fn check_streams_as_whole(
             }
         }
     }
+    // One character a delta, then pieces of several sizes (many calls in one delta).
+    for sizes in [&[1][..], &[3, 1, 17], &[64, 5], &[4096]] {
+        check_stream_chunks(format, tools, text, sizes)?;
+    }
+    Ok(())
+}
+
+/// Test support: streams `text` through a [`super::StreamingParser`] in deltas of
+/// `sizes` bytes (cycling; widened to char boundaries) and checks that the events add up
+/// to the whole-output parse. Returns the parser's work
+/// ([`super::StreamingParser::scanned_bytes`]); `Err` describes the difference.
+#[cfg(test)]
+pub(crate) fn check_stream_chunks(
+    format: &dyn super::ToolCallFormat,
+    tools: &[Tool],
+    text: &str,
+    sizes: &[usize],
+) -> Result<usize, String> {
     let mut parser = super::StreamingParser::new(format, tools);
     let mut events = Vec::new();
-    for (i, ch) in text.char_indices() {
-        events.extend(parser.push(&text[i..i + ch.len_utf8()]));
+    let mut i = 0;
+    for &k in sizes.iter().cycle() {
+        if i == text.len() {
+            break;
+        }
+        let mut j = (i + k.max(1)).min(text.len());
+        while !text.is_char_boundary(j) {
+            j += 1;
+        }
+        events.extend(parser.push(&text[i..j]));
+        i = j;
     }
     events.extend(parser.finish());
+    let whole_partial = format.parse_partial(text, tools, true);
     let mut got = super::ParsedOutput::default();
     let (mut content, mut reasoning) = (String::new(), String::new());
+    let mut args: std::collections::BTreeMap<usize, String> = Default::default();
+    let short = |s: String| s.chars().take(600).collect::<String>();
     for e in events {
         match e {
             super::StreamEvent::Content(d) => content.push_str(&d),
             super::StreamEvent::Reasoning(d) => reasoning.push_str(&d),
-            super::StreamEvent::ToolCallEnd { call, .. } => got.tool_calls.push(call),
+            super::StreamEvent::ToolCallArguments { index, delta } => {
+                args.entry(index).or_default().push_str(&delta)
+            }
+            super::StreamEvent::ToolCallEnd { index, call } => {
+                // Same index, arguments text and call as the whole parse.
+                let w = whole_partial.calls.get(index);
+                let sent = args.remove(&index).unwrap_or_default();
+                if w.and_then(|w| w.complete.as_ref()) != Some(&call)
+                    || w.is_some_and(|w| w.arguments_text != sent)
+                {
+                    return Err(short(format!(
+                        "in deltas of {sizes:?}: call {index} ended as {call:?} after \
+                         arguments {sent:?}; whole {w:?}"
+                    )));
+                }
+                got.tool_calls.push(call)
+            }
             super::StreamEvent::Malformed(m) => got.errors.push(m),
             _ => {}
         }
     }
     got.content = (!content.is_empty()).then_some(content);
     got.reasoning = (!reasoning.is_empty()).then_some(reasoning);
-    let whole = whole.into_parsed();
+    let whole = whole_partial.into_parsed();
     if got != whole {
-        return Err(format!("streamed {got:?}, whole {whole:?}, text {text:?}"));
+        return Err(format!(
+            "in deltas of {sizes:?}: streamed {}, whole {}, text {}",
+            short(format!("{got:?}")),
+            short(format!("{whole:?}")),
+            short(format!("{text:?}"))
+        ));
     }
-    Ok(())
+    Ok(parser.scanned_bytes())
 }
 
 /// Test support: `tag` compiled for a vocabulary of the 128 ASCII bytes, one token each,

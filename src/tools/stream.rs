@@ -265,3 +265,95 @@ impl Joined {
         self.before |= len > 0;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::super::scan::check_stream_chunks;
+    use super::super::{format_by_name, format_names, Tool, ToolCall};
+
+    fn tools() -> Vec<Tool> {
+        Tool::list_from_openai(&json!([{"type": "function", "function": {
+            "name": "write_file",
+            "parameters": {"type": "object", "properties": {"text": {"type": "string"}},
+                           "required": ["text"]}}}]))
+        .unwrap()
+    }
+
+    /// Prose of `len` bytes with spaces, punctuation and newlines.
+    fn prose(len: usize) -> String {
+        let words = ["lorem ", "ipsum, ", "dolor ", "sit\n", "amet. "];
+        let mut s = String::new();
+        for w in words.iter().cycle() {
+            if s.len() >= len {
+                break;
+            }
+            s.push_str(w);
+        }
+        s
+    }
+
+    /// Streaming one call with a 40 KB string argument in 4-byte deltas, and 1,000 small
+    /// calls in 16-byte deltas, hands each format's parser a few dozen times the text's
+    /// length, where re-parsing all of it on every delta hands it thousands of times
+    /// (issue 5). No timing: the parser's own count of the bytes it was handed.
+    #[test]
+    fn streaming_work_is_linear_for_every_format() {
+        let tools = tools();
+        let one = [ToolCall::new("write_file", json!({"text": prose(40_000)}))];
+        let many: Vec<ToolCall> = (0..1000)
+            .map(|i| ToolCall::new("write_file", json!({"text": format!("file {i}")})))
+            .collect();
+        for name in format_names() {
+            let f = format_by_name(&name).unwrap();
+            for (calls, k) in [(&one[..], 4), (&many[..], 16)] {
+                let text = f.render_calls(calls);
+                let n = text.len();
+                let scanned = check_stream_chunks(f.as_ref(), &tools, &text, &[k])
+                    .unwrap_or_else(|e| panic!("{name}: {e}"));
+                assert!(
+                    scanned < 80 * n,
+                    "{name}: {} calls, {n} bytes in {k}-byte deltas: parsed {scanned} bytes \
+                     ({}× the text)",
+                    calls.len(),
+                    scanned / n
+                );
+            }
+        }
+    }
+
+    /// With many calls, formats that settle after each call re-parse only the call in
+    /// progress: every delta is parsed (no coalescing), and the work stays a small multiple
+    /// of the text.
+    #[test]
+    fn settled_formats_parse_every_delta_of_many_calls() {
+        let tools = tools();
+        let many: Vec<ToolCall> = (0..1000)
+            .map(|i| ToolCall::new("write_file", json!({"text": format!("file {i}")})))
+            .collect();
+        for name in [
+            "hermes",
+            "qwen3_coder",
+            "glm45",
+            "glm47",
+            "deepseek_v3",
+            "deepseek_v31",
+            "kimi_k2",
+            "harmony",
+            "json",
+            "llama3_json",
+            "mistral",
+        ] {
+            let f = format_by_name(name).unwrap();
+            let text = f.render_calls(&many);
+            let scanned = check_stream_chunks(f.as_ref(), &tools, &text, &[8])
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert!(
+                scanned < 16 * text.len(),
+                "{name}: parsed {scanned} bytes for {}",
+                text.len()
+            );
+        }
+    }
+}
