@@ -559,9 +559,19 @@ impl ToolCallFormat for Glm4 {
     }
 
     fn parse_partial(&self, text: &str, tools: &[Tool], at_end: bool) -> PartialOutput {
+        self.parse_partial_from(text, &Settled::default(), tools, at_end)
+    }
+
+    fn parse_partial_from(
+        &self,
+        text: &str,
+        from: &Settled,
+        tools: &[Tool],
+        at_end: bool,
+    ) -> PartialOutput {
         let mut out = PartialOutput::default();
         let mut content = Content::default();
-        let mut pos = 0;
+        let mut pos = from.offset;
         loop {
             // An optional `<|assistant|>` before each message.
             let j = skip_ws(text, pos);
@@ -619,6 +629,10 @@ impl ToolCallFormat for Glm4 {
                     let k = skip_ws(text, pos);
                     if text[k..].starts_with(OBSERVATION) {
                         pos = k + OBSERVATION.len();
+                        scan::settle(&mut out, &content, pos);
+                    } else if !OBSERVATION.starts_with(&text[k..]) {
+                        // No observation marker follows: the next message starts afresh.
+                        scan::settle(&mut out, &content, pos);
                     }
                 }
                 JsonRead::Incomplete if !at_end => {

@@ -22,9 +22,10 @@
 //! (`docs/tool-call-formats.md` in the shared documentation): its cross-family rules hold
 //! for every parser here — special tokens are decoded as their text, a partial marker at
 //! the end of a stream is held back, several calls in one delta are found by re-parsing the
-//! accumulated text, markers inside JSON strings are not markers, calls inside reasoning
-//! are not calls, a malformed call is reported with its text (which also stays in
-//! `content`, so nothing is lost), and text after the last call is kept in `content`.
+//! accumulated text (from the last finished call on, see [`StreamingParser`]), markers
+//! inside JSON strings are not markers, calls inside reasoning are not calls, a malformed
+//! call is reported with its text (which also stays in `content`, so nothing is lost), and
+//! text after the last call is kept in `content`.
 //!
 //! ```
 //! use serde_json::json;

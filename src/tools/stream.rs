@@ -4,24 +4,28 @@
 //! Per-delta state machines drop calls when a begin marker, a whole call and its end
 //! arrive in one delta (speculative decoding, `stream_interval > 1`); re-parsing the
 //! accumulated text and diffing against what was sent cannot (rule 3 of the tool-call
-//! format notes). Re-parsing all of it on every delta is quadratic in the output's length,
-//! so two things bound the work:
+//! format notes). Re-parsing all of it on every delta is quadratic in the output's length
+//! (issue 5: one call with an 80 KB argument in 4-byte deltas took seconds), so two things
+//! bound the work:
 //!
 //! * **Settled prefix.** A format reports, with each partial parse, the last point no later
-//!   text can change ([`super::Settled`]: free text just after a finished or malformed
-//!   call, reasoning over). The next parse restarts there
-//!   ([`ToolCallFormat::parse_partial_from`]); what came before is kept as sent (its
-//!   content, the number of its calls and errors). With many calls, each delta costs a
-//!   parse of the call in progress only.
+//!   text can change ([`super::Settled`]: just after a finished or malformed call, outside
+//!   reasoning, with the parser's state there where it is not plain free text, such as
+//!   inside a DeepSeek/Kimi call section or a JSON call array). The next parse restarts
+//!   there ([`ToolCallFormat::parse_partial_from`]); of what came before only the count of
+//!   its calls and errors and whether it had content or reasoning are kept (a later piece
+//!   is joined to it with `\n`). With many calls, a delta costs a parse of the call in
+//!   progress only. Formats with settled points: every built-in one but `pythonic`; a
+//!   format without them (and a user's format) is re-parsed from the start, with the
+//!   coalescing below.
 //! * **Coalescing inside a long unsettled piece.** While the text after the settled point
-//!   (one long call, or free text with no call) is longer than `EAGER_TAIL` (1 KiB) bytes, it
-//!   is re-parsed once the bytes arrived since the last parse reach 1/`TAIL_SHARE` (1/64) of
+//!   (one long call, or free text with no call) is longer than `EAGER_TAIL` (1 KiB), it is
+//!   re-parsed once the bytes arrived since the last parse reach 1/`TAIL_SHARE` (1/64) of
 //!   its length (and always by [`StreamingParser::finish`] and
-//!   [`StreamingParser::flush`]). Each parse then costs at most `TAIL_SHARE` times the
+//!   [`StreamingParser::flush`]). Each such parse costs at most `TAIL_SHARE` times the
 //!   bytes that paid for it, so a whole stream costs O(n) parse work however small its
-//!   deltas; the price is that inside such a piece the events come in pieces of up to
-//!   1/`TAIL_SHARE` (1/64) of its length (an 80 KB argument: about 1.25 KB) rather than per
-//!   delta.
+//!   deltas; the price is that inside such a piece events come in pieces of up to 1/64 of
+//!   its length (an 80 KB argument: about 1.25 KB) rather than per delta.
 //!
 //! Every event still comes from a real parse of a prefix of the output, so the events of a
 //! whole stream add up to the whole-output parse however the text was cut into deltas.
@@ -335,6 +339,7 @@ mod tests {
         for name in [
             "hermes",
             "qwen3_coder",
+            "glm4",
             "glm45",
             "glm47",
             "deepseek_v3",
