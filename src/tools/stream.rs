@@ -15,8 +15,8 @@
 //!   there ([`ToolCallFormat::parse_partial_from`]); of what came before only the count of
 //!   its calls and errors and whether it had content or reasoning are kept (a later piece
 //!   is joined to it with `\n`). With many calls, a delta costs a parse of the call in
-//!   progress only. Formats with settled points: every built-in one but `pythonic`; a
-//!   format without them (and a user's format) is re-parsed from the start, with the
+//!   progress only. Every built-in format reports settled points; one that does not (a
+//!   user's format, unless it implements them) is re-parsed from the start, with the
 //!   coalescing below.
 //! * **Coalescing inside a long unsettled piece.** While the text after the settled point
 //!   (one long call, or free text with no call) is longer than `EAGER_TAIL` (1 KiB), it is
@@ -349,6 +349,7 @@ mod tests {
             "json",
             "llama3_json",
             "mistral",
+            "pythonic",
         ] {
             let f = format_by_name(name).unwrap();
             let text = f.render_calls(&many);
