@@ -396,6 +396,35 @@ pub struct PartialCall {
 }
 
 impl PartialOutput {
+    /// Drops what comes from the text before `from` (a whole parse made a parse from
+    /// `from` on, see [`ToolCallFormat::parse_partial_from`]).
+    fn drop_settled(&mut self, from: &Settled) {
+        if from.offset == 0 {
+            return;
+        }
+        // Pieces are joined by `\n`: the one after the settled text loses it.
+        let cut = |s: &str, len: usize| {
+            let len = len.min(s.len());
+            len + usize::from(len > 0 && s[len..].starts_with('\n'))
+        };
+        let content_cut = cut(&self.content, from.content);
+        let reasoning_cut = cut(&self.reasoning, from.reasoning);
+        self.content.drain(..content_cut);
+        self.reasoning.drain(..reasoning_cut);
+        self.calls.drain(..from.calls.min(self.calls.len()));
+        self.errors.drain(..from.errors.min(self.errors.len()));
+        self.settled = self
+            .settled
+            .filter(|s| s.offset > from.offset)
+            .map(|s| Settled {
+                content: s.content.saturating_sub(content_cut),
+                reasoning: s.reasoning.saturating_sub(reasoning_cut),
+                calls: s.calls.saturating_sub(from.calls),
+                errors: s.errors.saturating_sub(from.errors),
+                ..s
+            });
+    }
+
     /// The parsed result of a whole output (`content`/`reasoning` become `None` when
     /// empty; only complete calls are kept).
     pub fn into_parsed(self) -> ParsedOutput {
@@ -543,12 +572,18 @@ pub trait ToolCallFormat: Send + Sync {
     fn parse_partial(&self, text: &str, tools: &[Tool], at_end: bool) -> PartialOutput;
 
     /// Streaming support: [`ToolCallFormat::parse_partial`] of `text` restarted at `from`,
-    /// a [`Settled`] point an earlier parse of a prefix of `text` reported (the default
-    /// `Settled`, offset 0: from the start). The result holds only what comes from
-    /// `text[from.offset..]`: no reasoning, the content pieces and calls after it (error
-    /// offsets stay offsets in `text`). A format that never reports
-    /// [`PartialOutput::settled`] is only called with the default (this default forwards
-    /// to `parse_partial`).
+    /// a [`Settled`] point an earlier parse of a prefix of `text` reported, its counts
+    /// taken from the start of `text` (the default `Settled`, offset 0: from the start).
+    /// The result holds only what comes from
+    /// `text[from.offset..]`: no reasoning before it, the content pieces and calls after it
+    /// (error offsets stay offsets in `text`), and its own settled point counted the same
+    /// way.
+    ///
+    /// A format that reports settled points implements this to parse only from `from`
+    /// (that is what makes streaming linear). The default parses all of `text` and drops
+    /// what came before `from`: correct for any format, so a wrapper that forwards
+    /// `parse_partial` to a built-in format streams right, though it re-parses the whole
+    /// text per delta unless it forwards this method too.
     #[doc(hidden)]
     fn parse_partial_from(
         &self,
@@ -557,8 +592,9 @@ pub trait ToolCallFormat: Send + Sync {
         tools: &[Tool],
         at_end: bool,
     ) -> PartialOutput {
-        debug_assert_eq!(from.offset, 0, "{} reports no settled points", self.name());
-        self.parse_partial(text, tools, at_end)
+        let mut out = self.parse_partial(text, tools, at_end);
+        out.drop_settled(from);
+        out
     }
 
     /// Parses a whole output. Never fails: unreadable calls are in

@@ -169,10 +169,22 @@ impl<'a> StreamingParser<'a> {
             return;
         }
         self.base = s.offset;
-        self.from = s;
         self.base_calls += s.calls;
         self.calls.drain(..s.calls);
         self.sent_errors -= s.errors;
+        // `from` counts from the start of the text (what a whole parse drops).
+        let joined = |before: usize, more: usize| match (before, more) {
+            (b, 0) => b,
+            (0, m) => m,
+            (b, m) => b + 1 + m,
+        };
+        self.from = super::Settled {
+            content: joined(self.from.content, s.content),
+            reasoning: joined(self.from.reasoning, s.reasoning),
+            calls: self.base_calls,
+            errors: self.from.errors + s.errors,
+            ..s
+        };
         self.content.settle(s.content);
         self.reasoning.settle(s.reasoning);
     }
@@ -275,7 +287,9 @@ mod tests {
     use serde_json::json;
 
     use super::super::scan::check_stream_chunks;
-    use super::super::{format_by_name, format_names, Tool, ToolCall};
+    use super::super::{
+        format_by_name, format_names, PartialOutput, Tool, ToolCall, ToolCallFormat,
+    };
 
     fn tools() -> Vec<Tool> {
         Tool::list_from_openai(&json!([{"type": "function", "function": {
@@ -360,6 +374,55 @@ mod tests {
                 "{name}: parsed {scanned} bytes for {}",
                 text.len()
             );
+        }
+    }
+
+    /// A format that forwards only `parse_partial` (a wrapper, as users write): the
+    /// settled points it passes on come back through the default `parse_partial_from`,
+    /// which drops what came before them, so it still streams as it parses.
+    struct Forward(std::sync::Arc<dyn ToolCallFormat>);
+
+    impl ToolCallFormat for Forward {
+        fn name(&self) -> &str {
+            self.0.name()
+        }
+        fn structural_tag(
+            &self,
+            tools: &[Tool],
+            choice: &super::super::ToolChoice,
+            parallel: bool,
+        ) -> Result<crate::StructuralTag, super::super::ToolError> {
+            self.0.structural_tag(tools, choice, parallel)
+        }
+        fn parse_partial(&self, text: &str, tools: &[Tool], at_end: bool) -> PartialOutput {
+            self.0.parse_partial(text, tools, at_end)
+        }
+        fn render_calls(&self, calls: &[ToolCall]) -> String {
+            self.0.render_calls(calls)
+        }
+        fn render_tool_result(&self, call: &ToolCall, result: &serde_json::Value) -> String {
+            self.0.render_tool_result(call, result)
+        }
+        fn render_tools_prompt(&self, tools: &[Tool]) -> String {
+            self.0.render_tools_prompt(tools)
+        }
+    }
+
+    #[test]
+    fn wrapper_forwarding_parse_partial_streams_as_whole() {
+        let tools = tools();
+        let calls: Vec<ToolCall> = (0..40)
+            .map(|i| ToolCall::new("write_file", json!({"text": format!("file {i}")})))
+            .collect();
+        for name in format_names() {
+            let f = Forward(format_by_name(&name).unwrap());
+            let text = format!("Writing.\n{}", f.render_calls(&calls));
+            for sizes in [&[1][..], &[7, 2], &[50]] {
+                for t in [&text[..], &f.render_calls(&calls)] {
+                    check_stream_chunks(&f, &tools, t, sizes)
+                        .unwrap_or_else(|e| panic!("{name}: {e}"));
+                }
+            }
         }
     }
 }
