@@ -1,7 +1,8 @@
 //! Streaming-parse timing for every registered tool-call format (issue 5): (a) one call
 //! whose string argument is 80 KB, pushed in 4-byte deltas, and (b) 2,000 small calls
 //! pushed in 64-byte deltas. Each text is built with the format's own renderer; the
-//! streamed calls are checked against the whole-output parse.
+//! streamed calls are checked against the whole-output parse. `work` is the bytes the
+//! format's parser was handed per byte of text (`StreamingParser::scanned_bytes`).
 //!
 //! ```sh
 //! cargo run --release --example stream_timing [-- FORMAT...]
@@ -12,12 +13,13 @@ use std::time::Instant;
 use serde_json::json;
 use tokensieve::tools::{format_by_name, format_names, StreamEvent, Tool, ToolCall};
 
+/// Seconds, `ToolCallEnd` events, and the bytes the parser was handed per byte of text.
 fn stream(
     format: &dyn tokensieve::tools::ToolCallFormat,
     tools: &[Tool],
     text: &str,
     k: usize,
-) -> (f64, usize) {
+) -> (f64, usize, f64) {
     let t = Instant::now();
     let mut p = format.streaming_parser(tools);
     let mut ends = 0;
@@ -37,7 +39,8 @@ fn stream(
         i = j;
     }
     count(p.finish());
-    (t.elapsed().as_secs_f64(), ends)
+    let work = p.scanned_bytes() as f64 / text.len() as f64;
+    (t.elapsed().as_secs_f64(), ends, work)
 }
 
 fn main() {
@@ -78,8 +81,8 @@ fn main() {
         let f = format_by_name(&name).unwrap();
         let a = f.render_calls(&one);
         let b = f.render_calls(&many);
-        let (ta, na) = stream(f.as_ref(), &tools, &a, 4);
-        let (tb, nb) = stream(f.as_ref(), &tools, &b, 64);
+        let (ta, na, wka) = stream(f.as_ref(), &tools, &a, 4);
+        let (tb, nb, wkb) = stream(f.as_ref(), &tools, &b, 64);
         let wa = f.parse(&a, &tools).tool_calls.len();
         let wb = f.parse(&b, &tools).tool_calls.len();
         let ok = if na == wa && nb == wb && wa == 1 && wb == 2000 {
@@ -87,6 +90,8 @@ fn main() {
         } else {
             "  MISMATCH"
         };
-        println!("{name:<14} {ta:>12.3} {tb:>14.3}   calls {na}/{wa} {nb}/{wb}{ok}");
+        println!(
+            "{name:<14} {ta:>12.3} {wka:>5.1}x {tb:>18.3} {wkb:>5.1}x   calls {na}/{wa} {nb}/{wb}{ok}"
+        );
     }
 }
