@@ -71,8 +71,8 @@ fn main() {
         .map(|i| ToolCall::new("write_file", json!({ "text": format!("file {i}") })))
         .collect();
     println!(
-        "{:<14} {:>12} {:>14}",
-        "format", "80KB/4B (s)", "2000 calls/64B (s)"
+        "{:<14} {:>12} {:>6} {:>18} {:>6}",
+        "format", "80KB/4B (s)", "work", "2000 calls/64B (s)", "work"
     );
     for name in format_names() {
         if !filter.is_empty() && !filter.contains(&name) {
