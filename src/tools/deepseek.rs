@@ -26,8 +26,8 @@ use serde_json::{json, Value};
 use super::scan::{self, CallRead, Sections};
 use super::tags::{self, Envelope};
 use super::{
-    FormatOptions, PartialCall, PartialOutput, StructuralTag, Tool, ToolCall, ToolCallFormat,
-    ToolChoice, ToolError, ToolParseError,
+    FormatOptions, PartialCall, PartialOutput, Settled, StructuralTag, Tool, ToolCall,
+    ToolCallFormat, ToolChoice, ToolError, ToolParseError,
 };
 
 /// `<｜tool▁calls▁begin｜>`: opens the section holding a turn's calls.
@@ -184,7 +184,18 @@ impl ToolCallFormat for DeepSeek {
     }
 
     fn parse_partial(&self, text: &str, tools: &[Tool], at_end: bool) -> PartialOutput {
-        scan::parse_sectioned(text, self.options.reasoning, &SECTIONS, at_end, |body| {
+        self.parse_partial_from(text, &Settled::default(), tools, at_end)
+    }
+
+    fn parse_partial_from(
+        &self,
+        text: &str,
+        from: &Settled,
+        tools: &[Tool],
+        at_end: bool,
+    ) -> PartialOutput {
+        let reasoning = self.options.reasoning;
+        scan::parse_sectioned(text, from, reasoning, &SECTIONS, at_end, |body| {
             read_call(body, tools, at_end)
         })
     }

@@ -15,7 +15,7 @@ use super::qwen3_coder::{arguments_json_text, typed_arguments, xml_arguments};
 use super::scan::{self, Content, JsonRead};
 use super::tags::{self, Envelope};
 use super::{
-    CallMode, FormatOptions, PartialCall, PartialOutput, StructuralTag, Tool, ToolCall,
+    CallMode, FormatOptions, PartialCall, PartialOutput, Settled, StructuralTag, Tool, ToolCall,
     ToolCallFormat, ToolChoice, ToolError, ToolParseError,
 };
 
@@ -176,12 +176,27 @@ impl ToolCallFormat for Glm {
     }
 
     fn parse_partial(&self, text: &str, tools: &[Tool], at_end: bool) -> PartialOutput {
+        self.parse_partial_from(text, &Settled::default(), tools, at_end)
+    }
+
+    fn parse_partial_from(
+        &self,
+        text: &str,
+        from: &Settled,
+        tools: &[Tool],
+        at_end: bool,
+    ) -> PartialOutput {
         let mut out = PartialOutput::default();
-        let (reasoning, rest) =
-            scan::split_reasoning(text, THINK, THINK_END, self.options.reasoning, at_end);
-        out.reasoning = reasoning;
-        let Some(rest) = rest else {
-            return out;
+        let rest = if from.offset > 0 {
+            from.offset
+        } else {
+            let (reasoning, rest) =
+                scan::split_reasoning(text, THINK, THINK_END, self.options.reasoning, at_end);
+            out.reasoning = reasoning;
+            let Some(rest) = rest else {
+                return out;
+            };
+            rest
         };
         let mut content = Content::default();
         let mut pos = rest;
@@ -200,11 +215,13 @@ impl ToolCallFormat for Glm {
                 Step::Done { call, len } => {
                     out.calls.push(call);
                     pos = start + len;
+                    scan::settle(&mut out, &content, pos);
                 }
                 Step::Bad { error, len } => {
                     let end = start + len;
                     scan::push_malformed(&mut out, &mut content, &text[start..end], start, error);
                     pos = end;
+                    scan::settle(&mut out, &content, pos);
                 }
             }
         }
@@ -542,9 +559,19 @@ impl ToolCallFormat for Glm4 {
     }
 
     fn parse_partial(&self, text: &str, tools: &[Tool], at_end: bool) -> PartialOutput {
+        self.parse_partial_from(text, &Settled::default(), tools, at_end)
+    }
+
+    fn parse_partial_from(
+        &self,
+        text: &str,
+        from: &Settled,
+        tools: &[Tool],
+        at_end: bool,
+    ) -> PartialOutput {
         let mut out = PartialOutput::default();
         let mut content = Content::default();
-        let mut pos = 0;
+        let mut pos = from.offset;
         loop {
             // An optional `<|assistant|>` before each message.
             let j = skip_ws(text, pos);
@@ -602,6 +629,10 @@ impl ToolCallFormat for Glm4 {
                     let k = skip_ws(text, pos);
                     if text[k..].starts_with(OBSERVATION) {
                         pos = k + OBSERVATION.len();
+                        scan::settle(&mut out, &content, pos);
+                    } else if !OBSERVATION.starts_with(&text[k..]) {
+                        // No observation marker follows: the next message starts afresh.
+                        scan::settle(&mut out, &content, pos);
                     }
                 }
                 JsonRead::Incomplete if !at_end => {

@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use super::scan::{self, ArgsRead, Content};
 use super::tags;
 use super::{
-    CallMode, FormatOptions, PartialCall, PartialOutput, StructuralTag, Tool, ToolCall,
+    CallMode, FormatOptions, PartialCall, PartialOutput, Settled, StructuralTag, Tool, ToolCall,
     ToolCallFormat, ToolChoice, ToolError, ToolParseError,
 };
 
@@ -152,10 +152,27 @@ impl ToolCallFormat for Harmony {
     }
 
     fn parse_partial(&self, text: &str, tools: &[Tool], at_end: bool) -> PartialOutput {
+        self.parse_partial_from(text, &Settled::default(), tools, at_end)
+    }
+
+    fn parse_partial_from(
+        &self,
+        text: &str,
+        from: &Settled,
+        tools: &[Tool],
+        at_end: bool,
+    ) -> PartialOutput {
         let mut out = PartialOutput::default();
         let mut reasoning = Content::default();
         let mut content = Content::default();
-        let mut pos = 0;
+        let mut pos = from.offset;
+        // Every message that has ended settles the parse: the next starts afresh.
+        let settle = |out: &mut PartialOutput, content: &Content, reasoning: &Content, pos| {
+            scan::settle(out, content, pos);
+            if let Some(s) = &mut out.settled {
+                s.reasoning = reasoning.len();
+            }
+        };
         while pos < text.len() {
             let msg_start = pos;
             let started = text[pos..].starts_with(START);
@@ -246,6 +263,7 @@ impl ToolCallFormat for Harmony {
                         pos = end;
                     }
                 }
+                settle(&mut out, &content, &reasoning, pos);
                 continue;
             }
             // A text message: analysis is reasoning, anything else content (and so is
@@ -261,6 +279,7 @@ impl ToolCallFormat for Harmony {
                 Some((k, _)) => {
                     sink.push(&body[..k]);
                     pos = skip_end_marker(text, body_start + k);
+                    settle(&mut out, &content, &reasoning, pos);
                 }
                 None => {
                     sink.push_tail(body, MARKERS, at_end);

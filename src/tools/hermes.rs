@@ -13,8 +13,8 @@ use serde_json::{json, Value};
 use super::scan::{self, Content, JsonRead};
 use super::tags::{self, Envelope};
 use super::{
-    FormatOptions, PartialCall, PartialOutput, StructuralTag, Tool, ToolCall, ToolCallFormat,
-    ToolChoice, ToolError, ToolParseError,
+    FormatOptions, PartialCall, PartialOutput, Settled, StructuralTag, Tool, ToolCall,
+    ToolCallFormat, ToolChoice, ToolError, ToolParseError,
 };
 
 const BEGIN: &str = "<tool_call>";
@@ -87,12 +87,27 @@ impl ToolCallFormat for Hermes {
     }
 
     fn parse_partial(&self, text: &str, tools: &[Tool], at_end: bool) -> PartialOutput {
+        self.parse_partial_from(text, &Settled::default(), tools, at_end)
+    }
+
+    fn parse_partial_from(
+        &self,
+        text: &str,
+        from: &Settled,
+        tools: &[Tool],
+        at_end: bool,
+    ) -> PartialOutput {
         let mut out = PartialOutput::default();
-        let (reasoning, rest) =
-            scan::split_reasoning(text, THINK, THINK_END, self.options.reasoning, at_end);
-        out.reasoning = reasoning;
-        let Some(rest) = rest else {
-            return out;
+        let rest = if from.offset > 0 {
+            from.offset
+        } else {
+            let (reasoning, rest) =
+                scan::split_reasoning(text, THINK, THINK_END, self.options.reasoning, at_end);
+            out.reasoning = reasoning;
+            let Some(rest) = rest else {
+                return out;
+            };
+            rest
         };
         let mut content = Content::default();
         let mut pos = rest;
@@ -117,12 +132,14 @@ impl ToolCallFormat for Hermes {
                         complete: Some(call),
                     });
                     pos = body + len;
+                    scan::settle(&mut out, &content, pos);
                 }
                 Step::Held => break,
                 Step::Bad { error, len } => {
                     let end = body + len;
                     scan::push_malformed(&mut out, &mut content, &text[start..end], start, error);
                     pos = end;
+                    scan::settle(&mut out, &content, pos);
                 }
             }
         }

@@ -13,7 +13,7 @@ use serde_json::{json, Map, Value};
 use super::scan::{self, Content, JsonRead};
 use super::tags;
 use super::{
-    CallMode, FormatOptions, PartialCall, PartialOutput, StructuralTag, Tool, ToolCall,
+    CallMode, FormatOptions, PartialCall, PartialOutput, Settled, StructuralTag, Tool, ToolCall,
     ToolCallFormat, ToolChoice, ToolError, ToolParseError,
 };
 
@@ -227,14 +227,26 @@ impl ToolCallFormat for JsonArray {
     }
 
     fn parse_partial(&self, text: &str, tools: &[Tool], at_end: bool) -> PartialOutput {
+        self.parse_partial_from(text, &Settled::default(), tools, at_end)
+    }
+
+    fn parse_partial_from(
+        &self,
+        text: &str,
+        from: &Settled,
+        tools: &[Tool],
+        at_end: bool,
+    ) -> PartialOutput {
         let mut out = PartialOutput::default();
         let mut content = Content::default();
         let lead = text.len() - text.trim_start().len();
         let rest = &text[lead..];
+        // Settled points lie in the call array, just after an element.
+        let resume = (from.offset > 0).then(|| from.offset - lead);
         if let Some(name) = &self.forced {
             parse_forced(name, rest, lead, tools, at_end, &mut out, &mut content);
         } else if rest.starts_with('[') {
-            parse_array(rest, lead, tools, at_end, &mut out, &mut content);
+            parse_array(rest, lead, resume, tools, at_end, &mut out, &mut content);
         } else if rest.starts_with('{') {
             parse_object(rest, lead, tools, at_end, &mut out, &mut content);
         } else {
@@ -331,10 +343,12 @@ fn parse_forced(
     }
 }
 
-/// A call array, element by element.
+/// A call array, element by element (from the start, or `resume`d just after an element
+/// an earlier parse settled at).
 fn parse_array(
     rest: &str,
     lead: usize,
+    resume: Option<usize>,
     tools: &[Tool],
     at_end: bool,
     out: &mut PartialOutput,
@@ -353,7 +367,7 @@ fn parse_array(
         |from: usize, error: ToolParseError, out: &mut PartialOutput, c: &mut Content| {
             if at_end {
                 // Nothing read yet: the whole array is the offending text.
-                let from = if out.calls.is_empty() && out.errors.is_empty() {
+                let from = if resume.is_none() && out.calls.is_empty() && out.errors.is_empty() {
                     0
                 } else {
                     from
@@ -361,11 +375,11 @@ fn parse_array(
                 scan::push_malformed(out, c, rest[from..].trim_end(), lead + from, error);
             }
         };
-    let mut i = skip_ws(1);
+    let mut i = skip_ws(resume.unwrap_or(1));
     // Just after the last element read: a list cut off after it is an error from there
     // (its separator), never again the elements already read.
-    let mut last_end = 1;
-    let mut first = true;
+    let mut last_end = resume.unwrap_or(1);
+    let mut first = resume.is_none();
     loop {
         if i == b.len() {
             tail_error(last_end, ToolParseError::Unterminated, out, content);
@@ -407,6 +421,7 @@ fn parse_array(
                 }
                 last_end = i + end;
                 i = skip_ws(i + end);
+                scan::settle(out, content, lead + last_end);
             }
             JsonRead::Incomplete => {
                 if at_end {
@@ -511,9 +526,17 @@ fn cut_off_object(
     if let Some(m) = list {
         let array = &rest[m.value_start..];
         let (mut trial, mut trial_content) = (PartialOutput::default(), Content::default());
-        parse_array(array, lead, tools, true, &mut trial, &mut trial_content);
+        parse_array(
+            array,
+            lead,
+            None,
+            tools,
+            true,
+            &mut trial,
+            &mut trial_content,
+        );
         if trial.calls.iter().any(|c| c.complete.is_some()) {
-            parse_array(array, lead + m.value_start, tools, true, out, content);
+            parse_array(array, lead + m.value_start, None, tools, true, out, content);
             return;
         }
     }

@@ -11,8 +11,8 @@ use serde_json::{json, Value};
 use super::scan::{self, Content, JsonRead};
 use super::tags::{self, Envelope};
 use super::{
-    FormatOptions, PartialOutput, StructuralTag, Tool, ToolCall, ToolCallFormat, ToolChoice,
-    ToolError, ToolParseError,
+    FormatOptions, PartialOutput, Settled, StructuralTag, Tool, ToolCall, ToolCallFormat,
+    ToolChoice, ToolError, ToolParseError,
 };
 
 /// The prefix Llama 3.1 sometimes writes before a call (special token 128010; the shared
@@ -156,11 +156,21 @@ impl ToolCallFormat for Llama3Json {
     }
 
     fn parse_partial(&self, text: &str, tools: &[Tool], at_end: bool) -> PartialOutput {
+        self.parse_partial_from(text, &Settled::default(), tools, at_end)
+    }
+
+    fn parse_partial_from(
+        &self,
+        text: &str,
+        from: &Settled,
+        tools: &[Tool],
+        at_end: bool,
+    ) -> PartialOutput {
         let mut out = PartialOutput::default();
         let mut content = Content::default();
         let b = text.as_bytes();
-        let mut seg = 0;
-        let mut i = 0;
+        let mut seg = from.offset;
+        let mut i = from.offset;
         loop {
             let Some(k) = text[i..].find('{') else {
                 push_tail(&mut content, &text[seg..], at_end);
@@ -207,6 +217,10 @@ impl ToolCallFormat for Llama3Json {
                     }
                     seg = e;
                     i = e;
+                    if e < b.len() {
+                        // The separators have ended: the rest parses afresh from here.
+                        scan::settle(&mut out, &content, e);
+                    }
                 }
                 JsonRead::Incomplete => {
                     let obj = scan::scan_object(&text[s..]);
@@ -265,6 +279,7 @@ impl ToolCallFormat for Llama3Json {
                     );
                     seg = stop;
                     i = stop;
+                    scan::settle(&mut out, &content, stop);
                 }
             }
         }

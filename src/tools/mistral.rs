@@ -12,8 +12,8 @@ use serde_json::{json, Value};
 use super::scan::{self, Content, JsonRead};
 use super::tags::{self, Envelope};
 use super::{
-    FormatOptions, PartialCall, PartialOutput, StructuralTag, Tool, ToolCall, ToolCallFormat,
-    ToolChoice, ToolError, ToolParseError,
+    FormatOptions, PartialCall, PartialOutput, Settled, StructuralTag, Tool, ToolCall,
+    ToolCallFormat, ToolChoice, ToolError, ToolParseError,
 };
 use crate::Vocabulary;
 
@@ -163,12 +163,27 @@ impl ToolCallFormat for Mistral {
     }
 
     fn parse_partial(&self, text: &str, tools: &[Tool], at_end: bool) -> PartialOutput {
+        self.parse_partial_from(text, &Settled::default(), tools, at_end)
+    }
+
+    fn parse_partial_from(
+        &self,
+        text: &str,
+        from: &Settled,
+        tools: &[Tool],
+        at_end: bool,
+    ) -> PartialOutput {
         let mut out = PartialOutput::default();
-        let (reasoning, rest) =
-            scan::split_reasoning(text, THINK, THINK_END, self.options.reasoning, at_end);
-        out.reasoning = reasoning;
-        let Some(rest) = rest else {
-            return out;
+        let rest = if from.offset > 0 {
+            from.offset
+        } else {
+            let (reasoning, rest) =
+                scan::split_reasoning(text, THINK, THINK_END, self.options.reasoning, at_end);
+            out.reasoning = reasoning;
+            let Some(rest) = rest else {
+                return out;
+            };
+            rest
         };
         let mut content = Content::default();
         let mut pos = rest;
@@ -203,7 +218,10 @@ impl ToolCallFormat for Mistral {
                 read_name_args(text, start, body, tools, at_end, &mut out, &mut content)
             };
             match step {
-                Some(next) => pos = next,
+                Some(next) => {
+                    pos = next;
+                    scan::settle(&mut out, &content, pos);
+                }
                 None => break,
             }
         }

@@ -22,9 +22,10 @@
 //! (`docs/tool-call-formats.md` in the shared documentation): its cross-family rules hold
 //! for every parser here — special tokens are decoded as their text, a partial marker at
 //! the end of a stream is held back, several calls in one delta are found by re-parsing the
-//! accumulated text, markers inside JSON strings are not markers, calls inside reasoning
-//! are not calls, a malformed call is reported with its text (which also stays in
-//! `content`, so nothing is lost), and text after the last call is kept in `content`.
+//! accumulated text (from the last finished call on, see [`StreamingParser`]), markers
+//! inside JSON strings are not markers, calls inside reasoning are not calls, a malformed
+//! call is reported with its text (which also stays in `content`, so nothing is lost), and
+//! text after the last call is kept in `content`.
 //!
 //! ```
 //! use serde_json::json;
@@ -352,6 +353,33 @@ pub struct PartialOutput {
     pub calls: Vec<PartialCall>,
     /// Malformed calls so far.
     pub errors: Vec<MalformedToolCall>,
+    /// Streaming support: the last point of this parse that no later text can change (see
+    /// [`Settled`]), for formats that implement [`ToolCallFormat::parse_partial_from`].
+    #[doc(hidden)]
+    pub settled: Option<Settled>,
+}
+
+/// A point in the output up to which a partial parse is final whatever text follows:
+/// just after a finished (or malformed) call, in free text outside reasoning, so that the
+/// parse of the rest starts afresh there ([`ToolCallFormat::parse_partial_from`]). The
+/// [`StreamingParser`] re-parses only from the last such point.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Settled {
+    /// The byte offset in the text.
+    pub offset: usize,
+    /// How many bytes of [`PartialOutput::content`] come from the text before `offset`.
+    pub content: usize,
+    /// How many bytes of [`PartialOutput::reasoning`] come from the text before `offset`
+    /// (reasoning after it, in families that have several reasoning messages, is joined
+    /// with `\n` as content is).
+    pub reasoning: usize,
+    /// How many of [`PartialOutput::calls`] come from the text before `offset`.
+    pub calls: usize,
+    /// How many of [`PartialOutput::errors`] come from the text before `offset`.
+    pub errors: usize,
+    /// The parser's state at `offset`, as the format defines it (0: free text).
+    pub state: u8,
 }
 
 /// One call as far as it has arrived.
@@ -368,6 +396,35 @@ pub struct PartialCall {
 }
 
 impl PartialOutput {
+    /// Drops what comes from the text before `from` (a whole parse made a parse from
+    /// `from` on, see [`ToolCallFormat::parse_partial_from`]).
+    fn drop_settled(&mut self, from: &Settled) {
+        if from.offset == 0 {
+            return;
+        }
+        // Pieces are joined by `\n`: the one after the settled text loses it.
+        let cut = |s: &str, len: usize| {
+            let len = len.min(s.len());
+            len + usize::from(len > 0 && s[len..].starts_with('\n'))
+        };
+        let content_cut = cut(&self.content, from.content);
+        let reasoning_cut = cut(&self.reasoning, from.reasoning);
+        self.content.drain(..content_cut);
+        self.reasoning.drain(..reasoning_cut);
+        self.calls.drain(..from.calls.min(self.calls.len()));
+        self.errors.drain(..from.errors.min(self.errors.len()));
+        self.settled = self
+            .settled
+            .filter(|s| s.offset > from.offset)
+            .map(|s| Settled {
+                content: s.content.saturating_sub(content_cut),
+                reasoning: s.reasoning.saturating_sub(reasoning_cut),
+                calls: s.calls.saturating_sub(from.calls),
+                errors: s.errors.saturating_sub(from.errors),
+                ..s
+            });
+    }
+
     /// The parsed result of a whole output (`content`/`reasoning` become `None` when
     /// empty; only complete calls are kept).
     pub fn into_parsed(self) -> ParsedOutput {
@@ -513,6 +570,32 @@ pub trait ToolCallFormat: Send + Sync {
     /// malformed; an empty list accepts any valid name) and gives the schemas that
     /// text-valued families need to type their values.
     fn parse_partial(&self, text: &str, tools: &[Tool], at_end: bool) -> PartialOutput;
+
+    /// Streaming support: [`ToolCallFormat::parse_partial`] of `text` restarted at `from`,
+    /// a [`Settled`] point an earlier parse of a prefix of `text` reported, its counts
+    /// taken from the start of `text` (the default `Settled`, offset 0: from the start).
+    /// The result holds only what comes from
+    /// `text[from.offset..]`: no reasoning before it, the content pieces and calls after it
+    /// (error offsets stay offsets in `text`), and its own settled point counted the same
+    /// way.
+    ///
+    /// A format that reports settled points implements this to parse only from `from`
+    /// (that is what makes streaming linear). The default parses all of `text` and drops
+    /// what came before `from`: correct for any format, so a wrapper that forwards
+    /// `parse_partial` to a built-in format streams right, though it re-parses the whole
+    /// text per delta unless it forwards this method too.
+    #[doc(hidden)]
+    fn parse_partial_from(
+        &self,
+        text: &str,
+        from: &Settled,
+        tools: &[Tool],
+        at_end: bool,
+    ) -> PartialOutput {
+        let mut out = self.parse_partial(text, tools, at_end);
+        out.drop_settled(from);
+        out
+    }
 
     /// Parses a whole output. Never fails: unreadable calls are in
     /// [`ParsedOutput::errors`] and their text in `content`.

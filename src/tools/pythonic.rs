@@ -10,8 +10,8 @@ use serde_json::{json, Map, Number, Value};
 
 use super::scan::{self, Content};
 use super::{
-    ArgumentSchemas, CallMode, FormatOptions, PartialCall, PartialOutput, StructuralTag, Tool,
-    ToolCall, ToolCallFormat, ToolChoice, ToolError, ToolParseError,
+    ArgumentSchemas, CallMode, FormatOptions, PartialCall, PartialOutput, Settled, StructuralTag,
+    Tool, ToolCall, ToolCallFormat, ToolChoice, ToolError, ToolParseError,
 };
 
 const PY_START: &str = "<|python_start|>";
@@ -973,9 +973,10 @@ fn strip_end_marks(mut s: &str) -> &str {
 }
 
 impl Pythonic {
-    /// Reads calls from `i` (just after `[`, or at the first call when bare) into `out`.
-    /// Returns where the calls end (after `]` when bracketed), or `None` when the output
-    /// is not complete enough to say.
+    /// Reads calls from `i` (just after `[`, or at the first call when bare; with
+    /// `resumed`, just after a call an earlier parse settled at) into `out`. Returns where
+    /// the calls end (after `]` when bracketed), or `None` when the output is not complete
+    /// enough to say.
     #[allow(clippy::too_many_arguments)]
     fn read_calls(
         &self,
@@ -983,20 +984,22 @@ impl Pythonic {
         list_start: usize,
         i: usize,
         bracketed: bool,
+        resumed: bool,
         tools: &[Tool],
         at_end: bool,
         out: &mut PartialOutput,
         content: &mut Content,
     ) -> Option<usize> {
         let mut r = Py::new(text, i);
-        let mut first = true;
+        let mut first = !resumed;
+        let mut after_call = resumed;
         // Just after the last call read: a list cut off after it is an error from there
         // (its separator, if any), never again the calls already read.
         let mut last_end = i;
         let fail =
             |from: usize, e: ToolParseError, out: &mut PartialOutput, content: &mut Content| {
                 if at_end {
-                    let from = if out.calls.is_empty() && out.errors.is_empty() {
+                    let from = if !resumed && out.calls.is_empty() && out.errors.is_empty() {
                         list_start
                     } else {
                         from
@@ -1006,6 +1009,33 @@ impl Pythonic {
                 None
             };
         loop {
+            if after_call {
+                // The separator after a call: the call settled the parse.
+                last_end = r.i;
+                scan::settle(out, content, last_end);
+                if let Some(s) = &mut out.settled {
+                    s.state = if bracketed { BRACKETED } else { BARE };
+                }
+                r.ws();
+                match r.peek() {
+                    Err(_) if bracketed => {
+                        return fail(last_end, ToolParseError::Unterminated, out, content)
+                    }
+                    Err(_) => return at_end.then_some(r.i),
+                    Ok(b',') => r.i += 1,
+                    Ok(b';') if !bracketed => r.i += 1,
+                    Ok(b']') if bracketed => return Some(r.i + 1),
+                    Ok(_) if !bracketed => return Some(r.i),
+                    Ok(c) => {
+                        let e = ToolParseError::Syntax(format!(
+                            "expected ',' or ']' after a call, found {:?}",
+                            c as char
+                        ));
+                        return fail(r.i, e, out, content);
+                    }
+                }
+            }
+            after_call = true;
             r.ws();
             let call_start = r.i;
             if bracketed {
@@ -1090,28 +1120,30 @@ impl Pythonic {
                     return fail(call_start, ToolParseError::Syntax(m), out, content)
                 }
             }
-            last_end = r.i;
-            r.ws();
-            match r.peek() {
-                Err(_) if bracketed => {
-                    return fail(last_end, ToolParseError::Unterminated, out, content)
-                }
-                Err(_) => return at_end.then_some(r.i),
-                Ok(b',') => r.i += 1,
-                Ok(b';') if !bracketed => r.i += 1,
-                Ok(b']') if bracketed => return Some(r.i + 1),
-                Ok(_) if !bracketed => return Some(r.i),
-                Ok(c) => {
-                    let e = ToolParseError::Syntax(format!(
-                        "expected ',' or ']' after a call, found {:?}",
-                        c as char
-                    ));
-                    return fail(r.i, e, out, content);
-                }
+        }
+    }
+}
+
+impl Pythonic {
+    /// The text after the calls (from `end`, where [`Pythonic::read_calls`] says they end)
+    /// is content.
+    fn push_after_calls(&self, text: &str, end: Option<usize>, at_end: bool, c: &mut Content) {
+        if let Some(end) = end {
+            let tail = &text[end..];
+            if at_end {
+                c.push(strip_end_marks(tail));
+            } else {
+                let n = scan::stable_len(tail, END_MARKS, true);
+                c.push(strip_end_marks(&tail[..n]));
             }
         }
     }
 }
+
+/// [`Settled::state`] just after a call in a bracketed list.
+const BRACKETED: u8 = 1;
+/// [`Settled::state`] just after a bare call.
+const BARE: u8 = 2;
 
 impl ToolCallFormat for Pythonic {
     fn name(&self) -> &str {
@@ -1167,8 +1199,35 @@ impl ToolCallFormat for Pythonic {
     }
 
     fn parse_partial(&self, text: &str, tools: &[Tool], at_end: bool) -> PartialOutput {
+        self.parse_partial_from(text, &Settled::default(), tools, at_end)
+    }
+
+    fn parse_partial_from(
+        &self,
+        text: &str,
+        from: &Settled,
+        tools: &[Tool],
+        at_end: bool,
+    ) -> PartialOutput {
         let mut out = PartialOutput::default();
         let mut content = Content::default();
+        if from.offset > 0 {
+            let bracketed = from.state == BRACKETED;
+            let end = self.read_calls(
+                text,
+                from.offset,
+                from.offset,
+                bracketed,
+                true,
+                tools,
+                at_end,
+                &mut out,
+                &mut content,
+            );
+            self.push_after_calls(text, end, at_end, &mut content);
+            out.content = content.into_string();
+            return out;
+        }
         let mut p = text.len() - text.trim_start().len();
         let rest = &text[p..];
         if rest.starts_with(PY_START) {
@@ -1209,24 +1268,18 @@ impl ToolCallFormat for Pythonic {
             return out;
         };
         let list_start = if bracketed { start - 1 } else { start };
-        if let Some(end) = self.read_calls(
+        let end = self.read_calls(
             text,
             list_start,
             start,
             bracketed,
+            false,
             tools,
             at_end,
             &mut out,
             &mut content,
-        ) {
-            let tail = &text[end..];
-            if at_end {
-                content.push(strip_end_marks(tail));
-            } else {
-                let n = scan::stable_len(tail, END_MARKS, true);
-                content.push(strip_end_marks(&tail[..n]));
-            }
-        }
+        );
+        self.push_after_calls(text, end, at_end, &mut content);
         out.content = content.into_string();
         out
     }

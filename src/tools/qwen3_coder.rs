@@ -20,8 +20,8 @@ use serde_json::{json, Map, Value};
 use super::scan::{self, Content};
 use super::tags::{self, Envelope};
 use super::{
-    FormatOptions, PartialCall, PartialOutput, StructuralTag, Tool, ToolCall, ToolCallFormat,
-    ToolChoice, ToolError, ToolParseError,
+    FormatOptions, PartialCall, PartialOutput, Settled, StructuralTag, Tool, ToolCall,
+    ToolCallFormat, ToolChoice, ToolError, ToolParseError,
 };
 
 const BEGIN: &str = "<tool_call>";
@@ -213,12 +213,27 @@ impl ToolCallFormat for Qwen3Coder {
     }
 
     fn parse_partial(&self, text: &str, tools: &[Tool], at_end: bool) -> PartialOutput {
+        self.parse_partial_from(text, &Settled::default(), tools, at_end)
+    }
+
+    fn parse_partial_from(
+        &self,
+        text: &str,
+        from: &Settled,
+        tools: &[Tool],
+        at_end: bool,
+    ) -> PartialOutput {
         let mut out = PartialOutput::default();
-        let (reasoning, rest) =
-            scan::split_reasoning(text, THINK, THINK_END, self.options.reasoning, at_end);
-        out.reasoning = reasoning;
-        let Some(rest) = rest else {
-            return out;
+        let rest = if from.offset > 0 {
+            from.offset
+        } else {
+            let (reasoning, rest) =
+                scan::split_reasoning(text, THINK, THINK_END, self.options.reasoning, at_end);
+            out.reasoning = reasoning;
+            let Some(rest) = rest else {
+                return out;
+            };
+            rest
         };
         let mut content = Content::default();
         let mut pos = rest;
@@ -237,11 +252,13 @@ impl ToolCallFormat for Qwen3Coder {
                 Step::Done { call, len } => {
                     out.calls.push(call);
                     pos = start + len;
+                    scan::settle(&mut out, &content, pos);
                 }
                 Step::Bad { error, len } => {
                     let end = start + len;
                     scan::push_malformed(&mut out, &mut content, &text[start..end], start, error);
                     pos = end;
+                    scan::settle(&mut out, &content, pos);
                 }
             }
         }

@@ -372,6 +372,11 @@ impl Content {
         }
     }
 
+    /// The content's length so far, in bytes.
+    pub fn len(&self) -> usize {
+        self.text.len()
+    }
+
     /// The content.
     pub fn into_string(self) -> String {
         self.text
@@ -423,6 +428,20 @@ pub fn split_reasoning(
             (body[..n].trim_start().to_owned(), None)
         }
     }
+}
+
+/// Records `offset` as the point up to which `out` is final (see [`super::Settled`]): call
+/// it only where the parse of the rest would start afresh (free text after a finished or
+/// malformed call, reasoning over).
+pub fn settle(out: &mut PartialOutput, content: &Content, offset: usize) {
+    out.settled = Some(super::Settled {
+        offset,
+        content: content.len(),
+        reasoning: out.reasoning.len(),
+        calls: out.calls.len(),
+        errors: out.errors.len(),
+        state: 0,
+    });
 }
 
 /// Checks a name written by the model against the offered tools (any valid name when the
@@ -527,24 +546,47 @@ impl Sections<'_> {
     }
 }
 
+/// [`parse_sections`]' state just after a call read inside a section.
+pub const IN_SECTION: u8 = 1;
+/// [`parse_sections`]' state just after a call read outside a section.
+pub const AFTER_BARE_CALL: u8 = 2;
+
 /// The partial parse of a format whose calls sit in sections (DeepSeek, Kimi K2): with
 /// `reasoning`, a leading `<think>…</think>` block (see [`split_reasoning`]), then the
 /// free text and sections of the rest ([`parse_sections`]).
+/// A `from` past the start restarts the parse at a point an earlier parse settled (see
+/// [`super::ToolCallFormat::parse_partial_from`]).
 pub fn parse_sectioned(
     text: &str,
+    from: &super::Settled,
     reasoning: bool,
     syn: &Sections<'_>,
     at_end: bool,
     read_call: impl FnMut(&str) -> CallRead,
 ) -> PartialOutput {
     let mut out = PartialOutput::default();
-    let (thought, rest) = split_reasoning(text, "<think>", "</think>", reasoning, at_end);
-    out.reasoning = thought;
-    let Some(rest) = rest else {
-        return out;
+    let rest = if from.offset > 0 {
+        from.offset
+    } else {
+        let (thought, rest) = split_reasoning(text, "<think>", "</think>", reasoning, at_end);
+        out.reasoning = thought;
+        let Some(rest) = rest else {
+            return out;
+        };
+        rest
     };
     let mut content = Content::default();
-    parse_sections(text, rest, syn, at_end, &mut out, &mut content, read_call);
+    let state = if from.offset > 0 { from.state } else { 0 };
+    parse_sections(
+        text,
+        rest,
+        state,
+        syn,
+        at_end,
+        &mut out,
+        &mut content,
+        read_call,
+    );
     out.content = content.into_string();
     out
 }
@@ -561,9 +603,15 @@ pub fn parse_sectioned(
 /// reported as malformed itself. A missing section end is tolerated; text after the
 /// section is content. While `!at_end`, partial markers and trailing whitespace are held
 /// back so the result only grows.
+///
+/// `state` is where `start` lies: 0 in free text, [`IN_SECTION`] just after a call read
+/// in a section, [`AFTER_BARE_CALL`] just after a call read outside one (the points this
+/// parse settles, see [`super::Settled`]).
+#[allow(clippy::too_many_arguments)]
 pub fn parse_sections(
     text: &str,
     start: usize,
+    state: u8,
     syn: &Sections<'_>,
     at_end: bool,
     out: &mut PartialOutput,
@@ -573,20 +621,30 @@ pub fn parse_sections(
     let triggers = syn.triggers();
     let inner = [syn.call_begin, syn.section_end];
     let mut pos = start;
+    let mut resume = state;
     'free: loop {
-        let Some((k, blen, is_section)) = syn.find_begin(&text[pos..]) else {
-            content.push_tail(&text[pos..], &triggers, at_end);
-            return;
-        };
-        content.push(&text[pos..pos + k]);
-        let section_start = pos + k;
-        let mut p = if is_section {
-            section_start + blen
+        let (section_start, mut p, is_section, mut calls_here, mut read_here);
+        if resume != 0 {
+            // Restarted after a call this section (or bare call) read: only what follows
+            // it is parsed, and that call makes the section's noise content.
+            (section_start, p, is_section) = (pos, pos, resume == IN_SECTION);
+            (calls_here, read_here) = (1usize, 1usize);
+            resume = 0;
         } else {
-            section_start
-        };
-        let mut calls_here = 0usize;
-        let mut read_here = 0usize;
+            let Some((k, blen, section)) = syn.find_begin(&text[pos..]) else {
+                content.push_tail(&text[pos..], &triggers, at_end);
+                return;
+            };
+            content.push(&text[pos..pos + k]);
+            section_start = pos + k;
+            is_section = section;
+            p = if is_section {
+                section_start + blen
+            } else {
+                section_start
+            };
+            (calls_here, read_here) = (0usize, 0usize);
+        }
         // Noise and malformed calls of this section, in order: content once a call of the
         // section is read; superseded by the section's whole text if none is.
         let mut noise: Vec<(usize, usize)> = Vec::new();
@@ -619,6 +677,14 @@ pub fn parse_sections(
                             complete: Some(call),
                         });
                         p = body + len;
+                        settle(out, content, p);
+                        if let Some(s) = &mut out.settled {
+                            s.state = if is_section {
+                                IN_SECTION
+                            } else {
+                                AFTER_BARE_CALL
+                            };
+                        }
                     }
                     CallRead::Bad { error, len } => {
                         let end = body + len;
@@ -668,6 +734,7 @@ pub fn parse_sections(
                     }
                 }
                 pos = end;
+                settle(out, content, pos);
                 continue 'free;
             }
             if !at_end && inner.iter().any(|m| m.starts_with(r)) {
@@ -676,6 +743,7 @@ pub fn parse_sections(
             if !is_section {
                 // A bare call (no section) followed by text: back to free text.
                 pos = p;
+                settle(out, content, pos);
                 continue 'free;
             }
             // Noise inside the section, up to the next call or the section's end.
@@ -1321,30 +1389,81 @@ pub(crate) fn check_streams_as_whole(
             }
         }
     }
+    // One character a delta, then pieces of several sizes (many calls in one delta).
+    for sizes in [&[1][..], &[3, 1, 17], &[64, 5], &[4096]] {
+        check_stream_chunks(format, tools, text, sizes)?;
+    }
+    Ok(())
+}
+
+/// Test support: streams `text` through a [`super::StreamingParser`] in deltas of
+/// `sizes` bytes (cycling; widened to char boundaries) and checks that the events add up
+/// to the whole-output parse. Returns the parser's work
+/// ([`super::StreamingParser::scanned_bytes`]); `Err` describes the difference.
+#[cfg(test)]
+pub(crate) fn check_stream_chunks(
+    format: &dyn super::ToolCallFormat,
+    tools: &[Tool],
+    text: &str,
+    sizes: &[usize],
+) -> Result<usize, String> {
     let mut parser = super::StreamingParser::new(format, tools);
     let mut events = Vec::new();
-    for (i, ch) in text.char_indices() {
-        events.extend(parser.push(&text[i..i + ch.len_utf8()]));
+    let mut i = 0;
+    for &k in sizes.iter().cycle() {
+        if i == text.len() {
+            break;
+        }
+        let mut j = (i + k.max(1)).min(text.len());
+        while !text.is_char_boundary(j) {
+            j += 1;
+        }
+        events.extend(parser.push(&text[i..j]));
+        i = j;
     }
     events.extend(parser.finish());
+    let whole_partial = format.parse_partial(text, tools, true);
     let mut got = super::ParsedOutput::default();
     let (mut content, mut reasoning) = (String::new(), String::new());
+    let mut args: std::collections::BTreeMap<usize, String> = Default::default();
+    let short = |s: String| s.chars().take(600).collect::<String>();
     for e in events {
         match e {
             super::StreamEvent::Content(d) => content.push_str(&d),
             super::StreamEvent::Reasoning(d) => reasoning.push_str(&d),
-            super::StreamEvent::ToolCallEnd { call, .. } => got.tool_calls.push(call),
+            super::StreamEvent::ToolCallArguments { index, delta } => {
+                args.entry(index).or_default().push_str(&delta)
+            }
+            super::StreamEvent::ToolCallEnd { index, call } => {
+                // Same index, arguments text and call as the whole parse.
+                let w = whole_partial.calls.get(index);
+                let sent = args.remove(&index).unwrap_or_default();
+                if w.and_then(|w| w.complete.as_ref()) != Some(&call)
+                    || w.is_some_and(|w| w.arguments_text != sent)
+                {
+                    return Err(short(format!(
+                        "in deltas of {sizes:?}: call {index} ended as {call:?} after \
+                         arguments {sent:?}; whole {w:?}"
+                    )));
+                }
+                got.tool_calls.push(call)
+            }
             super::StreamEvent::Malformed(m) => got.errors.push(m),
             _ => {}
         }
     }
     got.content = (!content.is_empty()).then_some(content);
     got.reasoning = (!reasoning.is_empty()).then_some(reasoning);
-    let whole = whole.into_parsed();
+    let whole = whole_partial.into_parsed();
     if got != whole {
-        return Err(format!("streamed {got:?}, whole {whole:?}, text {text:?}"));
+        return Err(format!(
+            "in deltas of {sizes:?}: streamed {}, whole {}, text {}",
+            short(format!("{got:?}")),
+            short(format!("{whole:?}")),
+            short(format!("{text:?}"))
+        ));
     }
-    Ok(())
+    Ok(parser.scanned_bytes())
 }
 
 /// Test support: `tag` compiled for a vocabulary of the 128 ASCII bytes, one token each,

@@ -1,11 +1,43 @@
-//! Streaming parse by re-parsing the accumulated text and sending what grew.
+//! Streaming parse by re-parsing the unsettled end of the accumulated text and sending what
+//! grew.
 //!
 //! Per-delta state machines drop calls when a begin marker, a whole call and its end
 //! arrive in one delta (speculative decoding, `stream_interval > 1`); re-parsing the
 //! accumulated text and diffing against what was sent cannot (rule 3 of the tool-call
-//! format notes). The cost is one parse of the text so far per delta.
+//! format notes). Re-parsing all of it on every delta is quadratic in the output's length
+//! (issue 5: one call with an 80 KB argument in 4-byte deltas took seconds), so two things
+//! bound the work:
+//!
+//! * **Settled prefix.** A format reports, with each partial parse, the last point no later
+//!   text can change ([`super::Settled`]: just after a finished or malformed call, outside
+//!   reasoning, with the parser's state there where it is not plain free text, such as
+//!   inside a DeepSeek/Kimi call section or a JSON call array). The next parse restarts
+//!   there ([`ToolCallFormat::parse_partial_from`]); of what came before only the count of
+//!   its calls and errors and whether it had content or reasoning are kept (a later piece
+//!   is joined to it with `\n`). With many calls, a delta costs a parse of the call in
+//!   progress only. Every built-in format reports settled points; one that does not (a
+//!   user's format, unless it implements them) is re-parsed from the start, with the
+//!   coalescing below.
+//! * **Coalescing inside a long unsettled piece.** While the text after the settled point
+//!   (one long call, or free text with no call) is longer than `EAGER_TAIL` (1 KiB), it is
+//!   re-parsed once the bytes arrived since the last parse reach 1/`TAIL_SHARE` (1/64) of
+//!   its length (and always by [`StreamingParser::finish`] and
+//!   [`StreamingParser::flush`]). Each such parse costs at most `TAIL_SHARE` times the
+//!   bytes that paid for it, so a whole stream costs O(n) parse work however small its
+//!   deltas; the price is that inside such a piece events come in pieces of up to 1/64 of
+//!   its length (an 80 KB argument: about 1.25 KB) rather than per delta.
+//!
+//! Every event still comes from a real parse of a prefix of the output, so the events of a
+//! whole stream add up to the whole-output parse however the text was cut into deltas.
 
 use super::{PartialOutput, StreamEvent, Tool, ToolCallFormat};
+
+/// Unsettled text up to this length is re-parsed on every delta.
+const EAGER_TAIL: usize = 1024;
+
+/// Beyond `EAGER_TAIL` (1 KiB), the unsettled text is re-parsed once the unparsed bytes reach
+/// this share of it.
+const TAIL_SHARE: usize = 64;
 
 /// Turns output deltas into [`StreamEvent`]s for one format and tool list.
 ///
@@ -13,14 +45,28 @@ use super::{PartialOutput, StreamEvent, Tool, ToolCallFormat};
 /// [`ToolCallFormat::parse`] of the concatenated text, and the `Content` deltas add up to
 /// its `content` (the `Reasoning` deltas to its `reasoning`). Text that may still be the
 /// start of a marker (`<tool_`) is held back until it is decided, never sent and
-/// retracted.
+/// retracted. The parse work of a whole stream is linear in its length (see the module
+/// notes): a delta re-parses only the text after the last finished call, and inside one
+/// long call or stretch of text deltas are coalesced.
 pub struct StreamingParser<'a> {
     format: &'a dyn ToolCallFormat,
     tools: &'a [Tool],
     text: String,
-    sent_reasoning: String,
-    sent_content: String,
+    /// Where the next parse starts (the start, or a settled point a parse reported).
+    from: super::Settled,
+    /// `from.offset`.
+    base: usize,
+    /// How many calls (and malformed placeholders) lie before `base`.
+    base_calls: usize,
+    /// Bytes pushed since the last parse.
+    unparsed: usize,
+    /// Bytes handed to the format's parser so far.
+    scanned: usize,
+    reasoning: Joined,
+    content: Joined,
+    /// The calls after `base`.
     calls: Vec<SentCall>,
+    /// The errors after `base` that were sent.
     sent_errors: usize,
     finished: bool,
 }
@@ -39,8 +85,13 @@ impl<'a> StreamingParser<'a> {
             format,
             tools,
             text: String::new(),
-            sent_reasoning: String::new(),
-            sent_content: String::new(),
+            from: super::Settled::default(),
+            base: 0,
+            base_calls: 0,
+            unparsed: 0,
+            scanned: 0,
+            reasoning: Joined::default(),
+            content: Joined::default(),
             calls: Vec::new(),
             sent_errors: 0,
             finished: false,
@@ -54,8 +105,21 @@ impl<'a> StreamingParser<'a> {
             return Vec::new();
         }
         self.text.push_str(delta);
-        let partial = self.format.parse_partial(&self.text, self.tools, false);
-        self.diff(partial)
+        self.unparsed += delta.len();
+        let tail = self.text.len() - self.base;
+        if tail > EAGER_TAIL && self.unparsed * TAIL_SHARE < tail {
+            return Vec::new();
+        }
+        self.parse(false)
+    }
+
+    /// Re-parses now what [`StreamingParser::push`] coalesced (for a stream that pauses
+    /// inside a long call) and returns what it settled.
+    pub fn flush(&mut self) -> Vec<StreamEvent> {
+        if self.finished || self.unparsed == 0 {
+            return Vec::new();
+        }
+        self.parse(false)
     }
 
     /// Ends the stream: releases held-back text and reports calls left unfinished.
@@ -64,8 +128,7 @@ impl<'a> StreamingParser<'a> {
             return Vec::new();
         }
         self.finished = true;
-        let partial = self.format.parse_partial(&self.text, self.tools, true);
-        self.diff(partial)
+        self.parse(true)
     }
 
     /// The text received so far.
@@ -73,19 +136,71 @@ impl<'a> StreamingParser<'a> {
         &self.text
     }
 
+    /// How many bytes of text the format's parser has been handed so far (the stream's
+    /// parse work; tests check it grows linearly).
+    #[doc(hidden)]
+    pub fn scanned_bytes(&self) -> usize {
+        self.scanned
+    }
+
+    fn parse(&mut self, at_end: bool) -> Vec<StreamEvent> {
+        self.unparsed = 0;
+        self.scanned += self.text.len() - self.base;
+        let partial = self
+            .format
+            .parse_partial_from(&self.text, &self.from, self.tools, at_end);
+        let settled = partial.settled.filter(|_| !at_end);
+        let events = self.diff(partial);
+        if let Some(s) = settled {
+            self.settle(s);
+        }
+        events
+    }
+
+    /// Moves `base` to `s` when everything before it has been sent.
+    fn settle(&mut self, s: super::Settled) {
+        if s.offset <= self.base
+            || self.sent_errors < s.errors
+            || self.calls.len() < s.calls
+            || self.content.sent.len() < s.content
+            || self.reasoning.sent.len() < s.reasoning
+            || self.calls[..s.calls].iter().any(|c| c.started && !c.ended)
+        {
+            return;
+        }
+        self.base = s.offset;
+        self.base_calls += s.calls;
+        self.calls.drain(..s.calls);
+        self.sent_errors -= s.errors;
+        // `from` counts from the start of the text (what a whole parse drops).
+        let joined = |before: usize, more: usize| match (before, more) {
+            (b, 0) => b,
+            (0, m) => m,
+            (b, m) => b + 1 + m,
+        };
+        self.from = super::Settled {
+            content: joined(self.from.content, s.content),
+            reasoning: joined(self.from.reasoning, s.reasoning),
+            calls: self.base_calls,
+            errors: self.from.errors + s.errors,
+            ..s
+        };
+        self.content.settle(s.content);
+        self.reasoning.settle(s.reasoning);
+    }
+
     fn diff(&mut self, p: PartialOutput) -> Vec<StreamEvent> {
         let mut events = Vec::new();
-        grow(&p.reasoning, &mut self.sent_reasoning, |d| {
-            events.push(StreamEvent::Reasoning(d))
-        });
-        grow(&p.content, &mut self.sent_content, |d| {
-            events.push(StreamEvent::Content(d))
-        });
-        for (index, call) in p.calls.into_iter().enumerate() {
-            if self.calls.len() <= index {
+        self.reasoning
+            .grow(&p.reasoning, |d| events.push(StreamEvent::Reasoning(d)));
+        self.content
+            .grow(&p.content, |d| events.push(StreamEvent::Content(d)));
+        for (i, call) in p.calls.into_iter().enumerate() {
+            let index = self.base_calls + i;
+            if self.calls.len() <= i {
                 self.calls.push(SentCall::default());
             }
-            let sent = &mut self.calls[index];
+            let sent = &mut self.calls[i];
             if sent.ended {
                 continue;
             }
@@ -105,6 +220,7 @@ impl<'a> StreamingParser<'a> {
             });
             if let Some(done) = call.complete {
                 sent.ended = true;
+                sent.sent_args = String::new();
                 events.push(StreamEvent::ToolCallEnd { index, call: done });
             }
         }
@@ -129,5 +245,184 @@ fn grow(now: &str, sent: &mut String, mut emit: impl FnMut(String)) {
         emit(now[sent.len()..].to_owned());
         sent.clear();
         sent.push_str(now);
+    }
+}
+
+/// Text made of pieces joined by `\n` (content, reasoning), of which the part from the
+/// text before the settled point is already sent.
+#[derive(Default)]
+struct Joined {
+    /// Something was sent from the text before the settled point (a later piece is
+    /// joined to it with `\n`).
+    before: bool,
+    /// What was sent from the text after it (without the joining `\n`).
+    sent: String,
+}
+
+impl Joined {
+    /// Sends what `now` (parsed from the settled point on) adds.
+    fn grow(&mut self, now: &str, mut emit: impl FnMut(String)) {
+        let first = self.sent.is_empty();
+        let before = self.before;
+        grow(now, &mut self.sent, |d| {
+            emit(if first && before { format!("\n{d}") } else { d })
+        });
+    }
+
+    /// The settled point moved past the first `len` bytes of what was sent.
+    fn settle(&mut self, len: usize) {
+        let rest = &self.sent[len..];
+        let rest = if len > 0 {
+            rest.strip_prefix('\n').unwrap_or(rest)
+        } else {
+            rest
+        };
+        self.sent = rest.to_owned();
+        self.before |= len > 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::super::scan::check_stream_chunks;
+    use super::super::{
+        format_by_name, format_names, PartialOutput, Tool, ToolCall, ToolCallFormat,
+    };
+
+    fn tools() -> Vec<Tool> {
+        Tool::list_from_openai(&json!([{"type": "function", "function": {
+            "name": "write_file",
+            "parameters": {"type": "object", "properties": {"text": {"type": "string"}},
+                           "required": ["text"]}}}]))
+        .unwrap()
+    }
+
+    /// Prose of `len` bytes with spaces, punctuation and newlines.
+    fn prose(len: usize) -> String {
+        let words = ["lorem ", "ipsum, ", "dolor ", "sit\n", "amet. "];
+        let mut s = String::new();
+        for w in words.iter().cycle() {
+            if s.len() >= len {
+                break;
+            }
+            s.push_str(w);
+        }
+        s
+    }
+
+    /// Streaming one call with a 40 KB string argument in 4-byte deltas, and 1,000 small
+    /// calls in 16-byte deltas, hands each format's parser a few dozen times the text's
+    /// length, where re-parsing all of it on every delta hands it thousands of times
+    /// (issue 5). No timing: the parser's own count of the bytes it was handed.
+    #[test]
+    fn streaming_work_is_linear_for_every_format() {
+        let tools = tools();
+        let one = [ToolCall::new("write_file", json!({"text": prose(40_000)}))];
+        let many: Vec<ToolCall> = (0..1000)
+            .map(|i| ToolCall::new("write_file", json!({"text": format!("file {i}")})))
+            .collect();
+        for name in format_names() {
+            let f = format_by_name(&name).unwrap();
+            for (calls, k) in [(&one[..], 4), (&many[..], 16)] {
+                let text = f.render_calls(calls);
+                let n = text.len();
+                let scanned = check_stream_chunks(f.as_ref(), &tools, &text, &[k])
+                    .unwrap_or_else(|e| panic!("{name}: {e}"));
+                assert!(
+                    scanned < 80 * n,
+                    "{name}: {} calls, {n} bytes in {k}-byte deltas: parsed {scanned} bytes \
+                     ({}× the text)",
+                    calls.len(),
+                    scanned / n
+                );
+            }
+        }
+    }
+
+    /// With many calls, formats that settle after each call re-parse only the call in
+    /// progress: every delta is parsed (no coalescing), and the work stays a small multiple
+    /// of the text.
+    #[test]
+    fn settled_formats_parse_every_delta_of_many_calls() {
+        let tools = tools();
+        let many: Vec<ToolCall> = (0..1000)
+            .map(|i| ToolCall::new("write_file", json!({"text": format!("file {i}")})))
+            .collect();
+        for name in [
+            "hermes",
+            "qwen3_coder",
+            "glm4",
+            "glm45",
+            "glm47",
+            "deepseek_v3",
+            "deepseek_v31",
+            "kimi_k2",
+            "harmony",
+            "json",
+            "llama3_json",
+            "mistral",
+            "pythonic",
+        ] {
+            let f = format_by_name(name).unwrap();
+            let text = f.render_calls(&many);
+            let scanned = check_stream_chunks(f.as_ref(), &tools, &text, &[8])
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert!(
+                scanned < 16 * text.len(),
+                "{name}: parsed {scanned} bytes for {}",
+                text.len()
+            );
+        }
+    }
+
+    /// A format that forwards only `parse_partial` (a wrapper, as users write): the
+    /// settled points it passes on come back through the default `parse_partial_from`,
+    /// which drops what came before them, so it still streams as it parses.
+    struct Forward(std::sync::Arc<dyn ToolCallFormat>);
+
+    impl ToolCallFormat for Forward {
+        fn name(&self) -> &str {
+            self.0.name()
+        }
+        fn structural_tag(
+            &self,
+            tools: &[Tool],
+            choice: &super::super::ToolChoice,
+            parallel: bool,
+        ) -> Result<crate::StructuralTag, super::super::ToolError> {
+            self.0.structural_tag(tools, choice, parallel)
+        }
+        fn parse_partial(&self, text: &str, tools: &[Tool], at_end: bool) -> PartialOutput {
+            self.0.parse_partial(text, tools, at_end)
+        }
+        fn render_calls(&self, calls: &[ToolCall]) -> String {
+            self.0.render_calls(calls)
+        }
+        fn render_tool_result(&self, call: &ToolCall, result: &serde_json::Value) -> String {
+            self.0.render_tool_result(call, result)
+        }
+        fn render_tools_prompt(&self, tools: &[Tool]) -> String {
+            self.0.render_tools_prompt(tools)
+        }
+    }
+
+    #[test]
+    fn wrapper_forwarding_parse_partial_streams_as_whole() {
+        let tools = tools();
+        let calls: Vec<ToolCall> = (0..40)
+            .map(|i| ToolCall::new("write_file", json!({"text": format!("file {i}")})))
+            .collect();
+        for name in format_names() {
+            let f = Forward(format_by_name(&name).unwrap());
+            let text = format!("Writing.\n{}", f.render_calls(&calls));
+            for sizes in [&[1][..], &[7, 2], &[50]] {
+                for t in [&text[..], &f.render_calls(&calls)] {
+                    check_stream_chunks(&f, &tools, t, sizes)
+                        .unwrap_or_else(|e| panic!("{name}: {e}"));
+                }
+            }
+        }
     }
 }
