@@ -141,6 +141,8 @@ pub struct CompiledGrammar {
     /// [`Limits::compile_time`] of that compiler: the budget of the masks one matcher call
     /// computes on first use.
     lazy_budget: Option<std::time::Duration>,
+    /// The first mask walk that ran out of its budget (see [`CompiledGrammar::walked`]).
+    walk_failed: OnceLock<LimitExceeded>,
 }
 
 /// (counted rule index, body state, distance to min, distance to max), clipped.
@@ -362,6 +364,7 @@ impl GrammarCompiler {
             max_token_len: self.trie.depth.iter().copied().max().unwrap_or(0) as u32,
             max_step_items: self.limits.max_step_items,
             lazy_budget: self.limits.compile_time,
+            walk_failed: OnceLock::new(),
         };
         // Memory: the automata now, then a running total of the masks as they are computed.
         // (The structure keys are dropped after an eager precompute: not counted then.)
@@ -458,10 +461,7 @@ impl CompiledGrammar {
             if let Some(m) = self.read_cache(&self.virtual_masks, &key) {
                 return Ok(Some(MaskRef::Shared(m)));
             }
-            let m = Arc::new(
-                self.node_mask_by(n, deadline)
-                    .ok_or_else(|| deadline.exceeded())?,
-            );
+            let m = Arc::new(self.node_mask_by(n, deadline)?);
             let mut w = self
                 .virtual_masks
                 .write()
@@ -479,10 +479,7 @@ impl CompiledGrammar {
         let m = match key.and_then(|k| self.shared.get(k)) {
             Some(m) => m,
             None => {
-                let m = Arc::new(
-                    self.node_mask_by(n, deadline)
-                        .ok_or_else(|| deadline.exceeded())?,
-                );
+                let m = Arc::new(self.node_mask_by(n, deadline)?);
                 match key {
                     Some(k) => self.shared.insert(k, m),
                     None => m,
@@ -500,26 +497,51 @@ impl CompiledGrammar {
     }
 
     /// Walks node `n`'s uncertain tokens (`own`: its mask) for its context mask when called
-    /// from `caller`; `None` if `deadline` passed first.
+    /// from `caller`; the limit error if `deadline` passed first.
     fn pair_mask_by(
         &self,
         own: &NodeMask,
         n: u32,
         caller: u32,
         deadline: &Deadline,
-    ) -> Option<NodeMask> {
-        compute_pair_mask(&self.aut, &self.trie, &self.vocab, own, n, caller, deadline)
+    ) -> Result<NodeMask, LimitExceeded> {
+        self.walked(deadline, || {
+            compute_pair_mask(&self.aut, &self.trie, &self.vocab, own, n, caller, deadline)
+        })
     }
 
-    /// Walks the trie for node `n`'s mask; `None` if `deadline` passed first.
-    fn node_mask_by(&self, n: u32, deadline: &Deadline) -> Option<NodeMask> {
-        compute_node_mask(
-            &self.aut,
-            &self.trie,
-            n,
-            self.vocab.bitmask_words(),
-            deadline,
-        )
+    /// Walks the trie for node `n`'s mask; the limit error if `deadline` passed first.
+    fn node_mask_by(&self, n: u32, deadline: &Deadline) -> Result<NodeMask, LimitExceeded> {
+        self.walked(deadline, || {
+            compute_node_mask(
+                &self.aut,
+                &self.trie,
+                n,
+                self.vocab.bitmask_words(),
+                deadline,
+            )
+        })
+    }
+
+    /// Runs a mask walk under `deadline`. Once one walk under a bounded deadline ran out
+    /// of time, later bounded walks of this grammar fail at once with the same error
+    /// (retrying would spend the whole budget again on every matcher call); masks already
+    /// computed keep being served, and unbounded walks always run.
+    fn walked(
+        &self,
+        deadline: &Deadline,
+        walk: impl FnOnce() -> Option<NodeMask>,
+    ) -> Result<NodeMask, LimitExceeded> {
+        if deadline.is_bounded() {
+            if let Some(e) = self.walk_failed.get() {
+                return Err(e.clone());
+            }
+        }
+        walk().ok_or_else(|| {
+            let e = deadline.exceeded();
+            let _ = self.walk_failed.set(e.clone());
+            e
+        })
     }
 
     /// The eager precompute of real node `n`'s mask class (as [`Self::node_mask`], but the
@@ -555,9 +577,7 @@ impl CompiledGrammar {
         if row[k].get().is_some() {
             return Ok(0);
         }
-        let m = self
-            .pair_mask_by(&own, n, caller, deadline)
-            .ok_or_else(|| deadline.exceeded())?;
+        let m = self.pair_mask_by(&own, n, caller, deadline)?;
         let bytes = m.memory_bytes();
         let _ = row[k].set(m);
         Ok(bytes)
@@ -605,10 +625,7 @@ impl CompiledGrammar {
         let Some(own) = self.node_mask_until(n, deadline)? else {
             return Ok(None);
         };
-        let walk = || {
-            self.pair_mask_by(&own, n, caller, deadline)
-                .ok_or_else(|| deadline.exceeded())
-        };
+        let walk = || self.pair_mask_by(&own, n, caller, deadline);
         if self.aut.is_virtual(n) {
             let key = (self.virtual_key(n), caller);
             if let Some(m) = self.read_cache(&self.virtual_pair_masks, &key) {

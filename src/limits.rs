@@ -87,8 +87,10 @@ pub struct Limits {
     /// call fails with [`MatcherError::Limit`](crate::MatcherError::Limit). The matcher's
     /// own Earley work is bounded by [`Limits::max_step_items`], not by time.
     pub compile_time: Option<Duration>,
-    /// Deepest nesting of JSON Schema subschemas and `$ref` chains, for front ends that
-    /// honour it. Default 200.
+    /// Deepest nesting of JSON Schema subschemas (checked on the document before
+    /// compiling) and longest chain of `$ref`s followed while compiling, for front ends
+    /// that honour it. Default 200 (the JSON Schema compiler also stops at 200 nested
+    /// compilations whatever this says).
     pub max_schema_depth: usize,
     /// Most values of one JSON Schema `enum`, for front ends that honour it. Default
     /// 200,000 (a 100,000-value enum of short values fits; each value's bytes also count
@@ -134,7 +136,8 @@ impl Limits {
     /// apply: the IR's nesting depth ([`Grammar::MAX_DEPTH`](crate::Grammar::MAX_DEPTH)),
     /// the counter range of one repetition (`u32::MAX / 2`, nested bounds multiplied), the
     /// EBNF parser's [`MAX_REPEAT_BOUND`](crate::grammar::ebnf::MAX_REPEAT_BOUND) and
-    /// [`MAX_NESTING_DEPTH`](crate::grammar::ebnf::MAX_NESTING_DEPTH), the regex parser's
+    /// [`MAX_NESTING_DEPTH`](crate::grammar::ebnf::MAX_NESTING_DEPTH), the JSON Schema
+    /// compiler's 200 nested compilations, the regex parser's
     /// nesting limit and the structural-tag reader's
     /// [`MAX_FORMAT_DEPTH`](crate::structural_tag::MAX_FORMAT_DEPTH).
     pub fn unlimited() -> Self {
@@ -317,6 +320,11 @@ impl Deadline {
     /// The error for this deadline having passed (as [`Deadline::error`] with its budget).
     pub(crate) fn exceeded(&self) -> LimitExceeded {
         self.error(self.budget.unwrap_or_default())
+    }
+
+    /// True when the deadline has a budget (it can pass).
+    pub(crate) fn is_bounded(&self) -> bool {
+        self.budget.is_some()
     }
 
     /// True once the budget is spent.

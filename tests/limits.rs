@@ -714,9 +714,12 @@ fn lazy_masks_stop_at_the_compile_time_budget() {
         .unwrap();
     let mut m = GrammarMatcher::new(g);
     let mut mask = vec![0u32; m.bitmask_words()];
+    let mut first = None;
     for _ in 0..2 {
         match m.fill_next_token_bitmask(&mut mask) {
             Err(tokensieve::MatcherError::Limit(l)) => {
+                // A retry does not spend the budget again: the same error at once.
+                assert_eq!(first.get_or_insert_with(|| l.clone()), &l);
                 assert_eq!(l.limit, Limit::CompileTime);
                 assert_eq!(l.value, 50);
                 assert!(l.actual > 50, "{l:?}");
@@ -810,4 +813,39 @@ fn json_schema_grammar_errors_name_the_schema_place() {
             other => panic!("{schema}: {other:?}"),
         }
     }
+}
+
+/// `max_schema_depth` also bounds the `$ref` chains the front end follows: a chain of 60
+/// array levels through `$ref` under a limit of 50 is the limit error at a pointer.
+#[test]
+fn schema_depth_limit_bounds_ref_chains() {
+    let mut defs = serde_json::Map::new();
+    for i in 0..60 {
+        defs.insert(
+            format!("d{i}"),
+            json!({"type": "array", "items": {"$ref": format!("#/$defs/d{}", i + 1)}}),
+        );
+    }
+    defs.insert("d60".into(), json!({"type": "integer"}));
+    let schema = json!({"$ref": "#/$defs/d0", "$defs": defs});
+    let c = with(Limits {
+        max_schema_depth: 50,
+        ..Limits::default()
+    });
+    match c.compile_json_schema(&schema, &JsonSchemaOptions::default()) {
+        Err(JsonSchemaError::Compile(CompileError::Limit(l))) => {
+            assert_eq!((l.limit, l.value), (Limit::SchemaDepth, 50), "{l}");
+            assert!(
+                l.pointer
+                    .as_deref()
+                    .is_some_and(|p| p.starts_with("#/$defs/d")),
+                "{l}"
+            );
+        }
+        other => panic!("{:?}", other.map(|_| ())),
+    }
+    // Within the default the chain compiles.
+    assert!(with(Limits::default())
+        .compile_json_schema(&schema, &JsonSchemaOptions::default())
+        .is_ok());
 }

@@ -260,18 +260,24 @@ impl JsonSchemaSource for str {
     fn to_schema_value(&self) -> Result<std::borrow::Cow<'_, Value>, JsonSchemaError> {
         serde_json::from_str(self)
             .map(std::borrow::Cow::Owned)
-            .map_err(|e| JsonSchemaError::NotJson(json_error_message(&e)))
+            .map_err(|e| {
+                JsonSchemaError::NotJson(json_error_message(
+                    &e,
+                    "flatten it, e.g. with `$defs` and `$ref`",
+                ))
+            })
     }
 }
 
 /// serde_json's message, with what to do when it stopped at its nesting limit (the text
 /// is valid JSON then, only deeper than the reader goes).
-pub(crate) fn json_error_message(e: &serde_json::Error) -> String {
+/// `flatten` says how to nest less (for schemas: `$defs` and `$ref`).
+pub(crate) fn json_error_message(e: &serde_json::Error, flatten: &str) -> String {
     let message = e.to_string();
     if message.starts_with("recursion limit exceeded") {
         format!(
             "{message} (the text may be valid JSON, but it nests more than 128 arrays or \
-             objects, deeper than serde_json reads; flatten it, e.g. with `$defs` and `$ref`)"
+             objects, deeper than serde_json reads; {flatten})"
         )
     } else {
         message
@@ -339,6 +345,7 @@ fn to_grammar(
     check_depth(schema, limits.max_schema_depth)?;
     let mut b = Builder::new(schema, options.clone());
     b.max_enum_values = limits.max_enum_values;
+    b.max_depth = limits.max_schema_depth;
     b.check_references()?;
     let root = b.add_rule("root", Expr::Empty);
     let value = b.schema(schema, "#")?;
@@ -682,6 +689,11 @@ pub(crate) struct Builder<'a> {
     pub(crate) depth: usize,
     /// [`Limits::max_enum_values`].
     pub(crate) max_enum_values: usize,
+    /// [`Limits::max_schema_depth`], for `$ref` chains (the document's own nesting is
+    /// checked against it before compiling).
+    pub(crate) max_depth: usize,
+    /// `$ref`s being followed (compiled into their rules) at this point of compilation.
+    pub(crate) ref_depth: usize,
     /// The root's `$schema` names draft 4 (or 3): an `integer` has no fraction at all there
     /// (`1.0` is not an integer), while later drafts count `1.0` as one.
     pub(crate) draft4: bool,
@@ -740,6 +752,8 @@ impl<'a> Builder<'a> {
             any: None,
             depth: 0,
             max_enum_values: Limits::default().max_enum_values,
+            max_depth: Limits::default().max_schema_depth,
+            ref_depth: 0,
             draft4,
             pointers: Vec::new(),
             cur: "#".to_string(),
@@ -819,7 +833,11 @@ impl<'a> Builder<'a> {
             return Err(JsonSchemaError::Unsupported {
                 keyword: "(nesting)".into(),
                 pointer: ptr.into(),
-                reason: format!("schemas nested more than {MAX_SCHEMA_DEPTH} deep"),
+                reason: format!(
+                    "subschemas and `$ref` chains nested more than {MAX_SCHEMA_DEPTH} deep, the \
+                     compiler's own bound (Limits::max_schema_depth cannot raise it); flatten \
+                     the schema"
+                ),
             });
         }
         let outer = std::mem::replace(&mut self.cur, ptr.to_string());

@@ -158,8 +158,20 @@ impl Builder<'_> {
         // Errors of this rule are errors of the target schema.
         self.pointers[id.index()] = target_ptr.clone();
         self.refs.insert(target_ptr.clone(), id);
-        let body = self.schema(&target, &target_ptr)?.unwrap_or_else(never);
-        self.rules[id.index()].body = body;
+        self.ref_depth += 1;
+        if self.ref_depth > self.max_depth {
+            let depth = self.ref_depth;
+            self.ref_depth -= 1;
+            return Err(super::limit_error(
+                crate::Limit::SchemaDepth,
+                self.max_depth,
+                depth,
+                &target_ptr,
+            ));
+        }
+        let body = self.schema(&target, &target_ptr);
+        self.ref_depth -= 1;
+        self.rules[id.index()].body = body?.unwrap_or_else(never);
         Ok(Expr::Rule(id))
     }
 

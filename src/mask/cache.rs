@@ -56,8 +56,25 @@ impl NodeMask {
 /// costs a clock read (~25 ns), a visit at least a chart push.
 const DEADLINE_EVERY: usize = 1024;
 
+/// Chart work units (items added or looked at, a few nanoseconds each) between two looks at
+/// the deadline, whatever the visits: a walk over an ambiguous grammar's large item sets
+/// spends far more per trie node than a plain one.
+const DEADLINE_WORK: u64 = 1 << 20;
+
+/// True when it is time to look at the deadline and it has passed: every
+/// [`DEADLINE_EVERY`] steps, or every [`DEADLINE_WORK`] chart work units since the last
+/// look (`last_look`).
+fn past_deadline(step: usize, chart: &Chart, last_look: &mut u64, deadline: &Deadline) -> bool {
+    if step % DEADLINE_EVERY != 0 && chart.work() - *last_look < DEADLINE_WORK {
+        return false;
+    }
+    *last_look = chart.work();
+    deadline.expired()
+}
+
 /// Computes the mask of `node`. `words` is the bitmask length in `u32` words. `None` when
-/// `deadline` passed during the walk (looked at every [`DEADLINE_EVERY`] trie nodes).
+/// `deadline` passed during the walk (looked at every [`DEADLINE_EVERY`] trie nodes and
+/// every [`DEADLINE_WORK`] units of chart work).
 pub(crate) fn compute_node_mask(
     aut: &Automaton,
     trie: &TokenTrie,
@@ -74,7 +91,8 @@ pub(crate) fn compute_node_mask(
 /// edge to `node`'s rule). Only the node's own uncertain tokens are examined: the result's
 /// `accepted` lists those that this context accepts (the node's own accepted set is applied
 /// separately), and `uncertain` those that may also run past the caller's rule. `None` when
-/// `deadline` passed (looked at every [`DEADLINE_EVERY`] tokens).
+/// `deadline` passed (looked at every [`DEADLINE_EVERY`] tokens and every
+/// [`DEADLINE_WORK`] units of chart work).
 pub(crate) fn compute_pair_mask(
     aut: &Automaton,
     trie: &TokenTrie,
@@ -96,8 +114,9 @@ pub(crate) fn compute_pair_mask(
     let mut pushed = 0usize;
     let mut failed = false;
     // Cost: one chart push per byte not shared with the previous token.
+    let mut last_look = 0u64;
     for (k, &p) in node_mask.uncertain.iter().enumerate() {
-        if k % DEADLINE_EVERY == DEADLINE_EVERY - 1 && deadline.expired() {
+        if past_deadline(k + 1, &chart, &mut last_look, deadline) {
             return None;
         }
         let id = trie.sorted[p as usize];
@@ -176,9 +195,10 @@ fn walk(
     let mut i = 0usize;
     // Cost: one chart push per trie node visited; failed subtrees are skipped whole.
     let mut visits = 0usize;
+    let mut last_look = 0u64;
     while i < n {
         visits += 1;
-        if visits % DEADLINE_EVERY == 0 && deadline.expired() {
+        if past_deadline(visits, &chart, &mut last_look, deadline) {
             return None;
         }
         let d = trie.depth[i] as usize;

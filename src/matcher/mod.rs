@@ -3,7 +3,10 @@
 //! Per decoding step an inference loop calls [`GrammarMatcher::fill_next_token_bitmask`],
 //! applies the mask to the logits, samples, then calls [`GrammarMatcher::accept_token`].
 //! The invariant every test leans on: **for every token and every state, the mask bit is
-//! set if and only if `accept_token` on that state would succeed.**
+//! set if and only if `accept_token` on that state would succeed**, within the call's
+//! Earley work budget ([`Limits::max_step_items`](crate::Limits::max_step_items)): a call
+//! past it fails with [`TokenRejection::StepLimit`] or [`MatcherError::Limit`] and changes
+//! nothing, whatever the mask said.
 //!
 //! ```
 //! use std::sync::Arc;

@@ -87,7 +87,11 @@ pub enum StructuralTagError {
     /// The text is not JSON (serde_json's message gives line and column).
     #[error(
         "the structural tag is not valid JSON: {}",
-        crate::json_schema::json_error_message(.0)
+        crate::json_schema::json_error_message(
+            .0,
+            "nest fewer formats (`sequence`, `or`, `tag`...), or pass a `serde_json::Value` \
+             parsed without that limit"
+        )
     )]
     Json(#[source] serde_json::Error),
     /// A field is missing, has the wrong JSON type or a bad value, or is unknown; or the
