@@ -433,6 +433,33 @@ mod tests {
         }
     }
 
+    /// Content and reasoning settled inside a piece, then continued, ended by a call or
+    /// joined to a later piece, add up to the whole-output parse however the text is cut.
+    #[test]
+    fn text_settled_inside_pieces_streams_as_whole() {
+        let tools = tools();
+        let call = [ToolCall::new("write_file", json!({"text": "a b"}))];
+        for name in format_names() {
+            let f = format_by_name(&name).unwrap();
+            let c = f.render_calls(&call);
+            for text in [
+                format!("Hello there,\n world.  \n{c}\n  and  then\n\n{c} end. "),
+                format!("<think> mull it\n over  </think>\n Sure thing.{c}more\n"),
+                format!("[THINK]mull  it[/THINK]Sure  {c}"),
+                format!(
+                    "<|channel|>analysis<|message|>mull  it over<|end|><|start|>assistant\
+                         <|channel|>final<|message|>Sure  thing <|end|>"
+                ),
+                format!("Just text {{\"not\": 1}} here\n\n and more <|eot_id|>"),
+            ] {
+                for sizes in [&[1][..], &[2], &[3, 1], &[7]] {
+                    check_stream_chunks(f.as_ref(), &tools, &text, sizes)
+                        .unwrap_or_else(|e| panic!("{name}: {text:?}: {e}"));
+                }
+            }
+        }
+    }
+
     /// With many calls, formats that settle after each call re-parse only the call in
     /// progress: every delta is parsed (no coalescing), and the work stays a small multiple
     /// of the text.
