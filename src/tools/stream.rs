@@ -446,11 +446,10 @@ mod tests {
                 format!("Hello there,\n world.  \n{c}\n  and  then\n\n{c} end. "),
                 format!("<think> mull it\n over  </think>\n Sure thing.{c}more\n"),
                 format!("[THINK]mull  it[/THINK]Sure  {c}"),
-                format!(
-                    "<|channel|>analysis<|message|>mull  it over<|end|><|start|>assistant\
-                         <|channel|>final<|message|>Sure  thing <|end|>"
-                ),
-                format!("Just text {{\"not\": 1}} here\n\n and more <|eot_id|>"),
+                "<|channel|>analysis<|message|>mull  it over<|end|><|start|>assistant\
+                 <|channel|>final<|message|>Sure  thing <|end|>"
+                    .to_owned(),
+                "Just text {\"not\": 1} here\n\n and more <|eot_id|>".to_owned(),
             ] {
                 for sizes in [&[1][..], &[2], &[3, 1], &[7]] {
                     check_stream_chunks(f.as_ref(), &tools, &text, sizes)
