@@ -187,22 +187,19 @@ impl ToolCallFormat for Glm {
         at_end: bool,
     ) -> PartialOutput {
         let mut out = PartialOutput::default();
-        let rest = if from.offset > 0 {
-            from.offset
-        } else {
-            let (reasoning, rest) =
-                scan::split_reasoning(text, THINK, THINK_END, self.options.reasoning, at_end);
-            out.reasoning = reasoning;
-            let Some(rest) = rest else {
-                return out;
-            };
-            rest
+        let reasoning = self.options.reasoning;
+        let Some(rest) =
+            scan::leading_reasoning(text, from, THINK, THINK_END, reasoning, at_end, &mut out)
+        else {
+            return out;
         };
-        let mut content = Content::default();
+        let mut content = Content::resumed(from.content_open);
         let mut pos = rest;
         loop {
             let Some(k) = text[pos..].find(BEGIN) else {
-                content.push_tail(&text[pos..], &[BEGIN], at_end);
+                if let Some(n) = content.push_tail(&text[pos..], &[BEGIN], at_end) {
+                    scan::settle_open(&mut out, &content, pos + n);
+                }
                 break;
             };
             content.push(&text[pos..pos + k]);
@@ -570,8 +567,16 @@ impl ToolCallFormat for Glm4 {
         at_end: bool,
     ) -> PartialOutput {
         let mut out = PartialOutput::default();
-        let mut content = Content::default();
+        let mut content = Content::resumed(from.content_open);
         let mut pos = from.offset;
+        if from.content_open {
+            // Settled inside a text message, which runs to the end: the rest of it.
+            if let Some(n) = content.push_tail(&text[pos..], &[ASSISTANT], at_end) {
+                scan::settle_open(&mut out, &content, pos + n);
+            }
+            out.content = content.into_string();
+            return out;
+        }
         loop {
             // An optional `<|assistant|>` before each message.
             let j = skip_ws(text, pos);
@@ -590,7 +595,9 @@ impl ToolCallFormat for Glm4 {
                 // One line so far: a name still arriving, or text (a name never holds
                 // whitespace; a `\r` may end it).
                 if at_end || rest.trim_end_matches('\r').contains(char::is_whitespace) {
-                    content.push_tail(rest, &[ASSISTANT], at_end);
+                    if let Some(n) = content.push_tail(rest, &[ASSISTANT], at_end) {
+                        scan::settle_open(&mut out, &content, j + n);
+                    }
                 }
                 break;
             };
@@ -601,8 +608,11 @@ impl ToolCallFormat for Glm4 {
                 && !name.contains(char::is_whitespace)
                 && (body[b..].starts_with('{') || (!at_end && b == body.len()));
             if !looks_like_call || (pos > 0 && name.is_empty()) {
-                // The message is text (without its `<|assistant|>`, as when it has one line).
-                content.push_tail(rest, &[ASSISTANT], at_end);
+                // The message is text (without its `<|assistant|>`, as when it has one line),
+                // to the end of the output.
+                if let Some(n) = content.push_tail(rest, &[ASSISTANT], at_end) {
+                    scan::settle_open(&mut out, &content, j + n);
+                }
                 break;
             }
             if b == body.len() {

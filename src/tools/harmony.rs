@@ -163,9 +163,15 @@ impl ToolCallFormat for Harmony {
         at_end: bool,
     ) -> PartialOutput {
         let mut out = PartialOutput::default();
-        let mut reasoning = Content::default();
-        let mut content = Content::default();
+        let mut reasoning = Content::resumed(from.reasoning_open);
+        let mut content = Content::resumed(from.content_open);
         let mut pos = from.offset;
+        // Settled inside a text message's body (analysis: reasoning): the rest of it.
+        let mut resumed = if from.reasoning_open {
+            Some(true)
+        } else {
+            from.content_open.then_some(false)
+        };
         // Every message that has ended settles the parse: the next starts afresh.
         let settle = |out: &mut PartialOutput, content: &Content, reasoning: &Content, pos| {
             scan::settle(out, content, pos);
@@ -174,102 +180,107 @@ impl ToolCallFormat for Harmony {
             }
         };
         while pos < text.len() {
-            let msg_start = pos;
-            let started = text[pos..].starts_with(START);
-            if started {
-                pos += START.len();
-            }
-            // The header runs to `<|message|>`, never across a message's end.
-            let rest = &text[pos..];
-            let m = match scan::find_first(rest, &[MESSAGE, END, CALL, RETURN, START]) {
-                Some((m, marker)) if marker == MESSAGE => m,
-                // A header without a body: keep its text as content.
-                Some((s, _)) => {
-                    let k = pos + s;
-                    content.push(&text[msg_start..k]);
-                    pos = skip_end_marker(text, k);
-                    continue;
+            let (body_start, analysis) = if let Some(analysis) = resumed.take() {
+                (pos, analysis)
+            } else {
+                let msg_start = pos;
+                let started = text[pos..].starts_with(START);
+                if started {
+                    pos += START.len();
                 }
-                None => {
-                    if at_end {
-                        content.push(&text[msg_start..]);
+                // The header runs to `<|message|>`, never across a message's end.
+                let rest = &text[pos..];
+                let m = match scan::find_first(rest, &[MESSAGE, END, CALL, RETURN, START]) {
+                    Some((m, marker)) if marker == MESSAGE => m,
+                    // A header without a body: keep its text as content.
+                    Some((s, _)) => {
+                        let k = pos + s;
+                        content.push(&text[msg_start..k]);
+                        pos = skip_end_marker(text, k);
+                        continue;
                     }
-                    break;
-                }
-            };
-            let header = parse_header(&rest[..m]);
-            let stray = stray_header_text(&rest[..m], started);
-            let body_start = pos + m + MESSAGE.len();
-            if let Some(recipient) = header.recipient {
-                let name = recipient.strip_prefix("functions.").unwrap_or(recipient);
-                let name_ok = scan::check_call_name(name, tools);
-                let body = &text[body_start..];
-                match read_body(body, at_end) {
-                    ArgsRead::Pending(arguments_text) => {
-                        out.calls.push(PartialCall {
-                            id: None,
-                            name: name_ok.is_ok().then(|| name.to_owned()),
-                            arguments_text,
-                            complete: None,
-                        });
+                    None => {
+                        if at_end {
+                            content.push(&text[msg_start..]);
+                        }
                         break;
                     }
-                    ArgsRead::Done {
-                        value,
-                        text: raw,
-                        len,
-                    } => {
-                        let end = body_start + len;
-                        match name_ok {
-                            Ok(()) => {
-                                stray.iter().for_each(|t| content.push(t));
-                                let call = ToolCall::new(name, value);
-                                out.calls.push(PartialCall {
-                                    id: None,
-                                    name: Some(name.to_owned()),
-                                    arguments_text: raw,
-                                    complete: Some(call),
-                                });
+                };
+                let header = parse_header(&rest[..m]);
+                let stray = stray_header_text(&rest[..m], started);
+                let body_start = pos + m + MESSAGE.len();
+                if let Some(recipient) = header.recipient {
+                    let name = recipient.strip_prefix("functions.").unwrap_or(recipient);
+                    let name_ok = scan::check_call_name(name, tools);
+                    let body = &text[body_start..];
+                    match read_body(body, at_end) {
+                        ArgsRead::Pending(arguments_text) => {
+                            out.calls.push(PartialCall {
+                                id: None,
+                                name: name_ok.is_ok().then(|| name.to_owned()),
+                                arguments_text,
+                                complete: None,
+                            });
+                            break;
+                        }
+                        ArgsRead::Done {
+                            value,
+                            text: raw,
+                            len,
+                        } => {
+                            let end = body_start + len;
+                            match name_ok {
+                                Ok(()) => {
+                                    stray.iter().for_each(|t| content.push(t));
+                                    let call = ToolCall::new(name, value);
+                                    out.calls.push(PartialCall {
+                                        id: None,
+                                        name: Some(name.to_owned()),
+                                        arguments_text: raw,
+                                        complete: Some(call),
+                                    });
+                                }
+                                Err(error) => scan::push_malformed(
+                                    &mut out,
+                                    &mut content,
+                                    &text[msg_start..end],
+                                    msg_start,
+                                    error,
+                                ),
                             }
-                            Err(error) => scan::push_malformed(
+                            pos = end;
+                        }
+                        ArgsRead::Bad(error) => {
+                            let b = &text[body_start..];
+                            let stop = scan::find_first(b, &[CALL, END, RETURN, START])
+                                .map(|(k, t)| if t == START { k } else { k + t.len() });
+                            let Some(k) = stop.or(at_end.then_some(b.len())) else {
+                                // Malformed, but its end has not arrived: report it (with all
+                                // its text) once it has, as the whole-output parse does.
+                                out.calls.push(PartialCall::default());
+                                break;
+                            };
+                            let end = body_start + k;
+                            let error = name_ok.err().unwrap_or(error);
+                            scan::push_malformed(
                                 &mut out,
                                 &mut content,
                                 &text[msg_start..end],
                                 msg_start,
                                 error,
-                            ),
+                            );
+                            pos = end;
                         }
-                        pos = end;
                     }
-                    ArgsRead::Bad(error) => {
-                        let b = &text[body_start..];
-                        let stop = scan::find_first(b, &[CALL, END, RETURN, START])
-                            .map(|(k, t)| if t == START { k } else { k + t.len() });
-                        let Some(k) = stop.or(at_end.then_some(b.len())) else {
-                            // Malformed, but its end has not arrived: report it (with all
-                            // its text) once it has, as the whole-output parse does.
-                            out.calls.push(PartialCall::default());
-                            break;
-                        };
-                        let end = body_start + k;
-                        let error = name_ok.err().unwrap_or(error);
-                        scan::push_malformed(
-                            &mut out,
-                            &mut content,
-                            &text[msg_start..end],
-                            msg_start,
-                            error,
-                        );
-                        pos = end;
-                    }
+                    settle(&mut out, &content, &reasoning, pos);
+                    continue;
                 }
-                settle(&mut out, &content, &reasoning, pos);
-                continue;
-            }
-            // A text message: analysis is reasoning, anything else content (and so is
-            // stray text in its header).
-            stray.iter().for_each(|t| content.push(t));
-            let sink = if header.channel == "analysis" {
+                // A text message: analysis is reasoning, anything else content (and so is
+                // stray text in its header).
+                stray.iter().for_each(|t| content.push(t));
+                (body_start, header.channel == "analysis")
+            };
+            let sink = if analysis {
                 &mut reasoning
             } else {
                 &mut content
@@ -282,7 +293,14 @@ impl ToolCallFormat for Harmony {
                     settle(&mut out, &content, &reasoning, pos);
                 }
                 None => {
-                    sink.push_tail(body, MARKERS, at_end);
+                    // The body's text before its held-back tail is final: settle there.
+                    if let Some(n) = sink.push_tail(body, MARKERS, at_end) {
+                        settle(&mut out, &content, &reasoning, body_start + n);
+                        if let Some(s) = &mut out.settled {
+                            s.content_open = !analysis;
+                            s.reasoning_open = analysis;
+                        }
+                    }
                     break;
                 }
             }

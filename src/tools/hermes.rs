@@ -98,22 +98,19 @@ impl ToolCallFormat for Hermes {
         at_end: bool,
     ) -> PartialOutput {
         let mut out = PartialOutput::default();
-        let rest = if from.offset > 0 {
-            from.offset
-        } else {
-            let (reasoning, rest) =
-                scan::split_reasoning(text, THINK, THINK_END, self.options.reasoning, at_end);
-            out.reasoning = reasoning;
-            let Some(rest) = rest else {
-                return out;
-            };
-            rest
+        let reasoning = self.options.reasoning;
+        let Some(rest) =
+            scan::leading_reasoning(text, from, THINK, THINK_END, reasoning, at_end, &mut out)
+        else {
+            return out;
         };
-        let mut content = Content::default();
+        let mut content = Content::resumed(from.content_open);
         let mut pos = rest;
         loop {
             let Some(k) = text[pos..].find(BEGIN) else {
-                content.push_tail(&text[pos..], &[BEGIN], at_end);
+                if let Some(n) = content.push_tail(&text[pos..], &[BEGIN], at_end) {
+                    scan::settle_open(&mut out, &content, pos + n);
+                }
                 break;
             };
             content.push(&text[pos..pos + k]);

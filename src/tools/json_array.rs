@@ -238,10 +238,21 @@ impl ToolCallFormat for JsonArray {
         at_end: bool,
     ) -> PartialOutput {
         let mut out = PartialOutput::default();
-        let mut content = Content::default();
+        let mut content = Content::resumed(from.content_open);
+        if from.content_open {
+            // Settled inside an output that is all text: the rest of it.
+            if let Some(n) = content.push_tail(&text[from.offset..], &[], at_end) {
+                scan::settle_open(&mut out, &content, from.offset + n);
+            }
+            out.content = content.into_string();
+            return out;
+        }
         let lead = text.len() - text.trim_start().len();
         let rest = &text[lead..];
-        // Settled points lie in the call array, just after an element.
+        // Other settled points lie in the call array, just after an element. An output
+        // that starts as JSON (`[`, `{`, or any output with a forced call) may be a call
+        // until it ends, so its text is only ever content at the end: it has no settled
+        // point in free text and, while it arrives, is re-parsed in coalesced steps.
         let resume = (from.offset > 0).then(|| from.offset - lead);
         if let Some(name) = &self.forced {
             parse_forced(name, rest, lead, tools, at_end, &mut out, &mut content);
@@ -249,8 +260,9 @@ impl ToolCallFormat for JsonArray {
             parse_array(rest, lead, resume, tools, at_end, &mut out, &mut content);
         } else if rest.starts_with('{') {
             parse_object(rest, lead, tools, at_end, &mut out, &mut content);
-        } else {
-            content.push_tail(rest, &[], at_end);
+        } else if let Some(n) = content.push_tail(rest, &[], at_end) {
+            // Text, not a call: all of it is content.
+            scan::settle_open(&mut out, &content, lead + n);
         }
         out.content = content.into_string();
         out

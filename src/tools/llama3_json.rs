@@ -90,7 +90,9 @@ fn push_before_call(content: &mut Content, piece: &str) {
 /// The last content piece: end-of-turn tokens dropped, partial markers held back, and,
 /// while the output is still arriving, a final `<|python_tag|>` too (a call may follow,
 /// which the tag then belongs to).
-fn push_tail(content: &mut Content, piece: &str, at_end: bool) {
+///
+/// Returns how many bytes of `piece` are settled (see [`Content::push_tail`]).
+fn push_tail(content: &mut Content, piece: &str, at_end: bool) -> Option<usize> {
     let n = if at_end {
         piece.len()
     } else {
@@ -100,10 +102,12 @@ fn push_tail(content: &mut Content, piece: &str, at_end: bool) {
     while let Some(q) = p.strip_suffix(EOT).or_else(|| p.strip_suffix(EOM)) {
         p = q.trim_end();
     }
-    if !at_end {
-        p = p.strip_suffix(PYTHON_TAG).unwrap_or(p);
+    if at_end {
+        content.push(p);
+        return None;
     }
-    content.push(p);
+    p = p.strip_suffix(PYTHON_TAG).unwrap_or(p);
+    content.push_tail(p, &[], false)
 }
 
 /// Whether scanned members make a call: a string `name` and an arguments member.
@@ -167,13 +171,15 @@ impl ToolCallFormat for Llama3Json {
         at_end: bool,
     ) -> PartialOutput {
         let mut out = PartialOutput::default();
-        let mut content = Content::default();
+        let mut content = Content::resumed(from.content_open);
         let b = text.as_bytes();
         let mut seg = from.offset;
         let mut i = from.offset;
         loop {
             let Some(k) = text[i..].find('{') else {
-                push_tail(&mut content, &text[seg..], at_end);
+                if let Some(n) = push_tail(&mut content, &text[seg..], at_end) {
+                    scan::settle_open(&mut out, &content, seg + n);
+                }
                 break;
             };
             let s = i + k;

@@ -360,9 +360,11 @@ pub struct PartialOutput {
 }
 
 /// A point in the output up to which a partial parse is final whatever text follows:
-/// just after a finished (or malformed) call, in free text outside reasoning, so that the
-/// parse of the rest starts afresh there ([`ToolCallFormat::parse_partial_from`]). The
-/// [`StreamingParser`] re-parses only from the last such point.
+/// just after a finished (or malformed) call, or inside plain content or reasoning just
+/// before the tail held back because it may start a marker ([`Settled::content_open`],
+/// [`Settled::reasoning_open`]), so that the parse of the rest can restart there
+/// ([`ToolCallFormat::parse_partial_from`]). The [`StreamingParser`] re-parses only from
+/// the last such point.
 #[doc(hidden)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Settled {
@@ -380,6 +382,15 @@ pub struct Settled {
     pub errors: usize,
     /// The parser's state at `offset`, as the format defines it (0: free text).
     pub state: u8,
+    /// `offset` lies inside a piece of content (plain text outside markers, just before
+    /// the held-back tail that may start a marker or be whitespace next to one): the text
+    /// from `offset` continues that piece, and the content parsed from there is exactly
+    /// what follows the `content` bytes (not trimmed at its start; a later piece carries
+    /// its joining `\n`).
+    pub content_open: bool,
+    /// `offset` lies inside reasoning text, which the text from `offset` continues (the
+    /// reasoning parsed from there is exactly what follows the `reasoning` bytes).
+    pub reasoning_open: bool,
 }
 
 /// One call as far as it has arrived.
@@ -402,13 +413,14 @@ impl PartialOutput {
         if from.offset == 0 {
             return;
         }
-        // Pieces are joined by `\n`: the one after the settled text loses it.
-        let cut = |s: &str, len: usize| {
+        // Pieces are joined by `\n`: the one after the settled text loses it, unless the
+        // settled point lies inside a piece (what follows is then kept exactly).
+        let cut = |s: &str, len: usize, open: bool| {
             let len = len.min(s.len());
-            len + usize::from(len > 0 && s[len..].starts_with('\n'))
+            len + usize::from(!open && len > 0 && s[len..].starts_with('\n'))
         };
-        let content_cut = cut(&self.content, from.content);
-        let reasoning_cut = cut(&self.reasoning, from.reasoning);
+        let content_cut = cut(&self.content, from.content, from.content_open);
+        let reasoning_cut = cut(&self.reasoning, from.reasoning, from.reasoning_open);
         self.content.drain(..content_cut);
         self.reasoning.drain(..reasoning_cut);
         self.calls.drain(..from.calls.min(self.calls.len()));

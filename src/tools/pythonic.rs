@@ -1210,7 +1210,15 @@ impl ToolCallFormat for Pythonic {
         at_end: bool,
     ) -> PartialOutput {
         let mut out = PartialOutput::default();
-        let mut content = Content::default();
+        let mut content = Content::resumed(from.content_open);
+        if from.content_open {
+            // Settled inside an output that is all text: the rest of it.
+            if let Some(n) = content.push_tail(&text[from.offset..], &[], at_end) {
+                scan::settle_open(&mut out, &content, from.offset + n);
+            }
+            out.content = content.into_string();
+            return out;
+        }
         if from.offset > 0 {
             let bracketed = from.state == BRACKETED;
             let end = self.read_calls(
@@ -1241,7 +1249,9 @@ impl ToolCallFormat for Pythonic {
                 None if !at_end => return out,
                 Some(Some(_)) => (p + 1, true),
                 _ => {
-                    content.push_tail(&text[p..], &[], at_end);
+                    if let Some(n) = content.push_tail(&text[p..], &[], at_end) {
+                        scan::settle_open(&mut out, &content, p + n);
+                    }
                     out.content = content.into_string();
                     return out;
                 }
@@ -1257,13 +1267,18 @@ impl ToolCallFormat for Pythonic {
                     return out;
                 }
                 _ => {
-                    content.push_tail(&text[p..], &[], at_end);
+                    if let Some(n) = content.push_tail(&text[p..], &[], at_end) {
+                        scan::settle_open(&mut out, &content, p + n);
+                    }
                     out.content = content.into_string();
                     return out;
                 }
             }
         } else {
-            content.push_tail(&text[p..], &[], at_end);
+            // Text, not a call: all of it is content.
+            if let Some(n) = content.push_tail(&text[p..], &[], at_end) {
+                scan::settle_open(&mut out, &content, p + n);
+            }
             out.content = content.into_string();
             return out;
         };

@@ -344,32 +344,61 @@ pub fn stable_len(text: &str, markers: &[&str], trim: bool) -> usize {
 
 /// Content assembled from the pieces between markers: each trimmed, empty ones dropped,
 /// the rest joined by `\n`.
+///
+/// Resumed at a point settled inside a piece ([`Content::resumed`], see
+/// [`super::Settled::content_open`]), it holds exactly what follows the settled text: the
+/// rest of that piece untrimmed at its start, and the joining `\n` of each later piece.
 #[derive(Debug, Default)]
 pub struct Content {
     text: String,
+    /// The next piece continues the settled one (appended as is, trimmed at its end only).
+    open: bool,
+    /// Content came before the settled point (later pieces are joined to it).
+    before: bool,
 }
 
 impl Content {
+    /// Content resumed at a settled point; `open`: the point lies inside a piece.
+    pub fn resumed(open: bool) -> Self {
+        Self {
+            text: String::new(),
+            open,
+            before: open,
+        }
+    }
+
     /// Adds a piece.
     pub fn push(&mut self, piece: &str) {
+        if std::mem::take(&mut self.open) {
+            self.text.push_str(piece.trim_end());
+            return;
+        }
         let p = piece.trim();
         if p.is_empty() {
             return;
         }
-        if !self.text.is_empty() {
+        if !self.text.is_empty() || self.before {
             self.text.push('\n');
         }
         self.text.push_str(p);
     }
 
     /// Adds the piece that is still arriving: its stable part only, unless `at_end`.
-    pub fn push_tail(&mut self, piece: &str, markers: &[&str], at_end: bool) {
+    /// Returns, while the output is arriving and the piece has content, how many of its
+    /// bytes are settled (all but the held-back tail: see [`settle_open`]).
+    pub fn push_tail(&mut self, piece: &str, markers: &[&str], at_end: bool) -> Option<usize> {
         if at_end {
             self.push(piece);
-        } else {
-            let n = stable_len(piece, markers, true);
-            self.push(&piece[..n]);
+            return None;
         }
+        let n = stable_len(piece, markers, true);
+        if self.open {
+            self.text.push_str(&piece[..n]);
+            return Some(n);
+        }
+        let len = self.text.len();
+        self.push(&piece[..n]);
+        (self.text.len() > len).then_some(n)
     }
 
     /// The content's length so far, in bytes.
@@ -441,7 +470,74 @@ pub fn settle(out: &mut PartialOutput, content: &Content, offset: usize) {
         calls: out.calls.len(),
         errors: out.errors.len(),
         state: 0,
+        content_open: false,
+        reasoning_open: false,
     });
+}
+
+/// Records `offset`, inside the piece of content still arriving, as the point up to which
+/// `out` is final (see [`super::Settled::content_open`]): `offset` is where the piece's
+/// held-back tail starts (what [`Content::push_tail`] settled), so no marker can begin
+/// before it. Call it only where the parse restarted there with the content open reads
+/// the rest of the piece as the same text (a parse that, at `offset`, is in free text).
+pub fn settle_open(out: &mut PartialOutput, content: &Content, offset: usize) {
+    settle(out, content, offset);
+    if let Some(s) = &mut out.settled {
+        s.content_open = true;
+    }
+}
+
+/// The leading reasoning block (`begin`…`end`, see [`split_reasoning`]) of `text` parsed
+/// from `from`: sets `out.reasoning` and returns where the rest starts, or `None` while
+/// the block is open (or not yet known to be one). In an open block it settles the parse
+/// inside the reasoning, just before its held-back tail ([`super::Settled::reasoning_open`]),
+/// and a parse from such a point reads only the rest of the block. A `from` past the block
+/// returns `from.offset`.
+pub fn leading_reasoning(
+    text: &str,
+    from: &super::Settled,
+    begin: &str,
+    end: &str,
+    implicit: bool,
+    at_end: bool,
+    out: &mut PartialOutput,
+) -> Option<usize> {
+    let (body_start, resumed) = if from.reasoning_open {
+        (from.offset, true)
+    } else if from.offset > 0 {
+        return Some(from.offset);
+    } else {
+        let (thought, rest) = split_reasoning(text, begin, end, implicit, at_end);
+        out.reasoning = thought;
+        if rest.is_some() || out.reasoning.is_empty() {
+            return rest;
+        }
+        // An explicit block still open, with some reasoning: settle before its tail.
+        let lead = text.len() - text.trim_start().len();
+        (lead + begin.len(), false)
+    };
+    let body = &text[body_start..];
+    match body.find(end) {
+        Some(k) => {
+            out.reasoning.push_str(body[..k].trim_end());
+            Some(body_start + k + end.len())
+        }
+        None if at_end => {
+            out.reasoning.push_str(body.trim_end());
+            Some(text.len())
+        }
+        None => {
+            let n = stable_len(body, &[end], true);
+            if resumed {
+                out.reasoning.push_str(&body[..n]);
+            }
+            settle(out, &Content::default(), body_start + n);
+            if let Some(s) = &mut out.settled {
+                s.reasoning_open = true;
+            }
+            None
+        }
+    }
 }
 
 /// Checks a name written by the model against the offered tools (any valid name when the
@@ -565,17 +661,12 @@ pub fn parse_sectioned(
     read_call: impl FnMut(&str) -> CallRead,
 ) -> PartialOutput {
     let mut out = PartialOutput::default();
-    let rest = if from.offset > 0 {
-        from.offset
-    } else {
-        let (thought, rest) = split_reasoning(text, "<think>", "</think>", reasoning, at_end);
-        out.reasoning = thought;
-        let Some(rest) = rest else {
-            return out;
-        };
-        rest
+    let Some(rest) = leading_reasoning(
+        text, from, "<think>", "</think>", reasoning, at_end, &mut out,
+    ) else {
+        return out;
     };
-    let mut content = Content::default();
+    let mut content = Content::resumed(from.content_open);
     let state = if from.offset > 0 { from.state } else { 0 };
     parse_sections(
         text,
@@ -632,7 +723,9 @@ pub fn parse_sections(
             resume = 0;
         } else {
             let Some((k, blen, section)) = syn.find_begin(&text[pos..]) else {
-                content.push_tail(&text[pos..], &triggers, at_end);
+                if let Some(n) = content.push_tail(&text[pos..], &triggers, at_end) {
+                    settle_open(out, content, pos + n);
+                }
                 return;
             };
             content.push(&text[pos..pos + k]);

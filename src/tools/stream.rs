@@ -9,19 +9,27 @@
 //! bound the work:
 //!
 //! * **Settled prefix.** A format reports, with each partial parse, the last point no later
-//!   text can change ([`super::Settled`]: just after a finished or malformed call, outside
-//!   reasoning, with the parser's state there where it is not plain free text, such as
-//!   inside a DeepSeek/Kimi call section or a JSON call array). The next parse restarts
-//!   there ([`ToolCallFormat::parse_partial_from`]); of what came before only the count of
-//!   its calls and errors and whether it had content or reasoning are kept (a later piece
-//!   is joined to it with `\n`). With many calls, a delta costs a parse of the call in
-//!   progress only. Every built-in format reports settled points; one that does not (a
-//!   user's format, unless it implements them) is re-parsed from the start, with the
-//!   coalescing below.
+//!   text can change ([`super::Settled`]): just after a finished or malformed call, with
+//!   the parser's state there where it is not plain free text (inside a DeepSeek/Kimi
+//!   call section, a JSON call array), and in plain content or reasoning just before the
+//!   tail held back because it may start a marker (`<tool_`) or be whitespace next to
+//!   one, the text from there continuing that piece. The next parse restarts there
+//!   ([`ToolCallFormat::parse_partial_from`]); of what came before only the count of its
+//!   calls and errors and whether it had content or reasoning are kept (a later piece is
+//!   joined to it with `\n`; the rest of a piece settled inside is appended as is). With
+//!   many calls, a delta costs a parse of the call in progress only; in plain content or
+//!   reasoning, a parse of the held-back tail and the delta, so text with no call
+//!   streams on every delta. Every built-in format reports settled points; one that does
+//!   not (a user's format, unless it implements them) is re-parsed from the start, with
+//!   the coalescing below. Text that is not settled before it ends: an output that
+//!   starts as JSON in the JSON-array families (it may be a call until it closes), text
+//!   after a JSON-array or pythonic call list, text before `</think>` when the prompt
+//!   opened the reasoning block (reasoning or content is known only at `</think>`), and
+//!   Harmony text before its header's `<|message|>`.
 //! * **Coalescing inside a long unsettled piece.** While the text after the settled point
-//!   (one long call, or free text with no call) is longer than `EAGER_TAIL` (1 KiB), it is
-//!   re-parsed once the bytes arrived since the last parse reach 1/`TAIL_SHARE` (1/64) of
-//!   its length (and always by [`StreamingParser::finish`] and
+//!   (one long call, or text of the kinds just named) is longer than `EAGER_TAIL` (1 KiB),
+//!   it is re-parsed once the bytes arrived since the last parse reach 1/`TAIL_SHARE`
+//!   (1/64) of its length (and always by [`StreamingParser::finish`] and
 //!   [`StreamingParser::flush`]). Each such parse costs at most `TAIL_SHARE` times the
 //!   bytes that paid for it, so a whole stream costs O(n) parse work however small its
 //!   deltas; the price is that inside such a piece events come in pieces of up to 1/64 of
@@ -46,8 +54,9 @@ const TAIL_SHARE: usize = 64;
 /// its `content` (the `Reasoning` deltas to its `reasoning`). Text that may still be the
 /// start of a marker (`<tool_`) is held back until it is decided, never sent and
 /// retracted. The parse work of a whole stream is linear in its length (see the module
-/// notes): a delta re-parses only the text after the last finished call, and inside one
-/// long call or stretch of text deltas are coalesced.
+/// notes): a delta re-parses only the text after the last finished call (in plain
+/// content and reasoning, only the held-back tail and the delta), and inside one long
+/// call deltas are coalesced.
 pub struct StreamingParser<'a> {
     format: &'a dyn ToolCallFormat,
     tools: &'a [Tool],
@@ -172,21 +181,23 @@ impl<'a> StreamingParser<'a> {
         self.base_calls += s.calls;
         self.calls.drain(..s.calls);
         self.sent_errors -= s.errors;
-        // `from` counts from the start of the text (what a whole parse drops).
-        let joined = |before: usize, more: usize| match (before, more) {
+        // `from` counts from the start of the text (what a whole parse drops). After a
+        // point inside a piece, what was parsed from it follows it exactly.
+        let joined = |before: usize, more: usize, open: bool| match (before, more) {
             (b, 0) => b,
             (0, m) => m,
+            (b, m) if open => b + m,
             (b, m) => b + 1 + m,
         };
         self.from = super::Settled {
-            content: joined(self.from.content, s.content),
-            reasoning: joined(self.from.reasoning, s.reasoning),
+            content: joined(self.from.content, s.content, self.from.content_open),
+            reasoning: joined(self.from.reasoning, s.reasoning, self.from.reasoning_open),
             calls: self.base_calls,
             errors: self.from.errors + s.errors,
             ..s
         };
-        self.content.settle(s.content);
-        self.reasoning.settle(s.reasoning);
+        self.content.settle(s.content, s.content_open);
+        self.reasoning.settle(s.reasoning, s.reasoning_open);
     }
 
     fn diff(&mut self, p: PartialOutput) -> Vec<StreamEvent> {
@@ -255,6 +266,9 @@ struct Joined {
     /// Something was sent from the text before the settled point (a later piece is
     /// joined to it with `\n`).
     before: bool,
+    /// The settled point lies inside a piece: what is parsed from it follows what was
+    /// sent exactly (no joining `\n` to add).
+    open: bool,
     /// What was sent from the text after it (without the joining `\n`).
     sent: String,
 }
@@ -262,23 +276,26 @@ struct Joined {
 impl Joined {
     /// Sends what `now` (parsed from the settled point on) adds.
     fn grow(&mut self, now: &str, mut emit: impl FnMut(String)) {
-        let first = self.sent.is_empty();
-        let before = self.before;
+        let join = self.sent.is_empty() && self.before && !self.open;
         grow(now, &mut self.sent, |d| {
-            emit(if first && before { format!("\n{d}") } else { d })
+            emit(if join { format!("\n{d}") } else { d })
         });
     }
 
-    /// The settled point moved past the first `len` bytes of what was sent.
-    fn settle(&mut self, len: usize) {
+    /// The settled point moved past the first `len` bytes of what was sent; `open`: it
+    /// lies inside a piece.
+    fn settle(&mut self, len: usize, open: bool) {
         let rest = &self.sent[len..];
-        let rest = if len > 0 {
-            rest.strip_prefix('\n').unwrap_or(rest)
-        } else {
+        // After a point between pieces, what follows is a new piece with its joining
+        // `\n` (a piece never starts with one: pieces are trimmed).
+        let rest = if open {
             rest
+        } else {
+            rest.strip_prefix('\n').unwrap_or(rest)
         };
         self.sent = rest.to_owned();
         self.before |= len > 0;
+        self.open = open;
     }
 }
 
@@ -288,8 +305,9 @@ mod tests {
 
     use super::super::scan::check_stream_chunks;
     use super::super::{
-        format_by_name, format_names, PartialOutput, Tool, ToolCall, ToolCallFormat,
+        format_by_name, format_names, PartialOutput, StreamEvent, Tool, ToolCall, ToolCallFormat,
     };
+    use super::StreamingParser;
 
     fn tools() -> Vec<Tool> {
         Tool::list_from_openai(&json!([{"type": "function", "function": {
@@ -337,6 +355,106 @@ mod tests {
                     calls.len(),
                     scanned / n
                 );
+            }
+        }
+    }
+
+    /// Plain content (no call yet) and reasoning are settled as they arrive, up to the
+    /// held-back tail: streaming 40 KB of either in 4-byte deltas hands the parser a small
+    /// multiple of the text, and every delta after the opening marker sends the text
+    /// before it, at most a few bytes short of what arrived (no coalescing outside calls).
+    #[test]
+    fn plain_content_and_reasoning_stream_on_every_delta() {
+        let tools = tools();
+        let body = prose(40_000);
+        // The ways into plain text of each family (the first a format reads so is used;
+        // Harmony text without a header is read as content only at the end, as it may
+        // still be a header).
+        let content_openers = ["<|channel|>final<|message|>", ""];
+        let reasoning_openers = ["<think>", "[THINK]", "<|channel|>analysis<|message|>"];
+        for name in format_names() {
+            let f = format_by_name(&name).unwrap();
+            let reads = |opener: &str, reasoning: bool| {
+                let p = f.parse(&format!("{opener}lorem ipsum, dolor"), &tools);
+                let got = if reasoning { p.reasoning } else { p.content };
+                got.as_deref() == Some("lorem ipsum, dolor")
+            };
+            let mut cases = Vec::new();
+            if let Some(o) = content_openers.iter().find(|o| reads(o, false)) {
+                cases.push((*o, false));
+            }
+            if let Some(o) = reasoning_openers.iter().find(|o| reads(o, true)) {
+                cases.push((*o, true));
+            }
+            assert!(
+                cases.iter().any(|c| !c.1),
+                "{name}: no way into plain content"
+            );
+            for (opener, reasoning) in cases {
+                let text = format!("{opener}{body}");
+                let n = text.len();
+                let scanned = check_stream_chunks(f.as_ref(), &tools, &text, &[4])
+                    .unwrap_or_else(|e| panic!("{name}: {e}"));
+                assert!(
+                    scanned < 8 * n,
+                    "{name} (reasoning: {reasoning}): parsed {scanned} bytes for {n} \
+                     ({}× the text)",
+                    scanned / n
+                );
+                let mut s = StreamingParser::new(f.as_ref(), &tools);
+                let mut sent = 0;
+                for (i, delta) in text.as_bytes().chunks(4).enumerate() {
+                    let events = s.push(std::str::from_utf8(delta).unwrap());
+                    let mut grew = false;
+                    for e in events {
+                        match e {
+                            StreamEvent::Content(d) if !reasoning => {
+                                sent += d.len();
+                                grew = true;
+                            }
+                            StreamEvent::Reasoning(d) if reasoning => {
+                                sent += d.len();
+                                grew = true;
+                            }
+                            other => panic!("{name}: unexpected {other:?}"),
+                        }
+                    }
+                    let arrived = (i * 4 + delta.len()).saturating_sub(opener.len());
+                    if i * 4 >= opener.len() + 16 {
+                        assert!(
+                            grew && arrived - sent <= 32,
+                            "{name} (reasoning: {reasoning}): delta {i} sent nothing or \
+                             lags: {sent} of {arrived} bytes sent"
+                        );
+                    }
+                }
+                assert!(s.scanned_bytes() < 8 * n, "{name}: {}", s.scanned_bytes());
+            }
+        }
+    }
+
+    /// Content and reasoning settled inside a piece, then continued, ended by a call or
+    /// joined to a later piece, add up to the whole-output parse however the text is cut.
+    #[test]
+    fn text_settled_inside_pieces_streams_as_whole() {
+        let tools = tools();
+        let call = [ToolCall::new("write_file", json!({"text": "a b"}))];
+        for name in format_names() {
+            let f = format_by_name(&name).unwrap();
+            let c = f.render_calls(&call);
+            for text in [
+                format!("Hello there,\n world.  \n{c}\n  and  then\n\n{c} end. "),
+                format!("<think> mull it\n over  </think>\n Sure thing.{c}more\n"),
+                format!("[THINK]mull  it[/THINK]Sure  {c}"),
+                "<|channel|>analysis<|message|>mull  it over<|end|><|start|>assistant\
+                 <|channel|>final<|message|>Sure  thing <|end|>"
+                    .to_owned(),
+                "Just text {\"not\": 1} here\n\n and more <|eot_id|>".to_owned(),
+            ] {
+                for sizes in [&[1][..], &[2], &[3, 1], &[7]] {
+                    check_stream_chunks(f.as_ref(), &tools, &text, sizes)
+                        .unwrap_or_else(|e| panic!("{name}: {text:?}: {e}"));
+                }
             }
         }
     }
