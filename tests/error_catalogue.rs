@@ -535,19 +535,7 @@ fn matcher_section() -> Section {
          `root ::= (([a-z]{0,1000} \"x\"?){0,1000} \"y\"?){0,1000}` (its first mask walks \
          for seconds)",
         {
-            let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
-            let mut x = 12_345u64;
-            for _ in 0..100_000 {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                let len = 2 + (x % 8) as usize;
-                tokens.push(
-                    (0..len)
-                        .map(|k| b'a' + ((x >> (k * 5)) % 26) as u8)
-                        .collect(),
-                );
-            }
+            let tokens = common::random_letter_tokens(100_000);
             let g = GrammarCompiler::new(Vocabulary::from_token_bytes(&tokens, &[], &[]).unwrap())
                 .with_precompute(tokensieve::Precompute::Lazy)
                 .with_limits(Limits {

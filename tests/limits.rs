@@ -686,19 +686,7 @@ fn default_work_budget_leaves_ordinary_grammars_alone() {
 /// `MatcherError::Limit`, keeps nothing half-computed and leaves the matcher usable.
 #[test]
 fn lazy_masks_stop_at_the_compile_time_budget() {
-    let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
-    let mut x = 12_345u64;
-    for _ in 0..100_000 {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        let len = 2 + (x % 8) as usize;
-        tokens.push(
-            (0..len)
-                .map(|k| b'a' + ((x >> (k * 5)) % 26) as u8)
-                .collect(),
-        );
-    }
+    let mut tokens = common::random_letter_tokens(100_000);
     let eos = tokens.len() as u32;
     tokens.push(b"<eos>".to_vec());
     let vocab = Vocabulary::from_token_bytes(&tokens, &[eos], &[eos]).unwrap();

@@ -427,3 +427,24 @@ pub fn byte_accepts(g: &std::sync::Arc<tokensieve::CompiledGrammar>, text: &str)
     let mut m = tokensieve::GrammarMatcher::new(g.clone());
     m.accept_string(text) && m.accept_token(BYTE_STOP) && m.is_terminated()
 }
+
+/// The 256 single bytes then `n` pseudo-random lowercase tokens of 2–9 letters (seeded, so
+/// the same list every run), no special tokens: a vocabulary large enough that mask walks
+/// over ambiguous grammars take seconds.
+#[allow(dead_code)]
+pub fn random_letter_tokens(n: usize) -> Vec<Vec<u8>> {
+    let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+    let mut x = 12_345u64;
+    for _ in 0..n {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let len = 2 + (x % 8) as usize;
+        tokens.push(
+            (0..len)
+                .map(|k| b'a' + ((x >> (k * 5)) % 26) as u8)
+                .collect(),
+        );
+    }
+    tokens
+}
