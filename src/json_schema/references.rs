@@ -418,6 +418,8 @@ pub(crate) fn merge_maps(
     // not is an additional property there: it takes that schema beside its own. Prefix
     // entries beyond the other source's `prefixItems` likewise take its `items`.
     let mut other = other;
+    merge_contains(a, &mut other, ptr)?;
+    merge_conditional(a, &mut other, ptr)?;
     close_against(a, &mut other);
     close_against(&mut other, a);
     // Declaring a key beside another source's `additionalProperties` changes nothing when
@@ -611,6 +613,118 @@ pub(crate) fn merge_maps(
         };
         a.insert(k, merged);
     }
+    Ok(())
+}
+
+/// Removes the keywords `keys` from `m` as one unit: `Some` (keyword → value) when `m` has
+/// `keys[0]` (the head, which gives the others their meaning), `None` otherwise (the others
+/// then mean nothing and are dropped).
+fn take_unit(m: &mut Map<String, Value>, keys: &[&str]) -> Option<Map<String, Value>> {
+    let head = m.contains_key(keys[0]);
+    let mut unit = Map::new();
+    for k in keys {
+        if let Some(v) = m.remove(*k) {
+            unit.insert((*k).to_string(), v);
+        }
+    }
+    head.then_some(unit)
+}
+
+/// `contains` with its `minContains`/`maxContains`, merged as one unit per side: a count
+/// keyword never attaches to the other side's `contains`. Two units with the same
+/// `contains` schema merge exactly (the greater minimum, the lesser maximum); two different
+/// ones are refused (one schema holds one `contains`). The merged unit goes into `a`.
+fn merge_contains(
+    a: &mut Map<String, Value>,
+    other: &mut Map<String, Value>,
+    ptr: &str,
+) -> Result<(), JsonSchemaError> {
+    const KEYS: &[&str] = &["contains", "minContains", "maxContains"];
+    let merged = match (take_unit(a, KEYS), take_unit(other, KEYS)) {
+        (None, None) => return Ok(()),
+        (Some(u), None) | (None, Some(u)) => u,
+        (Some(x), Some(y)) if json_equal(&x["contains"], &y["contains"]) => {
+            let count = |u: &Map<String, Value>, k: &str, default: Option<u64>| match u.get(k) {
+                None => Ok(default),
+                Some(v) => v
+                    .as_u64()
+                    .map(Some)
+                    .ok_or_else(|| JsonSchemaError::InvalidKeyword {
+                        keyword: k.into(),
+                        pointer: child(ptr, k),
+                        message: "must be a non-negative integer".into(),
+                    }),
+            };
+            let lo = count(&x, "minContains", Some(1))?.max(count(&y, "minContains", Some(1))?);
+            let hi = match (
+                count(&x, "maxContains", None)?,
+                count(&y, "maxContains", None)?,
+            ) {
+                (Some(p), Some(q)) => Some(p.min(q)),
+                (p, q) => p.or(q),
+            };
+            let mut u = Map::new();
+            u.insert("contains".into(), x["contains"].clone());
+            if let Some(lo) = lo {
+                u.insert("minContains".into(), lo.into());
+            }
+            if let Some(hi) = hi {
+                u.insert("maxContains".into(), hi.into());
+            }
+            u
+        }
+        (Some(_), Some(_)) => {
+            return Err(JsonSchemaError::Unsupported {
+                keyword: "contains".into(),
+                pointer: child(ptr, "contains"),
+                reason: "cannot merge exactly in `allOf`: two different `contains` schemas (a \
+                         schema holds one)"
+                    .into(),
+            })
+        }
+    };
+    a.extend(merged);
+    Ok(())
+}
+
+/// `if` with its `then`/`else`, merged as one unit per side: a `then`/`else` never
+/// combines with the other side's `if` (without an `if` of its own side it means nothing).
+/// Two units with the same `if` merge exactly (`then`s and `else`s each under `allOf`);
+/// two different ones are refused. The merged unit goes into `a`.
+fn merge_conditional(
+    a: &mut Map<String, Value>,
+    other: &mut Map<String, Value>,
+    ptr: &str,
+) -> Result<(), JsonSchemaError> {
+    const KEYS: &[&str] = &["if", "then", "else"];
+    let merged = match (take_unit(a, KEYS), take_unit(other, KEYS)) {
+        (None, None) => return Ok(()),
+        (Some(u), None) | (None, Some(u)) => u,
+        (Some(x), Some(y)) if json_equal(&x["if"], &y["if"]) => {
+            let mut u = Map::new();
+            u.insert("if".into(), x["if"].clone());
+            for k in ["then", "else"] {
+                let v = match (x.get(k), y.get(k)) {
+                    (None, None) => continue,
+                    (Some(s), None) | (None, Some(s)) => s.clone(),
+                    (Some(s), Some(t)) if json_equal(s, t) => s.clone(),
+                    (Some(s), Some(t)) => serde_json::json!({ "allOf": [s, t] }),
+                };
+                u.insert(k.into(), v);
+            }
+            u
+        }
+        (Some(_), Some(_)) => {
+            return Err(JsonSchemaError::Unsupported {
+                keyword: "if".into(),
+                pointer: child(ptr, "if"),
+                reason: "cannot merge exactly in `allOf`: two different `if` schemas (a schema \
+                         holds one)"
+                    .into(),
+            })
+        }
+    };
+    a.extend(merged);
     Ok(())
 }
 
