@@ -207,6 +207,20 @@ fn merged_bounds_compare_exactly() {
         assert!(!byte_accepts(&g, "18446744073709551615"));
         assert!(byte_accepts(&g, "18446744073709551614"));
     }
+    // One schema with both bounds: the stricter, exactly.
+    let s = json!({"minimum":9007199254740993u64,"exclusiveMinimum":9007199254740992u64});
+    let g = byte_compiler()
+        .compile_json_schema(&s, &opts())
+        .expect("compiles");
+    assert!(!byte_accepts(&g, "9007199254740992"));
+    assert!(!byte_accepts(&g, "9007199254740992.5"));
+    assert!(byte_accepts(&g, "9007199254740993"));
+    let s = json!({"maximum":9007199254740992u64,"exclusiveMaximum":9007199254740993u64});
+    let g = byte_compiler()
+        .compile_json_schema(&s, &opts())
+        .expect("compiles");
+    assert!(!byte_accepts(&g, "9007199254740992.5"));
+    assert!(byte_accepts(&g, "9007199254740992"));
     // Small bounds and lengths still merge.
     expect(
         json!({"allOf":[{"minimum":1.5},{"minimum":2}, {"maxLength": 3}, {"maxLength": 2}]}),

@@ -491,14 +491,13 @@ impl Builder<'_> {
                 lower_key = key;
             }
             let slot = if is_upper { &mut upper } else { &mut lower };
+            // Compared exactly (not as f64: 2^53 + 1 is not 2^53).
             let replace = match slot {
                 None => true,
-                Some(cur) if is_upper => {
-                    (nb.val, nb.excl) < (cur.val, cur.excl) || (nb.val == cur.val && nb.excl)
-                }
-                Some(cur) => {
-                    (nb.val, !nb.excl) > (cur.val, !cur.excl) || (nb.val == cur.val && nb.excl)
-                }
+                Some(cur) => match nb.cmp_value(cur) {
+                    std::cmp::Ordering::Equal => nb.excl,
+                    o => (o == std::cmp::Ordering::Less) == is_upper,
+                },
             };
             if replace {
                 *slot = Some(nb);
@@ -560,6 +559,18 @@ struct NumBound {
 }
 
 impl NumBound {
+    /// The exact order of the values of two bounds.
+    fn cmp_value(&self, other: &NumBound) -> std::cmp::Ordering {
+        let neg = |b: &NumBound| b.val < 0.0 && (b.mag.int != 0 || !b.mag.frac.is_empty());
+        let mag = (self.mag.int, &self.mag.frac).cmp(&(other.mag.int, &other.mag.frac));
+        match (neg(self), neg(other)) {
+            (false, false) => mag,
+            (true, true) => mag.reverse(),
+            (false, true) => std::cmp::Ordering::Greater,
+            (true, false) => std::cmp::Ordering::Less,
+        }
+    }
+
     fn new(b: Bound, excl: bool) -> Option<NumBound> {
         match b {
             Bound::Int(i) => Some(NumBound {

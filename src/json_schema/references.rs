@@ -520,27 +520,17 @@ pub(crate) fn merge_maps(
                 Value::Array(names)
             }
             "minimum" | "exclusiveMinimum" | "minLength" | "minItems" | "minProperties" => {
-                match (cur.as_f64(), v.as_f64()) {
-                    (Some(x), Some(y)) => {
-                        if x >= y {
-                            cur.clone()
-                        } else {
-                            v
-                        }
-                    }
-                    _ => return Err(refuse(&k, "non-numeric values")),
+                match cmp_numbers(cur, &v) {
+                    Some(o) if o == std::cmp::Ordering::Greater || o.is_eq() => cur.clone(),
+                    Some(_) => v,
+                    None => return Err(refuse(&k, "values not comparable exactly")),
                 }
             }
             "maximum" | "exclusiveMaximum" | "maxLength" | "maxItems" | "maxProperties" => {
-                match (cur.as_f64(), v.as_f64()) {
-                    (Some(x), Some(y)) => {
-                        if x <= y {
-                            cur.clone()
-                        } else {
-                            v
-                        }
-                    }
-                    _ => return Err(refuse(&k, "non-numeric values")),
+                match cmp_numbers(cur, &v) {
+                    Some(o) if o == std::cmp::Ordering::Less || o.is_eq() => cur.clone(),
+                    Some(_) => v,
+                    None => return Err(refuse(&k, "values not comparable exactly")),
                 }
             }
             "required" => match (cur, &v) {
@@ -614,6 +604,39 @@ pub(crate) fn merge_maps(
         a.insert(k, merged);
     }
     Ok(())
+}
+
+/// The exact order of two JSON numbers as parsed (integers of up to 128 bits exactly,
+/// floats as their `f64` value, which is what the bounds compile to), or `None` when not
+/// both numbers (or a float too large to compare exactly with an integer).
+fn cmp_numbers(x: &Value, y: &Value) -> Option<std::cmp::Ordering> {
+    use std::cmp::Ordering;
+    let int = |v: &Value| -> Option<i128> {
+        let n = v.as_number()?;
+        n.as_i64()
+            .map(i128::from)
+            .or_else(|| n.as_u64().map(i128::from))
+    };
+    // An integer against a float.
+    let mixed = |i: i128, f: f64| -> Option<Ordering> {
+        if !f.is_finite() || f.abs() > 1e30 {
+            return None;
+        }
+        let fl = f.floor();
+        let fi = fl as i128;
+        Some(match i.cmp(&fi) {
+            Ordering::Less => Ordering::Less,
+            Ordering::Greater => Ordering::Greater,
+            Ordering::Equal if fl == f => Ordering::Equal,
+            Ordering::Equal => Ordering::Less,
+        })
+    };
+    match (int(x), int(y)) {
+        (Some(a), Some(b)) => Some(a.cmp(&b)),
+        (Some(a), None) => mixed(a, y.as_f64()?),
+        (None, Some(b)) => mixed(b, x.as_f64()?).map(Ordering::reverse),
+        (None, None) => x.as_f64()?.partial_cmp(&y.as_f64()?),
+    }
 }
 
 /// Removes the keywords `keys` from `m` as one unit: `Some` (keyword → value) when `m` has
