@@ -7,7 +7,7 @@
 //!   (and `-0`, which validators read as the float -0.0, is rejected);
 //!   exponents (`1e3`, an integer per JSON Schema) are rejected.
 //! * `number` with bounds accepts numbers without an exponent only (`1e2` is rejected), and
-//!   refuses non-integer bounds (no exact construction yet); `-0` forms are rejected there.
+//!   refuses non-integer bounds (no exact construction yet); `-0` forms are accepted where 0 is.
 //! * Bounds are read as serde_json reads them (`f64` unless they are integers), as validators do.
 
 use serde_json::{Map, Value};
@@ -525,6 +525,19 @@ impl Builder<'_> {
             };
             let hi = upper.as_ref().map(|u| (u.mag.clone(), u.excl));
             alts.push(magnitude(lo, hi, cap).map_err(refuse)?);
+        }
+        // `-0` (and `-0.0`, ...) is the value 0: in when 0 is.
+        let zero_in = lower
+            .as_ref()
+            .map_or(true, |l| l.val < 0.0 || (l.val == 0.0 && !l.excl))
+            && upper
+                .as_ref()
+                .map_or(true, |u| u.val > 0.0 || (u.val == 0.0 && !u.excl));
+        if zero_in {
+            alts.push(Some(seq(vec![
+                lit("-0"),
+                opt(seq(vec![lit("."), repeat(lit("0"), 1, run_max(cap, 1, 0))])),
+            ])));
         }
         // Negative values: "-" and a magnitude m > 0 with -m in the bounds.
         if lower.as_ref().map_or(true, |l| l.val < 0.0) {
