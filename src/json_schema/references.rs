@@ -340,7 +340,7 @@ impl Builder<'_> {
                 })
             }
         };
-        let rewritten = super::legacy_items(obj);
+        let rewritten = self.legacy(obj);
         let obj = rewritten.as_ref().unwrap_or(obj);
         // Own keywords first.
         let mut own = Map::new();
@@ -902,6 +902,8 @@ impl Builder<'_> {
             Value::Object(o) if depth <= MAX_MERGE_DEPTH => o,
             _ => return Shape::any(),
         };
+        let rewritten = self.legacy(obj);
+        let obj = rewritten.as_ref().unwrap_or(obj);
         let mut s = Shape::any();
         if let Ok(t) = parse_types(obj, "#") {
             s.types = t;

@@ -305,7 +305,7 @@ impl Builder<'_> {
                 "in-place applicators nested too deep (recursive?) around `unevaluated*`",
             ));
         }
-        let rewritten = super::legacy_items(obj);
+        let rewritten = self.legacy(obj);
         let obj = rewritten.as_ref().unwrap_or(obj);
         let mut own = Map::new();
         for (k, v) in obj {
