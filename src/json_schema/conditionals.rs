@@ -265,6 +265,8 @@ impl Builder<'_> {
                 })
             }
         };
+        let rewritten = self.legacy(o);
+        let o = rewritten.as_ref().unwrap_or(o);
         let mut out: Vec<Value> = Vec::new();
         for (k, v) in o {
             if is_annotation(k, ptr) || super::harmless_id(o, k) {

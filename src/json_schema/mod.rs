@@ -32,7 +32,15 @@
 //!   string, object, array).
 //! * `references.rs`: `$ref` (`#` JSON pointers), `$defs`, `definitions`, `allOf`, `anyOf`,
 //!   `oneOf` (§10.2.1.3: disjoint branches as they are, overlapping ones as exclusive
-//!   branches `A_i ∧ ¬A_j...` when every negation exists).
+//!   branches `A_i ∧ ¬A_j...` when every negation exists). `allOf`, `$ref` siblings and
+//!   `anyOf` siblings merge keyword by keyword; `contains` with `minContains`/`maxContains`
+//!   and `if` with `then`/`else` merge as one unit per source (a count or a `then`/`else`
+//!   never attaches to another source's `contains`/`if`; two different ones are refused).
+//!   Drafts: under a draft 3-7 `$schema` (`draft-03`, `draft-04`, `draft-06`, `draft-07`)
+//!   a schema with `$ref` is the reference alone: every sibling keyword is ignored, `$id`/
+//!   `id` included (so it does not change the base URI either); from 2019-09 on (and
+//!   without `$schema`, read as 2020-12) the siblings apply beside the reference. Draft 4's
+//!   boolean `exclusiveMinimum`/`exclusiveMaximum` make `minimum`/`maximum` exclusive.
 //! * `conditionals.rs`: `dependentRequired`, `dependentSchemas`, draft 4-7 `dependencies`
 //!   (§6.5.4, §10.2.2.4), `if`/`then`/`else` (§10.2.2.1-3) and `not` (§10.2.1.4) of types,
 //!   null/boolean/number constants, bounds, `required`, `properties`, `items`, `contains`,
@@ -697,6 +705,9 @@ pub(crate) struct Builder<'a> {
     /// The root's `$schema` names draft 4 (or 3): an `integer` has no fraction at all there
     /// (`1.0` is not an integer), while later drafts count `1.0` as one.
     pub(crate) draft4: bool,
+    /// The root's `$schema` names draft 3-7, where a schema with `$ref` is that reference
+    /// alone: its other keywords (`$id`/`id` included) are ignored.
+    pub(crate) ref_alone: bool,
     /// Resources, anchors and base URIs of the root document and the other documents.
     pub(crate) res: resources::Resources,
     /// Per rule (same index): the JSON pointer of the schema it was built for (for a
@@ -739,7 +750,15 @@ impl<'a> Builder<'a> {
             .get("$schema")
             .and_then(Value::as_str)
             .is_some_and(|s| s.contains("draft-04") || s.contains("draft-03"));
-        let res = resources::Resources::new(root_schema, &opts.documents, draft4);
+        let ref_alone = root_schema
+            .get("$schema")
+            .and_then(Value::as_str)
+            .is_some_and(|s| {
+                ["draft-03", "draft-04", "draft-06", "draft-07"]
+                    .iter()
+                    .any(|d| s.contains(d))
+            });
+        let res = resources::Resources::new(root_schema, &opts.documents, draft4, ref_alone);
         let has_unevaluated = has_unevaluated_key(root_schema)
             || opts.documents.iter().any(|(_, d)| has_unevaluated_key(d));
         Builder {
@@ -755,6 +774,7 @@ impl<'a> Builder<'a> {
             max_depth: Limits::default().max_schema_depth,
             ref_depth: 0,
             draft4,
+            ref_alone,
             pointers: Vec::new(),
             cur: "#".to_string(),
             has_unevaluated,
@@ -860,7 +880,7 @@ impl<'a> Builder<'a> {
                 })
             }
         };
-        if let Some(o) = legacy_items(obj) {
+        if let Some(o) = self.legacy(obj) {
             return self.schema_inner(&Value::Object(o), ptr);
         }
         if let Some(o) = unevaluated_as_additional(obj) {
@@ -1029,6 +1049,51 @@ impl<'a> Builder<'a> {
         }
         Ok(())
     }
+}
+
+impl Builder<'_> {
+    /// `obj` rewritten in the terms of 2020-12, or `None` when nothing changes: under a
+    /// draft 3-7 `$schema`, a schema with `$ref` is the reference alone; draft 4's boolean
+    /// `exclusiveMinimum`/`exclusiveMaximum` make their `minimum`/`maximum` exclusive
+    /// (`false`: inclusive, so dropped); and [`legacy_items`].
+    pub(crate) fn legacy(&self, obj: &Map<String, Value>) -> Option<Map<String, Value>> {
+        if self.ref_alone && obj.len() > 1 {
+            if let Some(r) = obj.get("$ref") {
+                let mut o = Map::new();
+                o.insert("$ref".into(), r.clone());
+                return Some(o);
+            }
+        }
+        let bounds = legacy_bounds(obj);
+        let cur = bounds.as_ref().unwrap_or(obj);
+        legacy_items(cur).or(bounds)
+    }
+}
+
+/// Draft 4's boolean exclusive bounds as 2020-12's numeric ones (see [`Builder::legacy`]).
+fn legacy_bounds(obj: &Map<String, Value>) -> Option<Map<String, Value>> {
+    let pairs = [
+        ("exclusiveMinimum", "minimum"),
+        ("exclusiveMaximum", "maximum"),
+    ];
+    if !pairs
+        .iter()
+        .any(|(x, _)| obj.get(*x).is_some_and(Value::is_boolean))
+    {
+        return None;
+    }
+    let mut o = obj.clone();
+    for (x, base) in pairs {
+        if let Some(Value::Bool(b)) = o.get(x).cloned() {
+            o.remove(x);
+            if b {
+                if let Some(v) = o.remove(base) {
+                    o.insert(x.into(), v);
+                }
+            }
+        }
+    }
+    Some(o)
 }
 
 /// Draft 4-2019 arrays: `items` as an array means `prefixItems`, and `additionalItems`

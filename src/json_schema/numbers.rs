@@ -7,7 +7,7 @@
 //!   (and `-0`, which validators read as the float -0.0, is rejected);
 //!   exponents (`1e3`, an integer per JSON Schema) are rejected.
 //! * `number` with bounds accepts numbers without an exponent only (`1e2` is rejected), and
-//!   refuses non-integer bounds (no exact construction yet); `-0` forms are rejected there.
+//!   refuses non-integer bounds (no exact construction yet); `-0` forms are accepted where 0 is.
 //! * Bounds are read as serde_json reads them (`f64` unless they are integers), as validators do.
 
 use serde_json::{Map, Value};
@@ -491,14 +491,13 @@ impl Builder<'_> {
                 lower_key = key;
             }
             let slot = if is_upper { &mut upper } else { &mut lower };
+            // Compared exactly (not as f64: 2^53 + 1 is not 2^53).
             let replace = match slot {
                 None => true,
-                Some(cur) if is_upper => {
-                    (nb.val, nb.excl) < (cur.val, cur.excl) || (nb.val == cur.val && nb.excl)
-                }
-                Some(cur) => {
-                    (nb.val, !nb.excl) > (cur.val, !cur.excl) || (nb.val == cur.val && nb.excl)
-                }
+                Some(cur) => match nb.cmp_value(cur) {
+                    std::cmp::Ordering::Equal => nb.excl,
+                    o => (o == std::cmp::Ordering::Less) == is_upper,
+                },
             };
             if replace {
                 *slot = Some(nb);
@@ -526,6 +525,19 @@ impl Builder<'_> {
             };
             let hi = upper.as_ref().map(|u| (u.mag.clone(), u.excl));
             alts.push(magnitude(lo, hi, cap).map_err(refuse)?);
+        }
+        // `-0` (and `-0.0`, ...) is the value 0: in when 0 is.
+        let zero_in = lower
+            .as_ref()
+            .map_or(true, |l| l.val < 0.0 || (l.val == 0.0 && !l.excl))
+            && upper
+                .as_ref()
+                .map_or(true, |u| u.val > 0.0 || (u.val == 0.0 && !u.excl));
+        if zero_in {
+            alts.push(Some(seq(vec![
+                lit("-0"),
+                opt(seq(vec![lit("."), repeat(lit("0"), 1, run_max(cap, 1, 0))])),
+            ])));
         }
         // Negative values: "-" and a magnitude m > 0 with -m in the bounds.
         if lower.as_ref().map_or(true, |l| l.val < 0.0) {
@@ -560,6 +572,18 @@ struct NumBound {
 }
 
 impl NumBound {
+    /// The exact order of the values of two bounds.
+    fn cmp_value(&self, other: &NumBound) -> std::cmp::Ordering {
+        let neg = |b: &NumBound| b.val < 0.0 && (b.mag.int != 0 || !b.mag.frac.is_empty());
+        let mag = (self.mag.int, &self.mag.frac).cmp(&(other.mag.int, &other.mag.frac));
+        match (neg(self), neg(other)) {
+            (false, false) => mag,
+            (true, true) => mag.reverse(),
+            (false, true) => std::cmp::Ordering::Greater,
+            (true, false) => std::cmp::Ordering::Less,
+        }
+    }
+
     fn new(b: Bound, excl: bool) -> Option<NumBound> {
         match b {
             Bound::Int(i) => Some(NumBound {

@@ -352,7 +352,7 @@ impl Builder<'_> {
                 })
             }
         };
-        let rewritten = super::legacy_items(obj);
+        let rewritten = self.legacy(obj);
         let obj = rewritten.as_ref().unwrap_or(obj);
         // Own keywords first.
         let mut own = Map::new();
@@ -430,6 +430,8 @@ pub(crate) fn merge_maps(
     // not is an additional property there: it takes that schema beside its own. Prefix
     // entries beyond the other source's `prefixItems` likewise take its `items`.
     let mut other = other;
+    merge_contains(a, &mut other, ptr)?;
+    merge_conditional(a, &mut other, ptr)?;
     close_against(a, &mut other);
     close_against(&mut other, a);
     // Declaring a key beside another source's `additionalProperties` changes nothing when
@@ -530,27 +532,17 @@ pub(crate) fn merge_maps(
                 Value::Array(names)
             }
             "minimum" | "exclusiveMinimum" | "minLength" | "minItems" | "minProperties" => {
-                match (cur.as_f64(), v.as_f64()) {
-                    (Some(x), Some(y)) => {
-                        if x >= y {
-                            cur.clone()
-                        } else {
-                            v
-                        }
-                    }
-                    _ => return Err(refuse(&k, "non-numeric values")),
+                match cmp_numbers(cur, &v) {
+                    Some(o) if o == std::cmp::Ordering::Greater || o.is_eq() => cur.clone(),
+                    Some(_) => v,
+                    None => return Err(refuse(&k, "values not comparable exactly")),
                 }
             }
             "maximum" | "exclusiveMaximum" | "maxLength" | "maxItems" | "maxProperties" => {
-                match (cur.as_f64(), v.as_f64()) {
-                    (Some(x), Some(y)) => {
-                        if x <= y {
-                            cur.clone()
-                        } else {
-                            v
-                        }
-                    }
-                    _ => return Err(refuse(&k, "non-numeric values")),
+                match cmp_numbers(cur, &v) {
+                    Some(o) if o == std::cmp::Ordering::Less || o.is_eq() => cur.clone(),
+                    Some(_) => v,
+                    None => return Err(refuse(&k, "values not comparable exactly")),
                 }
             }
             "required" => match (cur, &v) {
@@ -623,6 +615,151 @@ pub(crate) fn merge_maps(
         };
         a.insert(k, merged);
     }
+    Ok(())
+}
+
+/// The exact order of two JSON numbers as parsed (integers of up to 128 bits exactly,
+/// floats as their `f64` value, which is what the bounds compile to), or `None` when not
+/// both numbers (or a float too large to compare exactly with an integer).
+fn cmp_numbers(x: &Value, y: &Value) -> Option<std::cmp::Ordering> {
+    use std::cmp::Ordering;
+    let int = |v: &Value| -> Option<i128> {
+        let n = v.as_number()?;
+        n.as_i64()
+            .map(i128::from)
+            .or_else(|| n.as_u64().map(i128::from))
+    };
+    // An integer against a float.
+    let mixed = |i: i128, f: f64| -> Option<Ordering> {
+        if !f.is_finite() || f.abs() > 1e30 {
+            return None;
+        }
+        let fl = f.floor();
+        let fi = fl as i128;
+        Some(match i.cmp(&fi) {
+            Ordering::Less => Ordering::Less,
+            Ordering::Greater => Ordering::Greater,
+            Ordering::Equal if fl == f => Ordering::Equal,
+            Ordering::Equal => Ordering::Less,
+        })
+    };
+    match (int(x), int(y)) {
+        (Some(a), Some(b)) => Some(a.cmp(&b)),
+        (Some(a), None) => mixed(a, y.as_f64()?),
+        (None, Some(b)) => mixed(b, x.as_f64()?).map(Ordering::reverse),
+        (None, None) => x.as_f64()?.partial_cmp(&y.as_f64()?),
+    }
+}
+
+/// Removes the keywords `keys` from `m` as one unit: `Some` (keyword → value) when `m` has
+/// `keys[0]` (the head, which gives the others their meaning), `None` otherwise (the others
+/// then mean nothing and are dropped).
+fn take_unit(m: &mut Map<String, Value>, keys: &[&str]) -> Option<Map<String, Value>> {
+    let head = m.contains_key(keys[0]);
+    let mut unit = Map::new();
+    for k in keys {
+        if let Some(v) = m.remove(*k) {
+            unit.insert((*k).to_string(), v);
+        }
+    }
+    head.then_some(unit)
+}
+
+/// `contains` with its `minContains`/`maxContains`, merged as one unit per side: a count
+/// keyword never attaches to the other side's `contains`. Two units with the same
+/// `contains` schema merge exactly (the greater minimum, the lesser maximum); two different
+/// ones are refused (one schema holds one `contains`). The merged unit goes into `a`.
+fn merge_contains(
+    a: &mut Map<String, Value>,
+    other: &mut Map<String, Value>,
+    ptr: &str,
+) -> Result<(), JsonSchemaError> {
+    const KEYS: &[&str] = &["contains", "minContains", "maxContains"];
+    let merged = match (take_unit(a, KEYS), take_unit(other, KEYS)) {
+        (None, None) => return Ok(()),
+        (Some(u), None) | (None, Some(u)) => u,
+        (Some(x), Some(y)) if json_equal(&x["contains"], &y["contains"]) => {
+            let count = |u: &Map<String, Value>, k: &str, default: Option<u64>| match u.get(k) {
+                None => Ok(default),
+                Some(v) => v
+                    .as_u64()
+                    .map(Some)
+                    .ok_or_else(|| JsonSchemaError::InvalidKeyword {
+                        keyword: k.into(),
+                        pointer: child(ptr, k),
+                        message: "must be a non-negative integer".into(),
+                    }),
+            };
+            let lo = count(&x, "minContains", Some(1))?.max(count(&y, "minContains", Some(1))?);
+            let hi = match (
+                count(&x, "maxContains", None)?,
+                count(&y, "maxContains", None)?,
+            ) {
+                (Some(p), Some(q)) => Some(p.min(q)),
+                (p, q) => p.or(q),
+            };
+            let mut u = Map::new();
+            u.insert("contains".into(), x["contains"].clone());
+            if let Some(lo) = lo {
+                u.insert("minContains".into(), lo.into());
+            }
+            if let Some(hi) = hi {
+                u.insert("maxContains".into(), hi.into());
+            }
+            u
+        }
+        (Some(_), Some(_)) => {
+            return Err(JsonSchemaError::Unsupported {
+                keyword: "contains".into(),
+                pointer: child(ptr, "contains"),
+                reason: "cannot merge exactly in `allOf`: two different `contains` schemas (a \
+                         schema holds one)"
+                    .into(),
+            })
+        }
+    };
+    a.extend(merged);
+    Ok(())
+}
+
+/// `if` with its `then`/`else`, merged as one unit per side: a `then`/`else` never
+/// combines with the other side's `if` (without an `if` of its own side it means nothing).
+/// Two units with the same `if` merge exactly (`then`s and `else`s each under `allOf`);
+/// two different ones are refused. The merged unit goes into `a`.
+fn merge_conditional(
+    a: &mut Map<String, Value>,
+    other: &mut Map<String, Value>,
+    ptr: &str,
+) -> Result<(), JsonSchemaError> {
+    const KEYS: &[&str] = &["if", "then", "else"];
+    let merged = match (take_unit(a, KEYS), take_unit(other, KEYS)) {
+        (None, None) => return Ok(()),
+        (Some(u), None) | (None, Some(u)) => u,
+        (Some(x), Some(y)) if json_equal(&x["if"], &y["if"]) => {
+            let mut u = Map::new();
+            u.insert("if".into(), x["if"].clone());
+            for k in ["then", "else"] {
+                let v = match (x.get(k), y.get(k)) {
+                    (None, None) => continue,
+                    (Some(s), None) | (None, Some(s)) => s.clone(),
+                    (Some(s), Some(t)) if json_equal(s, t) => s.clone(),
+                    (Some(s), Some(t)) => serde_json::json!({ "allOf": [s, t] }),
+                };
+                u.insert(k.into(), v);
+            }
+            u
+        }
+        (Some(_), Some(_)) => {
+            return Err(JsonSchemaError::Unsupported {
+                keyword: "if".into(),
+                pointer: child(ptr, "if"),
+                reason: "cannot merge exactly in `allOf`: two different `if` schemas (a schema \
+                         holds one)"
+                    .into(),
+            })
+        }
+    };
+    a.extend(merged);
     Ok(())
 }
 
@@ -777,6 +914,8 @@ impl Builder<'_> {
             Value::Object(o) if depth <= MAX_MERGE_DEPTH => o,
             _ => return Shape::any(),
         };
+        let rewritten = self.legacy(obj);
+        let obj = rewritten.as_ref().unwrap_or(obj);
         let mut s = Shape::any();
         if let Ok(t) = parse_types(obj, "#") {
             s.types = t;

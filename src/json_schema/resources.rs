@@ -58,6 +58,8 @@ pub(crate) struct Resources {
     /// Whether anything but the root document's own resource exists (a nested `$id`, or
     /// another document): then a reference's base depends on where it is written.
     pub(crate) several: bool,
+    /// Drafts 3-7: a schema with `$ref` has no `$id` (its siblings are ignored).
+    ref_alone: bool,
     /// Canonical locations of every `$ref` keyword whose value is a string, in document
     /// order: checked before compiling, so a dangling reference is an error even where
     /// the compiler never goes (an `items` under `maxItems: 0`, an unused `$defs` entry).
@@ -172,8 +174,17 @@ pub(crate) fn location_tokens(loc: &str) -> Vec<String> {
 
 impl Resources {
     /// Indexes the root document (with draft 4's `id` when `draft4`) and `documents`.
-    pub(crate) fn new(root: &Value, documents: &[(String, Value)], draft4: bool) -> Self {
-        let mut r = Resources::default();
+    /// Under `ref_alone` (drafts 3-7) the `$id` of a schema with `$ref` is ignored.
+    pub(crate) fn new(
+        root: &Value,
+        documents: &[(String, Value)],
+        draft4: bool,
+        ref_alone: bool,
+    ) -> Self {
+        let mut r = Resources {
+            ref_alone,
+            ..Resources::default()
+        };
         r.bases.push(("#".into(), DEFAULT_BASE.into()));
         r.by_uri.insert(DEFAULT_BASE.into(), "#".into());
         r.index(root, "#", DEFAULT_BASE, draft4, true);
@@ -195,7 +206,8 @@ impl Resources {
         let id = o
             .get("$id")
             .or(if draft4 { o.get("id") } else { None })
-            .and_then(Value::as_str);
+            .and_then(Value::as_str)
+            .filter(|_| !(self.ref_alone && o.contains_key("$ref")));
         if let Some(id) = id {
             if let Some(a) = id.strip_prefix('#') {
                 // Draft 6/7: `"$id": "#name"` is an anchor.

@@ -18,7 +18,8 @@
 //! * `oneOf`: branch `i` with the negation of every other subschema (or without them when
 //!   the subschemas are provably disjoint); refused when a negation has no exact grammar.
 //! * `if`/`then`/`else`: `(I ∧ T) ∨ (¬I ∧ E)`; an `if` alone is `I ∨ true`.
-//! * `dependentSchemas`: per key, absent, or present with its schema.
+//! * `dependentSchemas`: per key, absent (or not an object), or present in an object with
+//!   its schema.
 //!
 //! `unevaluatedProperties: U` then closes each branch: the parts are merged exactly (the
 //! `allOf` merge of `references.rs`), the evaluated names and patterns are declared (as
@@ -304,7 +305,7 @@ impl Builder<'_> {
                 "in-place applicators nested too deep (recursive?) around `unevaluated*`",
             ));
         }
-        let rewritten = super::legacy_items(obj);
+        let rewritten = self.legacy(obj);
         let obj = rewritten.as_ref().unwrap_or(obj);
         let mut own = Map::new();
         for (k, v) in obj {
@@ -350,7 +351,12 @@ impl Builder<'_> {
             };
             for (k, s) in m {
                 let kptr = child(&dptr, k);
-                let mut present = vec![Branch::plain(json!({ "required": [k] }), &kptr)];
+                // The key is present only in an object: an array never takes this branch
+                // (nor has the items of `s` evaluated).
+                let mut present = vec![Branch::plain(
+                    json!({ "type": "object", "required": [k] }),
+                    &kptr,
+                )];
                 present = product(&present, &self.expand(s, &kptr, depth + 1)?, ptr)?;
                 let mut sub = vec![Branch::plain(
                     json!({ "properties": { k.as_str(): false } }),
