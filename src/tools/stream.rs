@@ -216,6 +216,10 @@ impl<'a> StreamingParser<'a> {
                 continue;
             }
             let Some(name) = call.name.clone() else {
+                // A started call that lost its name is the placeholder of a malformed
+                // call: it is over (its `Malformed` reports it), so it no longer holds
+                // back the settled point.
+                sent.ended |= sent.started;
                 continue;
             };
             if !sent.started {
@@ -357,6 +361,42 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// A call whose start was streamed and which then turns out malformed (bad JSON)
+    /// no longer holds back the settled point: the text after it streams on every delta.
+    #[test]
+    fn streams_settle_again_after_a_started_call_turns_out_malformed() {
+        let tools = tools();
+        let f = format_by_name("hermes").unwrap();
+        let bad =
+            "<tool_call>\n{\"name\": \"write_file\", \"arguments\": {\"text\": P}}\n</tool_call>\n";
+        let text = format!("{bad}{}", prose(40_000));
+        let mut s = StreamingParser::new(f.as_ref(), &tools);
+        let mut started = false;
+        // The bad call one byte a delta, so its start is sent before it turns out bad.
+        for (i, _) in bad.char_indices() {
+            let next = bad[i..].chars().next().unwrap().len_utf8();
+            for e in s.push(&bad[i..i + next]) {
+                started |= matches!(e, StreamEvent::ToolCallStart { .. });
+            }
+        }
+        assert!(started, "the bad call's start was not streamed");
+        let rest = &text[bad.len()..];
+        let (mut pushes, mut with_content) = (0, 0);
+        for delta in rest.as_bytes().chunks(4) {
+            pushes += 1;
+            let events = s.push(std::str::from_utf8(delta).unwrap());
+            with_content +=
+                usize::from(events.iter().any(|e| matches!(e, StreamEvent::Content(_))));
+        }
+        // Every delta after the bad call streams its text (not in 1/64 batches).
+        assert!(
+            with_content + 8 >= pushes,
+            "{with_content} of {pushes} pushes sent text"
+        );
+        s.finish();
+        check_stream_chunks(f.as_ref(), &tools, &text, &[1, 4, 64]).unwrap();
     }
 
     /// Plain content (no call yet) and reasoning are settled as they arrive, up to the
