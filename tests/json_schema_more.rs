@@ -309,10 +309,41 @@ fn lengths_implied_by_pattern_or_format() {
         &["\"2024-02-29\""],
         &["\"2023-02-29\""],
     );
-    // Not implied: refused, never one of the two dropped.
     let opts = JsonSchemaOptions::default();
-    let (kw, _) = refused(
+    // Not implied: both hold (the pattern's automaton times a character counter).
+    check(
         json!({"type": "string", "pattern": "^[a-z]+$", "maxLength": 3}),
+        &["\"a\"", "\"abc\""],
+        &["\"abcd\"", "\"\"", "\"ab1\""],
+    );
+    check(
+        json!({"type": "string", "pattern": "^[a-z]+$", "minLength": 3}),
+        &["\"abc\"", "\"abcdefgh\""],
+        &["\"ab\"", "\"abc1\""],
+    );
+    check(
+        json!({"type": "string", "pattern": "^[a-z]+$", "minLength": 3, "maxLength": 3}),
+        &["\"abc\""],
+        &["\"ab\"", "\"abcd\""],
+    );
+    // Unanchored: a digit somewhere, exactly 4 characters; an escape is one character.
+    check(
+        json!({"type": "string", "pattern": "[0-9]", "minLength": 4, "maxLength": 4}),
+        &["\"ab1d\"", "\"\\n\\n\\n7\"", "\"é\\\"\\\\5\""],
+        &["\"abcd\"", "\"ab1\"", "\"ab1de\""],
+    );
+    check(
+        json!({"type": "string", "pattern": "^([a-z0-9-]+):([a-z0-9.-]+):([a-z0-9-]+)?:([a-z0-9-]+)$", "maxLength": 146}),
+        &[
+            "\"a:b::c\"",
+            "\"arn:aws:s3:x\"",
+            &format!("\"a:b::{}\"", "c".repeat(141)),
+        ],
+        &["\"a:b:c\"", &format!("\"a:b::{}\"", "c".repeat(142))],
+    );
+    // A product too large to be useful stays refused, never one of the two dropped.
+    let (kw, _) = refused(
+        json!({"type": "string", "pattern": "^(?:\\S+\\s+){0,29}\\S+$", "maxLength": 30000}),
         &opts,
     );
     assert_eq!(kw, "pattern");

@@ -1,8 +1,15 @@
-//! Key languages of `patternProperties`: a deterministic automaton over the characters of
-//! plain (unescaped) JSON keys that tells, for every key, which patterns match it and
-//! whether it is a declared name. From it come, for each set of matching patterns, the
-//! grammar of exactly the keys that match those patterns and no other (the complement a
-//! single regex grammar cannot give), none of them a declared name.
+//! Deterministic automata over characters (code points of decoded JSON text).
+//!
+//! - Key languages of `patternProperties`: an automaton over the characters of plain
+//!   (unescaped) JSON keys that tells, for every key, which patterns match it and whether it
+//!   is a declared name. From it come, for each set of matching patterns, the grammar of
+//!   exactly the keys that match those patterns and no other (the complement a single regex
+//!   grammar cannot give), none of them a declared name.
+//! - String values whose decoded text must match several regular languages at once (a
+//!   `pattern` and a `format`) *and* have a length in `minLength..=maxLength` characters:
+//!   the product of the languages' automaton with a character counter
+//!   ([`KeyDfa::bounded`]), so the two keywords both hold exactly (JSON Schema draft 2020-12
+//!   §6.3.1–6.3.3) instead of one being dropped.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -128,10 +135,32 @@ pub(crate) struct KeyDfa {
 /// Characters a plain JSON key may hold (no escapes).
 const PLAIN: &[(u32, u32)] = &[(0x20, 0x21), (0x23, 0x5B), (0x5D, 0x10FFFF)];
 
+/// Every Unicode scalar value: the characters a decoded JSON string may hold (raw or
+/// escaped).
+const SCALARS: &[(u32, u32)] = &[(0, 0xD7FF), (0xE000, 0x10FFFF)];
+
+/// The most (state, count) pairs [`KeyDfa::bounded`] turns into rules: past it the schema is
+/// refused rather than compiled into a grammar too large to be useful.
+pub(crate) const MAX_BOUNDED_PAIRS: usize = 6_000;
+
+/// The JSON string content (escapes included) of one character from a set of code-point
+/// ranges, or `None` when it has none.
+pub(crate) type EscapeClass<'a> = &'a dyn Fn(&[(u32, u32)]) -> Option<Expr>;
+
 impl KeyDfa {
     /// The automaton of the languages `langs` (grammars over decoded text; language `i` sets
-    /// tag bit `i`), at most 64 of them.
+    /// tag bit `i`), at most 64 of them, over plain key characters.
     pub(crate) fn new(langs: &[Expr]) -> Result<KeyDfa, String> {
+        Self::over(langs, PLAIN)
+    }
+
+    /// As [`KeyDfa::new`], over every character a decoded JSON string may hold.
+    pub(crate) fn scalars(langs: &[Expr]) -> Result<KeyDfa, String> {
+        Self::over(langs, SCALARS)
+    }
+
+    /// As [`KeyDfa::new`], over the characters in `alphabet` (sorted, disjoint, inclusive).
+    fn over(langs: &[Expr], alphabet: &[(u32, u32)]) -> Result<KeyDfa, String> {
         if langs.len() > 64 {
             return Err("more than 64 key languages".into());
         }
@@ -147,7 +176,7 @@ impl KeyDfa {
         }
         // The alphabet's intervals: cut the plain characters at every range boundary.
         let mut cuts: BTreeSet<u32> = BTreeSet::new();
-        for &(lo, hi) in PLAIN {
+        for &(lo, hi) in alphabet {
             cuts.insert(lo);
             cuts.insert(hi + 1);
         }
@@ -161,7 +190,7 @@ impl KeyDfa {
         let mut intervals: Vec<(u32, u32)> = Vec::new();
         for w in cuts.windows(2) {
             let (lo, hi) = (w[0], w[1] - 1);
-            if PLAIN.iter().any(|&(a, b)| a <= lo && hi <= b) {
+            if alphabet.iter().any(|&(a, b)| a <= lo && hi <= b) {
                 intervals.push((lo, hi));
             }
         }
@@ -275,5 +304,112 @@ impl KeyDfa {
             set_body(id, body);
         }
         Some(Expr::Rule(ids[0]?))
+    }
+
+    /// The strings (decoded text) whose tag set holds every bit of `want` and whose length
+    /// in characters is in `min..=max` (`max: None`: no upper bound), as the start rule of a
+    /// right-linear grammar: one rule per live (state, count) pair, built through
+    /// `add_rule`/`set_body`. Each character edge is written through `escape` (its grammar
+    /// as JSON string content). The count saturates at `min` when there is no `max`. Only
+    /// pairs from which an accepting end is reachable get a rule, so every prefix the
+    /// grammar allows can still be completed.
+    ///
+    /// `Ok(None)`: no string qualifies. `Err`: more than [`MAX_BOUNDED_PAIRS`] live pairs.
+    pub(crate) fn bounded(
+        &self,
+        want: u64,
+        min: u32,
+        max: Option<u32>,
+        escape: EscapeClass<'_>,
+        add_rule: &mut dyn FnMut(Expr) -> crate::grammar::RuleId,
+        set_body: &mut dyn FnMut(crate::grammar::RuleId, Expr),
+    ) -> Result<Option<Expr>, String> {
+        let n = self.trans.len();
+        let accepting: Vec<bool> = self.tags.iter().map(|&t| t & want == want).collect();
+        let top = max.unwrap_or(min) as usize;
+        let next = |c: usize| -> Option<usize> {
+            match max {
+                Some(m) => (c < m as usize).then_some(c + 1),
+                None => Some((c + 1).min(min as usize)),
+            }
+        };
+        // live[c * n + s]: from state `s` with `c` characters read, an accepting end with a
+        // length in bounds is reachable. Levels are filled from the top count down; the top
+        // level without `max` loops onto itself (a fixpoint).
+        let levels = top + 1;
+        if levels.saturating_mul(n) > 64 * MAX_BOUNDED_PAIRS {
+            return Err(format!(
+                "the pattern's automaton times the length bounds is too large (more than {MAX_BOUNDED_PAIRS} states)"
+            ));
+        }
+        let mut live = vec![false; levels * n];
+        for c in (0..levels).rev() {
+            let ok_end = c >= min as usize;
+            loop {
+                let mut changed = false;
+                for s in 0..n {
+                    if live[c * n + s] {
+                        continue;
+                    }
+                    let l = (accepting[s] && ok_end)
+                        || next(c)
+                            .is_some_and(|c2| self.trans[s].iter().any(|&(_, t)| live[c2 * n + t]));
+                    if l {
+                        live[c * n + s] = true;
+                        changed = true;
+                    }
+                }
+                // Only the saturated top level (no `max`) has edges back into itself.
+                if !changed || max.is_some() || c != top {
+                    break;
+                }
+            }
+        }
+        if !live[0] {
+            return Ok(None);
+        }
+        let count = live.iter().filter(|&&l| l).count();
+        if count > MAX_BOUNDED_PAIRS {
+            return Err(format!(
+                "the pattern's automaton times the length bounds has {count} states (at most \
+                 {MAX_BOUNDED_PAIRS})"
+            ));
+        }
+        let mut ids: Vec<Option<crate::grammar::RuleId>> = vec![None; levels * n];
+        for (i, l) in live.iter().enumerate() {
+            if *l {
+                ids[i] = Some(add_rule(Expr::Empty));
+            }
+        }
+        for c in 0..levels {
+            for s in 0..n {
+                let Some(id) = ids[c * n + s] else { continue };
+                let mut alts = Vec::new();
+                if accepting[s] && c >= min as usize {
+                    alts.push(Expr::Empty);
+                }
+                if let Some(c2) = next(c) {
+                    let mut by_target: BTreeMap<usize, Vec<(u32, u32)>> = BTreeMap::new();
+                    for &(r, t) in &self.trans[s] {
+                        if live[c2 * n + t] {
+                            by_target.entry(t).or_default().push(r);
+                        }
+                    }
+                    for (t, ranges) in by_target {
+                        let (Some(e), Some(to)) = (escape(&ranges), ids[c2 * n + t]) else {
+                            return Err("a character class has no JSON form".into());
+                        };
+                        alts.push(super::seq(vec![e, Expr::Rule(to)]));
+                    }
+                }
+                let body = if alts.len() == 1 {
+                    alts.pop().unwrap_or(Expr::Empty)
+                } else {
+                    Expr::Choice(alts)
+                };
+                set_body(id, body);
+            }
+        }
+        Ok(ids[0].map(Expr::Rule))
     }
 }

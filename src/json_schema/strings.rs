@@ -148,6 +148,39 @@ impl Builder<'_> {
         crate::regex::regex_to_expr(&rust, &opts).map_err(|e| e.to_string())
     }
 
+    /// The content (between the quotes) of the strings whose decoded value matches the
+    /// ECMA-262 regex `p` and has `min..=max` characters: the product of the pattern's
+    /// character automaton with a length counter ([`super::key_dfa::KeyDfa::bounded`]).
+    /// `Ok(None)`: no string satisfies both. `Err`: why not (the automaton or the product
+    /// is too large, or the regex is not supported).
+    fn pattern_bounded(
+        &mut self,
+        p: &str,
+        min: u32,
+        max: Option<u32>,
+    ) -> Result<Option<Expr>, String> {
+        let raw = self.pattern_raw(p)?;
+        let dfa = super::key_dfa::KeyDfa::scalars(&[raw])?;
+        let mut bodies: Vec<(crate::grammar::RuleId, Expr)> = Vec::new();
+        let start = dfa.bounded(
+            1,
+            min,
+            max,
+            &|ranges| {
+                json_escaped(&Expr::Class(CharClass {
+                    negated: false,
+                    ranges: ranges.to_vec(),
+                }))
+            },
+            &mut |body| self.add_rule("pattern_len", body),
+            &mut |id, b| bodies.push((id, b)),
+        )?;
+        for (id, b) in bodies {
+            self.rules[id.index()].body = b;
+        }
+        Ok(start)
+    }
+
     /// `pattern` as the content of a JSON string (between the quotes), or why not.
     pub(crate) fn pattern_content(&mut self, p: &str) -> Result<Expr, String> {
         self.pattern(p).map(|(e, _)| e)
@@ -261,12 +294,18 @@ impl Builder<'_> {
                     Ok((e, range)) => match lengths_vs(range, min, max) {
                         Lengths::Implied => return Ok(Some(seq(vec![lit("\""), e, lit("\"")]))),
                         Lengths::Disjoint => return Ok(None),
-                        Lengths::Unknown => self.unsupported(
-                            "pattern",
-                            &pptr,
-                            "`pattern` together with `minLength`/`maxLength` that its matches \
-                             do not always satisfy is not supported",
-                        )?,
+                        Lengths::Unknown => match self.pattern_bounded(p, min, max) {
+                            Ok(Some(e)) => return Ok(Some(seq(vec![lit("\""), e, lit("\"")]))),
+                            Ok(None) => return Ok(None),
+                            Err(why) => self.unsupported(
+                                "pattern",
+                                &pptr,
+                                &format!(
+                                    "`pattern` together with `minLength`/`maxLength` that its \
+                                     matches do not always satisfy: {why}"
+                                ),
+                            )?,
+                        },
                     },
                     Err(reason) => self.unsupported("pattern", &pptr, &reason)?,
                 }
