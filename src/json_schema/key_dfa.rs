@@ -5,11 +5,12 @@
 //!   is a declared name. From it come, for each set of matching patterns, the grammar of
 //!   exactly the keys that match those patterns and no other (the complement a single regex
 //!   grammar cannot give), none of them a declared name.
-//! - String values whose decoded text must match several regular languages at once (a
-//!   `pattern` and a `format`) *and* have a length in `minLength..=maxLength` characters:
-//!   the product of the languages' automaton with a character counter
-//!   ([`KeyDfa::bounded`]), so the two keywords both hold exactly (JSON Schema draft 2020-12
-//!   §6.3.1–6.3.3) instead of one being dropped.
+//! - String values whose decoded text must match a `pattern` *and* have a length in
+//!   `minLength..=maxLength` characters: the product of the pattern's automaton with a
+//!   character counter ([`KeyDfa::bounded`]), so both keywords hold exactly (JSON Schema
+//!   draft 2020-12 §6.3.1–6.3.3) instead of one being dropped. `bounded` takes a tag set,
+//!   so several regular languages at once (a `pattern` and a `format`) would use the same
+//!   product; that is not wired yet.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
