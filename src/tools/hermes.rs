@@ -240,9 +240,10 @@ fn read_call(body: &str, tools: &[Tool], at_end: bool) -> Step {
                 };
             }
             // A partial end marker, or a partial begin marker of a back-to-back block.
-            if tail.is_empty() || (!at_end && (END.starts_with(tail) || BEGIN.starts_with(tail))) {
+            if tail.is_empty() || END.starts_with(tail) || (!at_end && BEGIN.starts_with(tail)) {
                 if at_end {
-                    // An unclosed last block with complete JSON (vLLM's tolerance).
+                    // An unclosed last block with complete JSON (vLLM's tolerance); an end
+                    // marker cut off at the end of the output is this block's end.
                     return Step::Done {
                         call,
                         len: body.len(),

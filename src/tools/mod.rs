@@ -400,7 +400,9 @@ pub struct PartialCall {
     pub id: Option<String>,
     /// The name, once complete.
     pub name: Option<String>,
-    /// The raw text of the arguments so far (JSON text for JSON families).
+    /// The raw text of the arguments so far (JSON text for JSON families; a JSON string
+    /// literal where the model double-encoded them, which the [`StreamingParser`] sends
+    /// decoded, see [`StreamEvent::ToolCallArguments`]).
     pub arguments_text: String,
     /// The finished call, once its end has arrived.
     pub complete: Option<ToolCall>,
@@ -453,13 +455,20 @@ impl PartialOutput {
 /// One step of a streamed parse ([`StreamingParser::push`]).
 ///
 /// Order: the events of one `push` (or `finish`) come as `Reasoning`, then `Content`, then
-/// per call in index order its `ToolCallStart`, `ToolCallArguments` and `ToolCallEnd`,
-/// then `Malformed` in output order. So each kind is in output order (content deltas
+/// the calls and malformed calls in output order: per call its `ToolCallStart`,
+/// `ToolCallArguments` and `ToolCallEnd`, and each `Malformed` where the malformed call
+/// stands among them (a malformed call before a good one in the same delta is reported
+/// before the good one's events). So each kind is in output order (content deltas
 /// concatenate to the content, calls arrive by index, a call's own events in sequence),
-/// but kinds are not interleaved by position: when one delta holds
+/// but text is not interleaved with calls by position: when one delta holds
 /// `Hi <tool_call>…</tool_call> bye`, `Content("Hi\nbye")` comes before the call's
 /// events. A consumer that needs the position of a call relative to the text should
 /// parse the whole output ([`ToolCallFormat::parse`]) or push smaller deltas.
+///
+/// Indices: the `index` of `ToolCallStart`, `ToolCallArguments` and `ToolCallEnd` is
+/// the call's position in [`ParsedOutput::tool_calls`] of the whole output, so the ends
+/// come as 0, 1, 2, … with no gap; a malformed call takes no index. At most one call is
+/// open (started, not ended) at a time.
 #[derive(Clone, Debug, PartialEq)]
 pub enum StreamEvent {
     /// More reasoning text.
@@ -468,18 +477,39 @@ pub enum StreamEvent {
     Content(String),
     /// A call began; its name is known.
     ToolCallStart {
-        /// 0-based position among this output's calls.
+        /// 0-based position among the calls the whole-output parse returns
+        /// ([`ParsedOutput::tool_calls`]): the number of calls ended before it. A call
+        /// that started and then turned out malformed is ended by its `Malformed`, and
+        /// the next call starts at the same index.
         index: usize,
         /// The id, if the format carries one and it is known.
         id: Option<String>,
         /// The function's name.
         name: String,
     },
-    /// More raw argument text of call `index`.
+    /// More argument text of call `index`, as an OpenAI-compatible server forwards it in
+    /// `function.arguments`.
+    ///
+    /// * JSON families (`hermes`, `llama3_json`, `json`/`json_array`, `mistral`,
+    ///   `deepseek_v3`, `deepseek_v31`, `kimi_k2`, `harmony`/`openai`, `glm4`): the
+    ///   deltas of a call concatenate to a JSON text that parses to the same value as
+    ///   `ToolCallEnd`'s `call.arguments` (the model's own text of the object, key order
+    ///   and spacing kept). Arguments the model wrote as a JSON *string* holding the
+    ///   object (`"arguments": "{\"city\": \"P\"}"`) stream the string's decoded
+    ///   content, as it arrives, never half an escape; nothing is sent until it starts
+    ///   with `{` (after whitespace). A string whose content is not a JSON object makes
+    ///   the call malformed, as [`ToolCallFormat::parse`] reports it: its `Malformed`
+    ///   ends the call and the deltas sent for it are void.
+    /// * XML-style families (`qwen3_coder`/`qwen3_xml`, `glm45`, `glm47`): a JSON text
+    ///   built from the parameters as they arrive (`{"city": "Par` …), with the same
+    ///   guarantee: the deltas concatenate to a JSON text of `call.arguments`.
+    /// * `pythonic`: the raw keyword-argument text between the parentheses
+    ///   (`city='Paris', days=3`), Python syntax, not JSON; use `call.arguments` of
+    ///   `ToolCallEnd` for the value.
     ToolCallArguments {
         /// The call.
         index: usize,
-        /// The text (for JSON families, a piece of the arguments' JSON text).
+        /// The text (see above).
         delta: String,
     },
     /// Call `index` is complete.
@@ -489,8 +519,11 @@ pub enum StreamEvent {
         /// The finished call (same as the whole-output parse gives).
         call: ToolCall,
     },
-    /// A call could not be read. If it had started (a `ToolCallStart` was sent), this
-    /// ends it: no `ToolCallEnd` follows, and its index is not reused.
+    /// A call could not be read (one entry of [`ParsedOutput::errors`]). If it had
+    /// started (a `ToolCallStart` was sent; at most one call is open), this ends it: no
+    /// `ToolCallEnd` follows, the argument deltas sent for it are void, and the next call
+    /// starts at the same index (indices count only the calls the whole-output parse
+    /// returns). A malformed call that never started takes no index.
     Malformed(MalformedToolCall),
 }
 
@@ -611,6 +644,15 @@ pub trait ToolCallFormat: Send + Sync {
 
     /// Parses a whole output. Never fails: unreadable calls are in
     /// [`ParsedOutput::errors`] and their text in `content`.
+    ///
+    /// An output cut off inside a call (a stop token, the length limit): the call is
+    /// complete when its body is — for the JSON families when its JSON is complete
+    /// (Qwen3-Coder: at `</function>`; GLM's `<arg_key>` forms: only at `</tool_call>`),
+    /// otherwise it is malformed ([`ToolParseError::Unterminated`]). An end marker cut
+    /// off at the very end of the output (`…}}</tool_ca`, `…}<|tool_call_e`,
+    /// `…<｜tool▁calls▁e`), after a call that is complete without it, is that call's
+    /// (or section's) end: neither content nor an error. A partial *begin* marker at the
+    /// end (`Let me see <tool_c`) is content. A [`StreamingParser`] gives the same.
     fn parse(&self, text: &str, tools: &[Tool]) -> ParsedOutput {
         self.parse_partial(text, tools, true).into_parsed()
     }

@@ -465,7 +465,11 @@ fn read_call(s: &str, wrapped: bool, tools: &[Tool], at_end: bool) -> Step {
             }
             if after.is_empty() || partial_marker(after, &[END, BEGIN, FUNC]) {
                 if at_end {
-                    // The closing `</tool_call>` never came: the call itself is whole.
+                    // The closing `</tool_call>` never came, or came cut off at the end of
+                    // the output (then it is this call's end): the call itself is whole.
+                    if !after.is_empty() && END.starts_with(after) {
+                        return w.done(s.len());
+                    }
                     return w.done(j + FUNC_END.len());
                 }
                 // Not known yet whether a `</tool_call>` (even after a bare call) ends it.

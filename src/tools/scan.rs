@@ -794,8 +794,10 @@ pub fn parse_sections(
                 }
                 continue;
             }
-            if r.starts_with(syn.section_end) || r.is_empty() {
-                let closed = !r.is_empty();
+            // A section end cut off at the end of the output closes the section.
+            let cut_off = at_end && !r.is_empty() && syn.section_end.starts_with(r);
+            if r.starts_with(syn.section_end) || r.is_empty() || cut_off {
+                let closed = !r.is_empty() && !cut_off;
                 if !closed && !at_end {
                     return;
                 }
@@ -943,9 +945,10 @@ fn finish_args(
             len: after + w + end.len(),
         };
     }
-    if tail.is_empty() || (!at_end && end.starts_with(tail)) {
+    if tail.is_empty() || end.starts_with(tail) {
         if at_end {
-            // The end marker never came (a stop token cut the output): complete JSON is a call.
+            // The end marker never came, or came cut off (a stop token or the length limit
+            // cut the output): complete JSON is a call, and the cut-off marker is its end.
             return ArgsRead::Done {
                 value,
                 text: raw,
@@ -1524,15 +1527,26 @@ pub(crate) fn check_stream_chunks(
         match e {
             super::StreamEvent::Content(d) => content.push_str(&d),
             super::StreamEvent::Reasoning(d) => reasoning.push_str(&d),
+            // A call started again at an index: the earlier one there turned out
+            // malformed, and its arguments are void.
+            super::StreamEvent::ToolCallStart { index, .. } => {
+                args.insert(index, String::new());
+            }
             super::StreamEvent::ToolCallArguments { index, delta } => {
                 args.entry(index).or_default().push_str(&delta)
             }
             super::StreamEvent::ToolCallEnd { index, call } => {
                 // Same index, arguments text and call as the whole parse.
-                let w = whole_partial.calls.get(index);
+                let w = whole_partial
+                    .calls
+                    .iter()
+                    .filter(|c| c.complete.is_some())
+                    .nth(index);
                 let sent = args.remove(&index).unwrap_or_default();
                 if w.and_then(|w| w.complete.as_ref()) != Some(&call)
-                    || w.is_some_and(|w| w.arguments_text != sent)
+                    || w.is_some_and(|w| {
+                        super::stream::streamed_arguments(&w.arguments_text) != sent
+                    })
                 {
                     return Err(short(format!(
                         "in deltas of {sizes:?}: call {index} ended as {call:?} after \
@@ -1542,7 +1556,6 @@ pub(crate) fn check_stream_chunks(
                 got.tool_calls.push(call)
             }
             super::StreamEvent::Malformed(m) => got.errors.push(m),
-            _ => {}
         }
     }
     got.content = (!content.is_empty()).then_some(content);

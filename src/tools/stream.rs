@@ -67,6 +67,8 @@ pub struct StreamingParser<'a> {
     base: usize,
     /// How many calls (and malformed placeholders) lie before `base`.
     base_calls: usize,
+    /// How many complete calls lie before `base` (the index of the next call).
+    base_index: usize,
     /// Bytes pushed since the last parse.
     unparsed: usize,
     /// Bytes handed to the format's parser so far.
@@ -82,9 +84,13 @@ pub struct StreamingParser<'a> {
 
 #[derive(Default)]
 struct SentCall {
+    /// A `ToolCallStart` was sent.
     started: bool,
     sent_args: String,
+    /// Its `ToolCallEnd` was sent.
     ended: bool,
+    /// It turned out malformed and its `Malformed` was sent.
+    closed: bool,
 }
 
 impl<'a> StreamingParser<'a> {
@@ -97,6 +103,7 @@ impl<'a> StreamingParser<'a> {
             from: super::Settled::default(),
             base: 0,
             base_calls: 0,
+            base_index: 0,
             unparsed: 0,
             scanned: 0,
             reasoning: Joined::default(),
@@ -173,12 +180,15 @@ impl<'a> StreamingParser<'a> {
             || self.calls.len() < s.calls
             || self.content.sent.len() < s.content
             || self.reasoning.sent.len() < s.reasoning
-            || self.calls[..s.calls].iter().any(|c| c.started && !c.ended)
+            || self.calls[..s.calls]
+                .iter()
+                .any(|c| c.started && !c.ended && !c.closed)
         {
             return;
         }
         self.base = s.offset;
         self.base_calls += s.calls;
+        self.base_index += self.calls[..s.calls].iter().filter(|c| c.ended).count();
         self.calls.drain(..s.calls);
         self.sent_errors -= s.errors;
         // `from` counts from the start of the text (what a whole parse drops). After a
@@ -206,50 +216,161 @@ impl<'a> StreamingParser<'a> {
             .grow(&p.reasoning, |d| events.push(StreamEvent::Reasoning(d)));
         self.content
             .grow(&p.content, |d| events.push(StreamEvent::Content(d)));
+        // Calls and malformed calls in output order: a malformed call holds a nameless
+        // place in `p.calls` (the k-th such place is the k-th error); a call's index counts
+        // only the complete calls before it, as `parse` returns them in `tool_calls`.
+        let mut errors = p.errors.into_iter();
+        let mut error_at = 0;
+        let mut index = self.base_index;
+        let mut held = false;
+        let (finished, arrived) = (self.finished, self.text.len());
+        let report = |sent_errors: &mut usize,
+                      e: super::MalformedToolCall,
+                      events: &mut Vec<StreamEvent>,
+                      held: &mut bool|
+         -> bool {
+            // A malformed call whose text runs to the end of what has arrived may still
+            // grow (its end marker has not come): report it once it ends, or at the end,
+            // with the same text the whole-output parse reports.
+            if *held || (!finished && e.offset + e.text.len() >= arrived) {
+                *held = true;
+                return false;
+            }
+            *sent_errors += 1;
+            events.push(StreamEvent::Malformed(e));
+            true
+        };
+        let mut sent_errors = self.sent_errors;
         for (i, call) in p.calls.into_iter().enumerate() {
-            let index = self.base_calls + i;
             if self.calls.len() <= i {
                 self.calls.push(SentCall::default());
             }
             let sent = &mut self.calls[i];
-            if sent.ended {
-                continue;
-            }
-            let Some(name) = call.name.clone() else {
-                // A started call that lost its name is the placeholder of a malformed
-                // call: it is over (its `Malformed` reports it), so it no longer holds
-                // back the settled point.
-                sent.ended |= sent.started;
+            let name = call
+                .name
+                .clone()
+                .or_else(|| call.complete.as_ref().map(|c| c.name.clone()));
+            let Some(name) = name else {
+                // The place of a malformed call (once its error is there), or a call
+                // whose name has not arrived. A started call that lost its name is over:
+                // its `Malformed` ends it and the next call takes its index.
+                if let Some(e) = errors.next() {
+                    error_at += 1;
+                    if error_at > sent_errors
+                        && !report(&mut sent_errors, e, &mut events, &mut held)
+                    {
+                        break;
+                    }
+                    sent.closed = true;
+                }
                 continue;
             };
-            if !sent.started {
-                sent.started = true;
-                events.push(StreamEvent::ToolCallStart {
-                    index,
-                    id: call.id.clone(),
-                    name,
-                });
-            }
-            grow(&call.arguments_text, &mut sent.sent_args, |delta| {
-                events.push(StreamEvent::ToolCallArguments { index, delta })
-            });
-            if let Some(done) = call.complete {
-                sent.ended = true;
-                sent.sent_args = String::new();
-                events.push(StreamEvent::ToolCallEnd { index, call: done });
-            }
-        }
-        for e in p.errors.into_iter().skip(self.sent_errors) {
-            // A malformed call whose text runs to the end of what has arrived may still
-            // grow (its end marker has not come): report it once it ends, or at the end,
-            // with the same text the whole-output parse reports.
-            if !self.finished && e.offset + e.text.len() >= self.text.len() {
+            if held {
                 break;
             }
-            self.sent_errors += 1;
-            events.push(StreamEvent::Malformed(e));
+            if !sent.ended {
+                if !sent.started {
+                    sent.started = true;
+                    events.push(StreamEvent::ToolCallStart {
+                        index,
+                        id: call.id.clone(),
+                        name,
+                    });
+                }
+                grow(
+                    &streamed_arguments(&call.arguments_text),
+                    &mut sent.sent_args,
+                    |delta| events.push(StreamEvent::ToolCallArguments { index, delta }),
+                );
+            }
+            if let Some(done) = call.complete {
+                if !sent.ended {
+                    sent.ended = true;
+                    sent.sent_args = String::new();
+                    events.push(StreamEvent::ToolCallEnd { index, call: done });
+                }
+                index += 1;
+            }
         }
+        // Errors without a place among the calls (a user's format may report them so).
+        for e in errors {
+            error_at += 1;
+            if error_at > sent_errors && !report(&mut sent_errors, e, &mut events, &mut held) {
+                break;
+            }
+        }
+        self.sent_errors = sent_errors;
         events
+    }
+}
+
+/// The argument text a stream sends for a call's raw argument text: the text itself, or,
+/// for arguments written as a JSON string (`"arguments": "{\"city\": \"P\"}"`), the
+/// string's content decoded as far as it has arrived (never half an escape), once it
+/// starts like a JSON object (`{` after whitespace) — before that, nothing. So the
+/// deltas of a JSON family's call add up to a JSON text of its arguments object (the
+/// OpenAI `function.arguments`), as the whole-output parse reads it: a string whose
+/// content is not a JSON object makes the call malformed.
+pub(crate) fn streamed_arguments(raw: &str) -> std::borrow::Cow<'_, str> {
+    let Some(body) = raw.strip_prefix('"') else {
+        return raw.into();
+    };
+    let mut out = String::new();
+    let mut chars = body.char_indices();
+    while let Some((i, c)) = chars.next() {
+        match c {
+            '"' => break,
+            '\\' => {
+                let rest = &body[i + 1..];
+                let Some(e) = rest.chars().next() else { break };
+                let simple = match e {
+                    '"' => Some('"'),
+                    '\\' => Some('\\'),
+                    '/' => Some('/'),
+                    'b' => Some('\u{8}'),
+                    'f' => Some('\u{c}'),
+                    'n' => Some('\n'),
+                    'r' => Some('\r'),
+                    't' => Some('\t'),
+                    _ => None,
+                };
+                if let Some(d) = simple {
+                    out.push(d);
+                    chars.next();
+                    continue;
+                }
+                if e != 'u' {
+                    break;
+                }
+                let hex = |s: &str| {
+                    s.get(..4)
+                        .filter(|h| h.bytes().all(|b| b.is_ascii_hexdigit()))
+                        .and_then(|h| u32::from_str_radix(h, 16).ok())
+                };
+                let Some(hi) = hex(&rest[1..]) else { break };
+                let (code, len) = if (0xD800..0xDC00).contains(&hi) {
+                    let lo = rest[5..]
+                        .strip_prefix("\\u")
+                        .and_then(hex)
+                        .filter(|lo| (0xDC00..0xE000).contains(lo));
+                    let Some(lo) = lo else { break };
+                    (0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00), 11)
+                } else {
+                    (hi, 5)
+                };
+                let Some(d) = char::from_u32(code) else { break };
+                out.push(d);
+                for _ in 0..len {
+                    chars.next();
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    if out.trim_start().starts_with('{') {
+        out.into()
+    } else {
+        String::new().into()
     }
 }
 
@@ -580,6 +701,345 @@ mod tests {
                     check_stream_chunks(&f, &tools, t, sizes)
                         .unwrap_or_else(|e| panic!("{name}: {e}"));
                 }
+            }
+        }
+    }
+
+    fn weather_tools() -> Vec<Tool> {
+        Tool::list_from_openai(&json!([
+            {"type": "function", "function": {"name": "get_weather", "parameters": {
+                "type": "object", "properties": {"city": {"type": "string"}}}}},
+            {"type": "function", "function": {"name": "get_time", "parameters": {
+                "type": "object", "properties": {"tz": {"type": "string"}}}}}
+        ]))
+        .unwrap()
+    }
+
+    /// Short adversarial outputs of format `f`: calls alone, two in a row, with text and
+    /// reasoning around, markers inside string arguments, unknown names, invalid JSON,
+    /// arguments written as a JSON string, a malformed call before a good one.
+    fn adversarial_texts(f: &dyn ToolCallFormat) -> Vec<String> {
+        let paris = ToolCall::new("get_weather", json!({"city": "Paris"}));
+        let utc = ToolCall::new("get_time", json!({"tz": "UTC"}));
+        let marks = ToolCall::new(
+            "get_weather",
+            json!({"city": "<tool_call></tool_call>[TOOL_CALLS]<|call|><|tool_call_end|>\
+                   <｜tool▁call▁end｜>)]</parameter></function></arg_value>}"}),
+        );
+        let unknown = ToolCall::new("nope", json!({"city": "x"}));
+        let one = f.render_calls(std::slice::from_ref(&paris));
+        let two = f.render_calls(&[paris.clone(), utc.clone()]);
+        let bad = one.replacen("\"Paris\"", "Paris", 1);
+        let mut texts = vec![
+            one.clone(),
+            two.clone(),
+            format!("Sure.\n{one}"),
+            format!("<think>{one}</think>{two}"),
+            format!("{one}\ntrailing"),
+            f.render_calls(&[marks]),
+            format!("{}{one}", f.render_calls(&[unknown])),
+            bad.clone(),
+            format!("{bad}\n{one}"),
+            format!("{bad}{two}"),
+        ];
+        // Arguments as a JSON string (double-encoded), with escapes, and as a string that
+        // is not a JSON object.
+        for args in [r#"{"city": "Paris"}"#, r#"{"city":"Paris"}"#] {
+            if one.contains(args) {
+                for s in [
+                    serde_json::to_string(args).unwrap(),
+                    serde_json::to_string(r#"{"city": "P\u00e9 \"q\"\n😀"}"#).unwrap(),
+                    r#""{\"city\": \"P\u00e9\ud83d\ude00\"}""#.to_owned(),
+                    "\"Paris\"".to_owned(),
+                    "\"{\\\"city\\\": P}\"".to_owned(),
+                ] {
+                    let t = one.replacen(args, &s, 1);
+                    texts.push(t.clone());
+                    texts.push(format!("{t}{one}"));
+                }
+            }
+        }
+        // Partial markers and partial calls at the end: every prefix of two calls.
+        texts.extend(
+            (1..two.len())
+                .filter(|&k| two.is_char_boundary(k))
+                .map(|k| two[..k].to_owned()),
+        );
+        texts
+    }
+
+    /// Streams `text` in `deltas` and checks the events against the whole-output parse:
+    /// same content, reasoning, calls and errors; calls and errors in output order; call
+    /// indices 0, 1, 2, … over the parsed calls; a call retracted only by its `Malformed`;
+    /// (`json`) a call's argument deltas add up to a JSON text of its arguments.
+    fn check_events(
+        f: &dyn ToolCallFormat,
+        tools: &[Tool],
+        text: &str,
+        deltas: &[&str],
+        json: bool,
+    ) -> Result<(), String> {
+        let mut s = StreamingParser::new(f, tools);
+        let mut events = Vec::new();
+        for d in deltas {
+            events.extend(s.push(d));
+        }
+        events.extend(s.finish());
+        let partial = f.parse_partial(text, tools, true);
+        // The output order of calls (Ok) and malformed calls (Err).
+        let mut order_whole = Vec::new();
+        let (mut k, mut j) = (0, 0);
+        for c in &partial.calls {
+            if c.complete.is_some() {
+                order_whole.push(Ok(k));
+                k += 1;
+            } else if j < partial.errors.len() {
+                order_whole.push(Err(j));
+                j += 1;
+            }
+        }
+        order_whole.extend((j..partial.errors.len()).map(Err));
+        let whole = partial.into_parsed();
+        let (mut content, mut reasoning) = (String::new(), String::new());
+        let mut open: Option<(usize, String)> = None;
+        let (mut calls, mut errors, mut order) = (Vec::new(), Vec::new(), Vec::new());
+        for e in &events {
+            match e {
+                StreamEvent::Content(d) => content.push_str(d),
+                StreamEvent::Reasoning(d) => reasoning.push_str(d),
+                StreamEvent::ToolCallStart { index, .. } => {
+                    if open.is_some() || *index != calls.len() {
+                        return Err(format!("start of {index} with {} ended", calls.len()));
+                    }
+                    open = Some((*index, String::new()));
+                }
+                StreamEvent::ToolCallArguments { index, delta } => match &mut open {
+                    Some((i, a)) if i == index => a.push_str(delta),
+                    _ => return Err(format!("arguments of {index} not open")),
+                },
+                StreamEvent::ToolCallEnd { index, call } => {
+                    let Some((i, args)) = open.take().filter(|(i, _)| i == index) else {
+                        return Err(format!("end of {index} not open"));
+                    };
+                    if json {
+                        let v: Result<serde_json::Value, _> = serde_json::from_str(&args);
+                        if v.as_ref().ok() != Some(&call.arguments) {
+                            return Err(format!("call {i}: arguments {args:?} for {call:?}"));
+                        }
+                    }
+                    order.push(Ok(calls.len()));
+                    calls.push(call.clone());
+                }
+                StreamEvent::Malformed(m) => {
+                    // Ends (retracts) a started call.
+                    open = None;
+                    order.push(Err(errors.len()));
+                    errors.push(m.clone());
+                }
+            }
+        }
+        if open.is_some() {
+            return Err("a call left open".into());
+        }
+        let got = super::super::ParsedOutput {
+            content: (!content.is_empty()).then_some(content),
+            reasoning: (!reasoning.is_empty()).then_some(reasoning),
+            tool_calls: calls,
+            errors,
+        };
+        if got != whole {
+            return Err(format!("streamed {got:?}\nwhole {whole:?}"));
+        }
+        if order != order_whole {
+            return Err(format!("order {order:?}, whole {order_whole:?}"));
+        }
+        // Every call started is either ended as parsed or ended by its `Malformed`.
+        let mut started = Vec::new();
+        for e in &events {
+            match e {
+                StreamEvent::ToolCallStart { index, id, name } => {
+                    started.push((*index, id.clone(), name.clone()))
+                }
+                StreamEvent::ToolCallEnd { call, .. } => {
+                    let (_, id, name) = started.pop().unwrap();
+                    if (id.as_ref(), &name) != (call.id.as_ref(), &call.name) && call.id.is_some() {
+                        return Err(format!("started as {name} {id:?}, ended as {call:?}"));
+                    }
+                }
+                StreamEvent::Malformed(_) => {
+                    started.clear();
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Every registered format, on short adversarial outputs cut at every split point into
+    /// two deltas and into 1-byte deltas, streams what the whole-output parse gives (see
+    /// [`check_events`]).
+    #[test]
+    fn adversarial_outputs_stream_as_parsed_at_every_split() {
+        let tools = weather_tools();
+        let mut runs = 0;
+        for name in format_names() {
+            let f = format_by_name(&name).unwrap();
+            let json = !matches!(name.as_str(), "pythonic");
+            let texts = adversarial_texts(f.as_ref());
+            let prefixes = texts.len() - texts.iter().filter(|t| !t.is_empty()).count();
+            let _ = prefixes;
+            for text in &texts {
+                let cuts: Vec<usize> = (0..=text.len())
+                    .filter(|&k| text.is_char_boundary(k))
+                    .collect();
+                let chars: Vec<&str> = text
+                    .char_indices()
+                    .map(|(i, c)| &text[i..i + c.len_utf8()])
+                    .collect();
+                let mut cases: Vec<Vec<&str>> = vec![chars];
+                for &k in &cuts {
+                    cases.push(vec![&text[..k], &text[k..]]);
+                }
+                for deltas in cases {
+                    runs += 1;
+                    check_events(f.as_ref(), &tools, text, &deltas, json)
+                        .unwrap_or_else(|e| panic!("{name}: {text:?} in {deltas:?}: {e}"));
+                }
+            }
+        }
+        assert!(runs > 1000);
+    }
+
+    fn events_of(f: &dyn ToolCallFormat, tools: &[Tool], deltas: &[&str]) -> Vec<StreamEvent> {
+        let mut s = StreamingParser::new(f, tools);
+        let mut ev: Vec<StreamEvent> = deltas.iter().flat_map(|d| s.push(d)).collect();
+        ev.extend(s.finish());
+        ev
+    }
+
+    fn chars(text: &str) -> Vec<&str> {
+        text.char_indices()
+            .map(|(i, c)| &text[i..i + c.len_utf8()])
+            .collect()
+    }
+
+    /// Finding 1: arguments written as a JSON string stream the decoded string (a JSON
+    /// text of the arguments object), not the string literal, in every JSON family.
+    #[test]
+    fn string_encoded_arguments_stream_as_their_decoded_json_text() {
+        let tools = weather_tools();
+        let call = ToolCall::new("get_weather", json!({"city": "Pé \"q\"\n😀"}));
+        for name in [
+            "hermes",
+            "llama3_json",
+            "json",
+            "mistral",
+            "kimi_k2",
+            "deepseek_v3",
+            "deepseek_v31",
+            "harmony",
+        ] {
+            let f = format_by_name(name).unwrap();
+            let one = f.render_calls(std::slice::from_ref(&call));
+            let object = [
+                super::super::scan::python_json(&call.arguments),
+                call.arguments.to_string(),
+            ]
+            .into_iter()
+            .find(|o| one.contains(o.as_str()))
+            .unwrap_or_else(|| panic!("{name}: {one}"));
+            let text = one.replacen(&object, &serde_json::to_string(&object).unwrap(), 1);
+            let out = f.parse(&text, &tools).tool_calls;
+            assert_eq!(out.len(), 1, "{name}: {text}");
+            assert_eq!(out[0].arguments, call.arguments, "{name}");
+            for deltas in [chars(&text), vec![&text[..]]] {
+                let args: String = events_of(f.as_ref(), &tools, &deltas)
+                    .into_iter()
+                    .filter_map(|e| match e {
+                        StreamEvent::ToolCallArguments { index: 0, delta } => Some(delta),
+                        _ => None,
+                    })
+                    .collect();
+                assert_eq!(args, object, "{name}: {text}");
+            }
+        }
+    }
+
+    /// Findings 2 and 3: a malformed call (unknown tool, bad JSON) takes no index, and
+    /// its `Malformed` comes before a later call's events in the same push.
+    #[test]
+    fn malformed_calls_take_no_index_and_come_in_output_order() {
+        let tools = weather_tools();
+        let h = format_by_name("hermes").unwrap();
+        let good = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"P\"}}\n</tool_call>";
+        for bad in [
+            "<tool_call>\n{\"name\": \"nope\", \"arguments\": {}}\n</tool_call>\n",
+            "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": P}}\n</tool_call>\n",
+        ] {
+            let text = format!("{bad}{good}");
+            assert_eq!(h.parse(&text, &tools).tool_calls.len(), 1);
+            for deltas in [chars(&text), vec![&text[..]], vec![bad, good]] {
+                let kinds: Vec<String> = events_of(h.as_ref(), &tools, &deltas)
+                    .iter()
+                    .filter_map(|e| match e {
+                        StreamEvent::ToolCallStart { index, .. } => Some(format!("start {index}")),
+                        StreamEvent::ToolCallEnd { index, .. } => Some(format!("end {index}")),
+                        StreamEvent::Malformed(_) => Some("malformed".into()),
+                        _ => None,
+                    })
+                    .collect();
+                let kinds: Vec<&str> = kinds.iter().map(String::as_str).collect();
+                assert_eq!(
+                    &kinds[kinds.len() - 3..],
+                    ["malformed", "start 0", "end 0"],
+                    "{text:?} in {} deltas",
+                    deltas.len()
+                );
+                // Before it, at most the bad call's start (its name arrived first).
+                assert!(kinds.len() == 3 || kinds[..kinds.len() - 3] == ["start 0"]);
+            }
+        }
+    }
+
+    /// Finding 4: an end marker cut off at the end of the output (a stop or the length
+    /// limit) ends the call it follows, when that call is complete without it: the call
+    /// is parsed and the cut-off marker is neither content nor an error, whole or
+    /// streamed. Every format with an end marker after a call's complete body.
+    #[test]
+    fn a_cut_off_end_marker_ends_a_complete_call() {
+        let tools = weather_tools();
+        let call = ToolCall::new("get_weather", json!({"city": "P"}));
+        for (name, end) in [
+            ("hermes", "</tool_call>"),
+            ("qwen3_coder", "</tool_call>"),
+            ("deepseek_v3", "<｜tool▁call▁end｜>"),
+            ("deepseek_v3", "<｜tool▁calls▁end｜>"),
+            ("deepseek_v31", "<｜tool▁call▁end｜>"),
+            ("deepseek_v31", "<｜tool▁calls▁end｜>"),
+            ("kimi_k2", "<|tool_call_end|>"),
+            ("kimi_k2", "<|tool_calls_section_end|>"),
+            ("harmony", "<|call|>"),
+        ] {
+            let f = format_by_name(name).unwrap();
+            let whole = f.render_calls(std::slice::from_ref(&call));
+            let at = whole
+                .rfind(end)
+                .unwrap_or_else(|| panic!("{name}: {whole}"));
+            for (k, _) in end.char_indices().skip(1) {
+                let text = &whole[..at + k];
+                let out = f.parse(text, &tools);
+                assert_eq!(out.tool_calls.len(), 1, "{name}: {text:?}");
+                assert_eq!(
+                    out.tool_calls[0].arguments, call.arguments,
+                    "{name}: {text:?}"
+                );
+                assert_eq!(
+                    (out.content, out.errors.len()),
+                    (None, 0),
+                    "{name}: {text:?}"
+                );
+                check_stream_chunks(f.as_ref(), &tools, text, &[1])
+                    .unwrap_or_else(|e| panic!("{name}: {e}"));
             }
         }
     }
