@@ -666,6 +666,28 @@ impl ToolCallFormat for Glm4 {
                     );
                     break;
                 }
+                JsonRead::Invalid(e) if scan::balanced_end(&text[json_start..]).is_some() => {
+                    // Invalid JSON whose braces balance (string-aware): the malformed call
+                    // ends there, and what follows is read afresh (a stream sends it
+                    // without waiting for the end of the output).
+                    let span_end =
+                        json_start + scan::balanced_end(&text[json_start..]).unwrap_or(0);
+                    scan::push_malformed(
+                        &mut out,
+                        &mut content,
+                        &text[j..span_end],
+                        j,
+                        ToolParseError::InvalidJson(e),
+                    );
+                    pos = span_end;
+                    let k = skip_ws(text, pos);
+                    if text[k..].starts_with(OBSERVATION) {
+                        pos = k + OBSERVATION.len();
+                        scan::settle(&mut out, &content, pos);
+                    } else if !OBSERVATION.starts_with(&text[k..]) {
+                        scan::settle(&mut out, &content, pos);
+                    }
+                }
                 JsonRead::Invalid(e) => {
                     // Not a call after all when the body is no JSON: the message is text,
                     // reported as a malformed call.

@@ -265,7 +265,29 @@ impl ToolCallFormat for Llama3Json {
                         i = s + 1;
                         continue;
                     }
-                    let stop = match next_call_start(text, s + 1) {
+                    // The bad call ends where its braces balance (string-aware), or where
+                    // the next call starts if that comes first: from there the text is
+                    // read afresh, so a stream sends what follows without waiting for the
+                    // end of the output.
+                    let balanced = scan::balanced_end(&text[s..]).map(|e| s + e);
+                    let next = next_call_start(text, s + 1);
+                    if let Some(end) = balanced.filter(|&e| next.is_none_or(|n| e <= n)) {
+                        push_before_call(&mut content, &text[seg..s]);
+                        let error = ToolParseError::InvalidJson(e);
+                        scan::push_malformed(&mut out, &mut content, &text[s..end], s, error);
+                        // Separators between calls are not content.
+                        let mut e = end;
+                        while e < b.len() && (b[e].is_ascii_whitespace() || b[e] == b';') {
+                            e += 1;
+                        }
+                        seg = e;
+                        i = e;
+                        if e < b.len() {
+                            scan::settle(&mut out, &content, e);
+                        }
+                        continue;
+                    }
+                    let stop = match next {
                         Some(n) => n,
                         None if at_end => text.len(),
                         None => {

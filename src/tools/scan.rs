@@ -168,6 +168,31 @@ fn clamp_huge_numbers(text: &str) -> String {
     out
 }
 
+/// The end (exclusive) of the bracketed text starting at `text[0]` (`{` or `[`), brackets
+/// matched outside JSON string literals whatever else the text holds (the text need not
+/// be valid JSON): where a malformed JSON call without an end marker ends. `None` while
+/// the brackets have not balanced.
+pub fn balanced_end(text: &str) -> Option<usize> {
+    let b = text.as_bytes();
+    let mut depth = 0usize;
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'"' => i += string_literal_end(&text[i..])? - 1,
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' => {
+                depth = depth.checked_sub(1)?;
+                if depth == 0 {
+                    return Some(i + 1);
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
 /// The end (exclusive) of the JSON string literal starting at `text[0] == '"'`, if it is
 /// closed.
 pub fn string_literal_end(text: &str) -> Option<usize> {

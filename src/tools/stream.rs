@@ -1043,4 +1043,54 @@ mod tests {
             }
         }
     }
+
+    /// Finding 5: in the formats without an end marker, a call that is malformed as soon
+    /// as its text shows it (JSON that cannot be completed) is settled there: the text
+    /// after it streams on every delta rather than at the end.
+    #[test]
+    fn text_after_a_call_known_malformed_streams_in_formats_without_an_end_marker() {
+        let tools = weather_tools();
+        let call = ToolCall::new("get_weather", json!({"city": "Paris"}));
+        let after = format!("\n{}", prose(2000));
+        // mistral (v11+): a malformed call runs to the next `[TOOL_CALLS]` by design (the
+        // syntax has no end, and text after a call is the call's until a marker);
+        // json/json_array and pythonic: the output is read as one call list, which
+        // text after a malformed list may still be part of (the module notes).
+        for name in ["llama3_json", "glm4"] {
+            let f = format_by_name(name).unwrap();
+            let good = f.render_calls(std::slice::from_ref(&call));
+            let bad = good
+                .replacen("\"Paris\"", "P", 1)
+                .replacen("'Paris'", "P,,", 1);
+            assert_ne!(bad, good);
+            let text = format!("{bad}{after}");
+            let whole = f.parse(&text, &tools);
+            assert_eq!(whole.errors.len(), 1, "{name}: {whole:?}");
+            let mut s = StreamingParser::new(f.as_ref(), &tools);
+            let mut first = None;
+            let mut malformed_at = None;
+            for (i, d) in text.as_bytes().chunks(4).enumerate() {
+                let events = s.push(std::str::from_utf8(d).unwrap());
+                for e in events {
+                    match e {
+                        StreamEvent::Malformed(_) => malformed_at = malformed_at.or(Some(i * 4)),
+                        StreamEvent::Content(_) if i * 4 > bad.len() + 8 => {
+                            first = first.or(Some(i * 4))
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            s.finish();
+            eprintln!(
+                "{name}: bad {} bytes, malformed at {malformed_at:?}, content after at {first:?}",
+                bad.len()
+            );
+            assert!(
+                first.is_some_and(|k| k < bad.len() + 64),
+                "{name}: {bad:?} then text: content after it first sent at {first:?}"
+            );
+            check_stream_chunks(f.as_ref(), &tools, &text, &[4, 1, 7]).unwrap();
+        }
+    }
 }
