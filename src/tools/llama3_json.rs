@@ -271,7 +271,7 @@ impl ToolCallFormat for Llama3Json {
                     // end of the output.
                     let balanced = scan::balanced_end(&text[s..]).map(|e| s + e);
                     let next = next_call_start(text, s + 1);
-                    if let Some(end) = balanced.filter(|&e| next.is_none_or(|n| e <= n)) {
+                    if let Some(end) = balanced.filter(|&e| next.map_or(true, |n| e <= n)) {
                         push_before_call(&mut content, &text[seg..s]);
                         let error = ToolParseError::InvalidJson(e);
                         scan::push_malformed(&mut out, &mut content, &text[s..end], s, error);

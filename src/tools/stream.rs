@@ -24,8 +24,16 @@
 //!   the coalescing below. Text that is not settled before it ends: an output that
 //!   starts as JSON in the JSON-array families (it may be a call until it closes), text
 //!   after a JSON-array or pythonic call list, text before `</think>` when the prompt
-//!   opened the reasoning block (reasoning or content is known only at `</think>`), and
-//!   Harmony text before its header's `<|message|>`.
+//!   opened the reasoning block (reasoning or content is known only at `</think>`),
+//!   Harmony text before its header's `<|message|>`, and the text of a malformed call
+//!   whose end the format cannot tell before a later marker or the end of the output. In
+//!   the formats without an end marker, a call whose JSON is invalid ends where its
+//!   braces balance (string-aware) in `llama3_json` and `glm4`, so what follows streams at
+//!   once; a Mistral v11+ malformed call runs to the next `[TOOL_CALLS]` (the syntax has
+//!   no end: text after a call belongs to it until a marker), and a malformed `json` /
+//!   `pythonic` call list keeps the rest of the output, which may still be part of the
+//!   list (the list, not each call, is what closes) — there the text after it is held
+//!   until that marker or the end.
 //! * **Coalescing inside a long unsettled piece.** While the text after the settled point
 //!   (one long call, or text of the kinds just named) is longer than `EAGER_TAIL` (1 KiB),
 //!   it is re-parsed once the bytes arrived since the last parse reach 1/`TAIL_SHARE`
