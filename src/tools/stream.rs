@@ -1054,7 +1054,8 @@ mod tests {
 
     /// Finding 5: in the formats without an end marker, a call that is malformed as soon
     /// as its text shows it (JSON that cannot be completed) is settled there: the text
-    /// after it streams on every delta rather than at the end.
+    /// after it streams on every delta rather than at the end (`llama3_json`, `glm4`; the
+    /// others hold it by design, see the module notes, and still stream as they parse).
     #[test]
     fn text_after_a_call_known_malformed_streams_in_formats_without_an_end_marker() {
         let tools = weather_tools();
@@ -1064,7 +1065,7 @@ mod tests {
         // syntax has no end, and text after a call is the call's until a marker);
         // json/json_array and pythonic: the output is read as one call list, which
         // text after a malformed list may still be part of (the module notes).
-        for name in ["llama3_json", "glm4"] {
+        for name in ["llama3_json", "glm4", "mistral", "json", "pythonic"] {
             let f = format_by_name(name).unwrap();
             let good = f.render_calls(std::slice::from_ref(&call));
             let bad = good
@@ -1073,7 +1074,7 @@ mod tests {
             assert_ne!(bad, good);
             let text = format!("{bad}{after}");
             let whole = f.parse(&text, &tools);
-            assert_eq!(whole.errors.len(), 1, "{name}: {whole:?}");
+            assert!(!whole.errors.is_empty(), "{name}: {whole:?}");
             let mut s = StreamingParser::new(f.as_ref(), &tools);
             let mut first = None;
             let mut malformed_at = None;
@@ -1090,13 +1091,10 @@ mod tests {
                 }
             }
             s.finish();
-            eprintln!(
-                "{name}: bad {} bytes, malformed at {malformed_at:?}, content after at {first:?}",
-                bad.len()
-            );
             assert!(
-                first.is_some_and(|k| k < bad.len() + 64),
-                "{name}: {bad:?} then text: content after it first sent at {first:?}"
+                !matches!(name, "llama3_json" | "glm4")
+                    || first.is_some_and(|k| k < bad.len() + 64),
+                "{name}: {bad:?} then text: content after it first sent at {first:?} (malformed at {malformed_at:?})"
             );
             check_stream_chunks(f.as_ref(), &tools, &text, &[4, 1, 7]).unwrap();
         }
