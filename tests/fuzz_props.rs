@@ -444,36 +444,38 @@ const PIECES: &[&str] = &[
 fn collect(events: &[StreamEvent]) -> Result<ParsedOutput, TestCaseError> {
     let mut out = ParsedOutput::default();
     let (mut content, mut reasoning) = (String::new(), String::new());
-    // Indices increase strictly from start to start (a malformed call keeps its index,
-    // so the next call's may skip one); a call ends at most once, after it started, with
-    // the name it started with.
-    let mut started: Vec<(usize, String)> = Vec::new();
-    let mut ended: Vec<usize> = Vec::new();
+    // Indices are 0, 1, 2, … over the calls the whole parse returns: a call starts at the
+    // number of calls ended before it, at most one call is open at a time, it ends with
+    // the name it started with, and a `Malformed` ends (retracts) an open call, whose
+    // index the next call takes.
+    let mut open: Option<(usize, String)> = None;
     for e in events {
         match e {
             StreamEvent::Content(d) => content.push_str(d),
             StreamEvent::Reasoning(d) => reasoning.push_str(d),
             StreamEvent::ToolCallStart { index, name, .. } => {
-                prop_assert!(started.last().map_or(true, |(last, _)| index > last));
-                started.push((*index, name.clone()));
+                prop_assert!(open.is_none(), "start {index} while a call is open");
+                prop_assert_eq!(*index, out.tool_calls.len());
+                open = Some((*index, name.clone()));
             }
             StreamEvent::ToolCallArguments { index, .. } => {
-                prop_assert!(started.iter().any(|(i, _)| i == index));
-                prop_assert!(!ended.contains(index));
+                prop_assert!(open.as_ref().is_some_and(|(i, _)| i == index));
             }
             StreamEvent::ToolCallEnd { index, call } => {
-                let start = started.iter().find(|(i, _)| i == index);
                 prop_assert!(
-                    start.is_some_and(|(_, n)| *n == call.name),
+                    open.take()
+                        .is_some_and(|(i, n)| i == *index && n == call.name),
                     "end {index} without its start"
                 );
-                prop_assert!(!ended.contains(index));
-                ended.push(*index);
                 out.tool_calls.push(call.clone());
             }
-            StreamEvent::Malformed(m) => out.errors.push(m.clone()),
+            StreamEvent::Malformed(m) => {
+                open = None;
+                out.errors.push(m.clone());
+            }
         }
     }
+    prop_assert!(open.is_none(), "a call left open");
     out.content = (!content.is_empty()).then_some(content);
     out.reasoning = (!reasoning.is_empty()).then_some(reasoning);
     Ok(out)
@@ -694,13 +696,16 @@ fn stream_in_chunks(
 }
 
 /// Each streamed call that ended has the id it started with, and its argument deltas add
-/// up to the whole-output parse's `arguments_text` for that index (a partial parse whose
+/// up to the whole-output parse's `arguments_text` for that index (the index-th complete
+/// call; a JSON string literal decoded) (a partial parse whose
 /// arguments text was not a prefix of the later one loses deltas silently).
 fn check_call_deltas(events: &[StreamEvent], last: &[PartialCall]) -> Result<(), String> {
     let mut args: Vec<(usize, Option<String>, String)> = Vec::new();
     for e in events {
         match e {
             StreamEvent::ToolCallStart { index, id, .. } => {
+                // A call started again at an index: the one before turned out malformed.
+                args.retain(|a| a.0 != *index);
                 args.push((*index, id.clone(), String::new()))
             }
             StreamEvent::ToolCallArguments { index, delta } => {
@@ -718,8 +723,17 @@ fn check_call_deltas(events: &[StreamEvent], last: &[PartialCall]) -> Result<(),
                         call.id
                     ));
                 }
-                let want = last.get(*index).map(|c| c.arguments_text.as_str());
-                if want != Some(sent.as_str()) {
+                // The index counts the complete calls; arguments written as a JSON string
+                // stream decoded.
+                let want = last
+                    .iter()
+                    .filter(|c| c.complete.is_some())
+                    .nth(*index)
+                    .map(|c| c.arguments_text.as_str());
+                let decoded = want
+                    .filter(|w| w.starts_with('"'))
+                    .and_then(|w| serde_json::from_str::<String>(w).ok());
+                if decoded.as_deref().or(want) != Some(sent.as_str()) {
                     return Err(format!(
                         "call {index}: argument deltas {sent:?}, whole parse {want:?}"
                     ));
