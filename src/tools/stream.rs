@@ -61,7 +61,10 @@ const TAIL_SHARE: usize = 64;
 /// [`ToolCallFormat::parse`] of the concatenated text, and the `Content` deltas add up to
 /// its `content` (the `Reasoning` deltas to its `reasoning`). Text that may still be the
 /// start of a marker (`<tool_`) is held back until it is decided, never sent and
-/// retracted. The parse work of a whole stream is linear in its length (see the module
+/// retracted. Call indices are positions in the whole-output parse's `tool_calls`: a
+/// malformed call takes none, and one whose start was sent before it turned out malformed
+/// is ended by its `Malformed` (see [`StreamEvent`]). The parse work of a whole stream is
+/// linear in its length (see the module
 /// notes): a delta re-parses only the text after the last finished call (in plain
 /// content and reasoning, only the held-back tail and the delta), and inside one long
 /// call deltas are coalesced.
