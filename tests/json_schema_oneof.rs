@@ -101,7 +101,7 @@ fn types_two_branches_accept_entirely_are_left_out() {
 #[test]
 fn overlap_on_a_constrained_type_stays_refused() {
     refused(json!({"oneOf": [
-        {"properties": {"kind": {"enum": ["a"]}}, "required": ["kind"]},
+        {"properties": {"kind": {"pattern": "^a"}}, "required": ["kind"]},
         {"properties": {"name": {"type": "string"}}, "required": ["name"]}
     ]}));
     refused(json!({"oneOf": [
@@ -398,4 +398,75 @@ fn ignored_unknown_keywords_constrain_nothing() {
     for t in [r#""x""#, "1", r#"{"a":3}"#] {
         assert!(!byte_accepts(&g, t), "{t}");
     }
+}
+
+/// `enum`/`const` beside `pattern`: the constants the pattern rejects are left out.
+#[test]
+fn constants_filtered_by_pattern() {
+    check(
+        json!({"enum": ["abc", "xbc", 1, null], "pattern": "^a"}),
+        &[r#""abc""#, "1", "null"],
+        &[r#""xbc""#, r#""a""#],
+    );
+}
+
+/// The negation of string constants (a pattern: the complement of their trie) lets
+/// overlapping branches that differ in an optional string discriminator compile as
+/// `A ∧ ¬B ∨ B ∧ ¬A`.
+#[test]
+fn negated_string_constants() {
+    check(
+        json!({"not": {"enum": ["ab", "a", "a.c", "x-]^\\"]}}),
+        &[
+            r#""""#,
+            r#""b""#,
+            r#""abc""#,
+            r#""aa""#,
+            r#""a.""#,
+            r#""axc""#,
+            r#""a.cd""#,
+            r#""x-]""#,
+            r#""x-]^\\\\""#,
+            r#""a\nb""#,
+            "1",
+            "null",
+            "{}",
+        ],
+        &[
+            r#""ab""#,
+            r#""a""#,
+            r#""a.c""#,
+            r#""x-]^\\""#,
+            r#""\u0061b""#,
+        ],
+    );
+    check(
+        json!({"not": {"const": ""}}),
+        &[r#"" ""#, r#""\n""#, "0"],
+        &[r#""""#],
+    );
+    check(
+        json!({"oneOf": [
+            {"properties": {"assert": {"enum": ["NotBlank"]}, "message": {"type": "string"}}},
+            {"properties": {"assert": {"enum": ["Blank"]}, "message": {"type": "string"}}}
+        ]}),
+        &[
+            r#"{"assert":"Blank"}"#,
+            r#"{"assert":"NotBlank","message":"m"}"#,
+        ],
+        &[
+            // Valid for both.
+            "{}",
+            r#"{"message":"m"}"#,
+            "1",
+            // For none.
+            r#"{"assert":"Other"}"#,
+            r#"{"assert":"Blank","message":1}"#,
+        ],
+    );
+    // Too long or with control characters: still refused.
+    refused(json!({"oneOf": [
+        {"properties": {"k": {"const": "a\u{1}"}}},
+        {"properties": {"k": {"const": "b"}}}
+    ]}));
 }
