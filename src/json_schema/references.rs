@@ -178,7 +178,10 @@ impl Builder<'_> {
         Ok(Expr::Rule(id))
     }
 
-    /// `anyOf`, with the sibling keywords merged into every branch.
+    /// `anyOf`, with the sibling keywords merged into every branch; `oneOf` (`kw`) the
+    /// same on the types [`Builder::one_of_plan`] proves its branches disjoint on (the
+    /// others, matched twice, left out), else as exclusive branches `A_i ∧ ¬A_j…`
+    /// ([`Builder::one_of_exclusive`]), else refused: never more than `oneOf` accepts.
     pub(crate) fn any_of(
         &mut self,
         obj: &Map<String, Value>,
