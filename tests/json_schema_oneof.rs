@@ -470,3 +470,24 @@ fn negated_string_constants() {
         {"properties": {"k": {"const": "b"}}}
     ]}));
 }
+
+/// Exclusive branches negate only the branches each one may overlap: branch 0 (a pattern,
+/// which has no negation) is disjoint from the others, so its negation is never needed.
+#[test]
+fn exclusive_branches_negate_only_overlapping_ones() {
+    check(
+        json!({"oneOf": [
+            {"type": "string", "pattern": "^a"},
+            {"type": "number", "minimum": 0},
+            {"type": "number", "maximum": 10}
+        ]}),
+        &[r#""ab""#, "11", "-1"],
+        &[r#""b""#, "5", "0", "10", "null"],
+    );
+    // When the pattern branch overlaps another, its negation is needed: refused.
+    refused(json!({"oneOf": [
+        {"type": "string", "pattern": "^a"},
+        {"type": "string", "maxLength": 3},
+        {"type": "number"}
+    ]}));
+}

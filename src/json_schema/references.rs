@@ -261,18 +261,25 @@ impl Builder<'_> {
     }
 
     /// `oneOf` as a union of pairwise exclusive branches: branch `i` with the negation of
-    /// every other branch (`A_i ∧ ⋀_{j≠i} ¬A_j`, each `¬A_j` a union from
-    /// [`Builder::negate`]). `None` when a negation has no exact grammar or the branches
-    /// would exceed [`MAX_ONE_OF_BRANCHES`].
+    /// every other branch it may overlap (`A_i ∧ ⋀_{j≠i} ¬A_j`, each `¬A_j` a union from
+    /// [`Builder::negate`]; a branch `j` that [`Builder::overlaps`] proves disjoint from
+    /// `i` is left out of branch `i`, since `A_i ∧ ¬A_j` is then `A_i`). `None` when a
+    /// needed negation has no exact grammar or the branches would exceed
+    /// [`MAX_ONE_OF_BRANCHES`].
     fn one_of_exclusive(
         &mut self,
         branches: &[Value],
         aptr: &str,
     ) -> Result<Option<Vec<Value>>, JsonSchemaError> {
+        let overlap = self.overlaps(branches);
         let mut negs = Vec::new();
-        for (i, b) in branches.iter().enumerate() {
-            match self.negate(b, &child(aptr, &i.to_string()), 0)? {
-                Some(n) => negs.push(n),
+        for (j, b) in branches.iter().enumerate() {
+            if !(0..branches.len()).any(|i| i != j && overlap[i][j]) {
+                negs.push(None);
+                continue;
+            }
+            match self.negate(b, &child(aptr, &j.to_string()), 0)? {
+                Some(n) => negs.push(Some(n)),
                 None => return Ok(None),
             }
         }
@@ -280,9 +287,10 @@ impl Builder<'_> {
         for (i, b) in branches.iter().enumerate() {
             let mut combos: Vec<Vec<Value>> = vec![vec![b.clone()]];
             for (j, n) in negs.iter().enumerate() {
-                if j == i {
+                if j == i || !overlap[i][j] {
                     continue;
                 }
+                let Some(n) = n else { return Ok(None) };
                 let mut next = Vec::new();
                 for c in &combos {
                     for x in n {
@@ -1542,6 +1550,27 @@ impl Builder<'_> {
     /// branches is disjoint on every type.
     pub(crate) fn branches_disjoint(&self, branches: &[Value]) -> bool {
         self.one_of_plan_with(branches, false).is_ok()
+    }
+
+    /// `overlaps(branches)[i][j]`: whether branches `i` and `j` are *not* proven disjoint
+    /// (on every type, as [`Builder::branches_disjoint`] proves them). `false` only when no
+    /// value matches both.
+    pub(crate) fn overlaps(&self, branches: &[Value]) -> Vec<Vec<bool>> {
+        let p = Prover {
+            b: self,
+            budget: std::cell::Cell::new(PROOF_BUDGET),
+        };
+        let shapes: Vec<Shape> = branches.iter().map(|b| p.shape(b, 0)).collect();
+        let n = shapes.len();
+        let mut m = vec![vec![true; n]; n];
+        for i in 0..n {
+            for j in i + 1..n {
+                let o = !p.disjoint(&shapes[i], &shapes[j], TypeSet::all(), 0);
+                m[i][j] = o;
+                m[j][i] = o;
+            }
+        }
+        m
     }
 
     fn one_of_plan_with(
