@@ -562,7 +562,7 @@ fn lenient_mode_lists_ignored_keywords() {
         lenient: true,
         ..Default::default()
     };
-    let schema = json!({"type": "string", "pattern": "(?=a)", "not": {"const": "b"}});
+    let schema = json!({"type": "string", "pattern": "(?=a)", "not": {"pattern": "b"}});
     let out = json_schema_to_grammar_with_report(&schema, &opts).unwrap();
     let mut kws: Vec<_> = out.ignored.iter().map(|i| i.keyword.as_str()).collect();
     kws.sort();

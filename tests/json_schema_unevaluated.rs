@@ -216,10 +216,10 @@ fn inexpressible_cases_stay_refused() {
         &["1", "\"s\""],
         &[r#"{"foo":"f","bar":"bar"}"#, r#"{"bar":"bar"}"#, "{}"],
     );
-    // Negating a string constant (for `oneOf` exclusiveness) has no exact grammar.
+    // Negating a pattern (for `oneOf` exclusiveness) has no exact grammar.
     let (k, p) = refused(json!({"oneOf": [
-        {"properties": {"bar": {"const": "bar"}}, "required": ["bar"]},
-        {"properties": {"baz": {"const": "baz"}}, "required": ["baz"]}],
+        {"properties": {"bar": {"pattern": "^bar$"}}, "required": ["bar"]},
+        {"properties": {"baz": {"pattern": "^baz$"}}, "required": ["baz"]}],
         "unevaluatedProperties": false}));
     assert_eq!((k.as_str(), p.as_str()), ("oneOf", "#/oneOf"));
     // `$dynamicRef` is refused, not dropped.
@@ -229,11 +229,36 @@ fn inexpressible_cases_stay_refused() {
     assert_eq!(k, "$dynamicRef");
 }
 
+/// String constants negate (a pattern), so overlapping `oneOf` subschemas with string
+/// constants compile beside `unevaluated*`: only the matching subschema's properties are
+/// evaluated.
+#[test]
+fn one_of_with_string_constants_beside_unevaluated() {
+    check(
+        json!({"oneOf": [
+            {"properties": {"bar": {"const": "bar"}}, "required": ["bar"]},
+            {"properties": {"baz": {"const": "baz"}}, "required": ["baz"]}],
+            "unevaluatedProperties": false}),
+        &[r#"{"bar":"bar"}"#, r#"{"baz":"baz"}"#],
+        &[
+            // Both subschemas match.
+            r#"{"bar":"bar","baz":"baz"}"#,
+            "1",
+            // One matches; the other's property is not evaluated.
+            r#"{"bar":"bar","baz":"x"}"#,
+            r#"{"bar":"x","baz":"baz"}"#,
+            r#"{"bar":"bar","x":1}"#,
+            "{}",
+            r#"{"bar":"x"}"#,
+        ],
+    );
+}
+
 #[test]
 fn lenient_drops_unevaluated_and_lists_it() {
     let schema = json!({"oneOf": [
-        {"properties": {"bar": {"const": "bar"}}, "required": ["bar"]},
-        {"properties": {"baz": {"const": "baz"}}, "required": ["baz"]}],
+        {"properties": {"bar": {"pattern": "^bar$"}}, "required": ["bar"]},
+        {"properties": {"baz": {"pattern": "^baz$"}}, "required": ["baz"]}],
         "unevaluatedProperties": false});
     let opts = JsonSchemaOptions {
         lenient: true,

@@ -9,10 +9,11 @@
 //!   most [`MAX_DEPENDENCIES`] are rewritten; more are refused.
 //! * `not S` becomes the union of the complements of the keywords of `S` (De Morgan: a
 //!   schema is the conjunction of its keywords). [`Builder::negate`] knows the complement
-//!   of `type`, `const`/`enum` of nulls, booleans and numbers, the numeric bounds, the
+//!   of `type`, `const`/`enum` of nulls, booleans, numbers and strings (the other strings
+//!   as a `pattern`: the complement of the constants' trie), the numeric bounds, the
 //!   length and count bounds, `required`, `properties` (whose subschemas are negated in
 //!   turn), `allOf`, `anyOf` (small), `not`, and `$ref`; anything else (`pattern`,
-//!   `format`, `multipleOf`, string constants...) makes `not` refused.
+//!   `format`, `multipleOf`, object and array constants...) makes `not` refused.
 //! * `if I then T else E` is `(I ∧ T) ∨ (¬I ∧ E)`, with `¬I` from [`Builder::negate`]; an
 //!   `if` without `then` and `else` (or `then`/`else` without `if`) asserts nothing.
 //!
@@ -464,8 +465,83 @@ impl Builder<'_> {
 /// The complement of a finite set of values (`const`/`enum`), when every value is a null,
 /// a boolean or a number: the other types, the other boolean, and the open intervals
 /// between the numbers.
+/// The most characters of the string constants one negation spells out as a pattern.
+const MAX_NEGATED_STRING_CHARS: usize = 4096;
+
+/// An ECMA-262 pattern that matches exactly the strings not in `strings`: the complement
+/// of their trie, `^(?:…)$`, where at each node (a prefix `p` of some constant) a string
+/// continues as (1) nothing, when `p` itself is not a constant, (2) a character no
+/// constant continues `p` with, then anything (`[^…][\s\S]*`), or (3) a character some
+/// constant continues `p` with, then the node of that longer prefix. Every string falls in
+/// exactly the case its longest prefix in the trie gives, so the pattern is exact.
+/// `None` when a constant has a control character or one outside the Basic Multilingual
+/// Plane (whose meaning in a pattern differs between dialects), or they are too long.
+fn other_strings(strings: &[&str]) -> Option<String> {
+    use std::collections::BTreeMap;
+    #[derive(Default)]
+    struct Node {
+        end: bool,
+        next: BTreeMap<char, Node>,
+    }
+    let total: usize = strings.iter().map(|s| s.chars().count()).sum();
+    if total > MAX_NEGATED_STRING_CHARS {
+        return None;
+    }
+    let mut root = Node::default();
+    for s in strings {
+        let mut n = &mut root;
+        for c in s.chars() {
+            if c < ' ' || c == '\u{7f}' || u32::from(c) > 0xFFFF {
+                return None;
+            }
+            n = n.next.entry(c).or_default();
+        }
+        n.end = true;
+    }
+    fn esc(c: char, out: &mut String) {
+        if regex_syntax::is_meta_character(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    fn walk(n: &Node, out: &mut String) {
+        out.push_str("(?:");
+        let mut first = true;
+        let mut alt = |out: &mut String| {
+            if !first {
+                out.push('|');
+            }
+            first = false;
+        };
+        if !n.end {
+            alt(out);
+        }
+        alt(out);
+        if n.next.is_empty() {
+            out.push_str("[\\s\\S]+");
+        } else {
+            out.push_str("[^");
+            for c in n.next.keys() {
+                esc(*c, out);
+            }
+            out.push_str("][\\s\\S]*");
+        }
+        for (c, child) in &n.next {
+            alt(out);
+            esc(*c, out);
+            walk(child, out);
+        }
+        out.push(')');
+    }
+    let mut out = String::from("^");
+    walk(&root, &mut out);
+    out.push('$');
+    Some(out)
+}
+
 fn negate_values(values: &[Value]) -> Option<Vec<Value>> {
     let mut nums: Vec<&Value> = Vec::new();
+    let mut strings: Vec<&str> = Vec::new();
     let (mut null, mut t, mut f) = (false, false, false);
     for v in values {
         match v {
@@ -473,14 +549,20 @@ fn negate_values(values: &[Value]) -> Option<Vec<Value>> {
             Value::Bool(true) => t = true,
             Value::Bool(false) => f = true,
             Value::Number(_) => nums.push(v),
+            Value::String(s) => strings.push(s),
             _ => return None,
         }
     }
     let mut out = Vec::new();
-    let mut others: Vec<Value> = ["string", "object", "array"]
+    let mut others: Vec<Value> = ["object", "array"]
         .iter()
         .map(|s| Value::String((*s).into()))
         .collect();
+    if strings.is_empty() {
+        others.push("string".into());
+    } else {
+        out.push(json!({"type": "string", "pattern": other_strings(&strings)?}));
+    }
     if !null {
         others.push("null".into());
     }

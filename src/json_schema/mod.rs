@@ -32,7 +32,10 @@
 //!   string, object, array).
 //! * `references.rs`: `$ref` (`#` JSON pointers), `$defs`, `definitions`, `allOf`, `anyOf`,
 //!   `oneOf` (§10.2.1.3: disjoint branches as they are, overlapping ones as exclusive
-//!   branches `A_i ∧ ¬A_j...` when every negation exists). `allOf`, `$ref` siblings and
+//!   branches `A_i ∧ ¬A_j...` when every negation exists; disjointness is proven from
+//!   types, constants, number bounds, string lengths and literal patterns, item counts and
+//!   items, and required properties against forbidden or disjoint ones, recursively, and
+//!   the types two branches accept entirely are left out, since they match twice). `allOf`, `$ref` siblings and
 //!   `anyOf` siblings merge keyword by keyword; `contains` with `minContains`/`maxContains`
 //!   and `if` with `then`/`else` merge as one unit per source (a count or a `then`/`else`
 //!   never attaches to another source's `contains`/`if`; two different ones are refused).
@@ -69,7 +72,8 @@
 //!   through them by RFC 3986 against the base in force where it is written.
 //!
 //! Everything else is refused, for example `not` (and `if`, and overlapping `oneOf`
-//! branches) of `pattern`, `format`, `multipleOf`, string constants or closed objects,
+//! branches) of `pattern`, `format`, `multipleOf`, object or array constants or closed
+//! objects,
 //! `uniqueItems: true` beside `contains`, `propertyNames` beside `patternProperties`,
 //! patterns the regex front end refuses, `multipleOf` steps such as `0.5`, more than 5 dependencies,
 //! `$dynamicRef`, `$ref` to documents not given in [`JsonSchemaOptions::documents`], a

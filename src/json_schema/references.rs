@@ -15,8 +15,11 @@
 //! `anyOf`s, two different `enum`s. References are inlined during the
 //! merge (a recursive reference inside `allOf` is refused after a depth limit).
 
+use std::rc::Rc;
+
 use serde_json::{Map, Value};
 
+use super::strings::text_matches;
 use super::types::{json_equal, parse_types, TypeSet};
 use super::{child, choice, is_annotation, never, Builder, JsonSchemaError};
 use crate::grammar::Expr;
@@ -175,7 +178,10 @@ impl Builder<'_> {
         Ok(Expr::Rule(id))
     }
 
-    /// `anyOf`, with the sibling keywords merged into every branch.
+    /// `anyOf`, with the sibling keywords merged into every branch; `oneOf` (`kw`) the
+    /// same on the types [`Builder::one_of_plan`] proves its branches disjoint on (the
+    /// others, matched twice, left out), else as exclusive branches `A_i ∧ ¬A_j…`
+    /// ([`Builder::one_of_exclusive`]), else refused: never more than `oneOf` accepts.
     pub(crate) fn any_of(
         &mut self,
         obj: &Map<String, Value>,
@@ -201,29 +207,39 @@ impl Builder<'_> {
         let mut siblings = obj.clone();
         siblings.remove(kw);
         if kw == "oneOf" {
-            // Exactly one branch must match: the same as anyOf when no value can match two
-            // branches. Prove that from types, constants and discriminator properties.
-            let shapes: Vec<Shape> = branches.iter().map(|b| self.shape(b, 0)).collect();
-            let overlap = (0..shapes.len()).find_map(|i| {
-                (i + 1..shapes.len())
-                    .find(|&j| !shapes[i].disjoint(&shapes[j]))
-                    .map(|j| (i, j))
-            });
-            if overlap.is_some() {
-                if let Some(exclusive) = self.one_of_exclusive(branches, &aptr)? {
-                    return self.union_with_siblings(&siblings, &exclusive, ptr, &aptr);
+            // Exactly one branch must match: the same as anyOf on the types where no value
+            // can match two branches, with the types two branches accept entirely left out
+            // (see [`Builder::one_of_plan`]).
+            match self.one_of_plan(branches) {
+                Ok(plan) if plan.allowed == TypeSet::all() => {}
+                Ok(plan) => {
+                    let mut restricted = Some(siblings.clone());
+                    let mut t = Map::new();
+                    t.insert("type".into(), type_names(plan.allowed));
+                    if matches!(&t["type"], Value::Array(a) if a.is_empty()) {
+                        restricted = None;
+                    }
+                    merge_maps(&mut restricted, t, ptr)?;
+                    return match restricted {
+                        None => Ok(None),
+                        Some(r) => self.union_with_siblings(&r, branches, ptr, &aptr),
+                    };
                 }
-            }
-            if let Some((i, j)) = overlap {
-                // Lenient: enforced as anyOf (which accepts more).
-                self.unsupported(
-                    "oneOf",
-                    &aptr,
-                    &format!(
-                        "branches {i} and {j} are not provably disjoint (by type, const/enum, \
-                         or a required const property)"
-                    ),
-                )?;
+                Err((i, j)) => {
+                    if let Some(exclusive) = self.one_of_exclusive(branches, &aptr)? {
+                        return self.union_with_siblings(&siblings, &exclusive, ptr, &aptr);
+                    }
+                    // Lenient: enforced as anyOf (which accepts more).
+                    self.unsupported(
+                        "oneOf",
+                        &aptr,
+                        &format!(
+                            "branches {i} and {j} are not provably disjoint (by type, \
+                             const/enum, number bounds, lengths, item counts, or required \
+                             properties), and a branch has no exact negation"
+                        ),
+                    )?;
+                }
             }
         }
         let plain = !super::has_assertions(&siblings, ptr, &[]);
@@ -245,18 +261,25 @@ impl Builder<'_> {
     }
 
     /// `oneOf` as a union of pairwise exclusive branches: branch `i` with the negation of
-    /// every other branch (`A_i ∧ ⋀_{j≠i} ¬A_j`, each `¬A_j` a union from
-    /// [`Builder::negate`]). `None` when a negation has no exact grammar or the branches
-    /// would exceed [`MAX_ONE_OF_BRANCHES`].
+    /// every other branch it may overlap (`A_i ∧ ⋀_{j≠i} ¬A_j`, each `¬A_j` a union from
+    /// [`Builder::negate`]; a branch `j` that [`Builder::overlaps`] proves disjoint from
+    /// `i` is left out of branch `i`, since `A_i ∧ ¬A_j` is then `A_i`). `None` when a
+    /// needed negation has no exact grammar or the branches would exceed
+    /// [`MAX_ONE_OF_BRANCHES`].
     fn one_of_exclusive(
         &mut self,
         branches: &[Value],
         aptr: &str,
     ) -> Result<Option<Vec<Value>>, JsonSchemaError> {
+        let overlap = self.overlaps(branches);
         let mut negs = Vec::new();
-        for (i, b) in branches.iter().enumerate() {
-            match self.negate(b, &child(aptr, &i.to_string()), 0)? {
-                Some(n) => negs.push(n),
+        for (j, b) in branches.iter().enumerate() {
+            if !(0..branches.len()).any(|i| i != j && overlap[i][j]) {
+                negs.push(None);
+                continue;
+            }
+            match self.negate(b, &child(aptr, &j.to_string()), 0)? {
+                Some(n) => negs.push(Some(n)),
                 None => return Ok(None),
             }
         }
@@ -264,9 +287,10 @@ impl Builder<'_> {
         for (i, b) in branches.iter().enumerate() {
             let mut combos: Vec<Vec<Value>> = vec![vec![b.clone()]];
             for (j, n) in negs.iter().enumerate() {
-                if j == i {
+                if j == i || !overlap[i][j] {
                     continue;
                 }
+                let Some(n) = n else { return Ok(None) };
                 let mut next = Vec::new();
                 for c in &combos {
                     for x in n {
@@ -819,39 +843,215 @@ fn both(a: &Value, b: &Value) -> Value {
     }
 }
 
-/// A superset of the values a schema may accept: for proving `oneOf` branches disjoint.
+/// The most properties, items and subschemas one disjointness proof looks at (shapes built
+/// plus pairs compared); past it the proof gives up, which only ever means "not proven".
+const PROOF_BUDGET: usize = 4096;
+
+/// The most array positions compared (or checked in a constant) by a proof.
+const MAX_PROOF_ITEMS: usize = 8;
+
+/// A number bound: the bound (a JSON number) and whether it is exclusive.
+type Bound = (Value, bool);
+
+/// The object keywords of one schema object, from which the schema a property's value
+/// must match follows: its `properties` entry, else (when there are no
+/// `patternProperties`, which could also apply) `additionalProperties`.
 #[derive(Clone, Debug)]
-pub(crate) struct Shape {
-    types: TypeSet,
-    /// When known: the only values accepted.
-    values: Option<Vec<Value>>,
-    /// Required properties with a known finite set of values (objects only).
-    discr: Vec<(String, Vec<Value>)>,
+struct ObjectFacet {
+    properties: Map<String, Value>,
+    additional: Option<Value>,
+    /// `patternProperties`: each pattern (its grammar, `None` when it has none) and schema.
+    patterns: Vec<(Option<Rc<Expr>>, Value)>,
 }
 
+/// The grammar of the strings in which the ECMA-262 regex `p` finds a match (as `pattern`
+/// compiles it), for [`text_matches`]; `None` when it has none.
+fn pattern_expr(p: &Value) -> Option<Rc<Expr>> {
+    let rust = super::strings::ecma_to_rust(p.as_str()?).ok()?;
+    let opts = crate::regex::RegexOptions::new().unanchored(true);
+    crate::regex::regex_to_expr(&rust, &opts).ok().map(Rc::new)
+}
+
+/// The literal every string of `e` starts with, and whether `e` is exactly that literal.
+fn literal_prefix(e: &Expr) -> (String, bool) {
+    fn walk(e: &Expr, out: &mut String) -> bool {
+        match e {
+            Expr::Empty => true,
+            Expr::Bytes(b) => match std::str::from_utf8(b) {
+                Ok(t) => {
+                    out.push_str(t);
+                    true
+                }
+                Err(_) => false,
+            },
+            Expr::Seq(v) => v.iter().all(|x| walk(x, out)),
+            _ => false,
+        }
+    }
+    let mut out = String::new();
+    let exact = walk(e, &mut out);
+    (out, exact)
+}
+
+/// The array keywords of one schema object: the schema of item `k` is `prefix[k]`, then
+/// `items`.
+#[derive(Clone, Debug)]
+struct ArrayFacet {
+    prefix: Vec<Value>,
+    items: Option<Value>,
+}
+
+/// A superset of the values a schema may accept (every field is a necessary condition of
+/// the schema, never a sufficient one), plus the types the schema accepts *entirely*: for
+/// proving `oneOf` branches disjoint ([`Builder::one_of_plan`]).
+///
+/// Subschemas (of properties and items) are kept as schemas and shaped only when a proof
+/// needs them, so recursive schemas cost nothing up front.
+#[derive(Clone, Debug)]
+pub(crate) struct Shape {
+    /// The types of the values accepted (a superset).
+    types: TypeSet,
+    /// Types of which *every* value is accepted (a subset of what is accepted: no keyword
+    /// of the schema constrains a value of these types). `integer` alone means every
+    /// integer; `number` means every number.
+    all: TypeSet,
+    /// When known: the only values accepted.
+    values: Option<Vec<Value>>,
+    /// Numbers: the lower and upper bounds (the strictest known of each).
+    lo: Option<Bound>,
+    hi: Option<Bound>,
+    /// Strings: the length in code points, `min..=max`, and the `pattern`s that must
+    /// match (as grammars; a pattern without one is left out).
+    len: (u64, Option<u64>),
+    patterns: Vec<Rc<Expr>>,
+    /// Arrays: the number of items, `min..=max`, and the item schemas.
+    count: (u64, Option<u64>),
+    arrays: Vec<ArrayFacet>,
+    /// Objects: the required names, the names that must be absent, and the property
+    /// schemas.
+    required: Vec<String>,
+    forbidden: Vec<String>,
+    objects: Vec<ObjectFacet>,
+}
+
+/// The types in both `a` and `b` (integers are numbers).
+fn meet(a: TypeSet, b: TypeSet) -> TypeSet {
+    let number = a.number && b.number;
+    TypeSet {
+        null: a.null && b.null,
+        boolean: a.boolean && b.boolean,
+        string: a.string && b.string,
+        integer: (a.integer || a.number) && (b.integer || b.number) && !number,
+        number,
+        object: a.object && b.object,
+        array: a.array && b.array,
+    }
+}
+
+/// The stricter of two lower (`upper == false`) or upper bounds; when the two cannot be
+/// compared exactly, the first (either is a necessary condition).
+fn stricter(a: Option<Bound>, b: Option<Bound>, upper: bool) -> Option<Bound> {
+    use std::cmp::Ordering;
+    match (a, b) {
+        (Some(x), Some(y)) => Some(match cmp_numbers(&x.0, &y.0) {
+            Some(Ordering::Equal) => (x.0, x.1 || y.1),
+            Some(Ordering::Less) if upper => x,
+            Some(Ordering::Greater) if !upper => x,
+            Some(_) => y,
+            None => x,
+        }),
+        (x, None) => x,
+        (None, y) => y,
+    }
+}
+
+/// Whether every number within upper bound `hi` is below every number within lower bound
+/// `lo` (exactly: [`cmp_numbers`] compares as parsed, `None` proves nothing).
+fn below(hi: &Bound, lo: &Bound) -> bool {
+    use std::cmp::Ordering;
+    match cmp_numbers(&hi.0, &lo.0) {
+        Some(Ordering::Less) => true,
+        Some(Ordering::Equal) => hi.1 || lo.1,
+        _ => false,
+    }
+}
+
+/// Whether the ranges `a` and `b` (`min..=max`) have no common value.
+fn ranges_apart(a: (u64, Option<u64>), b: (u64, Option<u64>)) -> bool {
+    a.1.is_some_and(|m| m < b.0) || b.1.is_some_and(|m| m < a.0)
+}
+
+/// Keywords that constrain only objects (any other value passes them).
+const OBJECT_KEYWORDS: &[&str] = &[
+    "properties",
+    "required",
+    "additionalProperties",
+    "patternProperties",
+    "propertyNames",
+    "minProperties",
+    "maxProperties",
+    "dependentRequired",
+    "dependentSchemas",
+    "dependencies",
+    "unevaluatedProperties",
+];
+/// Keywords that constrain only arrays.
+const ARRAY_KEYWORDS: &[&str] = &[
+    "items",
+    "prefixItems",
+    "additionalItems",
+    "contains",
+    "minContains",
+    "maxContains",
+    "minItems",
+    "maxItems",
+    "uniqueItems",
+    "unevaluatedItems",
+];
+/// Keywords that constrain only strings (every format JSON Schema defines is a string
+/// format; other values pass them).
+const STRING_KEYWORDS: &[&str] = &["minLength", "maxLength", "pattern", "format"];
+/// Keywords that constrain only numbers.
+const NUMBER_KEYWORDS: &[&str] = &[
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "multipleOf",
+];
+
 impl Shape {
+    /// Any value (nothing known): accepts every type, none known to be accepted entirely.
     fn any() -> Shape {
         Shape {
             types: TypeSet::all(),
+            all: TypeSet::default(),
             values: None,
-            discr: Vec::new(),
+            lo: None,
+            hi: None,
+            len: (0, None),
+            patterns: Vec::new(),
+            count: (0, None),
+            arrays: Vec::new(),
+            required: Vec::new(),
+            forbidden: Vec::new(),
+            objects: Vec::new(),
         }
     }
 
+    /// No value.
+    fn never() -> Shape {
+        Shape {
+            types: TypeSet::default(),
+            values: Some(Vec::new()),
+            ..Shape::any()
+        }
+    }
+
+    /// The shape of both `self` and `other` (every condition of each holds).
     fn intersect(&mut self, other: Shape) {
-        let t = &mut self.types;
-        let o = other.types;
-        let number = t.number && o.number;
-        let integer = (t.integer || t.number) && (o.integer || o.number) && !number;
-        *t = TypeSet {
-            null: t.null && o.null,
-            boolean: t.boolean && o.boolean,
-            string: t.string && o.string,
-            integer,
-            number,
-            object: t.object && o.object,
-            array: t.array && o.array,
-        };
+        self.types = meet(self.types, other.types);
+        self.all = meet(self.all, other.all);
         self.values = match (self.values.take(), other.values) {
             (Some(a), Some(b)) => Some(
                 a.into_iter()
@@ -861,104 +1061,546 @@ impl Shape {
             (Some(a), None) | (None, Some(a)) => Some(a),
             (None, None) => None,
         };
-        self.discr.extend(other.discr);
-    }
-
-    pub(crate) fn disjoint(&self, other: &Shape) -> bool {
-        let admits = |s: &Shape, v: &Value| {
-            s.types.admits(v)
-                && s.values
-                    .as_ref()
-                    .map_or(true, |vs| vs.iter().any(|w| json_equal(v, w)))
+        self.lo = stricter(self.lo.take(), other.lo, false);
+        self.hi = stricter(self.hi.take(), other.hi, true);
+        let min_max = |a: (u64, Option<u64>), b: (u64, Option<u64>)| {
+            let max = match (a.1, b.1) {
+                (Some(x), Some(y)) => Some(x.min(y)),
+                (x, None) => x,
+                (None, y) => y,
+            };
+            (a.0.max(b.0), max)
         };
-        if let Some(vs) = &self.values {
-            return !vs.iter().any(|v| admits(self, v) && admits(other, v));
-        }
-        if let Some(vs) = &other.values {
-            return !vs.iter().any(|v| admits(other, v) && admits(self, v));
-        }
-        let (a, b) = (self.types, other.types);
-        let numeric = (a.number || a.integer) && (b.number || b.integer);
-        let shared_non_object = (a.null && b.null)
-            || (a.boolean && b.boolean)
-            || (a.string && b.string)
-            || (a.array && b.array)
-            || numeric;
-        if shared_non_object {
-            return false;
-        }
-        if !(a.object && b.object) {
-            return true;
-        }
-        // Both admit objects: a required property whose values cannot agree.
-        self.discr.iter().any(|(k, va)| {
-            other
-                .discr
-                .iter()
-                .any(|(k2, vb)| k == k2 && !va.iter().any(|x| vb.iter().any(|y| json_equal(x, y))))
-        })
+        self.len = min_max(self.len, other.len);
+        self.patterns.extend(other.patterns);
+        self.count = min_max(self.count, other.count);
+        self.arrays.extend(other.arrays);
+        self.required.extend(other.required);
+        self.forbidden.extend(other.forbidden);
+        self.objects.extend(other.objects);
     }
 }
 
-impl Builder<'_> {
-    /// The [`Shape`] of a schema (a superset of what it accepts; errors give `any`).
-    pub(crate) fn shape(&self, schema: &Value, depth: usize) -> Shape {
+/// One disjointness proof: the builder (to resolve references) and what is left of the
+/// [`PROOF_BUDGET`].
+struct Prover<'p, 'b> {
+    b: &'p Builder<'b>,
+    budget: std::cell::Cell<usize>,
+}
+
+impl Prover<'_, '_> {
+    /// Takes one unit of budget; `false` when there is none left.
+    fn spend(&self) -> bool {
+        let left = self.budget.get();
+        if left == 0 {
+            return false;
+        }
+        self.budget.set(left - 1);
+        true
+    }
+
+    /// The [`Shape`] of a schema (a superset of what it accepts, and a subset of the types
+    /// it accepts entirely; anything not understood widens the first and narrows the
+    /// second, so errors give [`Shape::any`]).
+    fn shape(&self, schema: &Value, depth: usize) -> Shape {
         let obj = match schema {
-            Value::Bool(false) => {
+            Value::Bool(false) => return Shape::never(),
+            Value::Bool(true) => {
                 return Shape {
-                    types: TypeSet::default(),
-                    values: Some(Vec::new()),
-                    discr: Vec::new(),
+                    all: TypeSet::all(),
+                    ..Shape::any()
                 }
             }
-            Value::Object(o) if depth <= MAX_MERGE_DEPTH => o,
+            Value::Object(o) if depth <= MAX_MERGE_DEPTH && self.spend() => o,
             _ => return Shape::any(),
         };
-        let rewritten = self.legacy(obj);
+        let rewritten = self.b.legacy(obj);
         let obj = rewritten.as_ref().unwrap_or(obj);
         let mut s = Shape::any();
-        if let Ok(t) = parse_types(obj, "#") {
-            s.types = t;
+        match parse_types(obj, "#") {
+            Ok(t) => {
+                s.types = t;
+                s.all = t;
+                s.all.integer |= t.number;
+            }
+            Err(_) => return Shape::any(),
+        }
+        // Which types every keyword leaves entirely accepted. `$ref`, `allOf`, `const` and
+        // `enum` narrow `all` through `intersect`; `anyOf` below.
+        for k in obj.keys() {
+            let k = k.as_str();
+            if k == "type"
+                || matches!(k, "$ref" | "allOf" | "anyOf" | "oneOf" | "const" | "enum")
+                || is_annotation(k, "#")
+                || super::harmless_id(obj, k)
+                // Ignored by the compiler, and annotations for the specification.
+                || (self.b.opts.ignore_unknown_keywords && !super::KNOWN_KEYWORDS.contains(&k))
+            {
+                continue;
+            }
+            if OBJECT_KEYWORDS.contains(&k) {
+                s.all.object = false;
+            } else if ARRAY_KEYWORDS.contains(&k) {
+                s.all.array = false;
+            } else if STRING_KEYWORDS.contains(&k) {
+                s.all.string = false;
+            } else if NUMBER_KEYWORDS.contains(&k) {
+                s.all.number = false;
+                s.all.integer = false;
+            } else {
+                // `not`, `if`, `format`, `oneOf`, unknown keywords...: anything may fail.
+                s.all = TypeSet::default();
+            }
         }
         if let Some(c) = obj.get("const") {
             s.intersect(Shape {
-                types: TypeSet::all(),
                 values: Some(vec![c.clone()]),
-                discr: Vec::new(),
+                ..Shape::any()
             });
         }
-        if let Some(Value::Array(e)) = obj.get("enum") {
+        if let Some(e) = obj.get("enum") {
             s.intersect(Shape {
-                types: TypeSet::all(),
-                values: Some(e.clone()),
-                discr: Vec::new(),
+                values: e.as_array().cloned(),
+                ..Shape::any()
             });
         }
         if let Some(r) = obj.get("$ref") {
             // Without the place of the `$ref`, only a single resource resolves it surely;
             // otherwise the shape stays wider (sound for disjointness).
-            if let Some((target, _)) = self.resolve(r, "#/$ref").ok().filter(|_| !self.res.several)
+            match self
+                .b
+                .resolve(r, "#/$ref")
+                .ok()
+                .filter(|_| !self.b.res.several)
             {
-                s.intersect(self.shape(&target, depth + 1));
+                Some((target, _)) => s.intersect(self.shape(&target, depth + 1)),
+                None => s.all = TypeSet::default(),
             }
         }
-        if let Some(Value::Array(list)) = obj.get("allOf") {
+        if let Some(all_of) = obj.get("allOf") {
+            match all_of {
+                Value::Array(list) => {
+                    for b in list {
+                        s.intersect(self.shape(b, depth + 1));
+                    }
+                }
+                _ => s.all = TypeSet::default(),
+            }
+        }
+        for kw in ["anyOf", "oneOf"] {
+            let Some(list) = obj.get(kw) else { continue };
+            let Value::Array(list) = list else {
+                s.all = TypeSet::default();
+                continue;
+            };
+            // A value of the union is a value of some branch: the union of the branches'
+            // types and values. A type one branch accepts entirely, `anyOf` accepts
+            // entirely (`oneOf` may not: a second branch can accept it too).
+            let mut join = Shape {
+                types: TypeSet::default(),
+                values: Some(Vec::new()),
+                ..Shape::any()
+            };
             for b in list {
-                s.intersect(self.shape(b, depth + 1));
+                let sb = self.shape(b, depth + 1);
+                let (t, u) = (&mut join.types, sb.types);
+                t.null |= u.null;
+                t.boolean |= u.boolean;
+                t.string |= u.string;
+                t.integer |= u.integer;
+                t.number |= u.number;
+                t.object |= u.object;
+                t.array |= u.array;
+                join.values = match (join.values.take(), sb.values) {
+                    (Some(mut a), Some(b)) => {
+                        a.extend(b);
+                        Some(a)
+                    }
+                    _ => None,
+                };
+                if kw == "anyOf" {
+                    let (t, u) = (&mut join.all, sb.all);
+                    t.null |= u.null;
+                    t.boolean |= u.boolean;
+                    t.string |= u.string;
+                    t.integer |= u.integer || u.number;
+                    t.number |= u.number;
+                    t.object |= u.object;
+                    t.array |= u.array;
+                }
+            }
+            if join.types.number {
+                join.types.integer = false;
+            }
+            s.intersect(join);
+            s.all.integer |= s.all.number;
+        }
+        let bound = |k: &str, exclusive: bool| {
+            obj.get(k)
+                .filter(|v| v.is_number())
+                .map(|v| (v.clone(), exclusive))
+        };
+        s.lo = stricter(
+            bound("minimum", false),
+            bound("exclusiveMinimum", true),
+            false,
+        );
+        s.hi = stricter(
+            bound("maximum", false),
+            bound("exclusiveMaximum", true),
+            true,
+        );
+        let size = |min: &str, max: &str| {
+            (
+                obj.get(min).and_then(Value::as_u64).unwrap_or(0),
+                obj.get(max).and_then(Value::as_u64),
+            )
+        };
+        s.len = size("minLength", "maxLength");
+        if let Some(p) = obj.get("pattern") {
+            s.patterns.extend(pattern_expr(p));
+        }
+        s.count = size("minItems", "maxItems");
+        let items = obj.get("items").filter(|v| !v.is_array()).cloned();
+        let prefix = obj.get("prefixItems").and_then(Value::as_array).cloned();
+        if items.is_some() || prefix.is_some() {
+            s.arrays.push(ArrayFacet {
+                prefix: prefix.unwrap_or_default(),
+                items,
+            });
+        }
+        if let Some(Value::Array(req)) = obj.get("required") {
+            s.required
+                .extend(req.iter().filter_map(|r| r.as_str().map(String::from)));
+        }
+        // `not: {required: [p]}`: `p` is absent.
+        if let Some(Value::Object(not)) = obj.get("not") {
+            if let (1, Some(Value::Array(req))) = (not.len(), not.get("required")) {
+                if let [Value::String(p)] = req.as_slice() {
+                    s.forbidden.push(p.clone());
+                }
             }
         }
-        if let (Some(Value::Object(props)), Some(Value::Array(req))) =
-            (obj.get("properties"), obj.get("required"))
+        let properties = obj.get("properties").and_then(Value::as_object);
+        let additional = obj.get("additionalProperties");
+        if properties.is_some() || additional.is_some() || obj.contains_key("patternProperties") {
+            let patterns = match obj.get("patternProperties") {
+                None => Vec::new(),
+                Some(Value::Object(m)) => m
+                    .iter()
+                    .map(|(p, sub)| (pattern_expr(&Value::String(p.clone())), sub.clone()))
+                    .collect(),
+                // Not understood: no name is surely additional.
+                Some(_) => vec![(None, Value::Bool(true))],
+            };
+            s.objects.push(ObjectFacet {
+                properties: properties.cloned().unwrap_or_default(),
+                additional: additional.cloned(),
+                patterns,
+            });
+        }
+        s
+    }
+
+    /// The shape of property `name`'s value in an object of shape `s` (that has it).
+    fn property(&self, s: &Shape, name: &str, depth: usize) -> Shape {
+        if s.forbidden.iter().any(|f| f == name) {
+            return Shape::never();
+        }
+        let mut out = Shape {
+            all: TypeSet::all(),
+            ..Shape::any()
+        };
+        for f in &s.objects {
+            // Every matching pattern's schema applies; `additionalProperties` when the name
+            // is declared nowhere (surely: each pattern is known not to match).
+            let mut declared = f.properties.contains_key(name);
+            for (e, sub) in &f.patterns {
+                match e.as_ref().and_then(|e| text_matches(e, name)) {
+                    Some(false) => {}
+                    Some(true) => {
+                        declared = true;
+                        out.intersect(self.shape(sub, depth + 1));
+                    }
+                    None => declared = true,
+                }
+            }
+            if let Some(p) = f.properties.get(name) {
+                out.intersect(self.shape(p, depth + 1));
+            } else if let (false, Some(a)) = (declared, &f.additional) {
+                out.intersect(self.shape(a, depth + 1));
+            }
+        }
+        out
+    }
+
+    /// The shape of item `k` in an array of shape `s` (that has it).
+    fn item(&self, s: &Shape, k: usize, depth: usize) -> Shape {
+        let mut out = Shape {
+            all: TypeSet::all(),
+            ..Shape::any()
+        };
+        for f in &s.arrays {
+            if let Some(sub) = f.prefix.get(k).or(f.items.as_ref()) {
+                out.intersect(self.shape(sub, depth + 1));
+            }
+        }
+        out
+    }
+
+    /// Whether `v` may be accepted by a schema of shape `s` (`true` when unsure).
+    fn admits(&self, s: &Shape, v: &Value, depth: usize) -> bool {
+        if !s.types.admits(v)
+            || s.values
+                .as_ref()
+                .is_some_and(|vs| !vs.iter().any(|w| json_equal(v, w)))
         {
-            for r in req {
-                let Value::String(name) = r else { continue };
-                if let Some(p) = props.get(name) {
-                    if let Some(vs) = self.shape(p, depth + 1).values {
-                        s.discr.push((name.clone(), vs));
+            return false;
+        }
+        if depth > MAX_MERGE_DEPTH || !self.spend() {
+            return true;
+        }
+        let within = |n: u64, r: (u64, Option<u64>)| n >= r.0 && r.1.map_or(true, |m| n <= m);
+        match v {
+            Value::Number(_) => {
+                let n = (v.clone(), false);
+                !(s.lo.as_ref().is_some_and(|lo| below(&n, lo))
+                    || s.hi.as_ref().is_some_and(|hi| below(hi, &n)))
+            }
+            Value::String(t) => {
+                within(t.chars().count() as u64, s.len)
+                    && s.patterns.iter().all(|e| text_matches(e, t) != Some(false))
+            }
+            Value::Array(xs) => {
+                within(xs.len() as u64, s.count)
+                    && xs
+                        .iter()
+                        .take(MAX_PROOF_ITEMS)
+                        .enumerate()
+                        .all(|(k, x)| self.admits(&self.item(s, k, depth), x, depth + 1))
+            }
+            Value::Object(m) => {
+                s.required.iter().all(|r| m.contains_key(r))
+                    && !s.forbidden.iter().any(|f| m.contains_key(f))
+                    && m.iter()
+                        .take(MAX_PROOF_ITEMS)
+                        .all(|(k, x)| self.admits(&self.property(s, k, depth), x, depth + 1))
+            }
+            _ => true,
+        }
+    }
+
+    /// Whether no value of the types `on` is accepted by both `a` and `b` (`false` when
+    /// unsure): a common value would have to meet every condition of both shapes, so two
+    /// contradicting conditions prove there is none.
+    fn disjoint(&self, a: &Shape, b: &Shape, on: TypeSet, depth: usize) -> bool {
+        if depth > MAX_MERGE_DEPTH || !self.spend() {
+            return false;
+        }
+        // Finitely many values: check each.
+        for (x, y) in [(a, b), (b, a)] {
+            if let Some(vs) = &x.values {
+                return !vs
+                    .iter()
+                    .any(|v| on.admits(v) && self.admits(x, v, depth) && self.admits(y, v, depth));
+            }
+        }
+        let t = meet(meet(a.types, b.types), on);
+        if t.null || t.boolean {
+            return false;
+        }
+        if t.string && !self.strings_disjoint(a, b, depth) {
+            return false;
+        }
+        let numbers_apart =
+            a.hi.as_ref()
+                .zip(b.lo.as_ref())
+                .is_some_and(|(h, l)| below(h, l))
+                || b.hi
+                    .as_ref()
+                    .zip(a.lo.as_ref())
+                    .is_some_and(|(h, l)| below(h, l));
+        if (t.number || t.integer) && !numbers_apart {
+            return false;
+        }
+        if t.array && !self.arrays_disjoint(a, b, depth) {
+            return false;
+        }
+        if t.object && !self.objects_disjoint(a, b, depth) {
+            return false;
+        }
+        true
+    }
+
+    /// Strings: lengths that cannot agree; a pattern that is one literal (`^abc$`) which
+    /// the other side's lengths or patterns reject; or literal prefixes (`^abc`) that
+    /// differ.
+    fn strings_disjoint(&self, a: &Shape, b: &Shape, depth: usize) -> bool {
+        if ranges_apart(a.len, b.len) {
+            return true;
+        }
+        let string_only = |s: &Shape| Shape {
+            types: TypeSet {
+                string: true,
+                ..TypeSet::default()
+            },
+            values: None,
+            ..s.clone()
+        };
+        let prefixes = |s: &Shape| -> Vec<(String, bool)> {
+            s.patterns.iter().map(|e| literal_prefix(e)).collect()
+        };
+        let (pa, pb) = (prefixes(a), prefixes(b));
+        for (x, y, px) in [(a, b, &pa), (b, a, &pb)] {
+            for (lit, exact) in px {
+                if *exact {
+                    let v = Value::String(lit.clone());
+                    if !self.admits(&string_only(x), &v, depth)
+                        || !self.admits(&string_only(y), &v, depth)
+                    {
+                        return true;
                     }
                 }
             }
         }
-        s
+        pa.iter().any(|(x, ex)| {
+            pb.iter().any(|(y, ey)| match (ex, ey) {
+                (true, true) => x != y,
+                (true, false) => !x.starts_with(y.as_str()),
+                (false, true) => !y.starts_with(x.as_str()),
+                (false, false) => !x.starts_with(y.as_str()) && !y.starts_with(x.as_str()),
+            })
+        })
+    }
+
+    /// Arrays: counts that cannot agree, or an item both require whose schemas cannot.
+    fn arrays_disjoint(&self, a: &Shape, b: &Shape, depth: usize) -> bool {
+        if ranges_apart(a.count, b.count) {
+            return true;
+        }
+        let both = a.count.0.min(b.count.0).min(MAX_PROOF_ITEMS as u64) as usize;
+        (0..both).any(|k| {
+            self.disjoint(
+                &self.item(a, k, depth),
+                &self.item(b, k, depth),
+                TypeSet::all(),
+                depth + 1,
+            )
+        })
+    }
+
+    /// Objects: a property one side requires whose value schemas cannot agree (or which
+    /// the other side forbids: `false`, `additionalProperties: false`, `not: {required}`).
+    fn objects_disjoint(&self, a: &Shape, b: &Shape, depth: usize) -> bool {
+        [(a, b), (b, a)].iter().any(|(x, y)| {
+            x.required.iter().any(|p| {
+                self.disjoint(
+                    &self.property(x, p, depth),
+                    &self.property(y, p, depth),
+                    TypeSet::all(),
+                    depth + 1,
+                )
+            })
+        })
+    }
+}
+
+/// `{"type": [...]}` value naming the types of `t` (`integer` only when not `number`).
+fn type_names(t: TypeSet) -> Value {
+    let mut names = Vec::new();
+    for (name, has) in [
+        ("null", t.null),
+        ("boolean", t.boolean),
+        ("string", t.string),
+        ("number", t.number),
+        ("integer", t.integer && !t.number),
+        ("object", t.object),
+        ("array", t.array),
+    ] {
+        if has {
+            names.push(Value::String(name.into()));
+        }
+    }
+    Value::Array(names)
+}
+
+/// How `oneOf` compiles exactly as a union ([`Builder::one_of_plan`]).
+pub(crate) struct OneOfPlan {
+    /// The types the `oneOf` may accept: without those that two branches accept entirely.
+    pub(crate) allowed: TypeSet,
+}
+
+impl Builder<'_> {
+    /// Proves `oneOf` over `branches` a union: returns the types it may accept, such that
+    /// on them no two branches share a value; or the first pair `(i, j)` not proven
+    /// disjoint.
+    ///
+    /// Sound because (1) a type that two branches accept entirely (no keyword of either
+    /// constrains its values: see [`Shape`]'s `all`) has every value matched twice, so
+    /// `oneOf` accepts none of it and it is left out; (2) on the remaining types every
+    /// pair of branches is disjoint by [`Shape`] conditions that contradict (types,
+    /// constants, number bounds, string lengths, item counts, item or required-property
+    /// schemas, recursively), so a value matches at most one branch and `oneOf` there is
+    /// exactly `anyOf`. Anything not understood only widens a shape (proving less).
+    pub(crate) fn one_of_plan(&self, branches: &[Value]) -> Result<OneOfPlan, (usize, usize)> {
+        self.one_of_plan_with(branches, true)
+    }
+
+    /// [`Builder::one_of_plan`] without leaving types out: `true` when every pair of
+    /// branches is disjoint on every type.
+    pub(crate) fn branches_disjoint(&self, branches: &[Value]) -> bool {
+        self.one_of_plan_with(branches, false).is_ok()
+    }
+
+    /// `overlaps(branches)[i][j]`: whether branches `i` and `j` are *not* proven disjoint
+    /// (on every type, as [`Builder::branches_disjoint`] proves them). `false` only when no
+    /// value matches both.
+    pub(crate) fn overlaps(&self, branches: &[Value]) -> Vec<Vec<bool>> {
+        let p = Prover {
+            b: self,
+            budget: std::cell::Cell::new(PROOF_BUDGET),
+        };
+        let shapes: Vec<Shape> = branches.iter().map(|b| p.shape(b, 0)).collect();
+        let n = shapes.len();
+        let mut m = vec![vec![true; n]; n];
+        for i in 0..n {
+            for j in i + 1..n {
+                let o = !p.disjoint(&shapes[i], &shapes[j], TypeSet::all(), 0);
+                m[i][j] = o;
+                m[j][i] = o;
+            }
+        }
+        m
+    }
+
+    fn one_of_plan_with(
+        &self,
+        branches: &[Value],
+        exclude: bool,
+    ) -> Result<OneOfPlan, (usize, usize)> {
+        let p = Prover {
+            b: self,
+            budget: std::cell::Cell::new(PROOF_BUDGET),
+        };
+        let shapes: Vec<Shape> = branches.iter().map(|b| p.shape(b, 0)).collect();
+        let twice = |f: fn(&TypeSet) -> bool| shapes.iter().filter(|s| f(&s.all)).count() >= 2;
+        let mut allowed = TypeSet::all();
+        if exclude {
+            allowed.null = !twice(|t| t.null);
+            allowed.boolean = !twice(|t| t.boolean);
+            allowed.string = !twice(|t| t.string);
+            allowed.object = !twice(|t| t.object);
+            allowed.array = !twice(|t| t.array);
+            allowed.number = !twice(|t| t.number);
+            allowed.integer = allowed.number;
+        }
+        for i in 0..shapes.len() {
+            for j in i + 1..shapes.len() {
+                if !p.disjoint(&shapes[i], &shapes[j], allowed, 0) {
+                    return Err((i, j));
+                }
+            }
+        }
+        Ok(OneOfPlan { allowed })
     }
 }

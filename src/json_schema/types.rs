@@ -212,7 +212,7 @@ impl Builder<'_> {
         ];
         for k in obj.keys() {
             if super::is_annotation(k, ptr)
-                || matches!(k.as_str(), "enum" | "const" | "type")
+                || matches!(k.as_str(), "enum" | "const" | "type" | "pattern")
                 || FILTERS.contains(&k.as_str())
                 || super::harmless_id(obj, k)
                 || (ptr == "#" && k == "id" && obj[k].is_string())
@@ -276,6 +276,42 @@ impl Builder<'_> {
         }
         values.retain(|v| types.admits(v));
         values.retain(|v| checks.iter().all(|(k, n)| passes(v, k, *n)));
+        if let Some(p) = obj.get("pattern") {
+            // Each string constant tested against the pattern exactly (as
+            // `patternProperties` names are); other values pass `pattern`.
+            let pptr = child(ptr, "pattern");
+            let Value::String(ps) = p else {
+                return Err(JsonSchemaError::InvalidKeyword {
+                    keyword: "pattern".into(),
+                    pointer: pptr,
+                    message: "must be a string".into(),
+                });
+            };
+            match self.pattern_raw(ps) {
+                Ok(e) => {
+                    let mut kept = Vec::new();
+                    for v in values {
+                        match v {
+                            Value::String(s) => match super::strings::text_matches(&e, s) {
+                                Some(true) => kept.push(v),
+                                Some(false) => {}
+                                None => {
+                                    self.unsupported(
+                                        "pattern",
+                                        &pptr,
+                                        "the pattern cannot be tested on an `enum`/`const` value",
+                                    )?;
+                                    kept.push(v);
+                                }
+                            },
+                            _ => kept.push(v),
+                        }
+                    }
+                    values = kept;
+                }
+                Err(reason) => self.unsupported("pattern", &pptr, &reason)?,
+            }
+        }
         let mut alts = Vec::new();
         for v in values {
             alts.push(Some(self.literal(v)));

@@ -442,9 +442,7 @@ impl Builder<'_> {
         depth: usize,
     ) -> Result<Vec<Branch>, JsonSchemaError> {
         let items = list(one, "oneOf", aptr)?;
-        let shapes: Vec<_> = items.iter().map(|b| self.shape(b, 0)).collect();
-        let disjoint = (0..shapes.len())
-            .all(|i| (i + 1..shapes.len()).all(|j| shapes[i].disjoint(&shapes[j])));
+        let disjoint = self.branches_disjoint(items);
         let mut negs = Vec::new();
         if !disjoint {
             for (i, s) in items.iter().enumerate() {
