@@ -286,6 +286,24 @@ fn skip_ws(s: &str, i: usize) -> usize {
     i + (s[i..].len() - s[i..].trim_start().len())
 }
 
+/// After a GLM-4 call message ending at byte `end` of `text`: past the `<|observation|>`
+/// marker when it follows (settling there), or settled at `end` when no marker follows and
+/// none may still be arriving. Returns where the next message starts.
+fn end_message(text: &str, end: usize, out: &mut PartialOutput, content: &Content) -> usize {
+    let k = skip_ws(text, end);
+    if text[k..].starts_with(OBSERVATION) {
+        let pos = k + OBSERVATION.len();
+        scan::settle(out, content, pos);
+        pos
+    } else {
+        if !OBSERVATION.starts_with(&text[k..]) {
+            // No observation marker follows: the next message starts afresh.
+            scan::settle(out, content, end);
+        }
+        end
+    }
+}
+
 fn partial_marker(rest: &str, markers: &[&str]) -> bool {
     !rest.is_empty()
         && markers
@@ -635,15 +653,7 @@ impl ToolCallFormat for Glm4 {
                             scan::push_malformed(&mut out, &mut content, &text[j..span_end], j, e)
                         }
                     }
-                    pos = span_end;
-                    let k = skip_ws(text, pos);
-                    if text[k..].starts_with(OBSERVATION) {
-                        pos = k + OBSERVATION.len();
-                        scan::settle(&mut out, &content, pos);
-                    } else if !OBSERVATION.starts_with(&text[k..]) {
-                        // No observation marker follows: the next message starts afresh.
-                        scan::settle(&mut out, &content, pos);
-                    }
+                    pos = end_message(text, span_end, &mut out, &content);
                 }
                 JsonRead::Incomplete if !at_end => {
                     if scan::check_call_name(name, tools).is_ok() {
@@ -666,49 +676,43 @@ impl ToolCallFormat for Glm4 {
                     );
                     break;
                 }
-                JsonRead::Invalid(e) if scan::balanced_end(&text[json_start..]).is_some() => {
-                    // Invalid JSON whose braces balance (string-aware): the malformed call
-                    // ends there, and what follows is read afresh (a stream sends it
-                    // without waiting for the end of the output).
-                    let span_end =
-                        json_start + scan::balanced_end(&text[json_start..]).unwrap_or(0);
-                    scan::push_malformed(
-                        &mut out,
-                        &mut content,
-                        &text[j..span_end],
-                        j,
-                        ToolParseError::InvalidJson(e),
-                    );
-                    pos = span_end;
-                    let k = skip_ws(text, pos);
-                    if text[k..].starts_with(OBSERVATION) {
-                        pos = k + OBSERVATION.len();
-                        scan::settle(&mut out, &content, pos);
-                    } else if !OBSERVATION.starts_with(&text[k..]) {
-                        scan::settle(&mut out, &content, pos);
+                JsonRead::Invalid(e) => match scan::balanced_end(&text[json_start..]) {
+                    Some(end) => {
+                        // Invalid JSON whose braces balance (string-aware): the malformed
+                        // call ends there, and what follows is read afresh (a stream sends
+                        // it without waiting for the end of the output).
+                        let span_end = json_start + end;
+                        scan::push_malformed(
+                            &mut out,
+                            &mut content,
+                            &text[j..span_end],
+                            j,
+                            ToolParseError::InvalidJson(e),
+                        );
+                        pos = end_message(text, span_end, &mut out, &content);
                     }
-                }
-                JsonRead::Invalid(e) => {
-                    // Not a call after all when the body is no JSON: the message is text,
-                    // reported as a malformed call.
-                    scan::push_malformed(
-                        &mut out,
-                        &mut content,
-                        &text[j..],
-                        j,
-                        ToolParseError::InvalidJson(e),
-                    );
-                    if !at_end {
-                        // Its extent is only known at the end.
-                        out.errors.pop();
-                        return PartialOutput {
-                            calls: out.calls,
-                            errors: out.errors,
-                            ..PartialOutput::default()
-                        };
+                    None => {
+                        // Not a call after all when the body is no JSON: the message is
+                        // text, reported as a malformed call.
+                        scan::push_malformed(
+                            &mut out,
+                            &mut content,
+                            &text[j..],
+                            j,
+                            ToolParseError::InvalidJson(e),
+                        );
+                        if !at_end {
+                            // Its extent is only known at the end.
+                            out.errors.pop();
+                            return PartialOutput {
+                                calls: out.calls,
+                                errors: out.errors,
+                                ..PartialOutput::default()
+                            };
+                        }
+                        break;
                     }
-                    break;
-                }
+                },
             }
         }
         out.content = content.into_string();

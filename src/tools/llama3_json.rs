@@ -111,6 +111,21 @@ fn push_tail(content: &mut Content, piece: &str, at_end: bool) -> Option<usize> 
 }
 
 /// Whether scanned members make a call: a string `name` and an arguments member.
+/// Past the separators (whitespace, `;`) that follow a call ending at byte `end` of
+/// `text`; they are not content. When more text follows them, the output settles there:
+/// the rest parses afresh. Returns where the next piece starts.
+fn after_separators(text: &str, end: usize, out: &mut PartialOutput, content: &Content) -> usize {
+    let b = text.as_bytes();
+    let mut e = end;
+    while e < b.len() && (b[e].is_ascii_whitespace() || b[e] == b';') {
+        e += 1;
+    }
+    if e < b.len() {
+        scan::settle(out, content, e);
+    }
+    e
+}
+
 fn is_call(obj: &scan::ObjectScan) -> bool {
     let name = obj
         .members
@@ -216,17 +231,8 @@ impl ToolCallFormat for Llama3Json {
                         }
                         Err(e) => scan::push_malformed(&mut out, &mut content, piece, s, e),
                     }
-                    // Separators between calls are not content.
-                    let mut e = s + end;
-                    while e < b.len() && (b[e].is_ascii_whitespace() || b[e] == b';') {
-                        e += 1;
-                    }
-                    seg = e;
-                    i = e;
-                    if e < b.len() {
-                        // The separators have ended: the rest parses afresh from here.
-                        scan::settle(&mut out, &content, e);
-                    }
+                    seg = after_separators(text, s + end, &mut out, &content);
+                    i = seg;
                 }
                 JsonRead::Incomplete => {
                     let obj = scan::scan_object(&text[s..]);
@@ -275,16 +281,8 @@ impl ToolCallFormat for Llama3Json {
                         push_before_call(&mut content, &text[seg..s]);
                         let error = ToolParseError::InvalidJson(e);
                         scan::push_malformed(&mut out, &mut content, &text[s..end], s, error);
-                        // Separators between calls are not content.
-                        let mut e = end;
-                        while e < b.len() && (b[e].is_ascii_whitespace() || b[e] == b';') {
-                            e += 1;
-                        }
-                        seg = e;
-                        i = e;
-                        if e < b.len() {
-                            scan::settle(&mut out, &content, e);
-                        }
+                        seg = after_separators(text, end, &mut out, &content);
+                        i = seg;
                         continue;
                     }
                     let stop = match next {
