@@ -9,20 +9,10 @@ use serde_json::json;
 use tokensieve::json_schema::JsonSchemaOptions;
 use tokensieve::JsonSchemaError;
 
-use common::{byte_accepts, byte_compiler};
+use common::{byte_check, byte_compiler};
 
 fn check_opts(schema: serde_json::Value, opts: &JsonSchemaOptions, good: &[&str], bad: &[&str]) {
-    let c = byte_compiler();
-    let g = c
-        .compile_json_schema(&schema, opts)
-        .unwrap_or_else(|e| panic!("{schema} refused: {e}"));
-    let accepts = |text: &str| byte_accepts(&g, text);
-    for t in good {
-        assert!(accepts(t), "{schema} should accept {t}");
-    }
-    for t in bad {
-        assert!(!accepts(t), "{schema} should reject {t}");
-    }
+    byte_check(&schema, opts, good, bad)
 }
 
 fn check(schema: serde_json::Value, good: &[&str], bad: &[&str]) {

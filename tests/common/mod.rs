@@ -448,3 +448,23 @@ pub fn random_letter_tokens(n: usize) -> Vec<Vec<u8>> {
     }
     tokens
 }
+
+/// Compiles `schema` with `opts` on the byte vocabulary ([`byte_compiler`]) and asserts
+/// that every text of `good` is accepted to the end and every text of `bad` rejected
+/// (panics naming the schema and the text otherwise, or when the schema is refused).
+pub fn byte_check(
+    schema: &serde_json::Value,
+    opts: &tokensieve::json_schema::JsonSchemaOptions,
+    good: &[&str],
+    bad: &[&str],
+) {
+    let g = byte_compiler()
+        .compile_json_schema(schema, opts)
+        .unwrap_or_else(|e| panic!("{schema} refused: {e}"));
+    for t in good {
+        assert!(byte_accepts(&g, t), "{schema} should accept {t}");
+    }
+    for t in bad {
+        assert!(!byte_accepts(&g, t), "{schema} should reject {t}");
+    }
+}
