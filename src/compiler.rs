@@ -12,7 +12,7 @@ use crate::automaton::{
 use crate::grammar::ebnf::{parse_ebnf, EbnfError};
 use crate::grammar::{Expr, Grammar, InvalidGrammar, TokenRef};
 use crate::limits::{check_ir, check_memory, Deadline, LimitExceeded, Limits};
-use crate::mask::cache::{compute_node_mask, compute_pair_mask, NodeMask};
+use crate::mask::cache::{compute_node_mask, compute_pair_mask, NodeMask, SubtreeMemo};
 use crate::mask::shared::SharedMasks;
 use crate::mask::TokenTrie;
 use crate::vocab::Vocabulary;
@@ -143,6 +143,9 @@ pub struct CompiledGrammar {
     lazy_budget: Option<std::time::Duration>,
     /// The first mask walk that ran out of its budget (see [`CompiledGrammar::walked`]).
     walk_failed: OnceLock<LimitExceeded>,
+    /// Trie subtrees already walked, reused by later node-mask walks (emptied after an
+    /// eager precompute).
+    subtrees: SubtreeMemo,
 }
 
 /// (counted rule index, body state, distance to min, distance to max), clipped.
@@ -365,6 +368,7 @@ impl GrammarCompiler {
             max_step_items: self.limits.max_step_items,
             lazy_budget: self.limits.compile_time,
             walk_failed: OnceLock::new(),
+            subtrees: SubtreeMemo::default(),
         };
         // Memory: the automata now, then a running total of the masks as they are computed.
         // (The structure keys are dropped after an eager precompute: not counted then.)
@@ -405,6 +409,7 @@ impl GrammarCompiler {
                 add(compiled.precompute_pair_mask(n, m, &deadline)?)
             })?;
             compiled.class_keys = Vec::new();
+            compiled.subtrees.clear();
             check_memory(&self.limits, compiled.memory_bytes())?;
         }
         Ok(Arc::new(compiled))
@@ -518,6 +523,7 @@ impl CompiledGrammar {
                 &self.trie,
                 n,
                 self.vocab.bitmask_words(),
+                (&self.subtrees, &self.mask_class),
                 deadline,
             )
         })
@@ -693,7 +699,8 @@ impl CompiledGrammar {
                     + m.get().map_or(0, |m| m.memory_bytes())
             })
             .sum::<usize>()
-            + self.class_keys_bytes();
+            + self.class_keys_bytes()
+            + self.subtrees.memory_bytes();
         let pairs: usize = self
             .pair_masks
             .iter()

@@ -755,3 +755,58 @@ fn non_special_token_terminal_keeps_the_text_reading() {
     }
     report.finish("non-special token terminal", started);
 }
+
+/// A schema whose key automaton avoids declared names (open `additionalProperties`): its
+/// nodes step into shared string-body nodes, so node-mask walks reuse the trie subtrees
+/// of bisimilar nodes (`SubtreeMemo` in `src/mask/cache.rs`), and string values end in
+/// their object rule's structure (a DFA walk that hands over to the Earley chart mid-walk).
+/// Every step of each text is checked against every token of Llama 3.1, eager and lazy.
+#[test]
+fn schema_key_automaton_masks_are_exact() {
+    let Some(rt) = real("llama3_1") else { return };
+    let schema = serde_json::json!({
+        "type": "object",
+        "properties": {
+            "name": {"type": "string"},
+            "names": {"type": "array", "items": {"type": "string"}},
+            "nav": {"type": "integer"},
+            "x": {"type": "object", "properties": {"name": {"type": "boolean"}}}
+        },
+        "required": ["name"]
+    });
+    let texts = [
+        r#"{"name":"a\"b \u00e9","nam":1,"namesake":[{"k":"v"}],"names":["x","y"]}"#,
+        r#"{"nav":-3,"name":"","na":"x","x":{"name":true,"nam":"z"},"n":null}"#,
+        r#"{"name": "ünïcödé ✓", "navy" : {"name":"q"}, "":[]}"#,
+    ];
+    let options = tokensieve::JsonSchemaOptions {
+        any_order: true,
+        ..Default::default()
+    };
+    let mut report = Report::default();
+    let started = Instant::now();
+    for precompute in [Precompute::Eager, Precompute::Lazy] {
+        let compiled = rt
+            .compiler
+            .clone()
+            .with_precompute(precompute)
+            .compile_json_schema(&schema, &options)
+            .unwrap_or_else(|e| panic!("{e}"));
+        for (i, text) in texts.iter().enumerate() {
+            let mut ids = rt.encode_exact(text);
+            ids.push(rt.stop());
+            let mut rng = StdRng::seed_from_u64(i as u64);
+            let label = format!("schema text {i} ({precompute:?})");
+            teacher_force(
+                rt,
+                &compiled,
+                &ids,
+                ids.len(),
+                &mut rng,
+                &label,
+                &mut report,
+            );
+        }
+    }
+    report.finish("schema key automaton", started);
+}

@@ -72,19 +72,20 @@ fn past_deadline(step: usize, chart: &Chart, last_look: &mut u64, deadline: &Dea
     deadline.expired()
 }
 
-/// Computes the mask of `node`. `words` is the bitmask length in `u32` words. `None` when
-/// `deadline` passed during the walk (looked at every [`DEADLINE_EVERY`] trie nodes and
-/// every [`DEADLINE_WORK`] units of chart work).
+/// Computes the mask of `node`. `words` is the bitmask length in `u32` words; `memo` is
+/// the grammar's [`SubtreeMemo`] and its mask class per real node (bisimilar nodes share
+/// subtrees). `None` when `deadline` passed during the walk (looked at every
+/// [`DEADLINE_EVERY`] trie nodes and every [`DEADLINE_WORK`] units of chart work).
 pub(crate) fn compute_node_mask(
     aut: &Automaton,
     trie: &TokenTrie,
     node: u32,
     words: usize,
+    memo: (&SubtreeMemo, &[u32]),
     deadline: &Deadline,
 ) -> Option<NodeMask> {
     let follow = &aut.follow[aut.rule_of(node) as usize];
-    let chart = Chart::new(aut, node);
-    walk(trie, aut, chart, follow, words, deadline)
+    walk(trie, aut, node, follow, words, memo, deadline)
 }
 
 /// Computes the mask of `node` in a rule instance called from `caller` (a node with a call
@@ -176,15 +177,148 @@ fn prefix_ok_at_failure(
     prefix_ok[c] || (c >= 1 && exit_here[c] && byte_in(follow, b))
 }
 
+/// Results of trie subtrees under one first byte, shared by the mask walks of one grammar:
+/// keyed by (root child's trie node, mask class of the node reached on its byte), the trie
+/// positions of the tokens of that subtree accepted and uncertain. A walk from any DFA
+/// node that reaches the same node on the same first byte gets the same sets (both depend
+/// only on where the first byte leads: the rule, and so the follow set, is that node's).
+/// In a JSON Schema, the nodes of a key automaton that avoids the declared names mostly
+/// step into one string-body node: its subtrees are walked once instead of once per node.
+#[derive(Debug, Default)]
+pub(crate) struct SubtreeMemo {
+    map: std::sync::RwLock<rustc_hash::FxHashMap<(u32, u32), std::sync::Arc<Subtree>>>,
+    bytes: std::sync::atomic::AtomicUsize,
+}
+
+/// The sets one subtree contributes (trie positions, ascending within the subtree).
+#[derive(Debug)]
+struct Subtree {
+    accepted: Box<[u32]>,
+    uncertain: Box<[u32]>,
+}
+
+impl SubtreeMemo {
+    /// Subtrees whose walk visited fewer trie nodes than this are not kept: walking them
+    /// again costs about as much as looking them up.
+    const MIN_VISITS: usize = 256;
+    /// Bytes kept at most; later subtrees are walked again.
+    const CAPACITY: usize = 64 << 20;
+
+    fn get(&self, key: (u32, u32)) -> Option<std::sync::Arc<Subtree>> {
+        self.map
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&key)
+            .cloned()
+    }
+
+    fn insert(&self, key: (u32, u32), accepted: &[u32], uncertain: &[u32]) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let size = (accepted.len() + uncertain.len()) * 4 + 64;
+        if self.bytes.load(Relaxed) + size > Self::CAPACITY {
+            return;
+        }
+        let sub = Subtree {
+            accepted: accepted.into(),
+            uncertain: uncertain.into(),
+        };
+        let mut map = self.map.write().unwrap_or_else(|e| e.into_inner());
+        if map.insert(key, std::sync::Arc::new(sub)).is_none() {
+            self.bytes.fetch_add(size, Relaxed);
+        }
+    }
+
+    /// Bytes held.
+    pub(crate) fn memory_bytes(&self) -> usize {
+        self.bytes.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Drops every subtree (once no more masks will be walked).
+    pub(crate) fn clear(&mut self) {
+        self.map
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
+        *self.bytes.get_mut() = 0;
+    }
+}
+
+/// Per walk: the DFA nodes met so far, each with a dense transition table. A node steps
+/// as a DFA state when it is a real node with no call edges and pairwise disjoint byte
+/// edges: the chart would hold it as a lone item, and one table lookup per trie node
+/// replaces a chart push. Any other node needs the Earley chart.
+struct DfaTables {
+    /// Per real node: [`UNSEEN`], [`NOT_DFA`], or the offset of its table in `tables`.
+    slot: Vec<u32>,
+    /// 256 entries per table: the target node on that byte, with [`FINAL`] set when the
+    /// target is final, or [`NO_EDGE`].
+    tables: Vec<u32>,
+}
+
+const UNSEEN: u32 = u32::MAX;
+const NOT_DFA: u32 = u32::MAX - 1;
+const NO_EDGE: u32 = u32::MAX;
+const FINAL: u32 = 1 << 31;
+
+impl DfaTables {
+    fn new(aut: &Automaton) -> Self {
+        DfaTables {
+            slot: vec![UNSEEN; aut.nodes.len()],
+            tables: Vec::new(),
+        }
+    }
+
+    /// The table offset of node `n`, or `None` when it needs the chart (a virtual node
+    /// too, or a node id that does not fit beside the [`FINAL`] bit).
+    #[inline]
+    fn table(&mut self, aut: &Automaton, n: u32) -> Option<u32> {
+        let slot = self.slot.get_mut(n as usize)?;
+        if *slot == UNSEEN {
+            let node = &aut.nodes[n as usize];
+            let edges = &aut.byte_edges[node.bytes.0 as usize..node.bytes.1 as usize];
+            let dfa = node.calls.0 == node.calls.1
+                && edges.windows(2).all(|w| w[0].hi < w[1].lo)
+                && edges.iter().all(|e| e.target < FINAL);
+            *slot = if dfa {
+                let off = self.tables.len();
+                self.tables.resize(off + 256, NO_EDGE);
+                for e in edges {
+                    let fin = aut.is_final(e.target) as u32 * FINAL;
+                    self.tables[off + e.lo as usize..=off + e.hi as usize].fill(e.target | fin);
+                }
+                off as u32
+            } else {
+                NOT_DFA
+            };
+        }
+        (*slot != NOT_DFA).then_some(*slot)
+    }
+}
+
+/// Marks a depth whose state is in the chart rather than in `dfa`.
+const IN_CHART: u32 = u32::MAX;
+
+/// Walks the trie from base node `node` (the mask walk of [`compute_node_mask`]). While
+/// the chart would hold one item at a DFA node (see [`Step`]), the walk steps that node
+/// directly; at the first other node it starts a chart there (its closure is what the
+/// chart would hold: the base item keeps origin [`crate::parser::EXT`]) and walks that
+/// subtree with the chart. The sets are those of a walk with the chart throughout.
 fn walk(
     trie: &TokenTrie,
     aut: &Automaton,
-    mut chart: Chart,
+    node: u32,
     follow: &[u64; 4],
     words: usize,
+    (memo, class): (&SubtreeMemo, &[u32]),
     deadline: &Deadline,
 ) -> Option<NodeMask> {
-    let base = chart.len();
+    let mut dfa_tables = DfaTables::new(aut);
+    let mut chart = Chart::new(aut, node);
+    // Depth (bytes consumed) of the chart's set 0 while a subtree is walked with the chart.
+    let start = dfa_tables.table(aut, node);
+    let mut chart_from = if start.is_some() { usize::MAX } else { 0 };
+    // dfa[c]: the table of the DFA node after c bytes, or IN_CHART.
+    let mut dfa: Vec<u32> = vec![start.unwrap_or(IN_CHART)];
     let mut accepted: Vec<u32> = Vec::new(); // trie positions
     let mut uncertain: Vec<u32> = Vec::new();
     // exit_here[c]: after c bytes the base rule could end; prefix_ok[c]: it could end after
@@ -193,34 +327,97 @@ fn walk(
     let mut exit_here: Vec<bool> = vec![false];
     let n = trie.byte.len();
     let mut i = 0usize;
-    // Cost: one chart push per trie node visited; failed subtrees are skipped whole.
+    // Cost: one edge lookup (DFA) or chart push per trie node visited; failed subtrees are
+    // skipped whole.
     let mut visits = 0usize;
     let mut last_look = 0u64;
+    // The subtree under a first byte being walked for the memo: (key, where its accepted
+    // and uncertain positions start, visits before it).
+    let mut open: Option<((u32, u32), usize, usize, usize)> = None;
     while i < n {
         visits += 1;
         if past_deadline(visits, &chart, &mut last_look, deadline) {
             return None;
         }
         let d = trie.depth[i] as usize;
-        while chart.len() > base + d - 1 {
-            chart.pop();
-            prefix_ok.pop();
-            exit_here.pop();
+        if d == 1 {
+            if let Some((key, a, u, v)) = open.take() {
+                if visits - v >= SubtreeMemo::MIN_VISITS {
+                    memo.insert(key, &accepted[a..], &uncertain[u..]);
+                }
+            }
+        }
+        prefix_ok.truncate(d);
+        exit_here.truncate(d);
+        dfa.truncate(d);
+        if chart_from != usize::MAX {
+            if d - 1 < chart_from {
+                chart_from = usize::MAX;
+            } else {
+                chart.truncate(d - chart_from);
+            }
         }
         let b = trie.byte[i];
         // Could the rule end before this byte (after d - 1 >= 1 bytes) with b following it?
         let ok_before = prefix_ok[d - 1] || (d >= 2 && exit_here[d - 1] && byte_in(follow, b));
-        if chart.push_byte(aut, b) {
-            accepted.extend(trie.tok_start[i]..trie.tok_here_end[i]);
-            prefix_ok.push(ok_before);
-            exit_here.push(chart.can_exit());
-            i += 1;
+        let exit = if chart_from != usize::MAX {
+            chart.push_byte(aut, b).then(|| {
+                dfa.push(IN_CHART);
+                chart.can_exit()
+            })
         } else {
-            if ok_before {
-                let end = trie.subtree_end[i] as usize;
-                uncertain.extend(trie.tok_start[i]..trie.tok_start[end]);
+            let e = dfa_tables.tables[dfa[d - 1] as usize + b as usize];
+            // Bisimilar nodes (one mask class) have the same subtree sets; virtual nodes
+            // have no class and are not memoised.
+            let class_of = |t: u32| class.get(t as usize).copied();
+            if let Some(c) = (d == 1 && e != NO_EDGE)
+                .then(|| class_of(e & !FINAL))
+                .flatten()
+            {
+                let key = (i as u32, c);
+                if let Some(sub) = memo.get(key) {
+                    accepted.extend_from_slice(&sub.accepted);
+                    uncertain.extend_from_slice(&sub.uncertain);
+                    i = trie.subtree_end[i] as usize;
+                    continue;
+                }
+                open = Some((key, accepted.len(), uncertain.len(), visits));
             }
-            i = trie.subtree_end[i] as usize;
+            (e != NO_EDGE).then(|| {
+                let t = e & !FINAL;
+                match dfa_tables.table(aut, t) {
+                    Some(off) => {
+                        dfa.push(off);
+                        e & FINAL != 0
+                    }
+                    None => {
+                        chart.reset(aut, t);
+                        chart_from = d;
+                        dfa.push(IN_CHART);
+                        chart.can_exit()
+                    }
+                }
+            })
+        };
+        match exit {
+            Some(exit) => {
+                accepted.extend(trie.tok_start[i]..trie.tok_here_end[i]);
+                prefix_ok.push(ok_before);
+                exit_here.push(exit);
+                i += 1;
+            }
+            None => {
+                if ok_before {
+                    let end = trie.subtree_end[i] as usize;
+                    uncertain.extend(trie.tok_start[i]..trie.tok_start[end]);
+                }
+                i = trie.subtree_end[i] as usize;
+            }
+        }
+    }
+    if let Some((key, a, u, v)) = open.take() {
+        if visits - v >= SubtreeMemo::MIN_VISITS {
+            memo.insert(key, &accepted[a..], &uncertain[u..]);
         }
     }
     // Sorting ids through a bitset: cheaper than sorting a list of 100k+ ids.

@@ -95,6 +95,20 @@ impl Chart {
         c
     }
 
+    /// Makes this chart what [`Chart::new`] makes for `node`, keeping its allocations.
+    pub fn reset(&mut self, aut: &Automaton, node: u32) {
+        self.items.clear();
+        self.starts.clear();
+        self.starts.push(0);
+        self.exits.clear();
+        self.exits.push(false);
+        self.seen.clear();
+        self.hashed = false;
+        self.begin_set(0);
+        self.add(Item { node, origin: EXT });
+        self.close(aut, 0);
+    }
+
     /// A chart for a node of a rule instance whose caller is known: set 0 holds only the
     /// caller item at `caller` (origin [`EXT`], not closed), set 1 the closure of `node`
     /// (origin 0). Exits are then exits of the *caller's* rule.
