@@ -286,3 +286,29 @@ fn email_lengths_stay_within_rfc_5321() {
         );
     }
 }
+
+/// `uri` accepts RFC 3986 path, query and fragment characters (sub-delims, `:`, `@`,
+/// percent escapes), hosts of more than three labels and IPv4 hosts (MaskBench valid
+/// instances that the narrower subset rejected).
+#[test]
+fn uri_paths_hosts_and_escapes() {
+    let c = byte_compiler();
+    check(
+        &c,
+        "uri",
+        &[
+            "http://maps.wien.gv.at/wmts",
+            "http://192.168.1.1",
+            "https://example.com/*",
+            "https://en.wikipedia.org/wiki/Mass%E2%80%93energy_equivalence",
+            "https://example.com/child:5",
+            "https://example.com/a?x=1&y=(2)#top/sub",
+        ],
+        &[
+            "http://exa mple.com",
+            "https://example.com/%zz",
+            "//example.com/a",
+            "http://example.com/a\"b",
+        ],
+    );
+}

@@ -244,29 +244,48 @@ fn unreserved() -> Expr {
     ])
 }
 
-/// `/seg/seg...` (possibly empty), an optional `?query` and `#fragment`.
-fn path_query_fragment() -> Expr {
-    let seg = repeat(unreserved(), 0, Some(64));
-    let query = class(&[
+/// RFC 3986 `pchar` = unreserved / pct-encoded / sub-delims / ":" / "@".
+fn pchar() -> Expr {
+    let mut ranges = vec![
         r('A', 'Z'),
         r('a', 'z'),
         r('0', '9'),
         r('-', '.'),
         r('_', '_'),
         r('~', '~'),
-        r('=', '='),
-        r('&', '&'),
-    ]);
+        r(':', ':'),
+        r('@', '@'),
+    ];
+    ranges.extend_from_slice(SUB_DELIMS);
+    alt(vec![class(&ranges), pct()])
+}
+
+/// `/seg/seg...` (possibly empty), an optional `?query` and `#fragment`, of RFC 3986
+/// characters (`pchar`, and `/` `?` in the query and fragment), with bounded lengths.
+fn path_query_fragment() -> Expr {
+    let seg = repeat(pchar(), 0, Some(64));
+    let qf = || alt(vec![pchar(), class(&[r('/', '/'), r('?', '?')])]);
     seq(vec![
         repeat(seq(vec![lit("/"), seg]), 0, Some(16)),
-        opt(seq(vec![lit("?"), repeat(query, 0, Some(128))])),
-        opt(seq(vec![lit("#"), repeat(unreserved(), 0, Some(64))])),
+        opt(seq(vec![lit("?"), repeat(qf(), 0, Some(128))])),
+        opt(seq(vec![lit("#"), repeat(qf(), 0, Some(64))])),
+    ])
+}
+
+/// A URI's registered name as a host name of one to eight NR-LDH labels, the last
+/// starting with a letter (RFC 3986 sets no length limit on a `reg-name`).
+fn uri_host() -> Expr {
+    let alnum = class(&[r('A', 'Z'), r('a', 'z'), r('0', '9')]);
+    let alpha = class(&[r('A', 'Z'), r('a', 'z')]);
+    seq(vec![
+        repeat(seq(vec![nr_ldh_label(alnum), lit(".")]), 0, Some(7)),
+        nr_ldh_label(alpha),
     ])
 }
 
 /// A conservative subset of RFC 3986 absolute URIs: `scheme://host[:port]path?query#frag`
-/// with a lowercase scheme, a [`hostname`] host, a port of at most four digits, and
-/// unreserved characters only (no percent escapes) in the rest.
+/// with a lowercase scheme, a [`uri_host`] or [`ipv4`] host, a port of at most four
+/// digits, and RFC 3986 path, query and fragment characters (bounded lengths).
 fn uri() -> Expr {
     let scheme = seq(vec![
         class(&[r('a', 'z')]),
@@ -279,7 +298,7 @@ fn uri() -> Expr {
     seq(vec![
         scheme,
         lit("://"),
-        hostname(),
+        alt(vec![uri_host(), ipv4()]),
         opt(seq(vec![lit(":"), repeat(dig(), 1, Some(4))])),
         path_query_fragment(),
     ])

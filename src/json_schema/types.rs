@@ -210,6 +210,9 @@ impl Builder<'_> {
             "minProperties",
             "maxProperties",
         ];
+        // Other keywords (`properties`, `items`, `format`, `multipleOf`...): each value is
+        // validated against them (see `sibling_filter`).
+        let mut others = Vec::new();
         for k in obj.keys() {
             if super::is_annotation(k, ptr)
                 || matches!(k.as_str(), "enum" | "const" | "type" | "pattern")
@@ -227,11 +230,7 @@ impl Builder<'_> {
                 });
                 continue;
             }
-            self.unsupported(
-                k,
-                &child(ptr, k),
-                "`enum`/`const` together with this keyword is not supported",
-            )?;
+            others.push(k.clone());
         }
         let mut checks = Vec::new();
         for k in FILTERS {
@@ -312,11 +311,115 @@ impl Builder<'_> {
                 Err(reason) => self.unsupported("pattern", &pptr, &reason)?,
             }
         }
+        if !others.is_empty() {
+            values = self.sibling_filter(obj, ptr, &others, values)?;
+        }
         let mut alts = Vec::new();
         for v in values {
             alts.push(Some(self.literal(v)));
         }
         Ok(choice(alts))
+    }
+
+    /// The `values` of an `enum`/`const` that also satisfy the sibling keywords `others`
+    /// of `obj` (those that [`Self::enumeration`] does not test itself): each value is
+    /// validated by the `jsonschema` crate against `obj` without `enum`/`const`, in the
+    /// root's draft, formats enforced (as the grammar enforces them). When that cannot be
+    /// done exactly (a reference, which needs its document; an unknown format; a schema
+    /// the validator refuses), a keyword still decides nothing for a value of another type
+    /// than the one it constrains (`properties` for a string), and a value it does
+    /// constrain makes the keyword unsupported.
+    fn sibling_filter<'v>(
+        &mut self,
+        obj: &Map<String, Value>,
+        ptr: &str,
+        others: &[String],
+        values: Vec<&'v Value>,
+    ) -> Result<Vec<&'v Value>, JsonSchemaError> {
+        if values.is_empty() {
+            return Ok(values);
+        }
+        let mut sub = obj.clone();
+        sub.remove("enum");
+        sub.remove("const");
+        let sub = Value::Object(sub);
+        if let Some(validator) = self.sibling_validator(&sub) {
+            return Ok(values
+                .into_iter()
+                .filter(|v| validator.is_valid(v))
+                .collect());
+        }
+        let mut kept = Vec::new();
+        'values: for v in values {
+            for k in others {
+                if keyword_applies(k, v) {
+                    self.unsupported(
+                        k,
+                        &child(ptr, k),
+                        "`enum`/`const` together with this keyword could not be checked \
+                         value by value (it holds a `$ref`, an unknown format, or a schema \
+                         the validator refuses)",
+                    )?;
+                    // Lenient: the keyword is listed as ignored; the value stays.
+                    kept.push(v);
+                    continue 'values;
+                }
+            }
+            kept.push(v);
+        }
+        Ok(kept)
+    }
+
+    /// A validator of `sub` alone (no reference out of it), in the root's draft.
+    fn sibling_validator(&self, sub: &Value) -> Option<jsonschema::Validator> {
+        fn scan(v: &Value, refs: &mut bool, legacy: &mut bool, modern: &mut bool) {
+            match v {
+                Value::Object(o) => {
+                    for (k, x) in o {
+                        match k.as_str() {
+                            "$ref" | "$dynamicRef" | "$recursiveRef" => *refs = true,
+                            "dependencies" | "additionalItems" => *legacy = true,
+                            "items" if x.is_array() => *legacy = true,
+                            "prefixItems"
+                            | "dependentRequired"
+                            | "dependentSchemas"
+                            | "unevaluatedProperties"
+                            | "unevaluatedItems"
+                            | "$defs" => *modern = true,
+                            _ => {}
+                        }
+                        scan(x, refs, legacy, modern);
+                    }
+                }
+                Value::Array(a) => a.iter().for_each(|x| scan(x, refs, legacy, modern)),
+                _ => {}
+            }
+        }
+        let (mut refs, mut legacy, mut modern) = (false, false, false);
+        scan(sub, &mut refs, &mut legacy, &mut modern);
+        if refs {
+            return None;
+        }
+        use jsonschema::Draft;
+        let declared = self.root_schema.get("$schema").and_then(Value::as_str);
+        let draft = match declared {
+            Some(s) if s.contains("draft-03") => return None,
+            Some(s) if s.contains("draft-04") => Draft::Draft4,
+            Some(s) if s.contains("draft-06") => Draft::Draft6,
+            Some(s) if s.contains("draft-07") => Draft::Draft7,
+            Some(s) if s.contains("2019-09") => Draft::Draft201909,
+            Some(s) if s.contains("2020-12") => Draft::Draft202012,
+            // No (known) draft: the keywords used tell which one is meant.
+            _ if legacy && modern => return None,
+            _ if legacy => Draft::Draft7,
+            _ => Draft::Draft202012,
+        };
+        jsonschema::options()
+            .with_draft(draft)
+            .should_validate_formats(true)
+            .should_ignore_unknown_formats(false)
+            .build(sub)
+            .ok()
     }
 
     /// The compact spelling of `v` (whitespace allowed inside arrays and objects).
@@ -418,5 +521,56 @@ fn passes(v: &Value, k: &str, n: f64) -> bool {
             }
         }
         _ => true,
+    }
+}
+
+/// Whether keyword `k` can reject the value `v`: keywords of one instance type (object,
+/// array, string, number keywords) assert nothing about values of other types; every
+/// other keyword (`allOf`, `not`, `$ref`...) may reject any value.
+fn keyword_applies(k: &str, v: &Value) -> bool {
+    const OBJECT: &[&str] = &[
+        "properties",
+        "additionalProperties",
+        "patternProperties",
+        "required",
+        "propertyNames",
+        "minProperties",
+        "maxProperties",
+        "dependencies",
+        "dependentRequired",
+        "dependentSchemas",
+        "unevaluatedProperties",
+    ];
+    const ARRAY: &[&str] = &[
+        "items",
+        "prefixItems",
+        "additionalItems",
+        "contains",
+        "minContains",
+        "maxContains",
+        "minItems",
+        "maxItems",
+        "uniqueItems",
+        "unevaluatedItems",
+    ];
+    const STRING: &[&str] = &["minLength", "maxLength", "pattern", "format"];
+    const NUMBER: &[&str] = &[
+        "multipleOf",
+        "divisibleBy",
+        "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+    ];
+    if OBJECT.contains(&k) {
+        v.is_object()
+    } else if ARRAY.contains(&k) {
+        v.is_array()
+    } else if STRING.contains(&k) {
+        v.is_string()
+    } else if NUMBER.contains(&k) {
+        v.is_number()
+    } else {
+        true
     }
 }
