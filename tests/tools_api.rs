@@ -9,9 +9,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use tokensieve::tools::{
-    format_by_name, format_names, register_format, CallMode, FormatOptions, Hermes, PartialOutput,
-    StreamEvent, StreamingParser, Tool, ToolCall, ToolCallFormat, ToolChoice, ToolContext,
-    ToolError, ToolParseError, ToolSet,
+    format_by_name, format_names, register_format, stable_len, CallMode, FormatOptions, Hermes,
+    PartialOutput, StreamEvent, StreamingParser, Tool, ToolCall, ToolCallFormat, ToolChoice,
+    ToolContext, ToolError, ToolParseError, ToolSet,
 };
 use tokensieve::StructuralTag;
 
@@ -527,4 +527,358 @@ fn from_openai_null_parameters_mean_none() {
     assert_eq!(null.unwrap(), absent.unwrap());
     // A typeless object schema and a bare function object are still accepted.
     assert!(Tool::from_openai(&json!({"name": "g", "parameters": {"properties": {}}})).is_ok());
+}
+
+mod common;
+
+/// A tool whose string parameters carry `pattern`, `format`, `minLength`/`maxLength` and an
+/// `enum` under `maxLength`, beside another tool.
+fn keyword_tools() -> Vec<Tool> {
+    vec![
+        Tool::new(
+            "book",
+            "Books a flight",
+            json!({"type": "object", "properties": {
+                "code": {"type": "string", "pattern": "^[A-Z]{3}$"},
+                "day": {"type": "string", "format": "date"},
+                "note": {"type": "string", "minLength": 1, "maxLength": 5},
+                "seat": {"type": "string", "enum": ["aisle", "window", "middle seat"],
+                         "maxLength": 6}},
+                "required": ["code", "day", "note", "seat"]}),
+        )
+        .unwrap(),
+        Tool::new(
+            "ping",
+            "",
+            json!({"type": "object", "properties": {"host": {"type": "string"}}}),
+        )
+        .unwrap(),
+    ]
+}
+
+/// The XML families (raw string values) enforce `minLength`/`maxLength` (characters of
+/// the raw text), `pattern` and `format` on a string parameter's raw text, instead of
+/// failing to compile the whole tool list.
+#[test]
+fn xml_families_enforce_string_keywords_on_raw_values() {
+    let tools = keyword_tools();
+    let compiler = common::byte_compiler();
+    let good = json!({"code": "CDG", "day": "2026-12-01", "note": "hi </", "seat": "aisle"});
+    let bad = [
+        json!({"code": "CDGX", "day": "2026-12-01", "note": "hi", "seat": "aisle"}),
+        json!({"code": "CDG", "day": "2026-13-01", "note": "hi", "seat": "aisle"}),
+        json!({"code": "CDG", "day": "2026-12-01", "note": "", "seat": "aisle"}),
+        json!({"code": "CDG", "day": "2026-12-01", "note": "héllo!", "seat": "aisle"}),
+        json!({"code": "CDG", "day": "2026-12-01", "note": "hi", "seat": "middle seat"}),
+    ];
+    for name in ["qwen3_coder", "glm45", "glm47"] {
+        let f = format_by_name(name).expect(name);
+        let tag = f
+            .structural_tag(&tools, &ToolChoice::Required, false)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let g = compiler
+            .compile_structural_tag(&tag)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let text = f.render_calls(&[ToolCall::new("book", good.clone())]);
+        assert!(common::byte_accepts(&g, &text), "{name}: {text}");
+        let parsed = f.parse(&text, &tools);
+        assert_eq!(parsed.tool_calls.len(), 1, "{name}: {parsed:?}");
+        assert_eq!(parsed.tool_calls[0].arguments, good, "{name}");
+        let five = json!({"code": "ABC", "day": "2000-02-29", "note": "héllo", "seat": "window"});
+        let text = f.render_calls(&[ToolCall::new("book", five)]);
+        assert!(common::byte_accepts(&g, &text), "{name}: {text}");
+        for b in &bad {
+            let text = f.render_calls(&[ToolCall::new("book", b.clone())]);
+            assert!(!common::byte_accepts(&g, &text), "{name} accepts {text}");
+        }
+        let ping = f.render_calls(&[ToolCall::new("ping", json!({"host": "a"}))]);
+        assert!(common::byte_accepts(&g, &ping), "{name}: {ping}");
+    }
+}
+
+/// A string keyword a family cannot express is refused by `structural_tag`, naming the
+/// tool, the parameter and the keyword (not by a later compile of the whole tag).
+#[test]
+fn inexpressible_string_keywords_are_refused_early_with_names() {
+    let mut tools = keyword_tools();
+    tools.push(
+        Tool::new(
+            "odd",
+            "",
+            json!({"type": "object", "properties": {
+                "word": {"type": "string", "not": {"const": "x"}}}}),
+        )
+        .unwrap(),
+    );
+    for name in ["qwen3_coder", "glm45", "glm47"] {
+        let f = format_by_name(name).expect(name);
+        match f.structural_tag(&tools, &ToolChoice::Auto, true) {
+            Err(ToolError::Unsupported { format, reason }) => {
+                assert_eq!(format, name);
+                for part in ["\"odd\"", "\"word\"", "`not`"] {
+                    assert!(reason.contains(part), "{name}: {reason}");
+                }
+            }
+            other => panic!("{name}: {other:?}"),
+        }
+    }
+    let pythonic_tools = vec![Tool::new(
+        "odd",
+        "",
+        json!({"type": "object", "properties": {"word": {"type": "string", "pattern": "^a"}}}),
+    )
+    .unwrap()
+    .with_strict(true)];
+    let f = format_by_name("pythonic").expect("pythonic");
+    match f.structural_tag(&pythonic_tools, &ToolChoice::Auto, true) {
+        Err(ToolError::Unsupported { format, reason }) => {
+            assert_eq!(format, "pythonic");
+            for part in ["odd", "word", "\"pattern\""] {
+                assert!(reason.contains(part), "pythonic: {reason}");
+            }
+        }
+        other => panic!("pythonic: {other:?}"),
+    }
+}
+
+/// `Tool::new` (and so `from_types`) refuses what `from_openai` refuses: an input schema
+/// whose top-level type is not `object`, a non-schema value, and `false` (no call could be
+/// made), so no family builds a grammar for arguments its parser would reject.
+#[test]
+fn tool_new_refuses_non_object_and_false_input_schemas() {
+    for schema in [
+        json!({"type": "string"}),
+        json!({"type": ["object", "null"]}),
+        json!(false),
+        json!(42),
+    ] {
+        match Tool::new("f", "", schema.clone()) {
+            Err(ToolError::Definition { tool, reason }) => {
+                assert_eq!(tool, "f");
+                assert!(reason.starts_with("input schema"), "{schema}: {reason}");
+            }
+            other => panic!("{schema}: {other:?}"),
+        }
+    }
+    assert!(Tool::new("f", "", json!(true)).is_ok());
+    assert!(Tool::new("f", "", json!({"properties": {}})).is_ok());
+    assert!(Tool::from_types::<String, Out>("f", "").is_err());
+    match Tool::from_openai(&json!({"name": "f", "parameters": false})) {
+        Err(ToolError::Definition { reason, .. }) => assert!(reason.contains("parameters")),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// A custom format: `<call>NAME ARGS</call>` anywhere in free text. It holds back a
+/// partial `<call>` at the end with `stable_len` while the output is arriving, and leaves
+/// `settled` `None`, as the trait's docs ask.
+struct TagFormat;
+
+impl ToolCallFormat for TagFormat {
+    fn name(&self) -> &str {
+        "my_tags"
+    }
+    fn structural_tag(
+        &self,
+        _tools: &[Tool],
+        _choice: &ToolChoice,
+        _parallel: bool,
+    ) -> Result<StructuralTag, ToolError> {
+        StructuralTag::from_json(&json!({"type": "any_text"})).map_err(|e| ToolError::Unsupported {
+            format: "my_tags".into(),
+            reason: e.to_string(),
+        })
+    }
+    fn parse_partial(&self, text: &str, _tools: &[Tool], at_end: bool) -> PartialOutput {
+        let mut out = PartialOutput::default();
+        let mut rest = text;
+        loop {
+            let Some(i) = rest.find("<call>") else {
+                let keep = if at_end {
+                    rest.len()
+                } else {
+                    stable_len(rest, &["<call>"], false)
+                };
+                out.content.push_str(&rest[..keep]);
+                return out;
+            };
+            out.content.push_str(&rest[..i]);
+            let body = &rest[i + "<call>".len()..];
+            let Some(j) = body.find("</call>") else {
+                if at_end {
+                    out.content.push_str(&rest[i..]);
+                }
+                return out;
+            };
+            let (name, args) = body[..j].split_once(' ').unwrap_or((&body[..j], "{}"));
+            let call = ToolCall::new(name, serde_json::from_str(args).unwrap_or(json!({})));
+            out.calls.push(tokensieve::tools::PartialCall {
+                id: None,
+                name: Some(name.into()),
+                arguments_text: args.into(),
+                complete: Some(call),
+            });
+            rest = &body[j + "</call>".len()..];
+        }
+    }
+    fn render_calls(&self, calls: &[ToolCall]) -> String {
+        calls
+            .iter()
+            .map(|c| format!("<call>{} {}</call>", c.name, c.arguments))
+            .collect()
+    }
+    fn render_tool_result(&self, _call: &ToolCall, result: &Value) -> String {
+        result.to_string()
+    }
+    fn render_tools_prompt(&self, _tools: &[Tool]) -> String {
+        String::new()
+    }
+}
+
+/// A custom format that holds back partial markers with `stable_len` streams, in any
+/// chunk sizes, the same content and calls as it parses.
+#[test]
+fn custom_format_streams_as_it_parses() {
+    let f = TagFormat;
+    for text in [
+        "Hi <b>x</b> <call>f {\"a\": 1}</call> and <call>g {}</call> bye <cal",
+        "<ca<call>f {}</call><",
+        "a < b <c <call>h {\"k\": [1]}</call>",
+    ] {
+        let whole = f.parse(text, &[]);
+        for size in 1..=7 {
+            let mut p = StreamingParser::new(&f, &[]);
+            let mut events = Vec::new();
+            let chars: Vec<char> = text.chars().collect();
+            for chunk in chars.chunks(size) {
+                events.extend(p.push(&chunk.iter().collect::<String>()));
+            }
+            events.extend(p.finish());
+            let mut content = String::new();
+            let mut calls = Vec::new();
+            for e in events {
+                match e {
+                    StreamEvent::Content(c) => content.push_str(&c),
+                    StreamEvent::ToolCallEnd { call, .. } => calls.push(call),
+                    _ => {}
+                }
+            }
+            assert_eq!(Some(content), whole.content, "{text:?} in chunks of {size}");
+            assert_eq!(calls, whole.tool_calls, "{text:?} in chunks of {size}");
+        }
+    }
+}
+
+/// As `ToolCallFormat::parse` documents: a `json` array or `pythonic` list cut off before
+/// its `]` keeps its complete calls and reports the rest as `Unterminated`.
+#[test]
+fn lists_cut_before_their_bracket_keep_calls_and_report_unterminated() {
+    let tools = vec![Tool::new(
+        "f",
+        "",
+        json!({"type": "object", "properties": {"a": {"type": "integer"}}}),
+    )
+    .unwrap()];
+    for (name, text) in [
+        ("json", "[{\"name\": \"f\", \"arguments\": {\"a\": 1}}"),
+        ("pythonic", "[f(a=1)"),
+    ] {
+        let out = format_by_name(name).unwrap().parse(text, &tools);
+        assert_eq!(out.tool_calls.len(), 1, "{name}: {out:?}");
+        assert_eq!(out.tool_calls[0].arguments, json!({"a": 1}), "{name}");
+        assert_eq!(out.errors.len(), 1, "{name}: {out:?}");
+        assert_eq!(out.errors[0].error, ToolParseError::Unterminated, "{name}");
+    }
+}
+
+/// `pythonic` refuses to render a name it cannot write (as its `structural_tag` refuses
+/// the tool); `"any"` is read as `required`, as documented.
+#[test]
+fn pythonic_refuses_unwritable_names_and_any_is_required() {
+    let f = tokensieve::tools::Pythonic::default();
+    let bad = [ToolCall::new("get-weather", json!({"city": "Paris"}))];
+    match f.try_render_calls(&bad) {
+        Err(ToolError::Unsupported { format, reason }) => {
+            assert_eq!(format, "pythonic");
+            assert!(
+                reason.contains("get-weather") && reason.contains("'-'"),
+                "{reason}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    let bad_arg = [ToolCall::new("f", json!({"a-b": 1}))];
+    assert!(f.try_render_calls(&bad_arg).is_err());
+    let good = [ToolCall::new("get_weather", json!({"city": "Paris"}))];
+    assert_eq!(
+        f.try_render_calls(&good).unwrap(),
+        "[get_weather(city='Paris')]"
+    );
+    assert_eq!(
+        ToolChoice::from_openai(&json!("any")).unwrap(),
+        ToolChoice::Required
+    );
+}
+
+/// The README's tool-calling section, verbatim (keep the two in step): OpenAI tools, a
+/// family's tag for a tool_choice compiled on o200k_base, parse, stream, execute.
+mod readme {
+    use serde_json::json;
+    use std::error::Error;
+    use tokensieve::tools::{
+        Hermes, StreamEvent, StreamingParser, Tool, ToolCallFormat, ToolChoice, ToolContext,
+        ToolSet,
+    };
+    use tokensieve::{GrammarCompiler, GrammarMatcher, Vocabulary};
+
+    use std::sync::Arc;
+
+    fn tool_calling() -> Result<(), Box<dyn Error>> {
+        // Tools from an OpenAI `tools` array (or `Tool::from_types::<In, Out>` through schemars).
+        let tools = Tool::list_from_openai(&json!([{"type": "function", "function": {
+            "name": "get_weather", "description": "Current weather in a city",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
+                           "required": ["city"]}}}]))?;
+        // The Hermes/Qwen3 family's structural tag for `tool_choice: "required"`, compiled.
+        // (`tokensieve::tools::format_by_name("qwen3_coder")` etc. give the other families.)
+        let hermes = Hermes::default();
+        let choice = ToolChoice::from_openai(&json!("required"))?;
+        let tag = hermes.structural_tag(&tools, &choice, true)?;
+        let compiler = GrammarCompiler::new(Arc::new(Vocabulary::o200k_base()?));
+        let grammar = compiler.compile_structural_tag(&tag)?;
+        // Decode under `grammar` with the loop above; here, a finished output.
+        let output = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>";
+        assert!(GrammarMatcher::new(grammar).accept_string(output));
+        // Parse the whole output...
+        let parsed = hermes.parse(output, &tools);
+        let call = &parsed.tool_calls[0];
+        assert_eq!(call.arguments, json!({"city": "Paris"}));
+        // ...or stream it as it arrives (a partial `<tool_` is held back until decided).
+        let mut stream = StreamingParser::new(&hermes, &tools);
+        let mut events = Vec::new();
+        for delta in [
+            "<tool_",
+            "call>\n{\"name\": \"get_weather\", \"arguments\": ",
+            "{\"city\": \"Paris\"}}\n</tool_call>",
+        ] {
+            events.extend(stream.push(delta));
+        }
+        events.extend(stream.finish());
+        assert!(events
+            .iter()
+            .any(|e| matches!(e, StreamEvent::ToolCallEnd { call: c, .. } if c == call)));
+        // Run it: the arguments are validated against the input schema before the function
+        // runs, the result against the output schema (if any) after.
+        let set = ToolSet::from_tools(tools.into_iter().map(|t| {
+            t.with_function(|args, _ctx| Ok(json!({"city": args["city"], "celsius": 21})))
+        }))?;
+        let result = set.execute(call, &ToolContext::new())?;
+        println!("{}", hermes.render_tool_result(call, &result)); // <tool_response>…</tool_response>
+        Ok(())
+    }
+
+    #[test]
+    fn readme_tool_calling_section() {
+        tool_calling().unwrap();
+    }
 }

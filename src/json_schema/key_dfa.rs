@@ -307,7 +307,8 @@ impl KeyDfa {
         Some(Expr::Rule(ids[0]?))
     }
 
-    /// The strings (decoded text) whose tag set holds every bit of `want` and whose length
+    /// The strings (decoded text) whose tag set holds every bit of `want` and none of
+    /// `forbid` (the pair given as one argument), and whose length
     /// in characters is in `min..=max` (`max: None`: no upper bound), as the start rule of a
     /// right-linear grammar: one rule per live (state, count) pair, built through
     /// `add_rule`/`set_body`. Each character edge is written through `escape` (its grammar
@@ -318,7 +319,7 @@ impl KeyDfa {
     /// `Ok(None)`: no string qualifies. `Err`: more than [`MAX_BOUNDED_PAIRS`] live pairs.
     pub(crate) fn bounded(
         &self,
-        want: u64,
+        (want, forbid): (u64, u64),
         min: u32,
         max: Option<u32>,
         escape: EscapeClass<'_>,
@@ -326,7 +327,11 @@ impl KeyDfa {
         set_body: &mut dyn FnMut(crate::grammar::RuleId, Expr),
     ) -> Result<Option<Expr>, String> {
         let n = self.trans.len();
-        let accepting: Vec<bool> = self.tags.iter().map(|&t| t & want == want).collect();
+        let accepting: Vec<bool> = self
+            .tags
+            .iter()
+            .map(|&t| t & want == want && t & forbid == 0)
+            .collect();
         let top = max.unwrap_or(min) as usize;
         let next = |c: usize| -> Option<usize> {
             match max {

@@ -115,6 +115,7 @@ mod objects;
 mod references;
 mod resources;
 mod strings;
+pub(crate) use strings::{raw_string_admits, raw_string_grammar, RAW_STRING_KEYWORDS};
 mod types;
 mod unevaluated;
 

@@ -163,7 +163,7 @@ impl Builder<'_> {
         let dfa = super::key_dfa::KeyDfa::scalars(&[raw])?;
         let mut bodies: Vec<(crate::grammar::RuleId, Expr)> = Vec::new();
         let start = dfa.bounded(
-            1,
+            (1, 0),
             min,
             max,
             &|ranges| {
@@ -342,6 +342,184 @@ impl Builder<'_> {
             lit("\""),
         ])))
     }
+}
+
+/// Keywords of a string schema that [`raw_string_grammar`] enforces on raw text.
+pub(crate) const RAW_STRING_KEYWORDS: &[&str] = &["minLength", "maxLength", "pattern", "format"];
+
+/// The raw text (the decoded value itself, written without escapes) of the strings that
+/// the string schema `obj` accepts under its `minLength`/`maxLength` (counted in
+/// characters of the raw text), `pattern` (an ECMA-262 regex searched in the raw text) and
+/// `format`, none of which contains `avoid` (the closing tag of an XML-like tool-call
+/// value; may be empty). Other keywords of `obj` are not read. `ptr` is `obj`'s JSON
+/// pointer, for errors.
+///
+/// The grammar is the product of the keywords' automata (each a language over decoded
+/// text, the same expressions as [`Builder::string`] escapes for JSON: `pattern` and
+/// `format` may be combined here) with the automaton of "contains `avoid`" and a length
+/// counter: one rule per live (state, count) pair, so every prefix it allows can still be
+/// completed.
+///
+/// `Ok(None)`: no text satisfies them all (the value is unsatisfiable).
+///
+/// # Errors
+/// [`JsonSchemaError::InvalidKeyword`] for a malformed keyword value;
+/// [`JsonSchemaError::Unsatisfiable`] for `minLength` above `maxLength`;
+/// [`JsonSchemaError::Unsupported`] naming the keyword (`pattern`, `format`, else
+/// `maxLength`/`minLength`) for a regex or format that is not supported, or when the
+/// automaton exceeds its size limits (about 6000 (state, count) pairs: long length bounds
+/// on text that must avoid `avoid`). In lenient `opts`, an unknown `format` is ignored.
+pub(crate) fn raw_string_grammar(
+    obj: &Map<String, Value>,
+    ptr: &str,
+    avoid: &str,
+    opts: &super::JsonSchemaOptions,
+) -> Result<Option<crate::grammar::Grammar>, JsonSchemaError> {
+    let min = count_keyword(obj, "minLength", ptr)?.unwrap_or(0);
+    let max = count_keyword(obj, "maxLength", ptr)?;
+    if max.is_some_and(|max| min > max) {
+        return Err(JsonSchemaError::Unsatisfiable {
+            pointer: child(ptr, "minLength"),
+            reason: format!("minLength {min} > maxLength {}", max.unwrap_or(0)),
+        });
+    }
+    let root = Value::Null;
+    let mut b = Builder::new(&root, opts.clone());
+    let mut langs = Vec::new();
+    let mut blame = if max.is_some() {
+        "maxLength"
+    } else {
+        "minLength"
+    };
+    let unsupported = |keyword: &str, reason: String| JsonSchemaError::Unsupported {
+        keyword: keyword.into(),
+        pointer: child(ptr, keyword),
+        reason,
+    };
+    if let Some(p) = obj.get("pattern") {
+        let Value::String(p) = p else {
+            return Err(JsonSchemaError::InvalidKeyword {
+                keyword: "pattern".into(),
+                pointer: child(ptr, "pattern"),
+                message: "must be a string".into(),
+            });
+        };
+        langs.push(
+            b.pattern_raw(p)
+                .map_err(|why| unsupported("pattern", why))?,
+        );
+        blame = "pattern";
+    }
+    if let Some(f) = obj.get("format") {
+        if let Some(e) = b.format(f, &child(ptr, "format"))? {
+            langs.push(e);
+            blame = "format";
+        }
+    }
+    let any = || repeat(super::class(&[(0, 0x10FFFF)]), 0, None);
+    if langs.is_empty() {
+        langs.push(any());
+    }
+    let want = (1u64 << langs.len()) - 1;
+    let mut forbid = 0;
+    if !avoid.is_empty() {
+        forbid = 1u64 << langs.len();
+        langs.push(seq(vec![any(), lit(avoid), any()]));
+    }
+    let too_large = |why: String| {
+        unsupported(
+            blame,
+            format!(
+                "the raw text's automaton (the keywords and never `{avoid}`) is too large: {why}"
+            ),
+        )
+    };
+    let dfa = super::key_dfa::KeyDfa::scalars(&langs).map_err(too_large)?;
+    let start = b.add_rule("raw", Expr::Empty);
+    let mut bodies: Vec<(crate::grammar::RuleId, Expr)> = Vec::new();
+    let first = dfa
+        .bounded(
+            (want, forbid),
+            min,
+            max,
+            &|ranges| {
+                Some(Expr::Class(CharClass {
+                    negated: false,
+                    ranges: ranges.to_vec(),
+                }))
+            },
+            &mut |body| b.add_rule("raw", body),
+            &mut |id, body| bodies.push((id, body)),
+        )
+        .map_err(too_large)?;
+    let Some(first) = first else {
+        return Ok(None);
+    };
+    for (id, body) in bodies {
+        b.rules[id.index()].body = body;
+    }
+    b.rules[start.index()].body = first;
+    Ok(Some(crate::grammar::Grammar {
+        rules: b.rules,
+        root: start,
+    }))
+}
+
+/// Whether the raw text `text` satisfies the `minLength`/`maxLength`/`pattern`/`format`
+/// of the string schema `obj` (as [`raw_string_grammar`] reads them): for the
+/// `enum`/`const` strings of a raw string value. `ptr` is `obj`'s JSON pointer.
+///
+/// # Errors
+/// As [`raw_string_grammar`], and [`JsonSchemaError::Unsupported`] for a `pattern` or
+/// `format` whose grammar cannot be tested against a text.
+pub(crate) fn raw_string_admits(
+    obj: &Map<String, Value>,
+    ptr: &str,
+    text: &str,
+    opts: &super::JsonSchemaOptions,
+) -> Result<bool, JsonSchemaError> {
+    let len = text.chars().count() as u64;
+    let min = count_keyword(obj, "minLength", ptr)?.unwrap_or(0);
+    let max = count_keyword(obj, "maxLength", ptr)?;
+    if len < u64::from(min) || max.is_some_and(|m| len > u64::from(m)) {
+        return Ok(false);
+    }
+    let root = Value::Null;
+    let mut b = Builder::new(&root, opts.clone());
+    let untestable = |keyword: &str| JsonSchemaError::Unsupported {
+        keyword: keyword.into(),
+        pointer: child(ptr, keyword),
+        reason: "its grammar cannot be tested against the enum's strings".into(),
+    };
+    if let Some(p) = obj.get("pattern") {
+        let e = match p {
+            Value::String(p) => b
+                .pattern_raw(p)
+                .map_err(|why| JsonSchemaError::Unsupported {
+                    keyword: "pattern".into(),
+                    pointer: child(ptr, "pattern"),
+                    reason: why,
+                })?,
+            _ => {
+                return Err(JsonSchemaError::InvalidKeyword {
+                    keyword: "pattern".into(),
+                    pointer: child(ptr, "pattern"),
+                    message: "must be a string".into(),
+                })
+            }
+        };
+        if !text_matches(&e, text).ok_or_else(|| untestable("pattern"))? {
+            return Ok(false);
+        }
+    }
+    if let Some(f) = obj.get("format") {
+        if let Some(e) = b.format(f, &child(ptr, "format"))? {
+            if !text_matches(&e, text).ok_or_else(|| untestable("format"))? {
+                return Ok(false);
+            }
+        }
+    }
+    Ok(true)
 }
 
 /// The shortest and longest (`None`: unbounded) match of a grammar over decoded text, in

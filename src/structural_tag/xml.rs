@@ -12,7 +12,9 @@
 //!   (GLM-4.7/5).
 //!
 //! A string value is raw text that never contains the style's closing tag (`</parameter>`,
-//! `</arg_value>`), or one of the schema's `enum`/`const` strings (also when the property
+//! `</arg_value>`), restricted by the string schema's `minLength`/`maxLength` (characters
+//! of the raw text), `pattern` and `format` (matched against the raw text; see
+//! `json_schema::raw_string_grammar`), or one of the schema's `enum`/`const` strings (also when the property
 //! is a `$ref` to such a string schema in the root's `$defs`/`definitions`, see
 //! [`resolve_local_ref`]); any other value is JSON under its schema. A property that
 //! admits strings among other values (a type list holding `"string"`, such as schemars'
@@ -26,7 +28,10 @@ use super::lower::Lowerer;
 use super::text::text_avoiding;
 use super::StructuralTagError;
 use crate::grammar::Expr;
-use crate::json_schema::{json_schema_to_grammar_limited, JsonSchemaError, JsonSchemaOptions};
+use crate::json_schema::{
+    json_schema_to_grammar_limited, raw_string_admits, raw_string_grammar, JsonSchemaError,
+    JsonSchemaOptions, RAW_STRING_KEYWORDS,
+};
 use serde_json::{Map, Value};
 
 const CLOSE: &str = "</parameter>";
@@ -386,7 +391,7 @@ fn value_grammar(
     };
     let mut alts = Vec::new();
     for s in &split.strings {
-        alts.extend(raw_string_grammar(l, s, name, path, style)?);
+        alts.extend(raw_text_grammar(l, s, name, opts, path, style)?);
     }
     if let Some(others) = &split.others {
         alts.push(json_grammar(l, root, others, opts, path)?);
@@ -406,19 +411,24 @@ fn value_grammar(
 
 /// The raw text of a `"type": "string"` schema `s`: any text without the style's closing
 /// tag, or one of its `enum`/`const` strings (`None` when it has none the style can
-/// write).
-fn raw_string_grammar(
+/// write); `minLength`/`maxLength` (characters of the raw text), `pattern` and `format`
+/// (matched against the raw text) restrict both ([`raw_string_grammar`]). Any other
+/// keyword is refused (it names the property and the style).
+fn raw_text_grammar(
     l: &mut Lowerer<'_>,
     s: &Map<String, Value>,
     name: &str,
+    opts: &JsonSchemaOptions,
     path: &str,
     style: &XmlStyle,
 ) -> Result<Option<Expr>, StructuralTagError> {
     let close = style.close;
-    if let Some(k) = s
-        .keys()
-        .find(|k| !STRING_ANNOTATIONS.contains(&k.as_str()) && *k != "enum" && *k != "const")
-    {
+    if let Some(k) = s.keys().find(|k| {
+        !STRING_ANNOTATIONS.contains(&k.as_str())
+            && !RAW_STRING_KEYWORDS.contains(&k.as_str())
+            && *k != "enum"
+            && *k != "const"
+    }) {
         return Err(unsupported(
             path,
             k,
@@ -440,18 +450,49 @@ fn raw_string_grammar(
             ))
         }
     };
+    let keywords = s.keys().any(|k| RAW_STRING_KEYWORDS.contains(&k.as_str()));
+    let pointer = format!(
+        "#/properties/{}",
+        name.replace('~', "~0").replace('/', "~1")
+    );
+    let schema_error = |e: JsonSchemaError| StructuralTagError::Schema {
+        path: path.to_string(),
+        source: Box::new(annotate(e, name, style.name)),
+    };
     Ok(match fixed {
+        None if keywords => raw_string_grammar(s, &pointer, close, opts)
+            .map_err(schema_error)?
+            .map(|g| Expr::Rule(l.b.embed(&g, "raw"))),
         None => Some(text_avoiding(&mut l.b, &[close.to_string()], "raw")),
         Some(values) => {
-            let alts: Vec<Expr> = values
-                .iter()
-                .filter_map(|v| v.as_str())
-                .filter(|v| !v.contains(close))
-                .map(|v| l.text(v))
-                .collect();
+            let mut alts: Vec<Expr> = Vec::new();
+            for v in values.iter().filter_map(|v| v.as_str()) {
+                // The fixed strings must satisfy the other keywords too.
+                let admitted =
+                    !keywords || raw_string_admits(s, &pointer, v, opts).map_err(schema_error)?;
+                if admitted && !v.contains(close) {
+                    alts.push(l.text(v));
+                }
+            }
             (!alts.is_empty()).then_some(Expr::Choice(alts))
         }
     })
+}
+
+/// `e` with the property and the style named in its reason.
+fn annotate(e: JsonSchemaError, name: &str, style: &str) -> JsonSchemaError {
+    match e {
+        JsonSchemaError::Unsupported {
+            keyword,
+            pointer,
+            reason,
+        } => JsonSchemaError::Unsupported {
+            reason: format!("property {name:?}: raw strings of style {style}: {reason}"),
+            keyword,
+            pointer,
+        },
+        e => e,
+    }
 }
 
 /// JSON under `schema`, with the root's `$defs`/`definitions` reachable.

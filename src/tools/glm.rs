@@ -34,7 +34,10 @@ const THINK_END: &str = "</think>";
 ///   per argument `<arg_key>KEY</arg_key>\n<arg_value>VALUE</arg_value>\n` + `</tool_call>`,
 ///   calls joined by `\n`. `glm47`: `<tool_call>NAME` + per argument
 ///   `<arg_key>KEY</arg_key><arg_value>VALUE</arg_value>` + `</tool_call>`, calls back to
-///   back. String-typed values are raw text that never contains `</arg_value>`, other
+///   back. String-typed values are raw text that never contains `</arg_value>`
+///   (`minLength`/`maxLength` count its characters, `pattern`/`format` match it; a
+///   keyword the style cannot express makes [`ToolCallFormat::structural_tag`] fail with
+///   [`ToolError::Unsupported`] naming the tool, the parameter and the keyword), other
 ///   values JSON (the `glm_xml` / `glm47_xml` structural-tag styles), in declared order; a
 ///   tool with unconstrained arguments takes any keys with raw values. Content may precede
 ///   the calls (also under `required`); free text and reasoning never contain GLM's
@@ -170,7 +173,7 @@ impl ToolCallFormat for Glm {
         tags::assemble(&self.envelope(), tools, choice, parallel, options, |t| {
             Ok(json!({"type": "tag",
                 "begin": format!("{BEGIN}{}{nl}", t.name),
-                "content": xml_arguments(t, options, style, nl, (KEY, middle, VALUE_END)),
+                "content": xml_arguments(t, options, self.name(), style, nl, (KEY, middle, VALUE_END))?,
                 "end": END}))
         })
     }

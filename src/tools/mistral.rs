@@ -464,7 +464,14 @@ fn read_name_args(
     let Some((k, what)) = header_end else {
         if limit < rest.len() || at_end {
             let end = body + limit;
-            let error = ToolParseError::Syntax(format!("expected {ARGS} after the call's name"));
+            // The output ending in what may still be the name (`[TOOL_CALLS]sea`) is a
+            // call cut off; text with spaces, or followed by another call, is not a name.
+            let cut = limit == rest.len() && !rest.trim().contains(char::is_whitespace);
+            let error = if cut {
+                ToolParseError::Unterminated
+            } else {
+                ToolParseError::Syntax(format!("expected {ARGS} after the call's name"))
+            };
             scan::push_malformed(out, content, text[start..end].trim_end(), start, error);
             return if limit < rest.len() { Some(end) } else { None };
         }
@@ -480,7 +487,11 @@ fn read_name_args(
         let Some(a) = rest[args_start..limit].find(ARGS) else {
             if at_end || limit < rest.len() {
                 let end = body + limit;
-                let error = ToolParseError::Syntax(format!("expected {ARGS} after the call id"));
+                let error = if limit == rest.len() {
+                    ToolParseError::Unterminated
+                } else {
+                    ToolParseError::Syntax(format!("expected {ARGS} after the call id"))
+                };
                 scan::push_malformed(out, content, text[start..end].trim_end(), start, error);
                 return if limit < rest.len() { Some(end) } else { None };
             }
@@ -706,6 +717,21 @@ mod tests {
         }
         let out = f.parse("[TOOL_CALLS]get_time[ARGS]{\"tz\": ] x \n", &ts);
         assert_eq!(out.errors[0].text, "[TOOL_CALLS]get_time[ARGS]{\"tz\": ] x");
+    }
+
+    #[test]
+    fn output_ending_in_a_call_header_is_unterminated() {
+        let f = Mistral::default();
+        let ts = tools();
+        for text in ["[TOOL_CALLS]sea", "[TOOL_CALLS]get_time[CALL_ID]ab12"] {
+            let out = f.parse(text, &ts);
+            assert_eq!(out.errors.len(), 1, "{text}: {out:?}");
+            assert_eq!(out.errors[0].error, ToolParseError::Unterminated, "{text}");
+            assert_eq!(out.content.as_deref(), Some(text));
+            scan::assert_streams_as_whole(&f, text, &ts);
+        }
+        let out = f.parse("[TOOL_CALLS]no call here", &ts);
+        assert!(matches!(out.errors[0].error, ToolParseError::Syntax(_)));
     }
 
     #[test]

@@ -80,6 +80,7 @@ pub use llama3_json::Llama3Json;
 pub use mistral::{Mistral, MistralSyntax};
 pub use pythonic::{python_literal, Pythonic};
 pub use qwen3_coder::Qwen3Coder;
+pub use scan::stable_len;
 pub use stream::StreamingParser;
 pub use tool::{Tool, ToolContext, ToolFunction, ToolSet};
 
@@ -119,7 +120,8 @@ pub enum CallMode {
 }
 
 impl ToolChoice {
-    /// Reads OpenAI's JSON: `"none"`, `"auto"`, `"required"`,
+    /// Reads OpenAI's JSON: `"none"`, `"auto"`, `"required"` (also `"any"`, Anthropic's
+    /// and Mistral's spelling of it, read as [`ToolChoice::Required`]),
     /// `{"type": "function", "function": {"name": "X"}}` and
     /// `{"type": "allowed_tools", "allowed_tools": {"mode": "auto"|"required", "tools":
     /// [{"type": "function", "function": {"name": "X"}}, ...]}}`.
@@ -355,6 +357,10 @@ pub struct PartialOutput {
     pub errors: Vec<MalformedToolCall>,
     /// Streaming support: the last point of this parse that no later text can change (see
     /// [`Settled`]), for formats that implement [`ToolCallFormat::parse_partial_from`].
+    /// A custom format leaves it `None` (always correct: streaming then re-parses the
+    /// whole text). When set, its offset is a byte offset in the `text` the parser was
+    /// given (the caller's coordinates, never those of a slice it took) at which a parse
+    /// of the rest can restart.
     #[doc(hidden)]
     pub settled: Option<Settled>,
 }
@@ -593,6 +599,27 @@ impl Default for FormatOptions {
 /// Implement it for a fine-tuned model's own syntax and [`register_format`] it; the
 /// parser side needs only [`ToolCallFormat::parse_partial`] (whole-output parsing and
 /// streaming are built on it).
+///
+/// # Writing `parse_partial` for a custom format
+/// The [`StreamingParser`] calls `parse_partial(prefix, tools, false)` on each longer
+/// prefix of the output and sends what grew, then `parse_partial(text, tools, true)` at
+/// the end; it streams the same as [`ToolCallFormat::parse`] only if every field of the
+/// result only grows from one prefix to the next (see [`PartialOutput`]). So while
+/// `at_end` is false:
+/// * hold back the end of the text that may still become a marker: emit as content only
+///   the first [`stable_len`]`(piece, &[markers], trim)` bytes of the text after the last
+///   marker (`Hi <tool_` keeps `<tool_` back until the next delta decides it), and the
+///   whole piece once `at_end` is true;
+/// * trim whitespace the same way in both cases (`trim` in [`stable_len`]), since
+///   whitespace at the end may end up next to a marker;
+/// * push a [`PartialCall`] once its start is certain, its `arguments_text` only ever
+///   extended, `complete` set once its end has arrived.
+///
+/// Leave [`PartialOutput::settled`] `None` (the default) unless the format also
+/// implements the hidden `parse_partial_from`: a settled point is a byte offset in the
+/// caller's `text` (the coordinates of the `text` argument, not of a slice the parser
+/// made) up to which nothing can change, and the streaming parser restarts there.
+/// `None` is always correct: the stream then re-parses the whole text on each delta.
 pub trait ToolCallFormat: Send + Sync {
     /// The registry name (`hermes`, `llama3_json`, ...).
     fn name(&self) -> &str;
@@ -611,7 +638,9 @@ pub trait ToolCallFormat: Send + Sync {
     ) -> Result<StructuralTag, ToolError>;
 
     /// Parses a prefix of the output (`at_end`: it is the whole output). Must be monotone:
-    /// see [`PartialOutput`]. `tools` names the offered tools (a call to another name is
+    /// see [`PartialOutput`], and the trait's notes on writing it (hold back a partial
+    /// marker at the end with [`stable_len`] while `at_end` is false; leave `settled`
+    /// `None` or give an offset in `text`). `tools` names the offered tools (a call to another name is
     /// malformed; an empty list accepts any valid name) and gives the schemas that
     /// text-valued families need to type their values.
     fn parse_partial(&self, text: &str, tools: &[Tool], at_end: bool) -> PartialOutput;
@@ -652,13 +681,30 @@ pub trait ToolCallFormat: Send + Sync {
     /// off at the very end of the output (`…}}</tool_ca`, `…}<|tool_call_e`,
     /// `…<｜tool▁calls▁e`), after a call that is complete without it, is that call's
     /// (or section's) end: neither content nor an error. A partial *begin* marker at the
-    /// end (`Let me see <tool_c`) is content. A [`StreamingParser`] gives the same.
+    /// end (`Let me see <tool_c`) is content. The families whose calls sit in a
+    /// bracketed list differ: a `json` array or a `pythonic` list missing its closing `]`
+    /// (`[{"name": …, "arguments": {…}}`, `[f(a=1)`) keeps its complete calls and reports
+    /// the rest of the list (from just after the last complete call, possibly empty) as
+    /// [`ToolParseError::Unterminated`]. An output that ends inside a call's header
+    /// (Mistral's `[TOOL_CALLS]sea`, cut in the name) is `Unterminated` too.
+    /// In those list families a malformed element (`[{"name": "nope", …}]`,
+    /// `[nope(a=1)]`) is reported with the element's own text, in the error and in
+    /// `content`; the list's brackets and separators around it are not kept (today's
+    /// behaviour, short of the spec's rule that no model output is dropped).
+    /// A [`StreamingParser`] gives the same.
     fn parse(&self, text: &str, tools: &[Tool]) -> ParsedOutput {
         self.parse_partial(text, tools, true).into_parsed()
     }
 
-    /// `calls` in the family's syntax, as the model writes them (the grammar accepts it,
-    /// and [`ToolCallFormat::parse`] gives `calls` back).
+    /// `calls` in the family's syntax, as the model writes them. For calls to offered
+    /// tools with arguments valid under their schemas, the family's grammar accepts the
+    /// text and [`ToolCallFormat::parse`] gives `calls` back, except for what the family
+    /// cannot write, which is rendered as is and does not round trip: Qwen3-Coder string
+    /// values holding `</parameter>`, `</function>` or `</tool_call>` (raw text has no
+    /// escape; [`Qwen3Coder::try_render_calls`] refuses them), GLM values holding
+    /// `</arg_value>` ([`Glm::try_render_calls`]), pythonic names that are not Python
+    /// identifiers ([`Pythonic::try_render_calls`]). Never fails and never
+    /// panics.
     fn render_calls(&self, calls: &[ToolCall]) -> String;
 
     /// A tool's `result` for `call`, in the family's tool-response form (the text that

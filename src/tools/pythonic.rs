@@ -63,6 +63,9 @@ const MAX_DEPTH: usize = 64;
 /// * Streaming: a call is reported once its `(` has arrived (never one to a tool not
 ///   offered, which ends malformed); its argument deltas are the
 ///   raw Python text of the arguments (not JSON); the finished call carries JSON.
+/// * Rendering: Python literals; a call whose name or argument names are not
+///   identifiers cannot be written — [`Pythonic::try_render_calls`] refuses it,
+///   [`ToolCallFormat::render_calls`] writes it as is and it does not parse back.
 #[derive(Clone, Debug, Default)]
 pub struct Pythonic {
     options: FormatOptions,
@@ -88,6 +91,43 @@ impl Pythonic {
     /// The options.
     pub fn options(&self) -> &FormatOptions {
         &self.options
+    }
+
+    /// `calls` as [`ToolCallFormat::render_calls`] writes them, refusing what would not
+    /// parse back: a call name that is not a dotted ASCII identifier (`get-weather`) or an
+    /// argument name that is not an identifier cannot be written as Python, the same
+    /// names [`ToolCallFormat::structural_tag`] refuses for a tool. Every value renders
+    /// ([`python_literal`]).
+    ///
+    /// # Errors
+    /// [`ToolError::Unsupported`] (format `pythonic`) naming the call and the offending
+    /// character or argument.
+    pub fn try_render_calls(&self, calls: &[ToolCall]) -> Result<String, ToolError> {
+        for c in calls {
+            if let Some(ch) = bad_name_char(&c.name) {
+                return Err(ToolError::Unsupported {
+                    format: "pythonic".into(),
+                    reason: format!(
+                        "call to {:?}: the name is not a Python (dotted) identifier of ASCII \
+                         letters, digits and `_`, so the call cannot be written or read \
+                         back: character {ch:?}",
+                        c.name
+                    ),
+                });
+            }
+            if let Value::Object(args) = &c.arguments {
+                if let Some(k) = args.keys().find(|k| !is_identifier(k)) {
+                    return Err(ToolError::Unsupported {
+                        format: "pythonic".into(),
+                        reason: format!(
+                            "call to {:?}: the argument name {k:?} is not a Python identifier",
+                            c.name
+                        ),
+                    });
+                }
+            }
+        }
+        Ok(self.render_calls(calls))
     }
 }
 

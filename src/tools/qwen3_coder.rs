@@ -39,7 +39,10 @@ const THINK_END: &str = "</think>";
 ///   `<tool_call>\n<function=NAME>\n`, then per argument
 ///   `<parameter=KEY>\nVALUE\n</parameter>\n`, then `</function>\n</tool_call>`, calls
 ///   joined by `\n`; string-typed values are raw text
-///   that never contains `</parameter>`, other values JSON under their schema (the
+///   that never contains `</parameter>` (`minLength`/`maxLength` count its characters,
+///   `pattern`/`format` match it; a keyword the style cannot express makes
+///   [`ToolCallFormat::structural_tag`] fail with [`ToolError::Unsupported`] naming the
+///   tool, the parameter and the keyword), other values JSON under their schema (the
 ///   `qwen_xml` structural-tag style), in the schema's declared order; a tool whose
 ///   arguments are unconstrained (no properties, see [`super::ArgumentSchemas`]) takes any
 ///   parameter names with raw values. Content may precede the first call (also under
@@ -145,8 +148,34 @@ impl Qwen3Coder {
 /// The arguments part of an XML-style call tag: the tool's schema in `style` followed by
 /// `item_end` when at least one item is written (an all-optional schema also allows no
 /// items and no `item_end`), or, for a tool whose arguments are unconstrained, any number
-/// of `open NAME middle RAW close` items. Shared by the Qwen3-Coder and GLM families.
+/// of `open NAME middle RAW close` items. Shared by the Qwen3-Coder and GLM families
+/// (`format` names the family in errors).
+///
+/// The part is lowered once here, so that a schema the style cannot express fails now,
+/// for this tool, rather than when the whole tag is compiled.
+///
+/// # Errors
+/// [`ToolError::Unsupported`] naming the tool, with the lowering's message (the
+/// parameter, the keyword and why).
 pub(crate) fn xml_arguments(
+    tool: &Tool,
+    options: &FormatOptions,
+    format: &str,
+    style: &str,
+    trailing: &str,
+    any_item: (&str, &str, &str),
+) -> Result<Value, ToolError> {
+    let part = xml_arguments_part(tool, options, style, trailing, any_item);
+    StructuralTag::from_json(&json!({"type": "structural_tag", "format": part}))
+        .and_then(|tag| crate::structural_tag::structural_tag_to_grammar(&tag, None))
+        .map_err(|e| ToolError::Unsupported {
+            format: format.into(),
+            reason: format!("tool {:?}: {e}", tool.name),
+        })?;
+    Ok(part)
+}
+
+fn xml_arguments_part(
     tool: &Tool,
     options: &FormatOptions,
     style: &str,
@@ -207,7 +236,7 @@ impl ToolCallFormat for Qwen3Coder {
         tags::assemble(&self.envelope(), tools, choice, parallel, options, |t| {
             Ok(json!({"type": "tag",
                 "begin": format!("{BEGIN}\n{FUNC}{}>\n", t.name),
-                "content": xml_arguments(t, options, "qwen_xml", "\n", (PARAM, ">\n", "\n</parameter>")),
+                "content": xml_arguments(t, options, "qwen3_coder", "qwen_xml", "\n", (PARAM, ">\n", "\n</parameter>"))?,
                 "end": format!("{FUNC_END}\n{END}")}))
         })
     }
@@ -1213,21 +1242,20 @@ pub(crate) mod tests {
             f.parse(&text, &ts).tool_calls[0].arguments,
             json!({"label": null, "id": 42})
         );
-        // A string branch with a keyword raw text cannot enforce is a typed error, as for
-        // a `"type": "string"` property.
+        // A string branch's `maxLength` counts the raw text's characters, as for a
+        // `"type": "string"` property; the other branch stays JSON.
         let ts = Tool::list_from_openai(&json!([{"type": "function", "function": {
             "name": "t", "parameters": {"type": "object", "properties": {
                 "s": {"type": ["string", "null"], "maxLength": 3}}}}}]))
         .unwrap();
         let tag = f.structural_tag(&ts, &ToolChoice::Required, true).unwrap();
-        let vocab =
-            crate::Vocabulary::from_token_bytes(&[b"a".to_vec(), b"<eos>".to_vec()], &[1], &[1])
-                .unwrap();
-        let err = crate::GrammarCompiler::new(vocab)
-            .compile_structural_tag(&tag)
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("maxLength"), "{err}");
+        let g = scan::compile_on_ascii(&tag);
+        let head = "<tool_call>\n<function=t>\n<parameter=s>\n";
+        for (value, ok) in [("abc", true), ("null", true), ("abcd", false), ("", true)] {
+            let mut m = GrammarMatcher::new(g.clone());
+            let text = format!("{head}{value}\n</parameter>\n</function>\n</tool_call>");
+            assert_eq!(m.accept_string(&text) && m.is_completed(), ok, "{text}");
+        }
     }
 
     #[test]

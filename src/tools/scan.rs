@@ -349,7 +349,18 @@ pub fn find_first<'m>(text: &str, markers: &[&'m str]) -> Option<(usize, &'m str
 /// How many leading bytes of `text` are safe to emit while the output is still arriving:
 /// all but the longest suffix that is a proper prefix of one of `markers` (a marker that
 /// may be completing), and, with `trim`, all but trailing whitespace (which a marker may
-/// follow, and whitespace next to a marker is trimmed).
+/// follow, and whitespace next to a marker is trimmed). Always a char boundary of `text`,
+/// at most `text.len()`; never panics.
+///
+/// For a custom [`super::ToolCallFormat::parse_partial`]: while `at_end` is false, emit
+/// only `text[..stable_len(text, markers, trim)]` of the text after the last marker.
+///
+/// ```
+/// use tokensieve::tools::stable_len;
+/// assert_eq!(stable_len("Hi <too", &["<tool>"], false), 3); // `<too` may start `<tool>`
+/// assert_eq!(stable_len("Hi <too", &["<tool>"], true), 2); // and the space may be trimmed
+/// assert_eq!(stable_len("Hi <b", &["<tool>"], false), 5);
+/// ```
 pub fn stable_len(text: &str, markers: &[&str], trim: bool) -> usize {
     let mut cut = text.len();
     for m in markers {

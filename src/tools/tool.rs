@@ -100,14 +100,41 @@ impl PartialEq for Tool {
     }
 }
 
+/// Why `schema` cannot be a tool's input schema (see [`Tool::new`]), or `Ok`.
+fn check_input_schema(schema: &Value) -> Result<(), String> {
+    match schema {
+        Value::Bool(true) => Ok(()),
+        Value::Bool(false) => Err("input schema: `false` accepts no arguments, so the tool \
+                                   could never be called"
+            .into()),
+        Value::Object(o) => match o.get("type") {
+            None => Ok(()),
+            Some(Value::String(t)) if t == "object" => Ok(()),
+            Some(other) => Err(format!(
+                "input schema: top-level type must be \"object\" (call arguments are a JSON \
+                 object), found {other}"
+            )),
+        },
+        other => Err(format!(
+            "input schema: must be a JSON Schema object or `true`, found {other}"
+        )),
+    }
+}
+
 impl Tool {
     /// A tool named `name` taking arguments under `input_schema` (an object schema, or
     /// `true` for any object).
     ///
+    /// The arguments of every family's call are a JSON object, so the schema must be one
+    /// whose top-level `type`, when present, is `"object"` (as [`Tool::from_openai`]
+    /// requires): otherwise the grammar could produce arguments the parser rejects.
+    ///
     /// # Errors
     /// [`ToolError::Definition`] when the name is empty or contains whitespace or one of
-    /// `{ } < > " ' ( ) [ ] ,` (characters that would break every family's envelope), or
-    /// when the schema is neither an object nor a boolean.
+    /// `{ } < > " ' ( ) [ ] ,` (characters that would break every family's envelope);
+    /// when the schema is neither an object nor `true`; when its top-level `type` is
+    /// present and not `"object"`; when it is `false` (it accepts no arguments, so no
+    /// call could be made: every family refuses it here, before any grammar is built).
     pub fn new(
         name: impl Into<String>,
         description: impl Into<String>,
@@ -115,12 +142,10 @@ impl Tool {
     ) -> Result<Self, ToolError> {
         let name = name.into();
         check_name(&name)?;
-        if !(input_schema.is_object() || input_schema.is_boolean()) {
-            return Err(ToolError::Definition {
-                tool: name,
-                reason: "the input schema must be a JSON object or a boolean".into(),
-            });
-        }
+        check_input_schema(&input_schema).map_err(|reason| ToolError::Definition {
+            tool: name.clone(),
+            reason,
+        })?;
         Ok(Self {
             name,
             description: description.into(),
@@ -138,7 +163,8 @@ impl Tool {
     /// ([`ToolCall::arguments_as`]).
     ///
     /// # Errors
-    /// As [`Tool::new`].
+    /// As [`Tool::new`]: an input type whose schema is not an object (`String`, a
+    /// unit enum) is refused.
     pub fn from_types<I: schemars::JsonSchema, O: schemars::JsonSchema>(
         name: impl Into<String>,
         description: impl Into<String>,
@@ -331,6 +357,9 @@ impl Tool {
                 .map_err(|e| err(name, format!("{at}{out_key}: not a valid JSON Schema: {e}")))?;
         }
         let mut tool = Tool::new(name, description, params).map_err(|e| match e {
+            ToolError::Definition { tool, reason } if reason.starts_with("input schema") => {
+                err(&tool, format!("{at}parameters: {reason}"))
+            }
             ToolError::Definition { tool, reason } => err(&tool, format!("{at}name: {reason}")),
             other => other,
         })?;
