@@ -1334,3 +1334,40 @@ pub(crate) fn repeat(e: Expr, min: u32, max: Option<u32>) -> Expr {
 pub(crate) fn opt(e: Expr) -> Expr {
     repeat(e, 0, Some(1))
 }
+
+/// The instance type a keyword constrains alone: an instance of any other type passes it
+/// (JSON Schema 2020-12 Validation §6, Core §10.3; draft 4–7 `dependencies` and
+/// `additionalItems`, draft 3 `divisibleBy`). Every format JSON Schema defines is a string
+/// format. `None` for keywords that may reject any value (`allOf`, `not`, `$ref`, `enum`...).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum InstanceType {
+    Object,
+    Array,
+    String,
+    Number,
+}
+
+/// See [`InstanceType`].
+pub(crate) fn keyword_instance_type(k: &str) -> Option<InstanceType> {
+    Some(match k {
+        "properties"
+        | "required"
+        | "additionalProperties"
+        | "patternProperties"
+        | "propertyNames"
+        | "minProperties"
+        | "maxProperties"
+        | "dependentRequired"
+        | "dependentSchemas"
+        | "dependencies"
+        | "unevaluatedProperties" => InstanceType::Object,
+        "items" | "prefixItems" | "additionalItems" | "contains" | "minContains"
+        | "maxContains" | "minItems" | "maxItems" | "uniqueItems" | "unevaluatedItems" => {
+            InstanceType::Array
+        }
+        "minLength" | "maxLength" | "pattern" | "format" => InstanceType::String,
+        "minimum" | "maximum" | "exclusiveMinimum" | "exclusiveMaximum" | "multipleOf"
+        | "divisibleBy" => InstanceType::Number,
+        _ => return None,
+    })
+}

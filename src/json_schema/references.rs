@@ -21,7 +21,7 @@ use serde_json::{Map, Value};
 
 use super::strings::text_matches;
 use super::types::{json_equal, parse_types, TypeSet};
-use super::{child, choice, is_annotation, never, Builder, JsonSchemaError};
+use super::{child, choice, is_annotation, never, Builder, InstanceType, JsonSchemaError};
 use crate::grammar::Expr;
 
 /// How deep references are inlined inside a merge.
@@ -981,45 +981,6 @@ fn ranges_apart(a: (u64, Option<u64>), b: (u64, Option<u64>)) -> bool {
     a.1.is_some_and(|m| m < b.0) || b.1.is_some_and(|m| m < a.0)
 }
 
-/// Keywords that constrain only objects (any other value passes them).
-const OBJECT_KEYWORDS: &[&str] = &[
-    "properties",
-    "required",
-    "additionalProperties",
-    "patternProperties",
-    "propertyNames",
-    "minProperties",
-    "maxProperties",
-    "dependentRequired",
-    "dependentSchemas",
-    "dependencies",
-    "unevaluatedProperties",
-];
-/// Keywords that constrain only arrays.
-const ARRAY_KEYWORDS: &[&str] = &[
-    "items",
-    "prefixItems",
-    "additionalItems",
-    "contains",
-    "minContains",
-    "maxContains",
-    "minItems",
-    "maxItems",
-    "uniqueItems",
-    "unevaluatedItems",
-];
-/// Keywords that constrain only strings (every format JSON Schema defines is a string
-/// format; other values pass them).
-const STRING_KEYWORDS: &[&str] = &["minLength", "maxLength", "pattern", "format"];
-/// Keywords that constrain only numbers.
-const NUMBER_KEYWORDS: &[&str] = &[
-    "minimum",
-    "maximum",
-    "exclusiveMinimum",
-    "exclusiveMaximum",
-    "multipleOf",
-];
-
 impl Shape {
     /// Any value (nothing known): accepts every type, none known to be accepted entirely.
     fn any() -> Shape {
@@ -1138,18 +1099,16 @@ impl Prover<'_, '_> {
             {
                 continue;
             }
-            if OBJECT_KEYWORDS.contains(&k) {
-                s.all.object = false;
-            } else if ARRAY_KEYWORDS.contains(&k) {
-                s.all.array = false;
-            } else if STRING_KEYWORDS.contains(&k) {
-                s.all.string = false;
-            } else if NUMBER_KEYWORDS.contains(&k) {
-                s.all.number = false;
-                s.all.integer = false;
-            } else {
-                // `not`, `if`, `format`, `oneOf`, unknown keywords...: anything may fail.
-                s.all = TypeSet::default();
+            match super::keyword_instance_type(k) {
+                Some(InstanceType::Object) => s.all.object = false,
+                Some(InstanceType::Array) => s.all.array = false,
+                Some(InstanceType::String) => s.all.string = false,
+                Some(InstanceType::Number) => {
+                    s.all.number = false;
+                    s.all.integer = false;
+                }
+                // `not`, `if`, `oneOf`, unknown keywords...: anything may fail.
+                None => s.all = TypeSet::default(),
             }
         }
         if let Some(c) = obj.get("const") {

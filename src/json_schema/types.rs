@@ -528,49 +528,11 @@ fn passes(v: &Value, k: &str, n: f64) -> bool {
 /// array, string, number keywords) assert nothing about values of other types; every
 /// other keyword (`allOf`, `not`, `$ref`...) may reject any value.
 fn keyword_applies(k: &str, v: &Value) -> bool {
-    const OBJECT: &[&str] = &[
-        "properties",
-        "additionalProperties",
-        "patternProperties",
-        "required",
-        "propertyNames",
-        "minProperties",
-        "maxProperties",
-        "dependencies",
-        "dependentRequired",
-        "dependentSchemas",
-        "unevaluatedProperties",
-    ];
-    const ARRAY: &[&str] = &[
-        "items",
-        "prefixItems",
-        "additionalItems",
-        "contains",
-        "minContains",
-        "maxContains",
-        "minItems",
-        "maxItems",
-        "uniqueItems",
-        "unevaluatedItems",
-    ];
-    const STRING: &[&str] = &["minLength", "maxLength", "pattern", "format"];
-    const NUMBER: &[&str] = &[
-        "multipleOf",
-        "divisibleBy",
-        "minimum",
-        "maximum",
-        "exclusiveMinimum",
-        "exclusiveMaximum",
-    ];
-    if OBJECT.contains(&k) {
-        v.is_object()
-    } else if ARRAY.contains(&k) {
-        v.is_array()
-    } else if STRING.contains(&k) {
-        v.is_string()
-    } else if NUMBER.contains(&k) {
-        v.is_number()
-    } else {
-        true
+    match super::keyword_instance_type(k) {
+        Some(super::InstanceType::Object) => v.is_object(),
+        Some(super::InstanceType::Array) => v.is_array(),
+        Some(super::InstanceType::String) => v.is_string(),
+        Some(super::InstanceType::Number) => v.is_number(),
+        None => true,
     }
 }

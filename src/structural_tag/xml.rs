@@ -238,36 +238,6 @@ fn xml_params(
     Ok(separated(l, items, style.separator))
 }
 
-/// Keywords that constrain only non-string instances: the string branch of a type list
-/// (`"type": ["integer", "string"], "minimum": 0`) drops them.
-const NON_STRING_KEYWORDS: &[&str] = &[
-    "minimum",
-    "maximum",
-    "exclusiveMinimum",
-    "exclusiveMaximum",
-    "multipleOf",
-    "properties",
-    "required",
-    "additionalProperties",
-    "patternProperties",
-    "propertyNames",
-    "minProperties",
-    "maxProperties",
-    "dependentRequired",
-    "dependentSchemas",
-    "unevaluatedProperties",
-    "items",
-    "prefixItems",
-    "additionalItems",
-    "contains",
-    "minContains",
-    "maxContains",
-    "minItems",
-    "maxItems",
-    "uniqueItems",
-    "unevaluatedItems",
-];
-
 /// A property schema that admits strings, split for the XML-style families: the string
 /// branches are written as raw text, the rest as JSON.
 #[derive(Clone, Debug, PartialEq)]
@@ -313,7 +283,12 @@ fn split_branches(
             let rest: Vec<Value> = types.iter().filter(|t| *t != "string").cloned().collect();
             let mut string = s.clone();
             string.insert("type".into(), Value::from("string"));
-            string.retain(|k, _| !NON_STRING_KEYWORDS.contains(&k.as_str()));
+            // Keywords that constrain only non-string instances: the string branch of a
+            // type list (`"type": ["integer", "string"], "minimum": 0`) drops them.
+            string.retain(|k, _| {
+                crate::json_schema::keyword_instance_type(k)
+                    .map_or(true, |t| t == crate::json_schema::InstanceType::String)
+            });
             let mut other = s.clone();
             other.insert(
                 "type".into(),
