@@ -602,3 +602,40 @@ fn compile_from_text() {
     assert!(accepts(rt, &g, "true"));
     assert!(!accepts(rt, &g, "1"));
 }
+/// `format: uri` accepts a scheme longer than 16 characters and a URI without an
+/// authority (`scheme:path`); `uri-reference` accepts relative references without an
+/// authority (MaskBench: `ecdsa-koblitz-pubkey:…`, `./src`, `Core`).
+#[test]
+fn uri_formats_accept_rootless_and_relative_paths() {
+    let opts = JsonSchemaOptions::default();
+    common::byte_check(
+        &json!({"type": "string", "format": "uri"}),
+        &opts,
+        &[
+            r#""ecdsa-koblitz-pubkey:14RZvYazz9H2DC2skBfpPVxax54g4yabxe""#,
+            r#""urn:isbn:0451450523""#,
+            r#""https://example.com/a?b#c""#,
+        ],
+        &[
+            r#""Core""#,
+            r#""./src""#,
+            r#""1abc:x""#,
+            r#""a b:c""#,
+            r#""http:""#,
+        ],
+    );
+    common::byte_check(
+        &json!({"type": "string", "format": "uri-reference"}),
+        &opts,
+        &[
+            r#""Core""#,
+            r#""./src""#,
+            r#""../a/b?x#y""#,
+            r#""/""#,
+            r#""""#,
+            r##""#frag""##,
+            r#""/a/b""#,
+        ],
+        &[r#""a b""#, r#""//a:b""#, r#""a\\b""#],
+    );
+}

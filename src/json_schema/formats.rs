@@ -23,8 +23,9 @@
 //!   left-to-right letters (Latin-1, Greek, Cyrillic, kana, CJK, Hangul), the last starting
 //!   with a letter.
 //! * `ipv6`: eight groups of 1–4 hex digits, or `::` for zero groups (no IPv4 suffix).
-//! * `uri`: `scheme://host[:port][/path][?query][#fragment]`: lowercase scheme, a hostname,
-//!   unreserved characters only (no percent escapes); `uri-reference`: a uri or `/path...`.
+//! * `uri`: `scheme://host[:port][/path][?query][#fragment]` or `scheme:path[?query][#fragment]`:
+//!   lowercase scheme, a hostname, RFC 3986 path characters; `uri-reference`: a uri or a
+//!   relative reference without an authority (`/path`, `./path`, `name`, `?q`, `#f`, empty).
 //! * `iri`, `iri-reference`: the RFC 3987 grammar, except IPv6 literals with an IPv4 tail
 //!   and the bidirectional formatting characters (forbidden by its §4.1).
 //! * `uri-template`: the RFC 6570 grammar, without the `'` literal and the reserved
@@ -231,19 +232,6 @@ fn ipv6() -> Expr {
     alt(alts)
 }
 
-/// Characters of a path segment, query or fragment: RFC 3986 unreserved only.
-fn unreserved() -> Expr {
-    class(&[
-        r('A', 'Z'),
-        r('a', 'z'),
-        r('0', '9'),
-        r('-', '-'),
-        r('.', '.'),
-        r('_', '_'),
-        r('~', '~'),
-    ])
-}
-
 /// RFC 3986 `pchar` = unreserved / pct-encoded / sub-delims / ":" / "@".
 fn pchar() -> Expr {
     let mut ranges = vec![
@@ -284,30 +272,61 @@ fn uri_host() -> Expr {
 }
 
 /// A conservative subset of RFC 3986 absolute URIs: `scheme://host[:port]path?query#frag`
-/// with a lowercase scheme, a [`uri_host`] or [`ipv4`] host, a port of at most four
-/// digits, and RFC 3986 path, query and fragment characters (bounded lengths).
+/// with a lowercase scheme (at most 32 characters), a [`uri_host`] or [`ipv4`] host, a
+/// port of at most four digits, and RFC 3986 path, query and fragment characters (bounded
+/// lengths); or `scheme:path-rootless?query#frag` (RFC 3986 `hier-part` without an
+/// authority, such as `urn:isbn:0451450523` or `ecdsa-koblitz-pubkey:14RZ...`).
 fn uri() -> Expr {
     let scheme = seq(vec![
         class(&[r('a', 'z')]),
         repeat(
             class(&[r('a', 'z'), r('0', '9'), r('+', '+'), r('-', '.')]),
             0,
-            Some(15),
+            Some(31),
         ),
     ]);
-    seq(vec![
-        scheme,
-        lit("://"),
+    let authority = seq(vec![
+        lit("//"),
         alt(vec![uri_host(), ipv4()]),
         opt(seq(vec![lit(":"), repeat(dig(), 1, Some(4))])),
         path_query_fragment(),
+    ]);
+    let rootless = seq(vec![repeat(pchar(), 1, Some(64)), path_query_fragment()]);
+    seq(vec![scheme, lit(":"), alt(vec![authority, rootless])])
+}
+
+/// `[?query][#fragment]` of RFC 3986 characters (bounded lengths).
+fn query_fragment() -> Expr {
+    let qf = || alt(vec![pchar(), class(&[r('/', '/'), r('?', '?')])]);
+    seq(vec![
+        opt(seq(vec![lit("?"), repeat(qf(), 0, Some(128))])),
+        opt(seq(vec![lit("#"), repeat(qf(), 0, Some(64))])),
     ])
 }
 
-/// A [`uri`], or a relative reference that starts with `/` (an absolute path).
+/// A [`uri`], or an RFC 3986 `relative-ref` without an authority: `path-absolute`
+/// (`/a/b`, `/`), `path-noscheme` (`Core`, `./src`, `../x`: a first segment without `:`)
+/// or `path-empty`, each with an optional query and fragment.
 fn uri_reference() -> Expr {
-    let seg = repeat(unreserved(), 1, Some(64));
-    alt(vec![uri(), seq(vec![lit("/"), seg, path_query_fragment()])])
+    let seg_nz = repeat(pchar(), 1, Some(64));
+    let mut nc = vec![
+        r('A', 'Z'),
+        r('a', 'z'),
+        r('0', '9'),
+        r('-', '.'),
+        r('_', '_'),
+        r('~', '~'),
+        r('@', '@'),
+    ];
+    nc.extend_from_slice(SUB_DELIMS);
+    let seg_nz_nc = repeat(alt(vec![class(&nc), pct()]), 1, Some(64));
+    alt(vec![
+        uri(),
+        seq(vec![lit("/"), seg_nz, path_query_fragment()]),
+        seq(vec![lit("/"), query_fragment()]),
+        seq(vec![seg_nz_nc, path_query_fragment()]),
+        query_fragment(),
+    ])
 }
 
 /// RFC 6901 JSON pointers: `(/token)*`, `~` only as `~0` or `~1`; tokens of plain
