@@ -183,7 +183,12 @@ fn more_formats() {
         ],
         &["example.com", "http://", "http://exa mple.com", "/a/b"],
     );
-    run("uri-reference", &["/a/b", "https://x.org"], &["a b", ""]);
+    // An empty string is a relative reference (RFC 3986 §4.2: path-empty).
+    run(
+        "uri-reference",
+        &["/a/b", "https://x.org", "", "./a", "Core"],
+        &["a b", "a\\b"],
+    );
     run(
         "json-pointer",
         &["", "/a~0b/c~1d", "/", "//"],
