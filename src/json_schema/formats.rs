@@ -202,10 +202,20 @@ fn email_domain() -> Expr {
 /// reserved, RFC 5890), the last starting with a letter (at most 191 characters, below the
 /// 253 that DNS allows).
 fn hostname() -> Expr {
+    host_labels(3)
+}
+
+/// One to `labels` NR-LDH labels separated by dots, the last starting with a letter: the
+/// shape shared by [`hostname`] and [`uri_host`].
+fn host_labels(labels: u32) -> Expr {
     let alnum = class(&[r('A', 'Z'), r('a', 'z'), r('0', '9')]);
     let alpha = class(&[r('A', 'Z'), r('a', 'z')]);
     seq(vec![
-        repeat(seq(vec![nr_ldh_label(alnum), lit(".")]), 0, Some(2)),
+        repeat(
+            seq(vec![nr_ldh_label(alnum), lit(".")]),
+            0,
+            Some(labels - 1),
+        ),
         nr_ldh_label(alpha),
     ])
 }
@@ -263,12 +273,7 @@ fn path_query_fragment() -> Expr {
 /// A URI's registered name as a host name of one to eight NR-LDH labels, the last
 /// starting with a letter (RFC 3986 sets no length limit on a `reg-name`).
 fn uri_host() -> Expr {
-    let alnum = class(&[r('A', 'Z'), r('a', 'z'), r('0', '9')]);
-    let alpha = class(&[r('A', 'Z'), r('a', 'z')]);
-    seq(vec![
-        repeat(seq(vec![nr_ldh_label(alnum), lit(".")]), 0, Some(7)),
-        nr_ldh_label(alpha),
-    ])
+    host_labels(8)
 }
 
 /// A conservative subset of RFC 3986 absolute URIs: `scheme://host[:port]path?query#frag`
