@@ -277,6 +277,15 @@ fn pythonic_adversarial() {
     let out = f.parse("[nope(a=1), get_time(tz='UTC')]", &tools);
     assert_eq!(out.tool_calls.len(), 1);
     assert_eq!(out.errors[0].text, "nope(a=1)");
+    // The element stays in content inside the list's brackets (no model output dropped).
+    assert_eq!(out.content.as_deref(), Some("[nope(a=1)]"));
+    let out = f.parse("[get_time(tz='UTC'), nope(a=1)] done", &tools);
+    assert_eq!(out.tool_calls.len(), 1);
+    assert_eq!(out.errors[0].text, "nope(a=1)");
+    assert_eq!(out.content.as_deref(), Some("[nope(a=1)]\ndone"));
+    let bare = Pythonic::default().bare_calls(true);
+    let out = bare.parse("get_time(tz='UTC'); nope(a=1)", &tools);
+    assert_eq!(out.tool_calls.len(), 1);
     assert_eq!(out.content.as_deref(), Some("nope(a=1)"));
     // Invalid literal (a variable name): an error from that call to the end.
     let out = f.parse("[get_time(tz='UTC'), get_weather(city=paris)]", &tools);
@@ -467,6 +476,30 @@ fn json_adversarial() {
         out.errors[0].error,
         ToolParseError::UnknownTool { .. }
     ));
+    // The list's brackets stay in content around the element (no model output dropped).
+    assert_eq!(
+        out.content.as_deref(),
+        Some(r#"[{"name": "nope", "arguments": {}}]"#)
+    );
+    let two =
+        r#"[{"name": "get_time", "arguments": {"tz": "UTC"}}, {"name": "nope", "arguments": {}}]"#;
+    let out = f.parse(two, &tools);
+    assert_eq!(out.tool_calls.len(), 1);
+    assert_eq!(out.errors[0].text, r#"{"name": "nope", "arguments": {}}"#);
+    assert_eq!(
+        out.content.as_deref(),
+        Some(r#"[{"name": "nope", "arguments": {}}]"#)
+    );
+    let events = stream_events(&f, &tools, &[&two[..40], &two[40..70], &two[70..]]);
+    assert_eq!(ended(&events).len(), 1);
+    let streamed: String = events
+        .iter()
+        .filter_map(|e| match e {
+            StreamEvent::Content(c) => Some(c.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(streamed, r#"[{"name": "nope", "arguments": {}}]"#);
     let out = f.parse(r#"[{"name": "get_time", "arguments": {"tz": }}]"#, &tools);
     assert!(matches!(
         out.errors[0].error,

@@ -429,7 +429,7 @@ fn parse_array(
                         partial.complete = Some(call);
                         out.calls.push(partial);
                     }
-                    Err(e) => scan::push_malformed(out, content, piece, lead + i, e),
+                    Err(e) => scan::push_malformed_element(out, content, piece, lead + i, e),
                 }
                 last_end = i + end;
                 i = skip_ws(i + end);
@@ -682,7 +682,7 @@ mod tests {
         );
         assert_eq!(
             out.content.as_deref(),
-            Some(r#"{"name": "nope", "arguments": {}}"#)
+            Some(r#"[{"name": "nope", "arguments": {}}]"#)
         );
         let bad = r#"[{"name": "get_time", "arguments": {"tz": UTC}}]"#;
         let out = f.parse(bad, &tools());

@@ -687,10 +687,11 @@ pub trait ToolCallFormat: Send + Sync {
     /// the rest of the list (from just after the last complete call, possibly empty) as
     /// [`ToolParseError::Unterminated`]. An output that ends inside a call's header
     /// (Mistral's `[TOOL_CALLS]sea`, cut in the name) is `Unterminated` too.
-    /// In those list families a malformed element (`[{"name": "nope", …}]`,
-    /// `[nope(a=1)]`) is reported with the element's own text, in the error and in
-    /// `content`; the list's brackets and separators around it are not kept (today's
-    /// behaviour, short of the spec's rule that no model output is dropped).
+    /// In those list families a malformed element (`{"name": "nope", …}`, `nope(a=1)`)
+    /// is reported with the element's own text in the error, and kept in `content` inside
+    /// the list's brackets (`[nope(a=1)]`, one piece per element), so that no model output
+    /// is dropped while the list's valid calls stay calls; the separators between elements
+    /// are the list's. Bare pythonic calls (no brackets) keep the element's text as is.
     /// A [`StreamingParser`] gives the same.
     fn parse(&self, text: &str, tools: &[Tool]) -> ParsedOutput {
         self.parse_partial(text, tools, true).into_parsed()

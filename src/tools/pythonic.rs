@@ -1132,6 +1132,13 @@ impl Pythonic {
                             arguments_text: args_text,
                             complete: Some(ToolCall::new(name, Value::Object(args))),
                         }),
+                        Err(e) if bracketed => scan::push_malformed_element(
+                            out,
+                            content,
+                            &text[call_start..r.i],
+                            call_start,
+                            e,
+                        ),
                         Err(e) => scan::push_malformed(
                             out,
                             content,

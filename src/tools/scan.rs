@@ -629,6 +629,21 @@ pub fn push_malformed(
     });
 }
 
+/// Adds a malformed element of a bracketed call list (`[{…}, …]`, `[f(a=1), …]`) to `out`,
+/// as [`push_malformed`] does, except that its content piece keeps the list's brackets:
+/// `[` + `text` + `]`, the one-call list the model wrote the element in. The separators
+/// between elements stay with the list; the error's text is the element alone.
+pub fn push_malformed_element(
+    out: &mut PartialOutput,
+    content: &mut Content,
+    text: &str,
+    offset: usize,
+    error: ToolParseError,
+) {
+    push_malformed(out, &mut Content::default(), text, offset, error);
+    content.push(&format!("[{text}]"));
+}
+
 /// What a family's call reader made of the text after a call's begin marker.
 #[derive(Debug)]
 pub enum CallRead {
