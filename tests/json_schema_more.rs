@@ -91,6 +91,33 @@ fn any_order_with_counts_and_closed_objects() {
 }
 
 #[test]
+fn any_order_eight_properties_take_every_order() {
+    // 8 declared properties (2^8 sets of written keys): past the 6-member chunks of larger
+    // objects, keys that return to the first members after the last ones are accepted.
+    let mut props = serde_json::Map::new();
+    for i in 0..8 {
+        props.insert(format!("k{i}"), json!({"type": "integer"}));
+    }
+    let schema = json!({"type": "object", "properties": props, "required": ["k0", "k7"]});
+    check_with(
+        schema,
+        &any_order(),
+        &[
+            r#"{"k7":7,"k6":6,"k5":5,"k4":4,"k3":3,"k2":2,"k1":1,"k0":0}"#,
+            r#"{"k7":1,"k0":2}"#,
+            r#"{"k6":1,"k0":2,"x":"y","k7":3,"k1":4}"#,
+            r#"{"k0":0,"k1":1,"k2":2,"k3":3,"k4":4,"k5":5,"k6":6,"k7":7}"#,
+        ],
+        &[
+            r#"{"k7":7,"k6":6,"k5":5,"k4":4,"k3":3,"k2":2,"k1":1}"#,
+            r#"{"k7":1,"k0":2,"k7":3}"#,
+            r#"{"k6":1,"k0":2,"k6":1,"k7":3}"#,
+            r#"{"k7":1,"k0":"2"}"#,
+        ],
+    );
+}
+
+#[test]
 fn any_order_many_properties_stays_sound() {
     // 14 properties: beyond the exact limit the order is relaxed in chunks (a documented
     // subset of any order), but required keys and duplicates are still enforced.
@@ -437,4 +464,99 @@ fn max_number_digits_caps_free_digit_runs() {
         &[],
     );
     check(json!({"type": "integer"}), &["1234", "1.0000"], &[]);
+}
+
+/// `check_with`, after the `jsonschema` crate (an independent validator) agrees with every
+/// expectation, so the expectations themselves follow the specification.
+fn check_against_oracle(schema: serde_json::Value, good: &[&str], bad: &[&str]) {
+    let validator = jsonschema::validator_for(&schema).expect("a valid schema");
+    for (texts, want) in [(good, true), (bad, false)] {
+        for t in texts {
+            let v: serde_json::Value = serde_json::from_str(t).expect("JSON");
+            assert_eq!(validator.is_valid(&v), want, "oracle on {t} for {schema}");
+        }
+    }
+    check_with(schema, &JsonSchemaOptions::default(), good, bad);
+}
+
+#[test]
+fn all_of_intersects_enums_and_consts() {
+    check_against_oracle(
+        json!({"allOf": [{"enum": ["a", "b", "c", 1]}, {"enum": ["b", "c", "d", 1.0]}]}),
+        &[r#""b""#, r#""c""#, "1"],
+        &[r#""a""#, r#""d""#, "2"],
+    );
+    // No common value: the property can never be written.
+    check_against_oracle(
+        json!({"type": "object", "properties": {
+            "x": {"allOf": [{"enum": ["a"]}, {"enum": ["b"]}]},
+            "y": {"allOf": [{"const": 1}, {"const": 2}]},
+            "z": {"allOf": [{"const": 3}, {"const": 3.0}]}
+        }}),
+        &["{}", r#"{"z":3}"#],
+        &[
+            r#"{"x":"a"}"#,
+            r#"{"x":"b"}"#,
+            r#"{"y":1}"#,
+            r#"{"y":2}"#,
+            r#"{"z":4}"#,
+        ],
+    );
+}
+
+#[test]
+fn all_of_merges_additional_properties_and_items_of_both_sides() {
+    // Each name takes, from each side, its declared schema or that side's
+    // additionalProperties: "a" integer (maxLength does not apply), "b" boolean and
+    // string (nothing), others strings of at most 3 characters.
+    check_against_oracle(
+        json!({"allOf": [
+            {"properties": {"a": {"type": "integer"}}, "additionalProperties": {"type": "string"}},
+            {"properties": {"b": {"type": "boolean"}}, "additionalProperties": {"maxLength": 3}}
+        ]}),
+        &["{}", r#"{"a":1}"#, r#"{"c":"abc"}"#, r#"{"a":2,"c":"x"}"#],
+        &[
+            r#"{"a":"x"}"#,
+            r#"{"b":true}"#,
+            r#"{"b":"x"}"#,
+            r#"{"c":"abcd"}"#,
+            r#"{"c":1}"#,
+        ],
+    );
+    // Items past each side's prefix take that side's items.
+    check_against_oracle(
+        json!({"allOf": [
+            {"prefixItems": [{"type": "integer"}], "items": {"type": "string"}},
+            {"items": {"maxLength": 2}}
+        ]}),
+        &["[]", "[1]", r#"[1,"ab"]"#, r#"[7,"a",""]"#],
+        &[r#"["a"]"#, r#"[1,"abc"]"#, "[1,2]"],
+    );
+}
+
+#[test]
+fn ids_that_change_no_base_uri_are_ignored_beside_references() {
+    // Draft 4: a fragment `id` names a place in the same document.
+    check_against_oracle(
+        json!({"$schema": "http://json-schema.org/draft-04/schema#",
+            "definitions": {
+                "port": {"type": "integer", "minimum": 1},
+                "service": {"id": "#/definitions/service", "type": "object",
+                    "properties": {"port": {"$ref": "#/definitions/port"}}}
+            },
+            "$ref": "#/definitions/service"}),
+        &[r#"{"port":80}"#, "{}"],
+        &[r#"{"port":0}"#, r#"{"port":"80"}"#],
+    );
+    // Later drafts: `id` is no keyword (`$id` is), so references resolve from the root.
+    check_against_oracle(
+        json!({"definitions": {
+                "port": {"type": "integer", "minimum": 1},
+                "service": {"id": "schemata/service", "type": "object",
+                    "properties": {"port": {"$ref": "#/definitions/port"}}}
+            },
+            "properties": {"web": {"$ref": "#/definitions/service"}}}),
+        &[r#"{"web":{"port":80}}"#, "{}"],
+        &[r#"{"web":{"port":0}}"#],
+    );
 }

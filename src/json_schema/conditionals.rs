@@ -270,7 +270,7 @@ impl Builder<'_> {
         let o = rewritten.as_ref().unwrap_or(o);
         let mut out: Vec<Value> = Vec::new();
         for (k, v) in o {
-            if is_annotation(k, ptr) || super::harmless_id(o, k) {
+            if is_annotation(k, ptr) || super::harmless_id(o, k, self.draft4) {
                 continue;
             }
             let num = |v: &Value| v.is_number();

@@ -39,6 +39,9 @@
 //!   `anyOf` siblings merge keyword by keyword; `contains` with `minContains`/`maxContains`
 //!   and `if` with `then`/`else` merge as one unit per source (a count or a `then`/`else`
 //!   never attaches to another source's `contains`/`if`; two different ones are refused).
+//!   Two `enum`s keep their common values, two different `const`s accept nothing; an
+//!   `additionalProperties` (`items`) on both sides holds both schemas once each side
+//!   declares the other's names (prefix), when neither has `patternProperties`.
 //!   Drafts: under a draft 3-7 `$schema` (`draft-03`, `draft-04`, `draft-06`, `draft-07`)
 //!   a schema with `$ref` is the reference alone: every sibling keyword is ignored, `$id`/
 //!   `id` included (so it does not change the base URI either); from 2019-09 on (and
@@ -151,9 +154,11 @@ pub struct JsonSchemaOptions {
     /// accepted is still valid for the schema.
     pub max_number_digits: Option<u32>,
     /// Declared properties in any order (default `false`: in the order of the schema's map),
-    /// with required keys enforced and duplicate declared keys forbidden. Exact for objects
-    /// of up to 6 declared properties; larger objects are cut into chunks (in declared
-    /// order) whose members come in any order among themselves, a subset of the orders.
+    /// with required keys enforced and duplicate declared keys forbidden. Exact (every
+    /// order) for objects of up to 8 declared properties (fewer with `minProperties` or
+    /// `maxProperties`: the grammar has a state per set of written properties and count,
+    /// at most 512); larger objects are cut into chunks of up to 6 (in declared order)
+    /// whose members come in any order among themselves, a subset of the orders.
     pub any_order: bool,
     /// Undeclared properties are forbidden when `additionalProperties` is absent (the spec
     /// default allows them). Off by default.
@@ -669,7 +674,20 @@ pub(crate) fn is_annotation(k: &str, ptr: &str) -> bool {
 /// Whether keyword `k` of `obj` is an identifier (`$id`, or draft 4's `id`, a string) that
 /// changes nothing here: it only sets the base URI of references, and `obj` holds no
 /// `$ref` at any depth (references into it from outside are refused when they cross it).
-pub(crate) fn harmless_id(obj: &Map<String, Value>, k: &str) -> bool {
+/// Two forms of `id` never change a base URI, whatever `obj` holds: outside draft 4
+/// (`draft4` false; drafts 6 on renamed it `$id`, so `id` is no keyword there and
+/// references resolve as if it were absent, see [`resources::Resources`]) and, in draft 4,
+/// a fragment (`"id": "#/definitions/service"`, `"#name"`): RFC 3986 resolves it to the
+/// same document, so it only names a place.
+pub(crate) fn harmless_id(obj: &Map<String, Value>, k: &str, draft4: bool) -> bool {
+    if k == "id"
+        && obj
+            .get(k)
+            .and_then(Value::as_str)
+            .is_some_and(|s| !draft4 || s.starts_with('#'))
+    {
+        return true;
+    }
     fn has_ref(v: &Value) -> bool {
         match v {
             Value::Object(o) => o.contains_key("$ref") || o.values().any(has_ref),
@@ -1027,7 +1045,7 @@ impl<'a> Builder<'a> {
             if is_annotation(k, ptr)
                 || SUPPORTED.contains(&k.as_str())
                 || (ptr == "#" && k == "id" && obj[k].is_string())
-                || harmless_id(obj, k)
+                || harmless_id(obj, k, self.draft4)
             {
                 continue;
             }

@@ -385,7 +385,7 @@ impl Builder<'_> {
                 || k == "$ref"
                 || is_annotation(k, ptr)
                 || (ptr == "#" && k == "id" && v.is_string())
-                || super::harmless_id(obj, k)
+                || super::harmless_id(obj, k, self.draft4)
             {
                 continue;
             }
@@ -504,9 +504,31 @@ pub(crate) fn merge_maps(
             "patternProperties" => harmless_patterns(x, y),
             _ => harmless_prefix(x, y),
         };
+        // Both sides with `dep`: exact as the schema of both when the two declare the same
+        // names (or prefix length) and no patterns, which the closing above gives.
+        let same_declared = |x: &Map<String, Value>, y: &Map<String, Value>| match dep {
+            "items" => {
+                let len = |m: &Map<String, Value>| {
+                    m.get("prefixItems")
+                        .and_then(Value::as_array)
+                        .map_or(0, Vec::len)
+                };
+                len(x) == len(y)
+            }
+            _ => {
+                let names = |m: &Map<String, Value>| {
+                    m.get("properties")
+                        .and_then(Value::as_object)
+                        .map(|p| p.keys().cloned().collect::<std::collections::BTreeSet<_>>())
+                };
+                !x.contains_key("patternProperties")
+                    && !y.contains_key("patternProperties")
+                    && names(x).unwrap_or_default() == names(y).unwrap_or_default()
+            }
+        };
         if (a.contains_key(dep) && other.contains_key(on) && !exempt(a, &other))
             || (other.contains_key(dep) && a.contains_key(on) && !exempt(&other, a))
-            || (a.contains_key(dep) && other.contains_key(dep))
+            || (a.contains_key(dep) && other.contains_key(dep) && !same_declared(a, &other))
         {
             return Err(refuse(
                 dep,
@@ -634,6 +656,30 @@ pub(crate) fn merge_maps(
             "uniqueItems" => {
                 // true wins (it is the stronger assertion).
                 Value::Bool(cur.as_bool() == Some(true) || v.as_bool() == Some(true))
+            }
+            // Both sides declare the same names (prefix length), checked above: the rest
+            // takes both schemas.
+            "additionalProperties" | "items" => both(cur, &v),
+            // The values in both lists (JSON equality: 1 and 1.0 are one value).
+            "enum" => match (cur, &v) {
+                (Value::Array(x), Value::Array(y)) => {
+                    let common: Vec<Value> = x
+                        .iter()
+                        .filter(|e| y.iter().any(|f| json_equal(e, f)))
+                        .cloned()
+                        .collect();
+                    if common.is_empty() {
+                        *acc = None;
+                        return Ok(());
+                    }
+                    Value::Array(common)
+                }
+                _ => return Err(refuse(&k, "`enum` must be arrays")),
+            },
+            // Two different constants: no value is both.
+            "const" => {
+                *acc = None;
+                return Ok(());
             }
             _ => return Err(refuse(&k, "present on both sides with different values")),
         };
@@ -1093,7 +1139,7 @@ impl Prover<'_, '_> {
             if k == "type"
                 || matches!(k, "$ref" | "allOf" | "anyOf" | "oneOf" | "const" | "enum")
                 || is_annotation(k, "#")
-                || super::harmless_id(obj, k)
+                || super::harmless_id(obj, k, self.b.draft4)
                 // Ignored by the compiler, and annotations for the specification.
                 || (self.b.opts.ignore_unknown_keywords && !super::KNOWN_KEYWORDS.contains(&k))
             {

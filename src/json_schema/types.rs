@@ -217,7 +217,7 @@ impl Builder<'_> {
             if super::is_annotation(k, ptr)
                 || matches!(k.as_str(), "enum" | "const" | "type" | "pattern")
                 || FILTERS.contains(&k.as_str())
-                || super::harmless_id(obj, k)
+                || super::harmless_id(obj, k, self.draft4)
                 || (ptr == "#" && k == "id" && obj[k].is_string())
             {
                 continue;
