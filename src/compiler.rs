@@ -271,6 +271,21 @@ impl GrammarCompiler {
     /// [`CompileError::Invalid`] when the IR breaks an invariant (dangling rule id, max <
     /// min), plus the errors of [`GrammarCompiler::compile_grammar`] after parsing.
     pub fn compile_ir(&self, grammar: &Grammar) -> Result<Arc<CompiledGrammar>, CompileError> {
+        self.compile_ir_keeping(grammar, &[])
+    }
+
+    /// As [`GrammarCompiler::compile_ir`], but the rules with `keep[r]` set (indices past
+    /// `keep`'s end count as unset) are never inlined into their callers: a front end's
+    /// shared rules whose masks do not depend on where they are called (see
+    /// `inline_rules`). The language is the same either way.
+    ///
+    /// # Errors
+    /// As [`GrammarCompiler::compile_ir`].
+    pub(crate) fn compile_ir_keeping(
+        &self,
+        grammar: &Grammar,
+        keep: &[bool],
+    ) -> Result<Arc<CompiledGrammar>, CompileError> {
         grammar.validate()?;
         check_ir(&self.limits, grammar)?;
         let deadline = Deadline::start(self.limits.compile_time);
@@ -314,7 +329,7 @@ impl GrammarCompiler {
                 }
             }
         }
-        let simplified = simplify_repeats(&inline_rules(&rewritten))?;
+        let simplified = simplify_repeats(&inline_rules(&rewritten, keep))?;
         let (lowered, counted) = lower_repeats(&simplified);
         let mut aut = Automaton::build(
             &lowered,

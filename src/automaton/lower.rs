@@ -564,8 +564,12 @@ fn remap(e: &mut Expr, map: &[u32]) {
 }
 
 /// Inlines small non-recursive rules into their callers, then drops the rules the root can
-/// no longer reach (ids are renumbered; the root keeps its name).
-pub(crate) fn inline_rules(grammar: &Grammar) -> Grammar {
+/// no longer reach (ids are renumbered; the root keeps its name). Rules with `keep[r]` set
+/// (indices past `keep`'s end count as unset) stay rules: a front end keeps a rule that is
+/// called from many places and whose masks do not depend on the caller (such as a JSON
+/// string), so that its masks are walked once and shared across grammars, and only the
+/// tokens that run past its end are decided per call site.
+pub(crate) fn inline_rules(grammar: &Grammar, keep: &[bool]) -> Grammar {
     let n = grammar.rules.len();
     let calls: Vec<Vec<u32>> = grammar
         .rules
@@ -606,6 +610,7 @@ pub(crate) fn inline_rules(grammar: &Grammar) -> Grammar {
                     && v != grammar.root.index()
                     && size(&body) <= INLINE_MAX_SIZE
                     && depth(&body) <= INLINE_MAX_DEPTH
+                    && !keep.get(v).copied().unwrap_or(false)
                 {
                     inline[v] = Some(body.clone());
                 }
@@ -680,7 +685,7 @@ mod tests {
             ],
             root: RuleId(0),
         };
-        let out = inline_rules(&g);
+        let out = inline_rules(&g, &[]);
         let names: Vec<&str> = out.rules.iter().map(|r| r.name.as_str()).collect();
         assert_eq!(names, ["root", "b"]);
         assert_eq!(
@@ -688,6 +693,37 @@ mod tests {
             Expr::Seq(vec![Expr::Bytes(b"x".to_vec()), rule(1)])
         );
         assert_eq!(out.root, RuleId(0));
+    }
+
+    #[test]
+    fn kept_rules_are_not_inlined() {
+        // root ::= s "," s ; s ::= "\"" [a]* "\"" (kept)
+        let s = Expr::Seq(vec![
+            Expr::Bytes(b"\"".to_vec()),
+            Expr::Repeat {
+                expr: Box::new(Expr::Bytes(b"a".to_vec())),
+                min: 0,
+                max: None,
+            },
+            Expr::Bytes(b"\"".to_vec()),
+        ]);
+        let g = Grammar {
+            rules: vec![
+                Rule {
+                    name: "root".into(),
+                    body: Expr::Seq(vec![rule(1), Expr::Bytes(b",".to_vec()), rule(1)]),
+                },
+                Rule {
+                    name: "s".into(),
+                    body: s.clone(),
+                },
+            ],
+            root: RuleId(0),
+        };
+        assert_eq!(inline_rules(&g, &[]).rules.len(), 1);
+        let out = inline_rules(&g, &[false, true]);
+        assert_eq!(out.rules.len(), 2);
+        assert_eq!(out.rules[1].body, s);
     }
 
     #[test]

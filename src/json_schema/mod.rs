@@ -263,6 +263,9 @@ pub struct JsonSchemaGrammar {
     pub ignored: Vec<IgnoredKeyword>,
     /// Per rule of `grammar`: the JSON pointer of the schema it was built for.
     pointers: Vec<String>,
+    /// Per rule of `grammar`: kept a rule when compiled (not inlined into its callers): the
+    /// shared rule of any JSON string (see `Builder::string_any`).
+    keep: Vec<bool>,
 }
 
 /// A schema given as text or as a parsed value.
@@ -379,10 +382,15 @@ fn to_grammar(
         rules: b.rules,
         root,
     };
+    let mut keep = vec![false; grammar.rules.len()];
+    if let Some(r) = b.string_rule {
+        keep[r.index()] = true;
+    }
     Ok(JsonSchemaGrammar {
         grammar,
         ignored: b.ignored,
         pointers: b.pointers,
+        keep,
     })
 }
 
@@ -402,7 +410,8 @@ impl JsonSchemaGrammar {
             let i = self.grammar.rules.iter().position(|r| r.name == rule)?;
             self.pointers.get(i).cloned()
         };
-        compiler.compile_ir(&self.grammar).map_err(|e| match e {
+        let compiled = compiler.compile_ir_keeping(&self.grammar, &self.keep);
+        compiled.map_err(|e| match e {
             CompileError::Limit(mut l) => {
                 if l.pointer.is_none() {
                     l.pointer = l.rule.as_deref().and_then(place);
@@ -716,6 +725,8 @@ pub(crate) struct Builder<'a> {
     pub(crate) refs: HashMap<String, RuleId>,
     /// Rules of the generic JSON value and its parts.
     pub(crate) any: Option<types::AnyRules>,
+    /// The rule of any JSON string (see [`Builder::string_any`]), made on first use.
+    pub(crate) string_rule: Option<RuleId>,
     /// Nesting depth of schema compilation (guards against runaway merges).
     pub(crate) depth: usize,
     /// [`Limits::max_enum_values`].
@@ -792,6 +803,7 @@ impl<'a> Builder<'a> {
             ignored: Vec::new(),
             refs: HashMap::new(),
             any: None,
+            string_rule: None,
             depth: 0,
             max_enum_values: Limits::default().max_enum_values,
             max_depth: Limits::default().max_schema_depth,

@@ -39,6 +39,14 @@ fn ch(c: char) -> (u32, u32) {
     (c as u32, c as u32)
 }
 
+/// Any JSON string, as an expression (the body of [`Builder::string_any`]'s rule). Where
+/// the string ends its rule (nothing follows it there), a call of the shared rule would
+/// leave every token that crosses the closing quote undecided by the call site's masks
+/// (they run past the caller's end too), so such places write the string out.
+pub(crate) fn string_inline() -> Expr {
+    seq(vec![lit("\""), repeat(string_char(), 0, None), lit("\"")])
+}
+
 /// One character of a JSON string (one code point of the decoded value).
 pub(crate) fn string_char() -> Expr {
     let d = class(&[ch('d'), ch('D')]);
@@ -252,9 +260,23 @@ impl Builder<'_> {
         }
     }
 
-    /// Any JSON string.
+    /// Any JSON string: a call of one rule per grammar (`json_string`, made on first use).
+    /// Every plain string value and free key calls it, and the grammar is compiled with it
+    /// kept a rule (`JsonSchemaGrammar::keep`): its loop's masks do not depend on where it
+    /// is called, so they are walked once per grammar and shared across grammars; only
+    /// tokens that cross the closing quote are decided per call site.
     pub(crate) fn string_any(&mut self) -> Expr {
-        seq(vec![lit("\""), repeat(string_char(), 0, None), lit("\"")])
+        let id = match self.string_rule {
+            Some(id) => id,
+            None => {
+                let id = self.add_rule("json_string", string_inline());
+                // Shared by every schema that uses it: its place is the document's.
+                self.pointers[id.index()] = "#".into();
+                self.string_rule = Some(id);
+                id
+            }
+        };
+        Expr::Rule(id)
     }
 
     /// The strings `obj` accepts, or `None`.
@@ -335,6 +357,9 @@ impl Builder<'_> {
                 })?;
                 return Ok(Some(seq(vec![lit("\""), e, lit("\"")])));
             }
+        }
+        if !bounded {
+            return Ok(Some(self.string_any()));
         }
         Ok(Some(seq(vec![
             lit("\""),

@@ -141,7 +141,8 @@ impl Builder<'_> {
         ]);
         let array = self.add_rule("any_array", array_body);
         let number = self.number_any();
-        let string = self.string_any();
+        // The last thing of its rule: written out (see `string_inline`).
+        let string = super::strings::string_inline();
         self.rules[value.index()].body = Expr::Choice(vec![
             Expr::Rule(object),
             Expr::Rule(array),
