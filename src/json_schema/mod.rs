@@ -101,10 +101,12 @@
 //!   by `additionalProperties`) may not contain escapes, and may repeat. Declared
 //!   properties come in the order of the schema's `serde_json::Map` (sorted by key unless
 //!   serde_json's `preserve_order` feature is on), each at most once, with extra keys
-//!   anywhere between. With `any_order`, declared properties come in any order when an
-//!   object declares at most 6 (exact: required keys enforced, no declared key twice);
-//!   larger objects are cut, in map order, into chunks whose members come in any order
-//!   among themselves while the chunks keep their order (at most 256 states an object).
+//!   anywhere between. With `any_order`, named properties (those in `properties`, and
+//!   required names that are not) come in any order when an object names at most 8 and
+//!   the states (a set of written names × a member count) stay within 512 (exact: required
+//!   keys enforced, no named key twice); larger objects are cut, in map order, into chunks
+//!   of up to 6 whose members come in any order among themselves while the chunks keep
+//!   their order (at most 256 states an object).
 //! * `enum`/`const` values are matched in their compact `serde_json` spelling (with the
 //!   configured whitespace inside arrays and objects); integral numbers also as integers.
 //! * `format` is asserted (2020-12 makes it an annotation by default).
@@ -154,11 +156,14 @@ pub struct JsonSchemaOptions {
     /// accepted is still valid for the schema.
     pub max_number_digits: Option<u32>,
     /// Declared properties in any order (default `false`: in the order of the schema's map),
-    /// with required keys enforced and duplicate declared keys forbidden. Exact (every
-    /// order) for objects of up to 8 declared properties (fewer with `minProperties` or
-    /// `maxProperties`: the grammar has a state per set of written properties and count,
-    /// at most 512); larger objects are cut into chunks of up to 6 (in declared order)
-    /// whose members come in any order among themselves, a subset of the orders.
+    /// with required keys enforced and duplicate declared keys forbidden (extra keys, those
+    /// `additionalProperties` or `patternProperties` allow, may still repeat: their names
+    /// are not known in advance). Exact (every order) for objects of up to 8 named
+    /// properties, required names that `properties` does not declare included (fewer with
+    /// `minProperties` or `maxProperties`: the grammar has a state per set of written
+    /// properties and count, at most 512); larger objects are cut into chunks of up to 6
+    /// (in declared order) whose members come in any order among themselves, a subset of
+    /// the orders.
     pub any_order: bool,
     /// Undeclared properties are forbidden when `additionalProperties` is absent (the spec
     /// default allows them). Off by default.
