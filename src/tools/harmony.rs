@@ -52,9 +52,11 @@ const MARKERS: &[&str] = &[START, END, MESSAGE, CHANNEL, CONSTRAIN, RETURN, CALL
 ///   preamble without recipient are content. Other recipients (built-in tools such as
 ///   `python`) are calls by that name, so they are errors when the tool list lacks them.
 ///   A header that never reaches `<|message|>` is content, and so is text in a header
-///   that is none of its parts (prose before `<|channel|>`, a stray `<think>…</think>`;
-///   section 4.9: keep unknown header text as content). A malformed call's error quotes
-///   its whole message, header included.
+///   that is none of its parts (prose before `<|channel|>`, a stray `<think>…</think>`,
+///   a role other than `assistant`, a channel other than `analysis`, `commentary` and
+///   `final`, a content type other than `json` and `code`; section 4.9: keep unknown
+///   header text as content). A message on an unknown channel is content. A malformed
+///   call's error quotes its whole message, header included.
 #[derive(Clone, Debug, Default)]
 pub struct Harmony {
     options: FormatOptions,
@@ -368,27 +370,37 @@ impl ToolCallFormat for Harmony {
     }
 }
 
+/// The channels of the Harmony format.
+const CHANNELS: &[&str] = &["analysis", "commentary", "final"];
+/// The role of the model's own messages.
+const ROLES: &[&str] = &["assistant"];
+/// The content types of a header (after `<|constrain|>`, or bare).
+const CONTENT_TYPES: &[&str] = &["json", "code"];
+
 /// The text of a header (the part before `<|message|>`) that is none of its known
 /// words, in pieces: kept as content (section 4.9 of the notes: keep unknown header text
-/// as content), never dropped. Known are the role after `<|start|>` (`started`), the
-/// channel's name after `<|channel|>` (or a channel name leading a header whose
-/// `<|channel|>` is missing), `to=RECIPIENT`, `<|constrain|>TYPE`, and a bare content
-/// type (`json`, `code`) right after another known word.
+/// as content; rule 6: never drop text), never dropped. Known are the role `assistant`
+/// right after `<|start|>` (`started`), a channel name (`analysis`, `commentary`,
+/// `final`) right after `<|channel|>` (or leading a header whose `<|channel|>` is
+/// missing), `to=RECIPIENT`, `<|constrain|>json` (or `code`), and a bare content type
+/// (`json`, `code`) right after another known word. Any other role, channel name or
+/// content type (`<|start|>zq`, `<|channel|>bogus`, `<|constrain|>jsonzq`) is content.
 fn stray_header_text(head: &str, started: bool) -> Vec<&str> {
     let mut pieces = Vec::new();
+    let lead = if started { ROLES } else { CHANNELS };
     match head.find(CHANNEL) {
         Some(k) => {
-            stray_in_part(&head[..k], started, &mut pieces);
-            stray_in_part(&head[k + CHANNEL.len()..], true, &mut pieces);
+            stray_in_part(&head[..k], lead, &mut pieces);
+            stray_in_part(&head[k + CHANNEL.len()..], CHANNELS, &mut pieces);
         }
-        None => stray_in_part(head, started, &mut pieces),
+        None => stray_in_part(head, lead, &mut pieces),
     }
     pieces
 }
 
 /// The runs of `part` between its known header words (see [`stray_header_text`]);
-/// `named`: its first word is a name (the role or the channel).
-fn stray_in_part<'a>(part: &'a str, named: bool, pieces: &mut Vec<&'a str>) {
+/// `names`: the names its first word may be (roles or channels).
+fn stray_in_part<'a>(part: &'a str, names: &[&str], pieces: &mut Vec<&'a str>) {
     let word_end = |s: &str| {
         s.find(|c: char| c.is_whitespace() || c == '<')
             .unwrap_or(s.len())
@@ -397,7 +409,7 @@ fn stray_in_part<'a>(part: &'a str, named: bool, pieces: &mut Vec<&'a str>) {
     let mut run_start = 0;
     let mut after_known = false;
     let first = &part[i..][..word_end(&part[i..])];
-    if named || matches!(first, "analysis" | "commentary" | "final") {
+    if names.contains(&first) {
         i += first.len();
         run_start = i;
         after_known = !first.is_empty();
@@ -412,10 +424,13 @@ fn stray_in_part<'a>(part: &'a str, named: bool, pieces: &mut Vec<&'a str>) {
         let known = if let Some(x) = r.strip_prefix("to=") {
             Some(3 + word_end(x))
         } else if let Some(x) = r.strip_prefix(CONSTRAIN) {
-            Some(CONSTRAIN.len() + word_end(x))
+            let w = word_end(x);
+            CONTENT_TYPES
+                .contains(&&x[..w])
+                .then_some(CONSTRAIN.len() + w)
         } else {
             let w = word_end(r);
-            (after_known && matches!(&r[..w], "json" | "code")).then_some(w)
+            (after_known && CONTENT_TYPES.contains(&&r[..w])).then_some(w)
         };
         match known {
             Some(n) => {
@@ -598,6 +613,50 @@ mod tests {
         for text in [WORKED, "<|start|>assistant to=functions.get_weather<|channel|>commentary json<|message|>{\"city\":\"Oslo\"}<|call|>"] {
             assert_eq!(f.parse(text, &ts).content, None, "{text}");
         }
+    }
+
+    #[test]
+    fn unknown_role_and_channel_names_are_content() {
+        // An unknown role after `<|start|>`, an unknown channel name and an unknown
+        // content type were taken as header words and dropped (rule 6: never drop text).
+        let f = Harmony::default();
+        let ts = tools();
+        for (text, content) in [
+            ("<|start|>zq<|message|>body<|end|>", "zq\nbody"),
+            ("<|channel|>bogus<|message|>x<|end|>", "bogus\nx"),
+            (
+                "<|channel|>final<|message|>a<|end|><|start|>zq<|message|>commentary<|return|>",
+                "a\nzq\ncommentary",
+            ),
+            (
+                " <|constrain|>jsonzq<|message|> to=functions.get_weather",
+                "<|constrain|>jsonzq\nto=functions.get_weather",
+            ),
+            (
+                "<|start|>user<|channel|>final<|message|>hi<|return|>",
+                "user\nhi",
+            ),
+        ] {
+            let out = f.parse(text, &ts);
+            assert_eq!(out.content.as_deref(), Some(content), "{text}");
+            assert!(out.tool_calls.is_empty() && out.errors.is_empty(), "{text}");
+            scan::assert_streams_as_whole(&f, text, &ts);
+        }
+        // A call under an unknown role is still a call; the role is content.
+        let text = "<|start|>zq to=functions.get_weather<|channel|>commentary json<|message|>{\"city\":\"Oslo\"}<|call|>";
+        let out = f.parse(text, &ts);
+        assert_eq!(out.content.as_deref(), Some("zq"));
+        assert_eq!(
+            out.tool_calls,
+            vec![ToolCall::new("get_weather", json!({"city": "Oslo"}))]
+        );
+        scan::assert_streams_as_whole(&f, text, &ts);
+        // The known words stay out of content.
+        let out = f.parse(
+            "<|start|>assistant<|channel|>final<|message|>hi<|return|>",
+            &ts,
+        );
+        assert_eq!(out.content.as_deref(), Some("hi"));
     }
 
     #[test]
