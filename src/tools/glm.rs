@@ -51,11 +51,12 @@ const THINK_END: &str = "</think>";
 ///   output follows; values typed by the schema ([`scan::typed_xml_value`]: declared
 ///   `type: "string"` raw, anything else — undeclared keys included, as vLLM does — JSON,
 ///   else a Python literal, else text); a missing `</tool_call>` before the next call or
-///   the end is tolerated. A key given twice keeps the last value at the first one's place.
+///   the end is tolerated. A key given twice makes the call malformed (`argument "KEY"
+///   given twice`, its text kept in content), as in every family.
 /// * Streaming: string values stream as JSON-escaped text inside the arguments' JSON
 ///   (`{"city": "Par`), up to a `</arg_value>` not yet known to be structural; other
-///   values once complete; a repeated key appears twice in the arguments' text (the
-///   last counts), so that what was sent stays a prefix of it. A malformed call's error
+///   values once complete; a repeated key streams as written until the call ends
+///   malformed. A malformed call's error
 ///   quotes only the call's own text.
 /// * Rendering: strings raw, other values JSON (`</` written `<\/`); a string value
 ///   holding `</arg_value>` cannot be written — [`Glm::try_render_calls`] refuses it,
@@ -477,6 +478,9 @@ fn read_call(s: &str, tools: &[Tool], at_end: bool) -> Step {
             }
             match found {
                 Some(c) => {
+                    if call.params.iter().any(|(k, _)| *k == key) {
+                        return bad(s, j, at_end, scan::argument_given_twice(&key));
+                    }
                     call.params.push((key, s[v..c].to_owned()));
                     i = c + VALUE_END.len();
                 }
@@ -644,7 +648,10 @@ impl ToolCallFormat for Glm4 {
                 JsonRead::Complete { value, end } => {
                     let span_end = json_start + end;
                     let checked = scan::check_call_name(name, tools)
-                        .and_then(|()| scan::arguments_object(&value));
+                        .and_then(|()| scan::arguments_object(&value))
+                        .and_then(|v| {
+                            scan::check_argument_keys(&text[json_start..span_end]).map(|()| v)
+                        });
                     match checked {
                         Ok(args) => out.calls.push(PartialCall {
                             id: None,
@@ -1078,16 +1085,17 @@ mod tests {
     }
 
     #[test]
-    fn a_key_given_twice_streams_as_written() {
+    fn a_key_given_twice_is_a_malformed_call() {
+        // It was last-wins, dropping the first value silently (rule 6).
         let f = Glm::glm47(FormatOptions::default());
         let text = "<tool_call>get_time<arg_key>tz</arg_key><arg_value>UTC</arg_value><arg_key>tz</arg_key><arg_value>CET</arg_value></tool_call>";
-        let out = f.parse_partial(text, &tools(), true);
-        assert_eq!(out.calls[0].arguments_text, r#"{"tz": "UTC", "tz": "CET"}"#);
-        let args: Value = serde_json::from_str(&out.calls[0].arguments_text).unwrap();
+        let out = f.parse(text, &tools());
+        assert!(out.tool_calls.is_empty());
         assert_eq!(
-            out.into_parsed().tool_calls,
-            vec![ToolCall::new("get_time", args)]
+            out.errors[0].error,
+            ToolParseError::Syntax("argument \"tz\" given twice".into())
         );
+        assert_eq!(out.content.as_deref(), Some(text));
         scan::check_streams_as_whole(&f, &tools(), text).unwrap();
     }
 

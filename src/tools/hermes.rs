@@ -32,8 +32,8 @@ const THINK_END: &str = "</think>";
 ///   that token or its spelling.
 /// * Parser: `name` and `arguments` in either order (Hermes 2 Pro history puts
 ///   `arguments` first); `"parameters"` accepted for `"arguments"`; a string holding a
-///   JSON object accepted as arguments; a repeated `"name"` or arguments member makes the
-///   call malformed (as in `llama3_json` and `json`); a call is streamed once its name is
+///   JSON object accepted as arguments; a repeated `"name"` or arguments member, or an argument given twice, makes
+///   the call malformed (as in `llama3_json` and `json`); a call is streamed once its name is
 ///   complete and offered (a name not offered is never started); a block whose end marker is missing (at the end,
 ///   or before text or the next block) accepted when its JSON is complete; text between
 ///   and after calls kept in content.

@@ -37,7 +37,7 @@ use super::{
 /// * Parser: after leading whitespace, an array of call objects; also xLAM's
 ///   `{"tool_calls": [...]}` wrapper and a single call object. `"parameters"` is accepted
 ///   for `"arguments"`, and a string holding a JSON object as arguments. A call whose name
-///   is not offered, that repeats `"name"` or its arguments member, or an element that is
+///   is not offered, that repeats `"name"`, its arguments member or an argument, or an element that is
 ///   not a call object, is an error (its text kept in content) while the other elements
 ///   stay calls; an array that stops being JSON, or that the output cuts off, is an
 ///   error from the offending element to the end (an array missing only its `]` is an

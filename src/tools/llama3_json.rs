@@ -40,7 +40,7 @@ pub const SEPARATOR: &str = "; ";
 ///   anywhere in the text, string-aware (braces and `{"name": ` inside JSON strings are
 ///   not calls); a leading `<|python_tag|>` and a final `<|eom_id|>`/`<|eot_id|>` are
 ///   dropped; calls may be separated by `;` and/or whitespace; text around them is
-///   content. An unknown name, a repeated `"name"` or arguments member, or a
+///   content. An unknown name, a repeated `"name"` or arguments member, an argument given twice, or a
 ///   call-looking object that is not valid JSON (from its `{` to the next `{"name"` or
 ///   the end), is an error with its text kept in content.
 ///   Streaming: a `{` followed by a key holds the content back until the object is

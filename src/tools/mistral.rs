@@ -55,7 +55,7 @@ pub enum MistralSyntax {
 ///   spaces), `[` starts an array, anything else a name (`[ARGS]` or `[CALL_ID]` right
 ///   there is a call without a name: malformed, reported with its text). Array elements are read one by
 ///   one (`arguments` or `parameters`, either key order, the `id` kept); a bad element
-///   (one repeating `name` or its arguments member included) is reported and the others
+///   (one repeating `name`, its arguments member or an argument included) is reported and the others
 ///   kept. v11+: the name runs to `[ARGS]` (or `[CALL_ID]`, whose
 ///   id is kept, or a `{` when `[ARGS]` was lost); exactly one JSON value is read after
 ///   it, so several calls or trailing prose never corrupt the arguments. Text after the
@@ -505,7 +505,9 @@ fn read_name_args(
     match scan::read_json_value(a) {
         JsonRead::Complete { value, end } => {
             let call_end = body + args_start + end;
-            let checked = name_ok.and_then(|()| scan::arguments_object(&value));
+            let checked = name_ok
+                .and_then(|()| scan::arguments_object(&value))
+                .and_then(|v| scan::check_argument_keys(&a[..end]).map(|()| v));
             match checked {
                 Ok(arguments) => {
                     let call = ToolCall {

@@ -672,7 +672,11 @@ pub trait ToolCallFormat: Send + Sync {
     }
 
     /// Parses a whole output. Never fails: unreadable calls are in
-    /// [`ParsedOutput::errors`] and their text in `content`.
+    /// [`ParsedOutput::errors`] and their text in `content`. A call that gives an
+    /// argument twice (a repeated key at the top level of its JSON arguments, a repeated
+    /// `<parameter=KEY>` or `<arg_key>`, a repeated keyword) is such a call, in every
+    /// family ([`ToolParseError::Syntax`]: `argument "KEY" given twice`): no value is
+    /// dropped silently.
     ///
     /// An output cut off inside a call (a stop token, the length limit): the call is
     /// complete when its body is — for the JSON families when its JSON is complete

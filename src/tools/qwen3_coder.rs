@@ -68,9 +68,9 @@ const THINK_END: &str = "</think>";
 ///   (`{"city": "Par`), other values once complete; a value not yet closed streams only
 ///   as far as it is certain to reach (never past a `</parameter>` not yet known to be
 ///   structural, nor past a place where a missing `</parameter>` would be recovered, nor
-///   with whitespace that either end may drop). A parameter given twice keeps the last
-///   value at the first one's place (as a JSON object does), and the arguments' text
-///   holds both members, so that what was sent stays a prefix of it.
+///   with whitespace that either end may drop). A parameter given twice makes the call
+///   malformed (`argument "KEY" given twice`, its text kept in content), as in every
+///   family.
 /// * Properties admitting strings among other values (schemars' `Option<String>`,
 ///   `"type": ["string", "null"]`; `["integer", "string"]`; an `anyOf`/`oneOf` with a
 ///   string branch, through local `$ref`s, such as `Option` of a string enum): the grammar
@@ -482,7 +482,15 @@ fn read_call(s: &str, wrapped: bool, tools: &[Tool], at_end: bool) -> Step {
         let rest = &s[j..];
         if rest.starts_with(PARAM) {
             match w.read_param(s, j, at_end) {
-                Param::Done(next) => i = next,
+                Param::Done(next) => {
+                    if let Some((key, _)) = w.params.last() {
+                        if w.params[..w.params.len() - 1].iter().any(|(k, _)| k == key) {
+                            let e = scan::argument_given_twice(key);
+                            return bad(s, j, wrapped, at_end, e);
+                        }
+                    }
+                    i = next
+                }
                 Param::Pending(partial) => return Step::Pending(w.partial(partial)),
                 Param::Bad(e) => return bad(s, j, wrapped, at_end, e),
             }
@@ -760,9 +768,9 @@ pub(crate) fn property_schema<'a>(
 /// The arguments' JSON text so far (what streaming sends): whole members in the order
 /// written, then the string value still arriving (`partial`: its key and stable raw text),
 /// JSON-escaped and without its closing quote; `}` once `complete`. Only grows as values
-/// arrive: a key given twice is written twice (a JSON reader keeps the last value, as
-/// [`typed_arguments`] does, at the first one's place), since what was sent for the
-/// first cannot be taken back.
+/// arrive: a key given twice is written twice while it arrives (the call then ends
+/// malformed, `argument "KEY" given twice`), since what was sent for the first cannot be
+/// taken back.
 pub(crate) fn arguments_json_text(
     params: &[(String, String)],
     props: Option<&Map<String, Value>>,
@@ -1136,15 +1144,17 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn a_parameter_given_twice_streams_as_written() {
+    fn a_parameter_given_twice_is_a_malformed_call() {
+        // It was last-wins, dropping the first value silently (rule 6).
         let f = Qwen3Coder::default();
         let text = "<tool_call>\n<function=get_time>\n<parameter=tz>\nUTC\n</parameter>\n<parameter=tz>\nCET\n</parameter>\n</function>\n</tool_call>";
-        let out = f.parse_partial(text, &[], true);
-        assert_eq!(out.calls[0].arguments_text, r#"{"tz": "UTC", "tz": "CET"}"#);
+        let out = f.parse(text, &[]);
+        assert!(out.tool_calls.is_empty());
         assert_eq!(
-            out.into_parsed().tool_calls,
-            vec![ToolCall::new("get_time", json!({"tz": "CET"}))]
+            out.errors[0].error,
+            ToolParseError::Syntax("argument \"tz\" given twice".into())
         );
+        assert_eq!(out.content.as_deref(), Some(text));
         scan::check_streams_as_whole(&f, &[], text).unwrap();
     }
 

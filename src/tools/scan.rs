@@ -609,6 +609,39 @@ pub fn arguments_object(value: &Value) -> Result<Value, ToolParseError> {
     }
 }
 
+/// Checks that the arguments whose raw JSON text starts `text` (an object, or a JSON
+/// string holding one, as [`arguments_object`] reads them) give no key twice at their top
+/// level. JSON readers keep the last of repeated keys and drop the others silently, so a
+/// repeat makes the call malformed (`ToolParseError::Syntax`: `argument "KEY" given
+/// twice`, as the pythonic family reports it); its text stays in content.
+pub fn check_argument_keys(text: &str) -> Result<(), ToolParseError> {
+    let t = text.trim_start();
+    if t.starts_with('"') {
+        return match serde_json::from_str::<Value>(t) {
+            Ok(Value::String(inner)) => check_argument_keys(&inner),
+            _ => Ok(()),
+        };
+    }
+    check_keys_once(scan_object(t).members.iter().map(|m| m.key.as_str()))
+}
+
+/// `Err` naming the first key of `keys` that repeats an earlier one (see
+/// [`check_argument_keys`]).
+pub fn check_keys_once<'k>(keys: impl IntoIterator<Item = &'k str>) -> Result<(), ToolParseError> {
+    let mut seen = std::collections::HashSet::new();
+    for k in keys {
+        if !seen.insert(k) {
+            return Err(argument_given_twice(k));
+        }
+    }
+    Ok(())
+}
+
+/// The error of an argument `key` given twice in one call (see [`check_argument_keys`]).
+pub fn argument_given_twice(key: &str) -> ToolParseError {
+    ToolParseError::Syntax(format!("argument {key:?} given twice"))
+}
+
 /// Adds a malformed call to `out`: reported in `errors`, its text kept in content, and
 /// its place in `out.calls` taken by an empty entry, so that call indices stay stable
 /// while streaming (a call that started, then turned out malformed, keeps its index; the
@@ -958,7 +991,10 @@ pub fn read_arguments_then(body: &str, end: &str, at_end: bool) -> ArgsRead {
         }
         JsonRead::Invalid(e) => ArgsRead::Bad(ToolParseError::InvalidJson(e)),
         JsonRead::Complete { value, end: e } => {
-            let value = match arguments_object(&value) {
+            let value = match arguments_object(&value).and_then(|v| {
+                check_argument_keys(&j[..e])?;
+                Ok(v)
+            }) {
                 Ok(v) => v,
                 Err(err) => return ArgsRead::Bad(err),
             };
@@ -1381,9 +1417,10 @@ pub fn drop_unoffered_name(call: &mut super::PartialCall, tools: &[Tool]) {
 }
 
 /// Checks that the call object whose text starts `piece` gives `name` once and its
-/// arguments (`arguments` or `parameters`) at most once. JSON readers keep the last of
-/// repeated keys, while a streamed call has already shown the first, so a repeat makes
-/// the call malformed (`ToolParseError::Syntax` naming the member).
+/// arguments (`arguments` or `parameters`) at most once, and that the arguments give no
+/// key twice ([`check_argument_keys`]). JSON readers keep the last of repeated keys,
+/// while a streamed call has already shown the first, so a repeat makes the call
+/// malformed (`ToolParseError::Syntax` naming the member or the argument).
 pub fn check_call_members(piece: &str) -> Result<(), ToolParseError> {
     let obj = scan_object(piece);
     let count = |keys: &[&str]| {
@@ -1401,6 +1438,11 @@ pub fn check_call_members(piece: &str) -> Result<(), ToolParseError> {
         return Err(ToolParseError::Syntax(
             "the call gives its arguments more than once".into(),
         ));
+    }
+    for m in &obj.members {
+        if let ("arguments" | "parameters", Some((_, end))) = (m.key.as_str(), &m.value) {
+            check_argument_keys(&piece[m.value_start..*end])?;
+        }
     }
     Ok(())
 }
@@ -1661,6 +1703,57 @@ pub(crate) fn stream_check_config(cases: u32) -> proptest::test_runner::Config {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// An argument given twice was silently last-wins in every family but pythonic
+    /// (`{"city": "P", "city": "Q"}` read as `{"city": "Q"}`): it is a malformed call,
+    /// its text kept in content, whole and streamed alike.
+    #[test]
+    fn an_argument_given_twice_is_a_malformed_call() {
+        let tools = Tool::list_from_openai(&json!([{"type": "function", "function": {
+            "name": "get_weather", "parameters": {"type": "object",
+            "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}}}}]))
+        .unwrap();
+        let dup = r#"{"city": "P", "days": 1, "city": "Q"}"#;
+        let cases = [
+            ("hermes", format!("<tool_call>\n{{\"name\": \"get_weather\", \"arguments\": {dup}}}\n</tool_call>")),
+            ("hermes", format!("<tool_call>\n{{\"name\": \"get_weather\", \"arguments\": {}}}\n</tool_call>", json!(dup))),
+            ("json", format!("[{{\"name\": \"get_weather\", \"arguments\": {dup}}}]")),
+            ("llama3_json", format!("{{\"name\": \"get_weather\", \"parameters\": {dup}}}")),
+            ("mistral", format!("[TOOL_CALLS][{{\"name\": \"get_weather\", \"arguments\": {dup}}}]")),
+            ("mistral", format!("[TOOL_CALLS]get_weather[ARGS]{dup}")),
+            ("deepseek_v3", format!("<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n{dup}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>")),
+            ("deepseek_v31", format!("<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{dup}<｜tool▁call▁end｜><｜tool▁calls▁end｜>")),
+            ("kimi_k2", format!("<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>{dup}<|tool_call_end|><|tool_calls_section_end|>")),
+            ("openai", format!("<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{dup}<|call|>")),
+            ("glm4", format!("get_weather\n{dup}")),
+            ("qwen3_coder", "<tool_call>\n<function=get_weather>\n<parameter=city>\nP\n</parameter>\n<parameter=days>\n1\n</parameter>\n<parameter=city>\nQ\n</parameter>\n</function>\n</tool_call>".to_owned()),
+            ("glm45", "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>P</arg_value>\n<arg_key>days</arg_key>\n<arg_value>1</arg_value>\n<arg_key>city</arg_key>\n<arg_value>Q</arg_value>\n</tool_call>".to_owned()),
+            ("glm47", "<tool_call>get_weather<arg_key>city</arg_key><arg_value>P</arg_value><arg_key>days</arg_key><arg_value>1</arg_value><arg_key>city</arg_key><arg_value>Q</arg_value></tool_call>".to_owned()),
+            ("pythonic", "[get_weather(city='P', days=1, city='Q')]".to_owned()),
+        ];
+        for (fam, text) in &cases {
+            let f = super::super::format_by_name(fam).unwrap();
+            let out = f.parse(text, &tools);
+            assert!(
+                out.tool_calls.is_empty(),
+                "{fam} {text}: {:?}",
+                out.tool_calls
+            );
+            assert_eq!(out.errors.len(), 1, "{fam} {text}");
+            assert_eq!(
+                out.errors[0].error,
+                ToolParseError::Syntax("argument \"city\" given twice".into()),
+                "{fam} {text}"
+            );
+            let content = out.content.as_deref().unwrap_or("");
+            assert!(
+                content.contains(out.errors[0].text.trim()),
+                "{fam}: {content:?}"
+            );
+            assert!(content.contains('Q'), "{fam}: {content:?}");
+            assert_streams_as_whole(f.as_ref(), text, &tools);
+        }
+    }
 
     /// 10k calls back to back (about 1 MB) parse in linear time in every registered
     /// format: Harmony, Kimi K2 and DeepSeek took about 2 s (each message searched the
