@@ -326,9 +326,10 @@ fn push_bad_run(
 /// Reads the pre-v11 array starting at `text[body] == '['`. Returns where free text
 /// resumes, or `None` when the text ends inside the array.
 ///
-/// The text of its malformed elements is content once an element is read as a call (the
-/// `[TOOL_CALLS]`, `[`, `,` and `]` around them are then dropped, as for a well-formed
-/// array); when none is, the array's whole text from `[TOOL_CALLS]` on is content (rule 6
+/// The text of its malformed elements is content once an element is read as a call, each
+/// inside the list's brackets (`[{"name": "nope", …}]`, as in the json and pythonic
+/// families: [`scan::push_malformed_element`]; the `[TOOL_CALLS]` and the `,` between
+/// elements are dropped, as for a well-formed array); when none is, the array's whole text from `[TOOL_CALLS]` on is content (rule 6
 /// of the tool-call format notes: a begin marker with no parsable call leaves the content
 /// unchanged), each malformed element still reported.
 fn read_array(
@@ -406,7 +407,7 @@ fn read_array_elements(
                     Err(error) => {
                         let t = elem.trim();
                         let off = i + (elem.len() - elem.trim_start().len());
-                        scan::push_malformed(out, content, t, off, error);
+                        scan::push_malformed_element(out, content, t, off, error);
                     }
                 }
                 i = skip_ws(i + end);
@@ -793,17 +794,25 @@ mod tests {
             assert_eq!(out.errors[0].text, "{\"name\":\"nosuch\",\"arguments\":{}}");
             scan::assert_streams_as_whole(&f, text, &ts);
         }
-        // One good element: the bad one's text is content, the markers are not.
-        let text = "[TOOL_CALLS][{\"name\":\"nosuch\",\"arguments\":{}}, {\"name\": \"get_time\", \"arguments\": {\"tz\": \"UTC\"}}]";
-        let out = f.parse(text, &ts);
-        assert_eq!(
-            out.tool_calls,
-            vec![ToolCall::new("get_time", json!({"tz": "UTC"}))]
-        );
-        assert_eq!(
-            out.content.as_deref(),
-            Some("{\"name\":\"nosuch\",\"arguments\":{}}")
-        );
-        scan::assert_streams_as_whole(&f, text, &ts);
+        // One good element: the bad one's text is content inside the list's brackets (as
+        // in the json and pythonic families), `[TOOL_CALLS]` and the separators are not.
+        for (text, content) in [
+            (
+                "[TOOL_CALLS][{\"name\":\"nosuch\",\"arguments\":{}}, {\"name\": \"get_time\", \"arguments\": {\"tz\": \"UTC\"}}]",
+                "[{\"name\":\"nosuch\",\"arguments\":{}}]",
+            ),
+            (
+                "[TOOL_CALLS][{\"name\": \"get_time\", \"arguments\": {\"tz\": \"UTC\"}}, {\"name\":\"nosuch\",\"arguments\":{}}, {\"name\": \"get_time\", \"arguments\": {\"tz\": \"X\", \"tz\": \"Y\"}}]",
+                "[{\"name\":\"nosuch\",\"arguments\":{}}]\n[{\"name\": \"get_time\", \"arguments\": {\"tz\": \"X\", \"tz\": \"Y\"}}]",
+            ),
+        ] {
+            let out = f.parse(text, &ts);
+            assert_eq!(
+                out.tool_calls,
+                vec![ToolCall::new("get_time", json!({"tz": "UTC"}))]
+            );
+            assert_eq!(out.content.as_deref(), Some(content), "{text}");
+            scan::assert_streams_as_whole(&f, text, &ts);
+        }
     }
 }
