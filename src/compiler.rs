@@ -146,6 +146,9 @@ pub struct CompiledGrammar {
     /// Trie subtrees already walked, reused by later node-mask walks (emptied after an
     /// eager precompute).
     subtrees: SubtreeMemo,
+    /// Matchers check that no object key repeats in its object (the output is one JSON
+    /// value: grammars of [`GrammarCompiler::compile_json_schema`]; see `matcher::keys`).
+    pub(crate) unique_keys: bool,
 }
 
 /// (counted rule index, body state, distance to min, distance to max), clipped.
@@ -271,13 +274,15 @@ impl GrammarCompiler {
     /// [`CompileError::Invalid`] when the IR breaks an invariant (dangling rule id, max <
     /// min), plus the errors of [`GrammarCompiler::compile_grammar`] after parsing.
     pub fn compile_ir(&self, grammar: &Grammar) -> Result<Arc<CompiledGrammar>, CompileError> {
-        self.compile_ir_keeping(grammar, &[])
+        self.compile_ir_keeping(grammar, &[], false)
     }
 
     /// As [`GrammarCompiler::compile_ir`], but the rules with `keep[r]` set (indices past
     /// `keep`'s end count as unset) are never inlined into their callers: a front end's
     /// shared rules whose masks do not depend on where they are called (see
-    /// `inline_rules`). The language is the same either way.
+    /// `inline_rules`). The language is the same either way. With `unique_keys`, the
+    /// output is one JSON value and matchers also forbid a key repeated in its object
+    /// (`matcher::keys`).
     ///
     /// # Errors
     /// As [`GrammarCompiler::compile_ir`].
@@ -285,6 +290,7 @@ impl GrammarCompiler {
         &self,
         grammar: &Grammar,
         keep: &[bool],
+        unique_keys: bool,
     ) -> Result<Arc<CompiledGrammar>, CompileError> {
         grammar.validate()?;
         check_ir(&self.limits, grammar)?;
@@ -384,6 +390,7 @@ impl GrammarCompiler {
             lazy_budget: self.limits.compile_time,
             walk_failed: OnceLock::new(),
             subtrees: SubtreeMemo::default(),
+            unique_keys,
         };
         // Memory: the automata now, then a running total of the masks as they are computed.
         // (The structure keys are dropped after an eager precompute: not counted then.)

@@ -512,6 +512,19 @@ fn matcher_section() -> Section {
         fresh().try_accept_token(b'x' as u32),
         debug,
     );
+    s.add(
+        "DuplicateKey",
+        "grammar of `compile_json_schema` for `{\"additionalProperties\": true}`, after `{\"a\":1,`: try_accept_bytes of `\"\\u0061\"`",
+        {
+            let g = c
+                .compile_json_schema(r#"{"additionalProperties": true}"#, &Default::default())
+                .unwrap();
+            let mut m = GrammarMatcher::new(g);
+            assert!(m.accept_string(r#"{"a":1,"#));
+            m.try_accept_bytes(br#""\u0061""#)
+        },
+        debug,
+    );
     // An ambiguous grammar: the Earley work of a step grows with the square of the text.
     let ambiguous = c
         .clone()

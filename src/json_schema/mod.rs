@@ -98,15 +98,26 @@
 //!   character (raw, unless JSON requires an escape).
 //! * Strings reject escaped lone surrogates (`"\ud800"`), which are not Unicode text.
 //! * Object keys are written in the canonical escaping of `serde_json`; extra keys (allowed
-//!   by `additionalProperties`) may not contain escapes, and may repeat. Declared
-//!   properties come in the order of the schema's `serde_json::Map` (sorted by key unless
-//!   serde_json's `preserve_order` feature is on), each at most once, with extra keys
-//!   anywhere between. With `any_order`, named properties (those in `properties`, and
-//!   required names that are not) come in any order when an object names at most 8 and
-//!   the states (a set of written names × a member count) stay within 512 (exact: required
-//!   keys enforced, no named key twice); larger objects are cut, in map order, into chunks
-//!   of up to 6 whose members come in any order among themselves while the chunks keep
-//!   their order (at most 256 states an object).
+//!   by `additionalProperties`) may not contain escapes when properties are declared.
+//!   Declared properties come in the order of the schema's `serde_json::Map` (sorted by key
+//!   unless serde_json's `preserve_order` feature is on), with extra keys anywhere between.
+//! * **No key appears twice in one object.** Matchers of
+//!   [`GrammarCompiler::compile_json_schema`] read their output as JSON and reject (and
+//!   leave out of the token bitmask) a token that would close a key already in its object,
+//!   compared decoded (`"\u0061"` repeats `"a"`); see [`crate::TokenRejection::DuplicateKey`].
+//!   The grammar alone cannot do it: names of extra keys are unbounded. With `any_order`,
+//!   named properties (those in `properties`, and required names that are not) then come
+//!   in any order, every order of any number of them, in a grammar linear in their count
+//!   (a state per number of distinct required names written), and `minProperties` above 1
+//!   beside extra keys is exact. When the set of extra names is finite (`patternProperties`
+//!   `^x$` with `additionalProperties: false`), the grammar may still offer `,` after the
+//!   last free name, and the token bitmask is then empty after it.
+//! * The grammar of [`json_schema_to_grammar`] (no matcher behind it) cannot rely on that
+//!   check: there extra keys may repeat, `minProperties` above 1 beside extra keys is
+//!   refused, and `any_order` is exact (a state per set of written names × a member count)
+//!   for objects that name at most 8 properties within 512 states; larger objects are cut,
+//!   in map order, into chunks of up to 6 whose members come in any order among themselves
+//!   while the chunks keep their order (at most 256 states an object).
 //! * `enum`/`const` values are matched in their compact `serde_json` spelling (with the
 //!   configured whitespace inside arrays and objects); integral numbers also as integers.
 //! * `format` is asserted (2020-12 makes it an annotation by default).
@@ -156,14 +167,15 @@ pub struct JsonSchemaOptions {
     /// accepted is still valid for the schema.
     pub max_number_digits: Option<u32>,
     /// Declared properties in any order (default `false`: in the order of the schema's map),
-    /// with required keys enforced and duplicate declared keys forbidden (extra keys, those
-    /// `additionalProperties` or `patternProperties` allow, may still repeat: their names
-    /// are not known in advance). Exact (every order) for objects of up to 8 named
-    /// properties, required names that `properties` does not declare included (fewer with
-    /// `minProperties` or `maxProperties`: the grammar has a state per set of written
-    /// properties and count, at most 512); larger objects are cut into chunks of up to 6
-    /// (in declared order) whose members come in any order among themselves, a subset of
-    /// the orders.
+    /// with required keys enforced and no key twice. Through
+    /// [`GrammarCompiler::compile_json_schema`] every order is accepted, whatever the number
+    /// of properties (the matcher forbids repeated keys, so the grammar only counts the
+    /// required names written). The grammar of [`json_schema_to_grammar`] alone is exact
+    /// for objects of up to 8 named properties, required names that `properties` does not
+    /// declare included (fewer with `minProperties` or `maxProperties`: it has a state per
+    /// set of written properties and count, at most 512); larger objects are cut into chunks
+    /// of up to 6 (in declared order) whose members come in any order among themselves, a
+    /// subset of the orders, and extra keys may repeat there.
     pub any_order: bool,
     /// Undeclared properties are forbidden when `additionalProperties` is absent (the spec
     /// default allows them). Off by default.
@@ -271,6 +283,9 @@ pub struct JsonSchemaGrammar {
     /// Per rule of `grammar`: kept a rule when compiled (not inlined into its callers): the
     /// shared rule of any JSON string (see `Builder::string_any`).
     keep: Vec<bool>,
+    /// Built for a matcher that forbids repeated keys (`compile_json_schema`), so objects
+    /// rely on it (see `Builder::unique_keys`).
+    unique_keys: bool,
 }
 
 /// A schema given as text or as a parsed value.
@@ -348,7 +363,7 @@ pub fn json_schema_to_grammar_with_report(
     schema: &Value,
     options: &JsonSchemaOptions,
 ) -> Result<JsonSchemaGrammar, JsonSchemaError> {
-    to_grammar(schema, options, &Limits::default())
+    to_grammar(schema, options, &Limits::default(), false)
 }
 
 /// As [`json_schema_to_grammar`] under `limits` (the compiler's, for front ends that embed
@@ -358,18 +373,22 @@ pub(crate) fn json_schema_to_grammar_limited(
     options: &JsonSchemaOptions,
     limits: &Limits,
 ) -> Result<Grammar, JsonSchemaError> {
-    to_grammar(schema, options, limits).map(|g| g.grammar)
+    to_grammar(schema, options, limits, false).map(|g| g.grammar)
 }
 
 /// As [`json_schema_to_grammar_with_report`] under `limits`: [`Limits::max_schema_depth`]
-/// (checked on the document before anything else) and [`Limits::max_enum_values`].
+/// (checked on the document before anything else) and [`Limits::max_enum_values`]. With
+/// `unique_keys`, the grammar is for a matcher that forbids repeated object keys
+/// (`matcher::keys`): it leaves them to it.
 fn to_grammar(
     schema: &Value,
     options: &JsonSchemaOptions,
     limits: &Limits,
+    unique_keys: bool,
 ) -> Result<JsonSchemaGrammar, JsonSchemaError> {
     check_depth(schema, limits.max_schema_depth)?;
     let mut b = Builder::new(schema, options.clone());
+    b.unique_keys = unique_keys;
     b.max_enum_values = limits.max_enum_values;
     b.max_depth = limits.max_schema_depth;
     b.check_references()?;
@@ -396,6 +415,7 @@ fn to_grammar(
         ignored: b.ignored,
         pointers: b.pointers,
         keep,
+        unique_keys,
     })
 }
 
@@ -415,7 +435,7 @@ impl JsonSchemaGrammar {
             let i = self.grammar.rules.iter().position(|r| r.name == rule)?;
             self.pointers.get(i).cloned()
         };
-        let compiled = compiler.compile_ir_keeping(&self.grammar, &self.keep);
+        let compiled = compiler.compile_ir_keeping(&self.grammar, &self.keep, self.unique_keys);
         compiled.map_err(|e| match e {
             CompileError::Limit(mut l) => {
                 if l.pointer.is_none() {
@@ -458,7 +478,7 @@ impl GrammarCompiler {
         options: &JsonSchemaOptions,
     ) -> Result<Arc<CompiledGrammar>, JsonSchemaError> {
         let value = schema.to_schema_value()?;
-        to_grammar(&value, options, self.limits())?.compile_with(self)
+        to_grammar(&value, options, self.limits(), true)?.compile_with(self)
     }
 }
 
@@ -757,6 +777,10 @@ pub(crate) struct Builder<'a> {
     /// Some document has an `unevaluatedProperties`/`unevaluatedItems` key somewhere
     /// (else the search for them in applicators is skipped).
     pub(crate) has_unevaluated: bool,
+    /// The matcher forbids an object key repeated in its object (grammars of
+    /// [`GrammarCompiler::compile_json_schema`]): extra keys may then be counted, and
+    /// `any_order` objects need no state per set of keys written.
+    pub(crate) unique_keys: bool,
 }
 
 /// Whether `v` has an object key `unevaluatedProperties` or `unevaluatedItems` at any
@@ -818,6 +842,7 @@ impl<'a> Builder<'a> {
             pointers: Vec::new(),
             cur: "#".to_string(),
             has_unevaluated,
+            unique_keys: false,
         }
     }
 

@@ -7,8 +7,10 @@
 //! their keys are plain strings (no escapes) different from every declared name, so an
 //! extra key can never be a declared property in disguise (`"f\u006fo"` for `foo`).
 //!
-//! With [`super::JsonSchemaOptions::any_order`], declared properties may come in any order
-//! (see [`Builder::any_order_members`] for the construction and its size limits).
+//! With [`super::JsonSchemaOptions::any_order`], declared properties may come in any order:
+//! for a matcher that forbids repeated keys ([`Builder::unique_keys`]), in a grammar
+//! linear in the members ([`Builder::any_order_unique`]); otherwise with a state per set
+//! of keys written ([`Builder::any_order_members`], for its size limits).
 //!
 //! `patternProperties` that match every key, or one pattern beside `additionalProperties:
 //! false`, are written directly; any other patterns go through a key automaton
@@ -375,9 +377,10 @@ impl Builder<'_> {
                 Some(Expr::Rule(self.add_rule("obj_extra", body)))
             }
         };
-        if min_props > 1 && extra.is_some() {
+        if min_props > 1 && extra.is_some() && !self.unique_keys {
             // Extra keys may repeat (`{"x":1,"x":2}` has one property), so counting written
-            // members would over-count: only a bound of 1 is exact then.
+            // members would over-count: only a bound of 1 is exact then. (Not so when the
+            // matcher forbids repeated keys.)
             self.unsupported(
                 "minProperties",
                 &child(ptr, "minProperties"),
@@ -385,6 +388,9 @@ impl Builder<'_> {
             )?;
         }
         if self.opts.any_order && members.len() > 1 {
+            if self.unique_keys {
+                return Ok(self.any_order_unique(&members, extra, min_props, max_props));
+            }
             return Ok(self.any_order_members(&members, extra, min_props, max_props));
         }
         let ws = self.ws();
@@ -580,6 +586,96 @@ impl Builder<'_> {
         }
         let ws = self.ws();
         Some(seq(vec![lit("{"), ws, Expr::Rule(ids[&start]), lit("}")]))
+    }
+
+    /// The members of an object in any order, for a matcher that forbids repeated keys
+    /// ([`Builder::unique_keys`]): `{`, members, `}`, or `None` when no object is accepted.
+    ///
+    /// Every order of every subset is accepted, in a grammar linear in the members: a
+    /// state is (`c` distinct required members written, `p` members written, capped for
+    /// `minProperties`/`maxProperties`). Any required member moves `c` on, any optional or
+    /// extra member keeps it; the object may end once `c` is the number of required
+    /// members. The grammar alone would let a member come twice; the matcher's key check
+    /// does not, so `c` counts distinct names. Members and extras have disjoint keys, so
+    /// each object has one parse.
+    fn any_order_unique(
+        &mut self,
+        members: &[(Expr, bool)],
+        extra: Option<Expr>,
+        min_props: u32,
+        max_props: Option<u32>,
+    ) -> Option<Expr> {
+        let required: Vec<Option<Expr>> = members
+            .iter()
+            .filter(|m| m.1)
+            .map(|m| Some(m.0.clone()))
+            .collect();
+        let r = required.len();
+        let required = choice(required).map(|e| Expr::Rule(self.add_rule("obj_required", e)));
+        let optional: Vec<Option<Expr>> = members
+            .iter()
+            .filter(|m| !m.1)
+            .map(|m| Some(m.0.clone()))
+            .chain(std::iter::once(extra))
+            .collect();
+        let optional = choice(optional).map(|e| Expr::Rule(self.add_rule("obj_optional", e)));
+        let cap = min_props.max(max_props.unwrap_or(0)).max(1) as usize;
+        let min = min_props as usize;
+        let bump = |p: usize| (p + 1).min(cap);
+        let may_add = |p: usize| max_props.map_or(true, |m| p < m as usize);
+        // live[c][p]: the object can still be completed from state (c, p).
+        let mut live = vec![vec![false; cap + 1]; r + 1];
+        for c in (0..=r).rev() {
+            for p in (0..=cap).rev() {
+                let mut ok = c == r && p >= min;
+                if may_add(p) && bump(p) != p {
+                    ok |= c < r && live[c + 1][bump(p)];
+                    ok |= optional.is_some() && live[c][bump(p)];
+                } else if may_add(p) {
+                    ok |= c < r && live[c + 1][p];
+                }
+                live[c][p] = ok;
+            }
+        }
+        if !live[0][0] {
+            return None;
+        }
+        let ids: Vec<Vec<Option<RuleId>>> = (0..=r)
+            .map(|c| {
+                (0..=cap)
+                    .map(|p| live[c][p].then(|| self.add_rule("obj_any", Expr::Empty)))
+                    .collect()
+            })
+            .collect();
+        for c in 0..=r {
+            for p in 0..=cap {
+                let Some(id) = ids[c][p] else {
+                    continue;
+                };
+                let sep = if p == 0 { Expr::Empty } else { self.comma() };
+                let mut alts: Vec<Option<Expr>> = Vec::new();
+                if c == r && p >= min {
+                    alts.push(Some(Expr::Empty));
+                }
+                if may_add(p) {
+                    let next = bump(p);
+                    if let (Some(req), true) = (&required, c < r) {
+                        if let Some(to) = ids[c + 1][next] {
+                            alts.push(Some(seq(vec![sep.clone(), req.clone(), Expr::Rule(to)])));
+                        }
+                    }
+                    if let Some(opt) = &optional {
+                        if let Some(to) = ids[c][next] {
+                            alts.push(Some(seq(vec![sep, opt.clone(), Expr::Rule(to)])));
+                        }
+                    }
+                }
+                self.rules[id.index()].body = choice(alts).unwrap_or_else(super::never);
+            }
+        }
+        let ws = self.ws();
+        let start = ids[0][0]?;
+        Some(seq(vec![lit("{"), ws, Expr::Rule(start), lit("}")]))
     }
 
     /// `"name" ws ":" ws value ws`.

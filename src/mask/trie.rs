@@ -25,6 +25,15 @@ pub struct TokenTrie {
     pub(crate) tok_here_end: Vec<u32>,
     /// `pos_of[id]`: position of token `id` in `sorted`, or `u32::MAX`.
     pub(crate) pos_of: Vec<u32>,
+    /// Text tokens (ids, ascending) with a `"` byte: those that can close a JSON string.
+    pub(crate) quote_tokens: Vec<u32>,
+    /// Text tokens (ids, ascending) with two `"` bytes, or a `"` and a `\`: those that can
+    /// close a JSON object key other than by their raw bytes up to their only quote (see
+    /// `matcher::keys`).
+    pub(crate) multi_quote_tokens: Vec<u32>,
+    /// The other quoted tokens (one `"`, no `\`), by their bytes before the quote: the
+    /// key such a token closes when written inside a key.
+    pub(crate) key_closers: rustc_hash::FxHashMap<Box<[u8]>, Vec<u32>>,
 }
 
 impl TokenTrie {
@@ -80,7 +89,28 @@ impl TokenTrie {
             subtree_end[node as usize] = byte.len() as u32;
         }
         tok_start.push(sorted.len() as u32);
+        let mut quote_tokens = Vec::new();
+        let mut multi_quote_tokens = Vec::new();
+        let mut key_closers: rustc_hash::FxHashMap<Box<[u8]>, Vec<u32>> = Default::default();
+        let mut by_id = sorted.clone();
+        by_id.sort_unstable();
+        for &id in &by_id {
+            let b = bytes_of(id);
+            let quotes = b.iter().filter(|&&c| c == b'"').count();
+            if quotes > 0 {
+                quote_tokens.push(id);
+                if quotes > 1 || b.contains(&b'\\') {
+                    multi_quote_tokens.push(id);
+                } else {
+                    let q = b.iter().position(|&c| c == b'"').unwrap_or(0);
+                    key_closers.entry(b[..q].into()).or_default().push(id);
+                }
+            }
+        }
         TokenTrie {
+            quote_tokens,
+            multi_quote_tokens,
+            key_closers,
             sorted,
             byte,
             depth,
@@ -110,6 +140,13 @@ impl TokenTrie {
             + self.tok_start.capacity() * 4
             + self.tok_here_end.capacity() * 4
             + self.pos_of.capacity() * 4
+            + self.quote_tokens.capacity() * 4
+            + self.multi_quote_tokens.capacity() * 4
+            + self
+                .key_closers
+                .iter()
+                .map(|(k, v)| k.len() + v.capacity() * 4 + 48)
+                .sum::<usize>()
     }
 }
 

@@ -31,6 +31,9 @@ use crate::mask::cache::TokenSet;
 use crate::parser::{Chart, EXT};
 use std::sync::Arc;
 
+mod keys;
+use keys::KeyTracker;
+
 /// Why a token was rejected by [`GrammarMatcher::try_accept_token`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TokenRejection {
@@ -83,6 +86,20 @@ pub enum TokenRejection {
         offset: usize,
         /// That byte.
         byte: u8,
+    },
+    /// The token would write an object key a second time in one object. Only grammars
+    /// compiled from a JSON Schema check this
+    /// ([`GrammarCompiler::compile_json_schema`](crate::GrammarCompiler::compile_json_schema)):
+    /// names are compared decoded, so `"\u0061"` repeats `"a"`.
+    #[error("{}: the key {key:?} is already in this object (the quote closing it is byte {offset}); each key may appear once per object", step_name(*token))]
+    DuplicateKey {
+        /// The token id (`u32::MAX` for `accept_string`).
+        token: u32,
+        /// Offset, in the token's bytes, of the quote that closes the repeated key.
+        offset: usize,
+        /// The repeated key, decoded (invalid UTF-8, such as a lone surrogate escape,
+        /// replaced by U+FFFD).
+        key: String,
     },
     /// Deciding the token needed more Earley work than the compiler's
     /// [`Limits::max_step_items`](crate::Limits::max_step_items) allows (an ambiguous grammar
@@ -162,6 +179,8 @@ pub struct GrammarMatcher {
     pairs_seen: Vec<(u32, u32, bool)>,
     scratch_bits: Vec<u32>,
     scratch_uncertain: Vec<u32>,
+    /// The keys of the open objects, for grammars with unique keys.
+    keys: Option<Box<KeyTracker>>,
 }
 
 impl GrammarMatcher {
@@ -181,6 +200,7 @@ impl GrammarMatcher {
             pairs_seen: Vec::new(),
             scratch_bits: Vec::new(),
             scratch_uncertain: Vec::new(),
+            keys: compiled.unique_keys.then(Box::default),
             compiled,
         }
     }
@@ -253,6 +273,9 @@ impl GrammarMatcher {
             // decoding when the root is complete after it and nothing else could follow.
             let stop = vocab.is_stop_token(token) && self.chart.can_exit() && !self.can_continue();
             self.terminated = stop;
+            if let Some(k) = &mut self.keys {
+                k.accept(&[]);
+            }
             self.history.push(Step {
                 chart_len: before,
                 stop,
@@ -262,6 +285,9 @@ impl GrammarMatcher {
         if vocab.is_stop_token(token) {
             if self.chart.can_exit() {
                 self.terminated = true;
+                if let Some(k) = &mut self.keys {
+                    k.accept(&[]);
+                }
                 self.history.push(Step {
                     chart_len: before,
                     stop: true,
@@ -326,6 +352,17 @@ impl GrammarMatcher {
                 });
             }
         }
+        if let Some(k) = &mut self.keys {
+            if let Some(d) = k.first_duplicate(bytes) {
+                self.chart.truncate(before as usize);
+                return Err(TokenRejection::DuplicateKey {
+                    token,
+                    offset: d.offset,
+                    key: d.key,
+                });
+            }
+            k.accept(bytes);
+        }
         self.history.push(Step {
             chart_len: before,
             stop: false,
@@ -365,6 +402,9 @@ impl GrammarMatcher {
         }
         self.chart.truncate(first.chart_len as usize);
         self.history.truncate(keep);
+        if let Some(k) = &mut self.keys {
+            k.rollback(n);
+        }
         Ok(())
     }
 
@@ -373,6 +413,9 @@ impl GrammarMatcher {
         self.chart.truncate(1);
         self.history.clear();
         self.terminated = false;
+        if let Some(k) = &mut self.keys {
+            k.reset();
+        }
     }
 
     /// The bytes that the grammar forces next, whatever is sampled: the longest run of
@@ -411,6 +454,10 @@ impl GrammarMatcher {
             }
         }
         self.chart.truncate(start);
+        if let Some(k) = &mut self.keys {
+            // Forced bytes that repeat a key lead nowhere: stop before the key's last quote.
+            out.truncate(k.prefix_without_duplicate(&out));
+        }
         out
     }
 
@@ -584,6 +631,9 @@ impl GrammarMatcher {
         }
         if self.chart.exhausted() {
             return Err(MatcherError::Limit(self.step_limit()));
+        }
+        if let Some(k) = &mut self.keys {
+            k.filter_mask(&compiled.trie, &compiled.vocab, bitmask);
         }
         Ok(())
     }
