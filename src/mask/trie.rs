@@ -31,6 +31,9 @@ pub struct TokenTrie {
     /// close a JSON object key other than by their raw bytes up to their only quote (see
     /// `matcher::keys`).
     pub(crate) multi_quote_tokens: Vec<u32>,
+    /// Text tokens (ids, ascending) with three `"` bytes, or a `"` and a `\`: those that
+    /// can close a JSON object key when they start inside a string that is not a key.
+    pub(crate) three_quote_tokens: Vec<u32>,
     /// The other quoted tokens (one `"`, no `\`), by their bytes before the quote: the
     /// key such a token closes when written inside a key.
     pub(crate) key_closers: rustc_hash::FxHashMap<Box<[u8]>, Vec<u32>>,
@@ -91,6 +94,7 @@ impl TokenTrie {
         tok_start.push(sorted.len() as u32);
         let mut quote_tokens = Vec::new();
         let mut multi_quote_tokens = Vec::new();
+        let mut three_quote_tokens = Vec::new();
         let mut key_closers: rustc_hash::FxHashMap<Box<[u8]>, Vec<u32>> = Default::default();
         let mut by_id = sorted.clone();
         by_id.sort_unstable();
@@ -99,7 +103,11 @@ impl TokenTrie {
             let quotes = b.iter().filter(|&&c| c == b'"').count();
             if quotes > 0 {
                 quote_tokens.push(id);
-                if quotes > 1 || b.contains(&b'\\') {
+                let backslash = b.contains(&b'\\');
+                if quotes > 2 || backslash {
+                    three_quote_tokens.push(id);
+                }
+                if quotes > 1 || backslash {
                     multi_quote_tokens.push(id);
                 } else {
                     let q = b.iter().position(|&c| c == b'"').unwrap_or(0);
@@ -110,6 +118,7 @@ impl TokenTrie {
         TokenTrie {
             quote_tokens,
             multi_quote_tokens,
+            three_quote_tokens,
             key_closers,
             sorted,
             byte,
@@ -142,6 +151,7 @@ impl TokenTrie {
             + self.pos_of.capacity() * 4
             + self.quote_tokens.capacity() * 4
             + self.multi_quote_tokens.capacity() * 4
+            + self.three_quote_tokens.capacity() * 4
             + self
                 .key_closers
                 .iter()
