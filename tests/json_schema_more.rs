@@ -560,3 +560,30 @@ fn ids_that_change_no_base_uri_are_ignored_beside_references() {
         &[r#"{"web":{"port":0}}"#],
     );
 }
+
+#[test]
+fn pattern_properties_that_assert_nothing_still_admit_their_keys() {
+    // Beside `additionalProperties: false`, a pattern whose schema is `{}` admits its keys
+    // (Snowplow's `^unstruct_event_.*`); beside a schema, it frees their values.
+    check_against_oracle(
+        json!({"type": "object", "additionalProperties": false,
+            "properties": {"a": {}, "user": {}},
+            "patternProperties": {"^contexts_.*": {"type": "array"}, "^unstruct_event_.*": {}}}),
+        &[
+            r#"{"contexts_1":[],"unstruct_event_1":{}}"#,
+            r#"{"unstruct_event_x":1,"a":2}"#,
+        ],
+        &[r#"{"contexts_1":{}}"#, r#"{"other":1}"#],
+    );
+    check_against_oracle(
+        json!({"type": "object", "additionalProperties": false, "patternProperties": {"^x": {}}}),
+        &[r#"{"xa":[],"xb":{}}"#, "{}"],
+        &[r#"{"y":1}"#],
+    );
+    check_against_oracle(
+        json!({"type": "object", "additionalProperties": {"type": "string"},
+            "patternProperties": {"^x": true}}),
+        &[r#"{"xa":[],"b":"s"}"#],
+        &[r#"{"b":1}"#],
+    );
+}

@@ -363,6 +363,10 @@ fn maskbench_run(label: &str, opts: &JsonSchemaOptions, min_passing: usize) {
                 if t["valid"].as_bool() == Some(true) {
                     valid_all += 1;
                     valid_ok += got as usize;
+                    if !got && std::env::var_os("JSON_SCHEMA_SUITE_VERBOSE").is_some() {
+                        let short: String = data.chars().take(300).collect();
+                        eprintln!("REJECTED valid ({label}) {}: {short}", rec["file"]);
+                    }
                 } else if got {
                     bad.push(format!("{}: accepted invalid {data}", rec["file"]));
                 }

@@ -930,14 +930,18 @@ impl Builder<'_> {
                 })
             }
         };
-        // Subschemas that accept everything assert nothing.
+        // Subschemas that accept everything assert nothing, when undeclared keys take any
+        // value anyway; otherwise such a pattern still admits its keys (beside
+        // `additionalProperties: false`) or frees their values.
+        let accepts_all = |s: &Value| {
+            s == &Value::Bool(true)
+                || s.as_object()
+                    .is_some_and(|o| !super::has_assertions(o, ptr, &[]))
+        };
+        let extra_free = accepts_all(extra_schema);
         let live: Vec<(&String, &Value)> = pats
             .iter()
-            .filter(|(_, s)| {
-                !(s == &&Value::Bool(true)
-                    || s.as_object()
-                        .is_some_and(|o| !super::has_assertions(o, ptr, &[])))
-            })
+            .filter(|(_, s)| !(extra_free && accepts_all(s)))
             .collect();
         let refuse = |b: &mut Self, why: &str| -> Result<PatternPlan, JsonSchemaError> {
             b.unsupported("patternProperties", &pptr, why)?;
