@@ -614,9 +614,10 @@ fn relative_json_pointer() -> Expr {
 /// ECMA-262 patterns that are valid with and without the `u` (and `v`) flag: literal
 /// characters other than the syntax characters, `.`, escapes of the syntax characters and
 /// `/`, `\d \D \w \W \s \S \f \n \r \t \v`, classes of letters, digits, `_`, spaces, those
-/// class escapes and the ranges `a-z A-Z 0-9`, groups `(...)` and `(?:...)` nested up to
-/// three deep, alternation, the assertions `^ $ \b \B` (not quantified) and the quantifiers
-/// `* + ? {n} {n,}` (greedy or lazy).
+/// class escapes, the quotes `'` and `"` (never reserved, even doubled, under `v`) and the
+/// ranges `a-z A-Z 0-9`, groups `(...)` and `(?:...)` nested up to three deep, alternation,
+/// the assertions `^ $ \b \B` (not quantified) and the quantifiers `* + ? {n} {n,}` and
+/// `{n,m}` with `n <= m` provably (see [`bounded_quantifier`]), greedy or lazy.
 fn regex() -> Expr {
     let literal = class(&[
         (0x20, 0x21),
@@ -663,6 +664,8 @@ fn regex() -> Expr {
             r('0', '9'),
             r('_', '_'),
             r(' ', ' '),
+            r('\'', '\''),
+            r('"', '"'),
         ]),
         seq(vec![
             lit("\\"),
@@ -691,6 +694,7 @@ fn regex() -> Expr {
             class(&[r('*', '+'), r('?', '?')]),
             seq(vec![lit("{"), digits.clone(), lit("}")]),
             seq(vec![lit("{"), digits, lit(",}")]),
+            bounded_quantifier(),
         ]),
         opt(lit("?")),
     ]);
@@ -722,6 +726,52 @@ fn regex() -> Expr {
         ]);
     }
     disjunction
+}
+
+/// `{n,m}` of a regex where `n <= m` is plain from the digits (ECMA-262 rejects `{2,1}`):
+/// `n` of one or two digits and `m` of as many digits, digit by digit no smaller, or of
+/// more digits (without a leading zero); `n` of three digits and `m` of three with a
+/// larger first digit.
+fn bounded_quantifier() -> Expr {
+    let at_least = |c: char| class(&[r(c, '9')]);
+    let digit_of = |c: char| lit(&c.to_string());
+    let nz = || d('1', '9');
+    let mut pairs = Vec::new();
+    for a in '0'..='9' {
+        // One digit, then one digit no smaller, or two or three digits.
+        pairs.push(seq(vec![digit_of(a), lit(","), at_least(a)]));
+        pairs.push(seq(vec![
+            digit_of(a),
+            lit(","),
+            nz(),
+            repeat(dig(), 1, Some(2)),
+        ]));
+    }
+    for a in '1'..='9' {
+        for x in '0'..='9' {
+            // `ax`: then `by` with b > a, or b == a and y >= x; or three digits.
+            let mut m = vec![seq(vec![digit_of(a), at_least(x)])];
+            if a < '9' {
+                let next = char::from_u32(a as u32 + 1).unwrap_or('9');
+                m.push(seq(vec![at_least(next), dig()]));
+            }
+            m.push(seq(vec![nz(), dig(), dig()]));
+            pairs.push(seq(vec![digit_of(a), digit_of(x), lit(","), alt(m)]));
+        }
+        if a < '9' {
+            let next = char::from_u32(a as u32 + 1).unwrap_or('9');
+            pairs.push(seq(vec![
+                digit_of(a),
+                dig(),
+                dig(),
+                lit(","),
+                at_least(next),
+                dig(),
+                dig(),
+            ]));
+        }
+    }
+    seq(vec![lit("{"), alt(pairs), lit("}")])
 }
 
 /// Lowercase letters that are PVALID in IDNA2008 (RFC 5892), of Bidi class L, NFC
