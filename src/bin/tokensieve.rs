@@ -87,6 +87,10 @@ struct GrammarSource {
     /// The built-in grammar of any JSON value.
     #[arg(long)]
     json: bool,
+    /// A JSON Schema file, compiled with `compile_json_schema` (default options; see
+    /// `--any-order`). Its matcher also checks that no object key repeats.
+    #[arg(long, value_name = "FILE")]
+    schema: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -109,6 +113,9 @@ struct Options {
     /// Name of the grammar's root rule (with --grammar).
     #[arg(long, value_name = "NAME", default_value = "root")]
     root: String,
+    /// With --schema: declared properties in any order (`JsonSchemaOptions::any_order`).
+    #[arg(long)]
+    any_order: bool,
 }
 
 /// A failed command: what to print on stderr and the exit code.
@@ -292,9 +299,21 @@ fn compile(
                 .compile_grammar_with_root(&ebnf, &options.root)
                 .map_err(|e| Failure::bad_input(format!("{}: {e}", path.display())))?
         }
-        None => compiler
-            .compile_builtin_json()
-            .map_err(|e| Failure::bad_input(e.to_string()))?,
+        None => match &source.schema {
+            Some(path) => {
+                let text = read_file(path, "schema")?;
+                let opts = tokensieve::JsonSchemaOptions {
+                    any_order: options.any_order,
+                    ..Default::default()
+                };
+                compiler
+                    .compile_json_schema(text.as_str(), &opts)
+                    .map_err(|e| Failure::bad_input(format!("{}: {e}", path.display())))?
+            }
+            None => compiler
+                .compile_builtin_json()
+                .map_err(|e| Failure::bad_input(e.to_string()))?,
+        },
     };
     Ok((compiled, millis(t)))
 }
@@ -311,6 +330,12 @@ fn compile_cmd(source: &GrammarSource, options: &Options) -> Result<ExitCode, Fa
         "# vocabulary: {} ({tokens} tokens, loaded in {:.1} ms)",
         loaded.name, loaded.millis
     )?;
+    if source.schema.is_some() {
+        writeln!(
+            out,
+            "# object keys: each at most once per object (checked by the matcher beside this grammar)"
+        )?;
+    }
     writeln!(out, "# nodes: {}", compiled.node_count())?;
     writeln!(out, "# memory: {} bytes", compiled.memory_bytes())?;
     writeln!(

@@ -105,16 +105,19 @@
 //!   [`GrammarCompiler::compile_json_schema`] read their output as JSON and reject (and
 //!   leave out of the token bitmask) a token that would close a key already in its object,
 //!   compared decoded (`"\u0061"` repeats `"a"`); see [`crate::TokenRejection::DuplicateKey`].
-//!   The grammar alone cannot do it: names of extra keys are unbounded. With `any_order`,
-//!   named properties (those in `properties`, and required names that are not) then come
-//!   in any order, every order of any number of them, in a grammar linear in their count
-//!   (a state per number of distinct required names written), and `minProperties` above 1
-//!   beside extra keys is exact. When the set of extra names is finite (`patternProperties`
-//!   `^x$` with `additionalProperties: false`), the grammar may still offer `,` after the
-//!   last free name, and the token bitmask is then empty after it.
-//! * The grammar of [`json_schema_to_grammar`] (no matcher behind it) cannot rely on that
-//!   check: there extra keys may repeat, `minProperties` above 1 beside extra keys is
-//!   refused, and `any_order` is exact (a state per set of written names × a member count)
+//!   The grammar alone cannot do it: names of extra keys are unbounded. `minProperties`
+//!   above 1 beside extra keys is then exact. When the set of extra names is finite
+//!   (`patternProperties` `^x$` with `additionalProperties: false`), the grammar may still
+//!   offer `,` after the last free name, and the token bitmask is then empty after it.
+//! * With `any_order`, named properties (those in `properties`, and required names that
+//!   are not) come in any order. Beside open-ended extra keys (`additionalProperties` not
+//!   `false`, no `patternProperties` other than `.*`-like, no `propertyNames`), every order
+//!   of any number of them, in a grammar linear in their count (a state per number of
+//!   distinct required names written; the key check keeps names distinct, and a key that
+//!   starts like a written one can always go on as a new extra key). Otherwise, and in the
+//!   grammar of [`json_schema_to_grammar`] (no matcher behind it, where extra keys may also
+//!   repeat and `minProperties` above 1 beside extra keys is refused), the grammar itself
+//!   tracks the written names: exact (a state per set of written names × a member count)
 //!   for objects that name at most 8 properties within 512 states; larger objects are cut,
 //!   in map order, into chunks of up to 6 whose members come in any order among themselves
 //!   while the chunks keep their order (at most 256 states an object).
@@ -168,14 +171,16 @@ pub struct JsonSchemaOptions {
     pub max_number_digits: Option<u32>,
     /// Declared properties in any order (default `false`: in the order of the schema's map),
     /// with required keys enforced and no key twice. Through
-    /// [`GrammarCompiler::compile_json_schema`] every order is accepted, whatever the number
-    /// of properties (the matcher forbids repeated keys, so the grammar only counts the
-    /// required names written). The grammar of [`json_schema_to_grammar`] alone is exact
+    /// [`GrammarCompiler::compile_json_schema`], objects whose undeclared keys are
+    /// open-ended (`additionalProperties` not `false`, no `patternProperties` but `.*`-like
+    /// ones, no `propertyNames`) take every order, whatever the number of properties (the
+    /// matcher forbids repeated keys, so the grammar only counts the required names
+    /// written). Other objects, and the grammar of [`json_schema_to_grammar`], are exact
     /// for objects of up to 8 named properties, required names that `properties` does not
     /// declare included (fewer with `minProperties` or `maxProperties`: it has a state per
     /// set of written properties and count, at most 512); larger objects are cut into chunks
     /// of up to 6 (in declared order) whose members come in any order among themselves, a
-    /// subset of the orders, and extra keys may repeat there.
+    /// subset of the orders (extra keys may repeat in the grammar alone).
     pub any_order: bool,
     /// Undeclared properties are forbidden when `additionalProperties` is absent (the spec
     /// default allows them). Off by default.

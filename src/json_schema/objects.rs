@@ -314,6 +314,14 @@ impl Builder<'_> {
                 })
             })
             .collect();
+        // Undeclared keys are open-ended: whatever keys were written, a key being written can
+        // still be completed as a new one (names are unbounded), so a grammar that offers a
+        // declared key again leads nowhere only at the key's closing quote, which the
+        // matcher's key check refuses, never into a dead end.
+        // (Keys split by patterns, or restricted by `propertyNames`, may be finitely many.)
+        let extra_open = extra_value.is_some()
+            && names_rule.is_none()
+            && matches!(plan, PatternPlan::None | PatternPlan::All { .. });
         let extra = match (extra_value, &plan) {
             (_, PatternPlan::General(g)) => {
                 if names_rule.is_some() {
@@ -388,7 +396,7 @@ impl Builder<'_> {
             )?;
         }
         if self.opts.any_order && members.len() > 1 {
-            if self.unique_keys {
+            if self.unique_keys && extra_open {
                 return Ok(self.any_order_unique(&members, extra, min_props, max_props));
             }
             return Ok(self.any_order_members(&members, extra, min_props, max_props));
@@ -589,7 +597,8 @@ impl Builder<'_> {
     }
 
     /// The members of an object in any order, for a matcher that forbids repeated keys
-    /// ([`Builder::unique_keys`]): `{`, members, `}`, or `None` when no object is accepted.
+    /// ([`Builder::unique_keys`]), beside open-ended extra keys: `{`, members, `}`, or
+    /// `None` when no object is accepted.
     ///
     /// Every order of every subset is accepted, in a grammar linear in the members: a
     /// state is (`c` distinct required members written, `p` members written, capped for
@@ -597,7 +606,10 @@ impl Builder<'_> {
     /// extra member keeps it; the object may end once `c` is the number of required
     /// members. The grammar alone would let a member come twice; the matcher's key check
     /// does not, so `c` counts distinct names. Members and extras have disjoint keys, so
-    /// each object has one parse.
+    /// each object has one parse. Only used beside open-ended extra keys: then a key that
+    /// starts like a declared one already written can always go on as a new extra key, so
+    /// the token bitmask never leads into a dead end (in a closed object, the grammar would
+    /// offer `,` after the last free key, and nothing after it).
     fn any_order_unique(
         &mut self,
         members: &[(Expr, bool)],
