@@ -538,7 +538,7 @@ fn bad_input_gives_typed_errors_with_pointers() {
             // side only is merged exactly, see json_schema_unevaluated.rs).
             r#"{"allOf": [{"patternProperties": {"^a": true}}, {"additionalProperties": false}]}"#,
             "additionalProperties",
-            "#/allOf/additionalProperties",
+            "#/allOf/1/additionalProperties",
         ),
     ] {
         match err(schema) {

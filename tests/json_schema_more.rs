@@ -586,4 +586,102 @@ fn pattern_properties_that_assert_nothing_still_admit_their_keys() {
         &[r#"{"xa":[],"b":"s"}"#],
         &[r#"{"b":1}"#],
     );
+
+/// The keyword and JSON pointer an error names (`None` for errors that name no place).
+fn error_place(e: &JsonSchemaError) -> Option<(Option<String>, String)> {
+    match e {
+        JsonSchemaError::Unsupported {
+            keyword, pointer, ..
+        }
+        | JsonSchemaError::InvalidKeyword {
+            keyword, pointer, ..
+        } => Some((Some(keyword.clone()), pointer.clone())),
+        JsonSchemaError::UnresolvedRef { pointer, .. }
+        | JsonSchemaError::Unsatisfiable { pointer, .. } => Some((None, pointer.clone())),
+        JsonSchemaError::Compile(tokensieve::CompileError::Limit(l)) => {
+            Some((None, l.pointer.clone()?))
+        }
+        _ => None,
+    }
+}
+
+/// Whether `pointer` (`#/...`) names a place of `schema`.
+fn resolves(schema: &serde_json::Value, pointer: &str) -> bool {
+    pointer
+        .strip_prefix('#')
+        .is_some_and(|p| schema.pointer(p).is_some())
+}
+
+#[test]
+fn errors_inside_all_of_branches_name_the_branch() {
+    for (schema, at) in [
+        // Refused after the merge, in a branch's keyword (and deeper).
+        (
+            json!({"allOf": [
+                {"type": "object", "additionalProperties": {"not": {"type": "string", "pattern": "a"}}},
+                {"required": ["x"]}
+            ]}),
+            "#/allOf/0/additionalProperties/not",
+        ),
+        (
+            json!({"allOf": [{"type": "string"}, {"type": "string", "format": "color"}]}),
+            "#/allOf/1/format",
+        ),
+        (
+            json!({"properties": {"p": {"allOf": [{"type": "integer"}, {"multipleOf": 2.5}]}}}),
+            "#/properties/p/allOf/1/multipleOf",
+        ),
+        // A name declared on both sides takes both schemas: the error names the side.
+        (
+            json!({"allOf": [
+                {"properties": {"a": {"type": "string"}}},
+                {"properties": {"a": {"format": "color"}}}
+            ]}),
+            "#/allOf/1/properties/a/format",
+        ),
+        // Refused while merging: which keys are "additional" would change.
+        (
+            json!({"allOf": [{"patternProperties": {"^a": true}}, {"additionalProperties": false}]}),
+            "#/allOf/1/additionalProperties",
+        ),
+        (
+            json!({"allOf": [{"additionalProperties": false}, {"patternProperties": {"^a": true}}]}),
+            "#/allOf/0/additionalProperties",
+        ),
+        // Nested allOf, and the sibling keywords of an allOf.
+        (
+            json!({"allOf": [{"allOf": [{"type": "string"}, {"format": "color"}]}]}),
+            "#/allOf/0/allOf/1/format",
+        ),
+        (
+            json!({"type": "string", "format": "color", "allOf": [{"minLength": 1}]}),
+            "#/format",
+        ),
+        // The keywords of a `$ref` target merged beside its siblings.
+        (
+            json!({"$defs": {"c": {"format": "color"}}, "type": "string", "$ref": "#/$defs/c"}),
+            "#/$defs/c/format",
+        ),
+        // anyOf branches merged with their siblings.
+        (
+            json!({"type": "string", "anyOf": [{"minLength": 1}, {"format": "color"}]}),
+            "#/anyOf/1/format",
+        ),
+        // Unsatisfiable bounds from two branches.
+        (
+            json!({"properties": {"s": {"allOf": [{"type": "string", "pattern": "^a+$", "minLength": 2}, {"maxLength": 1, "pattern": "^a+$"}]}}}),
+            "",
+        ),
+    ] {
+        let e = json_schema_to_grammar(&schema, &JsonSchemaOptions::default())
+            .expect_err(&schema.to_string());
+        let (_, pointer) = error_place(&e).unwrap_or_else(|| panic!("{schema}: {e}"));
+        assert!(
+            resolves(&schema, &pointer),
+            "{schema}: {pointer} is no place of the schema ({e})"
+        );
+        if !at.is_empty() {
+            assert_eq!(pointer, at, "{schema}: {e}");
+        }
+    }
 }

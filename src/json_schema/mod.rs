@@ -487,6 +487,20 @@ impl GrammarCompiler {
     }
 }
 
+impl JsonSchemaError {
+    /// The JSON pointer the error names, if any.
+    fn pointer_mut(&mut self) -> Option<&mut String> {
+        match self {
+            JsonSchemaError::InvalidKeyword { pointer, .. }
+            | JsonSchemaError::Unsupported { pointer, .. }
+            | JsonSchemaError::UnresolvedRef { pointer, .. }
+            | JsonSchemaError::Unsatisfiable { pointer, .. } => Some(pointer),
+            JsonSchemaError::Compile(CompileError::Limit(l)) => l.pointer.as_mut(),
+            _ => None,
+        }
+    }
+}
+
 /// A [`Limit`] error with no rule (or place) to blame.
 pub(crate) fn limit_error(
     limit: Limit,
@@ -864,6 +878,117 @@ impl<'a> Builder<'a> {
         id
     }
 
+    /// Runs `f`, which compiles a schema merged from several places (an `allOf`, a `$ref`
+    /// with siblings, an `anyOf` branch with its siblings) at `ptr`, and points what it
+    /// reports about a keyword at the place where that keyword is written (see
+    /// [`Builder::relocate`]): its error, the ignored keywords it notes and the places of
+    /// the rules it adds.
+    pub(crate) fn traced<T>(
+        &mut self,
+        ptr: &str,
+        origins: &references::Origins,
+        f: impl FnOnce(&mut Self) -> Result<T, JsonSchemaError>,
+    ) -> Result<T, JsonSchemaError> {
+        let (ignored, rules) = (self.ignored.len(), self.pointers.len());
+        let r = f(self).map_err(|e| self.relocated(e, ptr, origins));
+        for i in ignored..self.ignored.len() {
+            if let Some(p) = self.relocate(&self.ignored[i].pointer, ptr, origins) {
+                self.ignored[i].pointer = p;
+            }
+        }
+        for i in rules..self.pointers.len() {
+            if let Some(p) = self.relocate(&self.pointers[i], ptr, origins) {
+                self.pointers[i] = p;
+            }
+        }
+        r
+    }
+
+    /// `e` with its pointer relocated by [`Builder::relocate`].
+    pub(crate) fn relocated(
+        &self,
+        mut e: JsonSchemaError,
+        ptr: &str,
+        origins: &references::Origins,
+    ) -> JsonSchemaError {
+        if let Some(p) = e.pointer_mut() {
+            if let Some(q) = self.relocate(p, ptr, origins) {
+                *p = q;
+            }
+        }
+        e
+    }
+
+    /// Where `p`, a place inside the schema merged at `ptr`, is written in the documents:
+    /// `ptr/k/rest` for a keyword `k` that `origins` says is written at `o` becomes
+    /// `o/k/rest`, cut to the deepest part that names a place of the document (the merge
+    /// builds an `allOf` of both schemas for a name declared on two sides: such `allOf/i`
+    /// steps are skipped). Of several origins, the one that names the deepest place wins
+    /// (the first on a tie). `None` when `p` is not such a place, or the keyword is written
+    /// at `ptr` itself.
+    pub(crate) fn relocate(
+        &self,
+        p: &str,
+        ptr: &str,
+        origins: &references::Origins,
+    ) -> Option<String> {
+        let rest = p.strip_prefix(ptr)?.strip_prefix('/')?;
+        let (token, tail) = rest.split_once('/').unwrap_or((rest, ""));
+        let k = token.replace("~1", "/").replace("~0", "~");
+        let places = origins.get(&k)?;
+        if places.iter().all(|o| o == ptr) {
+            return None;
+        }
+        let tail: Vec<&str> = if tail.is_empty() {
+            Vec::new()
+        } else {
+            tail.split('/').collect()
+        };
+        let unescape = |t: &str| t.replace("~1", "/").replace("~0", "~");
+        let mut best: Option<(usize, String)> = None;
+        for o in places {
+            let mut q = format!("{o}/{token}");
+            let Some(mut node) = self.res.lookup(self.root_schema, &q) else {
+                // Not a place of the documents (a schema the compiler built): keep the
+                // whole path under it.
+                if best.is_none() {
+                    let mut full = q.clone();
+                    for t in &tail {
+                        full = format!("{full}/{t}");
+                    }
+                    best = Some((0, full));
+                }
+                continue;
+            };
+            let mut depth = 1;
+            let mut i = 0;
+            while i < tail.len() {
+                let t = unescape(tail[i]);
+                let next = match node {
+                    Value::Object(m) => m.get(&t),
+                    Value::Array(a) => t.parse::<usize>().ok().and_then(|j| a.get(j)),
+                    _ => None,
+                };
+                if let Some(n) = next {
+                    node = n;
+                    q = format!("{q}/{}", tail[i]);
+                    depth += 1;
+                    i += 1;
+                } else if t == "allOf"
+                    && tail.get(i + 1).is_some_and(|j| j.parse::<usize>().is_ok())
+                {
+                    i += 2;
+                } else {
+                    break;
+                }
+            }
+            if best.as_ref().map_or(true, |(d, _)| depth > *d) {
+                best = Some((depth, q));
+            }
+        }
+        best.map(|(_, q)| q)
+    }
+
     /// Whitespace between tokens.
     pub(crate) fn ws(&self) -> Expr {
         if !self.opts.any_whitespace || self.opts.max_whitespace == Some(0) {
@@ -993,10 +1118,10 @@ impl<'a> Builder<'a> {
         if obj.contains_key("allOf")
             || (obj.contains_key("$ref") && has_assertions(obj, ptr, &["$ref"]))
         {
-            let merged = self.flatten(schema, ptr, 0)?;
+            let (merged, origins) = self.flatten_traced(schema, ptr, 0)?;
             return match merged {
                 None => Ok(None),
-                Some(m) => self.object_schema(&m, ptr),
+                Some(m) => self.traced(ptr, &origins, |s| s.object_schema(&m, ptr)),
             };
         }
         if let Some(r) = obj.get("$ref") {

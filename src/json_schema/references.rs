@@ -14,6 +14,11 @@
 //! "additional" keys would change), two `additionalProperties` or two `items`, two
 //! `anyOf`s, two different `enum`s. References are inlined during the
 //! merge (a recursive reference inside `allOf` is refused after a depth limit).
+//!
+//! The merged schema is compiled where the `allOf` is, but errors (and ignored keywords,
+//! and the places of rules) name where the keyword they are about is written: the branch
+//! (`#/allOf/0/additionalProperties`), the `$ref` target, or the `anyOf` branch merged
+//! with its siblings (see [`Builder::relocate`]).
 
 use std::rc::Rc;
 
@@ -23,6 +28,10 @@ use super::strings::text_matches;
 use super::types::{json_equal, parse_types, TypeSet};
 use super::{child, choice, is_annotation, never, Builder, InstanceType, JsonSchemaError};
 use crate::grammar::Expr;
+
+/// Where the keywords of a merged schema were written: per keyword, the JSON pointers of
+/// the schema objects that hold it, in merge order (see [`Builder::relocated`]).
+pub(crate) type Origins = std::collections::HashMap<String, Vec<String>>;
 
 /// How deep references are inlined inside a merge.
 const MAX_MERGE_DEPTH: usize = 16;
@@ -249,12 +258,7 @@ impl Builder<'_> {
             if plain {
                 alts.push(self.schema(b, &bptr)?);
             } else {
-                let mut merged = Some(siblings.clone());
-                self.merge_into(&mut merged, b, &bptr, 0)?;
-                match merged {
-                    None => alts.push(None),
-                    Some(m) => alts.push(self.schema(&Value::Object(m), ptr)?),
-                }
+                alts.push(self.merged_branch(&siblings, b, ptr, &bptr)?);
             }
         }
         Ok(choice(alts))
@@ -324,14 +328,30 @@ impl Builder<'_> {
     ) -> Result<Option<Expr>, JsonSchemaError> {
         let mut alts = Vec::new();
         for (i, b) in alternatives.iter().enumerate() {
-            let mut merged = Some(siblings.clone());
-            self.merge_into(&mut merged, b, &child(aptr, &i.to_string()), 0)?;
-            match merged {
-                None => alts.push(None),
-                Some(m) => alts.push(self.schema(&Value::Object(m), ptr)?),
-            }
+            alts.push(self.merged_branch(siblings, b, ptr, &child(aptr, &i.to_string()))?);
         }
         Ok(choice(alts))
+    }
+
+    /// Branch `b` (at `bptr`) merged with `siblings` (the rest of the schema at `ptr`),
+    /// compiled at `ptr`; errors name the place of the keyword they are about.
+    fn merged_branch(
+        &mut self,
+        siblings: &Map<String, Value>,
+        b: &Value,
+        ptr: &str,
+        bptr: &str,
+    ) -> Result<Option<Expr>, JsonSchemaError> {
+        let mut merged = Some(siblings.clone());
+        let mut origins = Origins::new();
+        for k in siblings.keys() {
+            origins.insert(k.clone(), vec![ptr.to_string()]);
+        }
+        self.merge_into(&mut merged, &mut origins, b, bptr, 0)?;
+        match merged {
+            None => Ok(None),
+            Some(m) => self.traced(ptr, &origins, |s| s.schema(&Value::Object(m), ptr)),
+        }
     }
 
     /// `schema` with its `allOf` and `$ref` merged into one map (`None`: accepts nothing).
@@ -341,15 +361,28 @@ impl Builder<'_> {
         ptr: &str,
         depth: usize,
     ) -> Result<Option<Map<String, Value>>, JsonSchemaError> {
-        let mut acc = Some(Map::new());
-        self.merge_into(&mut acc, schema, ptr, depth)?;
-        Ok(acc)
+        Ok(self.flatten_traced(schema, ptr, depth)?.0)
     }
 
-    /// Merges `schema` (flattened) into `acc`.
-    fn merge_into(
+    /// As [`Builder::flatten`], also telling where each keyword of the result was written.
+    pub(crate) fn flatten_traced(
+        &mut self,
+        schema: &Value,
+        ptr: &str,
+        depth: usize,
+    ) -> Result<(Option<Map<String, Value>>, Origins), JsonSchemaError> {
+        let mut acc = Some(Map::new());
+        let mut origins = Origins::new();
+        self.merge_into(&mut acc, &mut origins, schema, ptr, depth)?;
+        Ok((acc, origins))
+    }
+
+    /// Merges `schema` (flattened) into `acc`, noting in `origins` where its keywords are
+    /// written. An error of the merge names the place of the keyword it is about.
+    pub(crate) fn merge_into(
         &mut self,
         acc: &mut Option<Map<String, Value>>,
+        origins: &mut Origins,
         schema: &Value,
         ptr: &str,
         depth: usize,
@@ -390,12 +423,13 @@ impl Builder<'_> {
                 continue;
             }
             own.insert(k.clone(), v.clone());
+            origins.entry(k.clone()).or_default().push(ptr.to_string());
         }
-        merge_maps(acc, own, ptr)?;
+        merge_maps(acc, own, ptr).map_err(|e| self.relocated(e, ptr, origins))?;
         if let Some(r) = obj.get("$ref") {
             let rptr = child(ptr, "$ref");
             let (target, target_ptr) = self.resolve(r, &rptr)?;
-            self.merge_into(acc, &target, &target_ptr, depth + 1)?;
+            self.merge_into(acc, origins, &target, &target_ptr, depth + 1)?;
         }
         if let Some(all) = obj.get("allOf") {
             let aptr = child(ptr, "allOf");
@@ -415,10 +449,15 @@ impl Builder<'_> {
             }
             for (i, b) in list.iter().enumerate() {
                 // Flatten the branch on its own, then merge it as one source.
-                let f = self.flatten(b, &child(&aptr, &i.to_string()), depth + 1)?;
+                let (f, from) = self.flatten_traced(b, &child(&aptr, &i.to_string()), depth + 1)?;
+                for (k, places) in from {
+                    origins.entry(k).or_default().extend(places);
+                }
                 match f {
                     None => *acc = None,
-                    Some(m) => merge_maps(acc, m, &aptr)?,
+                    Some(m) => {
+                        merge_maps(acc, m, &aptr).map_err(|e| self.relocated(e, &aptr, origins))?
+                    }
                 }
             }
         }
