@@ -685,3 +685,103 @@ fn errors_inside_all_of_branches_name_the_branch() {
         }
     }
 }
+
+/// A compiler over every byte as a token, under `limits`.
+fn byte_compiler(limits: tokensieve::Limits) -> tokensieve::GrammarCompiler {
+    let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+    let eos = tokens.len() as u32;
+    tokens.push(b"<eos>".to_vec());
+    let vocab = tokensieve::Vocabulary::from_token_bytes(&tokens, &[eos], &[eos]).unwrap();
+    tokensieve::GrammarCompiler::new(std::sync::Arc::new(vocab)).with_limits(limits)
+}
+
+#[test]
+fn counts_above_the_repeat_bound_name_their_keyword() {
+    let defaults = byte_compiler(tokensieve::Limits::default());
+    let unlimited = byte_compiler(tokensieve::Limits::unlimited());
+    for (schema, at, unlimited_too) in [
+        (
+            json!({"properties": {"a": {"type": "string", "maxLength": 2_000_000}}}),
+            "#/properties/a/maxLength",
+            false,
+        ),
+        (
+            json!({"type": "string", "minLength": 1_000_001}),
+            "#/minLength",
+            false,
+        ),
+        (
+            json!({"type": "string", "maxLength": 9_007_199_254_740_992u64}),
+            "#/maxLength",
+            false,
+        ),
+        (
+            json!({"properties": {"xs": {"type": "array", "maxItems": 2_000_000}}}),
+            "#/properties/xs/maxItems",
+            false,
+        ),
+        (
+            json!({"type": "array", "minItems": 5_000_000, "items": {"type": "integer"}}),
+            "#/minItems",
+            false,
+        ),
+        (
+            json!({"allOf": [{"type": "string"}, {"maxLength": 5_000_000}]}),
+            "#/allOf/1/maxLength",
+            false,
+        ),
+        // Above u32::MAX, a lower bound is never cut down to one (which would accept
+        // shorter strings or arrays than the schema allows), whatever the limits.
+        (
+            json!({"type": "string", "minLength": 1_000_000_000_000u64}),
+            "#/minLength",
+            true,
+        ),
+        (
+            json!({"type": "array", "minItems": 1_000_000_000_000u64}),
+            "#/minItems",
+            true,
+        ),
+    ] {
+        let mut compilers = vec![&defaults];
+        if unlimited_too {
+            compilers.push(&unlimited);
+        }
+        for c in compilers {
+            let e = c
+                .compile_json_schema(&schema, &JsonSchemaOptions::default())
+                .expect_err(&schema.to_string());
+            let JsonSchemaError::Compile(tokensieve::CompileError::Limit(l)) = &e else {
+                panic!("{schema}: expected a limit error, got {e}");
+            };
+            assert_eq!(l.limit, tokensieve::Limit::RepeatBound, "{schema}: {e}");
+            assert_eq!(l.pointer.as_deref(), Some(at), "{schema}: {e}");
+            let keyword = at.rsplit('/').next().unwrap();
+            assert!(e.to_string().contains(keyword), "{schema}: {e}");
+        }
+        // The front end alone (under the default limits) says the same.
+        let e = json_schema_to_grammar(&schema, &JsonSchemaOptions::default())
+            .expect_err(&schema.to_string());
+        assert_eq!(
+            error_place(&e).map(|p| p.1).as_deref(),
+            Some(at),
+            "{schema}: {e}"
+        );
+    }
+    // A count within the bound, or on a keyword that does not apply, compiles.
+    for schema in [
+        json!({"type": "string", "maxLength": 1_000_000}),
+        json!({"type": "integer", "maxLength": 5_000_000}),
+        json!({"type": "string", "maxLength": 5_000_000, "enum": ["a", "b"]}),
+        json!({"type": "string", "pattern": "^[a-z]{2,4}$", "maxLength": 5_000_000}),
+    ] {
+        json_schema_to_grammar(&schema, &JsonSchemaOptions::default())
+            .unwrap_or_else(|e| panic!("{schema}: {e}"));
+    }
+    defaults
+        .compile_json_schema(
+            &json!({"type": "string", "pattern": "^[a-z]{2,4}$", "maxLength": 5_000_000}),
+            &JsonSchemaOptions::default(),
+        )
+        .unwrap();
+}

@@ -104,6 +104,15 @@ impl Builder<'_> {
         if max.is_some_and(|m| m < min) {
             return Ok(None);
         }
+        if items.is_some() {
+            // The items after the prefix repeat up to `count - max(k, 1)` times (the
+            // first item has no comma before it).
+            let reps = |n: u32| n.saturating_sub(k.max(1));
+            self.check_count("minItems", reps(min), min, ptr)?;
+            if let Some(m) = max {
+                self.check_count("maxItems", reps(m), m, ptr)?;
+            }
+        }
         let ws = self.ws();
         let body = self.tail(0, &prefix, items.as_ref(), min, max);
         Ok(Some(seq(vec![lit("["), ws, body, lit("]")])))

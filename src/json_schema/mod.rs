@@ -59,8 +59,10 @@
 //! * `types.rs`: `enum`/`const` beside `minLength`, `maxLength`, `minimum`, `maximum`,
 //!   `exclusiveMinimum`, `exclusiveMaximum`, `minItems`, `maxItems`, `minProperties`,
 //!   `maxProperties` (the values are filtered).
-//! * `mod.rs`: [`Limits::max_schema_depth`] (on the document, before anything else) and
-//!   [`Limits::max_enum_values`], as [`CompileError::Limit`]; `not` of a boolean, of `{}`
+//! * `mod.rs`: [`Limits::max_schema_depth`] (on the document, before anything else),
+//!   [`Limits::max_enum_values`] and [`Limits::max_repeat_bound`] (on `minLength`,
+//!   `maxLength`, `minItems`, `maxItems` where they become a repetition; the error's
+//!   pointer ends in the keyword), as [`CompileError::Limit`]; `not` of a boolean, of `{}`
 //!   or of a `type` (folded into `type`);
 //!   `unevaluatedProperties` / `unevaluatedItems` in schemas without in-place applicators
 //!   (where they mean `additionalProperties` / `items`); annotations.
@@ -382,9 +384,10 @@ pub(crate) fn json_schema_to_grammar_limited(
 }
 
 /// As [`json_schema_to_grammar_with_report`] under `limits`: [`Limits::max_schema_depth`]
-/// (checked on the document before anything else) and [`Limits::max_enum_values`]. With
-/// `unique_keys`, the grammar is for a matcher that forbids repeated object keys
-/// (`matcher::keys`): it leaves them to it.
+/// (checked on the document before anything else), [`Limits::max_enum_values`] and
+/// [`Limits::max_repeat_bound`] (on the count keywords). With `unique_keys`, the grammar
+/// is for a matcher that forbids repeated object keys (`matcher::keys`): it leaves them
+/// to it.
 fn to_grammar(
     schema: &Value,
     options: &JsonSchemaOptions,
@@ -395,6 +398,7 @@ fn to_grammar(
     let mut b = Builder::new(schema, options.clone());
     b.unique_keys = unique_keys;
     b.max_enum_values = limits.max_enum_values;
+    b.max_repeat = limits.max_repeat_bound;
     b.max_depth = limits.max_schema_depth;
     b.check_references()?;
     let root = b.add_rule("root", Expr::Empty);
@@ -499,6 +503,18 @@ impl JsonSchemaError {
             _ => None,
         }
     }
+}
+
+/// A [`Limit::RepeatBound`] error (bound `value`, the input's `actual`) at `pointer`, the
+/// count keyword (`#/properties/a/maxLength`) whose repetition it is.
+pub(crate) fn repeat_limit_error(value: u64, actual: u64, pointer: &str) -> JsonSchemaError {
+    JsonSchemaError::Compile(CompileError::Limit(LimitExceeded {
+        limit: Limit::RepeatBound,
+        value,
+        actual,
+        rule: None,
+        pointer: Some(pointer.to_string()),
+    }))
 }
 
 /// A [`Limit`] error with no rule (or place) to blame.
@@ -775,6 +791,9 @@ pub(crate) struct Builder<'a> {
     pub(crate) depth: usize,
     /// [`Limits::max_enum_values`].
     pub(crate) max_enum_values: usize,
+    /// [`Limits::max_repeat_bound`], checked on the count keywords that become a repetition
+    /// (`minLength`, `maxLength`, `minItems`, `maxItems`) so that the error names them.
+    pub(crate) max_repeat: u32,
     /// [`Limits::max_schema_depth`], for `$ref` chains (the document's own nesting is
     /// checked against it before compiling).
     pub(crate) max_depth: usize,
@@ -854,6 +873,7 @@ impl<'a> Builder<'a> {
             string_rule: None,
             depth: 0,
             max_enum_values: Limits::default().max_enum_values,
+            max_repeat: Limits::default().max_repeat_bound,
             max_depth: Limits::default().max_schema_depth,
             ref_depth: 0,
             draft4,
@@ -987,6 +1007,28 @@ impl<'a> Builder<'a> {
             }
         }
         best.map(|(_, q)| q)
+    }
+
+    /// A [`Limit::RepeatBound`] error at `ptr/keyword` when a repetition `n` times (from
+    /// the count keyword `keyword` of the schema at `ptr`, whose value is `value`) exceeds
+    /// [`Builder::max_repeat`]: refused here, where the keyword is known, rather than when
+    /// the grammar is compiled. (A larger upper bound is not read as "no bound": that
+    /// would accept longer values than the schema allows.)
+    pub(crate) fn check_count(
+        &self,
+        keyword: &str,
+        n: u32,
+        value: u32,
+        ptr: &str,
+    ) -> Result<(), JsonSchemaError> {
+        if n > self.max_repeat {
+            return Err(repeat_limit_error(
+                u64::from(self.max_repeat),
+                u64::from(value.max(n)),
+                &child(ptr, keyword),
+            ));
+        }
+        Ok(())
     }
 
     /// Whitespace between tokens.

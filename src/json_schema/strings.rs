@@ -110,7 +110,10 @@ pub(crate) fn string_char() -> Expr {
     Expr::Choice(vec![raw_char(), escape])
 }
 
-/// A non-negative integer keyword value (`minLength`, `maxItems`, ...), capped at `u32::MAX`.
+/// A non-negative integer keyword value (`minLength`, `maxItems`, ...), capped at
+/// `u32::MAX` for an upper bound (which only rejects more). A lower bound (`min...`)
+/// above `u32::MAX` is a [`Limit::RepeatBound`](crate::Limit::RepeatBound) error naming
+/// the keyword: cutting it down would accept values the schema rejects.
 pub(crate) fn count_keyword(
     obj: &Map<String, Value>,
     key: &str,
@@ -125,6 +128,9 @@ pub(crate) fn count_keyword(
             .map(|f| f as u64)
     });
     match n {
+        Some(n) if n > u64::from(u32::MAX) && key.starts_with("min") => Err(
+            super::repeat_limit_error(u64::from(u32::MAX), n, &child(ptr, key)),
+        ),
         Some(n) => Ok(Some(n.min(u32::MAX as u64) as u32)),
         None => Err(JsonSchemaError::InvalidKeyword {
             keyword: key.into(),
@@ -360,6 +366,10 @@ impl Builder<'_> {
         }
         if !bounded {
             return Ok(Some(self.string_any()));
+        }
+        self.check_count("minLength", min, min, ptr)?;
+        if let Some(max) = max {
+            self.check_count("maxLength", max, max, ptr)?;
         }
         Ok(Some(seq(vec![
             lit("\""),
