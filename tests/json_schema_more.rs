@@ -785,3 +785,99 @@ fn counts_above_the_repeat_bound_name_their_keyword() {
         )
         .unwrap();
 }
+
+#[test]
+fn malformed_definitions_anchors_and_ids_are_invalid() {
+    const DRAFT7: &str = "http://json-schema.org/draft-07/schema#";
+    const DRAFT2019: &str = "https://json-schema.org/draft/2019-09/schema";
+    for (schema, keyword, at) in [
+        (json!({"$defs": 5}), "$defs", "#/$defs"),
+        (json!({"definitions": []}), "definitions", "#/definitions"),
+        (
+            json!({"properties": {"a": {"$defs": "x"}}}),
+            "$defs",
+            "#/properties/a/$defs",
+        ),
+        (json!({"$anchor": "a b"}), "$anchor", "#/$anchor"),
+        (json!({"$anchor": "1a"}), "$anchor", "#/$anchor"),
+        (json!({"$anchor": "a:b"}), "$anchor", "#/$anchor"),
+        (json!({"$anchor": ""}), "$anchor", "#/$anchor"),
+        (json!({"$anchor": 5}), "$anchor", "#/$anchor"),
+        (
+            json!({"$defs": {"x": {"$anchor": "caf\u{e9}"}}}),
+            "$anchor",
+            "#/$defs/x/$anchor",
+        ),
+        (
+            json!({"$dynamicAnchor": "a b"}),
+            "$dynamicAnchor",
+            "#/$dynamicAnchor",
+        ),
+        (
+            json!({"$schema": DRAFT2019, "$anchor": "_a"}),
+            "$anchor",
+            "#/$anchor",
+        ),
+        (json!({"$id": "#frag"}), "$id", "#/$id"),
+        (
+            json!({"$id": "http://example.com/s.json#frag"}),
+            "$id",
+            "#/$id",
+        ),
+        (
+            json!({"$defs": {"x": {"$id": "#x", "type": "integer"}}, "$ref": "#x"}),
+            "$id",
+            "#/$defs/x/$id",
+        ),
+        (
+            json!({"$schema": DRAFT2019, "$id": "#frag"}),
+            "$id",
+            "#/$id",
+        ),
+        (json!({"$id": 5}), "$id", "#/$id"),
+        (
+            json!({"items": {"anyOf": [{"type": "string"}, {"$id": "#a"}]}}),
+            "$id",
+            "#/items/anyOf/1/$id",
+        ),
+    ] {
+        match json_schema_to_grammar(&schema, &JsonSchemaOptions::default()) {
+            Err(JsonSchemaError::InvalidKeyword {
+                keyword: k,
+                pointer,
+                ..
+            }) => assert_eq!((k.as_str(), pointer.as_str()), (keyword, at), "{schema}"),
+            other => panic!("{schema}: expected InvalidKeyword, got {:?}", other.err()),
+        }
+    }
+    for schema in [
+        json!({"$defs": {}, "definitions": {"a": {"type": "integer"}}}),
+        json!({"$anchor": "_a-b.c1", "type": "integer"}),
+        json!({"$defs": {"x": {"$anchor": "A", "type": "integer"}}, "$ref": "#A"}),
+        json!({"$schema": DRAFT2019, "$anchor": "a:b"}),
+        json!({"$id": "http://example.com/s.json#"}),
+        json!({"$id": "http://example.com/s.json"}),
+        json!({"$id": "#"}),
+        // Drafts 6 and 7: a fragment `$id` is a plain-name anchor.
+        json!({"$schema": DRAFT7, "$id": "#frag"}),
+        json!({"$schema": DRAFT7,
+            "definitions": {"a": {"$id": "#foo", "type": "integer"}},
+            "properties": {"p": {"$ref": "#foo"}}}),
+        // Not keywords: inside constants, and `$anchor` before 2019-09.
+        json!({"const": {"$defs": 5, "$anchor": "a b", "$id": "#x"}}),
+        json!({"enum": [{"$id": "#x"}]}),
+        json!({"properties": {"$id": {"type": "string"}, "$defs": {"type": "integer"}}}),
+        json!({"$schema": DRAFT7, "$anchor": "a b"}),
+    ] {
+        json_schema_to_grammar(&schema, &JsonSchemaOptions::default())
+            .unwrap_or_else(|e| panic!("{schema}: {e}"));
+    }
+    // The draft 7 anchor is followed.
+    check_against_oracle(
+        json!({"$schema": DRAFT7,
+            "definitions": {"a": {"$id": "#foo", "type": "integer"}},
+            "properties": {"p": {"$ref": "#foo"}}}),
+        &[r#"{"p":1}"#, "{}"],
+        &[r#"{"p":"x"}"#],
+    );
+}

@@ -74,7 +74,10 @@
 //! * `resources.rs`: base URIs of `$id` (and draft 4's `id`), `$anchor`, `$dynamicAnchor`
 //!   (as a plain anchor), and other documents named by absolute URI in
 //!   [`JsonSchemaOptions::documents`] (never fetched); `references.rs` resolves `$ref`
-//!   through them by RFC 3986 against the base in force where it is written.
+//!   through them by RFC 3986 against the base in force where it is written. Before
+//!   anything is compiled, the root document's `definitions`/`$defs` must be objects and,
+//!   from 2019-09 on, `$id` has no non-empty fragment and `$anchor`/`$dynamicAnchor` are
+//!   plain names (else [`JsonSchemaError::InvalidKeyword`]).
 //!
 //! Everything else is refused, for example `not` (and `if`, and overlapping `oneOf`
 //! branches) of `pattern`, `format`, `multipleOf`, object or array constants or closed
@@ -395,6 +398,7 @@ fn to_grammar(
     unique_keys: bool,
 ) -> Result<JsonSchemaGrammar, JsonSchemaError> {
     check_depth(schema, limits.max_schema_depth)?;
+    resources::check_identifiers(schema)?;
     let mut b = Builder::new(schema, options.clone());
     b.unique_keys = unique_keys;
     b.max_enum_values = limits.max_enum_values;

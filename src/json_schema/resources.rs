@@ -13,6 +13,8 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
+use super::JsonSchemaError;
+
 /// The base URI of a root document without `$id`: references relative to it resolve inside
 /// it, and nothing else is named by it.
 pub(crate) const DEFAULT_BASE: &str = "tokensieve:///schema.json";
@@ -43,6 +45,125 @@ const MAP: &[&str] = &[
     "dependentSchemas",
     "dependencies",
 ];
+
+/// Checks the identifiers and containers of the document `root` (its subschemas, not the
+/// values of `const`/`enum` or other documents) against its draft (its `$schema`: drafts
+/// 3-7, 2019-09, else 2020-12):
+/// * `definitions` (and, from 2019-09, `$defs`) must be an object;
+/// * from 2019-09, `$id` must be a string without a non-empty fragment (core §8.2.1;
+///   drafts 6-7 read `"$id": "#name"` as a plain-name anchor, which stays allowed), and
+///   `$anchor`/`$dynamicAnchor` must be a plain name: `^[A-Za-z_][-A-Za-z0-9._]*$` in
+///   2020-12 (core §8.2.2), `^[A-Za-z][-A-Za-z0-9.:_]*$` in 2019-09 (where
+///   `$dynamicAnchor` is no keyword).
+///
+/// # Errors
+/// [`JsonSchemaError::InvalidKeyword`] naming the keyword and its pointer, for the first
+/// invalid one in document order.
+pub(crate) fn check_identifiers(root: &Value) -> Result<(), JsonSchemaError> {
+    let draft = root.get("$schema").and_then(Value::as_str).unwrap_or("");
+    let before_2019 = ["draft-03", "draft-04", "draft-06", "draft-07"]
+        .iter()
+        .any(|d| draft.contains(d));
+    let is_2019 = draft.contains("2019-09");
+    let invalid = |keyword: &str, loc: &str, message: String| JsonSchemaError::InvalidKeyword {
+        keyword: keyword.into(),
+        pointer: child(loc, keyword),
+        message,
+    };
+    let plain_name = |a: &str| {
+        let mut cs = a.chars();
+        let first = cs.next();
+        if is_2019 {
+            first.is_some_and(|c| c.is_ascii_alphabetic())
+                && cs.all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | ':' | '_'))
+        } else {
+            first.is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                && cs.all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_'))
+        }
+    };
+    // (schema, location), without recursion (the depth is bounded before, but a stack of
+    // frames costs nothing).
+    let mut stack = vec![(root, "#".to_string())];
+    while let Some((node, loc)) = stack.pop() {
+        let Value::Object(o) = node else { continue };
+        for k in ["definitions", "$defs"] {
+            if k == "$defs" && before_2019 {
+                continue;
+            }
+            if let Some(v) = o.get(k).filter(|v| !v.is_object()) {
+                return Err(invalid(
+                    k,
+                    &loc,
+                    format!("must be an object of schemas by name, not {v}"),
+                ));
+            }
+        }
+        if !before_2019 {
+            if let Some(id) = o.get("$id") {
+                let Value::String(id) = id else {
+                    return Err(invalid(
+                        "$id",
+                        &loc,
+                        format!("must be a string (a URI reference), not {id}"),
+                    ));
+                };
+                if id.split_once('#').is_some_and(|(_, f)| !f.is_empty()) {
+                    return Err(invalid(
+                        "$id",
+                        &loc,
+                        format!(
+                            "{id:?} has a fragment, which an `$id` must not have from draft \
+                             2019-09 on (2020-12 core §8.2.1); name the place with `$anchor` \
+                             (and refer to it as \"#name\") instead"
+                        ),
+                    ));
+                }
+            }
+            for k in ["$anchor", "$dynamicAnchor"] {
+                if k == "$dynamicAnchor" && is_2019 {
+                    continue;
+                }
+                let Some(a) = o.get(k) else { continue };
+                if !a.as_str().is_some_and(plain_name) {
+                    let syntax = if is_2019 {
+                        "^[A-Za-z][-A-Za-z0-9.:_]*$ (draft 2019-09 core §8.2.3)"
+                    } else {
+                        "^[A-Za-z_][-A-Za-z0-9._]*$ (draft 2020-12 core §8.2.2)"
+                    };
+                    return Err(invalid(
+                        k,
+                        &loc,
+                        format!("must be a plain name matching {syntax}, not {a}"),
+                    ));
+                }
+            }
+        }
+        let mut next = Vec::new();
+        for (k, v) in o {
+            let k = k.as_str();
+            if ONE.contains(&k) && v.is_object() {
+                next.push((v, child(&loc, k)));
+            }
+            if MANY.contains(&k) {
+                if let Value::Array(a) = v {
+                    for (i, s) in a.iter().enumerate() {
+                        next.push((s, child(&child(&loc, k), &i.to_string())));
+                    }
+                }
+            }
+            if MAP.contains(&k) {
+                if let Value::Object(m) = v {
+                    for (name, s) in m {
+                        next.push((s, child(&child(&loc, k), name)));
+                    }
+                }
+            }
+        }
+        // In document order.
+        stack.extend(next.into_iter().rev());
+    }
+    Ok(())
+}
 
 /// Where the resources, anchors and documents of one compilation are.
 #[derive(Debug, Default)]
