@@ -798,6 +798,12 @@ fn malformed_definitions_anchors_and_ids_are_invalid() {
             "$defs",
             "#/properties/a/$defs",
         ),
+        (json!({"$defs": {"a": 5}}), "$defs", "#/$defs/a"),
+        (
+            json!({"definitions": {"a": {"type": "integer"}, "b": "string"}}),
+            "definitions",
+            "#/definitions/b",
+        ),
         (json!({"$anchor": "a b"}), "$anchor", "#/$anchor"),
         (json!({"$anchor": "1a"}), "$anchor", "#/$anchor"),
         (json!({"$anchor": "a:b"}), "$anchor", "#/$anchor"),
@@ -851,7 +857,8 @@ fn malformed_definitions_anchors_and_ids_are_invalid() {
         }
     }
     for schema in [
-        json!({"$defs": {}, "definitions": {"a": {"type": "integer"}}}),
+        json!({"$defs": {"t": true, "f": false}, "definitions": {"a": {"type": "integer"}}}),
+        json!({"$schema": DRAFT7, "$defs": {"a": 5}}),
         json!({"$anchor": "_a-b.c1", "type": "integer"}),
         json!({"$defs": {"x": {"$anchor": "A", "type": "integer"}}, "$ref": "#A"}),
         json!({"$schema": DRAFT2019, "$anchor": "a:b"}),

@@ -75,9 +75,9 @@
 //!   (as a plain anchor), and other documents named by absolute URI in
 //!   [`JsonSchemaOptions::documents`] (never fetched); `references.rs` resolves `$ref`
 //!   through them by RFC 3986 against the base in force where it is written. Before
-//!   anything is compiled, the root document's `definitions`/`$defs` must be objects and,
-//!   from 2019-09 on, `$id` has no non-empty fragment and `$anchor`/`$dynamicAnchor` are
-//!   plain names (else [`JsonSchemaError::InvalidKeyword`]).
+//!   anything is compiled, the root document's `definitions`/`$defs` must be objects of
+//!   schemas and, from 2019-09 on, `$id` has no non-empty fragment and
+//!   `$anchor`/`$dynamicAnchor` are plain names (else [`JsonSchemaError::InvalidKeyword`]).
 //!
 //! Everything else is refused, for example `not` (and `if`, and overlapping `oneOf`
 //! branches) of `pattern`, `format`, `multipleOf`, object or array constants or closed

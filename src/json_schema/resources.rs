@@ -49,7 +49,7 @@ const MAP: &[&str] = &[
 /// Checks the identifiers and containers of the document `root` (its subschemas, not the
 /// values of `const`/`enum` or other documents) against its draft (its `$schema`: drafts
 /// 3-7, 2019-09, else 2020-12):
-/// * `definitions` (and, from 2019-09, `$defs`) must be an object;
+/// * `definitions` (and, from 2019-09, `$defs`) must be an object of schemas;
 /// * from 2019-09, `$id` must be a string without a non-empty fragment (core §8.2.1;
 ///   drafts 6-7 read `"$id": "#name"` as a plain-name anchor, which stays allowed), and
 ///   `$anchor`/`$dynamicAnchor` must be a plain name: `^[A-Za-z_][-A-Za-z0-9._]*$` in
@@ -90,12 +90,22 @@ pub(crate) fn check_identifiers(root: &Value) -> Result<(), JsonSchemaError> {
             if k == "$defs" && before_2019 {
                 continue;
             }
-            if let Some(v) = o.get(k).filter(|v| !v.is_object()) {
+            let Some(v) = o.get(k) else { continue };
+            let Value::Object(m) = v else {
                 return Err(invalid(
                     k,
                     &loc,
                     format!("must be an object of schemas by name, not {v}"),
                 ));
+            };
+            if let Some((name, s)) = m.iter().find(|(_, s)| !(s.is_object() || s.is_boolean())) {
+                return Err(JsonSchemaError::InvalidKeyword {
+                    keyword: k.into(),
+                    pointer: child(&child(&loc, k), name),
+                    message: format!(
+                        "entry {name:?} must be a schema (an object or a boolean), not {s}"
+                    ),
+                });
             }
         }
         if !before_2019 {
