@@ -667,6 +667,19 @@ fn errors_inside_all_of_branches_name_the_branch() {
             json!({"type": "string", "anyOf": [{"minLength": 1}, {"format": "color"}]}),
             "#/anyOf/1/format",
         ),
+        // `then`, `else` and `if` become parts of an `allOf` of the compiler's.
+        (
+            json!({"if": {"type": "string"}, "then": {"allOf": [{"format": "color"}]}}),
+            "#/then/allOf/0/format",
+        ),
+        (
+            json!({"allOf": [{"type": "string"}], "if": {"minLength": 2}, "else": {"format": "color"}}),
+            "#/else/format",
+        ),
+        (
+            json!({"if": {"type": "string"}, "then": {"minLength": 1}, "else": {"type": "object", "additionalProperties": {"not": {"pattern": "a"}}}}),
+            "#/else/additionalProperties/not",
+        ),
         // Unsatisfiable bounds from two branches.
         (
             json!({"properties": {"s": {"allOf": [{"type": "string", "pattern": "^a+$", "minLength": 2}, {"maxLength": 1, "pattern": "^a+$"}]}}}),

@@ -928,6 +928,43 @@ impl<'a> Builder<'a> {
         r
     }
 
+    /// Runs `f`, which compiles a schema the compiler wrote, and rewrites the places it
+    /// reports (its error, the ignored keywords it notes, the places of the rules it adds)
+    /// under a written place `from` of each alias `(from, to)` to the same place under
+    /// `to`, where the user wrote that part.
+    pub(crate) fn aliased<T>(
+        &mut self,
+        aliases: &[(String, String)],
+        f: impl FnOnce(&mut Self) -> Result<T, JsonSchemaError>,
+    ) -> Result<T, JsonSchemaError> {
+        let alias = |p: &str| {
+            aliases.iter().find_map(|(from, to)| {
+                let rest = p.strip_prefix(from.as_str())?;
+                (rest.is_empty() || rest.starts_with('/')).then(|| format!("{to}{rest}"))
+            })
+        };
+        let (ignored, rules) = (self.ignored.len(), self.pointers.len());
+        let r = f(self).map_err(|mut e| {
+            if let Some(p) = e.pointer_mut() {
+                if let Some(q) = alias(p) {
+                    *p = q;
+                }
+            }
+            e
+        });
+        for i in ignored..self.ignored.len() {
+            if let Some(q) = alias(&self.ignored[i].pointer) {
+                self.ignored[i].pointer = q;
+            }
+        }
+        for i in rules..self.pointers.len() {
+            if let Some(q) = alias(&self.pointers[i]) {
+                self.pointers[i] = q;
+            }
+        }
+        r
+    }
+
     /// `e` with its pointer relocated by [`Builder::relocate`].
     pub(crate) fn relocated(
         &self,
@@ -1193,7 +1230,22 @@ impl<'a> Builder<'a> {
             return self.branches(b, ptr);
         }
         if let Some(b) = self.conditional_branches(obj, ptr)? {
-            return self.branches(b, ptr);
+            // Each branch is the rest with `if` and `then` (or a part of the negation of
+            // `if`, and `else`) appended to its `allOf`: their places there are aliases.
+            let n = obj
+                .get("allOf")
+                .and_then(Value::as_array)
+                .map_or(0, Vec::len);
+            let at = |i: usize| child(&child(ptr, "allOf"), &i.to_string());
+            let mut alts = Vec::new();
+            for (i, b) in b.into_iter().enumerate() {
+                let aliases = [
+                    (at(n), child(ptr, "if")),
+                    (at(n + 1), child(ptr, if i == 0 { "then" } else { "else" })),
+                ];
+                alts.push(self.aliased(&aliases, |s| s.schema(&Value::Object(b), ptr))?);
+            }
+            return Ok(choice(alts));
         }
         if let Some(n) = obj.get("not") {
             if simple_not(n, &child(ptr, "not")) {
