@@ -267,3 +267,52 @@ fn min_properties_counts_distinct_extra_keys() {
         );
     }
 }
+
+#[test]
+fn any_order_never_leads_into_a_dead_end() {
+    // A key already written must not be offered again where no other key can start the
+    // same way: the next mask would be empty (found by a review on the linear grammar).
+    let Some((rt, compiler)) = llama() else {
+        return;
+    };
+    let closed = json!({"type": "object", "properties": {"name": {"type": "string"},
+        "age": {"type": "integer"}}, "required": ["name", "age"], "additionalProperties": false});
+    let g = compiler.compile_json_schema(&closed, &any_order()).unwrap();
+    let mut m = GrammarMatcher::new(g);
+    assert!(m.accept_string(r#"{"name":"x",""#));
+    let (allowed, bad) = check_all_tokens(&m, &rt.vocab);
+    assert!(bad.is_empty());
+    assert!(!allowed.contains(&rt.token_id("name").unwrap()));
+    assert!(allowed.contains(&rt.token_id("age").unwrap()));
+    // The room `maxProperties` leaves is the last required key's: only it is offered.
+    let counted = json!({"type": "object", "properties": {"a": {}, "b": {}},
+        "required": ["a", "b"], "maxProperties": 3});
+    let g = compiler
+        .compile_json_schema(&counted, &any_order())
+        .unwrap();
+    let mut m = GrammarMatcher::new(g.clone());
+    assert!(m.accept_string(r#"{"x":"s","a":1,""#));
+    assert!(!m.accept_string("a"));
+    assert!(m.accept_string(r#"b":2}"#));
+    // Beside open-ended extra keys, a written key's prefix goes on as a new extra key.
+    let open = json!({"type": "object", "properties": {"name": {"type": "string"}},
+        "required": ["name"]});
+    let g = compiler.compile_json_schema(&open, &any_order()).unwrap();
+    let mut m = GrammarMatcher::new(g);
+    assert!(m.accept_string(r#"{"name":"x","name"#));
+    let (allowed, bad) = check_all_tokens(&m, &rt.vocab);
+    assert!(bad.is_empty());
+    assert!(!allowed.contains(&rt.token_id("\"").unwrap()));
+    assert!(allowed.contains(&rt.token_id("s").unwrap()));
+    assert!(m.accept_string(r#"s":1}"#));
+    // An object no instance can satisfy is refused, in any order too.
+    let e = compiler.compile_json_schema(
+        &json!({"type": "object", "properties": {"a": {}, "b": {}},
+            "additionalProperties": false, "minProperties": 3}),
+        &any_order(),
+    );
+    assert!(
+        matches!(e, Err(tokensieve::JsonSchemaError::Unsatisfiable { .. })),
+        "{e:?}"
+    );
+}

@@ -586,6 +586,7 @@ fn pattern_properties_that_assert_nothing_still_admit_their_keys() {
         &[r#"{"xa":[],"b":"s"}"#],
         &[r#"{"b":1}"#],
     );
+}
 
 /// The keyword and JSON pointer an error names (`None` for errors that name no place).
 fn error_place(e: &JsonSchemaError) -> Option<(Option<String>, String)> {

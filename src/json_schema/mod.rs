@@ -111,12 +111,15 @@
 //!   leave out of the token bitmask) a token that would close a key already in its object,
 //!   compared decoded (`"\u0061"` repeats `"a"`); see [`crate::TokenRejection::DuplicateKey`].
 //!   The grammar alone cannot do it: names of extra keys are unbounded. `minProperties`
-//!   above 1 beside extra keys is then exact. When the set of extra names is finite
-//!   (`patternProperties` `^x$` with `additionalProperties: false`), the grammar may still
-//!   offer `,` after the last free name, and the token bitmask is then empty after it.
+//!   above 1 beside open-ended extra keys is then exact. When the set of extra names is
+//!   finite (`patternProperties` `^x$` with `additionalProperties: false`, `propertyNames`
+//!   with an `enum`), the grammar still offers a free name after it was written, which
+//!   only the key's closing quote can refuse: the token bitmask is then empty inside that
+//!   key (a dead end, where the grammar alone would have allowed the repeated key).
 //! * With `any_order`, named properties (those in `properties`, and required names that
 //!   are not) come in any order. Beside open-ended extra keys (`additionalProperties` not
-//!   `false`, no `patternProperties` other than `.*`-like, no `propertyNames`), every order
+//!   `false`, no `patternProperties` other than `.*`-like, no `propertyNames`) and without
+//!   `maxProperties`, every order
 //!   of any number of them, in a grammar linear in their count (a state per number of
 //!   distinct required names written; the key check keeps names distinct, and a key that
 //!   starts like a written one can always go on as a new extra key). Otherwise, and in the
@@ -178,7 +181,7 @@ pub struct JsonSchemaOptions {
     /// with required keys enforced and no key twice. Through
     /// [`GrammarCompiler::compile_json_schema`], objects whose undeclared keys are
     /// open-ended (`additionalProperties` not `false`, no `patternProperties` but `.*`-like
-    /// ones, no `propertyNames`) take every order, whatever the number of properties (the
+    /// ones, no `propertyNames`) and that have no `maxProperties` take every order, whatever the number of properties (the
     /// matcher forbids repeated keys, so the grammar only counts the required names
     /// written). Other objects, and the grammar of [`json_schema_to_grammar`], are exact
     /// for objects of up to 8 named properties, required names that `properties` does not

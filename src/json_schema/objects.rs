@@ -385,10 +385,11 @@ impl Builder<'_> {
                 Some(Expr::Rule(self.add_rule("obj_extra", body)))
             }
         };
-        if min_props > 1 && extra.is_some() && !self.unique_keys {
+        if min_props > 1 && extra.is_some() && !(self.unique_keys && extra_open) {
             // Extra keys may repeat (`{"x":1,"x":2}` has one property), so counting written
             // members would over-count: only a bound of 1 is exact then. (Not so when the
-            // matcher forbids repeated keys.)
+            // matcher forbids repeated keys and extra names are open-ended: a new one can
+            // always be written, so counting never leads into a dead end.)
             self.unsupported(
                 "minProperties",
                 &child(ptr, "minProperties"),
@@ -396,7 +397,9 @@ impl Builder<'_> {
             )?;
         }
         if self.opts.any_order && members.len() > 1 {
-            if self.unique_keys && extra_open {
+            // With `maxProperties`, a state may offer only required names (the room left is
+            // theirs), and a written one's prefix would then lead nowhere.
+            if self.unique_keys && extra_open && max_props.is_none() {
                 return Ok(self.any_order_unique(&members, extra, min_props, max_props));
             }
             return Ok(self.any_order_members(&members, extra, min_props, max_props));
