@@ -19,6 +19,18 @@ fn any_order() -> JsonSchemaOptions {
     }
 }
 
+/// Objects of integer-valued extra keys, in any order.
+fn integer_extras(
+    compiler: &tokensieve::GrammarCompiler,
+) -> std::sync::Arc<tokensieve::CompiledGrammar> {
+    compiler
+        .compile_json_schema(
+            r#"{"additionalProperties": {"type": "integer"}}"#,
+            &any_order(),
+        )
+        .unwrap()
+}
+
 #[test]
 fn repeated_extra_keys_are_rejected() {
     let schema = json!({"type": "object", "properties": {"a": {"type": "object"}},
@@ -76,12 +88,7 @@ fn the_mask_leaves_out_exactly_the_tokens_that_repeat_a_key() {
     let Some((rt, compiler)) = llama() else {
         return;
     };
-    let g = compiler
-        .compile_json_schema(
-            r#"{"additionalProperties": {"type": "integer"}}"#,
-            &any_order(),
-        )
-        .unwrap();
+    let g = integer_extras(compiler);
     // At every step of these texts, the mask bit of every token of the vocabulary equals
     // accept_token's answer.
     for text in [
@@ -126,12 +133,7 @@ fn rollback_forgets_the_keys_it_undoes() {
     let Some((rt, compiler)) = llama() else {
         return;
     };
-    let g = compiler
-        .compile_json_schema(
-            r#"{"additionalProperties": {"type": "integer"}}"#,
-            &any_order(),
-        )
-        .unwrap();
+    let g = integer_extras(compiler);
     let mut m = GrammarMatcher::new(g);
     let ids = rt.encode_exact(r#"{"a":1,"#);
     for &t in &ids {
