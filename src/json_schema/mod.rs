@@ -111,11 +111,14 @@
 //!   leave out of the token bitmask) a token that would close a key already in its object,
 //!   compared decoded (`"\u0061"` repeats `"a"`); see [`crate::TokenRejection::DuplicateKey`].
 //!   The grammar alone cannot do it: names of extra keys are unbounded. `minProperties`
-//!   above 1 beside open-ended extra keys is then exact. When the set of extra names is
-//!   finite (`patternProperties` `^x$` with `additionalProperties: false`, `propertyNames`
-//!   with an `enum`), the grammar still offers a free name after it was written, which
-//!   only the key's closing quote can refuse: the token bitmask is then empty inside that
-//!   key (a dead end, where the grammar alone would have allowed the repeated key).
+//!   above 1 beside open-ended extra keys is then exact. **A dead end remains possible**
+//!   where extra names are restricted (`patternProperties` beside `additionalProperties:
+//!   false`, or `propertyNames`): once an extra name that no longer name extends is
+//!   written (`x` for `^x$` or `^(x|y.*)$`, `k` for `"const": "k"`, any name at a
+//!   `maxLength`), the grammar still offers it again and only the key's closing quote is
+//!   refused, so the token bitmask is empty inside that key. (The grammar alone would
+//!   have accepted the repeated key.) Declared names, and extra keys beside
+//!   `additionalProperties` that is not `false` with no `propertyNames`, never dead-end.
 //! * With `any_order`, named properties (those in `properties`, and required names that
 //!   are not) come in any order. Beside open-ended extra keys (`additionalProperties` not
 //!   `false`, no `patternProperties` other than `.*`-like, no `propertyNames`) and without
