@@ -103,7 +103,7 @@ pub struct Limits {
     /// Earley item added to a set, or a caller item looked at when a rule completes; a
     /// byte stepped inside one rule's DFA costs one). The compiled grammar keeps the value
     /// its compiler had. Past it the call fails with this limit
-    /// ([`MatcherError::StepLimit`](crate::MatcherError::StepLimit),
+    /// ([`MatcherError::Limit`](crate::MatcherError::Limit),
     /// [`TokenRejection::StepLimit`](crate::TokenRejection::StepLimit)) and the matcher's
     /// state is as before the call, like llguidance's per-step "fuel": ambiguous grammars
     /// (`x ::= x x | [a-z] | ""`) need work that grows with the square of the text so far

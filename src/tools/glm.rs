@@ -48,7 +48,7 @@ const THINK_END: &str = "</think>";
 ///   `<arg_key>` or `</tool_call>` (so 4.5 output, 4.7 output and zero-argument calls
 ///   `<tool_call>NAME</tool_call>` all read); any whitespace between the tags; a
 ///   `</arg_value>` is structural when `<arg_key>`, `</tool_call>` or the end of the
-///   output follows; values typed by the schema ([`scan::typed_xml_value`]: declared
+///   output follows; values typed by the schema (`scan::typed_xml_value`: declared
 ///   `type: "string"` raw, anything else — undeclared keys included, as vLLM does — JSON,
 ///   else a Python literal, else text); a missing `</tool_call>` before the next call or
 ///   the end is tolerated. A key given twice makes the call malformed (`argument "KEY"

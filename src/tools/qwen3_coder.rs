@@ -50,7 +50,7 @@ const THINK_END: &str = "</think>";
 ///   [`FormatOptions::reasoning`] (Qwen3.5/3.6) a `<think>…</think>\n\n` block comes first.
 ///   [`FormatOptions::any_order`] does not apply (the style has a fixed order).
 /// * Parser: values lose exactly one leading and one trailing `\n` and are typed by the
-///   tool's schema ([`scan::typed_xml_value`]: `type: "string"` raw, else JSON, else a
+///   tool's schema (`scan::typed_xml_value`: `type: "string"` raw, else JSON, else a
 ///   Python literal such as `True`/`None`, else text; undeclared parameters stay text;
 ///   schemas admitting strings among other values as below).
 ///   A `</parameter>` is structural only when, after whitespace, `<parameter=KEY>` with a
