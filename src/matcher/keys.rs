@@ -29,9 +29,9 @@ struct Lex {
     is_key: bool,
     /// Outside strings: the next string is an object key (after `{` or `,` in an object).
     expect_key: bool,
-    /// 0: no escape; 1: after a backslash; 2..=5: inside `\uXXXX`, `esc - 2` digits read.
+    /// 0: no escape; 1: after a backslash; 2..=5: inside a `\u` escape, `esc - 2` of its four hex digits read.
     esc: u8,
-    /// The hex digits of `\uXXXX` read so far.
+    /// The hex digits of a `\u` escape read so far.
     unit: u16,
     /// A high surrogate of a key (`\ud800`–`\udbff`) waiting for its low half; 0 if none.
     high: u16,
