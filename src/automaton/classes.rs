@@ -10,115 +10,85 @@
 use super::Automaton;
 use rustc_hash::FxHashMap;
 
-/// Most refinement rounds of [`Automaton::mask_classes`]. A round costs one signature per
-/// node of a class that may still split; a long literal such as `"abab…"` needs one round
-/// per byte to be told apart. Past this, every node of a class that has not split down to
-/// one node gets a class of its own: sound (classes only ever split), at the price of
-/// masks that are no longer shared.
-const MAX_ROUNDS: usize = 256;
+/// Most refinement rounds of [`Automaton::mask_classes`]. A long literal such as `"abab…"`
+/// needs one round per byte to be told apart; a round costs work in proportion to the nodes
+/// that moved in the round before (not to the automaton), so the bound is generous. Past
+/// it, every node of a class that has not split down to one node gets a class of its own:
+/// sound (classes only ever split), at the price of masks that are no longer shared.
+const MAX_ROUNDS: usize = 4096;
 
 impl Automaton {
     /// The class of every real node (ids `0..classes`), such that nodes of one class have
-    /// equal masks. Cost: per refinement round, one signature per node of a class with more
-    /// than one node; at most [`MAX_ROUNDS`] rounds, then the classes still shared are split
-    /// into single nodes. `Err` when `deadline` passes (looked at every round).
+    /// equal masks: the coarsest partition, finer than (finality, follow bytes of the
+    /// node's rule), in which nodes of one class have, edge label by edge label, targets in
+    /// equal classes (a call edge's label is the class of the callee's start).
+    ///
+    /// Moore's refinement with a worklist: a round re-signs only the nodes whose edge
+    /// targets changed class in the round before, and the largest group of a splitting class keeps its id, so the work of a
+    /// round is proportional to what moved, not to the automaton. At most [`MAX_ROUNDS`]
+    /// rounds, then the classes still shared are split into single nodes. `Err` when
+    /// `deadline` passes (looked at every round).
     pub(crate) fn mask_classes(
         &self,
         deadline: &crate::limits::Deadline,
     ) -> Result<(Vec<u32>, usize), crate::LimitExceeded> {
         let n = self.nodes.len();
-        let mut ids: FxHashMap<Vec<u64>, u32> = FxHashMap::default();
-        let mut class: Vec<u32> = Vec::with_capacity(n);
-        for node in &self.nodes {
-            let f = &self.follow[node.rule as usize];
-            let key = vec![node.is_final as u64, f[0], f[1], f[2], f[3]];
-            let next = ids.len() as u32;
-            class.push(*ids.entry(key).or_insert(next));
-        }
-        let mut count = ids.len();
-        let mut size = vec![0u32; count];
-        for &c in &class {
-            size[c as usize] += 1;
-        }
-        let mut sig: Vec<u64> = Vec::new();
+        let mut p = Partition::initial(self);
+        let deps = self.dependents();
+        // Per touched class: its signature records `recs[lo..hi]`, (node, arena range).
+        let mut arena: Vec<u64> = Vec::new();
+        let mut recs: Vec<(u32, u32, u32)> = Vec::new();
+        let mut spans: Vec<(u32, usize, usize)> = Vec::new();
+        let mut touched: Vec<u32> = Vec::new();
+        let mut moved: Vec<u32> = Vec::new();
         let mut parts: Vec<(u64, u64)> = Vec::new();
-        // Per round: (old class, signature) → new class. The first signature met in a class
-        // keeps the class's id, so ids of classes that do not split stay put, and nodes of
-        // single-node classes (which cannot split) are never signed again.
-        let mut split: FxHashMap<(u32, Vec<u64>), u32> = FxHashMap::default();
-        let mut kept: Vec<bool> = Vec::new();
-        for _ in 0..MAX_ROUNDS {
+        for round in 0..MAX_ROUNDS {
             deadline.check()?;
-            split.clear();
-            kept.clear();
-            kept.resize(count, false);
-            let mut next_class = class.clone();
-            for (i, node) in self.nodes.iter().enumerate() {
-                let old = class[i];
-                if size[old as usize] <= 1 {
-                    continue;
+            touched.clear();
+            if round == 0 {
+                for v in 0..n as u32 {
+                    p.mark(v, &mut touched);
                 }
-                sig.clear();
-                parts.clear();
-                for e in &self.byte_edges[node.bytes.0 as usize..node.bytes.1 as usize] {
-                    let range = ((e.lo as u64) << 8) | e.hi as u64;
-                    parts.push((range, class[e.target as usize] as u64));
-                }
-                parts.sort_unstable();
-                sig.push(u64::MAX);
-                sig.extend(parts.iter().flat_map(|&(a, b)| [a, b]));
-                parts.clear();
-                for e in &self.call_edges[node.calls.0 as usize..node.calls.1 as usize] {
-                    let start = self.rule_start[e.rule as usize];
-                    let callee = match class.get(start as usize) {
-                        Some(&c) => c as u64,
-                        // A counted rule (virtual start): only equal to itself.
-                        None => (1 << 40) | e.rule as u64,
-                    };
-                    parts.push((callee, class[e.target as usize] as u64));
-                }
-                parts.sort_unstable();
-                sig.push(u64::MAX);
-                sig.extend(parts.iter().flat_map(|&(a, b)| [a, b]));
-                parts.clear();
-                for e in &self.token_edges[node.tokens.0 as usize..node.tokens.1 as usize] {
-                    parts.push((e.token as u64, class[e.target as usize] as u64));
-                }
-                parts.sort_unstable();
-                sig.push(u64::MAX);
-                sig.extend(parts.iter().flat_map(|&(a, b)| [a, b]));
-                let key = (old, std::mem::take(&mut sig));
-                let id = match split.get(&key) {
-                    Some(&id) => id,
-                    None => {
-                        let id = if kept[old as usize] {
-                            count += 1;
-                            (count - 1) as u32
-                        } else {
-                            kept[old as usize] = true;
-                            old
-                        };
-                        split.insert(key, id);
-                        id
+            } else {
+                for &d in &moved {
+                    let (lo, hi) = (deps.0[d as usize] as usize, deps.0[d as usize + 1] as usize);
+                    for &v in &deps.1[lo..hi] {
+                        p.mark(v, &mut touched);
                     }
-                };
-                next_class[i] = id;
+                }
             }
-            let before = size.len();
-            class = next_class;
-            if count == before {
-                return Ok((class, count));
+            if touched.is_empty() {
+                return Ok((p.class, p.start.len()));
             }
-            size.clear();
-            size.resize(count, 0);
-            for &c in &class {
-                size[c as usize] += 1;
+            // Sign every marked node against the classes as they were at the start of the
+            // round.
+            arena.clear();
+            recs.clear();
+            spans.clear();
+            for &c in &touched {
+                let (start, len, marked) = p.range(c);
+                let lo = recs.len();
+                for &v in &p.elems[start + len - marked..start + len] {
+                    let a = arena.len() as u32;
+                    self.sign(v, &p.class, &mut parts, &mut arena);
+                    recs.push((v, a, arena.len() as u32));
+                }
+                spans.push((c, lo, recs.len()));
+            }
+            moved.clear();
+            for &(c, lo, hi) in &spans {
+                let group = &mut recs[lo..hi];
+                let slice = |r: &(u32, u32, u32)| &arena[r.1 as usize..r.2 as usize];
+                group.sort_unstable_by(|a, b| slice(a).cmp(slice(b)));
+                p.split(c, group, &arena, &mut moved);
             }
         }
         // Not settled: classes that still hold several nodes become one class per node.
+        let mut class = p.class;
+        let mut count = p.start.len();
         let mut seen = vec![false; count];
         for c in class.iter_mut() {
-            if size[*c as usize] > 1 {
+            if p.len[*c as usize] > 1 {
                 if seen[*c as usize] {
                     *c = count as u32;
                     count += 1;
@@ -128,6 +98,248 @@ impl Automaton {
             }
         }
         Ok((class, count))
+    }
+
+    /// For every node `m`, the nodes whose signature reads `m`'s class (an edge targets
+    /// `m`, or a call edge enters the rule that `m` starts), in compressed rows:
+    /// `(offsets, nodes)`, row `m` being `nodes[offsets[m]..offsets[m + 1]]`.
+    fn dependents(&self) -> (Vec<u32>, Vec<u32>) {
+        let n = self.nodes.len();
+        let mut pairs: Vec<(u32, u32)> = Vec::new();
+        for (v, node) in self.nodes.iter().enumerate() {
+            let v = v as u32;
+            for e in &self.byte_edges[node.bytes.0 as usize..node.bytes.1 as usize] {
+                pairs.push((e.target, v));
+            }
+            for e in &self.call_edges[node.calls.0 as usize..node.calls.1 as usize] {
+                pairs.push((e.target, v));
+                let start = self.rule_start[e.rule as usize];
+                if (start as usize) < n {
+                    pairs.push((start, v));
+                }
+            }
+            for e in &self.token_edges[node.tokens.0 as usize..node.tokens.1 as usize] {
+                pairs.push((e.target, v));
+            }
+        }
+        let mut offsets = vec![0u32; n + 1];
+        for &(m, _) in &pairs {
+            offsets[m as usize + 1] += 1;
+        }
+        for i in 0..n {
+            offsets[i + 1] += offsets[i];
+        }
+        let mut fill = offsets.clone();
+        let mut nodes = vec![0u32; pairs.len()];
+        for &(m, v) in &pairs {
+            nodes[fill[m as usize] as usize] = v;
+            fill[m as usize] += 1;
+        }
+        (offsets, nodes)
+    }
+
+    /// Appends node `v`'s signature under `class` to `out`: its byte edges (range, target
+    /// class), its call edges (callee start class, return target class) and its token
+    /// edges (token, target class), each list sorted, behind a separator.
+    fn sign(&self, v: u32, class: &[u32], parts: &mut Vec<(u64, u64)>, out: &mut Vec<u64>) {
+        let node = &self.nodes[v as usize];
+        parts.clear();
+        for e in &self.byte_edges[node.bytes.0 as usize..node.bytes.1 as usize] {
+            let range = ((e.lo as u64) << 8) | e.hi as u64;
+            parts.push((range, class[e.target as usize] as u64));
+        }
+        parts.sort_unstable();
+        out.push(u64::MAX);
+        out.extend(parts.iter().flat_map(|&(a, b)| [a, b]));
+        parts.clear();
+        for e in &self.call_edges[node.calls.0 as usize..node.calls.1 as usize] {
+            let start = self.rule_start[e.rule as usize];
+            let callee = match class.get(start as usize) {
+                Some(&c) => c as u64,
+                // A counted rule (virtual start): only equal to itself.
+                None => (1 << 40) | e.rule as u64,
+            };
+            parts.push((callee, class[e.target as usize] as u64));
+        }
+        parts.sort_unstable();
+        out.push(u64::MAX);
+        out.extend(parts.iter().flat_map(|&(a, b)| [a, b]));
+        parts.clear();
+        for e in &self.token_edges[node.tokens.0 as usize..node.tokens.1 as usize] {
+            parts.push((e.token as u64, class[e.target as usize] as u64));
+        }
+        parts.sort_unstable();
+        out.push(u64::MAX);
+        out.extend(parts.iter().flat_map(|&(a, b)| [a, b]));
+    }
+}
+
+/// A partition of the nodes into classes, each class a contiguous range of `elems`; the
+/// marked members of a class (to be signed this round) sit at the end of its range.
+struct Partition {
+    elems: Vec<u32>,
+    pos: Vec<u32>,
+    class: Vec<u32>,
+    start: Vec<u32>,
+    len: Vec<u32>,
+    marked: Vec<u32>,
+}
+
+impl Partition {
+    /// Classes by (finality, follow bytes of the node's rule).
+    fn initial(aut: &Automaton) -> Partition {
+        let mut ids: FxHashMap<[u64; 5], u32> = FxHashMap::default();
+        let mut class: Vec<u32> = Vec::with_capacity(aut.nodes.len());
+        for node in &aut.nodes {
+            let f = &aut.follow[node.rule as usize];
+            let key = [node.is_final as u64, f[0], f[1], f[2], f[3]];
+            let next = ids.len() as u32;
+            class.push(*ids.entry(key).or_insert(next));
+        }
+        let count = ids.len();
+        let mut len = vec![0u32; count];
+        for &c in &class {
+            len[c as usize] += 1;
+        }
+        let mut start = vec![0u32; count];
+        for c in 1..count {
+            start[c] = start[c - 1] + len[c - 1];
+        }
+        let mut fill = start.clone();
+        let mut elems = vec![0u32; class.len()];
+        let mut pos = vec![0u32; class.len()];
+        for (v, &c) in class.iter().enumerate() {
+            let i = fill[c as usize];
+            elems[i as usize] = v as u32;
+            pos[v] = i;
+            fill[c as usize] += 1;
+        }
+        Partition {
+            elems,
+            pos,
+            class,
+            start,
+            len,
+            marked: vec![0; count],
+        }
+    }
+
+    /// `(start, len, marked)` of class `c`, as indices into `elems`.
+    fn range(&self, c: u32) -> (usize, usize, usize) {
+        let c = c as usize;
+        (
+            self.start[c] as usize,
+            self.len[c] as usize,
+            self.marked[c] as usize,
+        )
+    }
+
+    /// Marks node `v` to be signed (unless its class has one node or it is marked), and
+    /// lists its class in `touched` at its first mark.
+    fn mark(&mut self, v: u32, touched: &mut Vec<u32>) {
+        let c = self.class[v as usize] as usize;
+        let (start, len, marked) = (self.start[c], self.len[c], self.marked[c]);
+        let first_marked = start + len - marked;
+        let i = self.pos[v as usize];
+        if len <= 1 || i >= first_marked {
+            return;
+        }
+        let j = first_marked - 1;
+        let w = self.elems[j as usize];
+        self.elems.swap(i as usize, j as usize);
+        self.pos[w as usize] = i;
+        self.pos[v as usize] = j;
+        self.marked[c] += 1;
+        if marked == 0 {
+            touched.push(c as u32);
+        }
+    }
+
+    /// Splits class `c` by the signatures of its marked members, `group` (node, range in
+    /// `arena`), sorted by signature. The unmarked members keep `c`; when all are marked,
+    /// the largest group keeps it. Every other group becomes a new class; its nodes are
+    /// appended to `moved`.
+    ///
+    /// A marked member never signs like an unmarked one: it is marked because an edge
+    /// target (or a callee's start) moved to a class made in the round before, and an
+    /// unmarked member has no edge into such a class. So with unmarked members, every
+    /// group of marked ones is a class of its own.
+    fn split(&mut self, c: u32, group: &[(u32, u32, u32)], arena: &[u64], moved: &mut Vec<u32>) {
+        let ci = c as usize;
+        let sig = |r: &(u32, u32, u32)| &arena[r.1 as usize..r.2 as usize];
+        // Runs of equal signatures: (lo, hi) into `group`.
+        let mut runs: Vec<(usize, usize)> = Vec::new();
+        let mut lo = 0;
+        for i in 1..=group.len() {
+            if i == group.len() || sig(&group[i]) != sig(&group[lo]) {
+                runs.push((lo, i));
+                lo = i;
+            }
+        }
+        self.marked[ci] = 0;
+        let unmarked = self.len[ci] as usize - group.len();
+        let keeper = if unmarked > 0 {
+            None
+        } else if runs.len() == 1 {
+            return;
+        } else {
+            (0..runs.len()).max_by_key(|&k| runs[k].1 - runs[k].0)
+        };
+        let mut at = self.start[ci] as usize + unmarked;
+        let mut place = |p: &mut Partition, run: (usize, usize), class: u32, at: &mut usize| {
+            for r in &group[run.0..run.1] {
+                let v = r.0;
+                p.elems[*at] = v;
+                p.pos[v as usize] = *at as u32;
+                if p.class[v as usize] != class {
+                    p.class[v as usize] = class;
+                    moved.push(v);
+                }
+                *at += 1;
+            }
+        };
+        let mut kept = unmarked;
+        if let Some(k) = keeper {
+            place(self, runs[k], c, &mut at);
+            kept += runs[k].1 - runs[k].0;
+        }
+        self.len[ci] = kept as u32;
+        for (k, &run) in runs.iter().enumerate() {
+            if Some(k) == keeper {
+                continue;
+            }
+            let new = self.start.len() as u32;
+            self.start.push(at as u32);
+            self.len.push((run.1 - run.0) as u32);
+            self.marked.push(0);
+            place(self, run, new, &mut at);
+        }
+    }
+}
+
+#[cfg(test)]
+impl Automaton {
+    /// Plain Moore refinement (every round re-signs every node of a shared class): the
+    /// reference [`Automaton::mask_classes`] must agree with, class for class.
+    fn mask_classes_reference(&self) -> Vec<u32> {
+        let n = self.nodes.len();
+        let mut class = Partition::initial(self).class;
+        let mut parts = Vec::new();
+        loop {
+            let mut ids: FxHashMap<(u32, Vec<u64>), u32> = FxHashMap::default();
+            let mut next = Vec::with_capacity(n);
+            for v in 0..n as u32 {
+                let mut sig = Vec::new();
+                self.sign(v, &class, &mut parts, &mut sig);
+                let fresh = ids.len() as u32;
+                next.push(*ids.entry((class[v as usize], sig)).or_insert(fresh));
+            }
+            let before = class.iter().copied().max().map_or(0, |m| m + 1);
+            if ids.len() as u32 == before {
+                return next;
+            }
+            class = next;
+        }
     }
 }
 
@@ -278,4 +490,89 @@ fn mix(words: &[u64]) -> u64 {
         x ^= x >> 29;
     }
     x
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{GrammarCompiler, JsonSchemaOptions, Vocabulary};
+
+    fn compiler() -> GrammarCompiler {
+        let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+        tokens.push(b"</s>".to_vec());
+        GrammarCompiler::new(Vocabulary::from_token_bytes(&tokens, &[256], &[256]).unwrap())
+    }
+
+    /// Both partitions put the same nodes together (ids may differ).
+    fn assert_same_partition(a: &[u32], b: &[u32]) {
+        assert_eq!(a.len(), b.len());
+        let mut ab = std::collections::HashMap::new();
+        let mut ba = std::collections::HashMap::new();
+        for (v, (&x, &y)) in a.iter().zip(b).enumerate() {
+            assert_eq!(
+                *ab.entry(x).or_insert(y),
+                y,
+                "node {v}: class {x} split in one"
+            );
+            assert_eq!(
+                *ba.entry(y).or_insert(x),
+                x,
+                "node {v}: class {y} split in other"
+            );
+        }
+    }
+
+    fn check(g: &crate::CompiledGrammar) -> usize {
+        let deadline = crate::limits::Deadline::never();
+        let (class, count) = g.aut.mask_classes(&deadline).unwrap();
+        assert!(class.iter().all(|&c| (c as usize) < count));
+        let mut used = vec![false; count];
+        class.iter().for_each(|&c| used[c as usize] = true);
+        assert!(used.iter().all(|&u| u), "class ids are dense");
+        assert_same_partition(&class, &g.aut.mask_classes_reference());
+        count
+    }
+
+    #[test]
+    fn the_worklist_refinement_finds_moores_partition() {
+        let c = compiler();
+        let grammars = [
+            // Long literals that differ only at their far end, and shared suffixes.
+            r#"root ::= "abababababababababababx" | "abababababababababababy" | "zzababababy""#,
+            r#"root ::= a a b | b a a
+               a ::= "xyz" | "xyzw"
+               b ::= "xyz" ("q")*"#,
+            r#"root ::= "[" (item ("," item)*)? "]"
+               item ::= [0-9]+ | "\"" [a-z]* "\"" | root"#,
+        ];
+        for g in grammars {
+            let compiled = c.compile_grammar(g).unwrap();
+            check(&compiled);
+        }
+        check(&c.compile_builtin_json().unwrap());
+        let schemas = [
+            serde_json::json!({"type": "object", "properties": {
+                "aaaaaaaaaaaaaaaaaaaaaa1": {"type": "string"},
+                "aaaaaaaaaaaaaaaaaaaaaa2": {"type": "string", "maxLength": 3},
+                "b": {"enum": ["red", "green", "greenish", "blue"]},
+                "n": {"type": "integer", "minimum": -5, "maximum": 120},
+                "list": {"type": "array", "items": {"$ref": "#"}}},
+                "required": ["b", "n"]}),
+            serde_json::json!({"anyOf": [{"type": "string", "format": "date"},
+                {"type": "array", "items": {"type": "number"}, "minItems": 2}]}),
+        ];
+        for (i, s) in schemas.iter().enumerate() {
+            for any_order in [false, true] {
+                let o = JsonSchemaOptions {
+                    any_order,
+                    ..Default::default()
+                };
+                let compiled = c.compile_json_schema(s, &o).unwrap();
+                let count = check(&compiled);
+                assert!(
+                    count < compiled.aut.nodes.len(),
+                    "schema {i}: some nodes share"
+                );
+            }
+        }
+    }
 }
