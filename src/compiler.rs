@@ -7,7 +7,7 @@
 
 use crate::automaton::{
     lower::{inline_rules, lower_repeats, simplify_repeats},
-    Automaton, AutomatonError,
+    Automaton, AutomatonError, KeyBasis,
 };
 use crate::grammar::ebnf::{parse_ebnf, EbnfError};
 use crate::grammar::{Expr, Grammar, InvalidGrammar, TokenRef};
@@ -119,8 +119,10 @@ pub struct CompiledGrammar {
     /// Per mask class (see `mask_class`): its mask, once computed; nodes without byte or
     /// call edges keep none.
     masks: Vec<OnceLock<Arc<NodeMask>>>,
-    /// Per mask class: its structure key in `shared` (dropped once every mask is computed).
-    class_keys: Vec<Option<Box<[u64]>>>,
+    /// What the structure keys of mask classes in `shared` are made from, made at the
+    /// first key; `None` when masks are not shared (a small vocabulary) or once every mask
+    /// is computed.
+    key_basis: Option<OnceLock<KeyBasis>>,
     shared: Arc<SharedMasks>,
     /// Per real node: its mask class. Nodes with the same future (bisimilar) share a mask.
     mask_class: Vec<u32>,
@@ -354,13 +356,12 @@ impl GrammarCompiler {
             .collect();
         // Sharing masks pays when a mask walk is costly (a real vocabulary); over a few
         // thousand tokens, finding the classes would cost more than the walks it saves.
-        let (mask_class, classes, class_keys) = if self.trie.token_count() >= SHARE_MIN_TOKENS {
+        let (mask_class, classes, key_basis) = if self.trie.token_count() >= SHARE_MIN_TOKENS {
             let (class, classes) = aut.mask_classes(&deadline)?;
-            let keys = aut.class_keys(&class, classes);
-            (class, classes, keys)
+            (class, classes, Some(OnceLock::new()))
         } else {
             let n = aut.nodes.len();
-            ((0..n as u32).collect(), n, vec![None; n])
+            ((0..n as u32).collect(), n, None)
         };
         let masks = (0..classes).map(|_| OnceLock::new()).collect();
         let mut sites: Vec<Vec<u32>> = vec![Vec::new(); aut.rule_start.len()];
@@ -379,7 +380,7 @@ impl GrammarCompiler {
             grammar: grammar.clone(),
             aut,
             masks,
-            class_keys,
+            key_basis,
             shared: self.shared.clone(),
             mask_class,
             has_mask,
@@ -393,12 +394,7 @@ impl GrammarCompiler {
             unique_keys,
         };
         // Memory: the automata now, then a running total of the masks as they are computed.
-        // (The structure keys are dropped after an eager precompute: not counted then.)
-        let transient = match self.precompute {
-            Precompute::Eager => compiled.class_keys_bytes(),
-            Precompute::Lazy => 0,
-        };
-        let used = std::sync::atomic::AtomicU64::new((compiled.memory_bytes() - transient) as u64);
+        let used = std::sync::atomic::AtomicU64::new(compiled.memory_bytes() as u64);
         let add = |bytes: usize| {
             let total = used.fetch_add(bytes as u64, std::sync::atomic::Ordering::Relaxed);
             check_memory(&self.limits, (total + bytes as u64) as usize)
@@ -430,7 +426,7 @@ impl GrammarCompiler {
                 deadline.check()?;
                 add(compiled.precompute_pair_mask(n, m, &deadline)?)
             })?;
-            compiled.class_keys = Vec::new();
+            compiled.key_basis = None;
             compiled.subtrees.clear();
             check_memory(&self.limits, compiled.memory_bytes())?;
         }
@@ -502,12 +498,18 @@ impl CompiledGrammar {
         if let Some(m) = self.masks[c].get() {
             return Ok(Some(MaskRef::Borrowed(m)));
         }
-        let key = self.class_keys.get(c).and_then(Option::as_ref);
-        let m = match key.and_then(|k| self.shared.get(k)) {
+        let key = self.key_basis.as_ref().and_then(|basis| {
+            let basis = basis.get_or_init(|| {
+                let classes = self.masks.len();
+                self.aut.key_basis(&self.mask_class, classes)
+            });
+            self.aut.class_key(basis, &self.mask_class, c as u32)
+        });
+        let m = match key.as_ref().and_then(|k| self.shared.get(k)) {
             Some(m) => m,
             None => {
                 let m = Arc::new(self.node_mask_by(n, deadline)?);
-                match key {
+                match &key {
                     Some(k) => self.shared.insert(k, m),
                     None => m,
                 }
@@ -675,12 +677,10 @@ impl CompiledGrammar {
         Ok(Some(MaskRef::Borrowed(row[k].get_or_init(|| m))))
     }
 
-    /// Heap bytes of the structure keys (kept only while masks may still be computed).
-    fn class_keys_bytes(&self) -> usize {
-        self.class_keys
-            .iter()
-            .map(|k| 16 + k.as_ref().map_or(0, |k| k.len() * 8))
-            .sum()
+    /// Heap bytes of the key basis (kept only while masks may still be computed).
+    fn key_basis_bytes(&self) -> usize {
+        let basis = self.key_basis.as_ref().and_then(OnceLock::get);
+        basis.map_or(0, KeyBasis::memory_bytes)
     }
 
     /// The grammar this was compiled from (before lowering); `to_string()` prints it as EBNF.
@@ -721,7 +721,7 @@ impl CompiledGrammar {
                     + m.get().map_or(0, |m| m.memory_bytes())
             })
             .sum::<usize>()
-            + self.class_keys_bytes()
+            + self.key_basis_bytes()
             + self.subtrees.memory_bytes();
         let pairs: usize = self
             .pair_masks

@@ -351,17 +351,28 @@ const MAX_KEY_CLASSES: usize = 256;
 /// grammars would otherwise spend more on keys than the keys save).
 const KEY_BUDGET: usize = 1 << 18;
 
+/// What [`Automaton::class_key`] needs, made once per grammar on first use: a
+/// representative node and a structural hash per mask class (to order edges that share a
+/// label), and the class visits spent on keys so far (against [`KEY_BUDGET`]).
+#[derive(Debug)]
+pub(crate) struct KeyBasis {
+    rep: Vec<u32>,
+    hash: Vec<u64>,
+    spent: std::sync::atomic::AtomicUsize,
+}
+
+impl KeyBasis {
+    /// Heap bytes held.
+    pub(crate) fn memory_bytes(&self) -> usize {
+        self.rep.capacity() * 4 + self.hash.capacity() * 8
+    }
+}
+
 impl Automaton {
-    /// A canonical key per mask class: the whole automaton reachable from the class (bytes,
-    /// calls into other rules, tokens, finality, follow bytes), serialised in breadth-first
-    /// order. Equal keys, in any two grammars over one vocabulary, mean equal masks, so masks
-    /// can be shared across grammars. `None` where no key is made: the future includes a
-    /// counted repetition, or is larger than [`MAX_KEY_CLASSES`], or the grammar's
-    /// [`KEY_BUDGET`] is spent.
-    ///
-    /// The order in which edges are listed only affects how often keys coincide, never what
-    /// a key means: it is made as canonical as cheap hashing allows.
-    pub(crate) fn class_keys(&self, class: &[u32], classes: usize) -> Vec<Option<Box<[u64]>>> {
+    /// The [`KeyBasis`] of the partition `class` (`classes` classes): a representative per
+    /// class and four rounds of structural hashing. Cost: four passes over the edges of one
+    /// node per class.
+    pub(crate) fn key_basis(&self, class: &[u32], classes: usize) -> KeyBasis {
         let mut rep = vec![u32::MAX; classes];
         for (n, &c) in class.iter().enumerate().rev() {
             rep[c as usize] = n as u32;
@@ -369,7 +380,6 @@ impl Automaton {
         let start_class = |rule: u32| -> Option<u32> {
             class.get(self.rule_start[rule as usize] as usize).copied()
         };
-        // A few rounds of structural hashing, to order edges that share a label.
         let mut h: Vec<u64> = rep
             .iter()
             .map(|&n| {
@@ -402,81 +412,91 @@ impl Automaton {
                 })
                 .collect();
         }
-        let mut keys = Vec::with_capacity(classes);
+        KeyBasis {
+            rep,
+            hash: h,
+            spent: Default::default(),
+        }
+    }
+
+    /// The canonical key of mask class `c0`: the whole automaton reachable from the class
+    /// (bytes, calls into other rules, tokens, finality, follow bytes), serialised in
+    /// breadth-first order. Equal keys, in any two grammars over one vocabulary, mean equal
+    /// masks, so masks can be shared across grammars. `None` where no key is made: the
+    /// future includes a counted repetition, or is larger than [`MAX_KEY_CLASSES`], or the
+    /// grammar's [`KEY_BUDGET`] is spent. Made on demand, before a class's mask is walked:
+    /// a grammar pays only for the keys of the masks it needs.
+    ///
+    /// The order in which edges are listed only affects how often keys coincide, never what
+    /// a key means: it is made as canonical as cheap hashing allows.
+    pub(crate) fn class_key(&self, basis: &KeyBasis, class: &[u32], c0: u32) -> Option<Box<[u64]>> {
+        use std::sync::atomic::Ordering::Relaxed;
+        if basis.spent.load(Relaxed) > KEY_BUDGET {
+            return None;
+        }
+        let (rep, h) = (&basis.rep, &basis.hash);
+        let start_class = |rule: u32| -> Option<u32> {
+            class.get(self.rule_start[rule as usize] as usize).copied()
+        };
         let mut num: FxHashMap<u32, u64> = FxHashMap::default();
-        let mut order: Vec<u32> = Vec::new();
+        let mut order: Vec<u32> = vec![c0];
         let mut key: Vec<u64> = Vec::new();
         // (kind, label, tie-break hash, target class, second class for calls).
         let mut edges: Vec<(u64, u64, u64, u32, u32)> = Vec::new();
-        let mut spent = 0usize;
-        for c0 in 0..classes as u32 {
-            if spent > KEY_BUDGET {
-                keys.push(None);
-                continue;
+        num.insert(c0, 0);
+        let mut i = 0;
+        let ok = 'walk: loop {
+            if i == order.len() {
+                break true;
             }
-            num.clear();
-            order.clear();
-            key.clear();
-            num.insert(c0, 0);
-            order.push(c0);
-            let mut i = 0;
-            let mut ok = true;
-            while i < order.len() {
-                if order.len() > MAX_KEY_CLASSES {
-                    ok = false;
-                    break;
-                }
-                let c = order[i];
-                i += 1;
-                let node = &self.nodes[rep[c as usize] as usize];
-                let f = &self.follow[node.rule as usize];
-                key.extend_from_slice(&[node.is_final as u64, f[0], f[1], f[2], f[3]]);
-                edges.clear();
-                for e in &self.byte_edges[node.bytes.0 as usize..node.bytes.1 as usize] {
-                    let t = class[e.target as usize];
-                    let range = ((e.lo as u64) << 8) | e.hi as u64;
-                    edges.push((1, range, h[t as usize], t, u32::MAX));
-                }
-                for e in &self.call_edges[node.calls.0 as usize..node.calls.1 as usize] {
-                    let Some(s) = start_class(e.rule) else {
-                        ok = false;
-                        break;
-                    };
-                    let t = class[e.target as usize];
-                    // The callee's start, then the return target.
-                    edges.push((2, h[s as usize], h[t as usize], s, t));
-                }
-                for e in &self.token_edges[node.tokens.0 as usize..node.tokens.1 as usize] {
-                    let t = class[e.target as usize];
-                    edges.push((3, e.token as u64, h[t as usize], t, u32::MAX));
-                }
-                if !ok {
-                    break;
-                }
-                edges.sort_unstable_by_key(|e| (e.0, e.1, e.2));
-                key.push(edges.len() as u64);
-                for &(kind, label, _, t, t2) in &edges {
-                    let mut id = |c: u32| -> u64 {
-                        let next = num.len() as u64;
-                        *num.entry(c).or_insert_with(|| {
-                            order.push(c);
-                            next
-                        })
-                    };
-                    if kind == 2 {
-                        // A call: the callee's number and the return target's.
-                        let (a, b) = (id(t), id(t2));
-                        key.extend_from_slice(&[kind, a, b]);
-                    } else {
-                        let a = id(t);
-                        key.extend_from_slice(&[kind, label, a]);
-                    }
+            if order.len() > MAX_KEY_CLASSES {
+                break false;
+            }
+            let c = order[i];
+            i += 1;
+            let node = &self.nodes[rep[c as usize] as usize];
+            let f = &self.follow[node.rule as usize];
+            key.extend_from_slice(&[node.is_final as u64, f[0], f[1], f[2], f[3]]);
+            edges.clear();
+            for e in &self.byte_edges[node.bytes.0 as usize..node.bytes.1 as usize] {
+                let t = class[e.target as usize];
+                let range = ((e.lo as u64) << 8) | e.hi as u64;
+                edges.push((1, range, h[t as usize], t, u32::MAX));
+            }
+            for e in &self.call_edges[node.calls.0 as usize..node.calls.1 as usize] {
+                let Some(s) = start_class(e.rule) else {
+                    break 'walk false;
+                };
+                let t = class[e.target as usize];
+                // The callee's start, then the return target.
+                edges.push((2, h[s as usize], h[t as usize], s, t));
+            }
+            for e in &self.token_edges[node.tokens.0 as usize..node.tokens.1 as usize] {
+                let t = class[e.target as usize];
+                edges.push((3, e.token as u64, h[t as usize], t, u32::MAX));
+            }
+            edges.sort_unstable_by_key(|e| (e.0, e.1, e.2));
+            key.push(edges.len() as u64);
+            for &(kind, label, _, t, t2) in &edges {
+                let mut id = |c: u32| -> u64 {
+                    let next = num.len() as u64;
+                    *num.entry(c).or_insert_with(|| {
+                        order.push(c);
+                        next
+                    })
+                };
+                if kind == 2 {
+                    // A call: the callee's number and the return target's.
+                    let (a, b) = (id(t), id(t2));
+                    key.extend_from_slice(&[kind, a, b]);
+                } else {
+                    let a = id(t);
+                    key.extend_from_slice(&[kind, label, a]);
                 }
             }
-            spent += order.len();
-            keys.push(ok.then(|| key.clone().into_boxed_slice()));
-        }
-        keys
+        };
+        basis.spent.fetch_add(order.len(), Relaxed);
+        ok.then(|| key.into_boxed_slice())
     }
 }
 

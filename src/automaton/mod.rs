@@ -8,6 +8,7 @@
 
 mod build;
 mod classes;
+pub(crate) use classes::KeyBasis;
 pub(crate) mod lower;
 mod regular;
 
