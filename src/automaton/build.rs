@@ -8,6 +8,7 @@ use crate::grammar::Expr;
 use crate::limits::Deadline;
 use regex_syntax::utf8::Utf8Sequences;
 use rustc_hash::FxHashMap;
+use std::hash::BuildHasher;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub(crate) enum Label {
@@ -17,10 +18,13 @@ pub(crate) enum Label {
     Token(u32),
 }
 
-/// A Thompson NFA for one rule.
+/// A Thompson NFA for one rule, while it is being built: its edges in the order added.
 #[derive(Default)]
 pub(crate) struct Nfa<'p> {
-    edges: Vec<Vec<(Label, u32)>>,
+    /// Number of states.
+    states: u32,
+    /// (from, label, to), in the order added.
+    edges: Vec<(u32, Label, u32)>,
     /// Tail calls into the rule's own right-linear component become jumps (see
     /// [`super::regular`]).
     plan: Option<&'p TailPlan<'p>>,
@@ -53,12 +57,12 @@ pub(crate) const MAX_EXPR_DEPTH: usize = 2_000;
 
 impl Nfa<'_> {
     fn state(&mut self) -> u32 {
-        self.edges.push(Vec::new());
-        (self.edges.len() - 1) as u32
+        self.states += 1;
+        self.states - 1
     }
 
     fn edge(&mut self, from: u32, label: Label, to: u32) {
-        self.edges[from as usize].push((label, to));
+        self.edges.push((from, label, to));
     }
 
     /// Adds `e` starting at `entry`; returns its exit state. `resolve` maps a token terminal
@@ -191,14 +195,56 @@ impl Nfa<'_> {
         }
         Ok(s)
     }
+}
 
-    fn closure(&self, set: &mut Vec<u32>, seen: &mut [bool]) {
-        let mut stack: Vec<u32> = set.clone();
-        for &s in set.iter() {
-            seen[s as usize] = true;
+/// A built NFA: each state's edges in one slice (compressed rows, in the order added).
+struct Frozen {
+    /// Row `s` is `edges[offsets[s]..offsets[s + 1]]`.
+    offsets: Vec<u32>,
+    edges: Vec<(Label, u32)>,
+}
+
+impl Frozen {
+    fn new(nfa: &Nfa) -> Frozen {
+        let n = nfa.states as usize;
+        let mut offsets = vec![0u32; n + 1];
+        for &(from, _, _) in &nfa.edges {
+            offsets[from as usize + 1] += 1;
         }
+        for i in 0..n {
+            offsets[i + 1] += offsets[i];
+        }
+        let mut fill = offsets.clone();
+        let mut edges = vec![(Label::Eps, 0u32); nfa.edges.len()];
+        for &(from, l, to) in &nfa.edges {
+            edges[fill[from as usize] as usize] = (l, to);
+            fill[from as usize] += 1;
+        }
+        Frozen { offsets, edges }
+    }
+
+    fn states(&self) -> usize {
+        self.offsets.len() - 1
+    }
+
+    fn edges_of(&self, s: u32) -> &[(Label, u32)] {
+        &self.edges[self.offsets[s as usize] as usize..self.offsets[s as usize + 1] as usize]
+    }
+
+    /// Extends `set` to its ε-closure, sorted and without repeats. `seen` (one flag per
+    /// state, all false) and `stack` are scratch space, left as found.
+    fn closure(&self, set: &mut Vec<u32>, seen: &mut [bool], stack: &mut Vec<u32>) {
+        stack.clear();
+        for &s in set.iter() {
+            if !seen[s as usize] {
+                seen[s as usize] = true;
+                stack.push(s);
+            }
+        }
+        set.clear();
+        set.extend_from_slice(stack);
         while let Some(s) = stack.pop() {
-            for &(l, t) in &self.edges[s as usize] {
+            for &(l, t) in self.edges_of(s) {
                 if l == Label::Eps && !seen[t as usize] {
                     seen[t as usize] = true;
                     set.push(t);
@@ -210,16 +256,59 @@ impl Nfa<'_> {
             seen[s as usize] = false;
         }
         set.sort_unstable();
-        set.dedup();
     }
 }
 
-/// One DFA state of a rule, with edges to other states of the same rule (local indices).
+/// One DFA state of a rule: its finality and its edges, as ranges of the [`Dfa`]'s lists.
+#[derive(Clone, Copy, Debug)]
 pub(crate) struct DfaState {
     pub is_final: bool,
+    pub bytes: (u32, u32),
+    pub calls: (u32, u32),
+    pub tokens: (u32, u32),
+}
+
+/// The automaton of one rule, edges to other states of the same rule (local indices):
+/// every state's edges in three flat lists.
+#[derive(Debug, Default)]
+pub(crate) struct Dfa {
+    pub states: Vec<DfaState>,
     pub bytes: Vec<ByteEdge>,
     pub calls: Vec<CallEdge>,
     pub tokens: Vec<TokenEdge>,
+}
+
+impl Dfa {
+    pub(crate) fn len(&self) -> usize {
+        self.states.len()
+    }
+
+    pub(crate) fn bytes_of(&self, st: &DfaState) -> &[ByteEdge] {
+        &self.bytes[st.bytes.0 as usize..st.bytes.1 as usize]
+    }
+
+    pub(crate) fn calls_of(&self, st: &DfaState) -> &[CallEdge] {
+        &self.calls[st.calls.0 as usize..st.calls.1 as usize]
+    }
+
+    pub(crate) fn tokens_of(&self, st: &DfaState) -> &[TokenEdge] {
+        &self.tokens[st.tokens.0 as usize..st.tokens.1 as usize]
+    }
+
+    /// Closes the state whose edges were pushed since the last one.
+    fn push_state(&mut self, is_final: bool) {
+        let end = |len: usize, prev: u32| (prev, len as u32);
+        let (b, c, t) = match self.states.last() {
+            Some(p) => (p.bytes.1, p.calls.1, p.tokens.1),
+            None => (0, 0, 0),
+        };
+        self.states.push(DfaState {
+            is_final,
+            bytes: end(self.bytes.len(), b),
+            calls: end(self.calls.len(), c),
+            tokens: end(self.tokens.len(), t),
+        });
+    }
 }
 
 /// Builds the automaton of `body`; state 0 is the start state. A DFA by subset construction
@@ -237,7 +326,7 @@ pub(crate) fn build_automaton(
     deadline: &Deadline,
     plan: &TailPlan<'_>,
     rule: u32,
-) -> Result<Vec<DfaState>, BuildError> {
+) -> Result<Dfa, BuildError> {
     let mut nfa = Nfa {
         plan: Some(plan),
         ..Nfa::default()
@@ -254,7 +343,7 @@ pub(crate) fn build_automaton(
                 entries.insert(callee, s);
                 let exit = nfa.add(plan.bodies[callee as usize], s, 0, token)?;
                 nfa.edge(exit, Label::Eps, accept);
-                if nfa.edges.len() > max_states {
+                if nfa.states as usize > max_states {
                     return Err(BuildError::TooManyStates);
                 }
                 s
@@ -262,7 +351,8 @@ pub(crate) fn build_automaton(
         };
         nfa.edge(from, Label::Eps, to);
     }
-    let budget = (nfa.edges.len() * 4 + 256).min(max_states);
+    let budget = (nfa.states as usize * 4 + 256).min(max_states);
+    let nfa = Frozen::new(&nfa);
     match subset_construction(&nfa, start, accept, budget, max_bytes, deadline) {
         Err(BuildError::Blowup | BuildError::Memory(_)) => {
             epsilon_free(&nfa, start, accept, max_states, max_bytes, deadline)
@@ -277,19 +367,21 @@ const DEADLINE_EVERY: usize = 256;
 /// The ε-free NFA: one state per NFA state entered by a non-ε edge (and the start), with
 /// the non-ε edges of its ε-closure.
 fn epsilon_free(
-    nfa: &Nfa,
+    nfa: &Frozen,
     start: u32,
     accept: u32,
     max_states: usize,
     max_bytes: u64,
     deadline: &Deadline,
-) -> Result<Vec<DfaState>, BuildError> {
+) -> Result<Dfa, BuildError> {
     let mut used = 0u64;
-    let mut seen = vec![false; nfa.edges.len()];
+    let mut seen = vec![false; nfa.states()];
+    let mut stack = Vec::new();
     let mut id: FxHashMap<u32, u32> = FxHashMap::default();
     let mut order: Vec<u32> = vec![start];
     id.insert(start, 0);
-    let mut out = Vec::new();
+    let mut out = Dfa::default();
+    let mut closure = Vec::new();
     let mut i = 0;
     while i < order.len() {
         let q = order[i];
@@ -297,16 +389,12 @@ fn epsilon_free(
         if i % DEADLINE_EVERY == 0 && deadline.expired() {
             return Err(BuildError::Timeout);
         }
-        let mut closure = vec![q];
-        nfa.closure(&mut closure, &mut seen);
-        let mut st = DfaState {
-            is_final: closure.binary_search(&accept).is_ok(),
-            bytes: Vec::new(),
-            calls: Vec::new(),
-            tokens: Vec::new(),
-        };
+        closure.clear();
+        closure.push(q);
+        nfa.closure(&mut closure, &mut seen, &mut stack);
+        let (b0, c0, t0) = (out.bytes.len(), out.calls.len(), out.tokens.len());
         for &p in &closure {
-            for &(l, t) in &nfa.edges[p as usize] {
+            for &(l, t) in nfa.edges_of(p) {
                 if l == Label::Eps {
                     continue;
                 }
@@ -323,143 +411,201 @@ fn epsilon_free(
                     }
                 };
                 match l {
-                    Label::Bytes(lo, hi) => st.bytes.push(ByteEdge { lo, hi, target }),
-                    Label::Call(rule) => st.calls.push(CallEdge { rule, target }),
-                    Label::Token(token) => st.tokens.push(TokenEdge { token, target }),
+                    Label::Bytes(lo, hi) => out.bytes.push(ByteEdge { lo, hi, target }),
+                    Label::Call(rule) => out.calls.push(CallEdge { rule, target }),
+                    Label::Token(token) => out.tokens.push(TokenEdge { token, target }),
                     Label::Eps => {}
                 }
             }
         }
-        st.bytes.sort_unstable_by_key(|e| (e.lo, e.hi, e.target));
-        st.bytes.dedup();
-        st.calls.sort_unstable_by_key(|e| (e.rule, e.target));
-        st.calls.dedup();
-        st.tokens.sort_unstable_by_key(|e| (e.token, e.target));
-        st.tokens.dedup();
-        used += (st.bytes.len() + st.calls.len() + st.tokens.len()) as u64 * EDGE_BYTES;
+        sort_dedup_from(&mut out.bytes, b0, |e| (e.lo, e.hi, e.target));
+        sort_dedup_from(&mut out.calls, c0, |e| (e.rule, e.target));
+        sort_dedup_from(&mut out.tokens, t0, |e| (e.token, e.target));
+        used += (out.bytes.len() - b0 + out.calls.len() - c0 + out.tokens.len() - t0) as u64
+            * EDGE_BYTES;
         if used > max_bytes {
             return Err(BuildError::Memory(used));
         }
-        out.push(st);
+        out.push_state(closure.binary_search(&accept).is_ok());
     }
     Ok(out)
 }
 
+/// Sorts `v[from..]` by `key` and drops repeats there.
+fn sort_dedup_from<T: Copy + PartialEq, K: Ord>(
+    v: &mut Vec<T>,
+    from: usize,
+    key: impl Fn(&T) -> K,
+) {
+    v[from..].sort_unstable_by_key(|e| key(e));
+    let mut w = from;
+    for r in from..v.len() {
+        if w == from || v[r] != v[w - 1] {
+            v[w] = v[r];
+            w += 1;
+        }
+    }
+    v.truncate(w);
+}
+
+/// The DFA states met so far, each an ε-closed set of NFA states (sorted), interned: the
+/// sets lie end to end in `arena`, found again by their hash.
+struct StateSets {
+    arena: Vec<u32>,
+    /// Per DFA state: its set, `arena[start..end]`.
+    range: Vec<(u32, u32)>,
+    /// Hash of a set → the last state with that hash; `same_hash[s]`: the one before it.
+    by_hash: FxHashMap<u64, u32>,
+    same_hash: Vec<u32>,
+}
+
+impl StateSets {
+    fn get(&self, s: u32) -> &[u32] {
+        let (a, b) = self.range[s as usize];
+        &self.arena[a as usize..b as usize]
+    }
+
+    /// The state of `set`, or the new state made for it (`Ok(None)` past `max_states`).
+    fn intern(&mut self, set: &[u32], max_states: usize) -> Option<(u32, bool)> {
+        let h = rustc_hash::FxBuildHasher.hash_one(set);
+        let mut at = self.by_hash.get(&h).copied().unwrap_or(u32::MAX);
+        while at != u32::MAX {
+            if self.get(at) == set {
+                return Some((at, false));
+            }
+            at = self.same_hash[at as usize];
+        }
+        if self.range.len() >= max_states {
+            return None;
+        }
+        let id = self.range.len() as u32;
+        let a = self.arena.len() as u32;
+        self.arena.extend_from_slice(set);
+        self.range.push((a, self.arena.len() as u32));
+        self.same_hash
+            .push(self.by_hash.insert(h, id).unwrap_or(u32::MAX));
+        Some((id, true))
+    }
+}
+
 fn subset_construction(
-    nfa: &Nfa,
+    nfa: &Frozen,
     start: u32,
     accept: u32,
     max_states: usize,
     max_bytes: u64,
     deadline: &Deadline,
-) -> Result<Vec<DfaState>, BuildError> {
-    let mut seen = vec![false; nfa.edges.len()];
+) -> Result<Dfa, BuildError> {
+    let mut seen = vec![false; nfa.states()];
+    let mut stack = Vec::new();
     let mut used = 0u64;
-
-    let mut start_set = vec![start];
-    nfa.closure(&mut start_set, &mut seen);
-    let mut ids: FxHashMap<Vec<u32>, u32> = FxHashMap::default();
-    let mut sets: Vec<Vec<u32>> = vec![start_set.clone()];
-    ids.insert(start_set, 0);
-    let mut out: Vec<DfaState> = Vec::new();
+    let mut sets = StateSets {
+        arena: Vec::new(),
+        range: Vec::new(),
+        by_hash: FxHashMap::default(),
+        same_hash: Vec::new(),
+    };
+    let mut targets = vec![start];
+    nfa.closure(&mut targets, &mut seen, &mut stack);
+    sets.intern(&targets, max_states.max(1));
+    let mut out = Dfa::default();
+    // Scratch, reused from state to state.
+    let mut set: Vec<u32> = Vec::new();
+    let mut byte_ranges: Vec<(u8, u8, u32)> = Vec::new();
+    let mut calls: Vec<(u32, u32)> = Vec::new();
+    let mut toks: Vec<(u32, u32)> = Vec::new();
+    let mut bounds: Vec<u16> = Vec::new();
     let mut i = 0;
-    while i < sets.len() {
+    while i < sets.range.len() {
         if i % DEADLINE_EVERY == DEADLINE_EVERY - 1 && deadline.expired() {
             return Err(BuildError::Timeout);
         }
-        let set = sets[i].clone();
-        let mut byte_ranges: Vec<(u8, u8, u32)> = Vec::new();
-        let mut calls: FxHashMap<u32, Vec<u32>> = FxHashMap::default();
-        let mut toks: FxHashMap<u32, Vec<u32>> = FxHashMap::default();
+        set.clear();
+        set.extend_from_slice(sets.get(i as u32));
+        byte_ranges.clear();
+        calls.clear();
+        toks.clear();
         for &s in &set {
-            for &(l, t) in &nfa.edges[s as usize] {
+            for &(l, t) in nfa.edges_of(s) {
                 match l {
                     Label::Eps => {}
                     Label::Bytes(lo, hi) => byte_ranges.push((lo, hi, t)),
-                    Label::Call(r) => calls.entry(r).or_default().push(t),
-                    Label::Token(k) => toks.entry(k).or_default().push(t),
+                    Label::Call(r) => calls.push((r, t)),
+                    Label::Token(k) => toks.push((k, t)),
                 }
             }
         }
-        let mut intern = |mut targets: Vec<u32>,
-                          sets: &mut Vec<Vec<u32>>,
-                          ids: &mut FxHashMap<Vec<u32>, u32>|
-         -> Result<u32, BuildError> {
-            targets.sort_unstable();
-            targets.dedup();
-            nfa.closure(&mut targets, &mut seen);
-            if let Some(&id) = ids.get(&targets) {
-                return Ok(id);
-            }
-            if sets.len() >= max_states {
-                return Err(BuildError::Blowup);
-            }
-            used += targets.len() as u64 * SET_ELEMENT_BYTES * 2;
-            if used > max_bytes {
-                return Err(BuildError::Memory(used));
-            }
-            let id = sets.len() as u32;
-            ids.insert(targets.clone(), id);
-            sets.push(targets);
-            Ok(id)
-        };
+        let mut intern =
+            |targets: &mut Vec<u32>, sets: &mut StateSets| -> Result<u32, BuildError> {
+                nfa.closure(targets, &mut seen, &mut stack);
+                let (id, new) = sets.intern(targets, max_states).ok_or(BuildError::Blowup)?;
+                if new {
+                    used += targets.len() as u64 * SET_ELEMENT_BYTES * 2;
+                    if used > max_bytes {
+                        return Err(BuildError::Memory(used));
+                    }
+                }
+                Ok(id)
+            };
         // Split the byte ranges into elementary intervals with one target set each.
-        let mut bounds: Vec<u16> = Vec::with_capacity(byte_ranges.len() * 2);
+        bounds.clear();
         for &(lo, hi, _) in &byte_ranges {
             bounds.push(lo as u16);
             bounds.push(hi as u16 + 1);
         }
         bounds.sort_unstable();
         bounds.dedup();
-        let mut bytes: Vec<ByteEdge> = Vec::new();
+        let b0 = out.bytes.len();
         for w in bounds.windows(2) {
             let (lo, hi) = (w[0], w[1] - 1);
-            let targets: Vec<u32> = byte_ranges
-                .iter()
-                .filter(|&&(a, b, _)| a as u16 <= lo && hi <= b as u16)
-                .map(|&(_, _, t)| t)
-                .collect();
+            targets.clear();
+            targets.extend(
+                byte_ranges
+                    .iter()
+                    .filter(|&&(a, b, _)| a as u16 <= lo && hi <= b as u16)
+                    .map(|&(_, _, t)| t),
+            );
             if targets.is_empty() {
                 continue;
             }
-            let target = intern(targets, &mut sets, &mut ids)?;
-            match bytes.last_mut() {
+            let target = intern(&mut targets, &mut sets)?;
+            match out.bytes[b0..].last_mut() {
                 Some(last) if last.target == target && last.hi as u16 + 1 == lo => {
                     last.hi = hi as u8
                 }
-                _ => bytes.push(ByteEdge {
+                _ => out.bytes.push(ByteEdge {
                     lo: lo as u8,
                     hi: hi as u8,
                     target,
                 }),
             }
         }
-        let mut call_edges = Vec::new();
-        let mut call_keys: Vec<u32> = calls.keys().copied().collect();
-        call_keys.sort_unstable();
-        for r in call_keys {
-            let t = calls.remove(&r).unwrap_or_default();
-            call_edges.push(CallEdge {
-                rule: r,
-                target: intern(t, &mut sets, &mut ids)?,
-            });
+        // Calls and tokens: one edge per label, to the set of all its targets.
+        calls.sort_unstable();
+        let mut k = 0;
+        while k < calls.len() {
+            let r = calls[k].0;
+            targets.clear();
+            while k < calls.len() && calls[k].0 == r {
+                targets.push(calls[k].1);
+                k += 1;
+            }
+            let target = intern(&mut targets, &mut sets)?;
+            out.calls.push(CallEdge { rule: r, target });
         }
-        let mut tok_edges = Vec::new();
-        let mut tok_keys: Vec<u32> = toks.keys().copied().collect();
-        tok_keys.sort_unstable();
-        for k in tok_keys {
-            let t = toks.remove(&k).unwrap_or_default();
-            tok_edges.push(TokenEdge {
-                token: k,
-                target: intern(t, &mut sets, &mut ids)?,
-            });
+        toks.sort_unstable();
+        let mut k = 0;
+        while k < toks.len() {
+            let token = toks[k].0;
+            targets.clear();
+            while k < toks.len() && toks[k].0 == token {
+                targets.push(toks[k].1);
+                k += 1;
+            }
+            let target = intern(&mut targets, &mut sets)?;
+            out.tokens.push(TokenEdge { token, target });
         }
-        out.push(DfaState {
-            is_final: set.binary_search(&accept).is_ok(),
-            bytes,
-            calls: call_edges,
-            tokens: tok_edges,
-        });
+        out.push_state(set.binary_search(&accept).is_ok());
         i += 1;
     }
     Ok(out)

@@ -202,7 +202,7 @@ impl Automaton {
             counted: Vec::new(),
             deterministic: false,
         };
-        let mut pending: Vec<(u32, Vec<build::DfaState>, u32, Option<u32>)> = Vec::new();
+        let mut pending: Vec<(u32, build::Dfa, u32, Option<u32>)> = Vec::new();
         let plan = regular::TailPlan::new(grammar);
         for (ri, rule) in grammar.rules.iter().enumerate() {
             let is_counted = counted_rules.contains(&(ri as u32));
@@ -278,22 +278,25 @@ impl Automaton {
             }
             let base = a.nodes.len() as u32;
             a.rule_start.push(base);
-            for st in dfa {
+            for st in &dfa.states {
                 let b0 = a.byte_edges.len() as u32;
-                a.byte_edges.extend(st.bytes.iter().map(|e| ByteEdge {
-                    target: e.target + base,
-                    ..*e
-                }));
+                a.byte_edges
+                    .extend(dfa.bytes_of(st).iter().map(|e| ByteEdge {
+                        target: e.target + base,
+                        ..*e
+                    }));
                 let c0 = a.call_edges.len() as u32;
-                a.call_edges.extend(st.calls.iter().map(|e| CallEdge {
-                    target: e.target + base,
-                    ..*e
-                }));
+                a.call_edges
+                    .extend(dfa.calls_of(st).iter().map(|e| CallEdge {
+                        target: e.target + base,
+                        ..*e
+                    }));
                 let t0 = a.token_edges.len() as u32;
-                a.token_edges.extend(st.tokens.iter().map(|e| TokenEdge {
-                    target: e.target + base,
-                    ..*e
-                }));
+                a.token_edges
+                    .extend(dfa.tokens_of(st).iter().map(|e| TokenEdge {
+                        target: e.target + base,
+                        ..*e
+                    }));
                 a.nodes.push(Node {
                     rule: ri as u32,
                     is_final: st.is_final,
@@ -321,9 +324,9 @@ impl Automaton {
             let mut edges = Vec::new();
             let mut body_edges = Vec::with_capacity(dfa.len());
             let mut body_final = Vec::with_capacity(dfa.len());
-            for st in &dfa {
+            for st in &dfa.states {
                 let e0 = edges.len() as u32;
-                edges.extend_from_slice(&st.bytes);
+                edges.extend_from_slice(dfa.bytes_of(st));
                 body_edges.push((e0, edges.len() as u32));
                 body_final.push(st.is_final);
             }
