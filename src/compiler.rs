@@ -315,8 +315,15 @@ impl GrammarCompiler {
         }
         // A terminal naming an ordinary (non-special) token means that token's text: as
         // bytes, any tokenization of it matches, so mask and accept agree on one reading.
-        let mut rewritten = grammar.clone();
-        for rule in &mut rewritten.rules {
+        // (No copy of the grammar when it names only special tokens, or none.)
+        let ordinary = resolved.values().any(|&id| !self.vocab.is_special(id));
+        let mut rewritten = std::borrow::Cow::Borrowed(grammar);
+        let rules: &mut [crate::grammar::Rule] = if ordinary {
+            &mut rewritten.to_mut().rules
+        } else {
+            &mut []
+        };
+        for rule in rules {
             let mut stack = vec![&mut rule.body];
             while let Some(e) = stack.pop() {
                 match e {
@@ -338,7 +345,7 @@ impl GrammarCompiler {
             }
         }
         let simplified = simplify_repeats(&inline_rules(&rewritten, keep))?;
-        let (lowered, counted) = lower_repeats(&simplified);
+        let (lowered, counted) = lower_repeats(simplified);
         let mut aut = Automaton::build(
             &lowered,
             &counted,

@@ -231,10 +231,11 @@ impl Lowerer {
 /// rules, so existing [`RuleId`]s keep their meaning). Returns the grammar and the ids of
 /// the *counted* rules: each one's body is a single `Repeat` of a non-nullable, bytes-only
 /// expression, run by the automaton with a counter.
-pub(crate) fn lower_repeats(grammar: &Grammar) -> (Grammar, Vec<u32>) {
+pub(crate) fn lower_repeats(grammar: Grammar) -> (Grammar, Vec<u32>) {
+    let root = grammar.root;
     let mut l = Lowerer {
-        rules: grammar.rules.clone(),
         names: grammar.rules.iter().map(|r| r.name.clone()).collect(),
+        rules: grammar.rules,
         bodies: FxHashMap::default(),
         exact: FxHashMap::default(),
         pow: FxHashMap::default(),
@@ -243,15 +244,15 @@ pub(crate) fn lower_repeats(grammar: &Grammar) -> (Grammar, Vec<u32>) {
         suffix: FxHashMap::default(),
         source: String::new(),
     };
-    for i in 0..grammar.rules.len() {
-        l.source.clone_from(&grammar.rules[i].name);
+    for i in 0..l.rules.len() {
+        l.source.clone_from(&l.rules[i].name);
         let body = std::mem::replace(&mut l.rules[i].body, Expr::Empty);
         l.rules[i].body = l.lower(body);
     }
     (
         Grammar {
             rules: l.rules,
-            root: grammar.root,
+            root,
         },
         l.counted,
     )
@@ -780,7 +781,7 @@ mod tests {
             }],
             root: RuleId(0),
         };
-        let (out, counted) = lower_repeats(&g);
+        let (out, counted) = lower_repeats(g.clone());
         assert_eq!(out.rules.len(), 2);
         assert_eq!(counted, vec![1]);
         // A body with a rule call cannot be counted: it becomes O(log n) helper rules.
@@ -801,7 +802,7 @@ mod tests {
             ],
             root: RuleId(0),
         };
-        let (out, counted) = lower_repeats(&g);
+        let (out, counted) = lower_repeats(g.clone());
         assert!(counted.is_empty());
         assert!(out.rules.len() < 60, "{} rules", out.rules.len());
     }

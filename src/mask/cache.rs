@@ -253,8 +253,14 @@ impl SubtreeMemo {
 /// edges: the chart would hold it as a lone item, and one table lookup per trie node
 /// replaces a chart push. Any other node needs the Earley chart.
 struct DfaTables {
+    /// Real nodes of the automaton (`slot` may be longer).
+    nodes: usize,
     /// Per real node: [`UNSEEN`], [`NOT_DFA`], or the offset of its table in `tables`.
+    /// Borrowed from the thread's [`DFA_SLOTS`] and given back all [`UNSEEN`] again, so a
+    /// walk that meets a few nodes does not pay for one slot per node of the automaton.
     slot: Vec<u32>,
+    /// The nodes whose slot was set.
+    touched: Vec<u32>,
     /// 256 entries per table: the target node on that byte, with [`FINAL`] set when the
     /// target is final, or [`NO_EDGE`].
     tables: Vec<u32>,
@@ -265,10 +271,40 @@ const NOT_DFA: u32 = u32::MAX - 1;
 const NO_EDGE: u32 = u32::MAX;
 const FINAL: u32 = 1 << 31;
 
+thread_local! {
+    /// Slots of [`DfaTables`] between walks on this thread, all [`UNSEEN`].
+    static DFA_SLOTS: std::cell::RefCell<Vec<u32>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+impl Drop for DfaTables {
+    fn drop(&mut self) {
+        for &n in &self.touched {
+            self.slot[n as usize] = UNSEEN;
+        }
+        let slot = std::mem::take(&mut self.slot);
+        DFA_SLOTS.with(|s| {
+            if let Ok(mut s) = s.try_borrow_mut() {
+                if s.len() < slot.len() {
+                    *s = slot;
+                }
+            }
+        });
+    }
+}
+
 impl DfaTables {
     fn new(aut: &Automaton) -> Self {
+        let nodes = aut.nodes.len();
+        let mut slot = DFA_SLOTS
+            .with(|s| s.try_borrow_mut().map(|mut s| std::mem::take(&mut *s)))
+            .unwrap_or_default();
+        if slot.len() < nodes {
+            slot.resize(nodes, UNSEEN);
+        }
         DfaTables {
-            slot: vec![UNSEEN; aut.nodes.len()],
+            nodes,
+            slot,
+            touched: Vec::new(),
             tables: Vec::new(),
         }
     }
@@ -277,8 +313,12 @@ impl DfaTables {
     /// too, or a node id that does not fit beside the [`FINAL`] bit).
     #[inline]
     fn table(&mut self, aut: &Automaton, n: u32) -> Option<u32> {
-        let slot = self.slot.get_mut(n as usize)?;
+        if n as usize >= self.nodes {
+            return None;
+        }
+        let slot = &mut self.slot[n as usize];
         if *slot == UNSEEN {
+            self.touched.push(n);
             let node = &aut.nodes[n as usize];
             let edges = &aut.byte_edges[node.bytes.0 as usize..node.bytes.1 as usize];
             let dfa = node.calls.0 == node.calls.1
@@ -425,21 +465,28 @@ fn walk(
             memo.insert(key, &accepted[a..], &uncertain[u..]);
         }
     }
-    // Sorting ids through a bitset: cheaper than sorting a list of 100k+ ids.
-    let mut bits = vec![0u32; words].into_boxed_slice();
-    for &p in &accepted {
-        let id = trie.sorted[p as usize];
-        bits[(id / 32) as usize] |= 1 << (id % 32);
-    }
     let count = accepted.len();
     let rejected_count = trie.token_count() - count;
     // The rejected form lists every text token that is not accepted (uncertain ones too).
     // A list is applied one scattered bit at a time (about 1 ns an id), a bitset a word
     // at a time with SIMD (about 0.25 ns a word): lists only up to a quarter of the words.
     let list_max = words / LIST_PER_WORDS;
-    let accepted = if count <= list_max && count <= rejected_count {
-        TokenSet::Accepted(set_bits(&bits))
-    } else if rejected_count <= list_max {
+    if count <= list_max && count <= rejected_count {
+        // A short list: sorted directly (each trie position is one token, met once).
+        let mut ids: Vec<u32> = accepted.iter().map(|&p| trie.sorted[p as usize]).collect();
+        ids.sort_unstable();
+        return Some(NodeMask {
+            accepted: TokenSet::Accepted(ids),
+            uncertain,
+        });
+    }
+    // Sorting ids through a bitset: cheaper than sorting a list of 100k+ ids.
+    let mut bits = vec![0u32; words].into_boxed_slice();
+    for &p in &accepted {
+        let id = trie.sorted[p as usize];
+        bits[(id / 32) as usize] |= 1 << (id % 32);
+    }
+    let accepted = if rejected_count <= list_max {
         let mut rej: Vec<u32> = trie
             .sorted
             .iter()
@@ -455,17 +502,4 @@ fn walk(
         accepted,
         uncertain,
     })
-}
-
-/// The indices of the set bits, ascending.
-fn set_bits(bits: &[u32]) -> Vec<u32> {
-    let mut out = Vec::new();
-    for (w, &word) in bits.iter().enumerate() {
-        let mut x = word;
-        while x != 0 {
-            out.push(w as u32 * 32 + x.trailing_zeros());
-            x &= x - 1;
-        }
-    }
-    out
 }
