@@ -13,6 +13,7 @@ use crate::grammar::ebnf::{parse_ebnf, EbnfError};
 use crate::grammar::{Expr, Grammar, InvalidGrammar, TokenRef};
 use crate::limits::{check_ir, check_memory, Deadline, LimitExceeded, Limits};
 use crate::mask::cache::{compute_node_mask, compute_pair_mask, NodeMask, SubtreeMemo};
+use crate::mask::counted::{base_key, counted_base, derivable, derive_mask, CountedBase};
 use crate::mask::shared::SharedMasks;
 use crate::mask::TokenTrie;
 use crate::vocab::Vocabulary;
@@ -135,6 +136,11 @@ pub struct CompiledGrammar {
     /// Masks of virtual nodes (counted repetitions), by their shared key.
     virtual_masks: RwLock<FxHashMap<VirtualKey, Arc<NodeMask>>>,
     virtual_pair_masks: RwLock<FxHashMap<(VirtualKey, u32), Arc<NodeMask>>>,
+    /// Per counted rule: its virtual masks are derived from per-state base walks
+    /// (`mask::counted`) rather than walked one by one with the chart.
+    pub(crate) counted_derivable: Vec<bool>,
+    /// Base walks of counted rules, by (counted rule index, body state).
+    counted_bases: RwLock<FxHashMap<(u32, u32), Arc<CountedBase>>>,
     /// The longest text token, in bytes (bounds how many repetitions one token spans).
     max_token_len: u32,
     /// [`Limits::max_step_items`] of the compiler that built it: each matcher call's
@@ -393,6 +399,8 @@ impl GrammarCompiler {
             has_mask,
             virtual_masks: RwLock::new(FxHashMap::default()),
             virtual_pair_masks: RwLock::new(FxHashMap::default()),
+            counted_derivable: Vec::new(),
+            counted_bases: RwLock::new(FxHashMap::default()),
             max_token_len: self.trie.depth.iter().copied().max().unwrap_or(0) as u32,
             max_step_items: self.limits.max_step_items,
             lazy_budget: self.limits.compile_time,
@@ -400,6 +408,7 @@ impl GrammarCompiler {
             subtrees: SubtreeMemo::default(),
             unique_keys,
         };
+        compiled.counted_derivable = compiled.aut.counted.iter().map(derivable).collect();
         // Memory: the automata now, then a running total of the masks as they are computed.
         let used = std::sync::atomic::AtomicU64::new(compiled.memory_bytes() as u64);
         let add = |bytes: usize| {
@@ -416,6 +425,31 @@ impl GrammarCompiler {
             first.into_par_iter().try_for_each(|n| {
                 deadline.check()?;
                 add(compiled.precompute_node_mask(n, &deadline)?)
+            })?;
+            // Base walks of counted repetitions, at the body states where an iteration may
+            // end (where tokens mostly stop inside a repetition): each one's masks are then
+            // derived at any count in a fraction of a millisecond (`mask::counted`). Other
+            // states are walked on first use.
+            let bases: Vec<(usize, u32)> = compiled
+                .aut
+                .counted
+                .iter()
+                .enumerate()
+                .filter(|&(k, _)| compiled.counted_derivable[k])
+                .flat_map(|(k, c)| {
+                    let mut finals: Vec<u32> = (0..c.states)
+                        .filter(|&s| c.body_final[s as usize])
+                        .map(|s| c.representative(s))
+                        .collect();
+                    finals.sort_unstable();
+                    finals.dedup();
+                    finals.into_iter().map(move |s| (k, s))
+                })
+                .collect();
+            bases.into_par_iter().try_for_each(|(k, s)| {
+                deadline.check()?;
+                let b = compiled.counted_base_of(k, s, &deadline)?;
+                add(b.memory_bytes() + 16)
             })?;
             // Context masks for the nodes whose tokens can run past their rule's end.
             let pairs: Vec<(u32, u32)> = (0..compiled.aut.nodes.len() as u32)
@@ -491,7 +525,7 @@ impl CompiledGrammar {
             if let Some(m) = self.read_cache(&self.virtual_masks, &key) {
                 return Ok(Some(MaskRef::Shared(m)));
             }
-            let m = Arc::new(self.node_mask_by(n, deadline)?);
+            let m = Arc::new(self.virtual_mask_by(n, deadline)?);
             let mut w = self
                 .virtual_masks
                 .write()
@@ -560,15 +594,68 @@ impl CompiledGrammar {
         })
     }
 
+    /// The mask of virtual node `n`: derived from the base walk of its body state when
+    /// its repetition is deterministic (`mask::counted`: a base walk once per body state,
+    /// then a fraction of a millisecond per count), else walked with the chart.
+    fn virtual_mask_by(&self, n: u32, deadline: &Deadline) -> Result<NodeMask, LimitExceeded> {
+        let k = self.aut.counted.partition_point(|c| c.first <= n) - 1;
+        if !self.counted_derivable.get(k).copied().unwrap_or(false) {
+            return self.node_mask_by(n, deadline);
+        }
+        let (s, to_min, to_max) = self.aut.counted[k].mask_key(n, self.max_token_len);
+        let base = self.counted_base_of(k, s, deadline)?;
+        Ok(derive_mask(
+            &base,
+            to_min,
+            to_max,
+            &self.trie,
+            &self.vocab,
+            self.vocab.bitmask_words(),
+        ))
+    }
+
+    /// The base walk of counted rule `k` (derivable) from body state `s`: this grammar's,
+    /// else the compiler's shared one, else walked now (until `deadline`) and kept in both.
+    fn counted_base_of(
+        &self,
+        k: usize,
+        s: u32,
+        deadline: &Deadline,
+    ) -> Result<Arc<CountedBase>, LimitExceeded> {
+        let cnt = &self.aut.counted[k];
+        let s = cnt.representative(s);
+        let key = (k as u32, s);
+        if let Some(b) = self.read_cache(&self.counted_bases, &key) {
+            return Ok(b);
+        }
+        let follow = &self.aut.follow[cnt.rule as usize];
+        let shared_key = base_key(cnt, s, follow);
+        let b = match self.shared.get_base(&shared_key) {
+            Some(b) => b,
+            None => {
+                let words = self.vocab.bitmask_words();
+                let b = self.walked(deadline, || {
+                    counted_base(cnt, s, follow, &self.trie, words, deadline)
+                })?;
+                self.shared.insert_base(&shared_key, Arc::new(b))
+            }
+        };
+        let mut w = self
+            .counted_bases
+            .write()
+            .unwrap_or_else(|e| e.into_inner());
+        Ok(w.entry(key).or_insert(b).clone())
+    }
+
     /// Runs a mask walk under `deadline`. Once one walk under a bounded deadline ran out
     /// of time, later bounded walks of this grammar fail at once with the same error
     /// (retrying would spend the whole budget again on every matcher call); masks already
     /// computed keep being served, and unbounded walks always run.
-    fn walked(
+    fn walked<T>(
         &self,
         deadline: &Deadline,
-        walk: impl FnOnce() -> Option<NodeMask>,
-    ) -> Result<NodeMask, LimitExceeded> {
+        walk: impl FnOnce() -> Option<T>,
+    ) -> Result<T, LimitExceeded> {
         if deadline.is_bounded() {
             if let Some(e) = self.walk_failed.get() {
                 return Err(e.clone());
@@ -626,11 +713,11 @@ impl CompiledGrammar {
         (k as u32, s, to_min, to_max)
     }
 
-    fn read_cache<K: std::hash::Hash + Eq>(
+    fn read_cache<K: std::hash::Hash + Eq, V>(
         &self,
-        cache: &RwLock<FxHashMap<K, Arc<NodeMask>>>,
+        cache: &RwLock<FxHashMap<K, Arc<V>>>,
         key: &K,
-    ) -> Option<Arc<NodeMask>> {
+    ) -> Option<Arc<V>> {
         cache
             .read()
             .unwrap_or_else(|e| e.into_inner())
@@ -749,6 +836,11 @@ impl CompiledGrammar {
                 .virtual_pair_masks
                 .read()
                 .map(|m| m.values().map(|m| m.memory_bytes() + 52).sum())
+                .unwrap_or(0)
+            + self
+                .counted_bases
+                .read()
+                .map(|m| m.values().map(|b| b.memory_bytes() + 16).sum())
                 .unwrap_or(0);
         let counted: usize = a
             .counted

@@ -135,14 +135,14 @@ impl Counted {
     }
 
     #[inline]
-    fn split(&self, n: u32) -> (u32, u32) {
+    pub(crate) fn split(&self, n: u32) -> (u32, u32) {
         let k = n - self.first;
         (k / (self.states + 1), k % (self.states + 1))
     }
 
     /// Edges of body state `s`; the rule's start behaves as body state 0.
     #[inline]
-    fn edges_of(&self, s: u32) -> &[ByteEdge] {
+    pub(crate) fn edges_of(&self, s: u32) -> &[ByteEdge] {
         let s = if s == self.states { 0 } else { s };
         let (a, b) = self.body_edges[s as usize];
         &self.edges[a as usize..b as usize]
@@ -164,6 +164,36 @@ impl Counted {
         } else {
             self.body_final[s as usize] && c + 1 >= self.min
         }
+    }
+
+    /// True when every virtual node has at most one edge on any byte: each body state's
+    /// edges are disjoint, and a final body state's edges are disjoint from the start's
+    /// (where the next iteration may begin). A token then has one path through the
+    /// repetition, whatever the count, and the count only cuts it short (see
+    /// `mask::counted`).
+    pub(crate) fn is_deterministic(&self) -> bool {
+        let disjoint = |e: &[ByteEdge]| e.windows(2).all(|w| w[0].hi < w[1].lo);
+        let start = self.edges_of(0);
+        (0..self.states).all(|s| {
+            let own = self.edges_of(s);
+            disjoint(own)
+                && (!self.body_final[s as usize]
+                    || own
+                        .iter()
+                        .all(|a| start.iter().all(|b| a.hi < b.lo || b.hi < a.lo)))
+        })
+    }
+
+    /// The first body state with the same finality and the same edges as body state `s`
+    /// (the rule's start counts as state 0): the two have the same future, so one token
+    /// walk serves both (a string body has several final states with no edges: after a
+    /// plain character, an escape, a multi-byte character).
+    pub(crate) fn representative(&self, s: u32) -> u32 {
+        let s = if s == self.states { 0 } else { s };
+        let (fin, edges) = (self.body_final[s as usize], self.edges_of(s));
+        (0..s)
+            .find(|&t| self.body_final[t as usize] == fin && self.edges_of(t) == edges)
+            .unwrap_or(s)
     }
 
     /// The key under which virtual node `(c, s)` shares its masks: body state, and the

@@ -466,12 +466,7 @@ fn walk(
         }
     }
     let count = accepted.len();
-    let rejected_count = trie.token_count() - count;
-    // The rejected form lists every text token that is not accepted (uncertain ones too).
-    // A list is applied one scattered bit at a time (about 1 ns an id), a bitset a word
-    // at a time with SIMD (about 0.25 ns a word): lists only up to a quarter of the words.
-    let list_max = words / LIST_PER_WORDS;
-    if count <= list_max && count <= rejected_count {
+    if count <= words / LIST_PER_WORDS && count <= trie.token_count() - count {
         // A short list: sorted directly (each trie position is one token, met once).
         let mut ids: Vec<u32> = accepted.iter().map(|&p| trie.sorted[p as usize]).collect();
         ids.sort_unstable();
@@ -486,7 +481,27 @@ fn walk(
         let id = trie.sorted[p as usize];
         bits[(id / 32) as usize] |= 1 << (id % 32);
     }
-    let accepted = if rejected_count <= list_max {
+    Some(NodeMask {
+        accepted: token_set(trie, bits, count, words),
+        uncertain,
+    })
+}
+
+/// The smallest form of the token set `bits` (`count` text tokens set, `words` words).
+pub(crate) fn token_set(
+    trie: &TokenTrie,
+    bits: Box<[u32]>,
+    count: usize,
+    words: usize,
+) -> TokenSet {
+    let rejected_count = trie.token_count() - count;
+    // The rejected form lists every text token that is not accepted (uncertain ones too).
+    // A list is applied one scattered bit at a time (about 1 ns an id), a bitset a word
+    // at a time with SIMD (about 0.25 ns a word): lists only up to a quarter of the words.
+    let list_max = words / LIST_PER_WORDS;
+    if count <= list_max && count <= rejected_count {
+        TokenSet::Accepted(set_bits(&bits))
+    } else if rejected_count <= list_max {
         let mut rej: Vec<u32> = trie
             .sorted
             .iter()
@@ -497,9 +512,18 @@ fn walk(
         TokenSet::Rejected(rej)
     } else {
         TokenSet::Bitset(bits)
-    };
-    Some(NodeMask {
-        accepted,
-        uncertain,
-    })
+    }
+}
+
+/// The indices of the set bits, ascending.
+fn set_bits(bits: &[u32]) -> Vec<u32> {
+    let mut out = Vec::new();
+    for (w, &word) in bits.iter().enumerate() {
+        let mut x = word;
+        while x != 0 {
+            out.push(w as u32 * 32 + x.trailing_zeros());
+            x &= x - 1;
+        }
+    }
+    out
 }

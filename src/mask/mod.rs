@@ -5,6 +5,7 @@
 //! batch is `[batch, words]` row-major. GPU kernels written for XGrammar apply it unchanged.
 
 pub(crate) mod cache;
+pub(crate) mod counted;
 pub(crate) mod shared;
 pub mod trie;
 

@@ -4,6 +4,7 @@
 //! that recur in every JSON schema and structural tag are computed once per vocabulary.
 
 use super::cache::NodeMask;
+use super::counted::CountedBase;
 use rustc_hash::FxHashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
@@ -13,6 +14,8 @@ use std::sync::{Arc, RwLock};
 #[derive(Debug)]
 pub(crate) struct SharedMasks {
     map: RwLock<FxHashMap<Box<[u64]>, Arc<NodeMask>>>,
+    /// Base walks of counted repetitions (`mask::counted`), by `counted::base_key`.
+    bases: RwLock<FxHashMap<Box<[u64]>, Arc<CountedBase>>>,
     bytes: AtomicUsize,
     capacity: usize,
 }
@@ -21,6 +24,7 @@ impl SharedMasks {
     pub(crate) fn new(capacity: usize) -> Self {
         SharedMasks {
             map: RwLock::new(FxHashMap::default()),
+            bases: RwLock::new(FxHashMap::default()),
             bytes: AtomicUsize::new(0),
             capacity,
         }
@@ -49,6 +53,30 @@ impl SharedMasks {
         self.bytes.fetch_add(size, Ordering::Relaxed);
         map.insert(key.into(), mask.clone());
         mask
+    }
+
+    /// The counted base walk stored under `key`, if any.
+    pub(crate) fn get_base(&self, key: &[u64]) -> Option<Arc<CountedBase>> {
+        self.bases
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(key)
+            .cloned()
+    }
+
+    /// Stores `base` under `key` (unless full); returns the stored one.
+    pub(crate) fn insert_base(&self, key: &[u64], base: Arc<CountedBase>) -> Arc<CountedBase> {
+        let size = base.memory_bytes() + key.len() * 8 + 64;
+        if self.bytes.load(Ordering::Relaxed) + size > self.capacity {
+            return base;
+        }
+        let mut map = self.bases.write().unwrap_or_else(|e| e.into_inner());
+        if let Some(b) = map.get(key) {
+            return b.clone();
+        }
+        self.bytes.fetch_add(size, Ordering::Relaxed);
+        map.insert(key.into(), base.clone());
+        base
     }
 
     /// Bytes held (masks and keys).

@@ -1,0 +1,428 @@
+//! Masks of the virtual nodes of counted repetitions (`body{m,n}`, see
+//! `automaton::Counted`), derived from one trie walk per body state instead of one per
+//! count.
+//!
+//! A virtual node is "`c` iterations done, in body state `s`"; its masks depend on `s` and
+//! on the distances to `min` and `max` (`Counted::mask_key`), so `{24,24}` has a different
+//! mask at every count and a full chart walk of a 128k vocabulary costs ~10 ms each. When
+//! the repetition is deterministic (`Counted::is_deterministic`), a token has one path
+//! through it whatever the count: its bytes step the body DFA, starting the next iteration
+//! where the current one ends, and the count only matters in two places:
+//!
+//! * the path is cut at its `to_max`-th restart (`c + i < max` allows restart `i`), and
+//! * the rule may end after `k` bytes only once `r_k + 1 >= to_min` (`r_k`: restarts in
+//!   the first `k` bytes).
+//!
+//! So one walk with no bounds at all (the *base*: every restart allowed, every end of an
+//! iteration an exit) gives each node's mask as an edit: accepted are the base's accepted
+//! tokens with fewer than `to_max` restarts; the others, and the base's uncertain tokens,
+//! are run again through the body DFA with the bounds (a few bytes each). Base tokens
+//! rejected stay rejected: bounds only take exits and restarts away.
+
+use super::cache::{token_set, NodeMask};
+use super::trie::TokenTrie;
+use crate::automaton::{byte_in, Counted};
+use crate::limits::Deadline;
+use crate::vocab::Vocabulary;
+
+/// No edge on that byte.
+const NONE: u32 = u32::MAX;
+
+/// Restart counts are kept up to this; a token with more is run again when it matters.
+const SATURATED: u8 = u8::MAX;
+
+/// A deterministic counted repetition's body DFA as dense tables.
+#[derive(Debug)]
+struct BodyDfa {
+    /// `S * 256` entries: the body state reached from state `s` on byte `b`, or [`NONE`].
+    next: Box<[u32]>,
+    /// Per body state: an iteration may end there.
+    fin: Box<[bool]>,
+    /// Bytes that may follow the rule.
+    follow: [u64; 4],
+}
+
+/// Where byte `b` leads from body state `s`, and whether it starts the next iteration
+/// there; `None` when nowhere.
+#[inline]
+fn step(dfa: &BodyDfa, s: u32, b: u8) -> Option<(u32, bool)> {
+    let t = dfa.next[s as usize * 256 + b as usize];
+    if t != NONE {
+        return Some((t, false));
+    }
+    if dfa.fin[s as usize] {
+        let t = dfa.next[b as usize];
+        if t != NONE {
+            return Some((t, true));
+        }
+    }
+    None
+}
+
+/// The unbounded walk of one body state: what every virtual node at that state derives
+/// its masks from.
+#[derive(Debug)]
+pub(crate) struct CountedBase {
+    dfa: BodyDfa,
+    /// The body state the walk starts in.
+    state: u32,
+    /// Ids of the tokens consumed whole with any number of restarts (`words` words).
+    bits: Box<[u32]>,
+    count: usize,
+    /// Per trie position: restarts the token needs when accepted (0 otherwise), at most
+    /// [`SATURATED`] (then maybe more).
+    restarts: Box<[u8]>,
+    /// The largest of `restarts`.
+    max_restarts: u8,
+    /// Some accepted token passes an exit on its way (an iteration end followed by a
+    /// byte that may follow the rule): cut tokens must be run again, not just dropped.
+    exits_inside: bool,
+    /// Trie positions of the uncertain tokens, ascending.
+    uncertain: Box<[u32]>,
+}
+
+impl CountedBase {
+    /// Heap bytes held.
+    pub(crate) fn memory_bytes(&self) -> usize {
+        self.dfa.next.len() * 4
+            + self.dfa.fin.len()
+            + self.bits.len() * 4
+            + self.restarts.len()
+            + self.uncertain.len() * 4
+            + 128
+    }
+}
+
+/// True when the virtual masks of `cnt` can be derived here: a deterministic repetition.
+pub(crate) fn derivable(cnt: &Counted) -> bool {
+    cnt.is_deterministic()
+}
+
+/// The key of the base walk of `cnt` from body state `s` with `follow` in the masks
+/// shared across grammars: the body DFA, the state and the follow set are all it depends
+/// on (besides the vocabulary, one per compiler).
+pub(crate) fn base_key(cnt: &Counted, s: u32, follow: &[u64; 4]) -> Box<[u64]> {
+    // A tag no `Automaton::class_keys` key starts with keeps the two kinds apart.
+    let mut key = vec![0xc0c0_7ed0_ba5e_0000, s as u64, cnt.states as u64];
+    key.extend_from_slice(follow);
+    for st in 0..cnt.states {
+        let edges = cnt.edges_of(st);
+        key.push((cnt.body_final[st as usize] as u64) << 32 | edges.len() as u64);
+        key.extend(
+            edges
+                .iter()
+                .map(|e| (e.lo as u64) << 40 | (e.hi as u64) << 32 | e.target as u64),
+        );
+    }
+    key.into_boxed_slice()
+}
+
+/// The unbounded walk of `cnt` from body state `s` (`s == cnt.states`: the rule's start),
+/// `follow` the bytes that may follow its rule. `None` when `deadline` passed (looked at
+/// every 1024 trie nodes). `cnt` must be [`derivable`].
+pub(crate) fn counted_base(
+    cnt: &Counted,
+    s: u32,
+    follow: &[u64; 4],
+    trie: &TokenTrie,
+    words: usize,
+    deadline: &Deadline,
+) -> Option<CountedBase> {
+    let states = cnt.states as usize;
+    let mut next = vec![NONE; states * 256].into_boxed_slice();
+    for st in 0..cnt.states {
+        for e in cnt.edges_of(st) {
+            let row = st as usize * 256;
+            next[row + e.lo as usize..=row + e.hi as usize].fill(e.target);
+        }
+    }
+    let dfa = BodyDfa {
+        next,
+        fin: cnt.body_final.clone().into_boxed_slice(),
+        follow: *follow,
+    };
+    // The rule's start steps as body state 0, which is not final (the body is not
+    // nullable): no iteration ends there either.
+    let state = if s == cnt.states { 0 } else { s };
+    let mut bits = vec![0u32; words].into_boxed_slice();
+    let mut count = 0usize;
+    let mut restarts = vec![0u8; trie.token_count()].into_boxed_slice();
+    let mut max_restarts = 0u8;
+    let mut exits_inside = false;
+    let mut uncertain: Vec<u32> = Vec::new();
+    // Per depth d (bytes consumed): body state, restarts (saturated), and as in
+    // `cache::walk`: an iteration ends after d >= 1 bytes (`exit`), one ended after some k
+    // in 1..d bytes with byte k + 1 a follow byte (`ok`).
+    #[derive(Clone, Copy)]
+    struct Frame {
+        state: u32,
+        restarts: u8,
+        exit: bool,
+        ok: bool,
+    }
+    let max_depth = trie.depth.iter().copied().max().unwrap_or(0) as usize;
+    let mut frames = vec![
+        Frame {
+            state,
+            restarts: 0,
+            exit: false,
+            ok: false,
+        };
+        max_depth + 1
+    ];
+    let n = trie.byte.len();
+    let mut i = 0usize;
+    let mut visits = 0usize;
+    // Cost: one table lookup per trie node visited; failed subtrees are skipped whole.
+    while i < n {
+        visits += 1;
+        if visits % 1024 == 0 && deadline.expired() {
+            return None;
+        }
+        let d = trie.depth[i] as usize;
+        let up = frames[d - 1];
+        let b = trie.byte[i];
+        let ok_before = up.ok || (d >= 2 && up.exit && byte_in(follow, b));
+        match step(&dfa, up.state, b) {
+            Some((t, restart)) => {
+                let r = (up.restarts as u32 + restart as u32).min(SATURATED as u32) as u8;
+                let (a, z) = (trie.tok_start[i], trie.tok_here_end[i]);
+                if z > a {
+                    for p in a..z {
+                        let id = trie.sorted[p as usize];
+                        bits[(id / 32) as usize] |= 1 << (id % 32);
+                        restarts[p as usize] = r;
+                    }
+                    count += (z - a) as usize;
+                    max_restarts = max_restarts.max(r);
+                    exits_inside |= ok_before;
+                }
+                frames[d] = Frame {
+                    state: t,
+                    restarts: r,
+                    exit: dfa.fin[t as usize],
+                    ok: ok_before,
+                };
+                i += 1;
+            }
+            None => {
+                let end = trie.subtree_end[i] as usize;
+                if ok_before {
+                    uncertain.extend(trie.tok_start[i]..trie.tok_start[end]);
+                }
+                i = end;
+            }
+        }
+    }
+    Some(CountedBase {
+        dfa,
+        state,
+        bits,
+        count,
+        restarts,
+        max_restarts,
+        exits_inside,
+        uncertain: uncertain.into_boxed_slice(),
+    })
+}
+
+/// What a token is from a virtual node: accepted, uncertain, or rejected.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Verdict {
+    Accepted,
+    Uncertain,
+    Rejected,
+}
+
+/// Runs `bytes` from `base`'s state with the bounds `to_min`, `to_max` (as
+/// `Counted::mask_key`): the verdict of a chart walk from that virtual node.
+fn verdict(base: &CountedBase, bytes: &[u8], to_min: u32, to_max: u32) -> Verdict {
+    let dfa = &base.dfa;
+    let mut s = base.state;
+    let mut r = 0u32;
+    let mut exit = false;
+    let mut ok = false;
+    for (k, &b) in bytes.iter().enumerate() {
+        let ok_before = ok || (k >= 1 && exit && byte_in(&dfa.follow, b));
+        match step(dfa, s, b) {
+            Some((t, restart)) if !restart || r + 1 < to_max => {
+                r += restart as u32;
+                s = t;
+                exit = dfa.fin[t as usize] && r + 1 >= to_min;
+                ok = ok_before;
+            }
+            _ => {
+                return if ok_before {
+                    Verdict::Uncertain
+                } else {
+                    Verdict::Rejected
+                }
+            }
+        }
+    }
+    Verdict::Accepted
+}
+
+/// The mask of the virtual node at `base`'s state with bounds `to_min`, `to_max` (as
+/// `Counted::mask_key`), as `cache::compute_node_mask` would walk it.
+pub(crate) fn derive_mask(
+    base: &CountedBase,
+    to_min: u32,
+    to_max: u32,
+    trie: &TokenTrie,
+    vocab: &Vocabulary,
+    words: usize,
+) -> NodeMask {
+    let mut bits = base.bits.clone();
+    let mut count = base.count;
+    let mut again: Vec<u32> = Vec::new();
+    // Cost: one pass over the positions when some token is cut, then a DFA run of a few
+    // bytes per token run again.
+    let cut_from = to_max.min(SATURATED as u32);
+    if base.max_restarts as u32 >= cut_from {
+        for (p, &r) in base.restarts.iter().enumerate() {
+            if (r as u32) < cut_from {
+                continue;
+            }
+            if r == SATURATED && to_max > SATURATED as u32 {
+                // Maybe fewer restarts than `to_max`: run it.
+                let bytes = vocab.token_bytes(trie.sorted[p]).unwrap_or(&[]);
+                match verdict(base, bytes, to_min, to_max) {
+                    Verdict::Accepted => continue,
+                    Verdict::Uncertain => again.push(p as u32),
+                    Verdict::Rejected => {}
+                }
+            } else if base.exits_inside {
+                again.push(p as u32);
+            }
+            let id = trie.sorted[p];
+            bits[(id / 32) as usize] &= !(1 << (id % 32));
+            count -= 1;
+        }
+    }
+    let uncertain_of = |p: u32| {
+        let bytes = vocab.token_bytes(trie.sorted[p as usize]).unwrap_or(&[]);
+        let v = verdict(base, bytes, to_min, to_max);
+        debug_assert_ne!(v, Verdict::Accepted);
+        v == Verdict::Uncertain
+    };
+    let mut uncertain: Vec<u32> = again.into_iter().filter(|&p| uncertain_of(p)).collect();
+    let cut = uncertain.len();
+    uncertain.extend(base.uncertain.iter().copied().filter(|&p| uncertain_of(p)));
+    if cut > 0 {
+        uncertain.sort_unstable();
+    }
+    NodeMask {
+        accepted: token_set(trie, bits, count, words),
+        uncertain,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::mask::cache::{compute_node_mask, NodeMask, SubtreeMemo, TokenSet};
+    use crate::{limits::Deadline, GrammarCompiler, Vocabulary};
+
+    /// A vocabulary of every string of up to 2 bytes over a small alphabet, plus longer
+    /// pseudo-random ones (up to 60 bytes: past the bounds below, so counts cut them).
+    fn vocab() -> Vocabulary {
+        let alphabet: &[u8] = b"abcxy\"\\n\xc3\xa9";
+        let mut tokens: Vec<Vec<u8>> = Vec::new();
+        for &a in alphabet {
+            tokens.push(vec![a]);
+            for &b in alphabet {
+                tokens.push(vec![a, b]);
+            }
+        }
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for _ in 0..3000 {
+            let len = 3 + (next() % 58) as usize;
+            // Mostly letters, so long tokens stay inside the repetitions.
+            let t: Vec<u8> = (0..len)
+                .map(|_| match next() % 16 {
+                    0 => alphabet[(next() % alphabet.len() as u64) as usize],
+                    k => b"abc"[(k % 3) as usize],
+                })
+                .collect();
+            tokens.push(t);
+        }
+        tokens.sort();
+        tokens.dedup();
+        tokens.push(b"</s>".to_vec());
+        let stop = tokens.len() as u32 - 1;
+        Vocabulary::from_token_bytes(&tokens, &[stop], &[stop]).unwrap()
+    }
+
+    fn normalise(m: &NodeMask, tokens: usize) -> (Vec<u32>, Vec<u32>) {
+        let ids = match &m.accepted {
+            TokenSet::Accepted(v) => v.clone(),
+            TokenSet::Rejected(v) => (0..tokens as u32).filter(|i| !v.contains(i)).collect(),
+            TokenSet::Bitset(b) => (0..tokens as u32)
+                .filter(|&i| b[(i / 32) as usize] >> (i % 32) & 1 == 1)
+                .collect(),
+        };
+        (ids, m.uncertain.clone())
+    }
+
+    /// Derived masks are exactly the chart walk's, at every count and body state.
+    #[test]
+    fn derived_masks_equal_chart_walks() {
+        let v = vocab();
+        let n_tokens = v.tokenizer_size() - 1;
+        let compiler = GrammarCompiler::new(v);
+        let grammars = [
+            (r#"root ::= "\"" [a-c]{0,40} "\"""#, true),
+            (r#"root ::= [a-c]{35,40} "b""#, true),
+            (r#"root ::= ("ab" | "c"){3,50} "a" | "x""#, true),
+            (r#"root ::= [a-c]{40,} "\"""#, true),
+            (r#"root ::= "x"{33,} "y" | "y""#, true),
+            (r#"root ::= "\"" ("\\" ["n] | [^"\\]){0,40} "\"""#, true),
+            (r#"root ::= "\"" [^"\\]{34,45} "\"" "a"?"#, true),
+            (r#"root ::= ([ab] [ab]?){33,40} "x""#, false),
+            (r#"root ::= ("a" [b-c]*){33,40} "x""#, true),
+            (r#"root ::= ("a" [a-c]*){33,40} "x""#, false),
+        ];
+        for (ebnf, deterministic) in grammars {
+            let g = compiler.compile_grammar(ebnf).unwrap();
+            let aut = &g.aut;
+            assert!(!aut.counted.is_empty(), "{ebnf}: no counted rule");
+            for (k, cnt) in aut.counted.iter().enumerate() {
+                assert_eq!(g.counted_derivable[k], deterministic, "{ebnf}");
+                let counts = match cnt.max {
+                    Some(m) => m.max(1),
+                    None => cnt.min + 1,
+                };
+                for c in 0..counts {
+                    for s in 0..=cnt.states {
+                        if s == cnt.states && c > 0 {
+                            continue;
+                        }
+                        let n = cnt.first + c * (cnt.states + 1) + s;
+                        let memo = SubtreeMemo::default();
+                        let walked = compute_node_mask(
+                            aut,
+                            &g.trie,
+                            n,
+                            g.vocab.bitmask_words(),
+                            (&memo, &[]),
+                            &Deadline::never(),
+                        )
+                        .unwrap();
+                        let derived = g.node_mask(n).unwrap();
+                        assert_eq!(
+                            normalise(&derived, n_tokens),
+                            normalise(&walked, n_tokens),
+                            "{ebnf}: count {c}, body state {s}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
