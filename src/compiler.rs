@@ -211,7 +211,8 @@ impl GrammarCompiler {
         self
     }
 
-    /// Bytes and number of masks held by the cache shared across grammars.
+    /// Bytes and number of masks held by the cache shared across grammars (the bytes
+    /// include the base walks of counted repetitions, which are not counted as masks).
     pub fn mask_cache_stats(&self) -> (usize, usize) {
         (self.shared.memory_bytes(), self.shared.len())
     }
