@@ -330,6 +330,45 @@ fn enum_values_filtered_by_simple_keywords() {
 }
 
 #[test]
+fn a_pattern_of_one_character_class_run_with_lengths_is_a_counted_repetition() {
+    // `^[class]+$` with `maxLength` is `[class]{1,max}`: one counted repetition (whose masks
+    // are shared across counts), not the pattern's automaton times a 256-state counter.
+    let c = byte_compiler(tokensieve::Limits::default());
+    let opts = JsonSchemaOptions::default();
+    let nodes = |schema: serde_json::Value| {
+        c.compile_json_schema(&schema, &opts)
+            .expect("compiles")
+            .node_count()
+    };
+    let plain = nodes(json!({"type": "string", "minLength": 1, "maxLength": 255}));
+    let run = nodes(json!({"type": "string", "pattern": "^[A-Za-z0-9:_\\-]+$", "maxLength": 255}));
+    assert!(
+        run <= plain + 8,
+        "{run} nodes for the run, {plain} for a plain string"
+    );
+    let long = format!("\"{}\"", "a:_-Z9".repeat(42) + "abc");
+    let too_long = format!("\"{}\"", "a:_-Z9".repeat(42) + "abcd");
+    check(
+        json!({"type": "string", "pattern": "^[A-Za-z0-9:_\\-]+$", "maxLength": 255}),
+        &["\"a\"", &long],
+        &["\"\"", &too_long, "\"a b\"", "\"a\\n\""],
+    );
+    // `*` with minLength; an escape is one character when the class has it.
+    check(
+        json!({"type": "string", "pattern": "^[a-z\"]*$", "minLength": 2, "maxLength": 3}),
+        &["\"ab\"", "\"a\\\"\"", "\"\\\"\\\"\\\"\""],
+        &["\"a\"", "\"abcd\"", "\"a1\""],
+    );
+    // Bounds that the run cannot meet: no string.
+    assert!(c
+        .compile_json_schema(
+            &json!({"type": "string", "pattern": "^[a-z]{5,}$", "maxLength": 3}),
+            &opts
+        )
+        .is_err());
+}
+
+#[test]
 fn lengths_implied_by_pattern_or_format() {
     check(
         json!({"type": "string", "pattern": "^[a-z]{2,4}$", "maxLength": 8, "minLength": 1}),

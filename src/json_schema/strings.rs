@@ -195,6 +195,48 @@ impl Builder<'_> {
         Ok(start)
     }
 
+    /// When the ECMA-262 regex `p` matches exactly the runs of one character class
+    /// (`^[…]+$`, `^[…]*$`, `^[…]{m,n}$`), the content of the strings of such a run with
+    /// `min..=max` characters: one counted repetition of the class, whose masks are shared
+    /// across counts, instead of [`Self::pattern_bounded`]'s product automaton (a rule per
+    /// count). `Some(None)`: no length satisfies both; `None`: `p` is not such a run.
+    /// The limit error of `minLength`/`maxLength` (at `ptr`) as for a plain string.
+    fn class_run_bounded(
+        &mut self,
+        p: &str,
+        min: u32,
+        max: Option<u32>,
+        ptr: &str,
+    ) -> Result<Option<Option<Expr>>, JsonSchemaError> {
+        let Ok(Expr::Repeat {
+            expr,
+            min: run_min,
+            max: run_max,
+        }) = self.pattern_raw(p)
+        else {
+            return Ok(None);
+        };
+        if !matches!(*expr, Expr::Class(_)) {
+            return Ok(None);
+        }
+        let Some(one) = json_escaped(&expr) else {
+            return Ok(None);
+        };
+        let lo = min.max(run_min);
+        let hi = match (max, run_max) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        if hi.is_some_and(|hi| lo > hi) {
+            return Ok(Some(None));
+        }
+        self.check_count("minLength", lo, min, ptr)?;
+        if let (Some(hi), Some(max)) = (hi, max) {
+            self.check_count("maxLength", hi, max, ptr)?;
+        }
+        Ok(Some(Some(super::repeat(one, lo, hi))))
+    }
+
     /// `pattern` as the content of a JSON string (between the quotes), or why not.
     pub(crate) fn pattern_content(&mut self, p: &str) -> Result<Expr, String> {
         self.pattern(p).map(|(e, _)| e)
@@ -322,18 +364,24 @@ impl Builder<'_> {
                     Ok((e, range)) => match lengths_vs(range, min, max) {
                         Lengths::Implied => return Ok(Some(seq(vec![lit("\""), e, lit("\"")]))),
                         Lengths::Disjoint => return Ok(None),
-                        Lengths::Unknown => match self.pattern_bounded(p, min, max) {
-                            Ok(Some(e)) => return Ok(Some(seq(vec![lit("\""), e, lit("\"")]))),
-                            Ok(None) => return Ok(None),
-                            Err(why) => self.unsupported(
-                                "pattern",
-                                &pptr,
-                                &format!(
-                                    "`pattern` together with `minLength`/`maxLength` that its \
-                                     matches do not always satisfy: {why}"
-                                ),
-                            )?,
-                        },
+                        Lengths::Unknown => {
+                            let bounded = match self.class_run_bounded(p, min, max, ptr)? {
+                                Some(run) => Ok(run),
+                                None => self.pattern_bounded(p, min, max),
+                            };
+                            match bounded {
+                                Ok(Some(e)) => return Ok(Some(seq(vec![lit("\""), e, lit("\"")]))),
+                                Ok(None) => return Ok(None),
+                                Err(why) => self.unsupported(
+                                    "pattern",
+                                    &pptr,
+                                    &format!(
+                                        "`pattern` together with `minLength`/`maxLength` that its \
+                                         matches do not always satisfy: {why}"
+                                    ),
+                                )?,
+                            }
+                        }
                     },
                     Err(reason) => self.unsupported("pattern", &pptr, &reason)?,
                 }
