@@ -581,32 +581,34 @@ fn subset_construction(
             }
         }
         // Calls and tokens: one edge per label, to the set of all its targets.
-        calls.sort_unstable();
-        let mut k = 0;
-        while k < calls.len() {
-            let r = calls[k].0;
-            targets.clear();
-            while k < calls.len() && calls[k].0 == r {
-                targets.push(calls[k].1);
-                k += 1;
-            }
-            let target = intern(&mut targets, &mut sets)?;
-            out.calls.push(CallEdge { rule: r, target });
-        }
-        toks.sort_unstable();
-        let mut k = 0;
-        while k < toks.len() {
-            let token = toks[k].0;
-            targets.clear();
-            while k < toks.len() && toks[k].0 == token {
-                targets.push(toks[k].1);
-                k += 1;
-            }
-            let target = intern(&mut targets, &mut sets)?;
+        by_label(&mut calls, &mut targets, |rule, t| {
+            let target = intern(t, &mut sets)?;
+            out.calls.push(CallEdge { rule, target });
+            Ok(())
+        })?;
+        by_label(&mut toks, &mut targets, |token, t| {
+            let target = intern(t, &mut sets)?;
             out.tokens.push(TokenEdge { token, target });
-        }
+            Ok(())
+        })?;
         out.push_state(set.binary_search(&accept).is_ok());
         i += 1;
     }
     Ok(out)
+}
+
+/// Sorts `pairs` (label, target) and calls `f` once per label with all its targets (in
+/// `targets`, scratch space).
+fn by_label(
+    pairs: &mut [(u32, u32)],
+    targets: &mut Vec<u32>,
+    mut f: impl FnMut(u32, &mut Vec<u32>) -> Result<(), BuildError>,
+) -> Result<(), BuildError> {
+    pairs.sort_unstable();
+    for run in pairs.chunk_by(|a, b| a.0 == b.0) {
+        targets.clear();
+        targets.extend(run.iter().map(|p| p.1));
+        f(run[0].0, targets)?;
+    }
+    Ok(())
 }

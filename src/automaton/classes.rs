@@ -143,15 +143,19 @@ impl Automaton {
     /// edges (token, target class), each list sorted, behind a separator.
     fn sign(&self, v: u32, class: &[u32], parts: &mut Vec<(u64, u64)>, out: &mut Vec<u64>) {
         let node = &self.nodes[v as usize];
+        // Appends `parts`, sorted, behind a separator, and empties it.
+        let flush = |parts: &mut Vec<(u64, u64)>, out: &mut Vec<u64>| {
+            parts.sort_unstable();
+            out.push(u64::MAX);
+            out.extend(parts.iter().flat_map(|&(a, b)| [a, b]));
+            parts.clear();
+        };
         parts.clear();
         for e in &self.byte_edges[node.bytes.0 as usize..node.bytes.1 as usize] {
             let range = ((e.lo as u64) << 8) | e.hi as u64;
             parts.push((range, class[e.target as usize] as u64));
         }
-        parts.sort_unstable();
-        out.push(u64::MAX);
-        out.extend(parts.iter().flat_map(|&(a, b)| [a, b]));
-        parts.clear();
+        flush(parts, out);
         for e in &self.call_edges[node.calls.0 as usize..node.calls.1 as usize] {
             let start = self.rule_start[e.rule as usize];
             let callee = match class.get(start as usize) {
@@ -161,16 +165,11 @@ impl Automaton {
             };
             parts.push((callee, class[e.target as usize] as u64));
         }
-        parts.sort_unstable();
-        out.push(u64::MAX);
-        out.extend(parts.iter().flat_map(|&(a, b)| [a, b]));
-        parts.clear();
+        flush(parts, out);
         for e in &self.token_edges[node.tokens.0 as usize..node.tokens.1 as usize] {
             parts.push((e.token as u64, class[e.target as usize] as u64));
         }
-        parts.sort_unstable();
-        out.push(u64::MAX);
-        out.extend(parts.iter().flat_map(|&(a, b)| [a, b]));
+        flush(parts, out);
     }
 }
 
