@@ -32,51 +32,42 @@ impl SharedMasks {
 
     /// The mask stored under `key`, if any.
     pub(crate) fn get(&self, key: &[u64]) -> Option<Arc<NodeMask>> {
-        self.map
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(key)
-            .cloned()
+        get_in(&self.map, key)
     }
 
     /// Stores `mask` under `key` (unless full); returns the stored mask (another thread's,
     /// when it stored one first).
     pub(crate) fn insert(&self, key: &[u64], mask: Arc<NodeMask>) -> Arc<NodeMask> {
-        let size = mask.memory_bytes() + key.len() * 8 + 64;
-        if self.bytes.load(Ordering::Relaxed) + size > self.capacity {
-            return mask;
-        }
-        let mut map = self.map.write().unwrap_or_else(|e| e.into_inner());
-        if let Some(m) = map.get(key) {
-            return m.clone();
-        }
-        self.bytes.fetch_add(size, Ordering::Relaxed);
-        map.insert(key.into(), mask.clone());
-        mask
+        let size = mask.memory_bytes();
+        self.insert_in(&self.map, key, mask, size)
     }
 
     /// The counted base walk stored under `key`, if any.
     pub(crate) fn get_base(&self, key: &[u64]) -> Option<Arc<CountedBase>> {
-        self.bases
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(key)
-            .cloned()
+        get_in(&self.bases, key)
     }
 
     /// Stores `base` under `key` (unless full); returns the stored one.
     pub(crate) fn insert_base(&self, key: &[u64], base: Arc<CountedBase>) -> Arc<CountedBase> {
-        let size = base.memory_bytes() + key.len() * 8 + 64;
+        let size = base.memory_bytes();
+        self.insert_in(&self.bases, key, base, size)
+    }
+
+    /// Stores `value` (`bytes` of heap) under `key` in `map` unless the capacity would be
+    /// passed; returns the value stored under `key` (another thread's, when it stored one
+    /// first).
+    fn insert_in<T>(&self, map: &Keyed<T>, key: &[u64], value: Arc<T>, bytes: usize) -> Arc<T> {
+        let size = bytes + key.len() * 8 + 64;
         if self.bytes.load(Ordering::Relaxed) + size > self.capacity {
-            return base;
+            return value;
         }
-        let mut map = self.bases.write().unwrap_or_else(|e| e.into_inner());
-        if let Some(b) = map.get(key) {
-            return b.clone();
+        let mut map = map.write().unwrap_or_else(|e| e.into_inner());
+        if let Some(v) = map.get(key) {
+            return v.clone();
         }
         self.bytes.fetch_add(size, Ordering::Relaxed);
-        map.insert(key.into(), base.clone());
-        base
+        map.insert(key.into(), value.clone());
+        value
     }
 
     /// Bytes held (masks and keys).
@@ -88,4 +79,15 @@ impl SharedMasks {
     pub(crate) fn len(&self) -> usize {
         self.map.read().unwrap_or_else(|e| e.into_inner()).len()
     }
+}
+
+/// A map from structure keys to shared values.
+type Keyed<T> = RwLock<FxHashMap<Box<[u64]>, Arc<T>>>;
+
+/// The value stored under `key` in `map`, if any.
+fn get_in<T>(map: &Keyed<T>, key: &[u64]) -> Option<Arc<T>> {
+    map.read()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(key)
+        .cloned()
 }
