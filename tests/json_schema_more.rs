@@ -359,6 +359,15 @@ fn a_pattern_of_one_character_class_run_with_lengths_is_a_counted_repetition() {
         &["\"ab\"", "\"a\\\"\"", "\"\\\"\\\"\\\"\""],
         &["\"a\"", "\"abcd\"", "\"a1\""],
     );
+    // A one-member class (read as a literal) too, with a bound far past what a product of
+    // automata could hold.
+    let one = nodes(json!({"type": "string", "pattern": "^[\\^]+$", "maxLength": 100000}));
+    assert!(one <= plain + 8, "{one} nodes for a one-character run");
+    check(
+        json!({"type": "string", "pattern": "^[\\^]+$", "minLength": 2, "maxLength": 3}),
+        &["\"^^\"", "\"^^^\""],
+        &["\"^\"", "\"^^^^\"", "\"^a\""],
+    );
     // Bounds that the run cannot meet: no string.
     assert!(c
         .compile_json_schema(

@@ -216,7 +216,13 @@ impl Builder<'_> {
         else {
             return Ok(None);
         };
-        if !matches!(*expr, Expr::Class(_)) {
+        // A class, or one character (a one-member class is read as a literal).
+        let one_char = match &*expr {
+            Expr::Class(_) => true,
+            Expr::Bytes(b) => std::str::from_utf8(b).is_ok_and(|t| t.chars().count() == 1),
+            _ => false,
+        };
+        if !one_char {
             return Ok(None);
         }
         let Some(one) = json_escaped(&expr) else {
