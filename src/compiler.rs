@@ -12,7 +12,10 @@ use crate::automaton::{
 use crate::grammar::ebnf::{parse_ebnf, EbnfError};
 use crate::grammar::{Expr, Grammar, InvalidGrammar, TokenRef};
 use crate::limits::{check_ir, check_memory, Deadline, LimitExceeded, Limits};
-use crate::mask::cache::{compute_node_mask, compute_pair_mask, NodeMask, SubtreeMemo};
+use crate::mask::cache::{
+    compute_node_mask, compute_node_mask_delta, compute_pair_mask, delta_reference, NodeMask,
+    SubtreeMemo,
+};
 use crate::mask::counted::{base_key, counted_base, derivable, derive_mask, CountedBase};
 use crate::mask::shared::SharedMasks;
 use crate::mask::TokenTrie;
@@ -583,6 +586,23 @@ impl CompiledGrammar {
 
     /// Walks the trie for node `n`'s mask; the limit error if `deadline` passed first.
     fn node_mask_by(&self, n: u32, deadline: &Deadline) -> Result<NodeMask, LimitExceeded> {
+        if let Some(delta) = delta_reference(&self.aut, &self.trie, &self.mask_class, n) {
+            // A reference has no reference of its own: this recursion is one level deep.
+            if let Some(base) = self.node_mask_until(delta.reference, deadline)? {
+                return self.walked(deadline, || {
+                    compute_node_mask_delta(
+                        &self.aut,
+                        &self.trie,
+                        n,
+                        self.vocab.bitmask_words(),
+                        (&self.subtrees, &self.mask_class),
+                        deadline,
+                        (&base, &delta),
+                        &self.text_bits,
+                    )
+                });
+            }
+        }
         self.walked(deadline, || {
             compute_node_mask(
                 &self.aut,
@@ -857,5 +877,112 @@ impl CompiledGrammar {
             + counted
             + self.has_mask.capacity()
             + self.mask_class.capacity() * 4
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mask::cache::TokenSet;
+
+    /// A vocabulary of every byte, every two-byte string over letters and JSON
+    /// punctuation, and every three-letter lowercase string, alone and before a quote
+    /// (about 39,000 tokens: enough for mask classes and delta masks to be used).
+    fn wide_vocabulary() -> Vocabulary {
+        let alphabet: Vec<u8> = (b'a'..=b'z')
+            .chain(b'A'..=b'Z')
+            .chain(*b"\":, {}\\")
+            .collect();
+        let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+        for &a in &alphabet {
+            for &b in &alphabet {
+                tokens.push(vec![a, b]);
+            }
+        }
+        for a in b'a'..=b'z' {
+            for b in b'a'..=b'z' {
+                for c in b'a'..=b'z' {
+                    tokens.push(vec![a, b, c]);
+                    tokens.push(vec![a, b, c, b'"']);
+                }
+                tokens.push(vec![a, b, b'"', b':']);
+            }
+        }
+        tokens.push(b"</s>".to_vec());
+        let stop = tokens.len() as u32 - 1;
+        Vocabulary::from_token_bytes(&tokens, &[stop], &[stop]).unwrap()
+    }
+
+    /// Ids of a token set, ascending.
+    fn ids(set: &TokenSet, text_bits: &[u32]) -> Vec<u32> {
+        let all = (0..text_bits.len() as u32 * 32)
+            .filter(|&i| text_bits[(i / 32) as usize] >> (i % 32) & 1 == 1);
+        match set {
+            TokenSet::Accepted(v) => v.clone(),
+            TokenSet::Rejected(v) => all.filter(|i| !v.contains(i)).collect(),
+            TokenSet::Bitset(b) => all
+                .filter(|&i| b[(i / 32) as usize] >> (i % 32) & 1 == 1)
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn a_delta_mask_equals_the_full_walk() {
+        let compiler = GrammarCompiler::new(wide_vocabulary()).with_precompute(Precompute::Lazy);
+        let schema = serde_json::json!({
+            "type": "object",
+            "properties": {
+                "pay": {"type": "string"},
+                "pal": {"type": "integer"},
+                "name": {"type": "string", "maxLength": 5},
+                "zoo": {"type": "boolean"}
+            },
+            "required": ["name"]
+        });
+        let g = compiler
+            .compile_json_schema(&schema, &crate::JsonSchemaOptions::default())
+            .unwrap();
+        let never = Deadline::never();
+        let words = g.vocab.bitmask_words();
+        let memo = SubtreeMemo::default();
+        let mut deltas = 0;
+        for n in 0..g.aut.nodes.len() as u32 {
+            let Some(delta) = delta_reference(&g.aut, &g.trie, &g.mask_class, n) else {
+                continue;
+            };
+            deltas += 1;
+            assert_ne!(delta.reference, n);
+            let walk = |m: u32| {
+                compute_node_mask(&g.aut, &g.trie, m, words, (&memo, &g.mask_class), &never)
+                    .unwrap()
+            };
+            let full = walk(n);
+            let base = walk(delta.reference);
+            let derived = compute_node_mask_delta(
+                &g.aut,
+                &g.trie,
+                n,
+                words,
+                (&memo, &g.mask_class),
+                &never,
+                (&base, &delta),
+                &g.text_bits,
+            )
+            .unwrap();
+            assert_eq!(
+                ids(&derived.accepted, &g.text_bits),
+                ids(&full.accepted, &g.text_bits),
+                "node {n} (reference {}): accepted tokens",
+                delta.reference
+            );
+            assert_eq!(
+                derived.uncertain, full.uncertain,
+                "node {n}: uncertain tokens"
+            );
+            // A reference has no reference of its own: one level deep.
+            assert!(delta_reference(&g.aut, &g.trie, &g.mask_class, delta.reference).is_none());
+        }
+        // The states of the key automaton that avoids "pay", "pal", "name" and "zoo".
+        assert!(deltas >= 5, "only {deltas} nodes took a delta");
     }
 }

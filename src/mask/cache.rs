@@ -90,7 +90,202 @@ pub(crate) fn compute_node_mask(
     deadline: &Deadline,
 ) -> Option<NodeMask> {
     let follow = &aut.follow[aut.rule_of(node) as usize];
-    walk(trie, aut, node, follow, words, memo, deadline)
+    let (accepted, uncertain) = walk(trie, aut, node, follow, None, memo, deadline)?;
+    Some(finish(trie, &accepted, uncertain, words))
+}
+
+/// A node whose mask is derived from another's: see [`delta_reference`].
+#[derive(Clone, Debug)]
+pub(crate) struct Delta {
+    /// The node whose mask is reused: a node of the same rule.
+    pub reference: u32,
+    /// Per byte value (256 entries): true when tokens with that first byte must be walked
+    /// (the two nodes step to different mask classes on it); the reference's verdict holds
+    /// for every other token.
+    pub differ: Vec<bool>,
+}
+
+/// The byte table of a node that steps as a DFA state (a real node, no call edges,
+/// pairwise disjoint byte edges): 256 targets, [`NO_EDGE`] where it has none.
+fn dfa_row(aut: &Automaton, n: u32) -> Option<Vec<u32>> {
+    if !is_dfa_node(aut, n) {
+        return None;
+    }
+    let node = &aut.nodes[n as usize];
+    let mut row = vec![NO_EDGE; 256];
+    for e in &aut.byte_edges[node.bytes.0 as usize..node.bytes.1 as usize] {
+        row[e.lo as usize..=e.hi as usize].fill(e.target);
+    }
+    Some(row)
+}
+
+/// True when real node `n` steps as a DFA state: no call edges, pairwise disjoint byte
+/// edges, and targets that fit beside the [`FINAL`] bit.
+fn is_dfa_node(aut: &Automaton, n: u32) -> bool {
+    let Some(node) = aut.nodes.get(n as usize) else {
+        return false;
+    };
+    let edges = &aut.byte_edges[node.bytes.0 as usize..node.bytes.1 as usize];
+    node.calls.0 == node.calls.1
+        && edges.windows(2).all(|w| w[0].hi < w[1].lo)
+        && edges.iter().all(|e| e.target < FINAL)
+}
+
+/// The target that the first bytes of the most tokens lead to from a DFA `row`, counting
+/// targets of one mask class (`class`: per real node) together, with that token count;
+/// `NO_EDGE` when no token's first byte has an edge.
+fn dominant_target(trie: &TokenTrie, class: &[u32], row: &[u32]) -> (u32, u64) {
+    // (class or, for a virtual node, the node id with the top bit set; first target seen;
+    // tokens).
+    let mut weights: Vec<(u32, u32, u64)> = Vec::new();
+    for (b, &t) in row.iter().enumerate() {
+        let w = trie.first_byte_range(b as u8).len() as u64;
+        if t == NO_EDGE || w == 0 {
+            continue;
+        }
+        let c = class.get(t as usize).copied().unwrap_or(t | 1 << 31);
+        match weights.iter_mut().find(|(x, _, _)| *x == c) {
+            Some((_, _, acc)) => *acc += w,
+            None => weights.push((c, t, w)),
+        }
+    }
+    // Ties go to the lowest class, so the choice does not depend on byte order.
+    weights
+        .into_iter()
+        .max_by_key(|&(c, _, w)| (w, std::cmp::Reverse(c)))
+        .map_or((NO_EDGE, 0), |(_, t, w)| (t, w))
+}
+
+/// Tokens whose first byte must agree before a delta is worth it: below that, the walk
+/// of `node` alone costs about as much as copying the reference's mask.
+const DELTA_MIN_TOKENS: u64 = 2048;
+
+/// A reference for `node`'s mask, when one pays: `node` steps as a DFA state, and the node
+/// `t` that most tokens' first bytes lead to is a node of the same rule and of another
+/// mask class, one that leads most tokens back into its own class (a loop such as a
+/// string body). Tokens whose first
+/// byte takes `node` and `t` to the same mask class (`class`: per real node) get the same
+/// verdict from both, accepted, uncertain or rejected (the walk after the first byte
+/// depends only on the node reached and the rule's follow set, as in [`SubtreeMemo`]): only
+/// the others need a walk. `None` unless at least [`DELTA_MIN_TOKENS`] tokens agree and
+/// they outnumber those that do not.
+///
+/// Example: the states of a key automaton that avoids a schema's declared property names
+/// step into one free string-content node on every byte but a declared name's next
+/// letter. A state's mask is then the free node's with the subtrees of those letters
+/// walked again: a few thousand tokens, not the vocabulary.
+pub(crate) fn delta_reference(
+    aut: &Automaton,
+    trie: &TokenTrie,
+    class: &[u32],
+    node: u32,
+) -> Option<Delta> {
+    let row = dfa_row(aut, node)?;
+    let (t, _) = dominant_target(trie, class, &row);
+    // A virtual target has no class (nor a DFA row): no reference.
+    let (&class_t, &class_n) = (class.get(t as usize)?, class.get(node as usize)?);
+    if class_t == class_n {
+        return None;
+    }
+    let reference = dfa_row(aut, t)?;
+    if aut.rule_of(t) != aut.rule_of(node) {
+        return None;
+    }
+    // The reference leads most tokens into its own class, so its own reference (a node of
+    // that class) is refused just above: no chain, no cycle.
+    let (u, _) = dominant_target(trie, class, &reference);
+    if class.get(u as usize) != Some(&class_t) {
+        return None;
+    }
+    let same = |x: u32, y: u32| {
+        x == y
+            || (x != NO_EDGE
+                && y != NO_EDGE
+                && class.get(x as usize).is_some()
+                && class.get(x as usize) == class.get(y as usize))
+    };
+    let (mut agree, mut disagree) = (0u64, 0u64);
+    let mut differ = vec![false; 256];
+    for b in 0..256 {
+        let w = trie.first_byte_range(b as u8).len() as u64;
+        if w == 0 || (row[b] == NO_EDGE && reference[b] == NO_EDGE) {
+            continue;
+        }
+        if same(row[b], reference[b]) {
+            agree += w;
+        } else {
+            differ[b] = true;
+            disagree += w;
+        }
+    }
+    (agree >= DELTA_MIN_TOKENS && agree > disagree).then_some(Delta {
+        reference: t,
+        differ,
+    })
+}
+
+/// Computes the mask of `node` from `base`, the mask of `delta.reference`: the tokens whose
+/// first byte is marked in `delta.differ` are walked from `node`, every other token keeps
+/// its verdict in `base`. `text_bits`: the bitset of all text tokens (`words` words). The
+/// result equals [`compute_node_mask`]'s. `None` when `deadline` passed during the walk.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn compute_node_mask_delta(
+    aut: &Automaton,
+    trie: &TokenTrie,
+    node: u32,
+    words: usize,
+    memo: (&SubtreeMemo, &[u32]),
+    deadline: &Deadline,
+    (base, delta): (&NodeMask, &Delta),
+    text_bits: &[u32],
+) -> Option<NodeMask> {
+    let follow = &aut.follow[aut.rule_of(node) as usize];
+    let (accepted, mut uncertain) =
+        walk(trie, aut, node, follow, Some(&delta.differ), memo, deadline)?;
+    let mut bits: Box<[u32]> = match &base.accepted {
+        TokenSet::Bitset(b) => b.clone(),
+        TokenSet::Accepted(ids) => {
+            let mut bits = vec![0u32; words].into_boxed_slice();
+            for &id in ids {
+                bits[(id / 32) as usize] |= 1 << (id % 32);
+            }
+            bits
+        }
+        TokenSet::Rejected(ids) => {
+            let mut bits: Box<[u32]> = text_bits.into();
+            for &id in ids {
+                bits[(id / 32) as usize] &= !(1 << (id % 32));
+            }
+            bits
+        }
+    };
+    let walked: Vec<std::ops::Range<u32>> = (0..=255u8)
+        .filter(|&b| delta.differ[b as usize])
+        .map(|b| trie.first_byte_range(b))
+        .filter(|r| !r.is_empty())
+        .collect();
+    for r in &walked {
+        for p in r.clone() {
+            let id = trie.sorted[p as usize];
+            bits[(id / 32) as usize] &= !(1 << (id % 32));
+        }
+    }
+    for &p in &accepted {
+        let id = trie.sorted[p as usize];
+        bits[(id / 32) as usize] |= 1 << (id % 32);
+    }
+    let count = bits.iter().map(|w| w.count_ones() as usize).sum();
+    uncertain.extend(
+        base.uncertain
+            .iter()
+            .copied()
+            .filter(|p| !walked.iter().any(|r| r.contains(p))),
+    );
+    uncertain.sort_unstable();
+    Some(NodeMask {
+        accepted: token_set(trie, bits, count, words),
+        uncertain,
+    })
 }
 
 /// Computes the mask of `node` in a rule instance called from `caller` (a node with a call
@@ -321,10 +516,7 @@ impl DfaTables {
             self.touched.push(n);
             let node = &aut.nodes[n as usize];
             let edges = &aut.byte_edges[node.bytes.0 as usize..node.bytes.1 as usize];
-            let dfa = node.calls.0 == node.calls.1
-                && edges.windows(2).all(|w| w[0].hi < w[1].lo)
-                && edges.iter().all(|e| e.target < FINAL);
-            *slot = if dfa {
+            *slot = if is_dfa_node(aut, n) {
                 let off = self.tables.len();
                 self.tables.resize(off + 256, NO_EDGE);
                 for e in edges {
@@ -347,16 +539,18 @@ const IN_CHART: u32 = u32::MAX;
 /// the chart would hold one item at a DFA node (see [`Step`]), the walk steps that node
 /// directly; at the first other node it starts a chart there (its closure is what the
 /// chart would hold: the base item keeps origin [`crate::parser::EXT`]) and walks that
-/// subtree with the chart. The sets are those of a walk with the chart throughout.
+/// subtree with the chart. The sets are those of a walk with the chart throughout: the trie
+/// positions of the accepted tokens and of the uncertain ones (both ascending). With
+/// `only` (256 entries), the tokens whose first byte is not marked are skipped.
 fn walk(
     trie: &TokenTrie,
     aut: &Automaton,
     node: u32,
     follow: &[u64; 4],
-    words: usize,
+    only: Option<&[bool]>,
     (memo, class): (&SubtreeMemo, &[u32]),
     deadline: &Deadline,
-) -> Option<NodeMask> {
+) -> Option<(Vec<u32>, Vec<u32>)> {
     let mut dfa_tables = DfaTables::new(aut);
     let mut chart = Chart::new(aut, node);
     // Depth (bytes consumed) of the chart's set 0 while a subtree is walked with the chart.
@@ -390,6 +584,10 @@ fn walk(
                 if visits - v >= SubtreeMemo::MIN_VISITS {
                     memo.insert(key, &accepted[a..], &uncertain[u..]);
                 }
+            }
+            if only.is_some_and(|o| !o[trie.byte[i] as usize]) {
+                i = trie.subtree_end[i] as usize;
+                continue;
             }
         }
         prefix_ok.truncate(d);
@@ -465,26 +663,31 @@ fn walk(
             memo.insert(key, &accepted[a..], &uncertain[u..]);
         }
     }
+    Some((accepted, uncertain))
+}
+
+/// The mask of a walk's sets (`accepted`: trie positions; `words`: the bitmask length).
+fn finish(trie: &TokenTrie, accepted: &[u32], uncertain: Vec<u32>, words: usize) -> NodeMask {
     let count = accepted.len();
     if count <= words / LIST_PER_WORDS && count <= trie.token_count() - count {
         // A short list: sorted directly (each trie position is one token, met once).
         let mut ids: Vec<u32> = accepted.iter().map(|&p| trie.sorted[p as usize]).collect();
         ids.sort_unstable();
-        return Some(NodeMask {
+        return NodeMask {
             accepted: TokenSet::Accepted(ids),
             uncertain,
-        });
+        };
     }
     // Sorting ids through a bitset: cheaper than sorting a list of 100k+ ids.
     let mut bits = vec![0u32; words].into_boxed_slice();
-    for &p in &accepted {
+    for &p in accepted {
         let id = trie.sorted[p as usize];
         bits[(id / 32) as usize] |= 1 << (id % 32);
     }
-    Some(NodeMask {
+    NodeMask {
         accepted: token_set(trie, bits, count, words),
         uncertain,
-    })
+    }
 }
 
 /// The smallest form of the token set `bits` (`count` text tokens set, `words` words).

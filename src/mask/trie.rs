@@ -37,6 +37,9 @@ pub struct TokenTrie {
     /// The other quoted tokens (one `"`, no `\`), by their bytes before the quote: the
     /// key such a token closes when written inside a key.
     pub(crate) key_closers: rustc_hash::FxHashMap<Box<[u8]>, Vec<u32>>,
+    /// Per byte value (256 entries): the root child for that first byte, or `u32::MAX`
+    /// when no token starts with it.
+    pub(crate) roots: Vec<u32>,
 }
 
 impl TokenTrie {
@@ -92,6 +95,12 @@ impl TokenTrie {
             subtree_end[node as usize] = byte.len() as u32;
         }
         tok_start.push(sorted.len() as u32);
+        let mut roots = vec![u32::MAX; 256];
+        let mut r = 0usize;
+        while r < byte.len() {
+            roots[byte[r] as usize] = r as u32;
+            r = subtree_end[r] as usize;
+        }
         let mut quote_tokens = Vec::new();
         let mut multi_quote_tokens = Vec::new();
         let mut three_quote_tokens = Vec::new();
@@ -120,6 +129,7 @@ impl TokenTrie {
             multi_quote_tokens,
             three_quote_tokens,
             key_closers,
+            roots,
             sorted,
             byte,
             depth,
@@ -133,6 +143,15 @@ impl TokenTrie {
     /// Number of trie nodes.
     pub fn node_count(&self) -> usize {
         self.byte.len()
+    }
+
+    /// Positions in [`Self::sorted`] of the tokens whose first byte is `b` (a contiguous
+    /// range, empty when none).
+    pub(crate) fn first_byte_range(&self, b: u8) -> std::ops::Range<u32> {
+        match self.roots[b as usize] {
+            u32::MAX => 0..0,
+            r => self.tok_start[r as usize]..self.tok_start[self.subtree_end[r as usize] as usize],
+        }
     }
 
     /// Number of text tokens (those in the trie).
@@ -149,6 +168,7 @@ impl TokenTrie {
             + self.tok_start.capacity() * 4
             + self.tok_here_end.capacity() * 4
             + self.pos_of.capacity() * 4
+            + self.roots.capacity() * 4
             + self.quote_tokens.capacity() * 4
             + self.multi_quote_tokens.capacity() * 4
             + self.three_quote_tokens.capacity() * 4
@@ -183,5 +203,8 @@ mod tests {
         assert_eq!(t.tok_here_end, vec![1, 3, 4, 5]);
         assert_eq!(t.pos_of[6], 2);
         assert_eq!(t.pos_of[5], u32::MAX);
+        assert_eq!(t.first_byte_range(b'a'), 0..4);
+        assert_eq!(t.first_byte_range(b'b'), 4..5);
+        assert_eq!(t.first_byte_range(b'c'), 0..0);
     }
 }
