@@ -17,7 +17,7 @@ const INLINE_BUDGET: u64 = 512;
 const INLINE_MAX_COUNT: u32 = 32;
 
 /// Returns the number of IR nodes in `e` (saturating), a proxy for its automaton size.
-fn size(e: &Expr) -> u64 {
+pub(crate) fn size(e: &Expr) -> u64 {
     let mut n = 0u64;
     let mut stack = vec![e];
     while let Some(e) = stack.pop() {

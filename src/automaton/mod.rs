@@ -233,7 +233,7 @@ impl Automaton {
             deterministic: false,
         };
         let mut pending: Vec<(u32, build::Dfa, u32, Option<u32>)> = Vec::new();
-        let plan = regular::TailPlan::new(grammar);
+        let plan = regular::TailPlan::new(grammar, counted_rules);
         for (ri, rule) in grammar.rules.iter().enumerate() {
             let is_counted = counted_rules.contains(&(ri as u32));
             let body = match (&rule.body, is_counted) {

@@ -26,8 +26,10 @@ pub(crate) struct TailPlan<'g> {
 }
 
 impl<'g> TailPlan<'g> {
-    /// Computes the plan for `grammar` (validated). Linear in the grammar's size.
-    pub(crate) fn new(grammar: &'g Grammar) -> Self {
+    /// Computes the plan for `grammar` (validated); the rules in `counted` (counted
+    /// repetitions, built with virtual nodes) are never built inline. Linear in the
+    /// grammar's size per round of [`absorbed_rules`] (one or two rounds in practice).
+    pub(crate) fn new(grammar: &'g Grammar, counted: &[u32]) -> Self {
         let n = grammar.rules.len();
         let bodies: Vec<&Expr> = grammar.rules.iter().map(|r| &r.body).collect();
         // Every call, with whether it is in tail position of its rule.
@@ -82,6 +84,17 @@ impl<'g> TailPlan<'g> {
             unused: vec![false; n],
             bodies,
         };
+        // Recursive rules stay out: right-linear components are built as above, and an
+        // object's member chain (recursive through its extra members) keeps its rules, whose
+        // masks are shared between grammars.
+        let recursive: Vec<u32> = (0..n as u32)
+            .filter(|&v| {
+                let own = &calls[v as usize];
+                size[&comp[v as usize]] > 1 || own.iter().any(|x| x.0 == v || !x.1)
+            })
+            .chain(counted.iter().copied())
+            .collect();
+        let absorbed = absorbed_rules(grammar, &calls, &recursive);
         let mut entered_from_outside = vec![false; n];
         entered_from_outside[grammar.root.index()] = true;
         for v in 0..n {
@@ -90,7 +103,7 @@ impl<'g> TailPlan<'g> {
                 plan.component[v] = Some(c);
             }
             for &(w, _, ptr) in &calls[v] {
-                if linear[&c] && comp[w as usize] == c {
+                if (linear[&c] && comp[w as usize] == c) || absorbed[w as usize] {
                     plan.tail_calls.insert(ptr);
                 } else {
                     entered_from_outside[w as usize] = true;
@@ -98,7 +111,7 @@ impl<'g> TailPlan<'g> {
             }
         }
         for (v, outside) in entered_from_outside.into_iter().enumerate() {
-            plan.unused[v] = plan.component[v].is_some() && !outside;
+            plan.unused[v] = (plan.component[v].is_some() || absorbed[v]) && !outside;
         }
         plan
     }
@@ -107,6 +120,108 @@ impl<'g> TailPlan<'g> {
     pub(crate) fn is_tail_call(&self, e: &Expr) -> bool {
         !self.tail_calls.is_empty() && self.tail_calls.contains(&(e as *const Expr))
     }
+}
+
+/// IR size (about NFA states) that one group of rules built inline may add up to, copies
+/// included: the chain of a `pattern` beside `maxLength: 255` (a rule per pattern state
+/// and length) fits, an unbounded copying of shared rules does not.
+const ABSORB_MAX_SIZE: u64 = 1 << 18;
+
+/// Rule visits that the whole analysis may spend (past it, nothing is built inline).
+const ABSORB_MAX_WORK: u64 = 1 << 22;
+
+/// The rules built inline into the rules that reach them, whether or not they recurse:
+/// every call of such a rule is a tail call (`calls[v]`: the calls in rule `v`'s body, with
+/// whether each is in tail position), and it is neither the root nor in `excluded`. Each
+/// rule built on its own (an *owner*) gets a copy of the inline rules its tail calls
+/// reach. A group of owners and inline rules joined by tail calls is kept inline only when
+/// its copies add up to at most [`ABSORB_MAX_SIZE`].
+///
+/// Example: the rules of `pattern` × `maxLength` (a rule per state and length, each ending
+/// with a call of the next) become one automaton, where a byte is one DFA step instead of a
+/// call, a prediction and, at the end, a completion per byte written.
+fn absorbed_rules(
+    grammar: &Grammar,
+    calls: &[Vec<(u32, bool, *const Expr)>],
+    excluded: &[u32],
+) -> Vec<bool> {
+    let n = calls.len();
+    let mut absorbed = vec![true; n];
+    absorbed[grammar.root.index()] = false;
+    for &r in excluded {
+        if let Some(a) = absorbed.get_mut(r as usize) {
+            *a = false;
+        }
+    }
+    for list in calls {
+        for &(w, tail, _) in list {
+            if !tail {
+                absorbed[w as usize] = false;
+            }
+        }
+    }
+    if !absorbed.iter().any(|&a| a) {
+        return absorbed;
+    }
+    let sizes: Vec<u64> = grammar
+        .rules
+        .iter()
+        .map(|r| super::lower::size(&r.body))
+        .collect();
+    // Groups by union-find; per group, the size of every owner's copies.
+    let mut parent: Vec<usize> = (0..n).collect();
+    fn find(parent: &mut [usize], mut x: usize) -> usize {
+        while parent[x] != x {
+            parent[x] = parent[parent[x]];
+            x = parent[x];
+        }
+        x
+    }
+    let mut group_size = vec![0u64; n];
+    let mut seen = vec![u32::MAX; n];
+    let mut stack = Vec::new();
+    let mut work = 0u64;
+    for e in 0..n {
+        if absorbed[e] {
+            continue;
+        }
+        let mut copies = 0u64;
+        stack.push(e);
+        while let Some(v) = stack.pop() {
+            for &(w, _, _) in &calls[v] {
+                let w = w as usize;
+                if !absorbed[w] || seen[w] == e as u32 {
+                    continue;
+                }
+                seen[w] = e as u32;
+                work += 1;
+                copies = copies.saturating_add(sizes[w]);
+                let (a, b) = (find(&mut parent, e), find(&mut parent, w));
+                parent[a] = b;
+                if copies <= ABSORB_MAX_SIZE {
+                    stack.push(w);
+                }
+            }
+        }
+        stack.clear();
+        let root = find(&mut parent, e);
+        group_size[root] = group_size[root].saturating_add(copies);
+        if work > ABSORB_MAX_WORK {
+            return vec![false; n];
+        }
+    }
+    // Sizes gathered at roots that later joined another group: sum them into the final root.
+    let mut total = vec![0u64; n];
+    for (v, &size) in group_size.iter().enumerate() {
+        let r = find(&mut parent, v);
+        total[r] = total[r].saturating_add(size);
+    }
+    for v in 0..n {
+        if absorbed[v] && total[find(&mut parent, v)] > ABSORB_MAX_SIZE {
+            absorbed[v] = false;
+        }
+    }
+    absorbed
 }
 
 /// Tarjan's algorithm without recursion: the component id of every vertex.
@@ -178,7 +293,7 @@ mod tests {
             "root",
         )
         .unwrap();
-        let plan = TailPlan::new(&g);
+        let plan = TailPlan::new(&g, &[]);
         let text = g.rule_id("text").unwrap().index();
         let lt = g.rule_id("lt").unwrap().index();
         let root = g.root.index();
@@ -191,9 +306,81 @@ mod tests {
     }
 
     #[test]
+    fn a_chain_of_tail_calls_is_built_inline_into_its_one_owner() {
+        // `a` is called from `root` (not a tail call): it is built on its own, and `b`, `c`
+        // (entered only by tail calls, without calls of their own otherwise) go inline.
+        // `d` is also called by a non-tail call, `e` makes one: both stay rules.
+        let g = parse_ebnf(
+            "root ::= \"<\" a \">\" d \"!\"\n\
+             a ::= [x] b | [y] c | [w] d\n\
+             b ::= \"\" | [x] c\n\
+             c ::= [z] | [v] e\n\
+             d ::= [d]\n\
+             e ::= [e] d \"e\"",
+            "root",
+        )
+        .unwrap();
+        let plan = TailPlan::new(&g, &[]);
+        let id = |n: &str| g.rule_id(n).unwrap().index();
+        assert!(plan.unused[id("b")] && plan.unused[id("c")]);
+        assert!(!plan.unused[id("a")] && !plan.unused[id("root")]);
+        assert!(
+            !plan.unused[id("d")],
+            "d is called by root, not as a tail call"
+        );
+        assert!(!plan.unused[id("e")], "e calls d before its end");
+        // a→b, a→c, b→c: jumps; a→d, c→e stay calls (d and e are rules of their own).
+        assert_eq!(plan.tail_calls.len(), 3);
+        // Excluded rules (counted repetitions) are never built inline.
+        let plan = TailPlan::new(&g, &[id("c") as u32]);
+        assert!(plan.unused[id("b")] && !plan.unused[id("c")]);
+    }
+
+    #[test]
+    fn a_pattern_beside_max_length_is_one_automaton_and_keeps_its_language() {
+        use crate::{GrammarCompiler, GrammarMatcher, JsonSchemaOptions, Vocabulary};
+        let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+        tokens.push(b"</s>".to_vec());
+        let vocab = Vocabulary::from_token_bytes(&tokens, &[256], &[256]).unwrap();
+        let compiler = GrammarCompiler::new(vocab);
+        // Not one class run: the pattern × length product is a rule per state and length,
+        // each ending with a tail call of the next, too large to inline.
+        let schema = serde_json::json!({
+            "type": "string",
+            "pattern": "^([a-c]|[ab][a-c]*[ab])$",
+            "maxLength": 255
+        });
+        let g = compiler
+            .compile_json_schema(&schema, &JsonSchemaOptions::default())
+            .unwrap();
+        let accepts = |text: &str| {
+            let mut m = GrammarMatcher::new(g.clone());
+            text.bytes().all(|b| m.accept_token(b as u32))
+                && m.accept_token(256)
+                && m.is_terminated()
+        };
+        let long = |n: usize| format!("\"a{}b\"", "c".repeat(n - 2));
+        for ok in ["\"c\"", "\"ab\"", "\"acb\"", "\"bcca\""] {
+            assert!(accepts(ok), "{ok}");
+        }
+        assert!(accepts(&long(255)));
+        for bad in ["\"\"", "\"cb\"", "\"ac\"", "\"d\""] {
+            assert!(!accepts(bad), "{bad}");
+        }
+        assert!(!accepts(&long(256)));
+        // The chain's rules are built inline into the one that calls them: a few call
+        // edges are left (8 here), not one per pattern state and length (3,144 when every
+        // rule is built on its own).
+        let calls: usize = (0..g.aut.nodes.len() as u32)
+            .map(|n| g.aut.calls_of(n).len())
+            .sum();
+        assert!(calls <= 16, "{calls} call edges");
+    }
+
+    #[test]
     fn a_non_tail_call_inside_the_component_keeps_it_context_free() {
         let g = parse_ebnf("root ::= \"(\" root \")\" root | \"\"", "root").unwrap();
-        let plan = TailPlan::new(&g);
+        let plan = TailPlan::new(&g, &[]);
         assert_eq!(plan.component[g.root.index()], None);
         assert!(plan.tail_calls.is_empty());
     }
