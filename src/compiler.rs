@@ -13,8 +13,7 @@ use crate::grammar::ebnf::{parse_ebnf, EbnfError};
 use crate::grammar::{Expr, Grammar, InvalidGrammar, TokenRef};
 use crate::limits::{check_ir, check_memory, Deadline, LimitExceeded, Limits};
 use crate::mask::cache::{
-    compute_node_mask, compute_node_mask_delta, compute_pair_mask, delta_reference, NodeMask,
-    SubtreeMemo,
+    compute_node_mask, compute_pair_mask, delta_reference, NodeMask, SubtreeMemo,
 };
 use crate::mask::counted::{base_key, counted_base, derivable, derive_mask, CountedBase};
 use crate::mask::shared::SharedMasks;
@@ -586,23 +585,16 @@ impl CompiledGrammar {
 
     /// Walks the trie for node `n`'s mask; the limit error if `deadline` passed first.
     fn node_mask_by(&self, n: u32, deadline: &Deadline) -> Result<NodeMask, LimitExceeded> {
-        if let Some(delta) = delta_reference(&self.aut, &self.trie, &self.mask_class, n) {
-            // A reference has no reference of its own: this recursion is one level deep.
-            if let Some(base) = self.node_mask_until(delta.reference, deadline)? {
-                return self.walked(deadline, || {
-                    compute_node_mask_delta(
-                        &self.aut,
-                        &self.trie,
-                        n,
-                        self.vocab.bitmask_words(),
-                        (&self.subtrees, &self.mask_class),
-                        deadline,
-                        (&base, &delta),
-                        &self.text_bits,
-                    )
-                });
-            }
-        }
+        let delta = delta_reference(&self.aut, &self.trie, &self.mask_class, n);
+        // A reference has no reference of its own: this recursion is one level deep.
+        let base = match &delta {
+            Some(d) => self.node_mask_until(d.reference, deadline)?,
+            None => None,
+        };
+        let from = base
+            .as_deref()
+            .zip(delta.as_ref())
+            .map(|(b, d)| (b, d, &*self.text_bits));
         self.walked(deadline, || {
             compute_node_mask(
                 &self.aut,
@@ -611,6 +603,7 @@ impl CompiledGrammar {
                 self.vocab.bitmask_words(),
                 (&self.subtrees, &self.mask_class),
                 deadline,
+                from,
             )
         })
     }
@@ -953,20 +946,27 @@ mod tests {
             deltas += 1;
             assert_ne!(delta.reference, n);
             let walk = |m: u32| {
-                compute_node_mask(&g.aut, &g.trie, m, words, (&memo, &g.mask_class), &never)
-                    .unwrap()
+                compute_node_mask(
+                    &g.aut,
+                    &g.trie,
+                    m,
+                    words,
+                    (&memo, &g.mask_class),
+                    &never,
+                    None,
+                )
+                .unwrap()
             };
             let full = walk(n);
             let base = walk(delta.reference);
-            let derived = compute_node_mask_delta(
+            let derived = compute_node_mask(
                 &g.aut,
                 &g.trie,
                 n,
                 words,
                 (&memo, &g.mask_class),
                 &never,
-                (&base, &delta),
-                &g.text_bits,
+                Some((&base, &delta, &g.text_bits)),
             )
             .unwrap();
             assert_eq!(

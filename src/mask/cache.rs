@@ -79,8 +79,12 @@ fn past_deadline(step: usize, chart: &Chart, last_look: &mut u64, deadline: &Dea
 
 /// Computes the mask of `node`. `words` is the bitmask length in `u32` words; `memo` is
 /// the grammar's [`SubtreeMemo`] and its mask class per real node (bisimilar nodes share
-/// subtrees). `None` when `deadline` passed during the walk (looked at every
-/// [`DEADLINE_EVERY`] trie nodes and every [`DEADLINE_WORK`] units of chart work).
+/// subtrees). With `delta` (the mask of a [`delta_reference`], the reference, and
+/// `text_bits`: the bitset of all text tokens, `words` words), only the tokens whose first
+/// byte is marked in `Delta::differ` are walked from `node`; every other token keeps its
+/// verdict in that mask, and the result is the same as without. `None` when `deadline`
+/// passed during the walk (looked at every [`DEADLINE_EVERY`] trie nodes and every
+/// [`DEADLINE_WORK`] units of chart work).
 pub(crate) fn compute_node_mask(
     aut: &Automaton,
     trie: &TokenTrie,
@@ -88,12 +92,60 @@ pub(crate) fn compute_node_mask(
     words: usize,
     memo: (&SubtreeMemo, &[u32]),
     deadline: &Deadline,
+    delta: Option<(&NodeMask, &Delta, &[u32])>,
 ) -> Option<NodeMask> {
     let follow = &aut.follow[aut.rule_of(node) as usize];
-    let (accepted, uncertain) = walk(trie, aut, node, follow, None, memo, deadline)?;
-    Some(finish(trie, &accepted, uncertain, words))
+    let Some((base, delta, text_bits)) = delta else {
+        let (accepted, uncertain) = walk(trie, aut, node, follow, None, memo, deadline)?;
+        return Some(finish(trie, &accepted, uncertain, words));
+    };
+    let (accepted, mut uncertain) =
+        walk(trie, aut, node, follow, Some(&delta.differ), memo, deadline)?;
+    let mut bits: Box<[u32]> = match &base.accepted {
+        TokenSet::Bitset(b) => b.clone(),
+        TokenSet::Accepted(ids) => {
+            let mut bits = vec![0u32; words].into_boxed_slice();
+            for &id in ids {
+                bits[(id / 32) as usize] |= 1 << (id % 32);
+            }
+            bits
+        }
+        TokenSet::Rejected(ids) => {
+            let mut bits: Box<[u32]> = text_bits.into();
+            for &id in ids {
+                bits[(id / 32) as usize] &= !(1 << (id % 32));
+            }
+            bits
+        }
+    };
+    let walked: Vec<std::ops::Range<u32>> = (0..=255u8)
+        .filter(|&b| delta.differ[b as usize])
+        .map(|b| trie.first_byte_range(b))
+        .filter(|r| !r.is_empty())
+        .collect();
+    for r in &walked {
+        for p in r.clone() {
+            let id = trie.sorted[p as usize];
+            bits[(id / 32) as usize] &= !(1 << (id % 32));
+        }
+    }
+    for &p in &accepted {
+        let id = trie.sorted[p as usize];
+        bits[(id / 32) as usize] |= 1 << (id % 32);
+    }
+    let count = bits.iter().map(|w| w.count_ones() as usize).sum();
+    uncertain.extend(
+        base.uncertain
+            .iter()
+            .copied()
+            .filter(|p| !walked.iter().any(|r| r.contains(p))),
+    );
+    uncertain.sort_unstable();
+    Some(NodeMask {
+        accepted: token_set(trie, bits, count, words),
+        uncertain,
+    })
 }
-
 /// A node whose mask is derived from another's: see [`delta_reference`].
 #[derive(Clone, Debug)]
 pub(crate) struct Delta {
@@ -221,70 +273,6 @@ pub(crate) fn delta_reference(
     (agree >= DELTA_MIN_TOKENS && agree > disagree).then_some(Delta {
         reference: t,
         differ,
-    })
-}
-
-/// Computes the mask of `node` from `base`, the mask of `delta.reference`: the tokens whose
-/// first byte is marked in `delta.differ` are walked from `node`, every other token keeps
-/// its verdict in `base`. `text_bits`: the bitset of all text tokens (`words` words). The
-/// result equals [`compute_node_mask`]'s. `None` when `deadline` passed during the walk.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn compute_node_mask_delta(
-    aut: &Automaton,
-    trie: &TokenTrie,
-    node: u32,
-    words: usize,
-    memo: (&SubtreeMemo, &[u32]),
-    deadline: &Deadline,
-    (base, delta): (&NodeMask, &Delta),
-    text_bits: &[u32],
-) -> Option<NodeMask> {
-    let follow = &aut.follow[aut.rule_of(node) as usize];
-    let (accepted, mut uncertain) =
-        walk(trie, aut, node, follow, Some(&delta.differ), memo, deadline)?;
-    let mut bits: Box<[u32]> = match &base.accepted {
-        TokenSet::Bitset(b) => b.clone(),
-        TokenSet::Accepted(ids) => {
-            let mut bits = vec![0u32; words].into_boxed_slice();
-            for &id in ids {
-                bits[(id / 32) as usize] |= 1 << (id % 32);
-            }
-            bits
-        }
-        TokenSet::Rejected(ids) => {
-            let mut bits: Box<[u32]> = text_bits.into();
-            for &id in ids {
-                bits[(id / 32) as usize] &= !(1 << (id % 32));
-            }
-            bits
-        }
-    };
-    let walked: Vec<std::ops::Range<u32>> = (0..=255u8)
-        .filter(|&b| delta.differ[b as usize])
-        .map(|b| trie.first_byte_range(b))
-        .filter(|r| !r.is_empty())
-        .collect();
-    for r in &walked {
-        for p in r.clone() {
-            let id = trie.sorted[p as usize];
-            bits[(id / 32) as usize] &= !(1 << (id % 32));
-        }
-    }
-    for &p in &accepted {
-        let id = trie.sorted[p as usize];
-        bits[(id / 32) as usize] |= 1 << (id % 32);
-    }
-    let count = bits.iter().map(|w| w.count_ones() as usize).sum();
-    uncertain.extend(
-        base.uncertain
-            .iter()
-            .copied()
-            .filter(|p| !walked.iter().any(|r| r.contains(p))),
-    );
-    uncertain.sort_unstable();
-    Some(NodeMask {
-        accepted: token_set(trie, bits, count, words),
-        uncertain,
     })
 }
 

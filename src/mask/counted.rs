@@ -412,6 +412,7 @@ mod tests {
                             g.vocab.bitmask_words(),
                             (&memo, &[]),
                             &Deadline::never(),
+                            None,
                         )
                         .unwrap();
                         let derived = g.node_mask(n).unwrap();
