@@ -28,7 +28,8 @@ pub(crate) struct TailPlan<'g> {
 impl<'g> TailPlan<'g> {
     /// Computes the plan for `grammar` (validated); the rules in `counted` (counted
     /// repetitions, built with virtual nodes) are never built inline. Linear in the
-    /// grammar's size per round of [`absorbed_rules`] (one or two rounds in practice).
+    /// grammar's size, plus the copies that [`absorbed_rules`] sizes up (at most
+    /// [`ABSORB_MAX_WORK`] rule visits).
     pub(crate) fn new(grammar: &'g Grammar, counted: &[u32]) -> Self {
         let n = grammar.rules.len();
         let bodies: Vec<&Expr> = grammar.rules.iter().map(|r| &r.body).collect();
@@ -84,17 +85,18 @@ impl<'g> TailPlan<'g> {
             unused: vec![false; n],
             bodies,
         };
-        // Recursive rules stay out: right-linear components are built as above, and an
-        // object's member chain (recursive through its extra members) keeps its rules, whose
-        // masks are shared between grammars.
-        let recursive: Vec<u32> = (0..n as u32)
+        // Recursive rules and rules with a call before their end stay out: right-linear
+        // components are built as above, and an object's member chains (recursive through
+        // extra members, calling their values) keep their rules, whose masks are shared
+        // between grammars (building them inline measured slower).
+        let excluded: Vec<u32> = (0..n as u32)
             .filter(|&v| {
                 let own = &calls[v as usize];
                 size[&comp[v as usize]] > 1 || own.iter().any(|x| x.0 == v || !x.1)
             })
             .chain(counted.iter().copied())
             .collect();
-        let absorbed = absorbed_rules(grammar, &calls, &recursive);
+        let absorbed = absorbed_rules(grammar, &calls, &excluded);
         let mut entered_from_outside = vec![false; n];
         entered_from_outside[grammar.root.index()] = true;
         for v in 0..n {
@@ -130,9 +132,9 @@ const ABSORB_MAX_SIZE: u64 = 1 << 18;
 /// Rule visits that the whole analysis may spend (past it, nothing is built inline).
 const ABSORB_MAX_WORK: u64 = 1 << 22;
 
-/// The rules built inline into the rules that reach them, whether or not they recurse:
-/// every call of such a rule is a tail call (`calls[v]`: the calls in rule `v`'s body, with
-/// whether each is in tail position), and it is neither the root nor in `excluded`. Each
+/// The rules built inline into the rules that reach them: every call of such a rule is a
+/// tail call (`calls[v]`: the calls in rule `v`'s body, with whether each is in tail
+/// position), and it is neither the root nor in `excluded`. Each
 /// rule built on its own (an *owner*) gets a copy of the inline rules its tail calls
 /// reach. A group of owners and inline rules joined by tail calls is kept inline only when
 /// its copies add up to at most [`ABSORB_MAX_SIZE`].

@@ -146,6 +146,7 @@ pub(crate) fn compute_node_mask(
         uncertain,
     })
 }
+
 /// A node whose mask is derived from another's: see [`delta_reference`].
 #[derive(Clone, Debug)]
 pub(crate) struct Delta {
@@ -215,11 +216,10 @@ const DELTA_MIN_TOKENS: u64 = 2048;
 /// A reference for `node`'s mask, when one pays: `node` steps as a DFA state, and the node
 /// `t` that most tokens' first bytes lead to is a node of the same rule and of another
 /// mask class, one that leads most tokens back into its own class (a loop such as a
-/// string body). Tokens whose first
-/// byte takes `node` and `t` to the same mask class (`class`: per real node) get the same
-/// verdict from both, accepted, uncertain or rejected (the walk after the first byte
-/// depends only on the node reached and the rule's follow set, as in [`SubtreeMemo`]): only
-/// the others need a walk. `None` unless at least [`DELTA_MIN_TOKENS`] tokens agree and
+/// string body). Tokens whose first byte takes `node` and `t` to the same mask class
+/// (`class`: per real node) get the same verdict from both, accepted, uncertain or
+/// rejected (the walk after the first byte depends only on the node reached and the
+/// rule's follow set, as in [`SubtreeMemo`]): only the others need a walk. `None` unless at least [`DELTA_MIN_TOKENS`] tokens agree and
 /// they outnumber those that do not.
 ///
 /// Example: the states of a key automaton that avoids a schema's declared property names
