@@ -101,23 +101,14 @@ pub(crate) fn compute_node_mask(
     };
     let (accepted, mut uncertain) =
         walk(trie, aut, node, follow, Some(&delta.differ), memo, deadline)?;
-    let mut bits: Box<[u32]> = match &base.accepted {
-        TokenSet::Bitset(b) => b.clone(),
-        TokenSet::Accepted(ids) => {
-            let mut bits = vec![0u32; words].into_boxed_slice();
-            for &id in ids {
-                bits[(id / 32) as usize] |= 1 << (id % 32);
-            }
-            bits
-        }
-        TokenSet::Rejected(ids) => {
-            let mut bits: Box<[u32]> = text_bits.into();
-            for &id in ids {
-                bits[(id / 32) as usize] &= !(1 << (id % 32));
-            }
-            bits
-        }
-    };
+    let mut bits = vec![0u32; words].into_boxed_slice();
+    or_token_set(
+        &mut bits,
+        &mut true,
+        &base.accepted,
+        text_bits,
+        &mut Vec::new(),
+    );
     let walked: Vec<std::ops::Range<u32>> = (0..=255u8)
         .filter(|&b| delta.differ[b as usize])
         .map(|b| trie.first_byte_range(b))
@@ -675,6 +666,56 @@ fn finish(trie: &TokenTrie, accepted: &[u32], uncertain: Vec<u32>, words: usize)
     NodeMask {
         accepted: token_set(trie, bits, count, words),
         uncertain,
+    }
+}
+
+/// ORs a precomputed token set into `bitmask`; when `blank` (the buffer holds garbage), a
+/// bitset or rejected-list set is copied in instead, and the buffer is no longer blank.
+pub(crate) fn or_token_set(
+    bitmask: &mut [u32],
+    blank: &mut bool,
+    set: &TokenSet,
+    text_bits: &[u32],
+    scratch: &mut Vec<u32>,
+) {
+    match set {
+        TokenSet::Accepted(ids) => {
+            if *blank {
+                bitmask.fill(0);
+                *blank = false;
+            }
+            for &id in ids {
+                bitmask[(id / 32) as usize] |= 1 << (id % 32);
+            }
+        }
+        TokenSet::Bitset(bits) => {
+            if *blank {
+                bitmask.copy_from_slice(bits);
+                *blank = false;
+            } else {
+                for (w, b) in bitmask.iter_mut().zip(bits.iter()) {
+                    *w |= b;
+                }
+            }
+        }
+        TokenSet::Rejected(ids) => {
+            if *blank {
+                bitmask.copy_from_slice(text_bits);
+                for &id in ids {
+                    bitmask[(id / 32) as usize] &= !(1 << (id % 32));
+                }
+                *blank = false;
+                return;
+            }
+            scratch.clear();
+            scratch.extend_from_slice(text_bits);
+            for &id in ids {
+                scratch[(id / 32) as usize] &= !(1 << (id % 32));
+            }
+            for (w, b) in bitmask.iter_mut().zip(scratch.iter()) {
+                *w |= b;
+            }
+        }
     }
 }
 

@@ -27,7 +27,7 @@
 
 use crate::compiler::CompiledGrammar;
 use crate::limits::{Limit, LimitExceeded};
-use crate::mask::cache::TokenSet;
+use crate::mask::cache::or_token_set;
 use crate::parser::{Chart, EXT};
 use std::sync::Arc;
 
@@ -636,56 +636,6 @@ impl GrammarMatcher {
             k.filter_mask(&compiled.trie, &compiled.vocab, bitmask);
         }
         Ok(())
-    }
-}
-
-/// ORs a precomputed token set into `bitmask`; when `blank` (the buffer holds garbage), a
-/// bitset or rejected-list set is copied in instead, and the buffer is no longer blank.
-fn or_token_set(
-    bitmask: &mut [u32],
-    blank: &mut bool,
-    set: &TokenSet,
-    text_bits: &[u32],
-    scratch: &mut Vec<u32>,
-) {
-    match set {
-        TokenSet::Accepted(ids) => {
-            if *blank {
-                bitmask.fill(0);
-                *blank = false;
-            }
-            for &id in ids {
-                bitmask[(id / 32) as usize] |= 1 << (id % 32);
-            }
-        }
-        TokenSet::Bitset(bits) => {
-            if *blank {
-                bitmask.copy_from_slice(bits);
-                *blank = false;
-            } else {
-                for (w, b) in bitmask.iter_mut().zip(bits.iter()) {
-                    *w |= b;
-                }
-            }
-        }
-        TokenSet::Rejected(ids) => {
-            if *blank {
-                bitmask.copy_from_slice(text_bits);
-                for &id in ids {
-                    bitmask[(id / 32) as usize] &= !(1 << (id % 32));
-                }
-                *blank = false;
-                return;
-            }
-            scratch.clear();
-            scratch.extend_from_slice(text_bits);
-            for &id in ids {
-                scratch[(id / 32) as usize] &= !(1 << (id % 32));
-            }
-            for (w, b) in bitmask.iter_mut().zip(scratch.iter()) {
-                *w |= b;
-            }
-        }
     }
 }
 
