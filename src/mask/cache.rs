@@ -120,7 +120,7 @@ pub(crate) fn compute_node_mask(
             bits[(id / 32) as usize] &= !(1 << (id % 32));
         }
     }
-    for &p in &accepted {
+    for p in accepted.iter().flat_map(|&(a, z)| a..z) {
         let id = trie.sorted[p as usize];
         bits[(id / 32) as usize] |= 1 << (id % 32);
     }
@@ -369,10 +369,11 @@ pub(crate) struct SubtreeMemo {
     bytes: std::sync::atomic::AtomicUsize,
 }
 
-/// The sets one subtree contributes (trie positions, ascending within the subtree).
+/// The sets one subtree contributes: accepted as ranges of trie positions, uncertain as
+/// trie positions (both ascending within the subtree; see [`walk`]).
 #[derive(Debug)]
 struct Subtree {
-    accepted: Box<[u32]>,
+    accepted: Box<[(u32, u32)]>,
     uncertain: Box<[u32]>,
 }
 
@@ -391,9 +392,9 @@ impl SubtreeMemo {
             .cloned()
     }
 
-    fn insert(&self, key: (u32, u32), accepted: &[u32], uncertain: &[u32]) {
+    fn insert(&self, key: (u32, u32), accepted: &[(u32, u32)], uncertain: &[u32]) {
         use std::sync::atomic::Ordering::Relaxed;
-        let size = (accepted.len() + uncertain.len()) * 4 + 64;
+        let size = accepted.len() * 8 + uncertain.len() * 4 + 64;
         if self.bytes.load(Relaxed) + size > Self::CAPACITY {
             return;
         }
@@ -514,13 +515,36 @@ impl DfaTables {
 /// Marks a depth whose state is in the chart rather than in `dfa`.
 const IN_CHART: u32 = u32::MAX;
 
+/// Ascending, disjoint, half-open ranges of trie positions.
+type PositionRanges = Vec<(u32, u32)>;
+
+/// Appends the trie positions `a..z` to `ranges` (ascending, half-open), merged into the
+/// last range when they continue it and that range lies at or past index `floor`.
+#[inline]
+fn push_range(ranges: &mut PositionRanges, floor: usize, a: u32, z: u32) {
+    if z <= a {
+        return;
+    }
+    if ranges.len() > floor {
+        if let Some(last) = ranges.last_mut() {
+            if last.1 == a {
+                last.1 = z;
+                return;
+            }
+        }
+    }
+    ranges.push((a, z));
+}
+
 /// Walks the trie from base node `node` (the mask walk of [`compute_node_mask`]). While
 /// the chart would hold one item at a DFA node (see [`Step`]), the walk steps that node
 /// directly; at the first other node it starts a chart there (its closure is what the
 /// chart would hold: the base item keeps origin [`crate::parser::EXT`]) and walks that
-/// subtree with the chart. The sets are those of a walk with the chart throughout: the trie
-/// positions of the accepted tokens and of the uncertain ones (both ascending). With
-/// `only` (256 entries), the tokens whose first byte is not marked are skipped.
+/// subtree with the chart. The sets are those of a walk with the chart throughout: the
+/// accepted tokens as ascending, disjoint half-open ranges of trie positions (a string
+/// body's hundred thousand tokens are a few ranges), and the uncertain ones as ascending
+/// trie positions. With `only` (256 entries), the tokens whose first byte is not marked
+/// are skipped.
 fn walk(
     trie: &TokenTrie,
     aut: &Automaton,
@@ -529,20 +553,23 @@ fn walk(
     only: Option<&[bool]>,
     (memo, class): (&SubtreeMemo, &[u32]),
     deadline: &Deadline,
-) -> Option<(Vec<u32>, Vec<u32>)> {
+) -> Option<(PositionRanges, Vec<u32>)> {
     let mut dfa_tables = DfaTables::new(aut);
     let mut chart = Chart::new(aut, node);
     // Depth (bytes consumed) of the chart's set 0 while a subtree is walked with the chart.
     let start = dfa_tables.table(aut, node);
     let mut chart_from = if start.is_some() { usize::MAX } else { 0 };
-    // dfa[c]: the table of the DFA node after c bytes, or IN_CHART.
-    let mut dfa: Vec<u32> = vec![start.unwrap_or(IN_CHART)];
-    let mut accepted: Vec<u32> = Vec::new(); // trie positions
-    let mut uncertain: Vec<u32> = Vec::new();
-    // exit_here[c]: after c bytes the base rule could end; prefix_ok[c]: it could end after
+    // Per depth c (bytes consumed), written when the walk enters a trie node of depth c
+    // and read by its children: `dfa[c]`, the table of the DFA node reached, or IN_CHART;
+    // `exit_here[c]`, the base rule could end there; `prefix_ok[c]`, it could end after
     // some k in 1..c bytes with byte k in `follow`.
-    let mut prefix_ok: Vec<bool> = vec![false];
-    let mut exit_here: Vec<bool> = vec![false];
+    let depths = trie.max_depth + 1;
+    let mut dfa: Vec<u32> = vec![IN_CHART; depths];
+    dfa[0] = start.unwrap_or(IN_CHART);
+    let mut prefix_ok: Vec<bool> = vec![false; depths];
+    let mut exit_here: Vec<bool> = vec![false; depths];
+    let mut accepted: PositionRanges = Vec::new();
+    let mut uncertain: Vec<u32> = Vec::new();
     let n = trie.byte.len();
     let mut i = 0usize;
     // Cost: one edge lookup (DFA) or chart push per trie node visited; failed subtrees are
@@ -550,8 +577,10 @@ fn walk(
     let mut visits = 0usize;
     let mut last_look = 0u64;
     // The subtree under a first byte being walked for the memo: (key, where its accepted
-    // and uncertain positions start, visits before it).
+    // and uncertain entries start, visits before it). Ranges are not merged across its
+    // start, so its own entries are exactly `accepted[a..]`.
     let mut open: Option<((u32, u32), usize, usize, usize)> = None;
+    let mut floor = 0usize;
     while i < n {
         visits += 1;
         if past_deadline(visits, &chart, &mut last_look, deadline) {
@@ -569,9 +598,6 @@ fn walk(
                 continue;
             }
         }
-        prefix_ok.truncate(d);
-        exit_here.truncate(d);
-        dfa.truncate(d);
         if chart_from != usize::MAX {
             if d - 1 < chart_from {
                 chart_from = usize::MAX;
@@ -584,7 +610,7 @@ fn walk(
         let ok_before = prefix_ok[d - 1] || (d >= 2 && exit_here[d - 1] && byte_in(follow, b));
         let exit = if chart_from != usize::MAX {
             chart.push_byte(aut, b).then(|| {
-                dfa.push(IN_CHART);
+                dfa[d] = IN_CHART;
                 chart.can_exit()
             })
         } else {
@@ -604,18 +630,19 @@ fn walk(
                     continue;
                 }
                 open = Some((key, accepted.len(), uncertain.len(), visits));
+                floor = accepted.len();
             }
             (e != NO_EDGE).then(|| {
                 let t = e & !FINAL;
                 match dfa_tables.table(aut, t) {
                     Some(off) => {
-                        dfa.push(off);
+                        dfa[d] = off;
                         e & FINAL != 0
                     }
                     None => {
                         chart.reset(aut, t);
                         chart_from = d;
-                        dfa.push(IN_CHART);
+                        dfa[d] = IN_CHART;
                         chart.can_exit()
                     }
                 }
@@ -623,9 +650,14 @@ fn walk(
         };
         match exit {
             Some(exit) => {
-                accepted.extend(trie.tok_start[i]..trie.tok_here_end[i]);
-                prefix_ok.push(ok_before);
-                exit_here.push(exit);
+                push_range(
+                    &mut accepted,
+                    floor,
+                    trie.tok_start[i],
+                    trie.tok_here_end[i],
+                );
+                prefix_ok[d] = ok_before;
+                exit_here[d] = exit;
                 i += 1;
             }
             None => {
@@ -645,12 +677,19 @@ fn walk(
     Some((accepted, uncertain))
 }
 
-/// The mask of a walk's sets (`accepted`: trie positions; `words`: the bitmask length).
-fn finish(trie: &TokenTrie, accepted: &[u32], uncertain: Vec<u32>, words: usize) -> NodeMask {
-    let count = accepted.len();
+/// The mask of a walk's sets (`accepted`: ranges of trie positions, as [`walk`] returns
+/// them; `words`: the bitmask length).
+fn finish(
+    trie: &TokenTrie,
+    accepted: &[(u32, u32)],
+    uncertain: Vec<u32>,
+    words: usize,
+) -> NodeMask {
+    let positions = || accepted.iter().flat_map(|&(a, z)| a..z);
+    let count: usize = accepted.iter().map(|&(a, z)| (z - a) as usize).sum();
     if count <= words / LIST_PER_WORDS && count <= trie.token_count() - count {
         // A short list: sorted directly (each trie position is one token, met once).
-        let mut ids: Vec<u32> = accepted.iter().map(|&p| trie.sorted[p as usize]).collect();
+        let mut ids: Vec<u32> = positions().map(|p| trie.sorted[p as usize]).collect();
         ids.sort_unstable();
         return NodeMask {
             accepted: TokenSet::Accepted(ids),
@@ -659,7 +698,7 @@ fn finish(trie: &TokenTrie, accepted: &[u32], uncertain: Vec<u32>, words: usize)
     }
     // Sorting ids through a bitset: cheaper than sorting a list of 100k+ ids.
     let mut bits = vec![0u32; words].into_boxed_slice();
-    for &p in accepted {
+    for p in positions() {
         let id = trie.sorted[p as usize];
         bits[(id / 32) as usize] |= 1 << (id % 32);
     }

@@ -160,7 +160,7 @@ pub(crate) fn counted_base(
         exit: bool,
         ok: bool,
     }
-    let max_depth = trie.depth.iter().copied().max().unwrap_or(0) as usize;
+    let max_depth = trie.max_depth;
     let mut frames = vec![
         Frame {
             state,

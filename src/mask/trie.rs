@@ -40,6 +40,8 @@ pub struct TokenTrie {
     /// Per byte value (256 entries): the root child for that first byte, or `u32::MAX`
     /// when no token starts with it.
     pub(crate) roots: Vec<u32>,
+    /// The largest of `depth` (0 for an empty trie): the longest token, in bytes.
+    pub(crate) max_depth: usize,
 }
 
 impl TokenTrie {
@@ -125,6 +127,7 @@ impl TokenTrie {
             }
         }
         TokenTrie {
+            max_depth: depth.iter().copied().max().unwrap_or(0) as usize,
             quote_tokens,
             multi_quote_tokens,
             three_quote_tokens,
