@@ -1167,4 +1167,109 @@ shorty ::= "a" | "(" pick ")"
         }
         assert!(composed >= 9, "only {composed} masks were composed");
     }
+
+    /// Every walked mask equals running each token alone through the Earley chart from the
+    /// node (accepted: every byte scanned; uncertain: it failed after the node's rule could
+    /// have ended with a following byte that may follow the rule). The grammars call DFA
+    /// rules that end inside tokens (a string's body then its closing quote, a counted
+    /// string, a word rule that may end anywhere), which the walk steps by table inside
+    /// the chart.
+    #[test]
+    fn a_walk_equals_token_by_token_chart_runs() {
+        use crate::parser::Chart;
+        let alphabet = b"ab\":,{} 1\\";
+        let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+        for &a in alphabet {
+            for &b in alphabet {
+                tokens.push(vec![a, b]);
+                for &c in b"a\",}" {
+                    tokens.push(vec![a, b, c]);
+                }
+            }
+        }
+        // Longer tokens: runs of steps inside a callee, then a step that ends it.
+        let short = b"ab\"1,:";
+        for n in 0..short.len().pow(4) {
+            tokens.push(
+                (0..4)
+                    .map(|k| short[n / short.len().pow(k) % short.len()])
+                    .collect(),
+            );
+        }
+        for n in 0..3usize.pow(5) {
+            tokens.push((0..5).map(|k| b"ab\""[n / 3usize.pow(k) % 3]).collect());
+        }
+        tokens.push(b"</s>".to_vec());
+        let stop = tokens.len() as u32 - 1;
+        let vocab = Vocabulary::from_token_bytes(&tokens, &[stop], &[stop]).unwrap();
+        let compiler = GrammarCompiler::new(vocab).with_precompute(Precompute::Lazy);
+        let schema = serde_json::json!({
+            "type": "object",
+            "properties": {
+                "a": {"type": "string"},
+                "b": {"type": "string", "maxLength": 3},
+                "ab": {"type": "array", "items": {"type": "integer"}}
+            }
+        });
+        let grammars = [
+            compiler
+                .compile_json_schema(&schema, &crate::JsonSchemaOptions::default())
+                .unwrap(),
+            compiler
+                .compile_grammar(
+                    r#"root ::= (word ":" | "{" root "}" | word word) ","?
+word ::= [ab]+ | "\"" [ab]* "\"" | word "1"
+"#,
+                )
+                .unwrap(),
+        ];
+        let never = Deadline::never();
+        let mut walked = 0;
+        for g in &grammars {
+            let (aut, trie) = (&g.aut, &g.trie);
+            let words = g.vocab.bitmask_words();
+            for n in 0..aut.nodes.len() as u32 {
+                if !g.has_mask[n as usize] {
+                    continue;
+                }
+                walked += 1;
+                let memo = SubtreeMemo::default();
+                let m =
+                    compute_node_mask(aut, trie, n, words, (&memo, &g.mask_class), &never, None)
+                        .unwrap();
+                let follow = &aut.follow[aut.rule_of(n) as usize];
+                let mut accepted = Vec::new();
+                let mut uncertain = Vec::new();
+                for (p, &id) in trie.sorted.iter().enumerate() {
+                    let bytes = g.vocab.token_bytes(id).unwrap();
+                    let mut chart = Chart::new(aut, n);
+                    // ok: the rule could have ended after some k >= 1 bytes with byte k
+                    // following it.
+                    let (mut ok, mut exit) = (false, false);
+                    let mut all = true;
+                    for (k, &b) in bytes.iter().enumerate() {
+                        ok |= k >= 1 && exit && crate::automaton::byte_in(follow, b);
+                        if !chart.push_byte(aut, b) {
+                            all = false;
+                            break;
+                        }
+                        exit = chart.can_exit();
+                    }
+                    if all {
+                        accepted.push(id);
+                    } else if ok {
+                        uncertain.push(p as u32);
+                    }
+                }
+                accepted.sort_unstable();
+                assert_eq!(
+                    ids(&m.accepted, &g.text_bits),
+                    accepted,
+                    "node {n}: accepted"
+                );
+                assert_eq!(m.uncertain, uncertain, "node {n}: uncertain");
+            }
+        }
+        assert!(walked >= 40, "only {walked} nodes walked");
+    }
 }

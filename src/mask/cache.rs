@@ -12,7 +12,7 @@
 use super::trie::TokenTrie;
 use crate::automaton::{byte_in, Automaton};
 use crate::limits::Deadline;
-use crate::parser::Chart;
+use crate::parser::{Chart, Item, EXT};
 use crate::vocab::Vocabulary;
 
 /// A set of token ids in its smallest form.
@@ -563,11 +563,22 @@ fn walk(
     // and read by its children: `dfa[c]`, the table of the DFA node reached, or IN_CHART;
     // `exit_here[c]`, the base rule could end there; `prefix_ok[c]`, it could end after
     // some k in 1..c bytes with byte k in `follow`.
+    //
+    // Inside the chart (depths from `chart_from` on), a state that is one item at a DFA
+    // node (`dfa[c]` its table, `item[c]` the item) steps by table lookups as long as the
+    // node reached needs no completion: a callee's string body is walked as fast as the
+    // base rule's. Such a state is a set of the chart only when `real[c]`; `sets[c]` is
+    // the chart's length holding the state at depth c (or the state before it, when the
+    // state is not a set of its own).
     let depths = trie.max_depth + 1;
     let mut dfa: Vec<u32> = vec![IN_CHART; depths];
     dfa[0] = start.unwrap_or(IN_CHART);
     let mut prefix_ok: Vec<bool> = vec![false; depths];
     let mut exit_here: Vec<bool> = vec![false; depths];
+    let no_item = Item { node: 0, origin: 0 };
+    let mut item: Vec<Item> = vec![no_item; depths];
+    let mut real: Vec<bool> = vec![true; depths];
+    let mut sets: Vec<usize> = vec![chart.len(); depths];
     let mut accepted: PositionRanges = Vec::new();
     let mut uncertain: Vec<u32> = Vec::new();
     let n = trie.byte.len();
@@ -602,16 +613,50 @@ fn walk(
             if d - 1 < chart_from {
                 chart_from = usize::MAX;
             } else {
-                chart.truncate(d - chart_from);
+                chart.truncate(sets[d - 1]);
             }
         }
         let b = trie.byte[i];
         // Could the rule end before this byte (after d - 1 >= 1 bytes) with b following it?
         let ok_before = prefix_ok[d - 1] || (d >= 2 && exit_here[d - 1] && byte_in(follow, b));
         let exit = if chart_from != usize::MAX {
-            chart.push_byte(aut, b).then(|| {
-                dfa[d] = IN_CHART;
-                chart.can_exit()
+            let mut stepped = None;
+            if dfa[d - 1] != IN_CHART {
+                let e = dfa_tables.tables[dfa[d - 1] as usize + b as usize];
+                let it = item[d - 1];
+                if e == NO_EDGE {
+                    stepped = Some(None);
+                } else if it.origin == EXT || e & FINAL == 0 {
+                    let t = e & !FINAL;
+                    if let Some(off) = dfa_tables.table(aut, t) {
+                        dfa[d] = off;
+                        item[d] = Item {
+                            node: t,
+                            origin: it.origin,
+                        };
+                        real[d] = false;
+                        sets[d] = sets[d - 1];
+                        stepped = Some(Some(it.origin == EXT && e & FINAL != 0));
+                    }
+                }
+                if stepped.is_none() && !real[d - 1] {
+                    let exit = it.origin == EXT && aut.is_final(it.node);
+                    chart.push_closed_item(it, exit);
+                }
+            }
+            stepped.unwrap_or_else(|| {
+                chart.push_byte(aut, b).then(|| {
+                    dfa[d] = IN_CHART;
+                    real[d] = true;
+                    sets[d] = chart.len();
+                    if let [one] = chart.current() {
+                        if let Some(off) = dfa_tables.table(aut, one.node) {
+                            dfa[d] = off;
+                            item[d] = *one;
+                        }
+                    }
+                    chart.can_exit()
+                })
             })
         } else {
             let e = dfa_tables.tables[dfa[d - 1] as usize + b as usize];
@@ -643,6 +688,8 @@ fn walk(
                         chart.reset(aut, t);
                         chart_from = d;
                         dfa[d] = IN_CHART;
+                        real[d] = true;
+                        sets[d] = chart.len();
                         chart.can_exit()
                     }
                 }

@@ -226,6 +226,16 @@ impl Chart {
         self.finish_set(aut, start)
     }
 
+    /// Appends a set holding only `it`, taken as closed (its node predicts and completes
+    /// nothing: a node without calls that is not final, or the base item's), with `exit`
+    /// as the set's exit flag. The mask walk uses this to put back a set it stepped past
+    /// without the chart.
+    pub fn push_closed_item(&mut self, it: Item, exit: bool) {
+        self.starts.push(self.items.len() as u32);
+        self.items.push(it);
+        self.exits.push(exit);
+    }
+
     /// Consumes special token `token` through a token edge. Returns false (and changes
     /// nothing) when no item has such an edge.
     pub fn push_token(&mut self, aut: &Automaton, token: u32) -> bool {
