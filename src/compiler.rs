@@ -1020,6 +1020,23 @@ mod tests {
         }
     }
 
+    /// Node `n`'s mask by a full walk of the trie (a fresh subtree memo, no deadline).
+    fn full_walk(g: &CompiledGrammar, n: u32) -> NodeMask {
+        let memo = SubtreeMemo::default();
+        let words = g.vocab.bitmask_words();
+        let never = Deadline::never();
+        compute_node_mask(
+            &g.aut,
+            &g.trie,
+            n,
+            words,
+            (&memo, &g.mask_class),
+            &never,
+            None,
+        )
+        .unwrap()
+    }
+
     #[test]
     fn a_delta_mask_equals_the_full_walk() {
         let compiler = GrammarCompiler::new(wide_vocabulary()).with_precompute(Precompute::Lazy);
@@ -1046,20 +1063,8 @@ mod tests {
             };
             deltas += 1;
             assert_ne!(delta.reference, n);
-            let walk = |m: u32| {
-                compute_node_mask(
-                    &g.aut,
-                    &g.trie,
-                    m,
-                    words,
-                    (&memo, &g.mask_class),
-                    &never,
-                    None,
-                )
-                .unwrap()
-            };
-            let full = walk(n);
-            let base = walk(delta.reference);
+            let full = full_walk(&g, n);
+            let base = full_walk(&g, delta.reference);
             let derived = compute_node_mask(
                 &g.aut,
                 &g.trie,
@@ -1137,23 +1142,12 @@ shorty ::= "a" | "(" pick ")"
         let never = Deadline::never();
         let mut composed = 0;
         for g in &grammars {
-            let words = g.vocab.bitmask_words();
-            let memo = SubtreeMemo::default();
             for n in 0..g.aut.nodes.len() as u32 {
                 let Some(derived) = g.call_only_mask_by(n, &never).unwrap() else {
                     continue;
                 };
                 composed += 1;
-                let full = compute_node_mask(
-                    &g.aut,
-                    &g.trie,
-                    n,
-                    words,
-                    (&memo, &g.mask_class),
-                    &never,
-                    None,
-                )
-                .unwrap();
+                let full = full_walk(g, n);
                 assert_eq!(
                     ids(&derived.accepted, &g.text_bits),
                     ids(&full.accepted, &g.text_bits),
@@ -1223,20 +1217,15 @@ word ::= [ab]+ | "\"" [ab]* "\"" | word "1"
                 )
                 .unwrap(),
         ];
-        let never = Deadline::never();
         let mut walked = 0;
         for g in &grammars {
             let (aut, trie) = (&g.aut, &g.trie);
-            let words = g.vocab.bitmask_words();
             for n in 0..aut.nodes.len() as u32 {
                 if !g.has_mask[n as usize] {
                     continue;
                 }
                 walked += 1;
-                let memo = SubtreeMemo::default();
-                let m =
-                    compute_node_mask(aut, trie, n, words, (&memo, &g.mask_class), &never, None)
-                        .unwrap();
+                let m = full_walk(g, n);
                 let follow = &aut.follow[aut.rule_of(n) as usize];
                 let mut accepted = Vec::new();
                 let mut uncertain = Vec::new();
