@@ -43,11 +43,13 @@ pub struct BenchArgs {
     #[arg(long, value_name = "N", default_value_t = 1,
           value_parser = clap::value_parser!(u16).range(1..))]
     pub threads: u16,
-    /// Also write every figure as JSON to this file.
+    /// Also write every figure as JSON to this file (created before the run starts, so an
+    /// unwritable path fails at once).
     #[arg(long, value_name = "OUT")]
     pub json: Option<PathBuf>,
-    /// Only N schemas, spread evenly over all records (every total/N-th, in file order).
-    #[arg(long, value_name = "N")]
+    /// Only N schemas (N ≥ 1), spread evenly over all records (every total/N-th, in file
+    /// order).
+    #[arg(long, value_name = "N", value_parser = parse_limit)]
     pub limit: Option<usize>,
     /// When tokensieve computes its node masks (the library's default is eager).
     #[arg(long, value_enum, default_value = "eager")]
@@ -358,6 +360,13 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<(), BenchError> {
             _ => "llguidance",
         }));
     }
+    let json_file = match &args.json {
+        Some(path) => Some(std::fs::File::create(path).map_err(|e| BenchError::Output {
+            path: path.clone(),
+            message: e.to_string(),
+        })?),
+        None => None,
+    };
     let (vocab, tokenizer) = load_tokenizer(&args.tokenizer)?;
     let stop = *vocab
         .stop_tokens()
@@ -440,16 +449,24 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<(), BenchError> {
             path: PathBuf::from("<stdout>"),
             message: e.to_string(),
         })?;
-    if let Some(path) = &args.json {
-        let fail = |message: String| BenchError::Output {
-            path: path.clone(),
-            message,
-        };
-        let file = std::fs::File::create(path).map_err(|e| fail(e.to_string()))?;
-        serde_json::to_writer_pretty(std::io::BufWriter::new(file), &report)
-            .map_err(|e| fail(e.to_string()))?;
+    if let (Some(path), Some(file)) = (&args.json, json_file) {
+        serde_json::to_writer_pretty(std::io::BufWriter::new(file), &report).map_err(|e| {
+            BenchError::Output {
+                path: path.clone(),
+                message: e.to_string(),
+            }
+        })?;
     }
     Ok(())
+}
+
+/// `--limit`: a count of schemas, at least 1.
+fn parse_limit(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(0) => Err("must be at least 1 (omit --limit to run every schema)".into()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 /// Without the `hf` feature there is no tokenizer.json loader.

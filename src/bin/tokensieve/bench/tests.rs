@@ -294,3 +294,35 @@ fn llguidance_runs_the_same_sequences() {
     assert_eq!(c.tokensieve.total_masks, tokens);
     assert_eq!(c.llguidance.total_masks, tokens);
 }
+
+/// `--json` to a path that cannot be created fails before anything is loaded or run (the
+/// tokenizer path here does not exist: that error would come later).
+#[cfg(feature = "hf")]
+#[test]
+fn an_unwritable_json_path_fails_before_the_run() {
+    let dir = std::env::temp_dir().join("tokensieve_bench_json_dir");
+    std::fs::create_dir_all(&dir).unwrap();
+    let args = BenchArgs {
+        tokenizer: PathBuf::from("no/such/tokenizer.json"),
+        schemas: PathBuf::from("no/such/records"),
+        engine: EngineChoice::Tokensieve,
+        threads: 1,
+        json: Some(dir.clone()),
+        limit: None,
+        precompute: PrecomputeChoice::Lazy,
+        quiet: true,
+    };
+    let err = run(&args, &mut Vec::new()).expect_err("a folder is not writable as a file");
+    assert!(
+        matches!(&err, BenchError::Output { path, .. } if *path == dir),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn limit_must_be_at_least_one() {
+    assert_eq!(parse_limit("3"), Ok(3));
+    assert!(parse_limit("0").unwrap_err().contains("at least 1"));
+    assert!(parse_limit("x").is_err());
+}
