@@ -14,7 +14,7 @@ use crate::grammar::{Expr, Grammar, InvalidGrammar, TokenRef};
 use crate::limits::{check_ir, check_memory, Deadline, LimitExceeded, Limits};
 use crate::mask::cache::{
     compute_node_mask, compute_pair_mask, delta_reference, or_token_set, token_set, NodeMask,
-    SubtreeMemo,
+    SubtreeMemo, TokenSet,
 };
 use crate::mask::counted::{base_key, counted_base, derivable, derive_mask, CountedBase};
 use crate::mask::shared::SharedMasks;
@@ -654,17 +654,14 @@ impl CompiledGrammar {
         let mut bits = vec![0u32; words].into_boxed_slice();
         let mut blank = true;
         let mut scratch = Vec::new();
+        let mut or = |set: &TokenSet| {
+            or_token_set(&mut bits, &mut blank, set, &self.text_bits, &mut scratch);
+        };
         let mut uncertain: Vec<u32> = Vec::new();
         for c in calls {
             if aut.nullable[c.rule as usize] {
                 if let Some(skip) = self.node_mask_until(c.target, deadline)? {
-                    or_token_set(
-                        &mut bits,
-                        &mut blank,
-                        &skip.accepted,
-                        &self.text_bits,
-                        &mut scratch,
-                    );
+                    or(&skip.accepted);
                     uncertain.extend_from_slice(&skip.uncertain);
                 }
             }
@@ -672,13 +669,7 @@ impl CompiledGrammar {
             let Some(own) = self.node_mask_until(start, deadline)? else {
                 continue;
             };
-            or_token_set(
-                &mut bits,
-                &mut blank,
-                &own.accepted,
-                &self.text_bits,
-                &mut scratch,
-            );
+            or(&own.accepted);
             if own.uncertain.is_empty() {
                 continue;
             }
@@ -686,13 +677,7 @@ impl CompiledGrammar {
                 // Not a call site of the callee after all: leave it to the walk.
                 return Ok(None);
             };
-            or_token_set(
-                &mut bits,
-                &mut blank,
-                &pair.accepted,
-                &self.text_bits,
-                &mut scratch,
-            );
+            or(&pair.accepted);
             uncertain.extend_from_slice(&pair.uncertain);
         }
         uncertain.sort_unstable();
