@@ -39,7 +39,6 @@ pub mod matcher;
 mod parser;
 pub mod regex;
 pub mod structural_tag;
-pub mod tools;
 pub mod vocab;
 
 pub use crate::regex::{RegexCompileError, RegexError, RegexOptions};

@@ -14,11 +14,15 @@ use std::sync::Arc;
 use serde_json::Value;
 use tokensieve::{CompiledGrammar, GrammarCompiler, GrammarMatcher, Vocabulary};
 
-/// `../shared` beside the crate.
+/// `../shared` beside the workspace root (the nearest folder above the crate's own, inclusive,
+/// that holds `Cargo.lock`; `tools/benches` includes this file with `#[path]`).
 pub fn shared_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("..")
-        .join("shared")
+    let crate_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = crate_dir
+        .ancestors()
+        .find(|a| a.join("Cargo.lock").is_file())
+        .unwrap_or(crate_dir);
+    root.join("..").join("shared")
 }
 
 /// A real tokenizer: its vocabulary (with the stop token of its `tokenizer_config.json`)

@@ -1,4 +1,4 @@
-//! Tool-call parsers, for every registered format (`tokensieve::tools::format_names()`):
+//! Tool-call parsers, for every registered format (`tokensieve_tools::format_names()`):
 //! any text parses without a panic, and streaming it in random chunks (empty ones included)
 //! gives the same calls, content, reasoning and malformed calls as the whole-output parse.
 //!
@@ -10,7 +10,7 @@
 use libfuzzer_sys::fuzz_target;
 use serde_json::json;
 use std::sync::OnceLock;
-use tokensieve::tools::{
+use tokensieve_tools::{
     format_by_name_with, format_names, FormatOptions, ParsedOutput, StreamEvent, StreamingParser,
     Tool,
 };

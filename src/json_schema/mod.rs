@@ -141,6 +141,10 @@ mod conditionals;
 mod formats;
 mod key_dfa;
 pub(crate) mod numbers;
+/// Integer ranges as grammar: the bounds a schema gives an integer and the exact expression
+/// of the integers between them, for builders of other grammars (tool-call families whose
+/// arguments are not JSON).
+pub use numbers::{int_bounds, integer_range};
 mod objects;
 mod references;
 mod resources;

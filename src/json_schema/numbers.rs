@@ -409,7 +409,7 @@ impl Builder<'_> {
 /// [`JsonSchemaError::InvalidKeyword`] for a bound that is not a number;
 /// [`JsonSchemaError::Unsupported`] for draft 4's boolean exclusive bounds and for
 /// non-integer bounds beyond 1e18 in magnitude.
-pub(crate) fn int_bounds(
+pub fn int_bounds(
     obj: &Map<String, Value>,
     ptr: &str,
 ) -> Result<(Option<i128>, Option<i128>), JsonSchemaError> {
@@ -755,7 +755,7 @@ fn int_part(cap: Option<u32>) -> Expr {
 
 /// Integers (integer syntax) in `[lo, hi]`, `-0` included when 0 is; an open end has
 /// numbers of at most `cap` digits (or of the digits of the other end) under a `cap`.
-pub(crate) fn integer_range(lo: Option<i128>, hi: Option<i128>, cap: Option<u32>) -> Option<Expr> {
+pub fn integer_range(lo: Option<i128>, hi: Option<i128>, cap: Option<u32>) -> Option<Expr> {
     integer_range_with(lo, hi, true, cap)
 }
 

@@ -68,7 +68,7 @@
 mod format;
 mod lower;
 mod text;
-pub(crate) mod xml;
+pub mod xml;
 
 pub use format::{Delimiter, Format, JsonStyle, StructuralTag, Tag, TokenSpec, MAX_FORMAT_DEPTH};
 

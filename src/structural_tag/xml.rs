@@ -86,10 +86,7 @@ const STRING_ANNOTATIONS: &[&str] = &[
 /// itself. The XML-style grammars decide raw text against it, and the tool parsers type
 /// values against it, so both read a `$ref`'d string (schemars' unit-variant enums) as
 /// raw text, as the families' renderers write it.
-pub(crate) fn resolve_local_ref<'a>(
-    schema: &'a Value,
-    root: Option<&'a Map<String, Value>>,
-) -> &'a Value {
+pub fn resolve_local_ref<'a>(schema: &'a Value, root: Option<&'a Map<String, Value>>) -> &'a Value {
     let mut s = schema;
     for _ in 0..16 {
         let Some((Some(r), obj)) = s.as_object().map(|o| (o.get("$ref"), o)) else {
@@ -241,7 +238,7 @@ fn xml_params(
 /// A property schema that admits strings, split for the XML-style families: the string
 /// branches are written as raw text, the rest as JSON.
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) struct StringBranches {
+pub struct StringBranches {
     /// The branches whose instances are strings, each `"type": "string"` (with its
     /// `enum`/`const` restricted to strings).
     pub strings: Vec<Map<String, Value>>,
@@ -256,7 +253,7 @@ pub(crate) struct StringBranches {
 /// divided by the kind of their values); an `anyOf`/`oneOf` (with annotations at most
 /// beside it) splits each branch, through local `$ref`s, the non-string branches staying
 /// an `anyOf`/`oneOf`. `None` when no branch is a string (the value is JSON).
-pub(crate) fn string_branches(
+pub fn string_branches(
     schema: &Value,
     root: Option<&Map<String, Value>>,
 ) -> Option<StringBranches> {
@@ -490,7 +487,7 @@ fn json_grammar(
 
 /// `schema` with the root's `$defs`/`definitions` copied in (when it has none of its
 /// own), so that its local `$ref`s resolve on their own.
-pub(crate) fn with_root_defs(schema: &Value, root: Option<&Map<String, Value>>) -> Value {
+pub fn with_root_defs(schema: &Value, root: Option<&Map<String, Value>>) -> Value {
     let mut schema = schema.clone();
     if let (Value::Object(s), Some(root)) = (&mut schema, root) {
         for k in ["$defs", "definitions"] {

@@ -23,11 +23,17 @@ fn missing(what: &str, path: &Path) -> Option<PathBuf> {
     None
 }
 
-/// The shared data folder, `../shared` relative to the crate root (`CARGO_MANIFEST_DIR`).
+/// The shared data folder, `../shared` relative to the workspace root: the nearest folder
+/// above the crate's own (`CARGO_MANIFEST_DIR`, inclusive) that holds `Cargo.lock`. The
+/// crates of the workspace (`tools/`, `cli/`) include this file with `#[path]`, so every
+/// test finds the data through this one function.
 pub fn shared_dir() -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("..")
-        .join("shared");
+    let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = crate_dir
+        .ancestors()
+        .find(|a| a.join("Cargo.lock").is_file())
+        .unwrap_or(crate_dir);
+    let dir = root.join("..").join("shared");
     if dir.is_dir() {
         Some(dir.canonicalize().unwrap_or(dir))
     } else {

@@ -1,0 +1,439 @@
+//! Hermes 2 Pro / Hermes 3 / Qwen2.5 / Qwen3: a JSON object in `<tool_call>` blocks
+//! (section 4.1 of the tool-call format notes; vLLM's `hermes` parser, XGrammar's `qwen_3`
+//! builtin).
+//!
+//! ```text
+//! <tool_call>
+//! {"name": "get_weather", "arguments": {"city": "Paris"}}
+//! </tool_call>
+//! ```
+
+use serde_json::{json, Value};
+
+use super::scan::{self, Content, JsonRead};
+use super::tags::{self, Envelope};
+use super::{
+    FormatOptions, PartialCall, PartialOutput, Settled, StructuralTag, Tool, ToolCall,
+    ToolCallFormat, ToolChoice, ToolError, ToolParseError,
+};
+
+const BEGIN: &str = "<tool_call>";
+const END: &str = "</tool_call>";
+const THINK: &str = "<think>";
+const THINK_END: &str = "</think>";
+
+/// The Hermes / Qwen format (`hermes`).
+///
+/// * Grammar: each call is `<tool_call>\n{"name": "NAME", "arguments": ARGS}\n</tool_call>`
+///   (the Qwen template's exact spacing; `ARGS` follows the tool's input schema), calls
+///   joined by `\n`; content may precede the first call (also under `required`); with
+///   [`FormatOptions::reasoning`], a `<think>…</think>\n\n` block comes first. On Qwen
+///   vocabularies `<tool_call>` is one added (not special) token, so the marker may be
+///   that token or its spelling.
+/// * Parser: `name` and `arguments` in either order (Hermes 2 Pro history puts
+///   `arguments` first); `"parameters"` accepted for `"arguments"`; a string holding a
+///   JSON object accepted as arguments; a repeated `"name"` or arguments member, or an argument given twice, makes
+///   the call malformed (as in `llama3_json` and `json`); a call is streamed once its name is
+///   complete and offered (a name not offered is never started); a block whose end marker is missing (at the end,
+///   or before text or the next block) accepted when its JSON is complete; text between
+///   and after calls kept in content.
+#[derive(Clone, Debug, Default)]
+pub struct Hermes {
+    options: FormatOptions,
+}
+
+impl Hermes {
+    /// The format with `options`.
+    pub fn new(options: FormatOptions) -> Self {
+        Self { options }
+    }
+
+    /// The options.
+    pub fn options(&self) -> &FormatOptions {
+        &self.options
+    }
+
+    fn envelope(&self) -> Envelope {
+        Envelope {
+            trigger: BEGIN.into(),
+            separator: "\n".into(),
+            section: None,
+            leading_text_in_required: true,
+            reasoning: Some((THINK.into(), THINK_END.into(), "\n\n".into())),
+            excludes: vec![THINK.into(), THINK_END.into()],
+        }
+    }
+}
+
+impl ToolCallFormat for Hermes {
+    fn name(&self) -> &str {
+        "hermes"
+    }
+
+    fn structural_tag(
+        &self,
+        tools: &[Tool],
+        choice: &ToolChoice,
+        parallel: bool,
+    ) -> Result<StructuralTag, ToolError> {
+        let options = &self.options;
+        tags::assemble(&self.envelope(), tools, choice, parallel, options, |t| {
+            let name = serde_json::to_string(&t.name).unwrap_or_default();
+            Ok(json!({"type": "tag",
+                "begin": format!("{BEGIN}\n{{\"name\": {name}, \"arguments\": "),
+                "content": tags::json_arguments(t, options),
+                "end": format!("}}\n{END}")}))
+        })
+    }
+
+    fn parse_partial(&self, text: &str, tools: &[Tool], at_end: bool) -> PartialOutput {
+        self.parse_partial_from(text, &Settled::default(), tools, at_end)
+    }
+
+    fn parse_partial_from(
+        &self,
+        text: &str,
+        from: &Settled,
+        tools: &[Tool],
+        at_end: bool,
+    ) -> PartialOutput {
+        let mut out = PartialOutput::default();
+        let reasoning = self.options.reasoning;
+        let Some(rest) =
+            scan::leading_reasoning(text, from, THINK, THINK_END, reasoning, at_end, &mut out)
+        else {
+            return out;
+        };
+        let mut content = Content::resumed(from.content_open);
+        let mut pos = rest;
+        loop {
+            let Some(k) = text[pos..].find(BEGIN) else {
+                if let Some(n) = content.push_tail(&text[pos..], &[BEGIN], at_end) {
+                    scan::settle_open(&mut out, &content, pos + n);
+                }
+                break;
+            };
+            content.push(&text[pos..pos + k]);
+            let start = pos + k;
+            let body = start + BEGIN.len();
+            match read_call(&text[body..], tools, at_end) {
+                Step::Pending(call) => {
+                    out.calls.push(call);
+                    break;
+                }
+                Step::Done { call, len } => {
+                    out.calls.push(PartialCall {
+                        id: None,
+                        name: Some(call.name.clone()),
+                        arguments_text: call_arguments_text(&text[body..], &call),
+                        complete: Some(call),
+                    });
+                    pos = body + len;
+                    scan::settle(&mut out, &content, pos);
+                }
+                Step::Held => break,
+                Step::Bad { error, len } => {
+                    let end = body + len;
+                    scan::push_malformed(&mut out, &mut content, &text[start..end], start, error);
+                    pos = end;
+                    scan::settle(&mut out, &content, pos);
+                }
+            }
+        }
+        out.content = content.into_string();
+        out
+    }
+
+    fn render_calls(&self, calls: &[ToolCall]) -> String {
+        calls
+            .iter()
+            .map(|c| {
+                let name = serde_json::to_string(&c.name).unwrap_or_default();
+                format!(
+                    "{BEGIN}\n{{\"name\": {name}, \"arguments\": {}}}\n{END}",
+                    scan::python_json(&c.arguments)
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    fn render_tool_result(&self, _call: &ToolCall, result: &Value) -> String {
+        let body = match result {
+            Value::String(s) => s.clone(),
+            other => scan::python_json(other),
+        };
+        format!("<tool_response>\n{body}\n</tool_response>")
+    }
+
+    fn render_tools_prompt(&self, tools: &[Tool]) -> String {
+        let mut s = String::from(
+            "# Tools\n\nYou may call one or more functions to help with the request. \
+             The functions are listed inside <tools></tools>:\n<tools>",
+        );
+        for t in tools {
+            s.push('\n');
+            s.push_str(&scan::python_json(&t.to_openai()));
+        }
+        s.push_str(
+            "\n</tools>\n\nTo call a function, write a JSON object with its name and \
+             arguments inside <tool_call></tool_call>:\n<tool_call>\n\
+             {\"name\": <function-name>, \"arguments\": <args-json-object>}\n</tool_call>",
+        );
+        s
+    }
+}
+
+enum Step {
+    /// The call is still arriving.
+    Pending(PartialCall),
+    /// A whole call; `len` bytes of the body consumed (end marker included).
+    Done { call: ToolCall, len: usize },
+    /// A malformed call spanning `len` bytes of the body.
+    Bad { error: ToolParseError, len: usize },
+    /// A malformed call whose end has not arrived yet: held back, like a partial marker.
+    Held,
+}
+
+/// Reads the JSON body of one call and its end marker from `body` (the text right after
+/// `<tool_call>`).
+fn read_call(body: &str, tools: &[Tool], at_end: bool) -> Step {
+    // A malformed call runs to the first end marker at or after `from` (markers inside its
+    // JSON are not markers), or to the end of the output. Until that end has arrived it is
+    // held back: a streamed error is sent once, so its text must be final.
+    let bad_until_end = |error: ToolParseError, from: usize| match body[from..].find(END) {
+        Some(k) => Step::Bad {
+            error,
+            len: from + k + END.len(),
+        },
+        None if at_end => Step::Bad {
+            error,
+            len: body.len(),
+        },
+        None => Step::Held,
+    };
+    match scan::read_json_value(body) {
+        JsonRead::Incomplete => {
+            if at_end {
+                return bad_until_end(ToolParseError::Unterminated, 0);
+            }
+            Step::Pending(scan::offered_call_parts(body, tools).0)
+        }
+        JsonRead::Invalid(e) => bad_until_end(ToolParseError::InvalidJson(e), 0),
+        JsonRead::Complete { value, end } => {
+            // Members as written: a JSON reader keeps the last of a repeated key, while a
+            // stream has already shown the first.
+            let piece = &body[..end];
+            let read =
+                scan::check_call_members(piece).and_then(|()| scan::call_from_json(&value, tools));
+            let call = match read {
+                Ok(c) => c,
+                Err(e) => return bad_until_end(e, end),
+            };
+            let after = &body[end..];
+            let ws = after.len() - after.trim_start().len();
+            let tail = &after[ws..];
+            if tail.starts_with(END) {
+                return Step::Done {
+                    call,
+                    len: end + ws + END.len(),
+                };
+            }
+            // A partial end marker, or a partial begin marker of a back-to-back block.
+            if tail.is_empty() || END.starts_with(tail) || (!at_end && BEGIN.starts_with(tail)) {
+                if at_end {
+                    // An unclosed last block with complete JSON (vLLM's tolerance); an end
+                    // marker cut off at the end of the output is this block's end.
+                    return Step::Done {
+                        call,
+                        len: body.len(),
+                    };
+                }
+                let mut p = scan::offered_call_parts(body, tools).0;
+                p.arguments_text = call_arguments_text(body, &call);
+                return Step::Pending(p);
+            }
+            // The end marker is missing (the next block, or text, follows the JSON): the
+            // call is complete, and what follows is read as usual.
+            Step::Done {
+                call,
+                len: end + ws,
+            }
+        }
+    }
+}
+
+/// The raw text of a complete call's arguments (for the last argument delta).
+fn call_arguments_text(body: &str, call: &ToolCall) -> String {
+    let obj = scan::scan_object(body);
+    for m in &obj.members {
+        if matches!(m.key.as_str(), "arguments" | "parameters") {
+            if let Some((_, e)) = &m.value {
+                return body[m.value_start..*e].to_owned();
+            }
+        }
+    }
+    scan::python_json(&call.arguments)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::StreamEvent;
+
+    fn tools() -> Vec<Tool> {
+        Tool::list_from_openai(&json!([
+            {"type": "function", "function": {"name": "get_weather", "parameters": {
+                "type": "object", "properties": {"city": {"type": "string"},
+                "unit": {"enum": ["celsius", "fahrenheit"]}}, "required": ["city"]}}},
+            {"type": "function", "function": {"name": "get_time", "parameters": {
+                "type": "object", "properties": {"tz": {"type": "string"}}, "required": ["tz"]}}}
+        ]))
+        .unwrap()
+    }
+
+    const WORKED: &str = "I'll look up both.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"unit\": \"celsius\"}}\n</tool_call>\n<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"tz\": \"Europe/Paris\"}}\n</tool_call>";
+
+    #[test]
+    fn parses_the_worked_example() {
+        let out = Hermes::default().parse(WORKED, &tools());
+        assert_eq!(out.content.as_deref(), Some("I'll look up both."));
+        assert_eq!(out.reasoning, None);
+        assert_eq!(
+            out.tool_calls,
+            vec![
+                ToolCall::new("get_weather", json!({"city": "Paris", "unit": "celsius"})),
+                ToolCall::new("get_time", json!({"tz": "Europe/Paris"})),
+            ]
+        );
+        assert!(out.errors.is_empty());
+    }
+
+    #[test]
+    fn render_then_parse_gives_the_calls_back() {
+        let h = Hermes::default();
+        let calls = vec![
+            ToolCall::new("get_time", json!({"tz": "UTC"})),
+            ToolCall::new("get_weather", json!({"city": "</tool_call> <tool_call>"})),
+        ];
+        let text = h.render_calls(&calls);
+        assert_eq!(h.parse(&text, &tools()).tool_calls, calls);
+    }
+
+    #[test]
+    fn streaming_holds_back_partial_markers_and_agrees_with_whole_parse() {
+        let h = Hermes::default();
+        let ts = tools();
+        let mut p = crate::StreamingParser::new(&h, &ts);
+        let ev = p.push("I'll look up both.\n<tool_");
+        assert_eq!(ev, vec![StreamEvent::Content("I'll look up both.".into())]);
+        let mut all = ev;
+        for chunk in WORKED.as_bytes()["I'll look up both.\n<tool_".len()..].chunks(7) {
+            all.extend(p.push(std::str::from_utf8(chunk).unwrap()));
+        }
+        all.extend(p.finish());
+        let ends: Vec<ToolCall> = all
+            .iter()
+            .filter_map(|e| match e {
+                StreamEvent::ToolCallEnd { call, .. } => Some(call.clone()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(ends, h.parse(WORKED, &ts).tool_calls);
+        let args: String = all
+            .iter()
+            .filter_map(|e| match e {
+                StreamEvent::ToolCallArguments { index: 0, delta } => Some(delta.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(args, r#"{"city": "Paris", "unit": "celsius"}"#);
+    }
+
+    #[test]
+    fn malformed_calls_are_reported_and_kept_in_content() {
+        let ts = tools();
+        let h = Hermes::default();
+        let bad = "<tool_call>\n{\"name\": \"nope\", \"arguments\": {}}\n</tool_call>";
+        let out = h.parse(bad, &ts);
+        assert!(out.tool_calls.is_empty());
+        assert_eq!(out.errors.len(), 1);
+        assert_eq!(
+            out.errors[0].error,
+            ToolParseError::UnknownTool {
+                name: "nope".into()
+            }
+        );
+        assert_eq!(out.content.as_deref(), Some(bad));
+        let out = h.parse("<tool_call>\n{\"name\": \"get_time\", \"argu", &ts);
+        assert_eq!(out.errors[0].error, ToolParseError::Unterminated);
+    }
+
+    #[test]
+    fn reasoning_is_split_off_and_calls_inside_it_are_not_calls() {
+        let h = Hermes::new(FormatOptions {
+            reasoning: true,
+            ..FormatOptions::default()
+        });
+        let text = "<think>\nmaybe <tool_call>{\"name\": \"get_time\"}</tool_call>\n</think>\n\nok";
+        let out = h.parse(text, &tools());
+        assert!(out.tool_calls.is_empty());
+        assert_eq!(out.content.as_deref(), Some("ok"));
+        assert!(out.reasoning.unwrap().starts_with("maybe"));
+    }
+
+    #[test]
+    fn a_repeated_name_or_arguments_member_is_malformed() {
+        let ts = tools();
+        let h = Hermes::default();
+        for (text, msg) in [
+            (
+                "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"a\"}, \"name\": \"get_time\"}\n</tool_call>",
+                "the call gives \"name\" more than once",
+            ),
+            (
+                "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"tz\": \"a\"}, \"arguments\": {\"tz\": \"b\"}}\n</tool_call>",
+                "the call gives its arguments more than once",
+            ),
+            (
+                "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"tz\": \"a\"}, \"parameters\": {\"tz\": \"b\"}}\n</tool_call>",
+                "the call gives its arguments more than once",
+            ),
+        ] {
+            let out = h.parse(text, &ts);
+            assert!(out.tool_calls.is_empty(), "{text}");
+            assert_eq!(out.errors.len(), 1, "{text}");
+            assert_eq!(out.errors[0].error, ToolParseError::Syntax(msg.into()));
+            assert_eq!(out.errors[0].text, text);
+            assert_eq!(out.content.as_deref(), Some(text));
+            scan::assert_streams_as_whole(&h, text, &ts);
+        }
+    }
+
+    #[test]
+    fn a_call_to_a_tool_not_offered_is_never_started() {
+        let ts = tools();
+        let h = Hermes::default();
+        let text = "<tool_call>\n{\"name\": \"nosuch\", \"arguments\": {\"q\": 1}}\n</tool_call>";
+        let mut p = crate::StreamingParser::new(&h, &ts);
+        let mut events = Vec::new();
+        for ch in text.chars() {
+            events.extend(p.push(&ch.to_string()));
+        }
+        events.extend(p.finish());
+        assert_eq!(
+            events,
+            vec![
+                StreamEvent::Content(text.into()),
+                StreamEvent::Malformed(crate::MalformedToolCall {
+                    text: text.into(),
+                    offset: 0,
+                    error: ToolParseError::UnknownTool {
+                        name: "nosuch".into()
+                    },
+                }),
+            ]
+        );
+        scan::assert_streams_as_whole(&h, text, &ts);
+    }
+}

@@ -1,0 +1,818 @@
+//! Mistral: `[TOOL_CALLS]` followed by a JSON array (tokenizers before v11) or by
+//! `NAME[ARGS]{…}` per call (v11 and later) (section 4.3 of the tool-call format notes;
+//! vLLM's `mistral` parser, mistral-common's guidance grammar).
+//!
+//! ```text
+//! [TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Paris"}, "id": "a1B2c3D4e"}]
+//! [TOOL_CALLS]get_weather[ARGS]{"city": "Paris"}[TOOL_CALLS]get_time[ARGS]{"tz": "UTC"}
+//! ```
+
+use serde_json::{json, Value};
+
+use super::scan::{self, Content, JsonRead};
+use super::tags::{self, Envelope};
+use super::{
+    FormatOptions, PartialCall, PartialOutput, Settled, StructuralTag, Tool, ToolCall,
+    ToolCallFormat, ToolChoice, ToolError, ToolParseError,
+};
+use tokensieve::Vocabulary;
+
+/// Starts the calls (a control token in every Mistral vocabulary).
+pub const TOOL_CALLS: &str = "[TOOL_CALLS]";
+/// Ends a v11+ call's name, starts its arguments.
+pub const ARGS: &str = "[ARGS]";
+/// v11 only: a call id between the name and `[ARGS]`.
+pub const CALL_ID: &str = "[CALL_ID]";
+const THINK: &str = "[THINK]";
+const THINK_END: &str = "[/THINK]";
+/// The pattern of a Mistral tool-call id: exactly 9 ASCII letters or digits.
+const ID_PATTERN: &str = "[A-Za-z0-9]{9}";
+
+/// Which of the two Mistral call shapes the grammar and the renderer write (the parser
+/// reads both).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MistralSyntax {
+    /// Tokenizers v2–v7 (Mistral 7B v0.3, Mixtral 8x22B, Nemo, Small 2409): one
+    /// `[TOOL_CALLS]` and a JSON array of `{"name", "arguments", "id"?}` objects.
+    Array,
+    /// Tokenizers v11+ (Mistral Small 3.x, Magistral, Devstral): `[TOOL_CALLS]NAME[ARGS]{…}`
+    /// per call, back to back.
+    NameArgs,
+}
+
+/// The Mistral format (`mistral`).
+///
+/// * Grammar: content, then the calls, then the end of the turn (mistral-common's
+///   `auto`/`required` modes: content may precede calls; a named choice is the one call
+///   only). [`MistralSyntax::Array`]: `[TOOL_CALLS][{"name": "NAME", "arguments": ARGS}]`,
+///   elements joined by `, `, each with an optional 9-character `"id"`;
+///   [`MistralSyntax::NameArgs`]: `[TOOL_CALLS]NAME[ARGS]ARGS` per call with nothing
+///   between calls. `[TOOL_CALLS]` and `[ARGS]` are matched as tokens where the vocabulary
+///   has them ([`Mistral::for_vocabulary`] picks the syntax the way vLLM does: `[ARGS]` in
+///   the vocabulary means v11+). With [`FormatOptions::reasoning`] (Magistral), a
+///   `[THINK]…[/THINK]` block comes first.
+/// * Parser: both shapes, whatever the option: after `[TOOL_CALLS]` (and optional
+///   spaces), `[` starts an array, anything else a name (`[ARGS]` or `[CALL_ID]` right
+///   there is a call without a name: malformed, reported with its text). Array elements are read one by
+///   one (`arguments` or `parameters`, either key order, the `id` kept); a bad element
+///   (one repeating `name`, its arguments member or an argument included) is reported and the others
+///   kept. v11+: the name runs to `[ARGS]` (or `[CALL_ID]`, whose
+///   id is kept, or a `{` when `[ARGS]` was lost); exactly one JSON value is read after
+///   it, so several calls or trailing prose never corrupt the arguments. Text after the
+///   calls stays in content. A malformed run (bad JSON, a missing `[ARGS]`) spans to the
+///   next `[TOOL_CALLS]` or the end; while streaming it is reported once that is known.
+#[derive(Clone, Debug)]
+pub struct Mistral {
+    syntax: MistralSyntax,
+    options: FormatOptions,
+}
+
+impl Default for Mistral {
+    /// The v11+ syntax (current Mistral models), default options.
+    fn default() -> Self {
+        Self::new(MistralSyntax::NameArgs, FormatOptions::default())
+    }
+}
+
+impl Mistral {
+    /// The format writing `syntax`, with `options`.
+    pub fn new(syntax: MistralSyntax, options: FormatOptions) -> Self {
+        Self { syntax, options }
+    }
+
+    /// The pre-v11 array syntax, default options.
+    pub fn array() -> Self {
+        Self::new(MistralSyntax::Array, FormatOptions::default())
+    }
+
+    /// The v11+ syntax, default options.
+    pub fn name_args() -> Self {
+        Self::new(MistralSyntax::NameArgs, FormatOptions::default())
+    }
+
+    /// The syntax a model with `vocab` writes: v11+ when `[ARGS]` is one of its special
+    /// tokens (vLLM's test), else the array.
+    pub fn for_vocabulary(vocab: &Vocabulary, options: FormatOptions) -> Self {
+        let syntax = if vocab.special_token_id(ARGS).is_some() {
+            MistralSyntax::NameArgs
+        } else {
+            MistralSyntax::Array
+        };
+        Self::new(syntax, options)
+    }
+
+    /// The syntax written.
+    pub fn syntax(&self) -> MistralSyntax {
+        self.syntax
+    }
+
+    /// The options.
+    pub fn options(&self) -> &FormatOptions {
+        &self.options
+    }
+
+    fn envelope(&self) -> Envelope {
+        let (separator, section) = match self.syntax {
+            MistralSyntax::Array => (", ".into(), Some((format!("{TOOL_CALLS}["), "]".into()))),
+            MistralSyntax::NameArgs => (String::new(), None),
+        };
+        Envelope {
+            trigger: TOOL_CALLS.into(),
+            separator,
+            section,
+            leading_text_in_required: true,
+            reasoning: Some((THINK.into(), THINK_END.into(), String::new())),
+            excludes: vec![ARGS.into(), CALL_ID.into(), THINK.into(), THINK_END.into()],
+        }
+    }
+}
+
+/// `id` when it is a valid Mistral id (9 ASCII letters or digits).
+fn mistral_id(id: Option<&str>) -> Option<&str> {
+    id.filter(|s| s.len() == 9 && s.bytes().all(|b| b.is_ascii_alphanumeric()))
+}
+
+impl ToolCallFormat for Mistral {
+    fn name(&self) -> &str {
+        "mistral"
+    }
+
+    fn structural_tag(
+        &self,
+        tools: &[Tool],
+        choice: &ToolChoice,
+        parallel: bool,
+    ) -> Result<StructuralTag, ToolError> {
+        let options = &self.options;
+        let syntax = self.syntax;
+        tags::assemble(&self.envelope(), tools, choice, parallel, options, |t| {
+            let name = serde_json::to_string(&t.name).unwrap_or_default();
+            Ok(match syntax {
+                MistralSyntax::Array => json!({"type": "tag",
+                    "begin": format!("{{\"name\": {name}, \"arguments\": "),
+                    "content": {"type": "sequence", "elements": [
+                        tags::json_arguments(t, options),
+                        {"type": "optional", "content": {"type": "regex",
+                            "pattern": format!(", \"id\": \"{ID_PATTERN}\"")}}]},
+                    "end": "}"}),
+                MistralSyntax::NameArgs => json!({"type": "tag",
+                    "begin": format!("{TOOL_CALLS}{}{ARGS}", t.name),
+                    "content": tags::json_arguments(t, options), "end": ""}),
+            })
+        })
+    }
+
+    fn parse_partial(&self, text: &str, tools: &[Tool], at_end: bool) -> PartialOutput {
+        self.parse_partial_from(text, &Settled::default(), tools, at_end)
+    }
+
+    fn parse_partial_from(
+        &self,
+        text: &str,
+        from: &Settled,
+        tools: &[Tool],
+        at_end: bool,
+    ) -> PartialOutput {
+        let mut out = PartialOutput::default();
+        let reasoning = self.options.reasoning;
+        let Some(rest) =
+            scan::leading_reasoning(text, from, THINK, THINK_END, reasoning, at_end, &mut out)
+        else {
+            return out;
+        };
+        let mut content = Content::resumed(from.content_open);
+        let mut pos = rest;
+        loop {
+            let Some(k) = text[pos..].find(TOOL_CALLS) else {
+                if let Some(n) = content.push_tail(&text[pos..], &[TOOL_CALLS], at_end) {
+                    scan::settle_open(&mut out, &content, pos + n);
+                }
+                break;
+            };
+            content.push(&text[pos..pos + k]);
+            let start = pos + k;
+            let after = start + TOOL_CALLS.len();
+            let ws = text[after..].len() - text[after..].trim_start().len();
+            let body = after + ws;
+            if body == text.len() {
+                if at_end {
+                    scan::push_malformed(
+                        &mut out,
+                        &mut content,
+                        &text[start..],
+                        start,
+                        ToolParseError::Unterminated,
+                    );
+                }
+                break;
+            }
+            // `[` starts an array, unless it is a v11+ marker (`[TOOL_CALLS][ARGS]`: a
+            // call without a name).
+            let b = &text[body..];
+            let step = if b.starts_with('[') && !b.starts_with(ARGS) && !b.starts_with(CALL_ID) {
+                read_array(text, start, body, tools, at_end, &mut out, &mut content)
+            } else {
+                read_name_args(text, start, body, tools, at_end, &mut out, &mut content)
+            };
+            match step {
+                Some(next) => {
+                    pos = next;
+                    scan::settle(&mut out, &content, pos);
+                }
+                None => break,
+            }
+        }
+        out.content = content.into_string();
+        out
+    }
+
+    fn render_calls(&self, calls: &[ToolCall]) -> String {
+        match self.syntax {
+            MistralSyntax::Array => {
+                let items: Vec<String> = calls
+                    .iter()
+                    .map(|c| {
+                        let name = serde_json::to_string(&c.name).unwrap_or_default();
+                        let id = mistral_id(c.id.as_deref())
+                            .map(|id| format!(", \"id\": \"{id}\""))
+                            .unwrap_or_default();
+                        format!(
+                            "{{\"name\": {name}, \"arguments\": {}{id}}}",
+                            scan::python_json(&c.arguments)
+                        )
+                    })
+                    .collect();
+                format!("{TOOL_CALLS}[{}]", items.join(", "))
+            }
+            MistralSyntax::NameArgs => calls
+                .iter()
+                .map(|c| {
+                    format!(
+                        "{TOOL_CALLS}{}{ARGS}{}",
+                        c.name,
+                        scan::python_json(&c.arguments)
+                    )
+                })
+                .collect(),
+        }
+    }
+
+    fn render_tool_result(&self, call: &ToolCall, result: &Value) -> String {
+        match self.syntax {
+            MistralSyntax::Array => {
+                let mut body = json!({"content": result});
+                if let Some(id) = mistral_id(call.id.as_deref()) {
+                    body["call_id"] = Value::String(id.to_owned());
+                }
+                format!("[TOOL_RESULTS]{}[/TOOL_RESULTS]", scan::python_json(&body))
+            }
+            MistralSyntax::NameArgs => {
+                let body = match result {
+                    Value::String(s) => s.clone(),
+                    other => scan::python_json(other),
+                };
+                format!("[TOOL_RESULTS]{body}[/TOOL_RESULTS]")
+            }
+        }
+    }
+
+    fn render_tools_prompt(&self, tools: &[Tool]) -> String {
+        let list: Vec<Value> = tools
+            .iter()
+            .map(|t| {
+                let mut v = t.to_openai();
+                if let Some(f) = v.get_mut("function").and_then(Value::as_object_mut) {
+                    f.remove("strict");
+                }
+                v
+            })
+            .collect();
+        format!(
+            "[AVAILABLE_TOOLS]{}[/AVAILABLE_TOOLS]",
+            scan::python_json(&Value::Array(list))
+        )
+    }
+}
+
+/// Where a malformed run of calls ends: at the next `[TOOL_CALLS]` or the end.
+fn bad_end(text: &str, from: usize) -> usize {
+    text[from..]
+        .find(TOOL_CALLS)
+        .map(|k| from + k)
+        .unwrap_or(text.len())
+}
+
+/// Reports the malformed run `text[from..bad_end(text, after)]` (trailing whitespace
+/// dropped) and returns where free text resumes; while the output is still arriving and
+/// no `[TOOL_CALLS]` has ended the run, where it ends is not known yet: nothing is
+/// reported (the text is held back) and `None` is returned.
+fn push_bad_run(
+    text: &str,
+    from: usize,
+    after: usize,
+    error: ToolParseError,
+    at_end: bool,
+    out: &mut PartialOutput,
+    content: &mut Content,
+) -> Option<usize> {
+    let end = bad_end(text, after);
+    if end == text.len() && !at_end {
+        return None;
+    }
+    scan::push_malformed(out, content, text[from..end].trim_end(), from, error);
+    (end < text.len()).then_some(end)
+}
+
+/// Reads the pre-v11 array starting at `text[body] == '['`. Returns where free text
+/// resumes, or `None` when the text ends inside the array.
+///
+/// The text of its malformed elements is content once an element is read as a call, each
+/// inside the list's brackets (`[{"name": "nope", …}]`, as in the json and pythonic
+/// families: [`scan::push_malformed_element`]; the `[TOOL_CALLS]` and the `,` between
+/// elements are dropped, as for a well-formed array); when none is, the array's whole text from `[TOOL_CALLS]` on is content (rule 6
+/// of the tool-call format notes: a begin marker with no parsable call leaves the content
+/// unchanged), each malformed element still reported.
+fn read_array(
+    text: &str,
+    start: usize,
+    body: usize,
+    tools: &[Tool],
+    at_end: bool,
+    out: &mut PartialOutput,
+    content: &mut Content,
+) -> Option<usize> {
+    let (calls_before, errors_before) = (out.calls.len(), out.errors.len());
+    let mut pieces = Content::default();
+    let next = read_array_elements(text, start, body, tools, at_end, out, &mut pieces);
+    if out.calls[calls_before..]
+        .iter()
+        .any(|c| c.complete.is_some())
+    {
+        content.push(&pieces.into_string());
+    } else if out.errors.len() > errors_before && (next.is_some() || at_end) {
+        content.push(&text[start..next.unwrap_or(text.len())]);
+    }
+    next
+}
+
+/// [`read_array`]'s elements, the text of malformed ones pushed to `pieces`.
+fn read_array_elements(
+    text: &str,
+    start: usize,
+    body: usize,
+    tools: &[Tool],
+    at_end: bool,
+    out: &mut PartialOutput,
+    content: &mut Content,
+) -> Option<usize> {
+    let skip_ws = |i: usize| i + (text[i..].len() - text[i..].trim_start().len());
+    let mut i = skip_ws(body + 1);
+    let mut first = true;
+    loop {
+        if i == text.len() {
+            if at_end {
+                let error = ToolParseError::Unterminated;
+                scan::push_malformed(out, content, &text[start..], start, error);
+            }
+            return None;
+        }
+        if text[i..].starts_with(']') {
+            return Some(i + 1);
+        }
+        if !first {
+            if !text[i..].starts_with(',') {
+                let error = ToolParseError::Syntax("expected , or ] in the call array".into());
+                return push_bad_run(text, i, i, error, at_end, out, content);
+            }
+            i = skip_ws(i + 1);
+            if i == text.len() {
+                continue;
+            }
+        }
+        // A bad first element is reported from `[TOOL_CALLS]` on: nothing was read yet.
+        let from = if first { start } else { i };
+        first = false;
+        match scan::read_json_value(&text[i..]) {
+            JsonRead::Complete { value, end } => {
+                let elem = &text[i..i + end];
+                let read = scan::check_call_members(elem)
+                    .and_then(|()| scan::call_from_json(&value, tools));
+                match read {
+                    Ok(call) => out.calls.push(PartialCall {
+                        id: call.id.clone(),
+                        name: Some(call.name.clone()),
+                        arguments_text: arguments_text(elem, &call),
+                        complete: Some(call),
+                    }),
+                    Err(error) => {
+                        let t = elem.trim();
+                        let off = i + (elem.len() - elem.trim_start().len());
+                        scan::push_malformed_element(out, content, t, off, error);
+                    }
+                }
+                i = skip_ws(i + end);
+            }
+            JsonRead::Incomplete => {
+                if at_end {
+                    let error = ToolParseError::Unterminated;
+                    scan::push_malformed(out, content, &text[from..], from, error);
+                } else {
+                    // The first `name` and arguments members (a repeat makes the element
+                    // malformed); a name not offered is never streamed.
+                    out.calls
+                        .push(scan::offered_call_parts(&text[i..], tools).0);
+                }
+                return None;
+            }
+            JsonRead::Invalid(e) => {
+                let error = ToolParseError::InvalidJson(e);
+                return push_bad_run(text, from, i, error, at_end, out, content);
+            }
+        }
+    }
+}
+
+/// The raw text of the `arguments` member of one array element.
+fn arguments_text(elem: &str, call: &ToolCall) -> String {
+    let obj = scan::scan_object(elem);
+    for m in &obj.members {
+        if matches!(m.key.as_str(), "arguments" | "parameters") {
+            if let Some((_, e)) = &m.value {
+                return elem[m.value_start..*e].to_owned();
+            }
+        }
+    }
+    scan::python_json(&call.arguments)
+}
+
+/// Reads one v11+ call `NAME[ARGS]{…}` (or `NAME[CALL_ID]ID[ARGS]{…}`) at `text[body..]`.
+/// Returns where free text resumes, or `None` when the text ends inside the call.
+fn read_name_args(
+    text: &str,
+    start: usize,
+    body: usize,
+    tools: &[Tool],
+    at_end: bool,
+    out: &mut PartialOutput,
+    content: &mut Content,
+) -> Option<usize> {
+    let rest = &text[body..];
+    let limit = rest.find(TOOL_CALLS).unwrap_or(rest.len());
+    let header_end = [ARGS, CALL_ID, "{"]
+        .iter()
+        .filter_map(|m| rest[..limit].find(m).map(|k| (k, *m)))
+        .min();
+    let Some((k, what)) = header_end else {
+        if limit < rest.len() || at_end {
+            let end = body + limit;
+            // The output ending in what may still be the name (`[TOOL_CALLS]sea`) is a
+            // call cut off; text with spaces, or followed by another call, is not a name.
+            let cut = limit == rest.len() && !rest.trim().contains(char::is_whitespace);
+            let error = if cut {
+                ToolParseError::Unterminated
+            } else {
+                ToolParseError::Syntax(format!("expected {ARGS} after the call's name"))
+            };
+            scan::push_malformed(out, content, text[start..end].trim_end(), start, error);
+            return if limit < rest.len() { Some(end) } else { None };
+        }
+        return None;
+    };
+    let name = rest[..k].trim();
+    let mut id = None;
+    let mut args_start = match what {
+        "{" => k,
+        _ => k + what.len(),
+    };
+    if what == CALL_ID {
+        let Some(a) = rest[args_start..limit].find(ARGS) else {
+            if at_end || limit < rest.len() {
+                let end = body + limit;
+                let error = if limit == rest.len() {
+                    ToolParseError::Unterminated
+                } else {
+                    ToolParseError::Syntax(format!("expected {ARGS} after the call id"))
+                };
+                scan::push_malformed(out, content, text[start..end].trim_end(), start, error);
+                return if limit < rest.len() { Some(end) } else { None };
+            }
+            return None;
+        };
+        id = Some(rest[args_start..args_start + a].trim().to_owned());
+        args_start += a + ARGS.len();
+    }
+    let name_ok = scan::check_call_name(name, tools);
+    let a = &rest[args_start..];
+    match scan::read_json_value(a) {
+        JsonRead::Complete { value, end } => {
+            let call_end = body + args_start + end;
+            let checked = name_ok
+                .and_then(|()| scan::arguments_object(&value))
+                .and_then(|v| scan::check_argument_keys(&a[..end]).map(|()| v));
+            match checked {
+                Ok(arguments) => {
+                    let call = ToolCall {
+                        id,
+                        name: name.to_owned(),
+                        arguments,
+                    };
+                    out.calls.push(PartialCall {
+                        id: call.id.clone(),
+                        name: Some(call.name.clone()),
+                        arguments_text: a[..end].trim().to_owned(),
+                        complete: Some(call),
+                    });
+                }
+                Err(error) => {
+                    scan::push_malformed(out, content, &text[start..call_end], start, error)
+                }
+            }
+            Some(call_end)
+        }
+        JsonRead::Incomplete => {
+            if at_end {
+                let error = ToolParseError::Unterminated;
+                scan::push_malformed(out, content, &text[start..], start, error);
+            } else {
+                out.calls.push(PartialCall {
+                    id: name_ok.is_ok().then(|| id.clone()).flatten(),
+                    name: name_ok.is_ok().then(|| name.to_owned()),
+                    arguments_text: a.trim().to_owned(),
+                    complete: None,
+                });
+            }
+            None
+        }
+        JsonRead::Invalid(e) => {
+            let error = name_ok.err().unwrap_or(ToolParseError::InvalidJson(e));
+            push_bad_run(text, start, body, error, at_end, out, content)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{StreamEvent, StreamingParser};
+
+    fn tools() -> Vec<Tool> {
+        Tool::list_from_openai(&json!([
+            {"type": "function", "function": {"name": "get_weather", "parameters": {
+                "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}},
+            {"type": "function", "function": {"name": "get_time", "parameters": {
+                "type": "object", "properties": {"tz": {"type": "string"}}, "required": ["tz"]}}}
+        ]))
+        .unwrap()
+    }
+
+    const WORKED: &str = "Checking both.[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Paris\"}[TOOL_CALLS]get_time[ARGS]{\"tz\": \"Europe/Paris\"}";
+
+    fn worked_calls() -> Vec<ToolCall> {
+        vec![
+            ToolCall::new("get_weather", json!({"city": "Paris"})),
+            ToolCall::new("get_time", json!({"tz": "Europe/Paris"})),
+        ]
+    }
+
+    #[test]
+    fn parses_the_worked_example_in_both_shapes() {
+        for f in [Mistral::name_args(), Mistral::array()] {
+            let out = f.parse(WORKED, &tools());
+            assert_eq!(out.content.as_deref(), Some("Checking both."));
+            assert_eq!(out.tool_calls, worked_calls());
+            assert!(out.errors.is_empty());
+        }
+        let array = "Checking both.[TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}, \"id\": \"a1B2c3D4e\"}, {\"name\": \"get_time\", \"arguments\": {\"tz\": \"Europe/Paris\"}}]";
+        let out = Mistral::name_args().parse(array, &tools());
+        assert_eq!(out.content.as_deref(), Some("Checking both."));
+        assert_eq!(out.tool_calls[0].id.as_deref(), Some("a1B2c3D4e"));
+        assert_eq!(
+            tools_names_args(&out.tool_calls),
+            tools_names_args(&worked_calls())
+        );
+    }
+
+    fn tools_names_args(c: &[ToolCall]) -> Vec<(String, Value)> {
+        c.iter()
+            .map(|c| (c.name.clone(), c.arguments.clone()))
+            .collect()
+    }
+
+    #[test]
+    fn render_then_parse_both_shapes() {
+        let calls = vec![
+            ToolCall {
+                id: Some("abcDEF123".into()),
+                name: "get_time".into(),
+                arguments: json!({"tz": "[TOOL_CALLS]x[ARGS]{}"}),
+            },
+            ToolCall::new("get_weather", json!({"city": "] }"})),
+        ];
+        let f = Mistral::array();
+        let out = f.parse(&f.render_calls(&calls), &tools());
+        assert_eq!(out.tool_calls, calls);
+        let f = Mistral::name_args();
+        let out = f.parse(&f.render_calls(&calls), &tools());
+        assert_eq!(tools_names_args(&out.tool_calls), tools_names_args(&calls));
+    }
+
+    #[test]
+    fn call_id_and_trailing_text() {
+        let out = Mistral::default().parse(
+            "[TOOL_CALLS]get_time[CALL_ID]a1B2c3D4e[ARGS]{\"tz\": \"UTC\"} and more",
+            &tools(),
+        );
+        assert_eq!(out.tool_calls[0].id.as_deref(), Some("a1B2c3D4e"));
+        assert_eq!(out.content.as_deref(), Some("and more"));
+    }
+
+    #[test]
+    fn errors_keep_text() {
+        let f = Mistral::default();
+        let out = f.parse("[TOOL_CALLS]nope[ARGS]{}", &tools());
+        assert_eq!(
+            out.errors[0].error,
+            ToolParseError::UnknownTool {
+                name: "nope".into()
+            }
+        );
+        assert_eq!(out.content.as_deref(), Some("[TOOL_CALLS]nope[ARGS]{}"));
+        let out = f.parse("[TOOL_CALLS]get_time[ARGS]{\"tz\": ]", &tools());
+        assert!(matches!(
+            out.errors[0].error,
+            ToolParseError::InvalidJson(_)
+        ));
+        assert!(out.tool_calls.is_empty());
+    }
+
+    #[test]
+    fn a_call_without_a_name_is_malformed_with_its_text() {
+        // `[TOOL_CALLS][ARGS]` was read as the start of a JSON array and lost its marker
+        // text: it is a v11+ call with an empty name, reported with all of its text.
+        let f = Mistral::default();
+        let ts = tools();
+        let out = f.parse("[TOOL_CALLS][ARGS]x", &ts);
+        assert!(out.tool_calls.is_empty());
+        assert_eq!(out.errors.len(), 1);
+        assert_eq!(out.errors[0].text, "[TOOL_CALLS][ARGS]x");
+        assert_eq!(out.errors[0].offset, 0);
+        assert_eq!(
+            out.errors[0].error,
+            ToolParseError::InvalidName { name: "".into() }
+        );
+        assert_eq!(out.content.as_deref(), Some("[TOOL_CALLS][ARGS]x"));
+        let out = f.parse("Hi [TOOL_CALLS][ARGS]{\"tz\": \"UTC\"}", &ts);
+        assert_eq!(out.errors[0].text, "[TOOL_CALLS][ARGS]{\"tz\": \"UTC\"}");
+        assert_eq!(out.errors[0].offset, 3);
+        assert_eq!(
+            out.content.as_deref(),
+            Some("Hi\n[TOOL_CALLS][ARGS]{\"tz\": \"UTC\"}")
+        );
+        // An array whose first element is not JSON keeps `[TOOL_CALLS][` in its error.
+        let out = f.parse("[TOOL_CALLS][x", &ts);
+        assert_eq!(out.errors[0].text, "[TOOL_CALLS][x");
+        assert_eq!(out.content.as_deref(), Some("[TOOL_CALLS][x"));
+        let out = f.parse("[TOOL_CALLS][{\"name\": ", &ts);
+        assert_eq!(out.errors[0].text, "[TOOL_CALLS][{\"name\": ");
+        for text in [
+            "[TOOL_CALLS][ARGS]x",
+            "[TOOL_CALLS][ARGS]{\"tz\": \"UTC\"}[TOOL_CALLS]get_time[ARGS]{}",
+            "[TOOL_CALLS][CALL_ID]a1B2c3D4e[ARGS]{} more",
+            "[TOOL_CALLS][x [TOOL_CALLS]get_time[ARGS]{}",
+            "[TOOL_CALLS][{\"name\": ",
+        ] {
+            scan::assert_streams_as_whole(&f, text, &ts);
+        }
+    }
+
+    #[test]
+    fn streaming_agrees_and_holds_partial_marker() {
+        let f = Mistral::default();
+        let ts = tools();
+        let mut p = StreamingParser::new(&f, &ts);
+        let mut ev = p.push("Checking both.[TOOL_CA");
+        assert_eq!(ev, vec![StreamEvent::Content("Checking both.".into())]);
+        ev.extend(p.push(&WORKED["Checking both.[TOOL_CA".len()..]));
+        ev.extend(p.finish());
+        let ends: Vec<ToolCall> = ev
+            .iter()
+            .filter_map(|e| match e {
+                StreamEvent::ToolCallEnd { call, .. } => Some(call.clone()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(ends, worked_calls());
+    }
+
+    #[test]
+    fn a_malformed_run_is_reported_once_its_end_is_known() {
+        // The bad text runs to the next `[TOOL_CALLS]` or the end of the output: while
+        // streaming, it is held back until then, not reported cut short.
+        let f = Mistral::default();
+        let ts = tools();
+        for text in [
+            "[TOOL_CALLS]{\"name\": \"get_weather\", \"arguments\": ]{\"name\": \"x\"} \n more",
+            "[TOOL_CALLS]get_time[ARGS]{\"tz\": ]  x y[TOOL_CALLS]get_time[ARGS]{\"tz\": \"UTC\"}",
+            "[TOOL_CALLS][{\"name\": \"get_time\", \"arguments\": {\"tz\": \"UTC\"}} x  y z",
+            "[TOOL_CALLS][{\"name\": ] \n x[TOOL_CALLS]get_time[ARGS]{}",
+        ] {
+            scan::assert_streams_as_whole(&f, text, &ts);
+        }
+        let out = f.parse("[TOOL_CALLS]get_time[ARGS]{\"tz\": ] x \n", &ts);
+        assert_eq!(out.errors[0].text, "[TOOL_CALLS]get_time[ARGS]{\"tz\": ] x");
+    }
+
+    #[test]
+    fn output_ending_in_a_call_header_is_unterminated() {
+        let f = Mistral::default();
+        let ts = tools();
+        for text in ["[TOOL_CALLS]sea", "[TOOL_CALLS]get_time[CALL_ID]ab12"] {
+            let out = f.parse(text, &ts);
+            assert_eq!(out.errors.len(), 1, "{text}: {out:?}");
+            assert_eq!(out.errors[0].error, ToolParseError::Unterminated, "{text}");
+            assert_eq!(out.content.as_deref(), Some(text));
+            scan::assert_streams_as_whole(&f, text, &ts);
+        }
+        let out = f.parse("[TOOL_CALLS]no call here", &ts);
+        assert!(matches!(out.errors[0].error, ToolParseError::Syntax(_)));
+    }
+
+    #[test]
+    fn a_repeated_arguments_member_makes_an_element_malformed() {
+        // The streamed element showed its first arguments (and the final one its
+        // first); JSON would keep the last.
+        let f = Mistral::default();
+        let ts = tools();
+        let text = "[TOOL_CALLS][{\"name\": \"get_time\", \"arguments\": {}, \"arguments\": {\"tz\": \"X\"}}]";
+        let out = f.parse(text, &ts);
+        assert!(out.tool_calls.is_empty());
+        assert!(matches!(out.errors[0].error, ToolParseError::Syntax(_)));
+        scan::assert_streams_as_whole(&f, text, &ts);
+    }
+
+    #[test]
+    fn calls_inside_reasoning_are_not_calls() {
+        let f = Mistral::new(
+            MistralSyntax::NameArgs,
+            FormatOptions {
+                reasoning: true,
+                ..FormatOptions::default()
+            },
+        );
+        let out = f.parse(
+            "[THINK]maybe [TOOL_CALLS]get_time[ARGS]{\"tz\": \"UTC\"}[/THINK]no call",
+            &tools(),
+        );
+        assert!(out.tool_calls.is_empty());
+        assert_eq!(out.content.as_deref(), Some("no call"));
+    }
+
+    #[test]
+    fn an_array_whose_elements_are_all_malformed_stays_content_whole() {
+        let ts = tools();
+        let f = Mistral::array();
+        for (text, content) in [
+            (
+                "[TOOL_CALLS][{\"name\":\"nosuch\",\"arguments\":{}}]",
+                "[TOOL_CALLS][{\"name\":\"nosuch\",\"arguments\":{}}]",
+            ),
+            (
+                "Hi [TOOL_CALLS][{\"name\":\"nosuch\",\"arguments\":{}}, {\"name\": \"x\"}] bye",
+                "Hi\n[TOOL_CALLS][{\"name\":\"nosuch\",\"arguments\":{}}, {\"name\": \"x\"}]\nbye",
+            ),
+        ] {
+            let out = f.parse(text, &ts);
+            assert!(out.tool_calls.is_empty(), "{text}");
+            // Content pieces are trimmed and joined by `\n`, as everywhere.
+            assert_eq!(out.content.as_deref(), Some(content), "{text}");
+            assert_eq!(
+                out.errors[0].error,
+                ToolParseError::UnknownTool {
+                    name: "nosuch".into()
+                }
+            );
+            assert_eq!(out.errors[0].text, "{\"name\":\"nosuch\",\"arguments\":{}}");
+            scan::assert_streams_as_whole(&f, text, &ts);
+        }
+        // One good element: the bad one's text is content inside the list's brackets (as
+        // in the json and pythonic families), `[TOOL_CALLS]` and the separators are not.
+        for (text, content) in [
+            (
+                "[TOOL_CALLS][{\"name\":\"nosuch\",\"arguments\":{}}, {\"name\": \"get_time\", \"arguments\": {\"tz\": \"UTC\"}}]",
+                "[{\"name\":\"nosuch\",\"arguments\":{}}]",
+            ),
+            (
+                "[TOOL_CALLS][{\"name\": \"get_time\", \"arguments\": {\"tz\": \"UTC\"}}, {\"name\":\"nosuch\",\"arguments\":{}}, {\"name\": \"get_time\", \"arguments\": {\"tz\": \"X\", \"tz\": \"Y\"}}]",
+                "[{\"name\":\"nosuch\",\"arguments\":{}}]\n[{\"name\": \"get_time\", \"arguments\": {\"tz\": \"X\", \"tz\": \"Y\"}}]",
+            ),
+        ] {
+            let out = f.parse(text, &ts);
+            assert_eq!(
+                out.tool_calls,
+                vec![ToolCall::new("get_time", json!({"tz": "UTC"}))]
+            );
+            assert_eq!(out.content.as_deref(), Some(content), "{text}");
+            scan::assert_streams_as_whole(&f, text, &ts);
+        }
+    }
+}

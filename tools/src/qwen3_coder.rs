@@ -1,0 +1,1311 @@
+//! Qwen3-Coder (and Qwen3.5 / Qwen3.6): XML-like `<function=NAME>` calls with one
+//! `<parameter=KEY>` element per argument (section 4.2 of the tool-call format notes;
+//! vLLM's `qwen3_coder` / `qwen3_xml` parsers, XGrammar's `qwen_3_coder` builtin).
+//!
+//! ```text
+//! <tool_call>
+//! <function=get_weather>
+//! <parameter=city>
+//! Paris
+//! </parameter>
+//! <parameter=days>
+//! 3
+//! </parameter>
+//! </function>
+//! </tool_call>
+//! ```
+
+use serde_json::{json, Map, Value};
+
+use super::scan::{self, Content};
+use super::tags::{self, Envelope};
+use super::{
+    FormatOptions, PartialCall, PartialOutput, Settled, StructuralTag, Tool, ToolCall,
+    ToolCallFormat, ToolChoice, ToolError, ToolParseError,
+};
+
+const BEGIN: &str = "<tool_call>";
+const END: &str = "</tool_call>";
+const FUNC: &str = "<function=";
+const FUNC_END: &str = "</function>";
+const PARAM: &str = "<parameter=";
+const CLOSE: &str = "</parameter>";
+const THINK: &str = "<think>";
+const THINK_END: &str = "</think>";
+
+/// The Qwen3-Coder XML format (`qwen3_coder`, also registered as `qwen3_xml`).
+///
+/// * Grammar (the Qwen3-Coder chat template's exact whitespace): each call is
+///   `<tool_call>\n<function=NAME>\n`, then per argument
+///   `<parameter=KEY>\nVALUE\n</parameter>\n`, then `</function>\n</tool_call>`, calls
+///   joined by `\n`; string-typed values are raw text
+///   that never contains `</parameter>` (`minLength`/`maxLength` count its characters,
+///   `pattern`/`format` match it; a keyword the style cannot express makes
+///   [`ToolCallFormat::structural_tag`] fail with [`ToolError::Unsupported`] naming the
+///   tool, the parameter and the keyword), other values JSON under their schema (the
+///   `qwen_xml` structural-tag style), in the schema's declared order; a tool whose
+///   arguments are unconstrained (no properties, see [`super::ArgumentSchemas`]) takes any
+///   parameter names with raw values. Content may precede the first call (also under
+///   `required`); free text never contains `<tool_call>` or `<function=`. With
+///   [`FormatOptions::reasoning`] (Qwen3.5/3.6) a `<think>…</think>\n\n` block comes first.
+///   [`FormatOptions::any_order`] does not apply (the style has a fixed order).
+/// * Parser: values lose exactly one leading and one trailing `\n` and are typed by the
+///   tool's schema (`scan::typed_xml_value`: `type: "string"` raw, else JSON, else a
+///   Python literal such as `True`/`None`, else text; undeclared parameters stay text;
+///   schemas admitting strings among other values as below).
+///   A `</parameter>` is structural only when, after whitespace, `<parameter=KEY>` with a
+///   KEY of the schema, `</function>`, `</tool_call>` or the end of the output follows
+///   (vLLM's rule), so values may contain the closing tag's text; a missing
+///   `</parameter>` is recovered at the next undeclared-so-far `<parameter=KEY>` of the
+///   schema or at `</function>`. Literal nested `<parameter=` opens are not depth-counted
+///   (the grammar lets values contain that text). A missing `<tool_call>` wrapper (a bare
+///   `<function=`) and a missing `</tool_call>` before the next call or the end are
+///   tolerated.
+/// * Rendering: strings raw, other values JSON (`</` written `<\/`); a string value
+///   holding a closing tag cannot be written — [`Qwen3Coder::try_render_calls`] refuses
+///   it, [`ToolCallFormat::render_calls`] writes it raw and it does not parse back.
+/// * Streaming: string values stream as JSON-escaped text inside the arguments' JSON
+///   (`{"city": "Par`), other values once complete; a value not yet closed streams only
+///   as far as it is certain to reach (never past a `</parameter>` not yet known to be
+///   structural, nor past a place where a missing `</parameter>` would be recovered, nor
+///   with whitespace that either end may drop). A parameter given twice makes the call
+///   malformed (`argument "KEY" given twice`, its text kept in content), as in every
+///   family.
+/// * Properties admitting strings among other values (schemars' `Option<String>`,
+///   `"type": ["string", "null"]`; `["integer", "string"]`; an `anyOf`/`oneOf` with a
+///   string branch, through local `$ref`s, such as `Option` of a string enum): the grammar
+///   takes the raw text of the string branches (with their `enum`/`const`) or the JSON of
+///   the other branches, as the template writes them; the parser reads the text as a
+///   non-string value only when it is JSON valid under a non-string branch, else as the
+///   string (`null` is null for an `Option<String>`, `None` and `true` stay strings; `42`
+///   is 42 for `["integer", "string"]`, `4.5` and `abc` strings). The ambiguity is
+///   inherent to raw values: the string `"42"` of an `["integer", "string"]` property
+///   renders as `42` and reads back as the integer, the string `"null"` of an
+///   `Option<String>` reads back as null. Such values stream once whole.
+#[derive(Clone, Debug, Default)]
+pub struct Qwen3Coder {
+    options: FormatOptions,
+}
+
+impl Qwen3Coder {
+    /// The format with `options`.
+    pub fn new(options: FormatOptions) -> Self {
+        Self { options }
+    }
+
+    /// The options.
+    pub fn options(&self) -> &FormatOptions {
+        &self.options
+    }
+
+    /// `calls` as [`ToolCallFormat::render_calls`] writes them, refusing what would not
+    /// parse back. String values are raw text with no escape (section 4.2 of the
+    /// tool-call format notes), so one holding `</parameter>`, `</function>` or
+    /// `</tool_call>` cannot be written: the grammar forbids `</parameter>` in a raw value,
+    /// and the parser may end the value, the call or the block there. Other values are
+    /// JSON with every `</` written `<\/` (the same JSON, never a closing tag), so they
+    /// always render.
+    ///
+    /// # Errors
+    /// [`ToolError::Unsupported`] naming the call, the parameter and the closing tag.
+    pub fn try_render_calls(&self, calls: &[ToolCall]) -> Result<String, ToolError> {
+        for c in calls {
+            let Value::Object(args) = &c.arguments else {
+                continue;
+            };
+            for (k, v) in args {
+                let Value::String(text) = v else { continue };
+                if let Some(tag) = [CLOSE, FUNC_END, END]
+                    .into_iter()
+                    .find(|t| text.contains(t))
+                {
+                    return Err(ToolError::Unsupported {
+                        format: "qwen3_coder".into(),
+                        reason: format!(
+                            "call to {:?}: the value of parameter {k:?} holds {tag}, which a \
+                             raw string value cannot carry (the format has no escape)",
+                            c.name
+                        ),
+                    });
+                }
+            }
+        }
+        Ok(self.render_calls(calls))
+    }
+
+    fn envelope(&self) -> Envelope {
+        Envelope {
+            trigger: BEGIN.into(),
+            separator: "\n".into(),
+            section: None,
+            leading_text_in_required: true,
+            reasoning: Some((THINK.into(), THINK_END.into(), "\n\n".into())),
+            excludes: vec![FUNC.into(), THINK.into(), THINK_END.into()],
+        }
+    }
+}
+
+/// The arguments part of an XML-style call tag: the tool's schema in `style` followed by
+/// `item_end` when at least one item is written (an all-optional schema also allows no
+/// items and no `item_end`), or, for a tool whose arguments are unconstrained, any number
+/// of `open NAME middle RAW close` items. Shared by the Qwen3-Coder and GLM families
+/// (`format` names the family in errors).
+///
+/// The part is lowered once here, so that a schema the style cannot express fails now,
+/// for this tool, rather than when the whole tag is compiled.
+///
+/// # Errors
+/// [`ToolError::Unsupported`] naming the tool, with the lowering's message (the
+/// parameter, the keyword and why).
+pub(crate) fn xml_arguments(
+    tool: &Tool,
+    options: &FormatOptions,
+    format: &str,
+    style: &str,
+    trailing: &str,
+    any_item: (&str, &str, &str),
+) -> Result<Value, ToolError> {
+    let part = xml_arguments_part(tool, options, style, trailing, any_item);
+    StructuralTag::from_json(&json!({"type": "structural_tag", "format": part}))
+        .and_then(|tag| tokensieve::structural_tag::structural_tag_to_grammar(&tag, None))
+        .map_err(|e| ToolError::Unsupported {
+            format: format.into(),
+            reason: format!("tool {:?}: {e}", tool.name),
+        })?;
+    Ok(part)
+}
+
+fn xml_arguments_part(
+    tool: &Tool,
+    options: &FormatOptions,
+    style: &str,
+    trailing: &str,
+    any_item: (&str, &str, &str),
+) -> Value {
+    let schema = tags::argument_schema(tool, options);
+    let has_props = schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .is_some_and(|p| !p.is_empty());
+    let open_ended = schema.get("additionalProperties") != Some(&Value::Bool(false));
+    if !has_props && open_ended {
+        let (open, middle, close) = any_item;
+        let item = json!({"type": "sequence", "elements": [
+            {"type": "const_string", "value": open},
+            {"type": "regex", "pattern": "[A-Za-z_][A-Za-z0-9_.-]{0,63}"},
+            {"type": "const_string", "value": middle},
+            {"type": "any_text", "excludes": [close]},
+            {"type": "const_string", "value": format!("{close}{trailing}")}]});
+        return json!({"type": "star", "content": item});
+    }
+    let mut body = json!({"type": "json_schema", "json_schema": schema, "style": style});
+    if let Some(n) = options.max_whitespace {
+        body["max_whitespace"] = json!(n);
+    }
+    if let Some(n) = options.max_number_digits {
+        body["max_number_digits"] = json!(n);
+    }
+    let with_end = if trailing.is_empty() {
+        body
+    } else {
+        json!({"type": "sequence", "elements": [body, {"type": "const_string", "value": trailing}]})
+    };
+    let required = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .is_some_and(|r| !r.is_empty());
+    if required || trailing.is_empty() {
+        with_end
+    } else {
+        json!({"type": "optional", "content": with_end})
+    }
+}
+
+impl ToolCallFormat for Qwen3Coder {
+    fn name(&self) -> &str {
+        "qwen3_coder"
+    }
+
+    fn structural_tag(
+        &self,
+        tools: &[Tool],
+        choice: &ToolChoice,
+        parallel: bool,
+    ) -> Result<StructuralTag, ToolError> {
+        let options = &self.options;
+        tags::assemble(&self.envelope(), tools, choice, parallel, options, |t| {
+            Ok(json!({"type": "tag",
+                "begin": format!("{BEGIN}\n{FUNC}{}>\n", t.name),
+                "content": xml_arguments(t, options, "qwen3_coder", "qwen_xml", "\n", (PARAM, ">\n", "\n</parameter>"))?,
+                "end": format!("{FUNC_END}\n{END}")}))
+        })
+    }
+
+    fn parse_partial(&self, text: &str, tools: &[Tool], at_end: bool) -> PartialOutput {
+        self.parse_partial_from(text, &Settled::default(), tools, at_end)
+    }
+
+    fn parse_partial_from(
+        &self,
+        text: &str,
+        from: &Settled,
+        tools: &[Tool],
+        at_end: bool,
+    ) -> PartialOutput {
+        let mut out = PartialOutput::default();
+        let reasoning = self.options.reasoning;
+        let Some(rest) =
+            scan::leading_reasoning(text, from, THINK, THINK_END, reasoning, at_end, &mut out)
+        else {
+            return out;
+        };
+        let mut content = Content::resumed(from.content_open);
+        let mut pos = rest;
+        loop {
+            let Some((k, wrapped)) = next_call(&text[pos..]) else {
+                if let Some(n) = content.push_tail(&text[pos..], &[BEGIN, FUNC], at_end) {
+                    scan::settle_open(&mut out, &content, pos + n);
+                }
+                break;
+            };
+            content.push(&text[pos..pos + k]);
+            let start = pos + k;
+            match read_call(&text[start..], wrapped, tools, at_end) {
+                Step::Pending(call) => {
+                    out.calls.push(call);
+                    break;
+                }
+                Step::Done { call, len } => {
+                    out.calls.push(call);
+                    pos = start + len;
+                    scan::settle(&mut out, &content, pos);
+                }
+                Step::Bad { error, len } => {
+                    let end = start + len;
+                    scan::push_malformed(&mut out, &mut content, &text[start..end], start, error);
+                    pos = end;
+                    scan::settle(&mut out, &content, pos);
+                }
+            }
+        }
+        out.content = content.into_string();
+        out
+    }
+
+    fn render_calls(&self, calls: &[ToolCall]) -> String {
+        calls
+            .iter()
+            .map(|c| {
+                let mut s = format!("{BEGIN}\n{FUNC}{}>\n", c.name);
+                if let Value::Object(args) = &c.arguments {
+                    for (k, v) in args {
+                        s.push_str(&format!("{PARAM}{k}>\n{}\n{CLOSE}\n", raw_value(v)));
+                    }
+                }
+                s.push_str(&format!("{FUNC_END}\n{END}"));
+                s
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    fn render_tool_result(&self, _call: &ToolCall, result: &Value) -> String {
+        format!("<tool_response>\n{}\n</tool_response>", raw_value(result))
+    }
+
+    fn render_tools_prompt(&self, tools: &[Tool]) -> String {
+        let mut s = String::from(
+            "# Tools\n\nThese functions are available. Each is described inside <tools></tools> \
+             with its name, purpose and parameters:\n<tools>",
+        );
+        for t in tools {
+            s.push_str(&format!("\n<function>\n<name>{}</name>", t.name));
+            if !t.description.is_empty() {
+                s.push_str(&format!("\n<description>{}</description>", t.description));
+            }
+            s.push_str("\n<parameters>");
+            let required: Vec<&str> = t
+                .input_schema
+                .get("required")
+                .and_then(Value::as_array)
+                .map(|r| r.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            if let Some(props) = t.input_schema.get("properties").and_then(Value::as_object) {
+                for (name, p) in props {
+                    s.push_str(&format!("\n<parameter>\n<name>{name}</name>"));
+                    if let Some(obj) = p.as_object() {
+                        for (k, v) in obj {
+                            let v = match v {
+                                Value::String(x) => x.clone(),
+                                other => scan::python_json(other),
+                            };
+                            s.push_str(&format!("\n<{k}>{v}</{k}>"));
+                        }
+                    }
+                    s.push_str("\n</parameter>");
+                }
+            }
+            if !required.is_empty() {
+                s.push_str(&format!(
+                    "\n<required>{}</required>",
+                    scan::python_json(&json!(required))
+                ));
+            }
+            s.push_str("\n</parameters>\n</function>");
+        }
+        s.push_str(
+            "\n</tools>\n\nTo call a function, answer with a block of this shape and nothing \
+             after it:\n<tool_call>\n<function=NAME>\n<parameter=ARGUMENT>\nVALUE\n</parameter>\n\
+             </function>\n</tool_call>\nWrite text values as they are and other values as JSON; \
+             give every required parameter. You may explain your reasoning before a call, \
+             never after it.",
+        );
+        s
+    }
+}
+
+/// A value as the template writes it: strings raw, everything else JSON, with `</`
+/// written `<\/` (it can only occur inside a JSON string, where both mean `</`) so the
+/// JSON never holds a closing tag.
+fn raw_value(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => scan::python_json(other).replace("</", "<\\/"),
+    }
+}
+
+/// Where the next call starts in `s` (a `<tool_call>`, or a bare `<function=`), and
+/// whether it is wrapped.
+fn next_call(s: &str) -> Option<(usize, bool)> {
+    match (s.find(BEGIN), s.find(FUNC)) {
+        (Some(a), Some(b)) if b < a => Some((b, false)),
+        (Some(a), _) => Some((a, true)),
+        (None, Some(b)) => Some((b, false)),
+        (None, None) => None,
+    }
+}
+
+enum Step {
+    /// The call is still arriving.
+    Pending(PartialCall),
+    /// A whole call spanning `len` bytes.
+    Done { call: PartialCall, len: usize },
+    /// A malformed call spanning `len` bytes.
+    Bad { error: ToolParseError, len: usize },
+}
+
+fn skip_ws(s: &str, i: usize) -> usize {
+    i + (s[i..].len() - s[i..].trim_start().len())
+}
+
+/// True when `rest` is non-empty and a proper prefix of one of `markers`.
+fn partial_marker(rest: &str, markers: &[&str]) -> bool {
+    !rest.is_empty()
+        && markers
+            .iter()
+            .any(|m| m.len() > rest.len() && m.starts_with(rest))
+}
+
+/// A bad call: it spans to the end marker (`</tool_call>`, or `</function>` for a bare
+/// call) after `from`, or to the end of the output; while the output is still arriving and
+/// that end is not there, the call is pending (so its text is never sent twice).
+fn bad(s: &str, from: usize, wrapped: bool, at_end: bool, error: ToolParseError) -> Step {
+    let end = if wrapped { END } else { FUNC_END };
+    match s[from..].find(end) {
+        Some(k) => Step::Bad {
+            error,
+            len: from + k + end.len(),
+        },
+        None if at_end => Step::Bad {
+            error,
+            len: s.len(),
+        },
+        None => Step::Pending(PartialCall::default()),
+    }
+}
+
+/// Reads one call from `s` (which starts with `<tool_call>` when `wrapped`, else with
+/// `<function=`).
+fn read_call(s: &str, wrapped: bool, tools: &[Tool], at_end: bool) -> Step {
+    let mut i = if wrapped { skip_ws(s, BEGIN.len()) } else { 0 };
+    let rest = &s[i..];
+    if !rest.starts_with(FUNC) {
+        if !at_end && (rest.is_empty() || partial_marker(rest, &[FUNC])) {
+            return Step::Pending(PartialCall::default());
+        }
+        return bad(
+            s,
+            i,
+            wrapped,
+            at_end,
+            ToolParseError::Syntax(format!("expected {FUNC}NAME> after {BEGIN}")),
+        );
+    }
+    i += FUNC.len();
+    let Some(gt) = s[i..].find(['>', '\n']) else {
+        if at_end {
+            return bad(s, i, wrapped, at_end, ToolParseError::Unterminated);
+        }
+        return Step::Pending(PartialCall::default());
+    };
+    let name = &s[i..i + gt];
+    if s.as_bytes()[i + gt] != b'>' {
+        return bad(
+            s,
+            i,
+            wrapped,
+            at_end,
+            ToolParseError::InvalidName {
+                name: name.to_owned(),
+            },
+        );
+    }
+    if let Err(e) = scan::check_call_name(name, tools) {
+        return bad(s, i, wrapped, at_end, e);
+    }
+    i += gt + 1;
+    let root = tools
+        .iter()
+        .find(|t| t.name == name)
+        .and_then(|t| t.input_schema.as_object());
+    let props: Option<&Map<String, Value>> = root
+        .and_then(|r| r.get("properties"))
+        .and_then(Value::as_object);
+    let mut w = Walk {
+        name: name.to_owned(),
+        props,
+        root,
+        params: Vec::new(),
+    };
+    loop {
+        let j = skip_ws(s, i);
+        let rest = &s[j..];
+        if rest.starts_with(PARAM) {
+            match w.read_param(s, j, at_end) {
+                Param::Done(next) => {
+                    if let Some((key, _)) = w.params.last() {
+                        if w.params[..w.params.len() - 1].iter().any(|(k, _)| k == key) {
+                            let e = scan::argument_given_twice(key);
+                            return bad(s, j, wrapped, at_end, e);
+                        }
+                    }
+                    i = next
+                }
+                Param::Pending(partial) => return Step::Pending(w.partial(partial)),
+                Param::Bad(e) => return bad(s, j, wrapped, at_end, e),
+            }
+        } else if rest.starts_with(FUNC_END) {
+            let k = skip_ws(s, j + FUNC_END.len());
+            let after = &s[k..];
+            if after.starts_with(END) {
+                return w.done(k + END.len());
+            }
+            if after.is_empty() || partial_marker(after, &[END, BEGIN, FUNC]) {
+                if at_end {
+                    // The closing `</tool_call>` never came, or came cut off at the end of
+                    // the output (then it is this call's end): the call itself is whole.
+                    if !after.is_empty() && END.starts_with(after) {
+                        return w.done(s.len());
+                    }
+                    return w.done(j + FUNC_END.len());
+                }
+                // Not known yet whether a `</tool_call>` (even after a bare call) ends it.
+                return Step::Pending(w.partial(None));
+            }
+            if !wrapped || after.starts_with(BEGIN) || after.starts_with(FUNC) {
+                return w.done(j + FUNC_END.len());
+            }
+            return bad(
+                s,
+                j,
+                wrapped,
+                at_end,
+                ToolParseError::Syntax(format!("expected {END} after {FUNC_END}")),
+            );
+        } else if wrapped && rest.starts_with(END) {
+            // `</function>` missing.
+            return w.done(j + END.len());
+        } else if rest.is_empty() || (!at_end && partial_marker(rest, &[PARAM, FUNC_END, END])) {
+            if at_end {
+                return bad(s, j, wrapped, at_end, ToolParseError::Unterminated);
+            }
+            return Step::Pending(w.partial(None));
+        } else {
+            return bad(
+                s,
+                j,
+                wrapped,
+                at_end,
+                ToolParseError::Syntax(format!(
+                    "expected {PARAM}NAME> or {FUNC_END}, found {:?}",
+                    scan::found_text(rest, if wrapped { END } else { FUNC_END })
+                )),
+            );
+        }
+    }
+}
+
+/// One call's parameters as far as they have been read.
+struct Walk<'t> {
+    name: String,
+    props: Option<&'t Map<String, Value>>,
+    /// The tool's whole input schema (for `$ref`s of properties).
+    root: Option<&'t Map<String, Value>>,
+    params: Vec<(String, String)>,
+}
+
+enum Param {
+    /// A whole parameter; the walk continues at this offset.
+    Done(usize),
+    /// The parameter is still arriving: its name and its stable raw text, once known.
+    Pending(Option<(String, String)>),
+    /// The parameter cannot be read.
+    Bad(ToolParseError),
+}
+
+/// What may follow a structural `</parameter>`.
+enum Follow {
+    Yes,
+    No,
+    Undecided,
+}
+
+impl Walk<'_> {
+    fn known(&self, key: &str) -> bool {
+        self.props
+            .map_or(true, |p| p.is_empty() || p.contains_key(key))
+    }
+
+    /// Whether `after` (the text right after a `</parameter>`) makes it structural.
+    fn follows(&self, after: &str, at_end: bool) -> Follow {
+        let a = after.trim_start();
+        if a.starts_with(FUNC_END) || a.starts_with(END) {
+            return Follow::Yes;
+        }
+        if let Some(r) = a.strip_prefix(PARAM) {
+            return match r.find('>') {
+                Some(k) if self.known(&r[..k]) => Follow::Yes,
+                Some(_) => Follow::No,
+                None if at_end || r.contains('\n') => Follow::No,
+                None => Follow::Undecided,
+            };
+        }
+        if a.is_empty() {
+            return if at_end {
+                Follow::Yes
+            } else {
+                Follow::Undecided
+            };
+        }
+        if !at_end && partial_marker(a, &[PARAM, FUNC_END, END]) {
+            return Follow::Undecided;
+        }
+        Follow::No
+    }
+
+    /// Reads the parameter starting at `s[j..]` (with `<parameter=`).
+    fn read_param(&mut self, s: &str, j: usize, at_end: bool) -> Param {
+        let k = j + PARAM.len();
+        let Some(gt) = s[k..].find(['>', '\n']) else {
+            return if at_end {
+                Param::Bad(ToolParseError::Unterminated)
+            } else {
+                Param::Pending(None)
+            };
+        };
+        if s.as_bytes()[k + gt] != b'>' {
+            return Param::Bad(ToolParseError::Syntax(format!(
+                "parameter name {:?} is not closed by '>'",
+                &s[k..k + gt]
+            )));
+        }
+        let key = s[k..k + gt].to_owned();
+        let mut v = k + gt + 1;
+        if s[v..].starts_with('\n') {
+            v += 1;
+        } else if !at_end && v == s.len() {
+            return Param::Pending(Some((key, String::new())));
+        }
+        // The first structural `</parameter>`.
+        let mut from = v;
+        let mut undecided = None;
+        while let Some(c) = s[from..].find(CLOSE) {
+            let c = from + c;
+            match self.follows(&s[c + CLOSE.len()..], at_end) {
+                Follow::Yes => {
+                    let raw = &s[v..c];
+                    let raw = raw.strip_suffix('\n').unwrap_or(raw);
+                    self.params.push((key, raw.to_owned()));
+                    return Param::Done(c + CLOSE.len());
+                }
+                Follow::Undecided => {
+                    undecided = Some(c);
+                    break;
+                }
+                Follow::No => from = c + CLOSE.len(),
+            }
+        }
+        let cut = self.missing_close_cut(s, v, &key, at_end);
+        if !at_end {
+            // The value so far, up to where it may yet end: an undecided `</parameter>`, a
+            // place where a missing one would be recovered, or a partial marker; without
+            // the whitespace that either ending may drop.
+            let tail_end = v + scan::stable_len(&s[v..], &[CLOSE, PARAM, FUNC_END], false);
+            let e = [undecided, cut]
+                .into_iter()
+                .flatten()
+                .fold(tail_end, usize::min);
+            let raw = s[v..e].trim_end_matches([' ', '\t', '\r']);
+            let raw = raw.strip_suffix('\n').unwrap_or(raw);
+            return Param::Pending(Some((key, raw.to_owned())));
+        }
+        match cut {
+            Some(c) => {
+                let raw = s[v..c].trim_end_matches([' ', '\t', '\r']);
+                let raw = raw.strip_suffix('\n').unwrap_or(raw);
+                self.params.push((key, raw.to_owned()));
+                Param::Done(c)
+            }
+            None => Param::Bad(ToolParseError::Unterminated),
+        }
+    }
+
+    /// Where a value starting at `s[v..]` (of parameter `key`) whose `</parameter>` is
+    /// missing ends: at the next `<parameter=KEY>` with a KEY of the schema not given yet,
+    /// or at `</function>`, whichever comes first. While the output is still arriving
+    /// (`!at_end`), a `<parameter=` whose name has not ended counts too (it may become
+    /// such a KEY).
+    fn missing_close_cut(&self, s: &str, v: usize, key: &str, at_end: bool) -> Option<usize> {
+        let mut cut = None;
+        let mut from = v;
+        while let Some(p) = s[from..].find(PARAM) {
+            let p = from + p;
+            let r = &s[p + PARAM.len()..];
+            match r.find('>') {
+                Some(e) => {
+                    let nk = &r[..e];
+                    let declared = self.props.is_some_and(|m| m.contains_key(nk));
+                    if declared && nk != key && !self.params.iter().any(|(pk, _)| pk == nk) {
+                        cut = Some(p);
+                        break;
+                    }
+                }
+                None if !at_end => {
+                    cut = Some(p);
+                    break;
+                }
+                None => {}
+            }
+            from = p + PARAM.len();
+        }
+        if let Some(f) = s[v..].find(FUNC_END) {
+            cut = Some(cut.map_or(v + f, |c| c.min(v + f)));
+        }
+        cut
+    }
+
+    fn arguments(&self) -> Value {
+        typed_arguments(&self.params, self.props, self.root, true)
+    }
+
+    fn arguments_text(&self, partial: Option<&(String, String)>, complete: bool) -> String {
+        arguments_json_text(&self.params, self.props, self.root, true, partial, complete)
+    }
+
+    fn partial(&self, p: Option<(String, String)>) -> PartialCall {
+        PartialCall {
+            id: None,
+            name: Some(self.name.clone()),
+            arguments_text: self.arguments_text(p.as_ref(), false),
+            complete: None,
+        }
+    }
+
+    fn done(&self, len: usize) -> Step {
+        Step::Done {
+            call: PartialCall {
+                id: None,
+                name: Some(self.name.clone()),
+                arguments_text: self.arguments_text(None, true),
+                complete: Some(ToolCall::new(self.name.clone(), self.arguments())),
+            },
+            len,
+        }
+    }
+}
+
+/// The arguments object of raw `(key, value text)` pairs, each typed by its property's
+/// schema ([`scan::typed_xml_value`]).
+pub(crate) fn typed_arguments(
+    params: &[(String, String)],
+    props: Option<&Map<String, Value>>,
+    root: Option<&Map<String, Value>>,
+    undeclared_is_text: bool,
+) -> Value {
+    let mut map = Map::new();
+    for (k, raw) in params {
+        let schema = property_schema(props, root, k);
+        map.insert(
+            k.clone(),
+            scan::typed_xml_value(raw, schema, root, undeclared_is_text),
+        );
+    }
+    Value::Object(map)
+}
+
+/// The schema of property `key` (`props` of the tool's schema `root`), through a local
+/// `$ref` as the grammar reads it ([`tokensieve::structural_tag::xml::resolve_local_ref`]).
+pub(crate) fn property_schema<'a>(
+    props: Option<&'a Map<String, Value>>,
+    root: Option<&'a Map<String, Value>>,
+    key: &str,
+) -> Option<&'a Value> {
+    props
+        .and_then(|p| p.get(key))
+        .map(|s| tokensieve::structural_tag::xml::resolve_local_ref(s, root))
+}
+
+/// The arguments' JSON text so far (what streaming sends): whole members in the order
+/// written, then the string value still arriving (`partial`: its key and stable raw text),
+/// JSON-escaped and without its closing quote; `}` once `complete`. Only grows as values
+/// arrive: a key given twice is written twice while it arrives (the call then ends
+/// malformed, `argument "KEY" given twice`), since what was sent for the first cannot be
+/// taken back.
+pub(crate) fn arguments_json_text(
+    params: &[(String, String)],
+    props: Option<&Map<String, Value>>,
+    root: Option<&Map<String, Value>>,
+    undeclared_is_text: bool,
+    partial: Option<&(String, String)>,
+    complete: bool,
+) -> String {
+    let mut s = String::from("{");
+    let mut n = 0;
+    for (k, raw) in params {
+        if n > 0 {
+            s.push_str(", ");
+        }
+        n += 1;
+        let v = scan::typed_xml_value(
+            raw,
+            property_schema(props, root, k),
+            root,
+            undeclared_is_text,
+        );
+        s.push_str(&format!("{}: {}", json!(k), scan::python_json(&v)));
+    }
+    if complete {
+        s.push('}');
+        return s;
+    }
+    if let Some((k, raw)) = partial {
+        let schema = property_schema(props, root, k);
+        let raw_text = match schema {
+            Some(sc) => scan::is_raw_string_schema(sc),
+            None => undeclared_is_text,
+        };
+        if raw_text {
+            if n > 0 {
+                s.push_str(", ");
+            }
+            let quoted = json!(raw).to_string();
+            s.push_str(&format!("{}: {}", json!(k), &quoted[..quoted.len() - 1]));
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::{StreamEvent, StreamingParser};
+
+    fn tools() -> Vec<Tool> {
+        Tool::list_from_openai(&json!([
+            {"type": "function", "function": {"name": "get_weather", "parameters": {
+                "type": "object", "properties": {"city": {"type": "string"},
+                "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+                "days": {"type": "integer"}, "detail": {"type": "boolean"},
+                "hours": {"type": "array", "items": {"type": "integer"}}},
+                "required": ["city"]}}},
+            {"type": "function", "function": {"name": "get_time", "parameters": {
+                "type": "object", "properties": {"tz": {"type": "string"}}, "required": ["tz"]}}}
+        ]))
+        .unwrap()
+    }
+
+    const WORKED: &str = "I'll check the forecast.\n\n<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n<parameter=days>\n3\n</parameter>\n</function>\n</tool_call>";
+
+    #[test]
+    fn parses_the_worked_example() {
+        let out = Qwen3Coder::default().parse(WORKED, &tools());
+        assert_eq!(out.content.as_deref(), Some("I'll check the forecast."));
+        assert_eq!(
+            out.tool_calls,
+            vec![ToolCall::new(
+                "get_weather",
+                json!({"city": "Paris", "days": 3})
+            )]
+        );
+        assert!(out.errors.is_empty());
+        // Without a schema `days` stays text.
+        let out = Qwen3Coder::default().parse(WORKED, &[]);
+        assert_eq!(
+            out.tool_calls[0].arguments,
+            json!({"city": "Paris", "days": "3"})
+        );
+    }
+
+    #[test]
+    fn python_spellings_and_bad_values() {
+        let text = "<tool_call>\n<function=get_weather>\n<parameter=city>\nNone\n</parameter>\n<parameter=detail>\nTrue\n</parameter>\n<parameter=days>\n2026-01-15\n</parameter>\n<parameter=hours>\n[1, 2]\n</parameter>\n</function>\n</tool_call>";
+        let out = Qwen3Coder::default().parse(text, &tools());
+        assert!(out.errors.is_empty(), "{:?}", out.errors);
+        assert_eq!(
+            out.tool_calls[0].arguments,
+            json!({"city": "None", "detail": true, "days": "2026-01-15", "hours": [1, 2]})
+        );
+        // vLLM's rule: a `</parameter>` followed by an undeclared `<parameter=` is text, so
+        // an undeclared parameter after a declared one stays inside its value.
+        let text = "<tool_call>\n<function=get_time>\n<parameter=tz>\nUTC\n</parameter>\n<parameter=extra>\n5\n</parameter>\n</function>\n</tool_call>";
+        let out = Qwen3Coder::default().parse(text, &tools());
+        assert_eq!(
+            out.tool_calls[0].arguments,
+            json!({"tz": "UTC\n</parameter>\n<parameter=extra>\n5"})
+        );
+        // First, or for a tool without a schema, it is a parameter (kept as text).
+        let out = Qwen3Coder::default().parse(text, &[]);
+        assert_eq!(
+            out.tool_calls[0].arguments,
+            json!({"tz": "UTC", "extra": "5"})
+        );
+    }
+
+    #[test]
+    fn closing_tags_inside_values() {
+        let f = Qwen3Coder::default();
+        let ts = tools();
+        let city = "a </parameter> b\n</parameter>\nc </function></tool_call> <tool_call>";
+        let calls = vec![
+            ToolCall::new("get_weather", json!({"city": city, "days": 2})),
+            ToolCall::new("get_time", json!({"tz": "<parameter=x>\n"})),
+        ];
+        let text = f.render_calls(&calls);
+        assert_eq!(f.parse(&text, &ts).tool_calls, calls);
+    }
+
+    #[test]
+    fn missing_close_and_missing_wrapper_are_tolerated() {
+        let text =
+            "<function=get_weather>\n<parameter=city>\nParis\n<parameter=days>\n3\n</function>";
+        let out = Qwen3Coder::default().parse(text, &tools());
+        assert_eq!(
+            out.tool_calls,
+            vec![ToolCall::new(
+                "get_weather",
+                json!({"city": "Paris", "days": 3})
+            )]
+        );
+        assert_eq!(out.content, None);
+    }
+
+    #[test]
+    fn unknown_tool_and_unterminated_calls_are_errors_kept_in_content() {
+        let ts = tools();
+        let f = Qwen3Coder::default();
+        let bad = "<tool_call>\n<function=nope>\n</function>\n</tool_call>";
+        let out = f.parse(&format!("Hi.\n{bad}\nBye."), &ts);
+        assert!(out.tool_calls.is_empty());
+        assert_eq!(
+            out.errors[0].error,
+            ToolParseError::UnknownTool {
+                name: "nope".into()
+            }
+        );
+        assert_eq!(out.errors[0].text, bad);
+        assert_eq!(out.content.unwrap(), format!("Hi.\n{bad}\nBye."));
+        let cut = "<tool_call>\n<function=get_time>\n<parameter=tz>\nUT";
+        let out = f.parse(cut, &ts);
+        assert_eq!(out.errors[0].error, ToolParseError::Unterminated);
+        assert_eq!(out.content.as_deref(), Some(cut));
+        let phantom = "<tool_call>\n<function={{ tc.name }}>\n</function>\n</tool_call>";
+        assert!(matches!(
+            f.parse(phantom, &ts).errors[0].error,
+            ToolParseError::InvalidName { .. }
+        ));
+    }
+
+    #[test]
+    fn reasoning_hides_calls() {
+        let f = Qwen3Coder::new(FormatOptions {
+            reasoning: true,
+            ..FormatOptions::default()
+        });
+        let text = "<think>\nmaybe <tool_call>\n<function=get_time>\n<parameter=tz>\nUTC\n</parameter>\n</function>\n</tool_call>\n</think>\n\nok";
+        let out = f.parse(text, &tools());
+        assert!(out.tool_calls.is_empty());
+        assert_eq!(out.content.as_deref(), Some("ok"));
+        assert!(out.reasoning.unwrap().contains("<function=get_time>"));
+    }
+
+    #[test]
+    fn streams_string_values_and_holds_back_partial_markers() {
+        let f = Qwen3Coder::default();
+        let ts = tools();
+        let mut p = StreamingParser::new(&f, &ts);
+        assert_eq!(
+            p.push("I'll check the forecast.\n\n<tool_"),
+            vec![StreamEvent::Content("I'll check the forecast.".into())]
+        );
+        let mut all = Vec::new();
+        all.extend(p.push("call>\n<function=get_weather>\n<parameter=city>\nPa"));
+        all.extend(p.push("ris\n</param"));
+        let args: String = all
+            .iter()
+            .filter_map(|e| match e {
+                StreamEvent::ToolCallArguments { delta, .. } => Some(delta.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(args, "{\"city\": \"Paris");
+        all.extend(p.push("eter>\n<parameter=days>\n3\n</parameter>\n</function>\n</tool_call>"));
+        all.extend(p.finish());
+        let ends: Vec<&ToolCall> = all
+            .iter()
+            .filter_map(|e| match e {
+                StreamEvent::ToolCallEnd { call, .. } => Some(call),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(ends, vec![&f.parse(WORKED, &ts).tool_calls[0]]);
+        let args: String = all
+            .iter()
+            .filter_map(|e| match e {
+                StreamEvent::ToolCallArguments { delta, .. } => Some(delta.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(args, "{\"city\": \"Paris\", \"days\": 3}");
+    }
+
+    #[test]
+    fn several_calls_in_one_chunk() {
+        let f = Qwen3Coder::default();
+        let ts = tools();
+        let calls = vec![
+            ToolCall::new("get_time", json!({"tz": "UTC"})),
+            ToolCall::new("get_weather", json!({"city": "Oslo", "days": 1})),
+        ];
+        let mut p = StreamingParser::new(&f, &ts);
+        let mut ev = p.push(&format!("Both.\n\n{}", f.render_calls(&calls)));
+        ev.extend(p.finish());
+        let ends: Vec<ToolCall> = ev
+            .into_iter()
+            .filter_map(|e| match e {
+                StreamEvent::ToolCallEnd { call, .. } => Some(call),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(ends, calls);
+    }
+
+    #[test]
+    fn bad_input_never_panics() {
+        let f = Qwen3Coder::default();
+        let ts = tools();
+        let text = "x<tool_call>\n<function=get_weather>\n<parameter=city>\né</parameter>\n</function>\n</tool_call>";
+        for i in 0..=text.len() {
+            if text.is_char_boundary(i) {
+                let _ = f.parse_partial(&text[..i], &ts, false);
+                let _ = f.parse(&text[..i], &ts);
+                let _ = f.parse(&text[i..], &ts);
+            }
+        }
+    }
+
+    /// Qwen3-Coder markers, names, values and fragments, for random texts.
+    const SOUP: &[&str] = &[
+        "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call>",
+        "<function=get_time>\n<parameter=tz>\nUTC\n</parameter>\n</function>",
+        "<tool_call>\n<function=get_time>\n<parameter=tz>\nUTC\n</parameter>\n<parameter=tz>\nCET\n</parameter>\n</function>\n</tool_call>",
+        "<tool_call>\n<function=get_weather>\n<parameter=days>\n3\n</parameter>\n</function>\n</tool_call>",
+        "<tool_call>",
+        "</tool_call>",
+        "<tool_call>\n<function=get_weather>\n",
+        "<function=get_weather>",
+        "<function=get_time>",
+        "<function=nope>",
+        "<function=",
+        "</function>",
+        "<parameter=city>",
+        "<parameter=days>",
+        "<parameter=tz>",
+        "<parameter=x>",
+        "<parameter=",
+        "</parameter>",
+        "\n</parameter>\n",
+        "<parameter=city>\nParis\n</parameter>\n",
+        "<parameter=days>\n3\n</parameter>\n",
+        "Paris",
+        "3",
+        "[1, 2]",
+        "True",
+        "city>",
+        "<think>",
+        "</think>",
+        "<",
+        "</",
+        "<param",
+        "</func",
+        "<tool_",
+        "\n",
+        "\n",
+        " ",
+        "\r",
+        "é",
+        "Sure.",
+    ];
+
+    #[test]
+    fn streams_random_text_as_whole() {
+        use proptest::prelude::*;
+        let ts = tools();
+        let strategy = (
+            prop::collection::vec(
+                prop_oneof![6 => prop::sample::select(SOUP).prop_map(String::from),
+                            1 => "[ -~]{0,4}"],
+                0..12,
+            )
+            .prop_map(|v| v.concat()),
+            any::<bool>(),
+            any::<bool>(),
+        );
+        let calls = std::cell::Cell::new(0);
+        let mut runner = proptest::test_runner::TestRunner::new(scan::stream_check_config(1000));
+        runner
+            .run(&strategy, |(text, reasoning, no_tools)| {
+                let f = Qwen3Coder::new(FormatOptions {
+                    reasoning,
+                    ..FormatOptions::default()
+                });
+                let tools: &[Tool] = if no_tools { &[] } else { &ts };
+                if !f.parse(&text, tools).tool_calls.is_empty() {
+                    calls.set(calls.get() + 1);
+                }
+                scan::check_streams_as_whole(&f, tools, &text)
+                    .map_err(proptest::test_runner::TestCaseError::fail)
+            })
+            .unwrap();
+        assert!(
+            calls.get() >= 100,
+            "only {} of 1000 texts had calls",
+            calls.get()
+        );
+    }
+
+    #[test]
+    fn error_quotes_no_text_after_the_malformed_call() {
+        let f = Qwen3Coder::default();
+        let text = "<tool_call>\n<function=get_weather>\nxy</tool_call> and text after it";
+        let out = f.parse(text, &tools());
+        assert_eq!(
+            out.errors[0].error,
+            ToolParseError::Syntax(
+                "expected <parameter=NAME> or </function>, found \"xy</tool_call>\"".into()
+            )
+        );
+        scan::check_streams_as_whole(&f, &tools(), text).unwrap();
+    }
+
+    #[test]
+    fn value_missing_its_close_streams_only_what_it_keeps() {
+        let f = Qwen3Coder::default();
+        let text =
+            "<function=get_weather>\n<parameter=city>\nParis\n<parameter=days>\n3\n</function>";
+        let out = f.parse_partial(&text[..text.len() - 3], &tools(), false);
+        assert_eq!(out.calls[0].arguments_text, r#"{"city": "Paris"#);
+        assert_eq!(
+            f.parse(text, &tools()).tool_calls,
+            vec![ToolCall::new(
+                "get_weather",
+                json!({"city": "Paris", "days": 3})
+            )]
+        );
+        scan::check_streams_as_whole(&f, &tools(), text).unwrap();
+    }
+
+    #[test]
+    fn bare_call_then_closing_wrapper_is_not_content() {
+        let f = Qwen3Coder::default();
+        let text =
+            "<function=get_time>\n<parameter=tz>\nUTC\n</parameter>\n</function></tool_call>";
+        assert_eq!(f.parse(text, &tools()).content, None);
+        scan::check_streams_as_whole(&f, &tools(), text).unwrap();
+    }
+
+    #[test]
+    fn a_parameter_given_twice_is_a_malformed_call() {
+        // It was last-wins, dropping the first value silently (rule 6).
+        let f = Qwen3Coder::default();
+        let text = "<tool_call>\n<function=get_time>\n<parameter=tz>\nUTC\n</parameter>\n<parameter=tz>\nCET\n</parameter>\n</function>\n</tool_call>";
+        let out = f.parse(text, &[]);
+        assert!(out.tool_calls.is_empty());
+        assert_eq!(
+            out.errors[0].error,
+            ToolParseError::Syntax("argument \"tz\" given twice".into())
+        );
+        assert_eq!(out.content.as_deref(), Some(text));
+        scan::check_streams_as_whole(&f, &[], text).unwrap();
+    }
+
+    /// Tools whose string enums are reached through `$ref` (as schemars writes a
+    /// unit-variant enum field), one of them with strings that read as JSON.
+    pub(crate) fn ref_enum_tools() -> Vec<Tool> {
+        Tool::list_from_openai(&json!([{"type": "function", "function": {"name": "set",
+            "strict": true, "parameters": {"type": "object", "properties": {
+                "unit": {"$ref": "#/$defs/Unit"},
+                "level": {"$ref": "#/definitions/Level"},
+                "note": {"$ref": "#/$defs/Note"}},
+            "required": ["unit", "level"],
+            "$defs": {"Unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+                      "Note": {"$ref": "#/$defs/Text"},
+                      "Text": {"type": "string", "description": "free text"}},
+            "definitions": {"Level": {"type": "string", "enum": ["1", "true", "null"]}}}}}]))
+        .unwrap()
+    }
+
+    #[test]
+    fn ref_string_enums_render_as_the_grammar_writes_them() {
+        use tokensieve::GrammarMatcher;
+        let f = Qwen3Coder::default();
+        let ts = ref_enum_tools();
+        let tag = f.structural_tag(&ts, &ToolChoice::Required, true).unwrap();
+        let g = scan::compile_on_ascii(&tag);
+        for args in [
+            json!({"unit": "celsius", "level": "1"}),
+            json!({"unit": "fahrenheit", "level": "true", "note": "3"}),
+            json!({"unit": "celsius", "level": "null", "note": "a \"b\""}),
+        ] {
+            scan::assert_round_trips(&f, &g, &ToolCall::new("set", args), &ts);
+        }
+        let mut m = GrammarMatcher::new(g);
+        assert!(!m.accept_string("<tool_call>\n<function=set>\n<parameter=unit>\nkelvin"));
+    }
+
+    /// A tool whose parameters admit strings among other values: schemars'
+    /// `Option<String>`, `Option` of a string enum through `$ref`, `["integer", "string"]`
+    /// and `anyOf` string-or-null.
+    pub(crate) fn mixed_string_tools() -> Vec<Tool> {
+        Tool::list_from_openai(&json!([{"type": "function", "function": {"name": "paint",
+            "parameters": {"type": "object", "properties": {
+                "label": {"type": ["string", "null"]},
+                "color": {"anyOf": [{"$ref": "#/$defs/Color"}, {"type": "null"}]},
+                "id": {"type": ["integer", "string"]},
+                "note": {"anyOf": [{"type": "string"}, {"type": "null"}],
+                         "description": "optional note"}},
+            "required": ["label", "id"],
+            "$defs": {"Color": {"type": "string", "enum": ["red", "dark green"]}}}}}]))
+        .unwrap()
+    }
+
+    /// Calls on [`mixed_string_tools`] that round-trip, each value unambiguous.
+    pub(crate) fn mixed_string_calls() -> Vec<Value> {
+        vec![
+            json!({"label": "hello", "color": "red", "id": 42, "note": "two\nlines"}),
+            json!({"label": null, "color": null, "id": "abc", "note": null}),
+            json!({"label": "None", "color": "dark green", "id": "4.5", "note": "true"}),
+            json!({"label": "\"quoted\" [1]", "id": -7, "note": "{\"a\": 1}"}),
+            json!({"label": "", "id": "x-1"}),
+        ]
+    }
+
+    #[test]
+    fn strings_of_mixed_schemas_render_as_the_grammar_writes_them() {
+        use tokensieve::GrammarMatcher;
+        let f = Qwen3Coder::default();
+        let ts = mixed_string_tools();
+        let tag = f.structural_tag(&ts, &ToolChoice::Required, true).unwrap();
+        let g = scan::compile_on_ascii(&tag);
+        for args in mixed_string_calls() {
+            let call = ToolCall::new("paint", args);
+            let text = f.try_render_calls(std::slice::from_ref(&call)).unwrap();
+            let mut m = GrammarMatcher::new(g.clone());
+            assert!(m.accept_string(&text) && m.is_completed(), "{text}");
+            assert_eq!(f.parse(&text, &ts).tool_calls, vec![call], "{text}");
+            scan::assert_streams_as_whole(&f, &text, &ts);
+        }
+        // The JSON spelling of a non-string branch and the raw strings are both allowed;
+        // a string outside the enum is not.
+        let head = "<tool_call>\n<function=paint>\n<parameter=label>\n";
+        for (value, ok) in [("null", true), ("\"hello\"", true), ("a\nb", true)] {
+            let mut m = GrammarMatcher::new(g.clone());
+            let text = format!("{head}{value}\n</parameter>\n<parameter=id>\n1\n</parameter>");
+            assert_eq!(m.accept_string(&text), ok, "{text}");
+        }
+        let mut m = GrammarMatcher::new(g.clone());
+        assert!(!m.accept_string(&format!("{head}x\n</parameter>\n<parameter=color>\nblue")));
+        // The inherent ambiguity: a string that is JSON valid under another branch reads
+        // back as that value.
+        let call = ToolCall::new("paint", json!({"label": "null", "id": "42"}));
+        let text = f.render_calls(&[call]);
+        assert_eq!(
+            f.parse(&text, &ts).tool_calls[0].arguments,
+            json!({"label": null, "id": 42})
+        );
+        // A string branch's `maxLength` counts the raw text's characters, as for a
+        // `"type": "string"` property; the other branch stays JSON.
+        let ts = Tool::list_from_openai(&json!([{"type": "function", "function": {
+            "name": "t", "parameters": {"type": "object", "properties": {
+                "s": {"type": ["string", "null"], "maxLength": 3}}}}}]))
+        .unwrap();
+        let tag = f.structural_tag(&ts, &ToolChoice::Required, true).unwrap();
+        let g = scan::compile_on_ascii(&tag);
+        let head = "<tool_call>\n<function=t>\n<parameter=s>\n";
+        for (value, ok) in [("abc", true), ("null", true), ("abcd", false), ("", true)] {
+            let mut m = GrammarMatcher::new(g.clone());
+            let text = format!("{head}{value}\n</parameter>\n</function>\n</tool_call>");
+            assert_eq!(m.accept_string(&text) && m.is_completed(), ok, "{text}");
+        }
+    }
+
+    #[test]
+    fn values_holding_the_closing_tags_are_escaped_or_refused() {
+        let f = Qwen3Coder::default();
+        let ts = Tool::list_from_openai(&json!([{"type": "function", "function": {
+            "name": "write", "parameters": {"type": "object", "properties": {
+                "path": {"type": "string"}, "body": {"type": "string"},
+                "meta": {"type": "object"}}}}}]))
+        .unwrap();
+        // JSON values: `</` is written `<\/`, the same JSON, never a closing tag.
+        let call = ToolCall::new(
+            "write",
+            json!({"path": "a.xml", "meta": {"k": "x</parameter>\n</function>"}}),
+        );
+        let text = f.try_render_calls(std::slice::from_ref(&call)).unwrap();
+        assert!(!text.contains("x</parameter>"), "{text}");
+        assert_eq!(f.render_calls(std::slice::from_ref(&call)), text);
+        assert_eq!(f.parse(&text, &ts).tool_calls, vec![call]);
+        // Raw strings cannot be escaped: a typed error naming the parameter and the tag.
+        for (body, tag) in [
+            ("x</parameter>\n</function>", "</parameter>"),
+            ("end</function>\n</tool_call>", "</function>"),
+            ("a</tool_call>", "</tool_call>"),
+        ] {
+            let call = ToolCall::new("write", json!({"path": "a", "body": body}));
+            match f.try_render_calls(&[call]) {
+                Err(ToolError::Unsupported { format, reason }) => {
+                    assert_eq!(format, "qwen3_coder");
+                    assert!(
+                        reason.contains("\"body\"") && reason.contains(tag),
+                        "{reason}"
+                    );
+                }
+                other => panic!("{body:?}: {other:?}"),
+            }
+        }
+        // A value that merely mentions a tag without closing one round-trips.
+        let call = ToolCall::new("write", json!({"path": "<parameter=x>", "body": "a < b"}));
+        let text = f.try_render_calls(std::slice::from_ref(&call)).unwrap();
+        assert_eq!(f.parse(&text, &ts).tool_calls, vec![call]);
+    }
+}

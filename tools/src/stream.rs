@@ -1,0 +1,1105 @@
+//! Streaming parse by re-parsing the unsettled end of the accumulated text and sending what
+//! grew.
+//!
+//! Per-delta state machines drop calls when a begin marker, a whole call and its end
+//! arrive in one delta (speculative decoding, `stream_interval > 1`); re-parsing the
+//! accumulated text and diffing against what was sent cannot (rule 3 of the tool-call
+//! format notes). Re-parsing all of it on every delta is quadratic in the output's length
+//! (issue 5: one call with an 80 KB argument in 4-byte deltas took seconds), so two things
+//! bound the work:
+//!
+//! * **Settled prefix.** A format reports, with each partial parse, the last point no later
+//!   text can change ([`super::Settled`]): just after a finished or malformed call, with
+//!   the parser's state there where it is not plain free text (inside a DeepSeek/Kimi
+//!   call section, a JSON call array), and in plain content or reasoning just before the
+//!   tail held back because it may start a marker (`<tool_`) or be whitespace next to
+//!   one, the text from there continuing that piece. The next parse restarts there
+//!   ([`ToolCallFormat::parse_partial_from`]); of what came before only the count of its
+//!   calls and errors and whether it had content or reasoning are kept (a later piece is
+//!   joined to it with `\n`; the rest of a piece settled inside is appended as is). With
+//!   many calls, a delta costs a parse of the call in progress only; in plain content or
+//!   reasoning, a parse of the held-back tail and the delta, so text with no call
+//!   streams on every delta. Every built-in format reports settled points; one that does
+//!   not (a user's format, unless it implements them) is re-parsed from the start, with
+//!   the coalescing below. Text that is not settled before it ends: an output that
+//!   starts as JSON in the JSON-array families (it may be a call until it closes), text
+//!   after a JSON-array or pythonic call list, text before `</think>` when the prompt
+//!   opened the reasoning block (reasoning or content is known only at `</think>`),
+//!   Harmony text before its header's `<|message|>`, and the text of a malformed call
+//!   whose end the format cannot tell before a later marker or the end of the output. In
+//!   the formats without an end marker, a call whose JSON is invalid ends where its
+//!   braces balance (string-aware) in `llama3_json` and `glm4`, so what follows streams at
+//!   once; a Mistral v11+ malformed call runs to the next `[TOOL_CALLS]` (the syntax has
+//!   no end: text after a call belongs to it until a marker), and a malformed `json` /
+//!   `pythonic` call list keeps the rest of the output, which may still be part of the
+//!   list (the list, not each call, is what closes) — there the text after it is held
+//!   until that marker or the end.
+//! * **Coalescing inside a long unsettled piece.** While the text after the settled point
+//!   (one long call, or text of the kinds just named) is longer than `EAGER_TAIL` (1 KiB),
+//!   it is re-parsed once the bytes arrived since the last parse reach 1/`TAIL_SHARE`
+//!   (1/64) of its length (and always by [`StreamingParser::finish`] and
+//!   [`StreamingParser::flush`]). Each such parse costs at most `TAIL_SHARE` times the
+//!   bytes that paid for it, so a whole stream costs O(n) parse work however small its
+//!   deltas; the price is that inside such a piece events come in pieces of up to 1/64 of
+//!   its length (an 80 KB argument: about 1.25 KB) rather than per delta.
+//!
+//! Every event still comes from a real parse of a prefix of the output, so the events of a
+//! whole stream add up to the whole-output parse however the text was cut into deltas.
+
+use super::{PartialOutput, StreamEvent, Tool, ToolCallFormat};
+
+/// Unsettled text up to this length is re-parsed on every delta.
+const EAGER_TAIL: usize = 1024;
+
+/// Beyond `EAGER_TAIL` (1 KiB), the unsettled text is re-parsed once the unparsed bytes reach
+/// this share of it.
+const TAIL_SHARE: usize = 64;
+
+/// Turns output deltas into [`StreamEvent`]s for one format and tool list.
+///
+/// The events of a whole stream carry the same calls as
+/// [`ToolCallFormat::parse`] of the concatenated text, and the `Content` deltas add up to
+/// its `content` (the `Reasoning` deltas to its `reasoning`). Text that may still be the
+/// start of a marker (`<tool_`) is held back until it is decided, never sent and
+/// retracted. Call indices are positions in the whole-output parse's `tool_calls`: a
+/// malformed call takes none, and one whose start was sent before it turned out malformed
+/// is ended by its `Malformed` (see [`StreamEvent`]). The parse work of a whole stream is
+/// linear in its length (see the module
+/// notes): a delta re-parses only the text after the last finished call (in plain
+/// content and reasoning, only the held-back tail and the delta), and inside one long
+/// call deltas are coalesced.
+pub struct StreamingParser<'a> {
+    format: &'a dyn ToolCallFormat,
+    tools: &'a [Tool],
+    text: String,
+    /// Where the next parse starts (the start, or a settled point a parse reported).
+    from: super::Settled,
+    /// `from.offset`.
+    base: usize,
+    /// How many calls (and malformed placeholders) lie before `base`.
+    base_calls: usize,
+    /// How many complete calls lie before `base` (the index of the next call).
+    base_index: usize,
+    /// Bytes pushed since the last parse.
+    unparsed: usize,
+    /// Bytes handed to the format's parser so far.
+    scanned: usize,
+    reasoning: Joined,
+    content: Joined,
+    /// The calls after `base`.
+    calls: Vec<SentCall>,
+    /// The errors after `base` that were sent.
+    sent_errors: usize,
+    finished: bool,
+}
+
+#[derive(Default)]
+struct SentCall {
+    /// A `ToolCallStart` was sent.
+    started: bool,
+    sent_args: String,
+    /// Its `ToolCallEnd` was sent.
+    ended: bool,
+    /// It turned out malformed and its `Malformed` was sent.
+    closed: bool,
+}
+
+impl<'a> StreamingParser<'a> {
+    /// A parser over `format` for `tools`.
+    pub fn new(format: &'a dyn ToolCallFormat, tools: &'a [Tool]) -> Self {
+        Self {
+            format,
+            tools,
+            text: String::new(),
+            from: super::Settled::default(),
+            base: 0,
+            base_calls: 0,
+            base_index: 0,
+            unparsed: 0,
+            scanned: 0,
+            reasoning: Joined::default(),
+            content: Joined::default(),
+            calls: Vec::new(),
+            sent_errors: 0,
+            finished: false,
+        }
+    }
+
+    /// Adds `delta` (decoded with special tokens kept) and returns what it settled.
+    /// After [`StreamingParser::finish`] deltas are ignored.
+    pub fn push(&mut self, delta: &str) -> Vec<StreamEvent> {
+        if self.finished {
+            return Vec::new();
+        }
+        self.text.push_str(delta);
+        self.unparsed += delta.len();
+        let tail = self.text.len() - self.base;
+        if tail > EAGER_TAIL && self.unparsed * TAIL_SHARE < tail {
+            return Vec::new();
+        }
+        self.parse(false)
+    }
+
+    /// Re-parses now what [`StreamingParser::push`] coalesced (for a stream that pauses
+    /// inside a long call) and returns what it settled.
+    pub fn flush(&mut self) -> Vec<StreamEvent> {
+        if self.finished || self.unparsed == 0 {
+            return Vec::new();
+        }
+        self.parse(false)
+    }
+
+    /// Ends the stream: releases held-back text and reports calls left unfinished.
+    pub fn finish(&mut self) -> Vec<StreamEvent> {
+        if self.finished {
+            return Vec::new();
+        }
+        self.finished = true;
+        self.parse(true)
+    }
+
+    /// The text received so far.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// How many bytes of text the format's parser has been handed so far (the stream's
+    /// parse work; tests check it grows linearly).
+    #[doc(hidden)]
+    pub fn scanned_bytes(&self) -> usize {
+        self.scanned
+    }
+
+    fn parse(&mut self, at_end: bool) -> Vec<StreamEvent> {
+        self.unparsed = 0;
+        self.scanned += self.text.len() - self.base;
+        let partial = self
+            .format
+            .parse_partial_from(&self.text, &self.from, self.tools, at_end);
+        let settled = partial.settled.filter(|_| !at_end);
+        let events = self.diff(partial);
+        if let Some(s) = settled {
+            self.settle(s);
+        }
+        events
+    }
+
+    /// Moves `base` to `s` when everything before it has been sent.
+    fn settle(&mut self, s: super::Settled) {
+        if s.offset <= self.base
+            || self.sent_errors < s.errors
+            || self.calls.len() < s.calls
+            || self.content.sent.len() < s.content
+            || self.reasoning.sent.len() < s.reasoning
+            || self.calls[..s.calls]
+                .iter()
+                .any(|c| c.started && !c.ended && !c.closed)
+        {
+            return;
+        }
+        self.base = s.offset;
+        self.base_calls += s.calls;
+        self.base_index += self.calls[..s.calls].iter().filter(|c| c.ended).count();
+        self.calls.drain(..s.calls);
+        self.sent_errors -= s.errors;
+        // `from` counts from the start of the text (what a whole parse drops). After a
+        // point inside a piece, what was parsed from it follows it exactly.
+        let joined = |before: usize, more: usize, open: bool| match (before, more) {
+            (b, 0) => b,
+            (0, m) => m,
+            (b, m) if open => b + m,
+            (b, m) => b + 1 + m,
+        };
+        self.from = super::Settled {
+            content: joined(self.from.content, s.content, self.from.content_open),
+            reasoning: joined(self.from.reasoning, s.reasoning, self.from.reasoning_open),
+            calls: self.base_calls,
+            errors: self.from.errors + s.errors,
+            ..s
+        };
+        self.content.settle(s.content, s.content_open);
+        self.reasoning.settle(s.reasoning, s.reasoning_open);
+    }
+
+    fn diff(&mut self, p: PartialOutput) -> Vec<StreamEvent> {
+        let mut events = Vec::new();
+        self.reasoning
+            .grow(&p.reasoning, |d| events.push(StreamEvent::Reasoning(d)));
+        self.content
+            .grow(&p.content, |d| events.push(StreamEvent::Content(d)));
+        // Calls and malformed calls in output order: a malformed call holds a nameless
+        // place in `p.calls` (the k-th such place is the k-th error); a call's index counts
+        // only the complete calls before it, as `parse` returns them in `tool_calls`.
+        let mut errors = p.errors.into_iter();
+        let mut error_at = 0;
+        let mut index = self.base_index;
+        let mut held = false;
+        let (finished, arrived) = (self.finished, self.text.len());
+        let report = |sent_errors: &mut usize,
+                      e: super::MalformedToolCall,
+                      events: &mut Vec<StreamEvent>,
+                      held: &mut bool|
+         -> bool {
+            // A malformed call whose text runs to the end of what has arrived may still
+            // grow (its end marker has not come): report it once it ends, or at the end,
+            // with the same text the whole-output parse reports.
+            if *held || (!finished && e.offset + e.text.len() >= arrived) {
+                *held = true;
+                return false;
+            }
+            *sent_errors += 1;
+            events.push(StreamEvent::Malformed(e));
+            true
+        };
+        let mut sent_errors = self.sent_errors;
+        for (i, call) in p.calls.into_iter().enumerate() {
+            if self.calls.len() <= i {
+                self.calls.push(SentCall::default());
+            }
+            let sent = &mut self.calls[i];
+            let name = call
+                .name
+                .clone()
+                .or_else(|| call.complete.as_ref().map(|c| c.name.clone()));
+            let Some(name) = name else {
+                // The place of a malformed call (once its error is there), or a call
+                // whose name has not arrived. A started call that lost its name is over:
+                // its `Malformed` ends it and the next call takes its index.
+                if let Some(e) = errors.next() {
+                    error_at += 1;
+                    if error_at > sent_errors
+                        && !report(&mut sent_errors, e, &mut events, &mut held)
+                    {
+                        break;
+                    }
+                    sent.closed = true;
+                }
+                continue;
+            };
+            if held {
+                break;
+            }
+            if !sent.ended {
+                if !sent.started {
+                    sent.started = true;
+                    events.push(StreamEvent::ToolCallStart {
+                        index,
+                        id: call.id.clone(),
+                        name,
+                    });
+                }
+                grow(
+                    &streamed_arguments(&call.arguments_text),
+                    &mut sent.sent_args,
+                    |delta| events.push(StreamEvent::ToolCallArguments { index, delta }),
+                );
+            }
+            if let Some(done) = call.complete {
+                if !sent.ended {
+                    sent.ended = true;
+                    sent.sent_args = String::new();
+                    events.push(StreamEvent::ToolCallEnd { index, call: done });
+                }
+                index += 1;
+            }
+        }
+        // Errors without a place among the calls (a user's format may report them so).
+        for e in errors {
+            error_at += 1;
+            if error_at > sent_errors && !report(&mut sent_errors, e, &mut events, &mut held) {
+                break;
+            }
+        }
+        self.sent_errors = sent_errors;
+        events
+    }
+}
+
+/// The argument text a stream sends for a call's raw argument text: the text itself, or,
+/// for arguments written as a JSON string (`"arguments": "{\"city\": \"P\"}"`), the
+/// string's content decoded as far as it has arrived (never half an escape), once it
+/// starts like a JSON object (`{` after whitespace) — before that, nothing. So the
+/// deltas of a JSON family's call add up to a JSON text of its arguments object (the
+/// OpenAI `function.arguments`), as the whole-output parse reads it: a string whose
+/// content is not a JSON object makes the call malformed.
+pub(crate) fn streamed_arguments(raw: &str) -> std::borrow::Cow<'_, str> {
+    let Some(body) = raw.strip_prefix('"') else {
+        return raw.into();
+    };
+    let mut out = String::new();
+    let mut chars = body.char_indices();
+    while let Some((i, c)) = chars.next() {
+        match c {
+            '"' => break,
+            '\\' => {
+                let rest = &body[i + 1..];
+                let Some(e) = rest.chars().next() else { break };
+                let simple = match e {
+                    '"' => Some('"'),
+                    '\\' => Some('\\'),
+                    '/' => Some('/'),
+                    'b' => Some('\u{8}'),
+                    'f' => Some('\u{c}'),
+                    'n' => Some('\n'),
+                    'r' => Some('\r'),
+                    't' => Some('\t'),
+                    _ => None,
+                };
+                if let Some(d) = simple {
+                    out.push(d);
+                    chars.next();
+                    continue;
+                }
+                if e != 'u' {
+                    break;
+                }
+                let hex = |s: &str| {
+                    s.get(..4)
+                        .filter(|h| h.bytes().all(|b| b.is_ascii_hexdigit()))
+                        .and_then(|h| u32::from_str_radix(h, 16).ok())
+                };
+                let Some(hi) = hex(&rest[1..]) else { break };
+                let (code, len) = if (0xD800..0xDC00).contains(&hi) {
+                    let lo = rest[5..]
+                        .strip_prefix("\\u")
+                        .and_then(hex)
+                        .filter(|lo| (0xDC00..0xE000).contains(lo));
+                    let Some(lo) = lo else { break };
+                    (0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00), 11)
+                } else {
+                    (hi, 5)
+                };
+                let Some(d) = char::from_u32(code) else { break };
+                out.push(d);
+                for _ in 0..len {
+                    chars.next();
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    if out.trim_start().starts_with('{') {
+        out.into()
+    } else {
+        String::new().into()
+    }
+}
+
+/// Sends the part of `now` beyond what was `sent`, when `now` extends it (formats keep
+/// their partial output monotone; a violation sends nothing rather than a retraction).
+fn grow(now: &str, sent: &mut String, mut emit: impl FnMut(String)) {
+    if now.len() > sent.len() && now.starts_with(sent.as_str()) {
+        emit(now[sent.len()..].to_owned());
+        sent.clear();
+        sent.push_str(now);
+    }
+}
+
+/// Text made of pieces joined by `\n` (content, reasoning), of which the part from the
+/// text before the settled point is already sent.
+#[derive(Default)]
+struct Joined {
+    /// Something was sent from the text before the settled point (a later piece is
+    /// joined to it with `\n`).
+    before: bool,
+    /// The settled point lies inside a piece: what is parsed from it follows what was
+    /// sent exactly (no joining `\n` to add).
+    open: bool,
+    /// What was sent from the text after it (without the joining `\n`).
+    sent: String,
+}
+
+impl Joined {
+    /// Sends what `now` (parsed from the settled point on) adds.
+    fn grow(&mut self, now: &str, mut emit: impl FnMut(String)) {
+        let join = self.sent.is_empty() && self.before && !self.open;
+        grow(now, &mut self.sent, |d| {
+            emit(if join { format!("\n{d}") } else { d })
+        });
+    }
+
+    /// The settled point moved past the first `len` bytes of what was sent; `open`: it
+    /// lies inside a piece.
+    fn settle(&mut self, len: usize, open: bool) {
+        let rest = &self.sent[len..];
+        // After a point between pieces, what follows is a new piece with its joining
+        // `\n` (a piece never starts with one: pieces are trimmed).
+        let rest = if open {
+            rest
+        } else {
+            rest.strip_prefix('\n').unwrap_or(rest)
+        };
+        self.sent = rest.to_owned();
+        self.before |= len > 0;
+        self.open = open;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::super::scan::check_stream_chunks;
+    use super::super::{
+        format_by_name, format_names, PartialOutput, StreamEvent, Tool, ToolCall, ToolCallFormat,
+    };
+    use super::StreamingParser;
+
+    fn tools() -> Vec<Tool> {
+        Tool::list_from_openai(&json!([{"type": "function", "function": {
+            "name": "write_file",
+            "parameters": {"type": "object", "properties": {"text": {"type": "string"}},
+                           "required": ["text"]}}}]))
+        .unwrap()
+    }
+
+    /// Prose of `len` bytes with spaces, punctuation and newlines.
+    fn prose(len: usize) -> String {
+        let words = ["lorem ", "ipsum, ", "dolor ", "sit\n", "amet. "];
+        let mut s = String::new();
+        for w in words.iter().cycle() {
+            if s.len() >= len {
+                break;
+            }
+            s.push_str(w);
+        }
+        s
+    }
+
+    /// Streaming one call with a 40 KB string argument in 4-byte deltas, and 1,000 small
+    /// calls in 16-byte deltas, hands each format's parser a few dozen times the text's
+    /// length, where re-parsing all of it on every delta hands it thousands of times
+    /// (issue 5). No timing: the parser's own count of the bytes it was handed.
+    #[test]
+    fn streaming_work_is_linear_for_every_format() {
+        let tools = tools();
+        let one = [ToolCall::new("write_file", json!({"text": prose(40_000)}))];
+        let many: Vec<ToolCall> = (0..1000)
+            .map(|i| ToolCall::new("write_file", json!({"text": format!("file {i}")})))
+            .collect();
+        for name in format_names() {
+            let f = format_by_name(&name).unwrap();
+            for (calls, k) in [(&one[..], 4), (&many[..], 16)] {
+                let text = f.render_calls(calls);
+                let n = text.len();
+                let scanned = check_stream_chunks(f.as_ref(), &tools, &text, &[k])
+                    .unwrap_or_else(|e| panic!("{name}: {e}"));
+                assert!(
+                    scanned < 80 * n,
+                    "{name}: {} calls, {n} bytes in {k}-byte deltas: parsed {scanned} bytes \
+                     ({}× the text)",
+                    calls.len(),
+                    scanned / n
+                );
+            }
+        }
+    }
+
+    /// A call whose start was streamed and which then turns out malformed (bad JSON)
+    /// no longer holds back the settled point: the text after it streams on every delta.
+    #[test]
+    fn streams_settle_again_after_a_started_call_turns_out_malformed() {
+        let tools = tools();
+        let f = format_by_name("hermes").unwrap();
+        let bad =
+            "<tool_call>\n{\"name\": \"write_file\", \"arguments\": {\"text\": P}}\n</tool_call>\n";
+        let text = format!("{bad}{}", prose(40_000));
+        let mut s = StreamingParser::new(f.as_ref(), &tools);
+        let mut started = false;
+        // The bad call one byte a delta, so its start is sent before it turns out bad.
+        for (i, _) in bad.char_indices() {
+            let next = bad[i..].chars().next().unwrap().len_utf8();
+            for e in s.push(&bad[i..i + next]) {
+                started |= matches!(e, StreamEvent::ToolCallStart { .. });
+            }
+        }
+        assert!(started, "the bad call's start was not streamed");
+        let rest = &text[bad.len()..];
+        let (mut pushes, mut with_content) = (0, 0);
+        for delta in rest.as_bytes().chunks(4) {
+            pushes += 1;
+            let events = s.push(std::str::from_utf8(delta).unwrap());
+            with_content +=
+                usize::from(events.iter().any(|e| matches!(e, StreamEvent::Content(_))));
+        }
+        // Every delta after the bad call streams its text (not in 1/64 batches).
+        assert!(
+            with_content + 8 >= pushes,
+            "{with_content} of {pushes} pushes sent text"
+        );
+        s.finish();
+        check_stream_chunks(f.as_ref(), &tools, &text, &[1, 4, 64]).unwrap();
+    }
+
+    /// Plain content (no call yet) and reasoning are settled as they arrive, up to the
+    /// held-back tail: streaming 40 KB of either in 4-byte deltas hands the parser a small
+    /// multiple of the text, and every delta after the opening marker sends the text
+    /// before it, at most a few bytes short of what arrived (no coalescing outside calls).
+    #[test]
+    fn plain_content_and_reasoning_stream_on_every_delta() {
+        let tools = tools();
+        let body = prose(40_000);
+        // The ways into plain text of each family (the first a format reads so is used;
+        // Harmony text without a header is read as content only at the end, as it may
+        // still be a header).
+        let content_openers = ["<|channel|>final<|message|>", ""];
+        let reasoning_openers = ["<think>", "[THINK]", "<|channel|>analysis<|message|>"];
+        for name in format_names() {
+            let f = format_by_name(&name).unwrap();
+            let reads = |opener: &str, reasoning: bool| {
+                let p = f.parse(&format!("{opener}lorem ipsum, dolor"), &tools);
+                let got = if reasoning { p.reasoning } else { p.content };
+                got.as_deref() == Some("lorem ipsum, dolor")
+            };
+            let mut cases = Vec::new();
+            if let Some(o) = content_openers.iter().find(|o| reads(o, false)) {
+                cases.push((*o, false));
+            }
+            if let Some(o) = reasoning_openers.iter().find(|o| reads(o, true)) {
+                cases.push((*o, true));
+            }
+            assert!(
+                cases.iter().any(|c| !c.1),
+                "{name}: no way into plain content"
+            );
+            for (opener, reasoning) in cases {
+                let text = format!("{opener}{body}");
+                let n = text.len();
+                let scanned = check_stream_chunks(f.as_ref(), &tools, &text, &[4])
+                    .unwrap_or_else(|e| panic!("{name}: {e}"));
+                assert!(
+                    scanned < 8 * n,
+                    "{name} (reasoning: {reasoning}): parsed {scanned} bytes for {n} \
+                     ({}× the text)",
+                    scanned / n
+                );
+                let mut s = StreamingParser::new(f.as_ref(), &tools);
+                let mut sent = 0;
+                for (i, delta) in text.as_bytes().chunks(4).enumerate() {
+                    let events = s.push(std::str::from_utf8(delta).unwrap());
+                    let mut grew = false;
+                    for e in events {
+                        match e {
+                            StreamEvent::Content(d) if !reasoning => {
+                                sent += d.len();
+                                grew = true;
+                            }
+                            StreamEvent::Reasoning(d) if reasoning => {
+                                sent += d.len();
+                                grew = true;
+                            }
+                            other => panic!("{name}: unexpected {other:?}"),
+                        }
+                    }
+                    let arrived = (i * 4 + delta.len()).saturating_sub(opener.len());
+                    if i * 4 >= opener.len() + 16 {
+                        assert!(
+                            grew && arrived - sent <= 32,
+                            "{name} (reasoning: {reasoning}): delta {i} sent nothing or \
+                             lags: {sent} of {arrived} bytes sent"
+                        );
+                    }
+                }
+                assert!(s.scanned_bytes() < 8 * n, "{name}: {}", s.scanned_bytes());
+            }
+        }
+    }
+
+    /// Content and reasoning settled inside a piece, then continued, ended by a call or
+    /// joined to a later piece, add up to the whole-output parse however the text is cut.
+    #[test]
+    fn text_settled_inside_pieces_streams_as_whole() {
+        let tools = tools();
+        let call = [ToolCall::new("write_file", json!({"text": "a b"}))];
+        for name in format_names() {
+            let f = format_by_name(&name).unwrap();
+            let c = f.render_calls(&call);
+            for text in [
+                format!("Hello there,\n world.  \n{c}\n  and  then\n\n{c} end. "),
+                format!("<think> mull it\n over  </think>\n Sure thing.{c}more\n"),
+                format!("[THINK]mull  it[/THINK]Sure  {c}"),
+                "<|channel|>analysis<|message|>mull  it over<|end|><|start|>assistant\
+                 <|channel|>final<|message|>Sure  thing <|end|>"
+                    .to_owned(),
+                "Just text {\"not\": 1} here\n\n and more <|eot_id|>".to_owned(),
+            ] {
+                for sizes in [&[1][..], &[2], &[3, 1], &[7]] {
+                    check_stream_chunks(f.as_ref(), &tools, &text, sizes)
+                        .unwrap_or_else(|e| panic!("{name}: {text:?}: {e}"));
+                }
+            }
+        }
+    }
+
+    /// With many calls, formats that settle after each call re-parse only the call in
+    /// progress: every delta is parsed (no coalescing), and the work stays a small multiple
+    /// of the text.
+    #[test]
+    fn settled_formats_parse_every_delta_of_many_calls() {
+        let tools = tools();
+        let many: Vec<ToolCall> = (0..1000)
+            .map(|i| ToolCall::new("write_file", json!({"text": format!("file {i}")})))
+            .collect();
+        for name in [
+            "hermes",
+            "qwen3_coder",
+            "glm4",
+            "glm45",
+            "glm47",
+            "deepseek_v3",
+            "deepseek_v31",
+            "kimi_k2",
+            "harmony",
+            "json",
+            "llama3_json",
+            "mistral",
+            "pythonic",
+        ] {
+            let f = format_by_name(name).unwrap();
+            let text = f.render_calls(&many);
+            let scanned = check_stream_chunks(f.as_ref(), &tools, &text, &[8])
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert!(
+                scanned < 16 * text.len(),
+                "{name}: parsed {scanned} bytes for {}",
+                text.len()
+            );
+        }
+    }
+
+    /// A format that forwards only `parse_partial` (a wrapper, as users write): the
+    /// settled points it passes on come back through the default `parse_partial_from`,
+    /// which drops what came before them, so it still streams as it parses.
+    struct Forward(std::sync::Arc<dyn ToolCallFormat>);
+
+    impl ToolCallFormat for Forward {
+        fn name(&self) -> &str {
+            self.0.name()
+        }
+        fn structural_tag(
+            &self,
+            tools: &[Tool],
+            choice: &super::super::ToolChoice,
+            parallel: bool,
+        ) -> Result<tokensieve::StructuralTag, super::super::ToolError> {
+            self.0.structural_tag(tools, choice, parallel)
+        }
+        fn parse_partial(&self, text: &str, tools: &[Tool], at_end: bool) -> PartialOutput {
+            self.0.parse_partial(text, tools, at_end)
+        }
+        fn render_calls(&self, calls: &[ToolCall]) -> String {
+            self.0.render_calls(calls)
+        }
+        fn render_tool_result(&self, call: &ToolCall, result: &serde_json::Value) -> String {
+            self.0.render_tool_result(call, result)
+        }
+        fn render_tools_prompt(&self, tools: &[Tool]) -> String {
+            self.0.render_tools_prompt(tools)
+        }
+    }
+
+    #[test]
+    fn wrapper_forwarding_parse_partial_streams_as_whole() {
+        let tools = tools();
+        let calls: Vec<ToolCall> = (0..40)
+            .map(|i| ToolCall::new("write_file", json!({"text": format!("file {i}")})))
+            .collect();
+        for name in format_names() {
+            let f = Forward(format_by_name(&name).unwrap());
+            let text = format!("Writing.\n{}", f.render_calls(&calls));
+            for sizes in [&[1][..], &[7, 2], &[50]] {
+                for t in [&text[..], &f.render_calls(&calls)] {
+                    check_stream_chunks(&f, &tools, t, sizes)
+                        .unwrap_or_else(|e| panic!("{name}: {e}"));
+                }
+            }
+        }
+    }
+
+    fn weather_tools() -> Vec<Tool> {
+        Tool::list_from_openai(&json!([
+            {"type": "function", "function": {"name": "get_weather", "parameters": {
+                "type": "object", "properties": {"city": {"type": "string"}}}}},
+            {"type": "function", "function": {"name": "get_time", "parameters": {
+                "type": "object", "properties": {"tz": {"type": "string"}}}}}
+        ]))
+        .unwrap()
+    }
+
+    /// Short adversarial outputs of format `f`: calls alone, two in a row, with text and
+    /// reasoning around, markers inside string arguments, unknown names, invalid JSON,
+    /// arguments written as a JSON string, a malformed call before a good one.
+    fn adversarial_texts(f: &dyn ToolCallFormat) -> Vec<String> {
+        let paris = ToolCall::new("get_weather", json!({"city": "Paris"}));
+        let utc = ToolCall::new("get_time", json!({"tz": "UTC"}));
+        let marks = ToolCall::new(
+            "get_weather",
+            json!({"city": "<tool_call></tool_call>[TOOL_CALLS]<|call|><|tool_call_end|>\
+                   <｜tool▁call▁end｜>)]</parameter></function></arg_value>}"}),
+        );
+        let unknown = ToolCall::new("nope", json!({"city": "x"}));
+        let one = f.render_calls(std::slice::from_ref(&paris));
+        let two = f.render_calls(&[paris.clone(), utc.clone()]);
+        let bad = one.replacen("\"Paris\"", "Paris", 1);
+        let mut texts = vec![
+            one.clone(),
+            two.clone(),
+            format!("Sure.\n{one}"),
+            format!("<think>{one}</think>{two}"),
+            format!("{one}\ntrailing"),
+            f.render_calls(&[marks]),
+            format!("{}{one}", f.render_calls(&[unknown])),
+            bad.clone(),
+            format!("{bad}\n{one}"),
+            format!("{bad}{two}"),
+        ];
+        // Arguments as a JSON string (double-encoded), with escapes, and as a string that
+        // is not a JSON object.
+        for args in [r#"{"city": "Paris"}"#, r#"{"city":"Paris"}"#] {
+            if one.contains(args) {
+                for s in [
+                    serde_json::to_string(args).unwrap(),
+                    serde_json::to_string(r#"{"city": "P\u00e9 \"q\"\n😀"}"#).unwrap(),
+                    r#""{\"city\": \"P\u00e9\ud83d\ude00\"}""#.to_owned(),
+                    "\"Paris\"".to_owned(),
+                    "\"{\\\"city\\\": P}\"".to_owned(),
+                ] {
+                    let t = one.replacen(args, &s, 1);
+                    texts.push(t.clone());
+                    texts.push(format!("{t}{one}"));
+                }
+            }
+        }
+        // Partial markers and partial calls at the end: every prefix of two calls.
+        texts.extend(
+            (1..two.len())
+                .filter(|&k| two.is_char_boundary(k))
+                .map(|k| two[..k].to_owned()),
+        );
+        texts
+    }
+
+    /// Streams `text` in `deltas` and checks the events against the whole-output parse:
+    /// same content, reasoning, calls and errors; calls and errors in output order; call
+    /// indices 0, 1, 2, … over the parsed calls; a call retracted only by its `Malformed`;
+    /// (`json`) a call's argument deltas add up to a JSON text of its arguments.
+    fn check_events(
+        f: &dyn ToolCallFormat,
+        tools: &[Tool],
+        text: &str,
+        deltas: &[&str],
+        json: bool,
+    ) -> Result<(), String> {
+        let mut s = StreamingParser::new(f, tools);
+        let mut events = Vec::new();
+        for d in deltas {
+            events.extend(s.push(d));
+        }
+        events.extend(s.finish());
+        let partial = f.parse_partial(text, tools, true);
+        // The output order of calls (Ok) and malformed calls (Err).
+        let mut order_whole = Vec::new();
+        let (mut k, mut j) = (0, 0);
+        for c in &partial.calls {
+            if c.complete.is_some() {
+                order_whole.push(Ok(k));
+                k += 1;
+            } else if j < partial.errors.len() {
+                order_whole.push(Err(j));
+                j += 1;
+            }
+        }
+        order_whole.extend((j..partial.errors.len()).map(Err));
+        let whole = partial.into_parsed();
+        let (mut content, mut reasoning) = (String::new(), String::new());
+        let mut open: Option<(usize, String)> = None;
+        let (mut calls, mut errors, mut order) = (Vec::new(), Vec::new(), Vec::new());
+        for e in &events {
+            match e {
+                StreamEvent::Content(d) => content.push_str(d),
+                StreamEvent::Reasoning(d) => reasoning.push_str(d),
+                StreamEvent::ToolCallStart { index, .. } => {
+                    if open.is_some() || *index != calls.len() {
+                        return Err(format!("start of {index} with {} ended", calls.len()));
+                    }
+                    open = Some((*index, String::new()));
+                }
+                StreamEvent::ToolCallArguments { index, delta } => match &mut open {
+                    Some((i, a)) if i == index => a.push_str(delta),
+                    _ => return Err(format!("arguments of {index} not open")),
+                },
+                StreamEvent::ToolCallEnd { index, call } => {
+                    let Some((i, args)) = open.take().filter(|(i, _)| i == index) else {
+                        return Err(format!("end of {index} not open"));
+                    };
+                    if json {
+                        let v: Result<serde_json::Value, _> = serde_json::from_str(&args);
+                        if v.as_ref().ok() != Some(&call.arguments) {
+                            return Err(format!("call {i}: arguments {args:?} for {call:?}"));
+                        }
+                    }
+                    order.push(Ok(calls.len()));
+                    calls.push(call.clone());
+                }
+                StreamEvent::Malformed(m) => {
+                    // Ends (retracts) a started call.
+                    open = None;
+                    order.push(Err(errors.len()));
+                    errors.push(m.clone());
+                }
+            }
+        }
+        if open.is_some() {
+            return Err("a call left open".into());
+        }
+        let got = super::super::ParsedOutput {
+            content: (!content.is_empty()).then_some(content),
+            reasoning: (!reasoning.is_empty()).then_some(reasoning),
+            tool_calls: calls,
+            errors,
+        };
+        if got != whole {
+            return Err(format!("streamed {got:?}\nwhole {whole:?}"));
+        }
+        if order != order_whole {
+            return Err(format!("order {order:?}, whole {order_whole:?}"));
+        }
+        // Every call started is either ended as parsed or ended by its `Malformed`.
+        let mut started = Vec::new();
+        for e in &events {
+            match e {
+                StreamEvent::ToolCallStart { index, id, name } => {
+                    started.push((*index, id.clone(), name.clone()))
+                }
+                StreamEvent::ToolCallEnd { call, .. } => {
+                    let (_, id, name) = started.pop().unwrap();
+                    if (id.as_ref(), &name) != (call.id.as_ref(), &call.name) && call.id.is_some() {
+                        return Err(format!("started as {name} {id:?}, ended as {call:?}"));
+                    }
+                }
+                StreamEvent::Malformed(_) => {
+                    started.clear();
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Every registered format, on short adversarial outputs cut at every split point into
+    /// two deltas and into 1-byte deltas, streams what the whole-output parse gives (see
+    /// [`check_events`]).
+    #[test]
+    fn adversarial_outputs_stream_as_parsed_at_every_split() {
+        let tools = weather_tools();
+        let mut runs = 0;
+        for name in format_names() {
+            let f = format_by_name(&name).unwrap();
+            let json = !matches!(name.as_str(), "pythonic");
+            let texts = adversarial_texts(f.as_ref());
+            let prefixes = texts.len() - texts.iter().filter(|t| !t.is_empty()).count();
+            let _ = prefixes;
+            for text in &texts {
+                let cuts: Vec<usize> = (0..=text.len())
+                    .filter(|&k| text.is_char_boundary(k))
+                    .collect();
+                let chars: Vec<&str> = text
+                    .char_indices()
+                    .map(|(i, c)| &text[i..i + c.len_utf8()])
+                    .collect();
+                let mut cases: Vec<Vec<&str>> = vec![chars];
+                for &k in &cuts {
+                    cases.push(vec![&text[..k], &text[k..]]);
+                }
+                for deltas in cases {
+                    runs += 1;
+                    check_events(f.as_ref(), &tools, text, &deltas, json)
+                        .unwrap_or_else(|e| panic!("{name}: {text:?} in {deltas:?}: {e}"));
+                }
+            }
+        }
+        assert!(runs > 1000);
+    }
+
+    fn events_of(f: &dyn ToolCallFormat, tools: &[Tool], deltas: &[&str]) -> Vec<StreamEvent> {
+        let mut s = StreamingParser::new(f, tools);
+        let mut ev: Vec<StreamEvent> = deltas.iter().flat_map(|d| s.push(d)).collect();
+        ev.extend(s.finish());
+        ev
+    }
+
+    fn chars(text: &str) -> Vec<&str> {
+        text.char_indices()
+            .map(|(i, c)| &text[i..i + c.len_utf8()])
+            .collect()
+    }
+
+    /// Finding 1: arguments written as a JSON string stream the decoded string (a JSON
+    /// text of the arguments object), not the string literal, in every JSON family.
+    #[test]
+    fn string_encoded_arguments_stream_as_their_decoded_json_text() {
+        let tools = weather_tools();
+        let call = ToolCall::new("get_weather", json!({"city": "Pé \"q\"\n😀"}));
+        for name in [
+            "hermes",
+            "llama3_json",
+            "json",
+            "mistral",
+            "kimi_k2",
+            "deepseek_v3",
+            "deepseek_v31",
+            "harmony",
+        ] {
+            let f = format_by_name(name).unwrap();
+            let one = f.render_calls(std::slice::from_ref(&call));
+            let object = [
+                super::super::scan::python_json(&call.arguments),
+                call.arguments.to_string(),
+            ]
+            .into_iter()
+            .find(|o| one.contains(o.as_str()))
+            .unwrap_or_else(|| panic!("{name}: {one}"));
+            let text = one.replacen(&object, &serde_json::to_string(&object).unwrap(), 1);
+            let out = f.parse(&text, &tools).tool_calls;
+            assert_eq!(out.len(), 1, "{name}: {text}");
+            assert_eq!(out[0].arguments, call.arguments, "{name}");
+            for deltas in [chars(&text), vec![&text[..]]] {
+                let args: String = events_of(f.as_ref(), &tools, &deltas)
+                    .into_iter()
+                    .filter_map(|e| match e {
+                        StreamEvent::ToolCallArguments { index: 0, delta } => Some(delta),
+                        _ => None,
+                    })
+                    .collect();
+                assert_eq!(args, object, "{name}: {text}");
+            }
+        }
+    }
+
+    /// Findings 2 and 3: a malformed call (unknown tool, bad JSON) takes no index, and
+    /// its `Malformed` comes before a later call's events in the same push.
+    #[test]
+    fn malformed_calls_take_no_index_and_come_in_output_order() {
+        let tools = weather_tools();
+        let h = format_by_name("hermes").unwrap();
+        let good = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"P\"}}\n</tool_call>";
+        for bad in [
+            "<tool_call>\n{\"name\": \"nope\", \"arguments\": {}}\n</tool_call>\n",
+            "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": P}}\n</tool_call>\n",
+        ] {
+            let text = format!("{bad}{good}");
+            assert_eq!(h.parse(&text, &tools).tool_calls.len(), 1);
+            for deltas in [chars(&text), vec![&text[..]], vec![bad, good]] {
+                let kinds: Vec<String> = events_of(h.as_ref(), &tools, &deltas)
+                    .iter()
+                    .filter_map(|e| match e {
+                        StreamEvent::ToolCallStart { index, .. } => Some(format!("start {index}")),
+                        StreamEvent::ToolCallEnd { index, .. } => Some(format!("end {index}")),
+                        StreamEvent::Malformed(_) => Some("malformed".into()),
+                        _ => None,
+                    })
+                    .collect();
+                let kinds: Vec<&str> = kinds.iter().map(String::as_str).collect();
+                assert_eq!(
+                    &kinds[kinds.len() - 3..],
+                    ["malformed", "start 0", "end 0"],
+                    "{text:?} in {} deltas",
+                    deltas.len()
+                );
+                // Before it, at most the bad call's start (its name arrived first).
+                assert!(kinds.len() == 3 || kinds[..kinds.len() - 3] == ["start 0"]);
+            }
+        }
+    }
+
+    /// Finding 4: an end marker cut off at the end of the output (a stop or the length
+    /// limit) ends the call it follows, when that call is complete without it: the call
+    /// is parsed and the cut-off marker is neither content nor an error, whole or
+    /// streamed. Every format with an end marker after a call's complete body.
+    #[test]
+    fn a_cut_off_end_marker_ends_a_complete_call() {
+        let tools = weather_tools();
+        let call = ToolCall::new("get_weather", json!({"city": "P"}));
+        for (name, end) in [
+            ("hermes", "</tool_call>"),
+            ("qwen3_coder", "</tool_call>"),
+            ("deepseek_v3", "<｜tool▁call▁end｜>"),
+            ("deepseek_v3", "<｜tool▁calls▁end｜>"),
+            ("deepseek_v31", "<｜tool▁call▁end｜>"),
+            ("deepseek_v31", "<｜tool▁calls▁end｜>"),
+            ("kimi_k2", "<|tool_call_end|>"),
+            ("kimi_k2", "<|tool_calls_section_end|>"),
+            ("harmony", "<|call|>"),
+        ] {
+            let f = format_by_name(name).unwrap();
+            let whole = f.render_calls(std::slice::from_ref(&call));
+            let at = whole
+                .rfind(end)
+                .unwrap_or_else(|| panic!("{name}: {whole}"));
+            for (k, _) in end.char_indices().skip(1) {
+                let text = &whole[..at + k];
+                let out = f.parse(text, &tools);
+                assert_eq!(out.tool_calls.len(), 1, "{name}: {text:?}");
+                assert_eq!(
+                    out.tool_calls[0].arguments, call.arguments,
+                    "{name}: {text:?}"
+                );
+                assert_eq!(
+                    (out.content, out.errors.len()),
+                    (None, 0),
+                    "{name}: {text:?}"
+                );
+                check_stream_chunks(f.as_ref(), &tools, text, &[1])
+                    .unwrap_or_else(|e| panic!("{name}: {e}"));
+            }
+        }
+    }
+
+    /// Finding 5: in the formats without an end marker, a call that is malformed as soon
+    /// as its text shows it (JSON that cannot be completed) is settled there: the text
+    /// after it streams on every delta rather than at the end (`llama3_json`, `glm4`; the
+    /// others hold it by design, see the module notes, and still stream as they parse).
+    #[test]
+    fn text_after_a_call_known_malformed_streams_in_formats_without_an_end_marker() {
+        let tools = weather_tools();
+        let call = ToolCall::new("get_weather", json!({"city": "Paris"}));
+        let after = format!("\n{}", prose(2000));
+        // mistral (v11+): a malformed call runs to the next `[TOOL_CALLS]` by design (the
+        // syntax has no end, and text after a call is the call's until a marker);
+        // json/json_array and pythonic: the output is read as one call list, which
+        // text after a malformed list may still be part of (the module notes).
+        for name in ["llama3_json", "glm4", "mistral", "json", "pythonic"] {
+            let f = format_by_name(name).unwrap();
+            let good = f.render_calls(std::slice::from_ref(&call));
+            let bad = good
+                .replacen("\"Paris\"", "P", 1)
+                .replacen("'Paris'", "P,,", 1);
+            assert_ne!(bad, good);
+            let text = format!("{bad}{after}");
+            let whole = f.parse(&text, &tools);
+            assert!(!whole.errors.is_empty(), "{name}: {whole:?}");
+            let mut s = StreamingParser::new(f.as_ref(), &tools);
+            let mut first = None;
+            let mut malformed_at = None;
+            for (i, d) in text.as_bytes().chunks(4).enumerate() {
+                let events = s.push(std::str::from_utf8(d).unwrap());
+                for e in events {
+                    match e {
+                        StreamEvent::Malformed(_) => malformed_at = malformed_at.or(Some(i * 4)),
+                        StreamEvent::Content(_) if i * 4 > bad.len() + 8 => {
+                            first = first.or(Some(i * 4))
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            s.finish();
+            assert!(
+                !matches!(name, "llama3_json" | "glm4")
+                    || first.is_some_and(|k| k < bad.len() + 64),
+                "{name}: {bad:?} then text: content after it first sent at {first:?} (malformed at {malformed_at:?})"
+            );
+            check_stream_chunks(f.as_ref(), &tools, &text, &[4, 1, 7]).unwrap();
+        }
+    }
+}

@@ -1,0 +1,229 @@
+//! The structural tag every family shares, given its envelope: free text, then calls
+//! entered through a trigger, joined by a separator, optionally inside a section, after an
+//! optional reasoning block — shaped by the resolved [`CallMode`] and `parallel`
+//! (section 5.4 of the tool-call format notes).
+
+use serde_json::{json, Value};
+
+use super::{ArgumentSchemas, CallMode, FormatOptions, Tool, ToolChoice, ToolError};
+use tokensieve::StructuralTag;
+
+/// A family's call syntax, as the shared assembler needs it.
+#[derive(Clone, Debug, Default)]
+pub struct Envelope {
+    /// Text that starts every call (and never occurs in free text).
+    pub trigger: String,
+    /// Written between two calls.
+    pub separator: String,
+    /// Begin and end of the section wrapping all calls of a turn (DeepSeek, Kimi).
+    pub section: Option<(String, String)>,
+    /// `required` allows content before the calls (Hermes, Qwen-XML, GLM, Mistral,
+    /// DeepSeek, Kimi); off for bare-JSON and pythonic families.
+    pub leading_text_in_required: bool,
+    /// The reasoning block: begin, end, and what the template writes after it.
+    pub reasoning: Option<(String, String, String)>,
+    /// More strings free text never contains (other markers of the family).
+    pub excludes: Vec<String>,
+}
+
+/// The arguments format for `tool`: its input schema (or any object, see
+/// [`ArgumentSchemas`]) as a `json_schema` structural-tag format.
+pub fn json_arguments(tool: &Tool, options: &FormatOptions) -> Value {
+    let mut f = json!({"type": "json_schema", "json_schema": argument_schema(tool, options),
+           "any_order": options.any_order});
+    if let Some(n) = options.max_whitespace {
+        f["max_whitespace"] = json!(n);
+    }
+    if let Some(n) = options.max_number_digits {
+        f["max_number_digits"] = json!(n);
+    }
+    f
+}
+
+/// The schema a tool's arguments are constrained to: the input schema with objects closed
+/// (see [`FormatOptions::closed_objects`]), or any object.
+pub fn argument_schema(tool: &Tool, options: &FormatOptions) -> Value {
+    let use_schema = tool.strict || options.arguments == ArgumentSchemas::Always;
+    if use_schema && tool.input_schema != Value::Bool(true) {
+        let mut s = tool.input_schema.clone();
+        if options.closed_objects {
+            close_objects(&mut s);
+        }
+        s
+    } else {
+        json!({"type": "object"})
+    }
+}
+
+/// Adds `"additionalProperties": false` to every object schema that declares
+/// `properties` and says nothing about other properties (no `additionalProperties`,
+/// `patternProperties`, `unevaluatedProperties`), except under `allOf`, where closing one
+/// branch would forbid the other branches' properties. A subset of the original
+/// language, so the arguments still validate against the tool's own schema.
+fn close_objects(schema: &mut Value) {
+    let Value::Object(obj) = schema else { return };
+    let open = obj.contains_key("properties")
+        && !obj.contains_key("additionalProperties")
+        && !obj.contains_key("patternProperties")
+        && !obj.contains_key("unevaluatedProperties")
+        && !obj.contains_key("allOf");
+    if open {
+        obj.insert("additionalProperties".into(), Value::Bool(false));
+    }
+    for key in ["properties", "$defs", "definitions"] {
+        if let Some(Value::Object(m)) = obj.get_mut(key) {
+            for v in m.values_mut() {
+                close_objects(v);
+            }
+        }
+    }
+    for key in ["items", "additionalProperties"] {
+        if let Some(v) = obj.get_mut(key) {
+            close_objects(v);
+        }
+    }
+    for key in ["prefixItems", "anyOf", "oneOf"] {
+        if let Some(Value::Array(list)) = obj.get_mut(key) {
+            for v in list {
+                close_objects(v);
+            }
+        }
+    }
+}
+
+/// Builds the whole tag. `call_tag(tool)` gives one call's `tag` format (JSON), whose
+/// `begin` starts with the envelope's trigger.
+pub fn assemble(
+    env: &Envelope,
+    tools: &[Tool],
+    choice: &ToolChoice,
+    parallel: bool,
+    options: &FormatOptions,
+    mut call_tag: impl FnMut(&Tool) -> Result<Value, ToolError>,
+) -> Result<StructuralTag, ToolError> {
+    let (mode, allowed) = choice.resolve(tools)?;
+    let mut excludes: Vec<String> = vec![env.trigger.clone()];
+    if let Some((begin, _)) = &env.section {
+        excludes.push(begin.clone());
+    }
+    excludes.extend(env.excludes.iter().cloned());
+    excludes.retain(|s| !s.is_empty());
+    excludes.dedup();
+    let free_text = json!({"type": "any_text", "excludes": excludes});
+
+    let mut tags = Vec::with_capacity(allowed.len());
+    for t in &allowed {
+        tags.push(call_tag(t)?);
+    }
+    let one_or_more = |tags: Vec<Value>| -> Value {
+        if parallel && mode != CallMode::Forced {
+            json!({"type": "tags_with_separator", "tags": tags, "separator": env.separator,
+                   "at_least_one": true, "stop_after_first": false})
+        } else if tags.len() == 1 {
+            tags.into_iter().next().unwrap_or(Value::Null)
+        } else {
+            json!({"type": "or", "elements": tags})
+        }
+    };
+    let in_section = |calls: Value| -> Value {
+        match &env.section {
+            Some((b, e)) => json!({"type": "sequence", "elements": [
+                {"type": "const_string", "value": b}, calls, {"type": "const_string", "value": e}]}),
+            None => calls,
+        }
+    };
+    let body = match mode {
+        CallMode::None => free_text,
+        CallMode::Forced => in_section(one_or_more(tags)),
+        CallMode::Auto | CallMode::Required if options.text_after_calls => {
+            let triggers = vec![env.trigger.clone()];
+            if env.section.is_some() {
+                // Sections hold calls; text may follow a whole section.
+                let block = in_section(one_or_more(tags));
+                let seq = json!({"type": "sequence", "elements": [free_text.clone(), block]});
+                if mode == CallMode::Auto {
+                    json!({"type": "or", "elements": [free_text, json!({"type": "sequence",
+                        "elements": [seq, {"type": "any_text"}]})]})
+                } else {
+                    json!({"type": "sequence", "elements": [seq, {"type": "any_text"}]})
+                }
+            } else {
+                json!({"type": "triggered_tags", "triggers": triggers, "tags": tags,
+                       "at_least_one": mode == CallMode::Required
+                           && !(env.leading_text_in_required && options.leading_text),
+                       "stop_after_first": !parallel, "excludes": env.excludes})
+            }
+        }
+        CallMode::Auto => {
+            let block = in_section(one_or_more(tags));
+            json!({"type": "sequence", "elements": [free_text,
+                {"type": "optional", "content": block}]})
+        }
+        CallMode::Required => {
+            let block = in_section(one_or_more(tags));
+            if env.leading_text_in_required && options.leading_text {
+                json!({"type": "sequence", "elements": [free_text, block]})
+            } else {
+                block
+            }
+        }
+    };
+    let format = match (&env.reasoning, options.reasoning) {
+        (Some((begin, end, after)), true) => {
+            let mut reasoning_excludes = excludes_of_reasoning(env);
+            reasoning_excludes.push(begin.clone());
+            let mut elements = vec![json!({"type": "tag", "begin": begin,
+                "content": {"type": "any_text", "excludes": reasoning_excludes}, "end": end})];
+            if !after.is_empty() {
+                elements.push(json!({"type": "const_string", "value": after}));
+            }
+            elements.push(body);
+            json!({"type": "sequence", "elements": elements})
+        }
+        _ => body,
+    };
+    StructuralTag::from_json(&json!({"type": "structural_tag", "format": format})).map_err(|e| {
+        ToolError::Unsupported {
+            format: "structural tag".into(),
+            reason: e.to_string(),
+        }
+    })
+}
+
+/// Free text that can never hold a JSON call object of the bare-JSON families (their
+/// parsers key on a `"name"` member): `any_text` excluding `"name"`, and `extra`.
+pub fn text_without_name_key(extra: &[&str]) -> Value {
+    let mut excludes = vec!["\"name\"".to_owned()];
+    excludes.extend(extra.iter().map(|s| (*s).to_owned()));
+    json!({"type": "any_text", "excludes": excludes})
+}
+
+fn excludes_of_reasoning(env: &Envelope) -> Vec<String> {
+    let mut v = vec![env.trigger.clone()];
+    if let Some((b, _)) = &env.section {
+        v.push(b.clone());
+    }
+    v.extend(env.excludes.iter().cloned());
+    v.retain(|s| !s.is_empty());
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_arguments_carry_the_caps() {
+        let tool = Tool::new("f", "", json!({"type": "object"})).unwrap();
+        let f = json_arguments(&tool, &FormatOptions::default());
+        assert_eq!(f["max_whitespace"], 12);
+        assert_eq!(f["max_number_digits"], 24);
+        let open = FormatOptions {
+            max_number_digits: None,
+            ..FormatOptions::default()
+        };
+        assert!(json_arguments(&tool, &open)
+            .get("max_number_digits")
+            .is_none());
+    }
+}
