@@ -474,6 +474,7 @@ fn uri() {
             ("s:/a/b", A),            // §3.3 path-absolute
             ("about:", A),            // §3 hier-part = path-empty
             ("http://[::ffff:1.2.3.4]/", A), // §3.2.2 IPv6address with ls32
+            ("http://example.com:123456/", S), // §3.2.3 port = *DIGIT (the subset: 5 digits)
             ("//example.com", R),     // §4.2: a relative reference
             ("http://exa mple.com", R), // §2: no space
             ("http://example.com/%zz", R), // §2.1 pct-encoded = "%" HEXDIG HEXDIG

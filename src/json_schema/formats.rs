@@ -28,8 +28,9 @@
 //!   with a letter.
 //! * `ipv6`: RFC 4291 §2.2: eight groups of 1–4 hex digits, `::` for zero groups, and the
 //!   last 32 bits as an IPv4 address (`::ffff:192.0.2.1`); no zone id.
-//! * `uri`, `uri-reference`: the RFC 3986 grammar (`URI`, `URI-reference`) exactly: an
-//!   empty authority (`file:///etc/hosts`), userinfo, IP literals, any port.
+//! * `uri`, `uri-reference`: the RFC 3986 grammar (`URI`, `URI-reference`): an empty
+//!   authority (`file:///etc/hosts`), userinfo, IP literals, ports, with bounded lengths
+//!   (see [`cap`]: a 32-character scheme, a 255-character host, 16 path segments of 64...).
 //! * `iri`, `iri-reference`: the RFC 3987 grammar, except the bidirectional formatting
 //!   characters (forbidden by its §4.1).
 //! * `uri-template`: the RFC 6570 grammar, without the `'` literal and the reserved
@@ -304,7 +305,7 @@ fn ipv6() -> Expr {
 
 /// RFC 3986 §3 `URI`: the [`iri`] grammar over ASCII (RFC 3987 §2.2 is RFC 3986's with
 /// `ucschar` and `iprivate` added), so every form: an empty authority (`file:///etc/hosts`),
-/// userinfo, IP literals, any port, `scheme:/path` and `scheme:`.
+/// userinfo, IP literals, ports, `scheme:/path` and `scheme:`, within the lengths of [`cap`].
 fn uri() -> Expr {
     iri_with(false)
 }
@@ -419,12 +420,21 @@ fn ipchar(unicode: bool) -> Expr {
     alt(vec![iunreserved_and(&extra, unicode), pct()])
 }
 
+/// The bound `n` of a repetition in RFC 3986 URIs (not `unicode`), none in IRIs. The
+/// `uri` and `uri-reference` grammars keep the lengths of the former subset (a scheme of
+/// 32, userinfo of 64 and a host of 255 characters or escapes, a port of 5 digits, 16 path
+/// segments of 64, a query of 128, a fragment of 64) so that their longest string stays
+/// finite and they still combine with a large `maxLength` (`"maxLength": 65536`).
+fn cap(unicode: bool, n: u32) -> Option<u32> {
+    (!unicode).then_some(n)
+}
+
 /// `ipath-abempty`: `*( "/" isegment )`.
 fn ipath_abempty(unicode: bool) -> Expr {
     repeat(
-        seq(vec![lit("/"), repeat(ipchar(unicode), 0, None)]),
+        seq(vec![lit("/"), repeat(ipchar(unicode), 0, cap(unicode, 64))]),
         0,
-        None,
+        cap(unicode, 16),
     )
 }
 
@@ -438,11 +448,11 @@ fn iauthority_path(unicode: bool) -> Expr {
             pct(),
         ]),
         0,
-        None,
+        cap(unicode, 64),
     );
     let ipvfuture = seq(vec![
         class(&[r('v', 'v'), r('V', 'V')]),
-        repeat(hexdig(), 1, None),
+        repeat(hexdig(), 1, cap(unicode, 4)),
         lit("."),
         repeat(
             class(
@@ -461,20 +471,20 @@ fn iauthority_path(unicode: bool) -> Expr {
                 .concat(),
             ),
             1,
-            None,
+            cap(unicode, 64),
         ),
     ]);
     let ip_literal = seq(vec![lit("["), alt(vec![ipv6(), ipvfuture]), lit("]")]);
     let reg_name = repeat(
         alt(vec![iunreserved_and(SUB_DELIMS, unicode), pct()]),
         0,
-        None,
+        cap(unicode, 255),
     );
     seq(vec![
         lit("//"),
         opt(seq(vec![userinfo, lit("@")])),
         alt(vec![ip_literal, reg_name]),
-        opt(seq(vec![lit(":"), repeat(dig(), 0, None)])),
+        opt(seq(vec![lit(":"), repeat(dig(), 0, cap(unicode, 5))])),
         ipath_abempty(unicode),
     ])
 }
@@ -488,15 +498,15 @@ fn iquery_ifragment(unicode: bool) -> Expr {
         fchar.clone()
     };
     seq(vec![
-        opt(seq(vec![lit("?"), repeat(qchar, 0, None)])),
-        opt(seq(vec![lit("#"), repeat(fchar, 0, None)])),
+        opt(seq(vec![lit("?"), repeat(qchar, 0, cap(unicode, 128))])),
+        opt(seq(vec![lit("#"), repeat(fchar, 0, cap(unicode, 64))])),
     ])
 }
 
 /// `isegment-nz *( "/" isegment )` (`ipath-rootless`).
 fn ipath_rootless(unicode: bool) -> Expr {
     seq(vec![
-        repeat(ipchar(unicode), 1, None),
+        repeat(ipchar(unicode), 1, cap(unicode, 64)),
         ipath_abempty(unicode),
     ])
 }
@@ -520,7 +530,7 @@ fn iri_with(unicode: bool) -> Expr {
                 r('-', '.'),
             ]),
             0,
-            None,
+            cap(unicode, 31),
         ),
     ]);
     let hier = alt(vec![
@@ -546,7 +556,10 @@ fn iri_reference_with(unicode: bool) -> Expr {
     let relative_part = alt(vec![
         iauthority_path(unicode),
         seq(vec![lit("/"), opt(ipath_rootless(unicode))]),
-        seq(vec![repeat(nc, 1, None), ipath_abempty(unicode)]),
+        seq(vec![
+            repeat(nc, 1, cap(unicode, 64)),
+            ipath_abempty(unicode),
+        ]),
         Expr::Empty,
     ]);
     alt(vec![
