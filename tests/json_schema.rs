@@ -615,14 +615,10 @@ fn uri_formats_accept_rootless_and_relative_paths() {
             r#""ecdsa-koblitz-pubkey:14RZvYazz9H2DC2skBfpPVxax54g4yabxe""#,
             r#""urn:isbn:0451450523""#,
             r#""https://example.com/a?b#c""#,
-        ],
-        &[
-            r#""Core""#,
-            r#""./src""#,
-            r#""1abc:x""#,
-            r#""a b:c""#,
+            // RFC 3986 §3: `hier-part` may be `path-empty`.
             r#""http:""#,
         ],
+        &[r#""Core""#, r#""./src""#, r#""1abc:x""#, r#""a b:c""#],
     );
     common::byte_check(
         &json!({"type": "string", "format": "uri-reference"}),

@@ -207,8 +207,10 @@ fn more_formats() {
             "https://example.com/a/b?x=1#top",
             "ftp://host:21",
             "http://x.org/",
+            // RFC 3986 §3.2.2: the generic syntax allows an empty host (`file:///`).
+            "http://",
         ],
-        &["example.com", "http://", "http://exa mple.com", "/a/b"],
+        &["example.com", "http://exa mple.com", "/a/b"],
     );
     // An empty string is a relative reference (RFC 3986 §4.2: path-empty).
     run(

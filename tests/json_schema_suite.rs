@@ -345,6 +345,9 @@ fn maskbench_run(label: &str, opts: &JsonSchemaOptions, min_passing: usize) {
             let g = match compiler.compile_json_schema(&rec["schema"], opts) {
                 Ok(g) => g,
                 Err(e) => {
+                    if std::env::var_os("JSON_SCHEMA_SUITE_VERBOSE").is_some() {
+                        eprintln!("REFUSED ({label}) {}: {e}", rec["file"]);
+                    }
                     let key = match &e {
                         tokensieve::JsonSchemaError::Unsupported { keyword, .. } => keyword.clone(),
                         other => format!("{other}").chars().take(40).collect(),

@@ -7,31 +7,37 @@
 //!
 //! Each grammar accepts a subset of what the format allows, never more:
 //! * `date`: `YYYY-MM-DD` with the days of each month, and 29 February in leap years only.
-//! * `time`: `HH:MM:SS(.fraction)?` then `Z` or `±HH:MM` (uppercase `Z`; no leap second).
-//! * `date-time`: a date, `T`, a time.
+//! * `time`: `HH:MM:SS(.fraction)?` then `Z` (or `z`) or `±HH:MM`; a leap second
+//!   `23:59:60` with a zero offset (`Z`, `+00:00`, `-00:00`: RFC 3339 §5.7 allows one
+//!   only at 23:59 UTC, so also `15:59:60-08:00`, which the subset leaves out).
+//! * `date-time`: a date, `T` (or `t`), a time.
 //! * `uuid`: `8-4-4-4-12` hexadecimal digits.
 //! * `ipv4`: four decimal octets 0–255 without leading zeros.
-//! * `email`: a conservative subset: `atom(.atom){0,3}@(label.){1,3}tld`, atoms of
-//!   `[A-Za-z0-9_+-]{1,16}`, labels of letters, digits and inner hyphens (at most 63), a
-//!   letters-only top-level domain of 2–24 letters.
-//! * `idn-email` (RFC 6531): an `email`, or a local part of 1–16 characters of
-//!   `[A-Za-z0-9_+-]` and non-ASCII `ucschar`s (at least one) with an `email` domain.
+//! * `email`: a conservative subset: `atom(.atom){0,3}@(label.){1,3}tld`, atoms of 1–15
+//!   RFC 5322 `atext` characters (letters, digits, ``!#$%&'*+-/=?^_`{|}~``) or one atom of
+//!   up to 64, labels of letters, digits and inner hyphens (at most 50), a letters-only
+//!   top-level domain of 2–24 letters (no quoted local parts, no address literals).
+//! * `idn-email` (RFC 6531): an `email`, or a local part of 1–16 characters of `atext`
+//!   and non-ASCII `ucschar`s (at least one) with an `email` domain.
 //! * `hostname`: one to three labels (letters, digits, inner hyphens; at most 63 each; no
-//!   `--` in the third and fourth positions), the last starting with a letter.
+//!   `--` in the third and fourth positions), or four to eight of at most 30 each (so at
+//!   most 253 characters), the last starting with a letter.
 //! * `idn-hostname` (RFC 5890–5893): one to three labels, each an NR-LDH label (not `xn--`
 //!   nor any `??--`) or a U-label of 1–8 lowercase letters/digits and IDNA2008-PVALID
 //!   left-to-right letters (Latin-1, Greek, Cyrillic, kana, CJK, Hangul), the last starting
 //!   with a letter.
-//! * `ipv6`: eight groups of 1–4 hex digits, or `::` for zero groups (no IPv4 suffix).
-//! * `uri`: `scheme://host[:port][/path][?query][#fragment]` or `scheme:path[?query][#fragment]`:
-//!   lowercase scheme, a hostname, RFC 3986 path characters; `uri-reference`: a uri or a
-//!   relative reference without an authority (`/path`, `./path`, `name`, `?q`, `#f`, empty).
-//! * `iri`, `iri-reference`: the RFC 3987 grammar, except IPv6 literals with an IPv4 tail
-//!   and the bidirectional formatting characters (forbidden by its §4.1).
+//! * `ipv6`: RFC 4291 §2.2: eight groups of 1–4 hex digits, `::` for zero groups, and the
+//!   last 32 bits as an IPv4 address (`::ffff:192.0.2.1`); no zone id.
+//! * `uri`, `uri-reference`: the RFC 3986 grammar (`URI`, `URI-reference`): an empty
+//!   authority (`file:///etc/hosts`), userinfo, IP literals, ports, with bounded lengths
+//!   (see [`cap`]: a 32-character scheme, a 255-character host, 16 path segments of 64...).
+//! * `iri`, `iri-reference`: the RFC 3987 grammar, except the bidirectional formatting
+//!   characters (forbidden by its §4.1).
 //! * `uri-template`: the RFC 6570 grammar, without the `'` literal and the reserved
 //!   operators.
-//! * `json-pointer`: RFC 6901 exactly (plain characters); `relative-json-pointer`: a
-//!   non-negative integer then `#` or a JSON pointer.
+//! * `json-pointer`: RFC 6901 exactly; `relative-json-pointer`: a non-negative integer, an
+//!   optional index manipulation (`+1`, `-2`), then `#` or a JSON pointer
+//!   (draft-bhutton-relative-json-pointer-00, the one draft 2020-12 names).
 //! * `regex`: ECMA-262 patterns valid with and without the `u` flag, from a simple subset
 //!   (see [`regex`]).
 //! * `duration`: the RFC 3339 appendix A grammar, numbers of up to nine digits.
@@ -102,9 +108,11 @@ fn date() -> Expr {
             class(&[r('2', '2'), r('6', '6')]),
         ]),
     ]);
+    // Years divisible by 4 but not by 100, and by 400 (RFC 3339 appendix C), year 0 too.
     let leap_year = alt(vec![
         seq(vec![exactly(dig(), 2), leap_tail.clone()]),
         seq(vec![leap_tail, lit("00")]),
+        lit("0000"),
     ]);
     alt(vec![
         seq(vec![year.clone(), lit("-"), m31, lit("-"), d31]),
@@ -121,8 +129,10 @@ fn time() -> Expr {
     ]);
     let min = seq(vec![d('0', '5'), dig()]);
     let frac = opt(seq(vec![lit("."), repeat(dig(), 1, None)]));
+    // RFC 3339 §5.6 NOTE: "Z" may be written lowercase (ABNF strings are case-insensitive).
+    let zulu = || class(&[r('Z', 'Z'), r('z', 'z')]);
     let offset = alt(vec![
-        lit("Z"),
+        zulu(),
         seq(vec![
             class(&[r('+', '+'), r('-', '-')]),
             hour.clone(),
@@ -130,14 +140,24 @@ fn time() -> Expr {
             min.clone(),
         ]),
     ]);
-    seq(vec![
-        hour,
-        lit(":"),
-        min.clone(),
-        lit(":"),
-        min,
-        frac,
-        offset,
+    // §5.7: a leap second (`:60`) ends a UTC day, so only at 23:59 UTC; of the local times
+    // that are 23:59 UTC, those with a zero offset.
+    let leap = seq(vec![
+        lit("23:59:60"),
+        frac.clone(),
+        alt(vec![zulu(), lit("+00:00"), lit("-00:00")]),
+    ]);
+    alt(vec![
+        seq(vec![
+            hour,
+            lit(":"),
+            min.clone(),
+            lit(":"),
+            min,
+            frac,
+            offset,
+        ]),
+        leap,
     ])
 }
 
@@ -167,20 +187,33 @@ fn ipv4() -> Expr {
     seq(vec![octet.clone(), exactly(seq(vec![lit("."), octet]), 3)])
 }
 
+/// RFC 5322 §3.2.3 `atext`: letters, digits and ``!#$%&'*+-/=?^_`{|}~``.
+const ATEXT: &[(u32, u32)] = &[
+    (0x41, 0x5A),
+    (0x61, 0x7A),
+    (0x30, 0x39),
+    (0x21, 0x21),
+    (0x23, 0x27),
+    (0x2A, 0x2B),
+    (0x2D, 0x2D),
+    (0x2F, 0x2F),
+    (0x3D, 0x3D),
+    (0x3F, 0x3F),
+    (0x5E, 0x60),
+    (0x7B, 0x7E),
+];
+
 fn email() -> Expr {
-    let atom_char = class(&[
-        r('A', 'Z'),
-        r('a', 'z'),
-        r('0', '9'),
-        r('_', '_'),
-        r('+', '+'),
-        r('-', '-'),
-    ]);
-    // At most 15 + 3 × 16 = 63 characters: RFC 5321 allows 64 in a local part.
-    let atom = repeat(atom_char, 1, Some(15));
-    let local = seq(vec![
-        atom.clone(),
-        repeat(seq(vec![lit("."), atom]), 0, Some(3)),
+    let atom_char = class(ATEXT);
+    // At most 15 + 3 × 16 = 63 characters, or one atom of at most 64: RFC 5321 §4.5.3.1.1
+    // allows 64 in a local part.
+    let atom = repeat(atom_char.clone(), 1, Some(15));
+    let local = alt(vec![
+        seq(vec![
+            atom.clone(),
+            repeat(seq(vec![lit("."), atom]), 0, Some(3)),
+        ]),
+        repeat(atom_char, 16, Some(64)),
     ]);
     seq(vec![local, lit("@"), email_domain()])
 }
@@ -199,10 +232,25 @@ fn email_domain() -> Expr {
 }
 
 /// One to three NR-LDH labels (no `xn--` nor other `??--` label: those are A-labels or
-/// reserved, RFC 5890), the last starting with a letter (at most 191 characters, below the
-/// 253 that DNS allows).
+/// reserved, RFC 5890), or four to eight of at most 30 characters, the last starting with a
+/// letter (at most 191 or 247 characters, below the 253 that DNS allows, RFC 1123 §2.1).
 fn hostname() -> Expr {
-    host_labels(3)
+    alt(vec![host_labels(3), short_host_labels(4, 8, 30)])
+}
+
+/// `min..=max` NR-LDH labels of at most `len` characters separated by dots, the last
+/// starting with a letter.
+fn short_host_labels(min: u32, max: u32, len: u32) -> Expr {
+    let alnum = class(&[r('A', 'Z'), r('a', 'z'), r('0', '9')]);
+    let alpha = class(&[r('A', 'Z'), r('a', 'z')]);
+    seq(vec![
+        repeat(
+            seq(vec![nr_ldh_label_max(alnum, len), lit(".")]),
+            min - 1,
+            Some(max - 1),
+        ),
+        nr_ldh_label_max(alpha, len),
+    ])
 }
 
 /// One to `labels` NR-LDH labels separated by dots, the last starting with a letter: the
@@ -220,8 +268,9 @@ fn host_labels(labels: u32) -> Expr {
     ])
 }
 
-/// RFC 4291 text forms: eight groups, or `::` standing for one or more zero groups (no
-/// embedded IPv4).
+/// RFC 4291 §2.2 text forms (RFC 3986 `IPv6address`): eight groups, or `::` standing for
+/// one or more zero groups, and both with the last two groups written as an IPv4 address
+/// (`::ffff:192.0.2.1`, form 3).
 fn ipv6() -> Expr {
     let h = repeat(class(&[r('0', '9'), r('a', 'f'), r('A', 'F')]), 1, Some(4));
     let groups = |n: u32| -> Expr {
@@ -239,113 +288,41 @@ fn ipv6() -> Expr {
             alts.push(seq(vec![groups(a), lit("::"), groups(b)]));
         }
     }
+    // Form 3: six groups and an IPv4 address, or at most five groups around `::`.
+    alts.push(seq(vec![groups(6), lit(":"), ipv4()]));
+    for a in 0..=5u32 {
+        for b in 0..=(5 - a) {
+            let tail = if b == 0 {
+                ipv4()
+            } else {
+                seq(vec![groups(b), lit(":"), ipv4()])
+            };
+            alts.push(seq(vec![groups(a), lit("::"), tail]));
+        }
+    }
     alt(alts)
 }
 
-/// RFC 3986 `pchar` = unreserved / pct-encoded / sub-delims / ":" / "@".
-fn pchar() -> Expr {
-    let mut ranges = vec![
-        r('A', 'Z'),
-        r('a', 'z'),
-        r('0', '9'),
-        r('-', '.'),
-        r('_', '_'),
-        r('~', '~'),
-        r(':', ':'),
-        r('@', '@'),
-    ];
-    ranges.extend_from_slice(SUB_DELIMS);
-    alt(vec![class(&ranges), pct()])
-}
-
-/// `/seg/seg...` (possibly empty), an optional `?query` and `#fragment`, of RFC 3986
-/// characters (`pchar`, and `/` `?` in the query and fragment), with bounded lengths.
-fn path_query_fragment() -> Expr {
-    let seg = repeat(pchar(), 0, Some(64));
-    let qf = || alt(vec![pchar(), class(&[r('/', '/'), r('?', '?')])]);
-    seq(vec![
-        repeat(seq(vec![lit("/"), seg]), 0, Some(16)),
-        opt(seq(vec![lit("?"), repeat(qf(), 0, Some(128))])),
-        opt(seq(vec![lit("#"), repeat(qf(), 0, Some(64))])),
-    ])
-}
-
-/// A URI's registered name as a host name of one to eight NR-LDH labels, the last
-/// starting with a letter (RFC 3986 sets no length limit on a `reg-name`).
-fn uri_host() -> Expr {
-    host_labels(8)
-}
-
-/// A conservative subset of RFC 3986 absolute URIs: `scheme://host[:port]path?query#frag`
-/// with a lowercase scheme (at most 32 characters), a [`uri_host`] or [`ipv4`] host, a
-/// port of at most four digits, and RFC 3986 path, query and fragment characters (bounded
-/// lengths); or `scheme:path-rootless?query#frag` (RFC 3986 `hier-part` without an
-/// authority, such as `urn:isbn:0451450523` or `ecdsa-koblitz-pubkey:14RZ...`).
+/// RFC 3986 §3 `URI`: the [`iri`] grammar over ASCII (RFC 3987 §2.2 is RFC 3986's with
+/// `ucschar` and `iprivate` added), so every form: an empty authority (`file:///etc/hosts`),
+/// userinfo, IP literals, ports, `scheme:/path` and `scheme:`, within the lengths of [`cap`].
 fn uri() -> Expr {
-    let scheme = seq(vec![
-        class(&[r('a', 'z')]),
-        repeat(
-            class(&[r('a', 'z'), r('0', '9'), r('+', '+'), r('-', '.')]),
-            0,
-            Some(31),
-        ),
-    ]);
-    let authority = seq(vec![
-        lit("//"),
-        alt(vec![uri_host(), ipv4()]),
-        opt(seq(vec![lit(":"), repeat(dig(), 1, Some(4))])),
-        path_query_fragment(),
-    ]);
-    let rootless = seq(vec![repeat(pchar(), 1, Some(64)), path_query_fragment()]);
-    seq(vec![scheme, lit(":"), alt(vec![authority, rootless])])
+    iri_with(false)
 }
 
-/// `[?query][#fragment]` of RFC 3986 characters (bounded lengths).
-fn query_fragment() -> Expr {
-    let qf = || alt(vec![pchar(), class(&[r('/', '/'), r('?', '?')])]);
-    seq(vec![
-        opt(seq(vec![lit("?"), repeat(qf(), 0, Some(128))])),
-        opt(seq(vec![lit("#"), repeat(qf(), 0, Some(64))])),
-    ])
-}
-
-/// A [`uri`], or an RFC 3986 `relative-ref` without an authority: `path-absolute`
-/// (`/a/b`, `/`), `path-noscheme` (`Core`, `./src`, `../x`: a first segment without `:`)
-/// or `path-empty`, each with an optional query and fragment.
+/// RFC 3986 §4.1 `URI-reference`: a [`uri`] or a `relative-ref` (the [`iri_reference`]
+/// grammar over ASCII).
 fn uri_reference() -> Expr {
-    let seg_nz = repeat(pchar(), 1, Some(64));
-    let mut nc = vec![
-        r('A', 'Z'),
-        r('a', 'z'),
-        r('0', '9'),
-        r('-', '.'),
-        r('_', '_'),
-        r('~', '~'),
-        r('@', '@'),
-    ];
-    nc.extend_from_slice(SUB_DELIMS);
-    let seg_nz_nc = repeat(alt(vec![class(&nc), pct()]), 1, Some(64));
-    alt(vec![
-        uri(),
-        seq(vec![lit("/"), seg_nz, path_query_fragment()]),
-        seq(vec![lit("/"), query_fragment()]),
-        seq(vec![seg_nz_nc, path_query_fragment()]),
-        query_fragment(),
-    ])
+    iri_reference_with(false)
 }
 
-/// RFC 6901 JSON pointers: `(/token)*`, `~` only as `~0` or `~1`; tokens of plain
-/// characters (no JSON escapes).
+/// RFC 6901 JSON pointers: `(/token)*`, `~` only as `~0` or `~1`; tokens of any other
+/// characters (§3 `unescaped`: quotes, backslashes and control characters included, which
+/// the JSON string escapes).
 fn json_pointer() -> Expr {
     let plain = Expr::Class(crate::grammar::CharClass {
         negated: true,
-        ranges: vec![
-            (0, 0x1F),
-            r('"', '"'),
-            r('/', '/'),
-            r('\\', '\\'),
-            r('~', '~'),
-        ],
+        ranges: vec![r('/', '/'), r('~', '~')],
     });
     let ch = alt(vec![plain, lit("~0"), lit("~1")]);
     repeat(seq(vec![lit("/"), repeat(ch, 0, None)]), 0, None)
@@ -418,8 +395,9 @@ fn pct() -> Expr {
     seq(vec![lit("%"), hexdig(), hexdig()])
 }
 
-/// RFC 3987 `iunreserved`, plus the single characters of `extra` (sub-delims, `:`, ...).
-fn iunreserved_and(extra: &[(u32, u32)]) -> Expr {
+/// RFC 3987 `iunreserved` (RFC 3986 `unreserved` unless `unicode`), plus the single
+/// characters of `extra` (sub-delims, `:`, ...).
+fn iunreserved_and(extra: &[(u32, u32)], unicode: bool) -> Expr {
     let mut ranges = vec![
         r('A', 'Z'),
         r('a', 'z'),
@@ -428,37 +406,53 @@ fn iunreserved_and(extra: &[(u32, u32)]) -> Expr {
         r('_', '_'),
         r('~', '~'),
     ];
-    ranges.extend_from_slice(UCSCHAR);
+    if unicode {
+        ranges.extend_from_slice(UCSCHAR);
+    }
     ranges.extend_from_slice(extra);
     class(&ranges)
 }
 
-/// `ipchar` = iunreserved / pct-encoded / sub-delims / ":" / "@".
-fn ipchar() -> Expr {
+/// `ipchar` = iunreserved / pct-encoded / sub-delims / ":" / "@" (RFC 3986 `pchar` unless
+/// `unicode`).
+fn ipchar(unicode: bool) -> Expr {
     let extra = [SUB_DELIMS, &[r(':', ':'), r('@', '@')]].concat();
-    alt(vec![iunreserved_and(&extra), pct()])
+    alt(vec![iunreserved_and(&extra, unicode), pct()])
+}
+
+/// The bound `n` of a repetition in RFC 3986 URIs (not `unicode`), none in IRIs. The
+/// `uri` and `uri-reference` grammars keep the lengths of the former subset (a scheme of
+/// 32, userinfo of 64 and a host of 255 characters or escapes, a port of 5 digits, 16 path
+/// segments of 64, a query of 128, a fragment of 64) so that their longest string stays
+/// finite and they still combine with a large `maxLength` (`"maxLength": 65536`).
+fn cap(unicode: bool, n: u32) -> Option<u32> {
+    (!unicode).then_some(n)
 }
 
 /// `ipath-abempty`: `*( "/" isegment )`.
-fn ipath_abempty() -> Expr {
-    repeat(seq(vec![lit("/"), repeat(ipchar(), 0, None)]), 0, None)
+fn ipath_abempty(unicode: bool) -> Expr {
+    repeat(
+        seq(vec![lit("/"), repeat(ipchar(unicode), 0, cap(unicode, 64))]),
+        0,
+        cap(unicode, 16),
+    )
 }
 
 /// `"//" iauthority ipath-abempty`: `[iuserinfo "@"] ihost [":" port]`, the host an
 /// IP-literal (IPv6 without an IPv4 tail, or IPvFuture) or an `ireg-name` (which covers
-/// IPv4 addresses).
-fn iauthority_path() -> Expr {
+/// IPv4 addresses); RFC 3986 `"//" authority path-abempty` unless `unicode`.
+fn iauthority_path(unicode: bool) -> Expr {
     let userinfo = repeat(
         alt(vec![
-            iunreserved_and(&[SUB_DELIMS, &[r(':', ':')]].concat()),
+            iunreserved_and(&[SUB_DELIMS, &[r(':', ':')]].concat(), unicode),
             pct(),
         ]),
         0,
-        None,
+        cap(unicode, 64),
     );
     let ipvfuture = seq(vec![
         class(&[r('v', 'v'), r('V', 'V')]),
-        repeat(hexdig(), 1, None),
+        repeat(hexdig(), 1, cap(unicode, 4)),
         lit("."),
         repeat(
             class(
@@ -477,42 +471,54 @@ fn iauthority_path() -> Expr {
                 .concat(),
             ),
             1,
-            None,
+            cap(unicode, 64),
         ),
     ]);
     let ip_literal = seq(vec![lit("["), alt(vec![ipv6(), ipvfuture]), lit("]")]);
-    let reg_name = repeat(alt(vec![iunreserved_and(SUB_DELIMS), pct()]), 0, None);
+    let reg_name = repeat(
+        alt(vec![iunreserved_and(SUB_DELIMS, unicode), pct()]),
+        0,
+        cap(unicode, 255),
+    );
     seq(vec![
         lit("//"),
         opt(seq(vec![userinfo, lit("@")])),
         alt(vec![ip_literal, reg_name]),
-        opt(seq(vec![lit(":"), repeat(dig(), 0, None)])),
-        ipath_abempty(),
+        opt(seq(vec![lit(":"), repeat(dig(), 0, cap(unicode, 5))])),
+        ipath_abempty(unicode),
     ])
 }
 
-/// `[ "?" iquery ] [ "#" ifragment ]`.
-fn iquery_ifragment() -> Expr {
-    let qchar = alt(vec![
-        ipchar(),
-        class(IPRIVATE),
-        class(&[r('/', '/'), r('?', '?')]),
-    ]);
-    let fchar = alt(vec![ipchar(), class(&[r('/', '/'), r('?', '?')])]);
+/// `[ "?" iquery ] [ "#" ifragment ]` (RFC 3986 `query` and `fragment` unless `unicode`).
+fn iquery_ifragment(unicode: bool) -> Expr {
+    let fchar = alt(vec![ipchar(unicode), class(&[r('/', '/'), r('?', '?')])]);
+    let qchar = if unicode {
+        alt(vec![fchar.clone(), class(IPRIVATE)])
+    } else {
+        fchar.clone()
+    };
     seq(vec![
-        opt(seq(vec![lit("?"), repeat(qchar, 0, None)])),
-        opt(seq(vec![lit("#"), repeat(fchar, 0, None)])),
+        opt(seq(vec![lit("?"), repeat(qchar, 0, cap(unicode, 128))])),
+        opt(seq(vec![lit("#"), repeat(fchar, 0, cap(unicode, 64))])),
     ])
 }
 
 /// `isegment-nz *( "/" isegment )` (`ipath-rootless`).
-fn ipath_rootless() -> Expr {
-    seq(vec![repeat(ipchar(), 1, None), ipath_abempty()])
+fn ipath_rootless(unicode: bool) -> Expr {
+    seq(vec![
+        repeat(ipchar(unicode), 1, cap(unicode, 64)),
+        ipath_abempty(unicode),
+    ])
 }
 
-/// RFC 3987 `IRI` (the whole grammar, except that IPv6 literals have no IPv4 tail and the
-/// bidirectional formatting characters are left out).
+/// RFC 3987 `IRI` (the whole grammar, except the bidirectional formatting characters,
+/// which its §4.1 forbids).
 fn iri() -> Expr {
+    iri_with(true)
+}
+
+/// [`iri`], or (not `unicode`) RFC 3986 `URI`.
+fn iri_with(unicode: bool) -> Expr {
     let scheme = seq(vec![
         class(&[r('A', 'Z'), r('a', 'z')]),
         repeat(
@@ -524,31 +530,42 @@ fn iri() -> Expr {
                 r('-', '.'),
             ]),
             0,
-            None,
+            cap(unicode, 31),
         ),
     ]);
     let hier = alt(vec![
-        iauthority_path(),
-        seq(vec![lit("/"), opt(ipath_rootless())]),
-        ipath_rootless(),
+        iauthority_path(unicode),
+        seq(vec![lit("/"), opt(ipath_rootless(unicode))]),
+        ipath_rootless(unicode),
         Expr::Empty,
     ]);
-    seq(vec![scheme, lit(":"), hier, iquery_ifragment()])
+    seq(vec![scheme, lit(":"), hier, iquery_ifragment(unicode)])
 }
 
 /// RFC 3987 `IRI-reference`: an [`iri`] or an `irelative-ref`.
 fn iri_reference() -> Expr {
+    iri_reference_with(true)
+}
+
+/// [`iri_reference`], or (not `unicode`) RFC 3986 `URI-reference`.
+fn iri_reference_with(unicode: bool) -> Expr {
     let nc = alt(vec![
-        iunreserved_and(&[SUB_DELIMS, &[r('@', '@')]].concat()),
+        iunreserved_and(&[SUB_DELIMS, &[r('@', '@')]].concat(), unicode),
         pct(),
     ]);
     let relative_part = alt(vec![
-        iauthority_path(),
-        seq(vec![lit("/"), opt(ipath_rootless())]),
-        seq(vec![repeat(nc, 1, None), ipath_abempty()]),
+        iauthority_path(unicode),
+        seq(vec![lit("/"), opt(ipath_rootless(unicode))]),
+        seq(vec![
+            repeat(nc, 1, cap(unicode, 64)),
+            ipath_abempty(unicode),
+        ]),
         Expr::Empty,
     ]);
-    alt(vec![iri(), seq(vec![relative_part, iquery_ifragment()])])
+    alt(vec![
+        iri_with(unicode),
+        seq(vec![relative_part, iquery_ifragment(unicode)]),
+    ])
 }
 
 /// RFC 6570 URI templates (level 4), less the `'` literal (allowed only by an erratum) and
@@ -601,14 +618,18 @@ fn uri_template() -> Expr {
     repeat(alt(vec![literal, expression]), 0, None)
 }
 
-/// draft-handrews-relative-json-pointer: a non-negative integer, then `#` or a JSON
-/// pointer.
+/// draft-bhutton-relative-json-pointer-00 §3 (the draft 2020-12 names): a non-negative
+/// integer, an optional index manipulation (`+` or `-` and a non-negative integer), then
+/// `#` or a JSON pointer.
 fn relative_json_pointer() -> Expr {
-    let n = alt(vec![
-        lit("0"),
-        seq(vec![d('1', '9'), repeat(dig(), 0, None)]),
-    ]);
-    seq(vec![n, alt(vec![lit("#"), json_pointer()])])
+    let n = || {
+        alt(vec![
+            lit("0"),
+            seq(vec![d('1', '9'), repeat(dig(), 0, None)]),
+        ])
+    };
+    let index = opt(seq(vec![class(&[r('+', '+'), r('-', '-')]), n()]));
+    seq(vec![n(), index, alt(vec![lit("#"), json_pointer()])])
 }
 
 /// ECMA-262 patterns that are valid with and without the `u` (and `v`) flag: literal
@@ -793,6 +814,11 @@ const IDN_LETTERS: &[(u32, u32)] = &[
 /// An NR-LDH label (RFC 5890): letters, digits, inner hyphens, at most 63, no `--` in the
 /// third and fourth positions (which would make it an `xn--` or reserved label).
 fn nr_ldh_label(first: Expr) -> Expr {
+    nr_ldh_label_max(first, 63)
+}
+
+/// An NR-LDH label (see [`nr_ldh_label`]) of at most `len` characters (5 or more).
+fn nr_ldh_label_max(first: Expr, len: u32) -> Expr {
     let a = || class(&[r('A', 'Z'), r('a', 'z'), r('0', '9')]);
     let h = || class(&[r('A', 'Z'), r('a', 'z'), r('0', '9'), r('-', '-')]);
     alt(vec![
@@ -808,7 +834,7 @@ fn nr_ldh_label(first: Expr) -> Expr {
             first,
             h(),
             alt(vec![seq(vec![a(), h()]), seq(vec![lit("-"), a()])]),
-            repeat(h(), 0, Some(58)),
+            repeat(h(), 0, Some(len - 5)),
             a(),
         ]),
     ])
@@ -854,23 +880,16 @@ fn idn_hostname() -> Expr {
 }
 
 /// RFC 6531 addresses: the [`email`] subset, or a local part of one to sixteen characters
-/// (at most 64 octets) among `[A-Za-z0-9_+-]` and non-ASCII `ucschar`s with at least one of
+/// (at most 64 octets) among [`ATEXT`] and non-ASCII `ucschar`s with at least one of
 /// the latter, `@` and an [`email`] domain.
 fn idn_email() -> Expr {
-    let ascii = [
-        r('A', 'Z'),
-        r('a', 'z'),
-        r('0', '9'),
-        r('_', '_'),
-        r('+', '+'),
-        r('-', '-'),
-    ];
-    let any = class(&[&ascii[..], UCSCHAR].concat());
+    let ascii = ATEXT;
+    let any = class(&[ascii, UCSCHAR].concat());
     // The first non-ASCII character at position i.
     let local = alt((0..16u32)
         .map(|i| {
             seq(vec![
-                exactly(class(&ascii), i),
+                exactly(class(ascii), i),
                 class(UCSCHAR),
                 repeat(any.clone(), 0, Some(15 - i)),
             ])
@@ -922,7 +941,8 @@ impl Builder<'_> {
         Ok(Some(match name.as_str() {
             "date" => date(),
             "time" => time(),
-            "date-time" => seq(vec![date(), lit("T"), time()]),
+            // RFC 3339 §5.6 NOTE: "T" may be written lowercase.
+            "date-time" => seq(vec![date(), class(&[r('T', 'T'), r('t', 't')]), time()]),
             "uuid" => uuid(),
             "ipv4" => ipv4(),
             "email" => email(),

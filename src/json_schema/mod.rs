@@ -78,6 +78,17 @@
 //!   anything is compiled, the root document's `definitions`/`$defs` must be objects of
 //!   schemas and, from 2019-09 on, `$id` has no non-empty fragment and
 //!   `$anchor`/`$dynamicAnchor` are plain names (else [`JsonSchemaError::InvalidKeyword`]).
+//! * `keywords.rs`: before anything is compiled too, the value of every keyword the front
+//!   end reads has the shape its meta-schema gives it (`minItems` a non-negative integer,
+//!   `required` an array of names, `not` a schema...), wherever it is written: also where
+//!   the instance type it constrains does not apply (`{"type": "string", "minItems": "x"}`),
+//!   in unused `$defs` and under `not`; else [`JsonSchemaError::InvalidKeyword`] with the
+//!   value's pointer. Draft 3's `"required": true` inside a property's schema gets a
+//!   message with the 2020-12 spelling (refused as [`JsonSchemaError::Unsupported`] under a
+//!   draft 3 `$schema`, where it is valid but not read). [`JsonSchemaOptions::lenient`]
+//!   does not skip these (it skips keywords that are not enforced, not malformed ones), and
+//!   nothing inside a keyword that [`JsonSchemaOptions::ignore_unknown_keywords`] ignores
+//!   is checked.
 //!
 //! Everything else is refused, for example `not` (and `if`, and overlapping `oneOf`
 //! branches) of `pattern`, `format`, `multipleOf`, object or array constants or closed
@@ -140,6 +151,7 @@ mod arrays;
 mod conditionals;
 mod formats;
 mod key_dfa;
+mod keywords;
 pub(crate) mod numbers;
 /// Integer ranges as grammar: the bounds a schema gives an integer and the exact expression
 /// of the integers between them, for builders of other grammars (tool-call families whose
@@ -409,6 +421,11 @@ fn to_grammar(
 ) -> Result<JsonSchemaGrammar, JsonSchemaError> {
     check_depth(schema, limits.max_schema_depth)?;
     resources::check_identifiers(schema)?;
+    let draft = schema.get("$schema").and_then(Value::as_str).unwrap_or("");
+    keywords::check_keyword_values(schema, "#", draft)?;
+    for (uri, doc) in &options.documents {
+        keywords::check_keyword_values(doc, &format!("{uri}#"), draft)?;
+    }
     let mut b = Builder::new(schema, options.clone());
     b.unique_keys = unique_keys;
     b.max_enum_values = limits.max_enum_values;
