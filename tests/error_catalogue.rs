@@ -619,8 +619,8 @@ fn vocab_section() -> Section {
     );
     s.add(
         "VocabSizeTooSmall",
-        "from_token_bytes([\"a\", \"b\"], ..).with_vocab_size(1)",
-        Vocabulary::from_token_bytes(&tokens, &[], &[])
+        "from_token_bytes([\"a\", \"b\"], special: [1], stop: [1]).with_vocab_size(1)",
+        Vocabulary::from_token_bytes(&tokens, &[1], &[1])
             .unwrap()
             .with_vocab_size(1),
         debug,
