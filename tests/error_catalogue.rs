@@ -625,6 +625,14 @@ fn vocab_section() -> Section {
             .with_vocab_size(1),
         debug,
     );
+    s.add(
+        "StartFormOfSpecialToken",
+        "from_token_bytes([\"a\", \"b\"], special: [1], stop: []).with_start_bytes([(1, \"x\")])",
+        Vocabulary::from_token_bytes(&tokens, &[1], &[])
+            .unwrap()
+            .with_start_bytes([(1, b"x".as_slice())]),
+        debug,
+    );
     #[cfg(feature = "gguf")]
     {
         let mut junk = std::io::Cursor::new(b"not a GGUF file".to_vec());
