@@ -980,3 +980,106 @@ fn compiler_limits_hold_inside_structural_tags() {
         .compile_structural_tag(&tag(serde_json::json!({"enum": [1, 2]})))
         .is_ok());
 }
+
+// ---------------------------------------------------------------------------------------
+// Issue 23, item 12: XGrammar's defaulted `type` fields.
+
+/// Where XGrammar's pydantic models type a field as one model (`tags: List[TagFormat]`,
+/// `begin: Union[str, TokenFormat]`, `StructuralTag.type`), a document may omit that
+/// model's `type`, and XGrammar (Python and C++) reads it as that model: a `tag` in every
+/// `tags` list, a `token` in a tag's `begin`/`end`, `structural_tag` at the top level.
+/// tokensieve reads the same documents as the ones that spell `type` out.
+#[test]
+fn defaulted_types_read_as_xgrammar_does() {
+    let pairs: &[(&str, &str)] = &[
+        (
+            r#"{"type": "structural_tag", "format": {"type": "triggered_tags", "triggers": ["<f="],
+              "tags": [{"begin": "<f=a>", "content": {"type": "any_text"}, "end": "</f>"}]}}"#,
+            r#"{"type": "structural_tag", "format": {"type": "triggered_tags", "triggers": ["<f="],
+              "tags": [{"type": "tag", "begin": "<f=a>", "content": {"type": "any_text"}, "end": "</f>"}]}}"#,
+        ),
+        (
+            r#"{"type": "structural_tag", "format": {"type": "tags_with_separator", "separator": ",",
+              "tags": [{"begin": "<a>", "content": {"type": "const_string", "value": "x"}, "end": "</a>"},
+                       {"type": "tag", "begin": "<b>", "content": {"type": "any_text"}, "end": ["</b>", "</B>"]}]}}"#,
+            r#"{"type": "structural_tag", "format": {"type": "tags_with_separator", "separator": ",",
+              "tags": [{"type": "tag", "begin": "<a>", "content": {"type": "const_string", "value": "x"}, "end": "</a>"},
+                       {"type": "tag", "begin": "<b>", "content": {"type": "any_text"}, "end": ["</b>", "</B>"]}]}}"#,
+        ),
+        (
+            r#"{"type": "structural_tag", "format": {"type": "token_triggered_tags", "trigger_tokens": ["<t>"],
+              "tags": [{"begin": {"token": "<t>"}, "content": {"type": "any_text"}, "end": {"token": "</t>"}}]}}"#,
+            r#"{"type": "structural_tag", "format": {"type": "token_triggered_tags", "trigger_tokens": ["<t>"],
+              "tags": [{"type": "tag", "begin": {"type": "token", "token": "<t>"}, "content": {"type": "any_text"},
+                        "end": {"type": "token", "token": "</t>"}}]}}"#,
+        ),
+        (
+            r#"{"format": {"type": "tag", "begin": {"token": 129}, "content": {"type": "any_text"}, "end": "</t>"}}"#,
+            r#"{"type": "structural_tag", "format": {"type": "tag", "begin": {"type": "token", "token": 129},
+              "content": {"type": "any_text"}, "end": "</t>"}}"#,
+        ),
+    ];
+    for (short, full) in pairs {
+        let a = StructuralTag::from_json_str(short).unwrap_or_else(|e| panic!("{short}\n{e}"));
+        let b = StructuralTag::from_json_str(full).unwrap();
+        assert_eq!(a, b, "{short}");
+        let via_serde: StructuralTag = serde_json::from_str(short).unwrap();
+        assert_eq!(via_serde, b);
+    }
+    // And it compiles and runs like the spelled-out form.
+    let c = toy();
+    assert!(toy_accepts(&c, pairs[0].0, "hi <f=a>x</f> bye"));
+    assert!(!toy_accepts(&c, pairs[0].0, "hi <f=b>x</f>"));
+    assert!(toy_accepts(&c, pairs[1].0, "<a>x</a>,<b>y</B>"));
+}
+
+/// A defaulted `type` keeps every error at its JSON path, and where XGrammar's union of all
+/// formats stands (`content`, `elements`, a bare format) `type` is still required.
+#[test]
+fn defaulted_types_keep_json_paths() {
+    let cases: &[(&str, &str)] = &[
+        (
+            r#"{"type": "structural_tag", "format": {"type": "triggered_tags", "triggers": ["<f="],
+              "tags": [{"begin": "<f=a>", "content": {"type": "any_text"}}]}}"#,
+            "format.tags[0]: missing field `end`",
+        ),
+        (
+            r#"{"type": "structural_tag", "format": {"type": "tags_with_separator", "separator": ",",
+              "tags": [{"type": "tag", "begin": "<a>", "content": {"type": "any_text"}, "end": "</a>"},
+                       {"begin": "<b>", "content": {"type": "any_text"}, "end": "</b>", "ends": 1}]}}"#,
+            "format.tags[1]: unknown field `ends`",
+        ),
+        (
+            r#"{"type": "structural_tag", "format": {"type": "triggered_tags", "triggers": ["<f="],
+              "tags": [{"type": "const_string", "value": "<f=a>"}]}}"#,
+            "format.tags[0]: expected a format of type `tag`",
+        ),
+        (
+            r#"{"type": "structural_tag", "format": {"type": "triggered_tags", "triggers": ["<f="],
+              "tags": [{"begin": "<f=a>", "content": {"begin": "<x>", "content": {"type": "any_text"}, "end": "</x>"}, "end": "</f>"}]}}"#,
+            "format.tags[0].content: missing field `type`",
+        ),
+        (
+            r#"{"type": "structural_tag", "format": {"type": "tag", "begin": {"tokens": "<t>"},
+              "content": {"type": "any_text"}, "end": "</t>"}}"#,
+            "format.begin: missing field `token`",
+        ),
+        (
+            r#"{"type": "structural_tag", "format": {"type": "tag", "begin": "<t>",
+              "content": {"type": "any_text"}, "end": {"token": [1]}}}"#,
+            "format.end.token: expected a token id or a token's text, found an array",
+        ),
+        (
+            r#"{"type": "structural_tag", "format": {"type": "sequence", "elements": [{"value": "a"}]}}"#,
+            "format.elements[0]: missing field `type`",
+        ),
+        (
+            r#"{"format": {"type": "const_string", "value": "a"}, "extra": 1}"#,
+            "unknown field `extra`",
+        ),
+    ];
+    for (tag, want) in cases {
+        let got = err(tag);
+        assert!(got.contains(want), "{tag}\n  got: {got}\n  want: …{want}…");
+    }
+}

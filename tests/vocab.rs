@@ -185,11 +185,16 @@ mod hf {
         assert_eq!(v.token_bytes(151_935), None);
         assert!(!v.is_special(151_700));
         assert_eq!(v.decode_bytes(&[151_700]), b"");
+        // Narrower than the tokenizer, below its eos: a typed error naming both.
+        let eos = v.stop_tokens()[0];
         let err = v.with_vocab_size(151_000).unwrap_err();
-        assert!(matches!(err, VocabError::VocabSizeTooSmall { .. }));
-        assert_eq!(
-            err.to_string(),
-            "vocab_size 151000 is smaller than the tokenizer's 151669 tokens"
+        assert!(
+            matches!(err, VocabError::VocabSizeTooSmall { vocab_size: 151_000, stop_token } if stop_token == eos)
+        );
+        assert!(
+            err.to_string()
+                .starts_with(&format!("vocab_size 151000 leaves out stop token {eos} ")),
+            "{err}"
         );
     }
 
@@ -493,11 +498,16 @@ fn from_token_bytes_errors() {
         err,
         VocabError::TokenOutOfRange { id: 7, size: 3 }
     ));
-    let err = v.with_vocab_size(2).unwrap_err();
+    // Narrower than the tokens: those past the width are dropped, unless a stop token is.
+    let err = v.clone().with_vocab_size(1).unwrap_err();
     assert_eq!(
         err.to_string(),
-        "vocab_size 2 is smaller than the tokenizer's 3 tokens"
+        "vocab_size 1 leaves out stop token 1 (the tokens at or past the logits width are \
+         dropped); give stop tokens below the width with with_stop_tokens first"
     );
+    let v = v.with_vocab_size(2).unwrap();
+    assert_eq!(v.tokenizer_size(), 2);
+    assert_eq!(v.decode_bytes(&[0, 2, 1]), b"ab");
 }
 
 /// A tokenizer loaded with the `tokenizers` crate gives the same vocabulary as the file.

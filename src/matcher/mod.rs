@@ -302,7 +302,19 @@ impl GrammarMatcher {
         if bytes.is_empty() {
             return Err(TokenRejection::Empty { token });
         }
+        // The first token of the output, read as the tokenizer's decoder writes it there.
+        let bytes = if self.at_output_start() {
+            vocab.start_bytes(token).unwrap_or(bytes)
+        } else {
+            bytes
+        };
         self.push_bytes(bytes, token)
+    }
+
+    /// True at the first step when the vocabulary reads the first token in its start form
+    /// ([`crate::Vocabulary::with_strip_output_start`]).
+    fn at_output_start(&self) -> bool {
+        self.history.is_empty() && self.compiled.vocab.strips_output_start()
     }
 
     /// True when some item of the current set has an edge: more than the end may follow.
@@ -611,10 +623,19 @@ impl GrammarMatcher {
             }
         }
         // Context-dependent tokens: run each through the full chart, sharing prefixes.
+        let by_position = |p: &u32| {
+            let id = compiled.trie.sorted[*p as usize];
+            (id, compiled.vocab.token_bytes(id).unwrap_or(&[]))
+        };
         if self.uncertain_lists.len() == 1 {
             let (n, c) = self.uncertain_lists[0];
             if let Some(pm) = compiled.pair_mask(n, c) {
-                check_tokens(&mut self.chart, &compiled, &pm.uncertain, bitmask);
+                check_tokens(
+                    &mut self.chart,
+                    &compiled,
+                    pm.uncertain.iter().map(by_position),
+                    bitmask,
+                );
             }
         } else if self.uncertain_lists.len() > 1 {
             let mut list = std::mem::take(&mut self.scratch_uncertain);
@@ -626,8 +647,29 @@ impl GrammarMatcher {
             }
             list.sort_unstable();
             list.dedup();
-            check_tokens(&mut self.chart, &compiled, &list, bitmask);
+            check_tokens(
+                &mut self.chart,
+                &compiled,
+                list.iter().map(by_position),
+                bitmask,
+            );
             self.scratch_uncertain = list;
+        }
+        if self.at_output_start() {
+            // Tokens with a start form are read by it alone: their bits so far were for
+            // their usual bytes. Cost: one prefix-sharing walk over the start forms.
+            // (A special or stop token is never read as text, whatever its form.)
+            let vocab = &compiled.vocab;
+            let text = |t: u32| !vocab.is_special(t) && !vocab.is_stop_token(t);
+            for &t in vocab.start_form_tokens().iter().filter(|&&t| text(t)) {
+                bitmask[(t / 32) as usize] &= !(1 << (t % 32));
+            }
+            check_tokens(
+                &mut self.chart,
+                &compiled,
+                vocab.start_forms_by_bytes().filter(|&(t, _)| text(t)),
+                bitmask,
+            );
         }
         if self.chart.exhausted() {
             return Err(MatcherError::Limit(self.step_limit()));
@@ -639,12 +681,12 @@ impl GrammarMatcher {
     }
 }
 
-/// Sets the bit of every token (given by trie position, ascending) that the chart accepts.
-/// The chart is restored before returning.
-fn check_tokens(
+/// Sets the bit of every token that the chart accepts, given as `(id, bytes)` sorted by
+/// bytes (trie order). The chart is restored before returning.
+fn check_tokens<'b>(
     chart: &mut Chart,
     compiled: &CompiledGrammar,
-    positions: &[u32],
+    tokens: impl Iterator<Item = (u32, &'b [u8])>,
     bitmask: &mut [u32],
 ) {
     let aut = &compiled.aut;
@@ -654,12 +696,10 @@ fn check_tokens(
     let mut pushed = 0usize;
     let mut failed = false;
     // Cost: one chart push per byte not shared with the previous token's accepted prefix.
-    for &p in positions {
-        let id = compiled.trie.sorted[p as usize];
+    for (id, bytes) in tokens {
         if bitmask[(id / 32) as usize] >> (id % 32) & 1 == 1 {
             continue;
         }
-        let bytes = compiled.vocab.token_bytes(id).unwrap_or(&[]);
         let lcp = prev.iter().zip(bytes).take_while(|(a, b)| a == b).count();
         if failed && lcp > pushed {
             continue; // shares the prefix that already failed

@@ -376,6 +376,12 @@ impl StructuralTag {
     /// Reads XGrammar's JSON: `{"type": "structural_tag", "format": {...}}`. A bare format
     /// object (`{"type": "tag", ...}`) is read as the `format` of a structural tag.
     ///
+    /// `type` may be left out where XGrammar's models default it: at the top level (`{"format":
+    /// {...}}` is a structural tag), in the items of a `tags` list (`triggered_tags`,
+    /// `tags_with_separator`, `token_triggered_tags`: a `tag`), and in an object `begin` or
+    /// `end` of a tag (a `token`). Everywhere else (`content`, `elements`, `rules`, a bare
+    /// format) it is required, as XGrammar's union of all formats is discriminated by it.
+    ///
     /// # Errors
     /// [`StructuralTagError::Field`] (missing field, wrong JSON type, unknown `type`, bad
     /// value) with the JSON path, such as `format.elements[1].tags[0].begin`.
@@ -398,6 +404,19 @@ impl StructuralTag {
                     return read_legacy(obj);
                 }
                 Err(field_err("", "missing field `format`"))
+            }
+            // XGrammar's `StructuralTag.type` defaults to `structural_tag`: an object with a
+            // `format` and no `type` is a whole tag (no format type has a `format` field).
+            None if obj.contains_key("format") && !obj.contains_key("type") => {
+                if let Some(k) = obj.keys().find(|k| *k != "format") {
+                    return Err(field_err(
+                        "",
+                        format!("unknown field `{k}` (fields: type, format)"),
+                    ));
+                }
+                Ok(StructuralTag {
+                    format: read_format(&obj["format"], "format")?,
+                })
             }
             _ => Ok(StructuralTag {
                 format: read_format(v, "format")?,
@@ -566,10 +585,14 @@ impl<'v> Fields<'v> {
         self.list(key, true, "formats", read_format)
     }
 
+    /// A list of tags: XGrammar types these lists as `List[TagFormat]`, so an item without
+    /// a `type` is a `tag`.
     fn tags(&mut self, key: &'static str) -> Result<Vec<Tag>, StructuralTagError> {
-        self.list(key, true, "tags", |x, p| match read_format(x, p)? {
-            Format::Tag(t) => Ok(t),
-            _ => Err(field_err(p, "expected a format of type `tag`")),
+        self.list(key, true, "tags", |x, p| {
+            match read_format_as(x, p, Some("tag"))? {
+                Format::Tag(t) => Ok(t),
+                _ => Err(field_err(p, "expected a format of type `tag`")),
+            }
         })
     }
 
@@ -610,7 +633,8 @@ fn read_token(v: &Value, path: &str) -> Result<TokenSpec, StructuralTagError> {
 fn read_delimiter(v: &Value, path: &str) -> Result<Delimiter, StructuralTagError> {
     match v {
         Value::String(s) => Ok(Delimiter::Text(s.clone())),
-        Value::Object(_) => match read_format(v, path)? {
+        // XGrammar types a delimiter object as `TokenFormat`: without a `type`, a `token`.
+        Value::Object(_) => match read_format_as(v, path, Some("token"))? {
             Format::Token { token } => Ok(Delimiter::Token(token)),
             Format::ConstString { value } => Ok(Delimiter::Text(value)),
             _ => Err(field_err(path, "expected a string or a `token` format")),
@@ -632,8 +656,19 @@ token_triggered_tags";
 /// How deeply formats may nest (reading and lowering recurse on it).
 pub const MAX_FORMAT_DEPTH: usize = 100;
 
-/// Reads one format object at `path`.
+/// Reads one format object at `path`; `type` is required (XGrammar's union of all formats
+/// is discriminated by it).
 pub(crate) fn read_format(v: &Value, path: &str) -> Result<Format, StructuralTagError> {
+    read_format_as(v, path, None)
+}
+
+/// As [`read_format`], where XGrammar's field names one format model, whose `type`
+/// (`default_type`) a document may then omit.
+fn read_format_as(
+    v: &Value,
+    path: &str,
+    default_type: Option<&'static str>,
+) -> Result<Format, StructuralTagError> {
     // The path has one segment per level.
     let depth = path.bytes().filter(|&b| b == b'.' || b == b'[').count();
     if depth > MAX_FORMAT_DEPTH {
@@ -651,7 +686,10 @@ pub(crate) fn read_format(v: &Value, path: &str) -> Result<Format, StructuralTag
                 format!("expected a string, found {}", kind(other)),
             ))
         }
-        None => return Err(field_err(path, "missing field `type`")),
+        None => match default_type {
+            Some(t) => t,
+            None => return Err(field_err(path, "missing field `type`")),
+        },
     };
     let mut f = Fields {
         obj,

@@ -29,6 +29,12 @@
 //! ```
 //!
 //! Semantics, where XGrammar's documentation leaves room:
+//! * **A defaulted `type`.** Where XGrammar's pydantic models type a field as one format
+//!   model, its `type` may be left out, as XGrammar reads it: a `tags` list item is a `tag`,
+//!   an object `begin`/`end` of a tag is a `token`, and an object with a `format` and no
+//!   `type` is a structural tag. Elsewhere `type` is required (XGrammar's Python union of
+//!   all formats is discriminated by it; its C++ reader instead guesses the format from the
+//!   fields, which tokensieve does not do: a guess would hide a typo).
 //! * **Special tokens are atomic.** Text (a `const_string`, a tag's `begin`/`end`, a
 //!   trigger) that contains the text of a special token of the vocabulary the tag is
 //!   compiled against matches that token there, and only that token; elsewhere, and in

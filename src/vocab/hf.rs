@@ -30,6 +30,53 @@ enum Step {
         start: usize,
         stop: usize,
     },
+    /// A `Metaspace` decoder: `from` becomes a space, except in the first token of the
+    /// output when `drop_first` (its `prepend_scheme` is not `never`), where it is removed.
+    Metaspace { from: Vec<u8>, drop_first: bool },
+}
+
+/// What the decoder does only at the start of the output: the per-token steps, plus the
+/// leading copies of `content` stripped from the joined text (a `Strip` after `Fuse`).
+#[derive(Debug, Default)]
+struct Decoder {
+    steps: Vec<Step>,
+    /// `(content, start)` of a `Strip` after `Fuse`.
+    strip_output: Option<(Vec<u8>, usize)>,
+}
+
+impl Decoder {
+    /// True when some token may read differently as the first of the output.
+    fn changes_start(&self) -> bool {
+        self.strip_output
+            .as_ref()
+            .is_some_and(|(c, n)| !c.is_empty() && *n > 0)
+            || self.steps.iter().any(|s| {
+                matches!(
+                    s,
+                    Step::Metaspace {
+                        drop_first: true,
+                        ..
+                    }
+                )
+            })
+    }
+
+    /// The bytes of a non-special token when it is the first of the output.
+    fn start_form(&self, text: &str, byte_map: &[Option<u8>]) -> Vec<u8> {
+        let mut bytes = decode_token(text, &self.steps, byte_map, true);
+        if let Some((content, n)) = &self.strip_output {
+            let mut lo = 0;
+            for _ in 0..*n {
+                if !content.is_empty() && bytes[lo..].starts_with(content) {
+                    lo += content.len();
+                } else {
+                    break;
+                }
+            }
+            bytes.drain(..lo);
+        }
+        bytes
+    }
 }
 
 impl Vocabulary {
@@ -95,9 +142,15 @@ impl Vocabulary {
     ///   `Metaspace` turns `▁` into a space; with `ByteFallback`, a token spelled exactly
     ///   `<0xHH>` is the single byte `0xHH`.
     ///
-    /// Steps that depend on a token's position rather than on the token are not applied:
-    /// `Strip` after `Fuse` (Llama 2's decoder strips one leading space of the whole output)
-    /// and `Metaspace`'s removal of the first token's leading space.
+    /// Steps that depend on a token's position rather than on the token are not applied to
+    /// the token's bytes: `Strip` after `Fuse` (Llama 2's decoder strips one leading space
+    /// of the whole output) and `Metaspace`'s removal of the first token's metaspaces (when
+    /// its `prepend_scheme` is not `never`). They give the tokens' *start forms* instead
+    /// ([`Vocabulary::start_bytes`]: Llama 2's `▁Hello` is `Hello` first in the output),
+    /// used when [`Vocabulary::with_strip_output_start`] is on. (Not modelled: the trailing
+    /// part of a `Strip` after `Fuse`, which acts at the end of the output; a leading
+    /// `Strip` whose spaces run past the first token; a `Metaspace` after `Fuse`. None of
+    /// the tokenizers in `../shared/tokenizers` has them.)
     ///
     /// *Leading-space convention:* Llama 2's normalizer prepends `▁` to every text it
     /// encodes, so the ids of `encode(text)` concatenate through this vocabulary to
@@ -255,7 +308,8 @@ fn load(
         .map(serde_json::from_str)
         .transpose()
         .map_err(|e| tokenizer_error(config_what, e))?;
-    let steps = decoder_steps(&file).map_err(|m| tokenizer_error(what, m))?;
+    let decoder = decoder_steps(&file).map_err(|m| tokenizer_error(what, m))?;
+    let steps = &decoder.steps;
     let byte_map = gpt2_unicode_to_byte();
 
     // Every (id, text, special) entry: model tokens, then added tokens (which win), then
@@ -328,7 +382,7 @@ fn load(
                 tokens.push(text.as_bytes().to_vec());
                 special_ids.push(id as u32);
             }
-            Some((text, false)) => tokens.push(decode_token(text, &steps, &byte_map)),
+            Some((text, false)) => tokens.push(decode_token(text, steps, &byte_map, false)),
         }
     }
 
@@ -352,16 +406,31 @@ fn load(
         .into_iter()
         .collect();
 
-    Vocabulary::from_token_bytes(&tokens, &special_ids, &stop)
+    // Start forms: what the decoder writes for a token first in the output, where that
+    // differs (Llama 2's `Strip` of one leading space).
+    let mut start_forms = Vec::new();
+    if decoder.changes_start() {
+        for (id, slot) in slots.iter().enumerate() {
+            if let Some((text, false)) = slot {
+                let form = decoder.start_form(text, &byte_map);
+                if form != tokens[id] && !stop.contains(&(id as u32)) {
+                    start_forms.push((id as u32, form));
+                }
+            }
+        }
+    }
+    Vocabulary::from_token_bytes(&tokens, &special_ids, &stop)?.with_start_bytes(start_forms)
 }
 
-/// The per-token steps of the tokenizer's decoder (see `from_tokenizer_json_str`).
-fn decoder_steps(file: &TokenizerFile) -> Result<Vec<Step>, String> {
+/// The per-token steps of the tokenizer's decoder (see `from_tokenizer_json_str`), and
+/// what it strips from the start of the output.
+fn decoder_steps(file: &TokenizerFile) -> Result<Decoder, String> {
     let mut steps = Vec::new();
     if let Some(decoder) = file.decoder.as_ref().filter(|d| !d.is_null()) {
+        let mut d = Decoder::default();
         let mut fused = false;
-        collect_steps(decoder, &mut steps, &mut fused)?;
-        return Ok(steps);
+        collect_steps(decoder, &mut d, &mut fused)?;
+        return Ok(d);
     }
     // No decoder: fall back on what the pre-tokenizer / normalizer did to the text.
     let mut kinds = Vec::new();
@@ -382,7 +451,10 @@ fn decoder_steps(file: &TokenizerFile) -> Result<Vec<Step>, String> {
     if file.model.byte_fallback {
         steps.push(Step::ByteFallback);
     }
-    Ok(steps)
+    Ok(Decoder {
+        steps,
+        strip_output: None,
+    })
 }
 
 /// Lists `(type, metaspace replacement)` of a (possibly `Sequence`) component.
@@ -403,30 +475,39 @@ fn component_types(value: &Value, out: &mut Vec<(String, String)>) {
 }
 
 /// Appends the steps of one decoder. Once `Fuse` has joined the tokens, only steps that act
-/// on each character alike (`ByteLevel`, `Replace`) still apply per token; position-dependent
-/// ones (`Strip` of the joined text) are skipped.
-fn collect_steps(value: &Value, steps: &mut Vec<Step>, fused: &mut bool) -> Result<(), String> {
+/// on each character alike (`ByteLevel`, `Replace`) still apply per token; a `Strip` of the
+/// joined text acts at the start of the output only (its leading part is recorded in
+/// `strip_output`; its trailing part, at the end of the output, is not modelled).
+fn collect_steps(value: &Value, d: &mut Decoder, fused: &mut bool) -> Result<(), String> {
+    let steps = &mut d.steps;
     let ty = value.get("type").and_then(Value::as_str).unwrap_or("");
     let str_field = |key: &str| value.get(key).and_then(Value::as_str);
     match ty {
         "Sequence" => {
-            for d in value
+            for x in value
                 .get("decoders")
                 .and_then(Value::as_array)
                 .into_iter()
                 .flatten()
             {
-                collect_steps(d, steps, fused)?;
+                collect_steps(x, d, fused)?;
             }
         }
         "ByteLevel" => steps.push(Step::ByteLevel),
-        "Metaspace" => steps.push(Step::Replace {
-            from: str_field("replacement")
-                .unwrap_or("\u{2581}")
-                .as_bytes()
-                .to_vec(),
-            to: b" ".to_vec(),
-        }),
+        "Metaspace" => {
+            // `prepend_scheme` defaults to `always`; the older `add_prefix_space: false`
+            // means `never`. After `Fuse` the "first token" is the whole output, whose
+            // every metaspace it would drop: not modelled (written as spaces).
+            let never = str_field("prepend_scheme") == Some("never")
+                || value.get("add_prefix_space").and_then(Value::as_bool) == Some(false);
+            steps.push(Step::Metaspace {
+                from: str_field("replacement")
+                    .unwrap_or("\u{2581}")
+                    .as_bytes()
+                    .to_vec(),
+                drop_first: !never && !*fused,
+            })
+        }
         "Replace" => {
             let pattern = value.get("pattern");
             let Some(from) = pattern
@@ -452,13 +533,16 @@ fn collect_steps(value: &Value, steps: &mut Vec<Step>, fused: &mut bool) -> Resu
         }
         "Fuse" => *fused = true,
         "Strip" => {
+            let count = |key: &str| value.get(key).and_then(Value::as_u64).unwrap_or(0);
+            let content = str_field("content").unwrap_or(" ").as_bytes().to_vec();
             if !*fused {
-                let count = |key: &str| value.get(key).and_then(Value::as_u64).unwrap_or(0);
                 steps.push(Step::Strip {
-                    content: str_field("content").unwrap_or(" ").as_bytes().to_vec(),
+                    content,
                     start: count("start") as usize,
                     stop: count("stop") as usize,
                 });
+            } else if count("start") > 0 {
+                d.strip_output = Some((content, count("start") as usize));
             }
         }
         "BPEDecoder" => {
@@ -480,11 +564,18 @@ fn collect_steps(value: &Value, steps: &mut Vec<Step>, fused: &mut bool) -> Resu
     Ok(())
 }
 
-/// A non-special token's output bytes.
-fn decode_token(text: &str, steps: &[Step], byte_map: &[Option<u8>]) -> Vec<u8> {
+/// A non-special token's output bytes; `first`: as the first token of the output (a
+/// `Metaspace` decoder then drops its metaspaces).
+fn decode_token(text: &str, steps: &[Step], byte_map: &[Option<u8>], first: bool) -> Vec<u8> {
     let mut bytes = text.as_bytes().to_vec();
     for step in steps {
         match step {
+            Step::Metaspace { from, drop_first } => {
+                if !from.is_empty() && bytes.windows(from.len()).any(|w| w == from.as_slice()) {
+                    let to: &[u8] = if first && *drop_first { b"" } else { b" " };
+                    bytes = replace_all(&bytes, from, to);
+                }
+            }
             Step::ByteLevel => {
                 if let Some(mapped) = std::str::from_utf8(&bytes)
                     .ok()
@@ -566,9 +657,9 @@ mod tests {
             Step::ByteFallback,
         ];
         let m = gpt2_unicode_to_byte();
-        assert_eq!(decode_token("▁Hello", &steps, &m), b" Hello");
-        assert_eq!(decode_token("<0x0A>", &steps, &m), b"\n");
-        assert_eq!(decode_token("<0xE4>", &steps, &m), vec![0xE4]);
-        assert_eq!(decode_token("<0xZZ>", &steps, &m), b"<0xZZ>");
+        assert_eq!(decode_token("▁Hello", &steps, &m, false), b" Hello");
+        assert_eq!(decode_token("<0x0A>", &steps, &m, false), b"\n");
+        assert_eq!(decode_token("<0xE4>", &steps, &m, false), vec![0xE4]);
+        assert_eq!(decode_token("<0xZZ>", &steps, &m, false), b"<0xZZ>");
     }
 }

@@ -620,10 +620,18 @@ fn vocab_section() -> Section {
     );
     s.add(
         "VocabSizeTooSmall",
-        "from_token_bytes([\"a\", \"b\"], ..).with_vocab_size(1)",
-        Vocabulary::from_token_bytes(&tokens, &[], &[])
+        "from_token_bytes([\"a\", \"b\"], special: [1], stop: [1]).with_vocab_size(1)",
+        Vocabulary::from_token_bytes(&tokens, &[1], &[1])
             .unwrap()
             .with_vocab_size(1),
+        debug,
+    );
+    s.add(
+        "StartFormOfSpecialToken",
+        "from_token_bytes([\"a\", \"b\"], special: [1], stop: []).with_start_bytes([(1, \"x\")])",
+        Vocabulary::from_token_bytes(&tokens, &[1], &[])
+            .unwrap()
+            .with_start_bytes([(1, b"x".as_slice())]),
         debug,
     );
     {
