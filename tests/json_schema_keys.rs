@@ -318,3 +318,54 @@ fn any_order_never_leads_into_a_dead_end() {
         "{e:?}"
     );
 }
+
+#[test]
+fn undeclared_keys_may_hold_every_escape() {
+    // Issue 23, item 6: extra keys were plain text only, so these valid instances were
+    // refused at the backslash. An escape that spells a declared name is that name, never
+    // an extra key (the integer under `"field_\u0031"` is `field_1`'s, which is a string).
+    let schema = json!({"type": "object", "properties": {"field_1": {"type": "string"}}});
+    let good = [
+        r#"{"field_1\"x": "a"}"#,
+        r#"{"zz\"x": "a"}"#,
+        r#"{"\"\\\/\b\f\n\r\t": 1}"#,
+        r#"{"\u00e9\u00E9\ud83d\ude00\uD83D\uDE00": 1}"#,
+        r#"{"field_1": "v", "field_\u0031x": 2, "\u0066ield_": 3}"#,
+        r#"{"field_\u0032": 1, "field_1\u0000": 2}"#,
+    ];
+    let bad = [
+        r#"{"field_\u0031": 2}"#,
+        r#"{"\u0066ield_1": 2}"#,
+        r#"{"\u0066\u0069\u0065\u006c\u0064\u005f\u0031": 2}"#,
+        r#"{"field_1": "a", "field_\u0031": "b"}"#,
+        r#"{"zz\"x": 1, "zz\u0022x": 2}"#,
+        // A lone surrogate is not Unicode text (as in string values).
+        r#"{"\ud800": 1}"#,
+    ];
+    let oracle = jsonschema::validator_for(&schema).unwrap();
+    for s in good {
+        let v: serde_json::Value = serde_json::from_str(s).unwrap();
+        assert!(oracle.is_valid(&v), "{s}");
+    }
+    check(schema.clone(), &good, &bad);
+    check_with(schema.clone(), &any_order(), &good, &bad);
+    // The grammar alone (no key check behind it) keeps a declared name out of the extras.
+    let Some((rt, compiler)) = llama() else {
+        return;
+    };
+    let grammar =
+        tokensieve::json_schema::json_schema_to_grammar(&schema, &Default::default()).unwrap();
+    let g = compiler.compile_ir(&grammar).unwrap();
+    assert!(accepts(rt, &g, r#"{"zz\"x": "a"}"#));
+    assert!(!accepts(rt, &g, r#"{"field_\u0031": 2}"#));
+    // Mask and accept agree at every step of a key written with escapes.
+    let g = compiler
+        .compile_json_schema(&schema, &Default::default())
+        .unwrap();
+    let mut m = GrammarMatcher::new(g);
+    for &t in &rt.encode_exact(r#"{"field_1\"x": "a", "fi\u0065ld_\"": 1}"#) {
+        let (_, bad) = check_all_tokens(&m, &rt.vocab);
+        assert!(bad.is_empty(), "{:?}", &bad[..bad.len().min(5)]);
+        assert!(m.accept_token(t));
+    }
+}

@@ -102,8 +102,11 @@
 //! * Strings with a `pattern` or a `format` accept only the canonical escaping of each
 //!   character (raw, unless JSON requires an escape).
 //! * Strings reject escaped lone surrogates (`"\ud800"`), which are not Unicode text.
-//! * Object keys are written in the canonical escaping of `serde_json`; extra keys (allowed
-//!   by `additionalProperties`) may not contain escapes when properties are declared.
+//! * Declared object keys are written in the canonical escaping of `serde_json` (so
+//!   `{"\u0061": 1}` is refused for a declared `a`). Extra keys (allowed by
+//!   `additionalProperties`) may hold every JSON escape; they are compared with the
+//!   declared names decoded, so `"\u0061"` is never an extra key beside a declared `a`.
+//!   (Keys of `patternProperties` and `propertyNames` take the canonical escaping only.)
 //!   Declared properties come in the order of the schema's `serde_json::Map` (sorted by key
 //!   unless serde_json's `preserve_order` feature is on), with extra keys anywhere between.
 //! * **No key appears twice in one object.** Matchers of
