@@ -304,6 +304,7 @@ impl Builder<'_> {
             return Ok(None);
         }
         let names: Vec<String> = declared.iter().map(|(n, _, _)| n.clone()).collect();
+        let mut member_names: Vec<String> = Vec::new();
         let members: Vec<(Expr, bool)> = declared
             .into_iter()
             .filter_map(|(name, v, req)| {
@@ -312,6 +313,7 @@ impl Builder<'_> {
                     let id = self.add_rule("obj_member", m);
                     // Errors in a member's rule are errors of its property's schema.
                     self.pointers[id.index()] = child(&props_ptr, &name);
+                    member_names.push(name);
                     (Expr::Rule(id), req)
                 })
             })
@@ -403,6 +405,19 @@ impl Builder<'_> {
             // theirs), and a written one's prefix would then lead nowhere.
             if self.unique_keys && extra_open && max_props.is_none() {
                 return Ok(self.any_order_unique(&members, extra, min_props, max_props));
+            }
+            let n = members.len();
+            let cap = min_props.max(max_props.unwrap_or(0)).max(1) as usize;
+            // A closed object past the exact budget: the matcher narrows its keys to the
+            // names left (a `maxProperties` of at least `n` bounds nothing here).
+            if self.unique_keys
+                && extra.is_none()
+                && !exact_any_order(n, cap)
+                && min_props as usize <= n
+                && max_props.map_or(true, |m| m as usize >= n)
+                && member_names.iter().all(|m| plain_name(m))
+            {
+                return Ok(self.any_order_closed(&members, member_names, min_props));
             }
             return Ok(self.any_order_members(&members, extra, min_props, max_props));
         }
@@ -512,7 +527,7 @@ impl Builder<'_> {
         let cap = min_props.max(max_props.unwrap_or(0)).max(1) as usize;
         // One chunk (every order) when its sets fit the exact budget; otherwise the largest
         // chunk size that keeps the state count in the chunked budget.
-        let exact = n < 31 && (1usize << n) * (cap + 1) <= MAX_EXACT_ANY_ORDER_STATES;
+        let exact = exact_any_order(n, cap);
         let mut size = if exact { n } else { n.min(MAX_ANY_ORDER_CHUNK) };
         while !exact
             && size > 1
@@ -695,6 +710,33 @@ impl Builder<'_> {
         Some(seq(vec![lit("{"), ws, Expr::Rule(start), lit("}")]))
     }
 
+    /// The members of a closed object (no extra keys) in any order, for a matcher that
+    /// forbids repeated keys and narrows this object's keys to the names not yet written
+    /// (`matcher::keys`): `{`, members, `}`, in a kept rule recorded in
+    /// [`Builder::closed_objects`] with the declared names, or `None` when no object is
+    /// accepted.
+    ///
+    /// The grammar is [`Builder::any_order_unique`]'s without extras: every declared name
+    /// at every key, a state per number of distinct required names written. The node
+    /// masks cannot know which names an object has written (they are context-free), so
+    /// the matcher applies the rest at run time: a key must start a name not yet written,
+    /// and a `,` needs a name left. With no `maxProperties` below `n` and a
+    /// `minProperties` of at most `n`, the names the grammar offers at a key are exactly
+    /// the names left, so every order of every valid subset is accepted and no state is a
+    /// dead end. Names that need an escape are not narrowed (the caller falls back to
+    /// [`Builder::any_order_members`]).
+    fn any_order_closed(
+        &mut self,
+        members: &[(Expr, bool)],
+        names: Vec<String>,
+        min_props: u32,
+    ) -> Option<Expr> {
+        let body = self.any_order_unique(members, None, min_props, None)?;
+        let id = self.add_rule("obj_closed", body);
+        self.closed_objects.push((id, names));
+        Some(Expr::Rule(id))
+    }
+
     /// `"name" ws ":" ws value ws`.
     fn member(&mut self, name: &str, value: Expr) -> Expr {
         let ws = self.ws();
@@ -709,8 +751,19 @@ impl Builder<'_> {
     }
 }
 
-/// The rest of a string key after its opening quote (closing quote included): plain
-/// characters (no escapes) spelling a key not in `names`.
+/// Whether the `2^n` sets of `n` any-order members times `cap + 1` counts fit
+/// [`MAX_EXACT_ANY_ORDER_STATES`] (one automaton state per set: every order accepted).
+fn exact_any_order(n: usize, cap: usize) -> bool {
+    n < 31 && (1usize << n) * (cap + 1) <= MAX_EXACT_ANY_ORDER_STATES
+}
+
+/// A name written as its own bytes in a JSON key (no character needs an escape).
+fn plain_name(name: &str) -> bool {
+    !name.chars().any(|c| c < ' ' || c == '"' || c == '\\')
+}
+
+/// The rest of a string key after its opening quote (closing quote included): any JSON
+/// string content (every escape included) whose decoded text is not in `names`.
 fn key_not_in(names: &[String]) -> Expr {
     key_not_in_except(names, &[])
 }
