@@ -160,6 +160,9 @@ pub struct CompiledGrammar {
     /// Matchers check that no object key repeats in its object (the output is one JSON
     /// value: grammars of [`GrammarCompiler::compile_json_schema`]; see `matcher::keys`).
     pub(crate) unique_keys: bool,
+    /// The closed objects whose keys matchers narrow to the names not yet written (with
+    /// `unique_keys`; see `matcher::keys`).
+    pub(crate) closed_objects: Option<Arc<crate::matcher::ClosedObjects>>,
 }
 
 /// (counted rule index, body state, distance to min, distance to max), clipped.
@@ -286,7 +289,7 @@ impl GrammarCompiler {
     /// [`CompileError::Invalid`] when the IR breaks an invariant (dangling rule id, max <
     /// min), plus the errors of [`GrammarCompiler::compile_grammar`] after parsing.
     pub fn compile_ir(&self, grammar: &Grammar) -> Result<Arc<CompiledGrammar>, CompileError> {
-        self.compile_ir_keeping(grammar, &[], false)
+        self.compile_ir_keeping(grammar, &[], false, &[])
     }
 
     /// As [`GrammarCompiler::compile_ir`], but the rules with `keep[r]` set (indices past
@@ -294,7 +297,8 @@ impl GrammarCompiler {
     /// shared rules whose masks do not depend on where they are called (see
     /// `inline_rules`). The language is the same either way. With `unique_keys`, the
     /// output is one JSON value and matchers also forbid a key repeated in its object
-    /// (`matcher::keys`).
+    /// (`matcher::keys`); `closed` (rule name, declared names) lists the closed objects
+    /// whose keys they narrow to the names not yet written, each opened by its rule.
     ///
     /// # Errors
     /// As [`GrammarCompiler::compile_ir`].
@@ -303,6 +307,7 @@ impl GrammarCompiler {
         grammar: &Grammar,
         keep: &[bool],
         unique_keys: bool,
+        closed: &[(String, Vec<String>)],
     ) -> Result<Arc<CompiledGrammar>, CompileError> {
         grammar.validate()?;
         check_ir(&self.limits, grammar)?;
@@ -411,7 +416,13 @@ impl GrammarCompiler {
             walk_failed: OnceLock::new(),
             subtrees: SubtreeMemo::default(),
             unique_keys,
+            closed_objects: None,
         };
+        if unique_keys {
+            compiled.closed_objects =
+                crate::matcher::ClosedObjects::resolve(&compiled.aut.rule_names, closed)
+                    .map(Arc::new);
+        }
         compiled.counted_derivable = compiled.aut.counted.iter().map(derivable).collect();
         // Memory: the automata now, then a running total of the masks as they are computed.
         let used = std::sync::atomic::AtomicU64::new(compiled.memory_bytes() as u64);

@@ -318,3 +318,161 @@ fn any_order_never_leads_into_a_dead_end() {
         "{e:?}"
     );
 }
+
+#[test]
+fn undeclared_keys_may_hold_every_escape() {
+    // Issue 23, item 6: extra keys were plain text only, so these valid instances were
+    // refused at the backslash. An escape that spells a declared name is that name, never
+    // an extra key (the integer under `"field_\u0031"` is `field_1`'s, which is a string).
+    let schema = json!({"type": "object", "properties": {"field_1": {"type": "string"}}});
+    let good = [
+        r#"{"field_1\"x": "a"}"#,
+        r#"{"zz\"x": "a"}"#,
+        r#"{"\"\\\/\b\f\n\r\t": 1}"#,
+        r#"{"\u00e9\u00E9\ud83d\ude00\uD83D\uDE00": 1}"#,
+        r#"{"field_1": "v", "field_\u0031x": 2, "\u0066ield_": 3}"#,
+        r#"{"field_\u0032": 1, "field_1\u0000": 2}"#,
+    ];
+    let bad = [
+        r#"{"field_\u0031": 2}"#,
+        r#"{"\u0066ield_1": 2}"#,
+        r#"{"\u0066\u0069\u0065\u006c\u0064\u005f\u0031": 2}"#,
+        r#"{"field_1": "a", "field_\u0031": "b"}"#,
+        r#"{"zz\"x": 1, "zz\u0022x": 2}"#,
+        // A lone surrogate is not Unicode text (as in string values).
+        r#"{"\ud800": 1}"#,
+    ];
+    let oracle = jsonschema::validator_for(&schema).unwrap();
+    for s in good {
+        let v: serde_json::Value = serde_json::from_str(s).unwrap();
+        assert!(oracle.is_valid(&v), "{s}");
+    }
+    check(schema.clone(), &good, &bad);
+    check_with(schema.clone(), &any_order(), &good, &bad);
+    // The grammar alone (no key check behind it) keeps a declared name out of the extras.
+    let Some((rt, compiler)) = llama() else {
+        return;
+    };
+    let grammar =
+        tokensieve::json_schema::json_schema_to_grammar(&schema, &Default::default()).unwrap();
+    let g = compiler.compile_ir(&grammar).unwrap();
+    assert!(accepts(rt, &g, r#"{"zz\"x": "a"}"#));
+    assert!(!accepts(rt, &g, r#"{"field_\u0031": 2}"#));
+    // Mask and accept agree at every step of a key written with escapes.
+    let g = compiler
+        .compile_json_schema(&schema, &Default::default())
+        .unwrap();
+    let mut m = GrammarMatcher::new(g);
+    for &t in &rt.encode_exact(r#"{"field_1\"x": "a", "fi\u0065ld_\"": 1}"#) {
+        let (_, bad) = check_all_tokens(&m, &rt.vocab);
+        assert!(bad.is_empty(), "{:?}", &bad[..bad.len().min(5)]);
+        assert!(m.accept_token(t));
+    }
+}
+
+#[test]
+fn any_order_takes_every_order_of_a_large_closed_object() {
+    // Issue 23, item 9: past 8 declared properties, a closed object only took the orders
+    // of its 6-member chunks. Now the matcher restricts each key to the names not yet
+    // written, so every order is accepted and no written name is offered again.
+    let Some((rt, compiler)) = llama() else {
+        return;
+    };
+    let mut names: Vec<String> = (0..10).map(|i| format!("p{i:02}")).collect();
+    names.extend(["id".to_string(), "ids".to_string()]);
+    let mut props = serde_json::Map::new();
+    for n in &names {
+        props.insert(n.clone(), json!({"type": "integer"}));
+    }
+    let required = ["p00", "p07", "ids"];
+    let schema = json!({"type": "object", "properties": props,
+        "required": required, "additionalProperties": false});
+    let g = compiler.compile_json_schema(&schema, &any_order()).unwrap();
+    let oracle = jsonschema::validator_for(&schema).unwrap();
+    let mut seed = 777u64;
+    let mut next = || {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (seed >> 33) as usize
+    };
+    for round in 0..30 {
+        let mut keys = names.clone();
+        for i in (1..keys.len()).rev() {
+            keys.swap(i, next() % (i + 1));
+        }
+        // Every required key, and some optional ones.
+        let optional = next() % (keys.len() - required.len() + 1);
+        let mut taken = 0;
+        keys.retain(|k| {
+            let keep = required.contains(&k.as_str()) || taken < optional;
+            if !required.contains(&k.as_str()) && keep {
+                taken += 1;
+            }
+            keep
+        });
+        let body: Vec<String> = keys
+            .iter()
+            .enumerate()
+            .map(|(i, k)| format!("\"{k}\":{i}"))
+            .collect();
+        let text = format!("{{{}}}", body.join(","));
+        assert!(oracle.is_valid(&serde_json::from_str(&text).unwrap()));
+        assert!(accepts(rt, &g, &text), "round {round}: {text}");
+        let missing: Vec<&String> = body.iter().filter(|m| !m.starts_with("\"p07\"")).collect();
+        let missing = format!(
+            "{{{}}}",
+            missing
+                .iter()
+                .map(|s| s.as_str())
+                .collect::<Vec<_>>()
+                .join(",")
+        );
+        assert!(!accepts(rt, &g, &missing), "{missing}");
+        let twice = format!("{{{},{}}}", body.join(","), body[0]);
+        assert!(!accepts(rt, &g, &twice), "{twice}");
+        assert!(
+            !accepts(rt, &g, &text.replace("\"p00\"", "\"q\"")),
+            "{text}"
+        );
+    }
+    // No dead end: a written name's prefix is offered only while an unwritten name
+    // extends it, and the mask equals accept_token's answers at every step.
+    let token = |s: &str| {
+        rt.token_id(s)
+            .unwrap_or_else(|| panic!("Llama 3.1 has {s:?}"))
+    };
+    let text = r#"{"ids":1,"p00":2,"id":3,"p01":4,"p02":5,"p03":6,"p04":7,"p05":8,"p06":9,"p07":10,"p08":11,"p09":12}"#;
+    let mut m = GrammarMatcher::new(g.clone());
+    for &t in &rt.encode_exact(text) {
+        let (allowed, bad) = check_all_tokens(&m, &rt.vocab);
+        assert!(bad.is_empty(), "{:?}", &bad[..bad.len().min(5)]);
+        assert!(!allowed.is_empty(), "dead end");
+        assert!(m.accept_token(t));
+    }
+    let mut m = GrammarMatcher::new(g.clone());
+    assert!(m.accept_string(r#"{"ids":1,""#));
+    let (allowed, _) = check_all_tokens(&m, &rt.vocab);
+    assert!(allowed.contains(&token("id")), "`id` is still free");
+    assert!(!allowed.contains(&token("ids")));
+    assert!(m.accept_string(r#"id":2,""#));
+    let (allowed, _) = check_all_tokens(&m, &rt.vocab);
+    assert!(
+        !allowed.contains(&token("id")),
+        "both `id` and `ids` are written"
+    );
+    assert!(allowed.contains(&token("p")));
+    let e = m.try_accept_bytes(b"id").unwrap_err();
+    assert!(matches!(e, TokenRejection::KeyNotAllowed { .. }), "{e:?}");
+    assert!(e.to_string().contains("no name left"), "{e}");
+    // Once every name is written, `,` is left out and `}` is the only way on.
+    let mut m = GrammarMatcher::new(g);
+    assert!(m.accept_string(&text[..text.len() - 1]));
+    let (allowed, bad) = check_all_tokens(&m, &rt.vocab);
+    assert!(bad.is_empty());
+    assert!(!allowed.contains(&token(",")));
+    assert!(!allowed.contains(&token(",\"")));
+    assert!(allowed.contains(&token("}")));
+    assert!(m.try_accept_bytes(b",").is_err());
+    assert!(m.accept_string("}"));
+}

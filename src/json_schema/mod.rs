@@ -113,8 +113,11 @@
 //! * Strings with a `pattern` or a `format` accept only the canonical escaping of each
 //!   character (raw, unless JSON requires an escape).
 //! * Strings reject escaped lone surrogates (`"\ud800"`), which are not Unicode text.
-//! * Object keys are written in the canonical escaping of `serde_json`; extra keys (allowed
-//!   by `additionalProperties`) may not contain escapes when properties are declared.
+//! * Declared object keys are written in the canonical escaping of `serde_json` (so
+//!   `{"\u0061": 1}` is refused for a declared `a`). Extra keys (allowed by
+//!   `additionalProperties`) may hold every JSON escape; they are compared with the
+//!   declared names decoded, so `"\u0061"` is never an extra key beside a declared `a`.
+//!   (Keys of `patternProperties` and `propertyNames` take the canonical escaping only.)
 //!   Declared properties come in the order of the schema's `serde_json::Map` (sorted by key
 //!   unless serde_json's `preserve_order` feature is on), with extra keys anywhere between.
 //! * **No key appears twice in one object.** Matchers of
@@ -136,7 +139,18 @@
 //!   `maxProperties`, every order
 //!   of any number of them, in a grammar linear in their count (a state per number of
 //!   distinct required names written; the key check keeps names distinct, and a key that
-//!   starts like a written one can always go on as a new extra key). Otherwise, and in the
+//!   starts like a written one can always go on as a new extra key). Closed objects
+//!   (`additionalProperties: false`, no `patternProperties`) past the exact budget below,
+//!   with plain names, no `maxProperties` under their count and no `minProperties` over
+//!   it, take every order too, in the same linear grammar with every declared name
+//!   offered at every key: the matcher narrows each key to the names not yet written
+//!   (a key that starts no name left, or a `,` once every name is written, is a
+//!   [`crate::TokenRejection::KeyNotAllowed`] and left out of the mask), so no state is a
+//!   dead end. The narrowing is applied at run time on the tokens that could write a key
+//!   or a `,`, as the duplicate check is, so the node masks stay context-free; the
+//!   matcher learns which object a `{` opens from the chart when the step is accepted
+//!   (a token that opens such an object is checked within itself for duplicates only).
+//!   Otherwise, and in the
 //!   grammar of [`json_schema_to_grammar`] (no matcher behind it, where extra keys may also
 //!   repeat and `minProperties` above 1 beside extra keys is refused), the grammar itself
 //!   tracks the written names: exact (a state per set of written names × a member count)
@@ -318,6 +332,8 @@ pub struct JsonSchemaGrammar {
     /// Built for a matcher that forbids repeated keys (`compile_json_schema`), so objects
     /// rely on it (see `Builder::unique_keys`).
     unique_keys: bool,
+    /// The closed objects whose keys that matcher narrows (see `Builder::closed_objects`).
+    closed: Vec<(RuleId, Vec<String>)>,
 }
 
 /// A schema given as text or as a parsed value.
@@ -450,12 +466,16 @@ fn to_grammar(
     if let Some(r) = b.string_rule {
         keep[r.index()] = true;
     }
+    for (r, _) in &b.closed_objects {
+        keep[r.index()] = true;
+    }
     Ok(JsonSchemaGrammar {
         grammar,
         ignored: b.ignored,
         pointers: b.pointers,
         keep,
         unique_keys,
+        closed: b.closed_objects,
     })
 }
 
@@ -475,7 +495,13 @@ impl JsonSchemaGrammar {
             let i = self.grammar.rules.iter().position(|r| r.name == rule)?;
             self.pointers.get(i).cloned()
         };
-        let compiled = compiler.compile_ir_keeping(&self.grammar, &self.keep, self.unique_keys);
+        let closed: Vec<(String, Vec<String>)> = self
+            .closed
+            .iter()
+            .map(|(r, names)| (self.grammar.rules[r.index()].name.clone(), names.clone()))
+            .collect();
+        let compiled =
+            compiler.compile_ir_keeping(&self.grammar, &self.keep, self.unique_keys, &closed);
         compiled.map_err(|e| match e {
             CompileError::Limit(mut l) => {
                 if l.pointer.is_none() {
@@ -818,6 +844,10 @@ pub(crate) struct Builder<'a> {
     pub(crate) any: Option<types::AnyRules>,
     /// The rule of any JSON string (see [`Builder::string_any`]), made on first use.
     pub(crate) string_rule: Option<RuleId>,
+    /// Closed `any_order` objects whose keys the matcher narrows to the names not yet
+    /// written: the rule that opens each (kept when compiled), and its declared names
+    /// (see `Builder::any_order_closed`).
+    pub(crate) closed_objects: Vec<(RuleId, Vec<String>)>,
     /// Nesting depth of schema compilation (guards against runaway merges).
     pub(crate) depth: usize,
     /// [`Limits::max_enum_values`].
@@ -902,6 +932,7 @@ impl<'a> Builder<'a> {
             refs: HashMap::new(),
             any: None,
             string_rule: None,
+            closed_objects: Vec::new(),
             depth: 0,
             max_enum_values: Limits::default().max_enum_values,
             max_repeat: Limits::default().max_repeat_bound,

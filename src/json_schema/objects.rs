@@ -4,8 +4,10 @@
 //! Declared properties come in the order of the schema's map, each at most once; required
 //! ones must be present. Extra properties (allowed by `additionalProperties`, which defaults
 //! to `true` unless [`super::JsonSchemaOptions::strict`]) may come anywhere between them;
-//! their keys are plain strings (no escapes) different from every declared name, so an
-//! extra key can never be a declared property in disguise (`"f\u006fo"` for `foo`).
+//! their keys are any JSON strings, every escape included, whose *decoded* name is none
+//! of the declared ones, so an extra key can never be a declared property in disguise
+//! (`"f\u006fo"` is `foo`; see `not_in`). Declared names are matched in their canonical
+//! spelling (`serde_json`'s) only.
 //!
 //! With [`super::JsonSchemaOptions::any_order`], declared properties may come in any order:
 //! for a matcher that forbids repeated keys ([`Builder::unique_keys`]), in a grammar
@@ -302,6 +304,7 @@ impl Builder<'_> {
             return Ok(None);
         }
         let names: Vec<String> = declared.iter().map(|(n, _, _)| n.clone()).collect();
+        let mut member_names: Vec<String> = Vec::new();
         let members: Vec<(Expr, bool)> = declared
             .into_iter()
             .filter_map(|(name, v, req)| {
@@ -310,6 +313,7 @@ impl Builder<'_> {
                     let id = self.add_rule("obj_member", m);
                     // Errors in a member's rule are errors of its property's schema.
                     self.pointers[id.index()] = child(&props_ptr, &name);
+                    member_names.push(name);
                     (Expr::Rule(id), req)
                 })
             })
@@ -401,6 +405,19 @@ impl Builder<'_> {
             // theirs), and a written one's prefix would then lead nowhere.
             if self.unique_keys && extra_open && max_props.is_none() {
                 return Ok(self.any_order_unique(&members, extra, min_props, max_props));
+            }
+            let n = members.len();
+            let cap = min_props.max(max_props.unwrap_or(0)).max(1) as usize;
+            // A closed object past the exact budget: the matcher narrows its keys to the
+            // names left (a `maxProperties` of at least `n` bounds nothing here).
+            if self.unique_keys
+                && extra.is_none()
+                && !exact_any_order(n, cap)
+                && min_props as usize <= n
+                && max_props.map_or(true, |m| m as usize >= n)
+                && member_names.iter().all(|m| plain_name(m))
+            {
+                return Ok(self.any_order_closed(&members, member_names, min_props));
             }
             return Ok(self.any_order_members(&members, extra, min_props, max_props));
         }
@@ -510,7 +527,7 @@ impl Builder<'_> {
         let cap = min_props.max(max_props.unwrap_or(0)).max(1) as usize;
         // One chunk (every order) when its sets fit the exact budget; otherwise the largest
         // chunk size that keeps the state count in the chunked budget.
-        let exact = n < 31 && (1usize << n) * (cap + 1) <= MAX_EXACT_ANY_ORDER_STATES;
+        let exact = exact_any_order(n, cap);
         let mut size = if exact { n } else { n.min(MAX_ANY_ORDER_CHUNK) };
         while !exact
             && size > 1
@@ -693,6 +710,33 @@ impl Builder<'_> {
         Some(seq(vec![lit("{"), ws, Expr::Rule(start), lit("}")]))
     }
 
+    /// The members of a closed object (no extra keys) in any order, for a matcher that
+    /// forbids repeated keys and narrows this object's keys to the names not yet written
+    /// (`matcher::keys`): `{`, members, `}`, in a kept rule recorded in
+    /// [`Builder::closed_objects`] with the declared names, or `None` when no object is
+    /// accepted.
+    ///
+    /// The grammar is [`Builder::any_order_unique`]'s without extras: every declared name
+    /// at every key, a state per number of distinct required names written. The node
+    /// masks cannot know which names an object has written (they are context-free), so
+    /// the matcher applies the rest at run time: a key must start a name not yet written,
+    /// and a `,` needs a name left. With no `maxProperties` below `n` and a
+    /// `minProperties` of at most `n`, the names the grammar offers at a key are exactly
+    /// the names left, so every order of every valid subset is accepted and no state is a
+    /// dead end. Names that need an escape are not narrowed (the caller falls back to
+    /// [`Builder::any_order_members`]).
+    fn any_order_closed(
+        &mut self,
+        members: &[(Expr, bool)],
+        names: Vec<String>,
+        min_props: u32,
+    ) -> Option<Expr> {
+        let body = self.any_order_unique(members, None, min_props, None)?;
+        let id = self.add_rule("obj_closed", body);
+        self.closed_objects.push((id, names));
+        Some(Expr::Rule(id))
+    }
+
     /// `"name" ws ":" ws value ws`.
     fn member(&mut self, name: &str, value: Expr) -> Expr {
         let ws = self.ws();
@@ -707,8 +751,19 @@ impl Builder<'_> {
     }
 }
 
-/// The rest of a string key after its opening quote (closing quote included): plain
-/// characters (no escapes) spelling a key not in `names`.
+/// Whether the `2^n` sets of `n` any-order members times `cap + 1` counts fit
+/// [`MAX_EXACT_ANY_ORDER_STATES`] (one automaton state per set: every order accepted).
+fn exact_any_order(n: usize, cap: usize) -> bool {
+    n < 31 && (1usize << n) * (cap + 1) <= MAX_EXACT_ANY_ORDER_STATES
+}
+
+/// A name written as its own bytes in a JSON key (no character needs an escape).
+fn plain_name(name: &str) -> bool {
+    !name.chars().any(|c| c < ' ' || c == '"' || c == '\\')
+}
+
+/// The rest of a string key after its opening quote (closing quote included): any JSON
+/// string content (every escape included) whose decoded text is not in `names`.
 fn key_not_in(names: &[String]) -> Expr {
     key_not_in_except(names, &[])
 }
@@ -1106,7 +1161,9 @@ impl Builder<'_> {
 }
 
 /// Strings whose continuation from depth `d` avoids every string of `set` (all of which
-/// share the prefix consumed so far), with no character of `banned`.
+/// share the prefix consumed so far), with no character of `banned`. Names are compared
+/// decoded: each character may be written raw or escaped ([`char_spellings`]), so
+/// `"f\u006fo"` follows the path of `foo` and is excluded with it.
 fn not_in(set: &[&[char]], d: usize, banned: &[(u32, u32)]) -> Expr {
     let mut alts = Vec::new();
     // End here, unless a name ends here.
@@ -1120,50 +1177,178 @@ fn not_in(set: &[&[char]], d: usize, banned: &[(u32, u32)]) -> Expr {
             next.entry(c).or_default().push(s);
         }
     }
-    let mut excluded: Vec<(u32, u32)> = vec![
-        (0, 0x1F),
-        ('"' as u32, '"' as u32),
-        ('\\' as u32, '\\' as u32),
-    ];
+    // The characters that do not start the catch-all branch below.
+    let mut taken: Vec<(u32, u32)> = banned.to_vec();
     for (c, sub) in &next {
-        if (*c as u32) < 0x20 || *c == '"' || *c == '\\' {
-            // Needs an escape: extra keys (plain characters only) cannot spell it.
+        let cp = *c as u32;
+        taken.push((cp, cp));
+        if banned.iter().any(|&(lo, hi)| lo <= cp && cp <= hi) {
             continue;
         }
-        excluded.push((*c as u32, *c as u32));
-        let mut buf = [0u8; 4];
-        if banned
-            .iter()
-            .any(|&(lo, hi)| lo <= *c as u32 && *c as u32 <= hi)
-        {
-            continue;
+        if let Some(spelled) = char_spellings(&[(cp, cp)]) {
+            alts.push(seq(vec![spelled, not_in(sub, d + 1, banned)]));
         }
-        alts.push(seq(vec![
-            lit(c.encode_utf8(&mut buf)),
-            not_in(sub, d + 1, banned),
-        ]));
     }
-    excluded.extend_from_slice(banned);
-    let tail_char = Expr::Class(CharClass {
-        negated: true,
-        ranges: [
-            &[
-                (0, 0x1F),
-                ('"' as u32, '"' as u32),
-                ('\\' as u32, '\\' as u32),
-            ],
-            banned,
-        ]
-        .concat(),
-    });
+    let tail_char = if banned.is_empty() {
+        Some(super::strings::string_char())
+    } else {
+        char_spellings(&complement(banned))
+    };
     // Any other character, then anything.
-    alts.push(seq(vec![
-        Expr::Class(CharClass {
-            negated: true,
-            ranges: excluded,
-        }),
-        repeat(tail_char, 0, None),
-        lit("\""),
-    ]));
+    if let (Some(first), Some(tail)) = (char_spellings(&complement(&taken)), tail_char) {
+        alts.push(seq(vec![first, repeat(tail, 0, None), lit("\"")]));
+    }
     choice(alts.into_iter().map(Some).collect()).unwrap_or(Expr::Empty)
+}
+
+/// The Unicode scalar values not in `ranges` (inclusive code point ranges, any order).
+fn complement(ranges: &[(u32, u32)]) -> Vec<(u32, u32)> {
+    let mut r = ranges.to_vec();
+    r.push((0xD800, 0xDFFF));
+    r.sort_unstable();
+    let mut out = Vec::new();
+    let mut next = 0u32;
+    for (lo, hi) in r {
+        if lo > next {
+            out.push((next, lo - 1));
+        }
+        next = next.max(hi.saturating_add(1));
+    }
+    if next <= 0x10FFFF {
+        out.push((next, 0x10FFFF));
+    }
+    out
+}
+
+/// The hex digits of the nibble values `ns`, in both cases.
+fn nibbles(ns: &[u32]) -> Expr {
+    let mut ranges = Vec::new();
+    for &n in ns {
+        let c = char::from_digit(n, 16).unwrap_or('0');
+        ranges.push((c as u32, c as u32));
+        let up = c.to_ascii_uppercase();
+        if up != c {
+            ranges.push((up as u32, up as u32));
+        }
+    }
+    Expr::Class(CharClass {
+        negated: false,
+        ranges,
+    })
+}
+
+/// `width` hex digits (either case) whose value is in `ranges` (inclusive, sorted,
+/// disjoint, below `16^width`); `None` when no value is.
+fn hex_in(ranges: &[(u32, u32)], width: u32) -> Option<Expr> {
+    if ranges.is_empty() {
+        return None;
+    }
+    if width == 0 {
+        return Some(Expr::Empty);
+    }
+    let step = 16u32.pow(width - 1);
+    let mut full = Vec::new();
+    let mut alts = Vec::new();
+    for n in 0..16u32 {
+        let (lo, hi) = (n * step, n * step + step - 1);
+        let sub: Vec<(u32, u32)> = ranges
+            .iter()
+            .filter(|&&(a, b)| a <= hi && b >= lo)
+            .map(|&(a, b)| (a.max(lo) - lo, b.min(hi) - lo))
+            .collect();
+        if sub.is_empty() {
+            continue;
+        }
+        if sub == [(0, step - 1)] {
+            full.push(n);
+        } else if let Some(rest) = hex_in(&sub, width - 1) {
+            alts.push(Some(seq(vec![nibbles(&[n]), rest])));
+        }
+    }
+    if !full.is_empty() {
+        let mut parts = vec![nibbles(&full)];
+        parts.extend((1..width).map(|_| nibbles(&(0..16).collect::<Vec<_>>())));
+        alts.push(Some(seq(parts)));
+    }
+    choice(alts)
+}
+
+/// One character of a JSON string whose decoded value is in `allowed` (inclusive code
+/// point ranges; surrogates are ignored), in every spelling RFC 8259 §7 allows: raw
+/// (unless it must be escaped), a two-character escape, `\uHHHH` in either case, or an
+/// escaped surrogate pair for a character past U+FFFF. Each spelling has one parse.
+/// `None` when `allowed` holds no character.
+pub(crate) fn char_spellings(allowed: &[(u32, u32)]) -> Option<Expr> {
+    // Normalise: sorted, merged, without surrogates.
+    let mut set: Vec<(u32, u32)> = complement(&complement(allowed));
+    set.retain(|&(lo, hi)| lo <= hi);
+    let within = |lo: u32, hi: u32| -> Vec<(u32, u32)> {
+        set.iter()
+            .filter(|&&(a, b)| a <= hi && b >= lo)
+            .map(|&(a, b)| (a.max(lo), b.min(hi)))
+            .collect()
+    };
+    let has = |c: u32| set.iter().any(|&(a, b)| a <= c && c <= b);
+    let mut alts: Vec<Option<Expr>> = Vec::new();
+    let raw: Vec<(u32, u32)> = complement(&[(0, 0x1F), (0x22, 0x22), (0x5C, 0x5C)])
+        .into_iter()
+        .flat_map(|(lo, hi)| within(lo, hi))
+        .collect();
+    if !raw.is_empty() {
+        alts.push(Some(Expr::Class(CharClass {
+            negated: false,
+            ranges: raw,
+        })));
+    }
+    for (c, e) in [
+        (0x22, "\\\""),
+        (0x5C, "\\\\"),
+        (0x2F, "\\/"),
+        (0x08, "\\b"),
+        (0x0C, "\\f"),
+        (0x0A, "\\n"),
+        (0x0D, "\\r"),
+        (0x09, "\\t"),
+    ] {
+        if has(c) {
+            alts.push(Some(lit(e)));
+        }
+    }
+    if let Some(h) = hex_in(&within(0, 0xFFFF), 4) {
+        alts.push(Some(seq(vec![lit("\\u"), h])));
+    }
+    // Past U+FFFF: the pair (high, low) of `cp - 0x10000` = high's 10 bits, low's 10 bits.
+    let pair = |high: (u32, u32), low: (u32, u32)| -> Option<Expr> {
+        Some(seq(vec![
+            lit("\\u"),
+            hex_in(&[(0xD800 + high.0, 0xD800 + high.1)], 4)?,
+            lit("\\u"),
+            hex_in(&[(0xDC00 + low.0, 0xDC00 + low.1)], 4)?,
+        ]))
+    };
+    for (lo, hi) in within(0x10000, 0x10FFFF) {
+        let (lo, hi) = (lo - 0x10000, hi - 0x10000);
+        let (hl, hh) = (lo >> 10, hi >> 10);
+        if hl == hh {
+            alts.push(pair((hl, hl), (lo & 0x3FF, hi & 0x3FF)));
+            continue;
+        }
+        // The first and last high halves may be partial; those between are full.
+        let first_full = lo & 0x3FF == 0;
+        let last_full = hi & 0x3FF == 0x3FF;
+        if !first_full {
+            alts.push(pair((hl, hl), (lo & 0x3FF, 0x3FF)));
+        }
+        let (a, b) = (
+            if first_full { hl } else { hl + 1 },
+            if last_full { hh } else { hh - 1 },
+        );
+        if a <= b {
+            alts.push(pair((a, b), (0, 0x3FF)));
+        }
+        if !last_full {
+            alts.push(pair((hh, hh), (0, hi & 0x3FF)));
+        }
+    }
+    choice(alts)
 }

@@ -34,6 +34,12 @@ pub struct TokenTrie {
     /// Text tokens (ids, ascending) with three `"` bytes, or a `"` and a `\`: those that
     /// can close a JSON object key when they start inside a string that is not a key.
     pub(crate) three_quote_tokens: Vec<u32>,
+    /// Text tokens (ids, ascending) with a `,`: those that may write a member separator
+    /// (see `matcher::keys`, closed objects).
+    pub(crate) comma_tokens: Vec<u32>,
+    /// Text tokens (ids, ascending) with a `}` or `]` followed later by a `"` or `,`:
+    /// those that may close a container and go on with a key or a `,` of an outer object.
+    pub(crate) closer_tokens: Vec<u32>,
     /// The other quoted tokens (one `"`, no `\`), by their bytes before the quote: the
     /// key such a token closes when written inside a key.
     pub(crate) key_closers: rustc_hash::FxHashMap<Box<[u8]>, Vec<u32>>,
@@ -107,10 +113,20 @@ impl TokenTrie {
         let mut multi_quote_tokens = Vec::new();
         let mut three_quote_tokens = Vec::new();
         let mut key_closers: rustc_hash::FxHashMap<Box<[u8]>, Vec<u32>> = Default::default();
+        let mut comma_tokens = Vec::new();
+        let mut closer_tokens = Vec::new();
         let mut by_id = sorted.clone();
         by_id.sort_unstable();
         for &id in &by_id {
             let b = bytes_of(id);
+            if b.contains(&b',') {
+                comma_tokens.push(id);
+            }
+            if let Some(c) = b.iter().position(|&c| c == b'}' || c == b']') {
+                if b[c..].iter().any(|&c| c == b'"' || c == b',') {
+                    closer_tokens.push(id);
+                }
+            }
             let quotes = b.iter().filter(|&&c| c == b'"').count();
             if quotes > 0 {
                 quote_tokens.push(id);
@@ -131,6 +147,8 @@ impl TokenTrie {
             quote_tokens,
             multi_quote_tokens,
             three_quote_tokens,
+            comma_tokens,
+            closer_tokens,
             key_closers,
             roots,
             sorted,
@@ -175,6 +193,7 @@ impl TokenTrie {
             + self.quote_tokens.capacity() * 4
             + self.multi_quote_tokens.capacity() * 4
             + self.three_quote_tokens.capacity() * 4
+            + (self.comma_tokens.capacity() + self.closer_tokens.capacity()) * 4
             + self
                 .key_closers
                 .iter()

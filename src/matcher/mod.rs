@@ -32,7 +32,8 @@ use crate::parser::{Chart, EXT};
 use std::sync::Arc;
 
 mod keys;
-use keys::KeyTracker;
+pub(crate) use keys::ClosedObjects;
+use keys::{KeyTracker, KeyViolation};
 
 /// Why a token was rejected by [`GrammarMatcher::try_accept_token`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -100,6 +101,22 @@ pub enum TokenRejection {
         /// The repeated key, decoded (invalid UTF-8, such as a lone surrogate escape,
         /// replaced by U+FFFD).
         key: String,
+    },
+    /// The token would write, in a closed object whose names the matcher restricts, a key
+    /// that no name left in that object starts with (every name that starts so is already
+    /// written), or a `,` after every name was written: either way nothing could follow.
+    /// Only grammars compiled from a JSON Schema with
+    /// [`JsonSchemaOptions::any_order`](crate::JsonSchemaOptions::any_order) check this,
+    /// for closed objects of more than 8 declared properties; names are compared decoded.
+    #[error("{}: {what} at byte {offset}, but no name left in this object starts so; each name of a closed object may appear once", step_name(*token))]
+    KeyNotAllowed {
+        /// The token id (`u32::MAX` for `accept_string`).
+        token: u32,
+        /// Offset, in the token's bytes, of the byte after which nothing could follow.
+        offset: usize,
+        /// What the token would write there: `the key "…"` (decoded so far, invalid UTF-8
+        /// replaced by U+FFFD) or `another key after ","`.
+        what: String,
     },
     /// Deciding the token needed more Earley work than the compiler's
     /// [`Limits::max_step_items`](crate::Limits::max_step_items) allows (an ambiguous grammar
@@ -200,7 +217,9 @@ impl GrammarMatcher {
             pairs_seen: Vec::new(),
             scratch_bits: Vec::new(),
             scratch_uncertain: Vec::new(),
-            keys: compiled.unique_keys.then(Box::default),
+            keys: compiled
+                .unique_keys
+                .then(|| Box::new(KeyTracker::new(compiled.closed_objects.clone()))),
             compiled,
         }
     }
@@ -274,7 +293,7 @@ impl GrammarMatcher {
             let stop = vocab.is_stop_token(token) && self.chart.can_exit() && !self.can_continue();
             self.terminated = stop;
             if let Some(k) = &mut self.keys {
-                k.accept(&[]);
+                k.accept(&[], |_| None);
             }
             self.history.push(Step {
                 chart_len: before,
@@ -286,7 +305,7 @@ impl GrammarMatcher {
             if self.chart.can_exit() {
                 self.terminated = true;
                 if let Some(k) = &mut self.keys {
-                    k.accept(&[]);
+                    k.accept(&[], |_| None);
                 }
                 self.history.push(Step {
                     chart_len: before,
@@ -365,15 +384,27 @@ impl GrammarMatcher {
             }
         }
         if let Some(k) = &mut self.keys {
-            if let Some(d) = k.first_duplicate(bytes) {
+            if let Some(v) = k.first_violation(bytes) {
                 self.chart.truncate(before as usize);
-                return Err(TokenRejection::DuplicateKey {
-                    token,
-                    offset: d.offset,
-                    key: d.key,
+                return Err(match v {
+                    KeyViolation::Duplicate(d) => TokenRejection::DuplicateKey {
+                        token,
+                        offset: d.offset,
+                        key: d.key,
+                    },
+                    KeyViolation::NotLeft { offset, what } => TokenRejection::KeyNotAllowed {
+                        token,
+                        offset,
+                        what,
+                    },
                 });
             }
-            k.accept(bytes);
+            let (aut, chart) = (&self.compiled.aut, &self.chart);
+            let closed = self.compiled.closed_objects.as_deref();
+            // The byte at offset `o` is read between chart sets `before - 1 + o` and `before + o`.
+            k.accept(bytes, |o| {
+                closed?.opened_at(aut, chart, before - 1 + o as u32)
+            });
         }
         self.history.push(Step {
             chart_len: before,
@@ -467,8 +498,9 @@ impl GrammarMatcher {
         }
         self.chart.truncate(start);
         if let Some(k) = &mut self.keys {
-            // Forced bytes that repeat a key lead nowhere: stop before the key's last quote.
-            out.truncate(k.prefix_without_duplicate(&out));
+            // Forced bytes that repeat a key (or leave a closed object no name) lead
+            // nowhere: stop before the byte the key check refuses.
+            out.truncate(k.prefix_without_violation(&out));
         }
         out
     }
