@@ -16,11 +16,14 @@ use tokensieve::{
     TokenRejection, Vocabulary,
 };
 
-/// Tokens: a, b, ab, x, <eos> (special, stop), <eot> (special), plain-stop (a non-special
-/// stop token, bytes "z").
+/// Tokens: a, b, ab, x, <eos> (special, stop), <eot> (special), z (a non-special stop
+/// token), xa; logits 70 wide (3 words a row, so that lengths can be wrong).
 fn small_vocab() -> Vocabulary {
     let tokens: Vec<&[u8]> = vec![b"a", b"b", b"ab", b"x", b"<eos>", b"<eot>", b"z", b"xa"];
-    Vocabulary::from_token_bytes(&tokens, &[4, 5], &[4, 6]).unwrap()
+    Vocabulary::from_token_bytes(&tokens, &[4, 5], &[4, 6])
+        .unwrap()
+        .with_vocab_size(70)
+        .unwrap()
 }
 
 const A: u32 = 0;
