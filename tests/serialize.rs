@@ -26,8 +26,11 @@ fn small_vocab() -> Vocabulary {
 
 fn small_grammar() -> (GrammarCompiler, Arc<CompiledGrammar>) {
     let compiler = GrammarCompiler::new(small_vocab());
+    // Several counted repetitions (bounded and not): their virtual node ranges follow
+    // each other, which the reader checks.
     let schema = serde_json::json!({"type": "object", "properties": {
-        "a": {"type": "string", "maxLength": 40}, "b": {"type": "array", "items": {"type": "integer"}}
+        "a": {"type": "string", "maxLength": 40}, "b": {"type": "array", "items": {"type": "integer"}},
+        "c": {"type": "string", "minLength": 30}, "d": {"type": "string", "minLength": 20, "maxLength": 90}
     }, "required": ["a"]});
     let g = compiler
         .compile_json_schema(&schema, &Default::default())

@@ -727,18 +727,22 @@ impl Automaton {
         {
             return Err("an edge leads out of the automaton".into());
         }
-        // Virtual ids: counted rule k owns `first .. first + (counts + 1) * (S + 1)`.
+        // Virtual ids: counted rule k owns `first .. first + counts * (S + 1)`, as `build`
+        // numbers them (counts: `max`, at least 1, or `min + 1` when unbounded).
         let mut next_free = n as u64;
         for (k, c) in self.counted.iter().enumerate() {
             let s = c.states as usize;
-            let counts = c.max.unwrap_or(c.min).max(c.min) as u64;
-            let span = (counts + 1) * (c.states as u64 + 1);
+            let counts = match c.max {
+                Some(m) => m.max(1) as u64,
+                None => c.min as u64 + 1,
+            };
+            let span = counts * (c.states as u64 + 1);
             let end = c.first as u64 + span;
             if s == 0
                 || (c.first as u64) < next_free
                 || end > u32::MAX as u64
                 || c.rule as usize >= rules
-                || c.max.is_some_and(|m| m == 0 || m < c.min)
+                || c.max.is_some_and(|m| m < c.min)
                 || c.body_final.len() != s
                 || c.body_edges.len() != s
                 || c.body_edges
