@@ -550,7 +550,7 @@ fn validate(d: &GrammarIn, sites: &[Vec<u32>], compiler: &GrammarCompiler) -> Re
     let size = compiler.vocab.tokenizer_size();
     let check = |m: &NodeMask, what: &dyn Fn() -> String| -> Result<(), String> {
         let ascending = |v: &[u32], below: usize| {
-            v.windows(2).all(|w| w[0] < w[1]) && v.last().is_none_or(|&x| (x as usize) < below)
+            v.windows(2).all(|w| w[0] < w[1]) && v.last().map_or(true, |&x| (x as usize) < below)
         };
         let ok = match &m.accepted {
             TokenSet::Accepted(v) | TokenSet::Rejected(v) => ascending(v, size),
