@@ -25,6 +25,12 @@ use rustc_hash::FxHashMap;
 use std::ops::Deref;
 use std::sync::{Arc, OnceLock, RwLock};
 
+mod cache;
+mod serialize;
+use cache::GrammarCache;
+pub use cache::GrammarCacheStats;
+pub use serialize::{DeserializeError, SerializeError, FORMAT_VERSION};
+
 /// Why a grammar could not be compiled.
 #[derive(Debug, thiserror::Error)]
 pub enum CompileError {
@@ -106,6 +112,10 @@ pub struct GrammarCompiler {
     /// Node masks shared by every grammar this compiler (and its clones) compiles.
     shared: Arc<SharedMasks>,
     limits: Limits,
+    /// Whole grammars by (kind, source, options), shared by clones (`compiler::cache`).
+    grammar_cache: Arc<GrammarCache>,
+    /// The rayon pool compiles run on (`None`: the current one).
+    pool: Option<Arc<rayon::ThreadPool>>,
 }
 
 /// A grammar compiled against a vocabulary: its automata and token mask cache.
@@ -201,7 +211,18 @@ impl GrammarCompiler {
             precompute: Precompute::Eager,
             shared: Arc::new(SharedMasks::new(Self::DEFAULT_MASK_CACHE_BYTES)),
             limits: Limits::default(),
+            grammar_cache: Arc::new(GrammarCache::new(true, None)),
+            pool: None,
         }
+    }
+
+    /// Runs every compile of this compiler (and of its later clones) on `pool`, whose
+    /// threads compute the node masks in parallel (XGrammar's `max_threads`); by default
+    /// compiles run on the caller's current rayon pool (the global one, unless called
+    /// inside `ThreadPool::install`).
+    pub fn with_thread_pool(mut self, pool: Arc<rayon::ThreadPool>) -> Self {
+        self.pool = Some(pool);
+        self
     }
 
     /// The default [`GrammarCompiler::with_mask_cache_capacity`]: 256 MiB.
@@ -211,9 +232,12 @@ impl GrammarCompiler {
     /// Node masks are keyed by the structure of what may follow the node, so the masks of
     /// structures that recur from grammar to grammar (a JSON string body, a number,
     /// whitespace, free text up to a trigger) are computed once. Once the cache holds
-    /// `bytes`, it keeps what it has and stops growing. Starts a new, empty cache.
+    /// `bytes`, it keeps what it has and stops growing. Starts a new, empty cache (and a new,
+    /// empty whole-grammar cache: see [`GrammarCompiler::clear_cache`]).
     pub fn with_mask_cache_capacity(mut self, bytes: usize) -> Self {
         self.shared = Arc::new(SharedMasks::new(bytes));
+        // Grammars already compiled hold the old mask cache: a new, empty grammar cache.
+        self.grammar_cache = Arc::new(self.grammar_cache.emptied());
         self
     }
 
@@ -271,8 +295,10 @@ impl GrammarCompiler {
         ebnf: &str,
         root: &str,
     ) -> Result<Arc<CompiledGrammar>, CompileError> {
-        let g = parse_ebnf(ebnf, root)?;
-        self.compile_ir(&g)
+        self.cached("ebnf", ebnf, root, || {
+            let g = parse_ebnf(ebnf, root)?;
+            self.compile_ir(&g)
+        })
     }
 
     /// Compiles the built-in grammar of any JSON value (RFC 8259).
@@ -280,7 +306,9 @@ impl GrammarCompiler {
     /// # Errors
     /// None in practice; the signature matches the other compile calls.
     pub fn compile_builtin_json(&self) -> Result<Arc<CompiledGrammar>, CompileError> {
-        self.compile_ir(&crate::grammar::builtin::json_grammar())
+        self.cached("builtin_json", "", "", || {
+            self.compile_ir(&crate::grammar::builtin::json_grammar())
+        })
     }
 
     /// Compiles a grammar given as IR (what every front end produces).
@@ -308,6 +336,19 @@ impl GrammarCompiler {
         keep: &[bool],
         unique_keys: bool,
         closed: &[(String, Vec<String>)],
+    ) -> Result<Arc<CompiledGrammar>, CompileError> {
+        match &self.pool {
+            Some(pool) => pool.install(|| self.compile_on_pool(grammar, keep, unique_keys)),
+            None => self.compile_on_pool(grammar, keep, unique_keys),
+        }
+    }
+
+    /// [`Self::compile_ir_keeping`] on the current rayon pool.
+    fn compile_on_pool(
+        &self,
+        grammar: &Grammar,
+        keep: &[bool],
+        unique_keys: bool,
     ) -> Result<Arc<CompiledGrammar>, CompileError> {
         grammar.validate()?;
         check_ir(&self.limits, grammar)?;

@@ -31,6 +31,7 @@
 
 mod automaton;
 mod compiler;
+pub mod engine;
 pub mod grammar;
 pub mod json_schema;
 pub mod limits;
@@ -43,10 +44,13 @@ pub mod vocab;
 
 pub use crate::regex::{RegexCompileError, RegexError, RegexOptions};
 pub use automaton::AutomatonError;
-pub use compiler::{CompileError, CompiledGrammar, GrammarCompiler, Precompute};
+pub use compiler::{
+    CompileError, CompiledGrammar, DeserializeError, GrammarCacheStats, GrammarCompiler,
+    Precompute, SerializeError, FORMAT_VERSION,
+};
 pub use grammar::{Grammar, RuleId};
 pub use json_schema::{json_schema_to_grammar, JsonSchemaError, JsonSchemaOptions};
 pub use limits::{Limit, LimitExceeded, Limits};
-pub use matcher::{GrammarMatcher, MatcherError, TokenRejection};
+pub use matcher::{GrammarMatcher, MatcherError, MatcherOptions, TokenRejection};
 pub use structural_tag::{structural_tag_to_grammar, StructuralTag, StructuralTagError};
 pub use vocab::{VocabError, Vocabulary};

@@ -16,7 +16,7 @@ use crate::grammar::{Expr, Grammar, RuleId, TokenRef};
 use crate::limits::{Deadline, Limit, LimitExceeded, Limits};
 
 /// An edge on one byte range `lo..=hi`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct ByteEdge {
     pub lo: u8,
     pub hi: u8,
@@ -24,21 +24,21 @@ pub(crate) struct ByteEdge {
 }
 
 /// An edge that runs rule `rule` to its end, then continues at `target`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct CallEdge {
     pub rule: u32,
     pub target: u32,
 }
 
 /// An edge on exactly one (special) token id.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct TokenEdge {
     pub token: u32,
     pub target: u32,
 }
 
 /// One automaton node. Edge lists index the automaton's flat edge arrays.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Node {
     pub rule: u32,
     pub is_final: bool,
@@ -88,7 +88,7 @@ pub enum AutomatonError {
 }
 
 /// All rule automata of one grammar, with the facts the parser and the mask cache need.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Automaton {
     pub(crate) nodes: Vec<Node>,
     pub(crate) byte_edges: Vec<ByteEdge>,
@@ -114,7 +114,7 @@ pub struct Automaton {
 /// stored, so `{2,20000}` costs one body DFA. Two virtual nodes with the same
 /// [`Counted::mask_key`] have the same token masks, since a token of at most `L` bytes
 /// completes at most `L` iterations.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Counted {
     pub rule: u32,
     pub first: u32,
@@ -689,6 +689,84 @@ impl Automaton {
     /// Number of nodes over all rules.
     pub fn node_count(&self) -> usize {
         self.nodes.len()
+    }
+
+    /// Every index in range, for automata read from bytes (`compiler::serialize`): rules,
+    /// edge ranges, edge targets and rule starts, counted rules and their virtual node
+    /// ranges. The first problem found.
+    pub(crate) fn check_indices(&self) -> Result<(), String> {
+        let rules = self.rule_start.len();
+        let n = self.nodes.len();
+        if self.rule_names.len() != rules
+            || self.nullable.len() != rules
+            || self.follow.len() != rules
+            || self.root as usize >= rules
+        {
+            return Err(format!("per-rule tables do not match {rules} rules"));
+        }
+        let range = |(a, b): (u32, u32), len: usize| a <= b && b as usize <= len;
+        for (i, node) in self.nodes.iter().enumerate() {
+            if node.rule as usize >= rules
+                || !range(node.bytes, self.byte_edges.len())
+                || !range(node.calls, self.call_edges.len())
+                || !range(node.tokens, self.token_edges.len())
+            {
+                return Err(format!("node {i}: rule or edge range out of bounds"));
+            }
+            let edges = &self.byte_edges[node.bytes.0 as usize..node.bytes.1 as usize];
+            if !edges.windows(2).all(|w| w[0].lo <= w[1].lo) || edges.iter().any(|e| e.lo > e.hi) {
+                return Err(format!("node {i}: byte edges not sorted"));
+            }
+        }
+        if self.byte_edges.iter().any(|e| e.target as usize >= n)
+            || self
+                .call_edges
+                .iter()
+                .any(|e| e.target as usize >= n || e.rule as usize >= rules)
+            || self.token_edges.iter().any(|e| e.target as usize >= n)
+        {
+            return Err("an edge leads out of the automaton".into());
+        }
+        // Virtual ids: counted rule k owns `first .. first + counts * (S + 1)`, as `build`
+        // numbers them (counts: `max`, at least 1, or `min + 1` when unbounded).
+        let mut next_free = n as u64;
+        for (k, c) in self.counted.iter().enumerate() {
+            let s = c.states as usize;
+            let counts = match c.max {
+                Some(m) => m.max(1) as u64,
+                None => c.min as u64 + 1,
+            };
+            let span = counts * (c.states as u64 + 1);
+            let end = c.first as u64 + span;
+            if s == 0
+                || (c.first as u64) < next_free
+                || end > u32::MAX as u64
+                || c.rule as usize >= rules
+                || c.max.is_some_and(|m| m < c.min)
+                || c.body_final.len() != s
+                || c.body_edges.len() != s
+                || c.body_edges
+                    .iter()
+                    .any(|&(a, b)| !range((a, b), c.edges.len()))
+                || c.edges
+                    .iter()
+                    .any(|e| e.target as usize >= s || e.lo > e.hi)
+            {
+                return Err(format!("counted rule {k}: inconsistent"));
+            }
+            next_free = end;
+        }
+        for (r, &start) in self.rule_start.iter().enumerate() {
+            let ok = (start as usize) < n
+                || self
+                    .counted
+                    .iter()
+                    .any(|c| c.rule as usize == r && start == c.first + c.states);
+            if !ok {
+                return Err(format!("rule {r}: start node {start} out of range"));
+            }
+        }
+        Ok(())
     }
 
     /// `end[n]`: from node `n` the rule can reach its end through nullable calls only.

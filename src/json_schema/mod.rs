@@ -544,7 +544,12 @@ impl GrammarCompiler {
         options: &JsonSchemaOptions,
     ) -> Result<Arc<CompiledGrammar>, JsonSchemaError> {
         let value = schema.to_schema_value()?;
-        to_grammar(&value, options, self.limits(), true)?.compile_with(self)
+        self.cached(
+            "json_schema",
+            &value.to_string(),
+            &format!("{options:?}"),
+            || to_grammar(&value, options, self.limits(), true)?.compile_with(self),
+        )
     }
 }
 

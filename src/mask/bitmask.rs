@@ -17,6 +17,26 @@ pub enum BitmaskError {
         /// What the length was computed from.
         what: String,
     },
+    /// A (matcher, row) pair names a row past the bitmask.
+    #[error("pair {index} of the batch: row {row} is past the bitmask's {rows} rows")]
+    RowOutOfRange {
+        /// The pair's index in the batch.
+        index: usize,
+        /// The row it names.
+        row: usize,
+        /// The rows of the bitmask.
+        rows: usize,
+    },
+    /// Two (matcher, row) pairs name the same row.
+    #[error(
+        "pair {index} of the batch: row {row} is already filled by another matcher of the batch"
+    )]
+    DuplicateRow {
+        /// The index of the second pair naming the row.
+        index: usize,
+        /// The row.
+        row: usize,
+    },
     /// A matcher of the batch failed.
     #[error("matcher {index} of the batch: {source}")]
     Matcher {
@@ -110,4 +130,71 @@ pub fn fill_next_token_bitmask_batch(
             m.fill_next_token_bitmask(row)
                 .map_err(|source| BitmaskError::Matcher { index, source })
         })
+}
+
+/// Fills, for each `(matcher, row)` pair, row `row` of `bitmask` (`[batch, words]`,
+/// row-major, `words = ceil(vocab_size / 32)`) from `matcher`, in parallel on the current
+/// rayon pool: an engine whose batch holds rows without a grammar (or in another order than
+/// its matchers) fills only its own rows. XGrammar's
+/// `BatchGrammarMatcher.batch_fill_next_token_bitmask(matchers, bitmask, indices)`. Rows
+/// named by no pair are not touched. All matchers must share one vocabulary size.
+///
+/// # Errors
+/// Checked before anything is written: [`BitmaskError::Length`] when `bitmask.len()` is not
+/// a multiple of the first matcher's row length (or a matcher's row length differs),
+/// [`BitmaskError::RowOutOfRange`], [`BitmaskError::DuplicateRow`]. Then
+/// [`BitmaskError::Matcher`] for a matcher that fails (its index among the pairs); the
+/// other rows are filled.
+pub fn batch_fill_next_token_bitmask<'a>(
+    pairs: impl IntoIterator<Item = (&'a mut GrammarMatcher, usize)>,
+    bitmask: &mut [u32],
+) -> Result<(), BitmaskError> {
+    let pairs: Vec<(&'a mut GrammarMatcher, usize)> = pairs.into_iter().collect();
+    let Some((first, _)) = pairs.first() else {
+        return Ok(());
+    };
+    let words = first.bitmask_words();
+    if bitmask.len() % words != 0 {
+        return Err(BitmaskError::Length {
+            expected: bitmask.len().div_ceil(words) * words,
+            got: bitmask.len(),
+            what: format!("whole rows of {words} words"),
+        });
+    }
+    let rows = bitmask.len() / words;
+    let mut taken = vec![false; rows];
+    for (index, (m, row)) in pairs.iter().enumerate() {
+        if m.bitmask_words() != words {
+            return Err(BitmaskError::Length {
+                expected: words,
+                got: m.bitmask_words(),
+                what: format!(
+                    "the row of matcher {index} (every matcher must share one vocabulary size)"
+                ),
+            });
+        }
+        match taken.get_mut(*row) {
+            None => {
+                return Err(BitmaskError::RowOutOfRange {
+                    index,
+                    row: *row,
+                    rows,
+                })
+            }
+            Some(true) => return Err(BitmaskError::DuplicateRow { index, row: *row }),
+            Some(t) => *t = true,
+        }
+    }
+    let mut slots: Vec<Option<&mut [u32]>> = bitmask.chunks_mut(words).map(Some).collect();
+    let mut work: Vec<(usize, &mut GrammarMatcher, &mut [u32])> = Vec::with_capacity(pairs.len());
+    for (index, (m, row)) in pairs.into_iter().enumerate() {
+        // Each row was checked to be named once, so its slot is still there.
+        if let Some(slot) = slots[row].take() {
+            work.push((index, m, slot));
+        }
+    }
+    work.into_par_iter().try_for_each(|(index, m, row)| {
+        m.fill_next_token_bitmask(row)
+            .map_err(|source| BitmaskError::Matcher { index, source })
+    })
 }

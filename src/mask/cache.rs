@@ -16,7 +16,7 @@ use crate::parser::{Chart, Item, EXT};
 use crate::vocab::Vocabulary;
 
 /// A set of token ids in its smallest form.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) enum TokenSet {
     /// The listed ids (sorted).
     Accepted(Vec<u32>),
@@ -34,7 +34,7 @@ impl Default for TokenSet {
 }
 
 /// The precomputed mask of one automaton node.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub(crate) struct NodeMask {
     pub accepted: TokenSet,
     /// Trie positions (indices into [`TokenTrie::sorted`]) of uncertain tokens, ascending.

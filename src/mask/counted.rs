@@ -32,7 +32,7 @@ const NONE: u32 = u32::MAX;
 const SATURATED: u8 = u8::MAX;
 
 /// A deterministic counted repetition's body DFA as dense tables.
-#[derive(Debug)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 struct BodyDfa {
     /// `S * 256` entries: the body state reached from state `s` on byte `b`, or [`NONE`].
     next: Box<[u32]>,
@@ -61,7 +61,7 @@ fn step(dfa: &BodyDfa, s: u32, b: u8) -> Option<(u32, bool)> {
 
 /// The unbounded walk of one body state: what every virtual node at that state derives
 /// its masks from.
-#[derive(Debug)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub(crate) struct CountedBase {
     dfa: BodyDfa,
     /// The body state the walk starts in.
@@ -82,6 +82,46 @@ pub(crate) struct CountedBase {
 }
 
 impl CountedBase {
+    /// Every index in range, for a base read from bytes: the DFA's tables agree in size
+    /// (at least one state) and lead to states, the start is a state, the bitset has
+    /// `words` words, and the per-position tables cover the trie's `trie_len` positions.
+    pub(crate) fn check_indices(&self, trie_len: usize, words: usize) -> Result<(), String> {
+        let states = self.dfa.fin.len();
+        if states == 0 || self.dfa.next.len() != states * 256 {
+            return Err(format!(
+                "{} transitions for {states} body states",
+                self.dfa.next.len()
+            ));
+        }
+        if self
+            .dfa
+            .next
+            .iter()
+            .any(|&t| t != NONE && t as usize >= states)
+            || self.state as usize >= states
+        {
+            return Err("a body state out of range".into());
+        }
+        if self.bits.len() != words || self.restarts.len() != trie_len {
+            return Err("tables of the wrong length".into());
+        }
+        let count: usize = self.bits.iter().map(|w| w.count_ones() as usize).sum();
+        let max = self.restarts.iter().copied().max().unwrap_or(0);
+        if count != self.count || max != self.max_restarts {
+            return Err("counts that do not match the tables".into());
+        }
+        let ascending = self.uncertain.windows(2).all(|w| w[0] < w[1]);
+        if !ascending
+            || self
+                .uncertain
+                .last()
+                .is_some_and(|&p| p as usize >= trie_len)
+        {
+            return Err("uncertain positions out of range or not ascending".into());
+        }
+        Ok(())
+    }
+
     /// Heap bytes held.
     pub(crate) fn memory_bytes(&self) -> usize {
         self.dfa.next.len() * 4

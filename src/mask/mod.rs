@@ -12,7 +12,7 @@ pub mod trie;
 mod bitmask;
 
 pub use bitmask::{
-    allocate_token_bitmask, apply_token_bitmask_inplace, bitmask_words,
-    fill_next_token_bitmask_batch, is_token_allowed, BitmaskError,
+    allocate_token_bitmask, apply_token_bitmask_inplace, batch_fill_next_token_bitmask,
+    bitmask_words, fill_next_token_bitmask_batch, is_token_allowed, BitmaskError,
 };
 pub use trie::TokenTrie;

@@ -32,8 +32,10 @@ use crate::parser::{Chart, EXT};
 use std::sync::Arc;
 
 mod keys;
+mod options;
 pub(crate) use keys::ClosedObjects;
 use keys::{KeyTracker, KeyViolation};
+pub use options::MatcherOptions;
 
 /// Why a token was rejected by [`GrammarMatcher::try_accept_token`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -63,6 +65,22 @@ pub enum TokenRejection {
     /// A stop token where the root rule cannot end.
     #[error("stop token {token} where the grammar cannot end (sample from logits masked by fill_next_token_bitmask, which never allows it here)")]
     StopNotAllowed {
+        /// The token id.
+        token: u32,
+    },
+    /// A stop token of a matcher made with
+    /// [`MatcherOptions::terminate_without_stop_token`]: it ends with the grammar, and never
+    /// accepts a stop token.
+    #[error("stop token {token}: this matcher terminates without a stop token (terminate_without_stop_token), so it accepts none")]
+    StopDisabled {
+        /// The token id.
+        token: u32,
+    },
+    /// A stop token of the vocabulary that this matcher's
+    /// [`MatcherOptions::override_stop_tokens`] leaves out: no longer a stop token, and
+    /// never text, it is accepted only through a token terminal of the grammar.
+    #[error("token {token} is a stop token of the vocabulary but not of this matcher (override_stop_tokens); only a token terminal of the grammar accepts it")]
+    StopOverridden {
         /// The token id.
         token: u32,
     },
@@ -166,6 +184,32 @@ pub enum MatcherError {
     /// was not finished is not kept); end the sequence, or roll back and take another path.
     #[error("token bitmask not computed: {0}")]
     Limit(LimitExceeded),
+    /// A `[batch, words]` bitmask whose length is not a positive multiple of `words`.
+    #[error(
+        "batch bitmask has {got} words, not a positive multiple of ceil(vocab_size / 32) = {words}"
+    )]
+    BatchBitmaskLength {
+        /// `ceil(vocab_size / 32)`: the words of one row.
+        words: usize,
+        /// The buffer's length.
+        got: usize,
+    },
+    /// A row index past the batch bitmask.
+    #[error("row {row} is past the bitmask's {rows} rows")]
+    RowOutOfRange {
+        /// The row asked for.
+        row: usize,
+        /// The rows of the buffer.
+        rows: usize,
+    },
+    /// An id of [`MatcherOptions::override_stop_tokens`] past the tokenizer.
+    #[error("override stop token {token} is past the tokenizer's {tokenizer_size} tokens")]
+    StopTokenOutOfRange {
+        /// The id.
+        token: u32,
+        /// The tokenizer's size.
+        tokenizer_size: usize,
+    },
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -198,6 +242,12 @@ pub struct GrammarMatcher {
     scratch_uncertain: Vec<u32>,
     /// The keys of the open objects, for grammars with unique keys.
     keys: Option<Box<KeyTracker>>,
+    /// [`MatcherOptions::override_stop_tokens`], sorted; `None`: the vocabulary's.
+    stop_tokens: Option<Arc<[u32]>>,
+    /// [`MatcherOptions::terminate_without_stop_token`].
+    terminate_without_stop_token: bool,
+    /// [`MatcherOptions::max_rollback_tokens`].
+    max_rollback_tokens: Option<usize>,
 }
 
 impl GrammarMatcher {
@@ -220,6 +270,9 @@ impl GrammarMatcher {
             keys: compiled
                 .unique_keys
                 .then(|| Box::new(KeyTracker::new(compiled.closed_objects.clone()))),
+            stop_tokens: None,
+            terminate_without_stop_token: false,
+            max_rollback_tokens: None,
             compiled,
         }
     }
@@ -235,7 +288,14 @@ impl GrammarMatcher {
     }
 
     /// True once a stop token has been accepted; every token is rejected after that.
+    ///
+    /// With [`MatcherOptions::terminate_without_stop_token`]: true whenever the output so
+    /// far is a complete match of the root rule (as [`GrammarMatcher::is_completed`]); tokens
+    /// that continue the grammar are still accepted then.
     pub fn is_terminated(&self) -> bool {
+        if self.terminate_without_stop_token {
+            return self.chart.can_exit();
+        }
         self.terminated
     }
 
@@ -245,9 +305,13 @@ impl GrammarMatcher {
         self.terminated || self.chart.can_exit()
     }
 
-    /// Number of steps that [`GrammarMatcher::rollback`] can undo.
+    /// Number of steps that [`GrammarMatcher::rollback`] can undo (at most
+    /// [`MatcherOptions::max_rollback_tokens`]).
     pub fn num_accepted_steps(&self) -> usize {
-        self.history.len()
+        match self.max_rollback_tokens {
+            Some(k) => self.history.len().min(k),
+            None => self.history.len(),
+        }
     }
 
     /// Accepts token `token` if the grammar allows it; returns false (state unchanged)
@@ -290,7 +354,10 @@ impl GrammarMatcher {
         if self.chart.push_token(aut, token) {
             // A stop token written in the grammar (`root ::= "hi" <|eot_id|>`) still ends
             // decoding when the root is complete after it and nothing else could follow.
-            let stop = vocab.is_stop_token(token) && self.chart.can_exit() && !self.can_continue();
+            let stop = !self.terminate_without_stop_token
+                && self.is_stop(token)
+                && self.chart.can_exit()
+                && !self.can_continue();
             self.terminated = stop;
             if let Some(k) = &mut self.keys {
                 k.accept(&[], |_| None);
@@ -301,7 +368,10 @@ impl GrammarMatcher {
             });
             return Ok(());
         }
-        if vocab.is_stop_token(token) {
+        if self.is_stop(token) {
+            if self.terminate_without_stop_token {
+                return Err(TokenRejection::StopDisabled { token });
+            }
             if self.chart.can_exit() {
                 self.terminated = true;
                 if let Some(k) = &mut self.keys {
@@ -317,6 +387,10 @@ impl GrammarMatcher {
         }
         if vocab.is_special(token) {
             return Err(TokenRejection::SpecialNotAllowed { token });
+        }
+        if vocab.is_stop_token(token) {
+            // Overridden away: not a text token either (the trie leaves it out).
+            return Err(TokenRejection::StopOverridden { token });
         }
         if bytes.is_empty() {
             return Err(TokenRejection::Empty { token });
@@ -429,14 +503,21 @@ impl GrammarMatcher {
     /// # Errors
     /// [`MatcherError::Rollback`] when `n` exceeds the steps accepted; nothing changes then.
     pub fn rollback(&mut self, n: usize) -> Result<(), MatcherError> {
-        if n > self.history.len() {
+        let available = self.num_accepted_steps();
+        if n > available {
             return Err(MatcherError::Rollback {
                 requested: n,
-                available: self.history.len(),
+                available,
             });
         }
+        self.rollback_steps(n);
+        Ok(())
+    }
+
+    /// Undoes the last `n` steps, `n <= history.len()` (whatever `max_rollback_tokens`).
+    pub(crate) fn rollback_steps(&mut self, n: usize) {
         if n == 0 {
-            return Ok(());
+            return;
         }
         let keep = self.history.len() - n;
         let first = self.history[keep];
@@ -448,7 +529,6 @@ impl GrammarMatcher {
         if let Some(k) = &mut self.keys {
             k.rollback(n);
         }
-        Ok(())
     }
 
     /// Returns to the start of the grammar, as a new matcher.
@@ -643,17 +723,13 @@ impl GrammarMatcher {
         if blank {
             bitmask.fill(0);
         }
-        // Special tokens through token terminals, and stop tokens where the root may end.
+        // Special tokens through token terminals (stop tokens: `set_stop_bits`, at the end).
         for it in self.chart.current() {
             for e in aut.tokens_of(it.node) {
                 bitmask[(e.token / 32) as usize] |= 1 << (e.token % 32);
             }
         }
-        if self.chart.can_exit() {
-            for &t in compiled.vocab.stop_tokens() {
-                bitmask[(t / 32) as usize] |= 1 << (t % 32);
-            }
-        }
+
         // Context-dependent tokens: run each through the full chart, sharing prefixes.
         let by_position = |p: &u32| {
             let id = compiled.trie.sorted[*p as usize];
@@ -709,7 +785,30 @@ impl GrammarMatcher {
         if let Some(k) = &mut self.keys {
             k.filter_mask(&compiled.trie, &compiled.vocab, bitmask);
         }
+        self.set_stop_bits(bitmask);
         Ok(())
+    }
+
+    /// Stop tokens where the root may end (none under `terminate_without_stop_token`). An
+    /// overridden stop token may be a text token of the trie: it only ever stops, so its
+    /// text bit is cleared first (a token terminal naming it still allows it).
+    fn set_stop_bits(&self, bitmask: &mut [u32]) {
+        let aut = &self.compiled.aut;
+        if self.stop_tokens.is_some() {
+            for &t in self.stop_tokens() {
+                bitmask[(t / 32) as usize] &= !(1 << (t % 32));
+            }
+            for it in self.chart.current() {
+                for e in aut.tokens_of(it.node) {
+                    bitmask[(e.token / 32) as usize] |= 1 << (e.token % 32);
+                }
+            }
+        }
+        if self.chart.can_exit() && !self.terminate_without_stop_token {
+            for &t in self.stop_tokens() {
+                bitmask[(t / 32) as usize] |= 1 << (t % 32);
+            }
+        }
     }
 }
 

@@ -402,8 +402,10 @@ impl GrammarCompiler {
         pattern: &str,
         opts: &RegexOptions,
     ) -> Result<Arc<CompiledGrammar>, RegexCompileError> {
-        let g = regex_to_grammar(pattern, opts)?;
-        Ok(self.compile_ir(&g)?)
+        self.cached("regex", pattern, &format!("{opts:?}"), || {
+            let g = regex_to_grammar(pattern, opts)?;
+            Ok(self.compile_ir(&g)?)
+        })
     }
 }
 

@@ -231,8 +231,10 @@ impl GrammarCompiler {
         tag: &S,
     ) -> Result<Arc<CompiledGrammar>, CompileError> {
         let tag = tag.to_structural_tag()?;
-        // The compiler's limits hold for the schemas inside the tag too.
-        let grammar = lower::lower(&tag, Some(self.vocabulary()), self.limits())?;
-        self.compile_ir(&grammar)
+        self.cached("structural_tag", &format!("{tag:?}"), "", || {
+            // The compiler's limits hold for the schemas inside the tag too.
+            let grammar = lower::lower(&tag, Some(self.vocabulary()), self.limits())?;
+            self.compile_ir(&grammar)
+        })
     }
 }

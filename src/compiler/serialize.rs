@@ -1,0 +1,695 @@
+//! Compiled grammars and vocabularies to bytes and back, to share them between the workers
+//! of a serving engine (XGrammar's `CompiledGrammar.serialize_json` /
+//! `deserialize_json`, in a binary form).
+//!
+//! # Format
+//!
+//! A 40-byte header, then a payload:
+//!
+//! | bytes | field |
+//! |---|---|
+//! | 0..8 | magic: `TSGRAMMR` (a compiled grammar) or `TSVOCAB\0` (a vocabulary) |
+//! | 8..12 | format version, little-endian `u32` ([`FORMAT_VERSION`]) |
+//! | 12..16 | reserved, zero |
+//! | 16..24 | the vocabulary's fingerprint ([`Vocabulary::fingerprint`]), little-endian `u64` |
+//! | 24..32 | payload length in bytes, little-endian `u64` |
+//! | 32..40 | XXH3-64 checksum of the payload, little-endian `u64` |
+//!
+//! The payload is the data encoded with [`postcard`] (serde's compact codec: varint
+//! integers, no field names, no schema beside the data). postcard was chosen over bincode
+//! because it is maintained (bincode's last release is a notice that it is no longer
+//! developed), has a specified and stable wire format (1.x), and is fast on the long
+//! integer arrays masks are made of; the checksum is XXH3-64 (`xxhash-rust`), stable by
+//! its specification.
+//!
+//! # What a grammar's bytes hold
+//!
+//! The grammar (as EBNF text), its automata, its mask classes, and **the masks computed so
+//! far**: every node mask and context mask after an eager compile; under
+//! [`Precompute::Lazy`](crate::Precompute::Lazy) only those the matchers have asked for
+//! until then. A loaded grammar computes the missing ones on first use, as the original
+//! would, with the loading compiler's trie, shared mask cache and limits. The vocabulary is
+//! not in a grammar's bytes: a grammar is read with a [`GrammarCompiler`] of the same
+//! vocabulary, checked by the fingerprint.
+//!
+//! # Errors, never panics
+//!
+//! Reading checks, in order: the length of the header, the magic, the version (a newer one
+//! is [`DeserializeError::NewerVersion`]), the payload length (a truncated buffer is
+//! [`DeserializeError::Truncated`]), the checksum ([`DeserializeError::Checksum`]), the
+//! vocabulary fingerprint ([`DeserializeError::VocabularyMismatch`]), then that every index
+//! of the decoded data is in range ([`DeserializeError::Malformed`]). The checksum guards
+//! against damage, not against a forger: a buffer built to pass it is still range-checked,
+//! so it cannot make the reader or a later matcher index out of bounds.
+//!
+//! ```
+//! use tokensieve::{GrammarCompiler, GrammarMatcher, Vocabulary, CompiledGrammar};
+//!
+//! let tokens: Vec<&[u8]> = vec![b"a", b"b", b"ab", b"</s>"];
+//! let vocab = Vocabulary::from_token_bytes(&tokens, &[3], &[3]).unwrap();
+//! let compiler = GrammarCompiler::new(vocab.clone());
+//! let bytes = compiler.compile_grammar(r#"root ::= "a" "b"+"#).unwrap().serialize().unwrap();
+//! // Another worker: the same vocabulary (sent once, or loaded from the tokenizer).
+//! let vocab2 = Vocabulary::deserialize(&vocab.serialize().unwrap()).unwrap();
+//! let compiler2 = GrammarCompiler::new(vocab2);
+//! let grammar = CompiledGrammar::deserialize(&bytes, &compiler2).unwrap();
+//! let mut m = GrammarMatcher::new(grammar);
+//! assert!(m.accept_token(2) && m.accept_token(3) && m.is_terminated());
+//! ```
+
+use super::{CompiledGrammar, GrammarCompiler, VirtualKey};
+use crate::automaton::Automaton;
+use crate::grammar::ebnf::parse_ebnf;
+use crate::limits::{check_memory, LimitExceeded};
+use crate::mask::cache::{NodeMask, SubtreeMemo, TokenSet};
+use crate::mask::counted::{derivable, CountedBase};
+use crate::vocab::Vocabulary;
+use rustc_hash::FxHashMap;
+use serde::{Deserialize, Serialize};
+use std::sync::{Arc, OnceLock, RwLock};
+use xxhash_rust::xxh3::{xxh3_64, Xxh3};
+
+/// The format version written, and the newest one read.
+pub const FORMAT_VERSION: u32 = 1;
+
+const GRAMMAR_MAGIC: [u8; 8] = *b"TSGRAMMR";
+const VOCAB_MAGIC: [u8; 8] = *b"TSVOCAB\0";
+const HEADER_LEN: usize = 40;
+
+/// Why a grammar or vocabulary could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum SerializeError {
+    /// The encoder failed (out of memory, in practice).
+    #[error("cannot encode: {0}")]
+    Encode(String),
+    /// The grammar's EBNF text does not read back as a grammar (a printer bug: please
+    /// report it with the grammar).
+    #[error("the grammar's EBNF text does not parse back: {0}")]
+    GrammarText(String),
+}
+
+/// Why bytes could not be read as a grammar or vocabulary. Nothing is built then.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DeserializeError {
+    /// Shorter than the 40-byte header.
+    #[error("{got} bytes is shorter than the 40-byte header")]
+    TooShort {
+        /// The buffer's length.
+        got: usize,
+    },
+    /// The first 8 bytes are not the magic of what was asked for.
+    #[error("not a serialized {expected}: the first bytes are {found:?}, expected {magic:?}", magic = String::from_utf8_lossy(expected_magic(.expected)))]
+    BadMagic {
+        /// `"grammar"` or `"vocabulary"`.
+        expected: &'static str,
+        /// The 8 bytes found.
+        found: [u8; 8],
+    },
+    /// Written by a newer tokensieve, in a format version this one cannot read.
+    #[error("format version {found} is newer than this tokensieve reads ({supported}); upgrade the reader or re-serialize with the older writer")]
+    NewerVersion {
+        /// The version in the header.
+        found: u32,
+        /// [`FORMAT_VERSION`].
+        supported: u32,
+    },
+    /// The payload is shorter (or longer) than the header says.
+    #[error("truncated: the header announces a payload of {expected} bytes, {got} follow it")]
+    Truncated {
+        /// The payload length in the header.
+        expected: u64,
+        /// Bytes after the header.
+        got: u64,
+    },
+    /// The payload's checksum differs from the header's: the bytes were damaged.
+    #[error("corrupted: payload checksum {found:#018x}, the header says {expected:#018x}")]
+    Checksum {
+        /// The checksum in the header.
+        expected: u64,
+        /// The checksum of the payload read.
+        found: u64,
+    },
+    /// The grammar was compiled against another vocabulary than the reading compiler's.
+    #[error("the grammar was compiled for the vocabulary with fingerprint {grammar:#018x}, but this compiler's vocabulary has fingerprint {compiler:#018x} (other tokens, special or stop ids, or logits width)")]
+    VocabularyMismatch {
+        /// The fingerprint in the header.
+        grammar: u64,
+        /// The reading compiler's vocabulary's.
+        compiler: u64,
+    },
+    /// The payload decodes to inconsistent data (an index out of range, lengths that do
+    /// not agree, or a decoder error).
+    #[error("malformed payload: {0}")]
+    Malformed(String),
+    /// The loaded grammar is larger than the reading compiler's
+    /// [`Limits::max_memory_bytes`](crate::Limits::max_memory_bytes).
+    #[error(transparent)]
+    Limit(#[from] LimitExceeded),
+}
+
+fn expected_magic(what: &str) -> &'static [u8; 8] {
+    if what == "grammar" {
+        &GRAMMAR_MAGIC
+    } else {
+        &VOCAB_MAGIC
+    }
+}
+
+fn encode<T: Serialize>(
+    magic: [u8; 8],
+    fingerprint: u64,
+    value: &T,
+) -> Result<Vec<u8>, SerializeError> {
+    let payload =
+        postcard::to_allocvec(value).map_err(|e| SerializeError::Encode(e.to_string()))?;
+    let mut out = Vec::with_capacity(HEADER_LEN + payload.len());
+    out.extend_from_slice(&magic);
+    out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+    out.extend_from_slice(&[0; 4]);
+    out.extend_from_slice(&fingerprint.to_le_bytes());
+    out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+    out.extend_from_slice(&xxh3_64(&payload).to_le_bytes());
+    out.extend_from_slice(&payload);
+    Ok(out)
+}
+
+/// Checks the header; returns the fingerprint and the payload.
+fn open<'a>(bytes: &'a [u8], what: &'static str) -> Result<(u64, &'a [u8]), DeserializeError> {
+    if bytes.len() < HEADER_LEN {
+        return Err(DeserializeError::TooShort { got: bytes.len() });
+    }
+    let u64_at = |i: usize| u64::from_le_bytes(bytes[i..i + 8].try_into().unwrap_or([0; 8]));
+    let mut found = [0u8; 8];
+    found.copy_from_slice(&bytes[..8]);
+    if &found != expected_magic(what) {
+        return Err(DeserializeError::BadMagic {
+            expected: what,
+            found,
+        });
+    }
+    let version = u32::from_le_bytes(bytes[8..12].try_into().unwrap_or([0; 4]));
+    if version > FORMAT_VERSION {
+        return Err(DeserializeError::NewerVersion {
+            found: version,
+            supported: FORMAT_VERSION,
+        });
+    }
+    if bytes[12..16] != [0; 4] {
+        return Err(DeserializeError::Malformed(
+            "reserved header bytes 12..16 are not zero".into(),
+        ));
+    }
+    let payload = &bytes[HEADER_LEN..];
+    let len = u64_at(24);
+    if len != payload.len() as u64 {
+        return Err(DeserializeError::Truncated {
+            expected: len,
+            got: payload.len() as u64,
+        });
+    }
+    let expected = u64_at(32);
+    let sum = xxh3_64(payload);
+    if sum != expected {
+        return Err(DeserializeError::Checksum {
+            expected,
+            found: sum,
+        });
+    }
+    Ok((u64_at(16), payload))
+}
+
+fn decode<'a, T: Deserialize<'a>>(payload: &'a [u8]) -> Result<T, DeserializeError> {
+    match postcard::take_from_bytes::<T>(payload) {
+        Ok((v, [])) => Ok(v),
+        Ok((_, rest)) => Err(DeserializeError::Malformed(format!(
+            "{} bytes left after the data",
+            rest.len()
+        ))),
+        Err(e) => Err(DeserializeError::Malformed(e.to_string())),
+    }
+}
+
+/// A vocabulary's data, as written.
+#[derive(Serialize, Deserialize)]
+struct VocabData {
+    /// Every token's bytes, concatenated.
+    bytes: Vec<u8>,
+    /// Every token's length.
+    lens: Vec<u32>,
+    special: Vec<u32>,
+    stop: Vec<u32>,
+    vocab_size: u64,
+}
+
+impl Vocabulary {
+    /// A hash (XXH3-64) of everything a compiled grammar depends on: every token's bytes,
+    /// the special and stop ids, the tokenizer's size and the logits width. Two
+    /// vocabularies with the same fingerprint compile every grammar to the same masks.
+    pub fn fingerprint(&self) -> u64 {
+        let mut h = Xxh3::new();
+        h.update(b"tokensieve vocabulary v1");
+        h.update(&(self.tokenizer_size() as u64).to_le_bytes());
+        h.update(&(self.vocab_size() as u64).to_le_bytes());
+        for id in 0..self.tokenizer_size() as u32 {
+            let b = self.token_bytes(id).unwrap_or(&[]);
+            h.update(&(b.len() as u32).to_le_bytes());
+            h.update(b);
+        }
+        for id in self.special_tokens() {
+            h.update(&id.to_le_bytes());
+        }
+        h.update(&[0xff; 4]);
+        for &id in self.stop_tokens() {
+            h.update(&id.to_le_bytes());
+        }
+        h.digest()
+    }
+
+    /// Writes the vocabulary to bytes (format: see the module docs of
+    /// `compiler::serialize`; XGrammar's `TokenizerInfo.serialize_json`).
+    ///
+    /// # Errors
+    /// [`SerializeError::Encode`] only if the encoder fails.
+    pub fn serialize(&self) -> Result<Vec<u8>, SerializeError> {
+        let n = self.tokenizer_size() as u32;
+        let mut data = VocabData {
+            bytes: Vec::new(),
+            lens: Vec::with_capacity(n as usize),
+            special: self.special_tokens().collect(),
+            stop: self.stop_tokens().to_vec(),
+            vocab_size: self.vocab_size() as u64,
+        };
+        for id in 0..n {
+            let b = self.token_bytes(id).unwrap_or(&[]);
+            data.bytes.extend_from_slice(b);
+            data.lens.push(b.len() as u32);
+        }
+        encode(VOCAB_MAGIC, self.fingerprint(), &data)
+    }
+
+    /// Reads a vocabulary written by [`Vocabulary::serialize`].
+    ///
+    /// # Errors
+    /// A [`DeserializeError`] for a buffer that is too short, of another kind, of a newer
+    /// version, truncated, corrupted (checksum, or a fingerprint that does not match the
+    /// data read), or malformed.
+    pub fn deserialize(bytes: &[u8]) -> Result<Vocabulary, DeserializeError> {
+        let (fingerprint, payload) = open(bytes, "vocabulary")?;
+        let data: VocabData = decode(payload)?;
+        let total: u64 = data.lens.iter().map(|&l| l as u64).sum();
+        if total != data.bytes.len() as u64 {
+            return Err(DeserializeError::Malformed(format!(
+                "token lengths add up to {total} bytes, {} were read",
+                data.bytes.len()
+            )));
+        }
+        let mut tokens = Vec::with_capacity(data.lens.len());
+        let mut at = 0usize;
+        for &l in &data.lens {
+            tokens.push(&data.bytes[at..at + l as usize]);
+            at += l as usize;
+        }
+        let malformed = |e: crate::VocabError| DeserializeError::Malformed(e.to_string());
+        let vocab = Vocabulary::from_token_bytes(&tokens, &data.special, &data.stop)
+            .map_err(malformed)?
+            .with_vocab_size(usize::try_from(data.vocab_size).unwrap_or(usize::MAX))
+            .map_err(malformed)?;
+        let found = vocab.fingerprint();
+        if found != fingerprint {
+            return Err(DeserializeError::Malformed(format!(
+                "the data read has fingerprint {found:#018x}, the header says {fingerprint:#018x}"
+            )));
+        }
+        Ok(vocab)
+    }
+}
+
+/// A compiled grammar's data, as written (borrowed).
+#[derive(Serialize)]
+struct GrammarOut<'a> {
+    ebnf: String,
+    root: &'a str,
+    aut: &'a Automaton,
+    mask_class: &'a [u32],
+    masks: Vec<Option<&'a NodeMask>>,
+    pair_masks: Vec<Option<Vec<Option<&'a NodeMask>>>>,
+    virtual_masks: Vec<(VirtualKey, &'a NodeMask)>,
+    virtual_pair_masks: Vec<((VirtualKey, u32), &'a NodeMask)>,
+    counted_bases: Vec<((u32, u32), &'a CountedBase)>,
+    shares_masks: bool,
+    unique_keys: bool,
+}
+
+/// The same data, as read (owned; the same wire layout field by field).
+#[derive(Deserialize)]
+struct GrammarIn {
+    ebnf: String,
+    root: String,
+    aut: Automaton,
+    mask_class: Vec<u32>,
+    masks: Vec<Option<NodeMask>>,
+    pair_masks: Vec<Option<Vec<Option<NodeMask>>>>,
+    virtual_masks: Vec<(VirtualKey, NodeMask)>,
+    virtual_pair_masks: Vec<((VirtualKey, u32), NodeMask)>,
+    counted_bases: Vec<((u32, u32), CountedBase)>,
+    shares_masks: bool,
+    unique_keys: bool,
+}
+
+type Guard<'a, K, V> = std::sync::RwLockReadGuard<'a, FxHashMap<K, Arc<V>>>;
+
+fn read<K, V>(map: &RwLock<FxHashMap<K, Arc<V>>>) -> Guard<'_, K, V> {
+    map.read().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The entries of a map, sorted by key (the bytes do not depend on hash order).
+fn sorted_pairs<'a, K: Ord + Copy, V>(map: &'a Guard<'_, K, V>) -> Vec<(K, &'a V)> {
+    let mut v: Vec<(K, &V)> = map.iter().map(|(k, m)| (*k, &**m)).collect();
+    v.sort_by_key(|p| p.0);
+    v
+}
+
+impl CompiledGrammar {
+    /// Writes this grammar to bytes: its automata and the masks computed so far (all of
+    /// them after an eager compile; see the module docs of `compiler::serialize` for the
+    /// format). Read it back with [`CompiledGrammar::deserialize`] and a compiler of the
+    /// same vocabulary, on this machine or another.
+    ///
+    /// # Errors
+    /// [`SerializeError::GrammarText`] if the grammar's EBNF text does not parse back (a
+    /// printer bug), [`SerializeError::Encode`] if the encoder fails.
+    pub fn serialize(&self) -> Result<Vec<u8>, SerializeError> {
+        let root = self.grammar.rules[self.grammar.root.index()].name.as_str();
+        let ebnf = self.grammar.to_string();
+        parse_ebnf(&ebnf, root).map_err(|e| SerializeError::GrammarText(e.to_string()))?;
+        let (vm, vpm, bases) = (
+            read(&self.virtual_masks),
+            read(&self.virtual_pair_masks),
+            read(&self.counted_bases),
+        );
+        let out = GrammarOut {
+            ebnf,
+            root,
+            aut: &self.aut,
+            mask_class: &self.mask_class,
+            masks: self.masks.iter().map(|m| m.get().map(|m| &**m)).collect(),
+            pair_masks: self
+                .pair_masks
+                .iter()
+                .map(|row| row.get().map(|row| row.iter().map(OnceLock::get).collect()))
+                .collect(),
+            virtual_masks: sorted_pairs(&vm),
+            virtual_pair_masks: sorted_pairs(&vpm),
+            counted_bases: sorted_pairs(&bases),
+            shares_masks: self.key_basis.is_some(),
+            unique_keys: self.unique_keys,
+        };
+        encode(GRAMMAR_MAGIC, self.vocab.fingerprint(), &out)
+    }
+
+    /// Reads a grammar written by [`CompiledGrammar::serialize`], for `compiler`'s
+    /// vocabulary (XGrammar's `CompiledGrammar.deserialize_json(json, tokenizer_info)`).
+    /// The loaded grammar shares `compiler`'s trie and mask cache, takes its limits, and
+    /// computes the masks that were not written on first use.
+    ///
+    /// # Errors
+    /// [`DeserializeError::VocabularyMismatch`] when the grammar was compiled for another
+    /// vocabulary; the other [`DeserializeError`]s for a buffer that is too short, of
+    /// another kind, of a newer version, truncated, corrupted or malformed;
+    /// [`DeserializeError::Limit`] past the compiler's memory limit.
+    pub fn deserialize(
+        bytes: &[u8],
+        compiler: &GrammarCompiler,
+    ) -> Result<Arc<CompiledGrammar>, DeserializeError> {
+        let (fingerprint, payload) = open(bytes, "grammar")?;
+        let mine = compiler.vocab.fingerprint();
+        if fingerprint != mine {
+            return Err(DeserializeError::VocabularyMismatch {
+                grammar: fingerprint,
+                compiler: mine,
+            });
+        }
+        let data: GrammarIn = decode(payload)?;
+        data.aut
+            .check_indices()
+            .map_err(DeserializeError::Malformed)?;
+        // Derived from the automaton, not read: nothing to trust.
+        let aut = &data.aut;
+        let has_mask: Vec<bool> = (0..aut.nodes.len() as u32)
+            .map(|n| aut.has_edges(n))
+            .collect();
+        let mut sites: Vec<Vec<u32>> = vec![Vec::new(); aut.rule_start.len()];
+        for n in 0..aut.nodes.len() as u32 {
+            for c in aut.calls_of(n) {
+                sites[c.rule as usize].push(n);
+            }
+        }
+        validate(&data, &sites, compiler).map_err(DeserializeError::Malformed)?;
+        let grammar = parse_ebnf(&data.ebnf, &data.root)
+            .map_err(|e| DeserializeError::Malformed(format!("grammar text: {e}")))?;
+        let arc_map =
+            |v: Vec<(VirtualKey, NodeMask)>| v.into_iter().map(|(k, m)| (k, Arc::new(m))).collect();
+        let compiled = CompiledGrammar {
+            vocab: compiler.vocab.clone(),
+            trie: compiler.trie.clone(),
+            text_bits: compiler.text_bits.clone(),
+            grammar,
+            masks: data
+                .masks
+                .into_iter()
+                .map(|m| {
+                    let cell = OnceLock::new();
+                    if let Some(m) = m {
+                        let _ = cell.set(Arc::new(m));
+                    }
+                    cell
+                })
+                .collect(),
+            key_basis: data.shares_masks.then(OnceLock::new),
+            shared: compiler.shared.clone(),
+            mask_class: data.mask_class,
+            has_mask,
+            sites,
+            pair_masks: data
+                .pair_masks
+                .into_iter()
+                .map(|row| {
+                    let cell = OnceLock::new();
+                    if let Some(row) = row {
+                        let row: Box<[OnceLock<NodeMask>]> = row
+                            .into_iter()
+                            .map(|m| {
+                                let c = OnceLock::new();
+                                if let Some(m) = m {
+                                    let _ = c.set(m);
+                                }
+                                c
+                            })
+                            .collect();
+                        let _ = cell.set(row);
+                    }
+                    cell
+                })
+                .collect(),
+            virtual_masks: RwLock::new(arc_map(data.virtual_masks)),
+            virtual_pair_masks: RwLock::new(
+                data.virtual_pair_masks
+                    .into_iter()
+                    .map(|(k, m)| (k, Arc::new(m)))
+                    .collect(),
+            ),
+            counted_derivable: data.aut.counted.iter().map(derivable).collect(),
+            counted_bases: RwLock::new(
+                data.counted_bases
+                    .into_iter()
+                    .map(|(k, b)| (k, Arc::new(b)))
+                    .collect(),
+            ),
+            aut: data.aut,
+            max_token_len: compiler.trie.depth.iter().copied().max().unwrap_or(0) as u32,
+            max_step_items: compiler.limits.max_step_items,
+            lazy_budget: compiler.limits.compile_time,
+            walk_failed: OnceLock::new(),
+            subtrees: SubtreeMemo::default(),
+            unique_keys: data.unique_keys,
+        };
+        check_memory(&compiler.limits, compiled.memory_bytes())?;
+        Ok(Arc::new(compiled))
+    }
+}
+
+/// Every index of the decoded data in range, so that no later call can index out of
+/// bounds; the first problem found.
+/// (The automaton itself was checked by `Automaton::check_indices`; `sites` are its call
+/// sites per rule.)
+fn validate(d: &GrammarIn, sites: &[Vec<u32>], compiler: &GrammarCompiler) -> Result<(), String> {
+    let aut = &d.aut;
+    let n = aut.nodes.len();
+    if d.mask_class.len() != n || d.pair_masks.len() != n {
+        return Err(format!(
+            "{n} nodes, but {} mask classes and {} context rows",
+            d.mask_class.len(),
+            d.pair_masks.len()
+        ));
+    }
+    if let Some(c) = d.mask_class.iter().find(|&&c| c as usize >= d.masks.len()) {
+        return Err(format!("mask class {c} past the {} masks", d.masks.len()));
+    }
+    for (node, row) in d.pair_masks.iter().enumerate() {
+        if let Some(row) = row {
+            let want = sites[aut.nodes[node].rule as usize].len();
+            if row.len() != want {
+                return Err(format!(
+                    "node {node}: {} context masks for {want} call sites",
+                    row.len()
+                ));
+            }
+        }
+    }
+    let (trie_len, words) = (compiler.trie.sorted.len(), compiler.vocab.bitmask_words());
+    let size = compiler.vocab.tokenizer_size();
+    let check = |m: &NodeMask, what: &dyn Fn() -> String| -> Result<(), String> {
+        let ascending = |v: &[u32], below: usize| {
+            v.windows(2).all(|w| w[0] < w[1]) && v.last().map_or(true, |&x| (x as usize) < below)
+        };
+        let ok = match &m.accepted {
+            TokenSet::Accepted(v) | TokenSet::Rejected(v) => ascending(v, size),
+            TokenSet::Bitset(b) => b.len() == words,
+        } && ascending(&m.uncertain, trie_len);
+        if ok {
+            Ok(())
+        } else {
+            Err(format!(
+                "{}: token ids out of range or not ascending",
+                what()
+            ))
+        }
+    };
+    for (c, m) in d.masks.iter().enumerate() {
+        if let Some(m) = m {
+            check(m, &|| format!("mask of class {c}"))?;
+        }
+    }
+    for (node, row) in d.pair_masks.iter().enumerate() {
+        for (k, m) in row.iter().flatten().enumerate() {
+            if let Some(m) = m {
+                check(m, &|| format!("context mask {k} of node {node}"))?;
+            }
+        }
+    }
+    for (key, m) in &d.virtual_masks {
+        check(m, &|| format!("virtual mask {key:?}"))?;
+    }
+    for (key, m) in &d.virtual_pair_masks {
+        check(m, &|| format!("virtual context mask {key:?}"))?;
+    }
+    for (key, b) in &d.counted_bases {
+        if key.0 as usize >= aut.counted.len() {
+            return Err(format!("counted base {key:?}: no such counted rule"));
+        }
+        b.check_indices(trie_len, words)
+            .map_err(|e| format!("counted base {key:?}: {e}"))?;
+    }
+    Ok(())
+}
+
+#[cfg(all(test, feature = "hf"))]
+mod tests {
+    use super::*;
+    use crate::Precompute;
+    use std::io::BufRead;
+
+    /// The mask of every real node and every context mask of a grammar read back equals
+    /// the original's (eager: as written; lazy: computed after loading), on MaskBench
+    /// schemas and a Hermes tool-call tag with the Llama 3.1 vocabulary.
+    #[test]
+    fn every_node_mask_survives_a_round_trip() {
+        let shared = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared");
+        let tok = shared.join("tokenizers/llama3_1/tokenizer.json");
+        let data = shared.join("testdata/jsonschemabench/Github_easy/Github_easy.jsonl.gz");
+        if !tok.is_file() || !data.is_file() {
+            assert!(
+                std::env::var("CI").map_or(true, |v| v != "true"),
+                "shared data missing"
+            );
+            eprintln!("skipping: shared data missing");
+            return;
+        }
+        let vocab = Vocabulary::from_tokenizer_json(&tok).unwrap();
+        let eager = GrammarCompiler::new(vocab).with_cache_enabled(false);
+        let lazy = eager.clone().with_precompute(Precompute::Lazy);
+        let file = std::fs::File::open(&data).unwrap();
+        let mut grammars = Vec::new();
+        for line in std::io::BufReader::new(flate2::read::GzDecoder::new(file))
+            .lines()
+            .take(40)
+        {
+            let rec: serde_json::Value = serde_json::from_str(&line.unwrap()).unwrap();
+            let opts = crate::JsonSchemaOptions {
+                ignore_unknown_keywords: true,
+                ..Default::default()
+            };
+            if let (Ok(e), Ok(l)) = (
+                eager.compile_json_schema(&rec["schema"], &opts),
+                lazy.compile_json_schema(&rec["schema"], &opts),
+            ) {
+                grammars.push((e, l));
+            }
+            if grammars.len() == 10 {
+                break;
+            }
+        }
+        use crate::tools::{Hermes, Tool, ToolCallFormat, ToolChoice};
+        let tools = Tool::list_from_openai(&serde_json::json!([{"type": "function", "function": {
+            "name": "get_weather", "parameters": {"type": "object",
+            "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]))
+        .unwrap();
+        let tag = Hermes::default()
+            .structural_tag(&tools, &ToolChoice::Required, true)
+            .unwrap();
+        grammars.push((
+            eager.compile_structural_tag(&tag).unwrap(),
+            lazy.compile_structural_tag(&tag).unwrap(),
+        ));
+        assert!(grammars.len() >= 8, "only {} grammars", grammars.len());
+        let same =
+            |a: &NodeMask, b: &NodeMask| a.accepted == b.accepted && a.uncertain == b.uncertain;
+        for (gi, (e, l)) in grammars.iter().enumerate() {
+            // A lazy grammar with a few masks computed before writing.
+            let _ = l.node_mask(l.aut.rule_start[l.aut.root as usize]);
+            let be = CompiledGrammar::deserialize(&e.serialize().unwrap(), &eager).unwrap();
+            let bl = CompiledGrammar::deserialize(&l.serialize().unwrap(), &lazy).unwrap();
+            assert!(
+                bl.masks.iter().any(|m| m.get().is_none()),
+                "lazy: some masks left"
+            );
+            for n in 0..e.aut.nodes.len() as u32 {
+                let (m, a, b) = (e.node_mask(n), be.node_mask(n), bl.node_mask(n));
+                assert_eq!(m.is_some(), a.is_some(), "grammar {gi} node {n}");
+                assert_eq!(m.is_some(), b.is_some(), "grammar {gi} node {n}");
+                if let (Some(m), Some(a), Some(b)) = (m, a, b) {
+                    assert!(same(&m, &a), "grammar {gi} node {n}: eager mask");
+                    assert!(same(&m, &b), "grammar {gi} node {n}: lazy mask");
+                }
+                let rule = e.aut.rule_of(n) as usize;
+                for &site in &e.sites[rule] {
+                    let (m, a, b) = (
+                        e.pair_mask(n, site),
+                        be.pair_mask(n, site),
+                        bl.pair_mask(n, site),
+                    );
+                    match (m, a, b) {
+                        (Some(m), Some(a), Some(b)) => {
+                            assert!(
+                                same(&m, &a) && same(&m, &b),
+                                "grammar {gi} node {n} site {site}"
+                            );
+                        }
+                        (None, None, None) => {}
+                        _ => panic!("grammar {gi} node {n} site {site}: context mask presence"),
+                    }
+                }
+            }
+        }
+    }
+}
