@@ -12,6 +12,7 @@ use crate::automaton::{
 use crate::grammar::ebnf::{parse_ebnf, EbnfError};
 use crate::grammar::{Expr, Grammar, InvalidGrammar, TokenRef};
 use crate::limits::{check_ir, check_memory, Deadline, LimitExceeded, Limits};
+use crate::mask::background::{self, BackgroundFill, BackgroundStatus};
 use crate::mask::cache::{
     compute_node_mask, compute_pair_mask, delta_reference, or_token_set, token_set, NodeMask,
     SubtreeMemo, TokenSet,
@@ -98,6 +99,12 @@ pub enum Precompute {
     /// On first use, node by node, by the matcher that needs it. Compiles in about the time
     /// of building the automata.
     Lazy,
+    /// Compiles as [`Precompute::Lazy`] does, then computes the masks [`Precompute::Eager`]
+    /// would have computed in the background, on the compiler's background pool (see
+    /// [`GrammarCompiler::with_background_pool`]); a matcher that needs a mask the
+    /// background has not reached yet computes it itself. The fill stops when the last
+    /// `Arc<CompiledGrammar>` is dropped or at [`CompiledGrammar::cancel_background`].
+    Background,
 }
 
 /// Compiles grammars against one vocabulary.
@@ -116,6 +123,9 @@ pub struct GrammarCompiler {
     grammar_cache: Arc<GrammarCache>,
     /// The rayon pool compiles run on (`None`: the current one).
     pool: Option<Arc<rayon::ThreadPool>>,
+    /// Where [`Precompute::Background`] fills masks after compile; `None`: the default
+    /// pool (`mask::background::default_pool`, one thread shared by all compilers).
+    background_pool: Option<Arc<rayon::ThreadPool>>,
 }
 
 /// A grammar compiled against a vocabulary: its automata and token mask cache.
@@ -173,6 +183,11 @@ pub struct CompiledGrammar {
     /// The closed objects whose keys matchers narrow to the names not yet written (with
     /// `unique_keys`; see `matcher::keys`).
     pub(crate) closed_objects: Option<Arc<crate::matcher::ClosedObjects>>,
+    /// The fill of [`Precompute::Background`] (`mask::background`): status and cancel flag.
+    pub(crate) background_fill: BackgroundFill,
+    /// [`Limits::max_memory_bytes`] of the compiler that built it: the background fill
+    /// stops before passing it.
+    pub(crate) max_memory_bytes: u64,
 }
 
 /// (counted rule index, body state, distance to min, distance to max), clipped.
@@ -213,6 +228,7 @@ impl GrammarCompiler {
             limits: Limits::default(),
             grammar_cache: Arc::new(GrammarCache::new(true, None)),
             pool: None,
+            background_pool: None,
         }
     }
 
@@ -250,6 +266,16 @@ impl GrammarCompiler {
     /// Chooses when node masks are computed (default [`Precompute::Eager`]).
     pub fn with_precompute(mut self, precompute: Precompute) -> Self {
         self.precompute = precompute;
+        self
+    }
+
+    /// The thread pool on which [`Precompute::Background`] fills the masks of the grammars
+    /// this compiler compiles (default: one thread shared by every compiler given no
+    /// pool). Its number of threads bounds the fill's CPU use; fills of several grammars
+    /// queue on it. Masks are computed one at a time per task, so a pool of one thread
+    /// never holds more than one walk's working memory.
+    pub fn with_background_pool(mut self, pool: Arc<rayon::ThreadPool>) -> Self {
+        self.background_pool = Some(pool);
         self
     }
 
@@ -458,6 +484,8 @@ impl GrammarCompiler {
             subtrees: SubtreeMemo::default(),
             unique_keys,
             closed_objects: None,
+            background_fill: BackgroundFill::default(),
+            max_memory_bytes: self.limits.max_memory_bytes,
         };
         if unique_keys {
             compiled.closed_objects =
@@ -473,61 +501,42 @@ impl GrammarCompiler {
         };
         add(0)?;
         if self.precompute == Precompute::Eager {
-            // One representative node per mask class.
-            let mut first = vec![u32::MAX; compiled.masks.len()];
-            for (n, &c) in compiled.mask_class.iter().enumerate().rev() {
-                first[c as usize] = n as u32;
-            }
-            first.into_par_iter().try_for_each(|n| {
-                deadline.check()?;
-                add(compiled.precompute_node_mask(n, &deadline)?)
-            })?;
-            // Base walks of counted repetitions, at the body states where an iteration may
-            // end (where tokens mostly stop inside a repetition): each one's masks are then
-            // derived at any count in a fraction of a millisecond (`mask::counted`). Other
-            // states are walked on first use.
-            let bases: Vec<(usize, u32)> = compiled
-                .aut
-                .counted
-                .iter()
-                .enumerate()
-                .filter(|&(k, _)| compiled.counted_derivable[k])
-                .flat_map(|(k, c)| {
-                    let mut finals: Vec<u32> = (0..c.states)
-                        .filter(|&s| c.body_final[s as usize])
-                        .map(|s| c.representative(s))
-                        .collect();
-                    finals.sort_unstable();
-                    finals.dedup();
-                    finals.into_iter().map(move |s| (k, s))
-                })
-                .collect();
-            bases.into_par_iter().try_for_each(|(k, s)| {
-                deadline.check()?;
-                let b = compiled.counted_base_of(k, s, &deadline)?;
-                add(b.memory_bytes() + 16)
-            })?;
-            // Context masks for the nodes whose tokens can run past their rule's end.
-            let pairs: Vec<(u32, u32)> = (0..compiled.aut.nodes.len() as u32)
-                .filter(|&n| {
-                    compiled
-                        .node_mask(n)
-                        .is_some_and(|m| !m.uncertain.is_empty())
-                })
-                .flat_map(|n| {
-                    let rule = compiled.aut.rule_of(n) as usize;
-                    compiled.sites[rule].iter().map(move |&m| (n, m))
-                })
-                .collect();
-            pairs.into_par_iter().try_for_each(|(n, m)| {
-                deadline.check()?;
-                add(compiled.precompute_pair_mask(n, m, &deadline)?)
-            })?;
+            compiled
+                .class_representatives()
+                .into_par_iter()
+                .try_for_each(|n| {
+                    deadline.check()?;
+                    add(compiled.precompute_node_mask(n, &deadline)?)
+                })?;
+            compiled
+                .counted_base_states()
+                .into_par_iter()
+                .try_for_each(|(k, s)| {
+                    deadline.check()?;
+                    add(compiled.precompute_counted_base(k, s, &deadline)?)
+                })?;
+            compiled
+                .context_pairs()
+                .into_par_iter()
+                .try_for_each(|(n, m)| {
+                    deadline.check()?;
+                    add(compiled.precompute_pair_mask(n, m, &deadline)?)
+                })?;
             compiled.key_basis = None;
             compiled.subtrees.clear();
             check_memory(&self.limits, compiled.memory_bytes())?;
         }
-        Ok(Arc::new(compiled))
+        let compiled = Arc::new(compiled);
+        if self.precompute == Precompute::Background {
+            let pool = self
+                .background_pool
+                .clone()
+                .or_else(background::default_pool);
+            if let Some(pool) = pool {
+                background::schedule(&compiled, &pool);
+            }
+        }
+        Ok(compiled)
     }
 
     fn resolve_token(&self, t: &TokenRef, rule: &str) -> Result<u32, CompileError> {
@@ -822,7 +831,11 @@ impl CompiledGrammar {
 
     /// The eager precompute of real node `n`'s mask class (as [`Self::node_mask`], but the
     /// walk stops at `deadline`). Returns the bytes the mask added (0 if it was known).
-    fn precompute_node_mask(&self, n: u32, deadline: &Deadline) -> Result<usize, LimitExceeded> {
+    pub(crate) fn precompute_node_mask(
+        &self,
+        n: u32,
+        deadline: &Deadline,
+    ) -> Result<usize, LimitExceeded> {
         if !self.has_mask[n as usize]
             || self.masks[self.mask_class[n as usize] as usize]
                 .get()
@@ -835,9 +848,140 @@ impl CompiledGrammar {
             .map_or(0, |m| m.memory_bytes()))
     }
 
+    /// One real node per mask class (the first of each), ascending: the node masks an
+    /// eager precompute computes.
+    fn class_representatives(&self) -> Vec<u32> {
+        let mut first = vec![u32::MAX; self.masks.len()];
+        for (n, &c) in self.mask_class.iter().enumerate().rev() {
+            first[c as usize] = n as u32;
+        }
+        first.retain(|&n| n != u32::MAX);
+        first
+    }
+
+    /// [`Self::class_representatives`] in the order a background fill computes them: the
+    /// nodes reachable from the root's start, breadth first (through byte, token and call
+    /// edges, and call returns), so the masks of the first steps come first; then the
+    /// rest, ascending.
+    pub(crate) fn fill_order(&self) -> Vec<u32> {
+        let aut = &self.aut;
+        let real = aut.nodes.len();
+        let mut seen = vec![false; real];
+        let mut order = Vec::with_capacity(real);
+        let mut queue = std::collections::VecDeque::new();
+        let mut visit = |n: u32, queue: &mut std::collections::VecDeque<u32>| {
+            if (n as usize) < real && !std::mem::replace(&mut seen[n as usize], true) {
+                queue.push_back(n);
+            }
+        };
+        if let Some(&start) = aut.rule_start.get(aut.root as usize) {
+            visit(start, &mut queue);
+        }
+        while let Some(n) = queue.pop_front() {
+            order.push(n);
+            for e in aut.bytes_of(n) {
+                visit(e.target, &mut queue);
+            }
+            for e in aut.tokens_of(n) {
+                visit(e.target, &mut queue);
+            }
+            for c in aut.calls_of(n) {
+                visit(aut.rule_start[c.rule as usize], &mut queue);
+                visit(c.target, &mut queue);
+            }
+        }
+        order.extend((0..real as u32).filter(|&n| !seen[n as usize]));
+        let mut taken = vec![false; self.masks.len()];
+        order.retain(|&n| {
+            let c = self.mask_class[n as usize] as usize;
+            self.has_mask[n as usize] && !std::mem::replace(&mut taken[c], true)
+        });
+        order
+    }
+
+    /// (counted rule, body state) of the base walks an eager precompute computes: at the
+    /// body states where an iteration may end (where tokens mostly stop inside a
+    /// repetition), so each one's masks are then derived at any count in a fraction of a
+    /// millisecond (`mask::counted`). Other states are walked on first use.
+    pub(crate) fn counted_base_states(&self) -> Vec<(usize, u32)> {
+        self.aut
+            .counted
+            .iter()
+            .enumerate()
+            .filter(|&(k, _)| self.counted_derivable[k])
+            .flat_map(|(k, c)| {
+                let mut finals: Vec<u32> = (0..c.states)
+                    .filter(|&s| c.body_final[s as usize])
+                    .map(|s| c.representative(s))
+                    .collect();
+                finals.sort_unstable();
+                finals.dedup();
+                finals.into_iter().map(move |s| (k, s))
+            })
+            .collect()
+    }
+
+    /// (node, caller) of the context masks an eager precompute computes: every call site
+    /// of the rule of each node whose mask has uncertain tokens (computes those node masks
+    /// that are not computed yet).
+    pub(crate) fn context_pairs(&self) -> Vec<(u32, u32)> {
+        (0..self.aut.nodes.len() as u32)
+            .filter(|&n| self.node_mask(n).is_some_and(|m| !m.uncertain.is_empty()))
+            .flat_map(|n| {
+                let rule = self.aut.rule_of(n) as usize;
+                self.sites[rule].iter().map(move |&m| (n, m))
+            })
+            .collect()
+    }
+
+    /// The precompute of counted rule `k`'s base walk from body state `s` (the walk stops
+    /// at `deadline`). Returns the bytes it holds.
+    pub(crate) fn precompute_counted_base(
+        &self,
+        k: usize,
+        s: u32,
+        deadline: &Deadline,
+    ) -> Result<usize, LimitExceeded> {
+        Ok(self.counted_base_of(k, s, deadline)?.memory_bytes() + 16)
+    }
+
+    /// True when real node `n`'s mask (that of its mask class) is computed; false for
+    /// nodes without a mask.
+    #[cfg(test)]
+    pub(crate) fn mask_known(&self, n: u32) -> bool {
+        self.has_mask[n as usize]
+            && self.masks[self.mask_class[n as usize] as usize]
+                .get()
+                .is_some()
+    }
+
+    /// Called once a background fill has computed every mask: drops the walk memo.
+    pub(crate) fn fill_finished(&self) {
+        self.subtrees.clear();
+    }
+
+    /// Stops this grammar's background fill ([`Precompute::Background`]) at its next mask;
+    /// masks not computed by then are computed on first use, as under
+    /// [`Precompute::Lazy`]. No effect when no fill is running.
+    pub fn cancel_background(&self) {
+        self.background_fill.cancel();
+    }
+
+    /// Where this grammar's background fill stands.
+    pub fn background_status(&self) -> BackgroundStatus {
+        self.background_fill.status()
+    }
+
+    /// Blocks until this grammar's background fill has ended, and returns how
+    /// ([`BackgroundStatus::NotScheduled`] at once when none was scheduled). For benches
+    /// and tests; a decoding loop never needs to wait.
+    pub fn wait_background(&self) -> BackgroundStatus {
+        self.background_fill.wait()
+    }
+
     /// The eager precompute of the context mask of real node `n` called from `caller` (as
     /// [`Self::pair_mask`], but the walk stops at `deadline`). Returns the bytes it added.
-    fn precompute_pair_mask(
+    pub(crate) fn precompute_pair_mask(
         &self,
         n: u32,
         caller: u32,

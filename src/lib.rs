@@ -51,6 +51,7 @@ pub use compiler::{
 pub use grammar::{Grammar, RuleId};
 pub use json_schema::{json_schema_to_grammar, JsonSchemaError, JsonSchemaOptions};
 pub use limits::{Limit, LimitExceeded, Limits};
+pub use mask::BackgroundStatus;
 pub use matcher::{GrammarMatcher, MatcherError, MatcherOptions, TokenRejection};
 pub use structural_tag::{structural_tag_to_grammar, StructuralTag, StructuralTagError};
 pub use vocab::{VocabError, Vocabulary};

@@ -67,7 +67,9 @@ pub struct Limits {
     /// needs about as many squared), on the automata before masks are computed, and on the
     /// whole grammar after
     /// [`Precompute::Eager`](crate::Precompute::Eager) has computed them (masks computed
-    /// later, under [`Precompute::Lazy`](crate::Precompute::Lazy), are not bounded).
+    /// later, under [`Precompute::Lazy`](crate::Precompute::Lazy), are not bounded; the
+    /// fill of [`Precompute::Background`](crate::Precompute::Background) stops before
+    /// passing it, without an error, and matchers compute the rest on first use).
     /// Default 4 GiB.
     pub max_memory_bytes: u64,
     /// Wall-clock budget of one compile from grammar IR to its precomputed masks, or `None`
@@ -82,8 +84,10 @@ pub struct Limits {
     /// `([a-z]{0,1000} "x"?){0,1000}`, 5 s with o200k) and very long literals (a 40 KB
     /// string literal, 4 s) approach it; a server that compiles requests from anyone may
     /// want a tighter one. A mask computed after the compile, during a matcher call (under
-    /// [`Precompute::Lazy`](crate::Precompute::Lazy), and masks of counted repetitions),
-    /// gets the same budget per call, from its walk's first look at the clock; past it the
+    /// [`Precompute::Lazy`](crate::Precompute::Lazy) or before the background fill of
+    /// [`Precompute::Background`](crate::Precompute::Background) reached it, and masks of
+    /// counted repetitions), gets the same budget per call, from its walk's first look at
+    /// the clock (the background fill's own walks are not timed); past it the
     /// call fails with [`MatcherError::Limit`](crate::MatcherError::Limit). The matcher's
     /// own Earley work is bounded by [`Limits::max_step_items`], not by time.
     pub compile_time: Option<Duration>,

@@ -338,6 +338,8 @@ struct GrammarOut<'a> {
     counted_bases: Vec<((u32, u32), &'a CountedBase)>,
     shares_masks: bool,
     unique_keys: bool,
+    /// The closed objects matchers restrict keys in: (rule name, declared names).
+    closed: Vec<(String, Vec<String>)>,
 }
 
 /// The same data, as read (owned; the same wire layout field by field).
@@ -354,6 +356,7 @@ struct GrammarIn {
     counted_bases: Vec<((u32, u32), CountedBase)>,
     shares_masks: bool,
     unique_keys: bool,
+    closed: Vec<(String, Vec<String>)>,
 }
 
 type Guard<'a, K, V> = std::sync::RwLockReadGuard<'a, FxHashMap<K, Arc<V>>>;
@@ -403,6 +406,11 @@ impl CompiledGrammar {
             counted_bases: sorted_pairs(&bases),
             shares_masks: self.key_basis.is_some(),
             unique_keys: self.unique_keys,
+            closed: self
+                .closed_objects
+                .as_deref()
+                .map(|c| c.to_names(&self.aut.rule_names))
+                .unwrap_or_default(),
         };
         encode(GRAMMAR_MAGIC, self.vocab.fingerprint(), &out)
     }
@@ -512,7 +520,16 @@ impl CompiledGrammar {
             walk_failed: OnceLock::new(),
             subtrees: SubtreeMemo::default(),
             unique_keys: data.unique_keys,
+            closed_objects: None,
+            background_fill: Default::default(),
+            max_memory_bytes: compiler.limits.max_memory_bytes,
         };
+        let mut compiled = compiled;
+        if compiled.unique_keys && !data.closed.is_empty() {
+            compiled.closed_objects =
+                crate::matcher::ClosedObjects::resolve(&compiled.aut.rule_names, &data.closed)
+                    .map(Arc::new);
+        }
         check_memory(&compiler.limits, compiled.memory_bytes())?;
         Ok(Arc::new(compiled))
     }

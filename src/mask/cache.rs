@@ -414,12 +414,10 @@ impl SubtreeMemo {
     }
 
     /// Drops every subtree (once no more masks will be walked).
-    pub(crate) fn clear(&mut self) {
-        self.map
-            .get_mut()
-            .unwrap_or_else(|e| e.into_inner())
-            .clear();
-        *self.bytes.get_mut() = 0;
+    pub(crate) fn clear(&self) {
+        let mut map = self.map.write().unwrap_or_else(|e| e.into_inner());
+        map.clear();
+        self.bytes.store(0, std::sync::atomic::Ordering::Relaxed);
     }
 }
 

@@ -66,6 +66,24 @@ impl ClosedObjects {
         (!out.sets.is_empty()).then_some(out)
     }
 
+    /// The inverse of [`ClosedObjects::resolve`]: (rule name, declared names) per closed
+    /// object, by rule (what a serialized grammar stores).
+    pub(crate) fn to_names(&self, rule_names: &[String]) -> Vec<(String, Vec<String>)> {
+        let mut rules: Vec<(&u32, &u32)> = self.by_rule.iter().collect();
+        rules.sort();
+        rules
+            .into_iter()
+            .filter_map(|(&r, &s)| {
+                let rule = rule_names.get(r as usize)?.clone();
+                let names = self.sets[s as usize]
+                    .iter()
+                    .map(|n| String::from_utf8_lossy(n).into_owned())
+                    .collect();
+                Some((rule, names))
+            })
+            .collect()
+    }
+
     /// The closed object that the `{` read between chart positions `q` and `q + 1` opens:
     /// `Some` only when every item that read it belongs to the rule of one closed object
     /// (any other parse of the `{` leaves the object unrestricted).

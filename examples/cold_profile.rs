@@ -1,0 +1,204 @@
+//! A driver for profiling the cold path (issue 24): compile → first mask, then one
+//! teacher-forced first pass, of one MaskBench schema or of a Hermes tool tag over N BFCL
+//! tools, with a fresh compiler. Everything of interest runs inside `measured`, so that
+//! callgrind can count only it:
+//!
+//! ```text
+//! cargo build --release --example cold_profile
+//! valgrind --tool=callgrind --collect-atstart=no --toggle-collect='*cold_profile*measured*' \
+//!     target/release/examples/cold_profile schema Github_easy 0 lazy
+//! valgrind ... target/release/examples/cold_profile tools 10 lazy
+//! ```
+//!
+//! Arguments: `schema <collection> <index>` or `tools <N>`, then `eager`, `lazy` or
+//! `background` (default `lazy`), then optionally a tokenizer folder name (`llama3_1` for
+//! schemas, `qwen3` for tools). Prints wall-clock times of one run (for ratios only).
+
+#[path = "../benches/common/mod.rs"]
+mod common;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde_json::Value;
+use tokensieve::tools::{Hermes, Tool, ToolCallFormat, ToolChoice};
+use tokensieve::{CompiledGrammar, GrammarCompiler, GrammarMatcher, Precompute};
+
+enum Job {
+    Schema(Value, Vec<String>),
+    Tools(Vec<Tool>),
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let arg = |i: usize| args.get(i).map(String::as_str);
+    let (job, mode_at) = match arg(0) {
+        Some("schema") => {
+            let collection = arg(1).expect("collection");
+            let index: usize = arg(2).and_then(|s| s.parse().ok()).expect("index");
+            (schema_job(collection, index), 3)
+        }
+        Some("tools") => {
+            let n: usize = arg(1).and_then(|s| s.parse().ok()).expect("N");
+            (Job::Tools(bfcl_tools(n)), 2)
+        }
+        _ => panic!("usage: cold_profile schema <collection> <index> | tools <N> [mode] [tok]"),
+    };
+    let precompute = match arg(mode_at).unwrap_or("lazy") {
+        "eager" => Precompute::Eager,
+        "lazy" => Precompute::Lazy,
+        "background" => Precompute::Background,
+        m => panic!("unknown mode {m}"),
+    };
+    let default_tok = if matches!(job, Job::Tools(_)) {
+        "qwen3"
+    } else {
+        "llama3_1"
+    };
+    let tok = common::Tokenizer::load(arg(mode_at + 1).unwrap_or(default_tok)).expect("tok");
+    let compiler = GrammarCompiler::new(tok.vocab.clone()).with_precompute(precompute);
+    let docs: Vec<Vec<u32>> = match &job {
+        Job::Schema(_, inst) => inst.iter().map(|s| tok.encode_with_stop(s)).collect(),
+        Job::Tools(tools) => {
+            let args = first_call_arguments(&tools[tools.len() / 2]);
+            let text = format!(
+                "I will call it.\n<tool_call>\n{{\"name\": \"{}\", \"arguments\": {}}}\n</tool_call>",
+                tools[tools.len() / 2].name,
+                args
+            );
+            vec![tok.encode_with_stop(&text)]
+        }
+    };
+    measured(&compiler, &job, &docs);
+}
+
+#[inline(never)]
+fn measured(compiler: &GrammarCompiler, job: &Job, docs: &[Vec<u32>]) {
+    let t = Instant::now();
+    let g: Arc<CompiledGrammar> = match job {
+        Job::Schema(schema, _) => compiler
+            .compile_json_schema(schema, &Default::default())
+            .expect("compiles"),
+        Job::Tools(tools) => {
+            let tag = Hermes::default()
+                .structural_tag(tools, &ToolChoice::Auto, true)
+                .expect("tag");
+            compiler.compile_structural_tag(&tag).expect("compiles")
+        }
+    };
+    let compiled = t.elapsed();
+    let words = g.vocabulary().bitmask_words();
+    let mut mask = vec![0u32; words];
+    let mut m = GrammarMatcher::new(g.clone());
+    m.fill_next_token_bitmask(&mut mask).expect("mask");
+    let first = t.elapsed();
+    let mut steps = 0;
+    let mut slowest = std::time::Duration::ZERO;
+    let mut accepted = 0;
+    let pass = Instant::now();
+    for doc in docs {
+        let mut m = GrammarMatcher::new(g.clone());
+        let mut ok = true;
+        for &tk in doc {
+            let s = Instant::now();
+            m.fill_next_token_bitmask(&mut mask).expect("mask");
+            slowest = slowest.max(s.elapsed());
+            steps += 1;
+            if !m.accept_token(tk) {
+                ok = false;
+                break;
+            }
+        }
+        accepted += ok as usize;
+    }
+    let pass = pass.elapsed();
+    println!(
+        "nodes {} compile {:.2} ms, first mask at {:.2} ms; first pass {} steps ({} of {} docs accepted) mean {:.1} µs max {:.2} ms; memory {} KiB",
+        g.node_count(),
+        compiled.as_secs_f64() * 1e3,
+        first.as_secs_f64() * 1e3,
+        steps,
+        accepted,
+        docs.len(),
+        pass.as_secs_f64() * 1e6 / steps.max(1) as f64,
+        slowest.as_secs_f64() * 1e3,
+        g.memory_bytes() / 1024
+    );
+}
+
+fn schema_job(collection: &str, index: usize) -> Job {
+    let path = common::shared_dir()
+        .join("testdata/jsonschemabench")
+        .join(collection)
+        .join(format!("{collection}.jsonl.gz"));
+    let file = std::fs::File::open(&path).expect("collection");
+    use std::io::BufRead;
+    let rec: Value = std::io::BufReader::new(flate2::read::GzDecoder::new(file))
+        .lines()
+        .map_while(Result::ok)
+        .filter_map(|l| serde_json::from_str::<Value>(&l).ok())
+        .nth(index)
+        .expect("record");
+    eprintln!("schema {}", rec["file"]);
+    let inst = rec["tests"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|t| t["valid"] == Value::Bool(true))
+        .map(|t| t["data"].to_string())
+        .collect();
+    Job::Schema(rec["schema"].clone(), inst)
+}
+
+/// `n` distinct tools from BFCL's `multiple` and `live_multiple` files.
+fn bfcl_tools(n: usize) -> Vec<Tool> {
+    let mut tools: Vec<Tool> = Vec::new();
+    for file in ["BFCL_v4_multiple.json", "BFCL_v4_live_multiple.json"] {
+        let path = common::shared_dir()
+            .join("testdata/toolcalls/bfcl")
+            .join(file);
+        let text = std::fs::read_to_string(path).expect("BFCL file");
+        for line in text.lines() {
+            let Ok(v) = serde_json::from_str::<Value>(line) else {
+                continue;
+            };
+            for f in v["function"].as_array().into_iter().flatten() {
+                if let Ok(t) = Tool::from_bfcl_function(f) {
+                    if !tools.iter().any(|u| u.name == t.name) {
+                        tools.push(t);
+                    }
+                }
+                if tools.len() == n {
+                    return tools;
+                }
+            }
+        }
+    }
+    tools
+}
+
+/// `{}` or the tool's required properties with simple placeholder values.
+fn first_call_arguments(tool: &Tool) -> String {
+    let p = &tool.input_schema;
+    let mut out = serde_json::Map::new();
+    for name in p["required"].as_array().into_iter().flatten() {
+        let Some(name) = name.as_str() else { continue };
+        let ty = p["properties"][name]["type"].as_str().unwrap_or("string");
+        let v = match ty {
+            "integer" => Value::from(3),
+            "number" => Value::from(2.5),
+            "boolean" => Value::from(true),
+            "array" => Value::Array(vec![]),
+            "object" => Value::Object(Default::default()),
+            _ => {
+                if let Some(e) = p["properties"][name]["enum"].as_array() {
+                    e[0].clone()
+                } else {
+                    Value::from("abc")
+                }
+            }
+        };
+        out.insert(name.to_string(), v);
+    }
+    Value::Object(out).to_string()
+}

@@ -1,0 +1,388 @@
+//! The background fill of [`Precompute::Background`](crate::Precompute::Background): after
+//! a lazy compile has returned, the masks an eager compile would have computed (one per
+//! mask class, the base walks of counted repetitions, the context masks) are computed on a
+//! thread pool the caller controls, nearest the root's start first.
+//!
+//! The fill never blocks a matcher: masks are stored through the same `OnceLock`s a
+//! matcher fills on first use, and neither side waits for the other (a matcher that needs
+//! a mask the fill has not reached walks it itself; if both walk one mask, the first to
+//! finish stores it and both masks are the same). The fill holds only a weak reference
+//! between masks, so it stops at the next mask once the last `Arc<CompiledGrammar>` is
+//! dropped, or once [`CompiledGrammar::cancel_background`] is called. It also stops,
+//! keeping what it has, before the grammar's memory would pass
+//! [`Limits::max_memory_bytes`](crate::Limits::max_memory_bytes).
+
+use crate::compiler::CompiledGrammar;
+use crate::limits::Deadline;
+use rayon::prelude::*;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, OnceLock, Weak};
+
+/// Where a grammar's background fill stands
+/// ([`CompiledGrammar::background_status`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BackgroundStatus {
+    /// No fill was scheduled: the grammar was compiled with [`Precompute::Eager`] or
+    /// [`Precompute::Lazy`], or its vocabulary is too small to need one.
+    ///
+    /// [`Precompute::Eager`]: crate::Precompute::Eager
+    /// [`Precompute::Lazy`]: crate::Precompute::Lazy
+    NotScheduled,
+    /// Scheduled or running.
+    Running,
+    /// Every mask an eager compile computes is computed.
+    Finished,
+    /// Stopped by [`CompiledGrammar::cancel_background`] before it finished.
+    Cancelled,
+    /// Stopped before the grammar's memory would pass
+    /// [`Limits::max_memory_bytes`](crate::Limits::max_memory_bytes); the masks computed
+    /// so far are kept, the rest are computed on first use.
+    MemoryLimit,
+}
+
+/// A grammar's background fill: its status, and the flag that cancels it.
+#[derive(Debug)]
+pub(crate) struct BackgroundFill {
+    cancelled: AtomicBool,
+    status: Mutex<BackgroundStatus>,
+    ended: Condvar,
+}
+
+impl Default for BackgroundFill {
+    fn default() -> Self {
+        BackgroundFill {
+            cancelled: AtomicBool::new(false),
+            status: Mutex::new(BackgroundStatus::NotScheduled),
+            ended: Condvar::new(),
+        }
+    }
+}
+
+impl BackgroundFill {
+    /// The current status.
+    pub(crate) fn status(&self) -> BackgroundStatus {
+        *self.status.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Asks a scheduled fill to stop at its next mask (no effect once it ended).
+    pub(crate) fn cancel(&self) {
+        self.cancelled.store(true, Ordering::Relaxed);
+    }
+
+    fn is_cancelled(&self) -> bool {
+        self.cancelled.load(Ordering::Relaxed)
+    }
+
+    fn set(&self, status: BackgroundStatus) {
+        *self.status.lock().unwrap_or_else(|e| e.into_inner()) = status;
+        self.ended.notify_all();
+    }
+
+    /// Blocks until the fill is no longer [`BackgroundStatus::Running`]; returns how it
+    /// ended ([`BackgroundStatus::NotScheduled`] at once when none was scheduled).
+    pub(crate) fn wait(&self) -> BackgroundStatus {
+        let mut s = self.status.lock().unwrap_or_else(|e| e.into_inner());
+        while *s == BackgroundStatus::Running {
+            s = self.ended.wait(s).unwrap_or_else(|e| e.into_inner());
+        }
+        *s
+    }
+}
+
+/// The pool of compilers given none
+/// ([`GrammarCompiler::with_background_pool`](crate::GrammarCompiler::with_background_pool)):
+/// one thread, shared by every such compiler, started on first use. `None` when the
+/// thread could not be started (the grammars then stay lazy).
+pub(crate) fn default_pool() -> Option<Arc<rayon::ThreadPool>> {
+    static POOL: OnceLock<Option<Arc<rayon::ThreadPool>>> = OnceLock::new();
+    POOL.get_or_init(|| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .thread_name(|i| format!("tokensieve-background-{i}"))
+            .build()
+            .ok()
+            .map(Arc::new)
+    })
+    .clone()
+}
+
+/// Masks per look at the weak reference and the cancel flag.
+const CHUNK: usize = 8;
+
+/// Schedules `grammar`'s fill on `pool`. Returns at once.
+pub(crate) fn schedule(grammar: &Arc<CompiledGrammar>, pool: &rayon::ThreadPool) {
+    grammar.background_fill.set(BackgroundStatus::Running);
+    let weak = Arc::downgrade(grammar);
+    pool.spawn(move || {
+        let end = fill(&weak);
+        if let Some(g) = weak.upgrade() {
+            g.background_fill.set(end);
+        }
+    });
+}
+
+/// Why a phase of the fill stopped early.
+enum Stop {
+    /// The grammar was dropped (nobody is left to tell).
+    Dropped,
+    /// Cancelled or out of memory budget: the status to report.
+    Status(BackgroundStatus),
+}
+
+/// Runs `work` on every item, `CHUNK` at a time, upgrading the weak reference and looking
+/// at the cancel flag before each chunk; `work` returns the bytes it added to the grammar.
+fn phase<T: Sync + Copy>(
+    weak: &Weak<CompiledGrammar>,
+    items: &[T],
+    used: &AtomicU64,
+    limit: u64,
+    work: impl Fn(&CompiledGrammar, T) -> usize + Sync,
+) -> Result<(), Stop> {
+    items.par_chunks(CHUNK).try_for_each(|chunk| {
+        let g = weak.upgrade().ok_or(Stop::Dropped)?;
+        for &item in chunk {
+            if g.background_fill.is_cancelled() {
+                return Err(Stop::Status(BackgroundStatus::Cancelled));
+            }
+            if used.load(Ordering::Relaxed) > limit {
+                return Err(Stop::Status(BackgroundStatus::MemoryLimit));
+            }
+            used.fetch_add(work(&g, item) as u64, Ordering::Relaxed);
+        }
+        Ok(())
+    })
+}
+
+/// The fill itself: node masks (one per mask class, nearest the root first), then the
+/// base walks of counted repetitions, then the context masks, as an eager compile does.
+fn fill(weak: &Weak<CompiledGrammar>) -> BackgroundStatus {
+    let never = Deadline::never();
+    let run = || -> Result<(), Stop> {
+        let (nodes, limit, used) = {
+            let g = weak.upgrade().ok_or(Stop::Dropped)?;
+            // Stop before the next mask could pass the limit: leave room for one bitset.
+            let room = g.vocabulary().bitmask_words() as u64 * 4;
+            let limit = g.max_memory_bytes.saturating_sub(room);
+            (
+                g.fill_order(),
+                limit,
+                AtomicU64::new(g.memory_bytes() as u64),
+            )
+        };
+        phase(weak, &nodes, &used, limit, |g, n| {
+            g.precompute_node_mask(n, &never).unwrap_or(0)
+        })?;
+        let bases = weak.upgrade().ok_or(Stop::Dropped)?.counted_base_states();
+        phase(weak, &bases, &used, limit, |g, (k, s)| {
+            g.precompute_counted_base(k, s, &never).unwrap_or(0)
+        })?;
+        let pairs = weak.upgrade().ok_or(Stop::Dropped)?.context_pairs();
+        phase(weak, &pairs, &used, limit, |g, (n, m)| {
+            g.precompute_pair_mask(n, m, &never).unwrap_or(0)
+        })?;
+        Ok(())
+    };
+    match run() {
+        Ok(()) => {
+            if let Some(g) = weak.upgrade() {
+                g.fill_finished();
+            }
+            BackgroundStatus::Finished
+        }
+        Err(Stop::Dropped) => BackgroundStatus::Cancelled,
+        Err(Stop::Status(s)) => s,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mask::cache::{or_token_set, NodeMask};
+    use crate::tools::{Hermes, Tool, ToolCallFormat, ToolChoice};
+    use crate::{GrammarCompiler, GrammarMatcher, Precompute, Vocabulary};
+    use serde_json::Value;
+    use std::io::BufRead;
+    use std::path::PathBuf;
+    use std::sync::mpsc;
+
+    fn shared() -> PathBuf {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared")
+    }
+
+    /// The Llama 3.1 vocabulary of `../shared` (`None` when missing, outside CI).
+    fn llama() -> Option<Arc<Vocabulary>> {
+        let path = shared().join("tokenizers/llama3_1/tokenizer.json");
+        if !path.is_file() {
+            assert!(std::env::var("CI").is_err(), "missing {}", path.display());
+            return None;
+        }
+        Some(Arc::new(Vocabulary::from_tokenizer_json(path).unwrap()))
+    }
+
+    /// The schemas of the first `n` records of a MaskBench collection.
+    fn maskbench(collection: &str, n: usize) -> Vec<Value> {
+        let path = shared()
+            .join("testdata/jsonschemabench")
+            .join(collection)
+            .join(format!("{collection}.jsonl.gz"));
+        let file = std::fs::File::open(path).expect("MaskBench collection");
+        std::io::BufReader::new(flate2::read::GzDecoder::new(file))
+            .lines()
+            .map_while(Result::ok)
+            .filter_map(|l| serde_json::from_str::<Value>(&l).ok())
+            .map(|r| r["schema"].clone())
+            .take(n)
+            .collect()
+    }
+
+    /// `n` distinct tools of BFCL's `multiple` file.
+    fn bfcl_tools(n: usize) -> Vec<Tool> {
+        let path = shared().join("testdata/toolcalls/bfcl/BFCL_v4_multiple.json");
+        let text = std::fs::read_to_string(path).expect("BFCL file");
+        let mut tools: Vec<Tool> = Vec::new();
+        for line in text.lines() {
+            let v: Value = serde_json::from_str(line).expect("BFCL line");
+            for f in v["function"].as_array().into_iter().flatten() {
+                if let Ok(t) = Tool::from_bfcl_function(f) {
+                    if tools.len() < n && !tools.iter().any(|u| u.name == t.name) {
+                        tools.push(t);
+                    }
+                }
+            }
+        }
+        tools
+    }
+
+    /// A mask's accepted tokens as a bitset, and its uncertain trie positions.
+    fn bits(g: &CompiledGrammar, m: &NodeMask) -> (Vec<u32>, Vec<u32>) {
+        let mut out = vec![0u32; g.vocab.bitmask_words()];
+        let mut blank = true;
+        or_token_set(
+            &mut out,
+            &mut blank,
+            &m.accepted,
+            &g.text_bits,
+            &mut Vec::new(),
+        );
+        (out, m.uncertain.clone())
+    }
+
+    /// Waits for `bg`'s fill, checks that it computed every class, then compares every
+    /// node mask and every context mask of `bg` with those of `eager` (the same grammar).
+    fn assert_same_masks(what: &str, bg: &CompiledGrammar, eager: &CompiledGrammar) {
+        assert_eq!(bg.wait_background(), BackgroundStatus::Finished, "{what}");
+        assert_eq!(eager.background_status(), BackgroundStatus::NotScheduled);
+        assert_eq!(
+            bg.aut.nodes.len(),
+            eager.aut.nodes.len(),
+            "{what}: node count"
+        );
+        for n in bg.fill_order() {
+            assert!(bg.mask_known(n), "{what}: node {n} not filled");
+        }
+        for n in 0..bg.aut.nodes.len() as u32 {
+            let a = bg.node_mask(n).map(|m| bits(bg, &m));
+            let b = eager.node_mask(n).map(|m| bits(eager, &m));
+            assert!(a == b, "{what}: node {n}: masks differ");
+        }
+        let pairs = eager.context_pairs();
+        assert_eq!(bg.context_pairs(), pairs, "{what}: context pairs");
+        for (n, caller) in pairs {
+            let a = bg.pair_mask(n, caller).map(|m| bits(bg, &m));
+            let b = eager.pair_mask(n, caller).map(|m| bits(eager, &m));
+            assert!(
+                a == b,
+                "{what}: node {n} from {caller}: context masks differ"
+            );
+        }
+    }
+
+    /// The background fill's masks equal eager masks on every node of a sample of
+    /// MaskBench grammars and of a Hermes tool tag over BFCL tools (Llama 3.1).
+    #[test]
+    fn background_masks_equal_eager_masks() {
+        let Some(vocab) = llama() else { return };
+        // Separate compilers: masks shared across grammars must not make them agree.
+        let bg = GrammarCompiler::new(vocab.clone()).with_precompute(Precompute::Background);
+        let eager = GrammarCompiler::new(vocab).with_precompute(Precompute::Eager);
+        let mut schemas = Vec::new();
+        for (c, n) in [("Github_easy", 4), ("Glaiveai2K", 3), ("Kubernetes", 1)] {
+            schemas.extend(maskbench(c, n).into_iter().map(|s| (c, s)));
+        }
+        let options = crate::JsonSchemaOptions::default();
+        let mut compared = 0;
+        for (i, (c, schema)) in schemas.iter().enumerate() {
+            let (Ok(a), Ok(b)) = (
+                bg.compile_json_schema(schema, &options),
+                eager.compile_json_schema(schema, &options),
+            ) else {
+                continue;
+            };
+            assert_same_masks(&format!("{c} #{i}"), &a, &b);
+            compared += 1;
+        }
+        assert!(compared >= 6, "only {compared} schemas compiled");
+        let tools = bfcl_tools(5);
+        assert_eq!(tools.len(), 5);
+        let tag = Hermes::default()
+            .structural_tag(&tools, &ToolChoice::Auto, true)
+            .unwrap();
+        let a = bg.compile_structural_tag(&tag).unwrap();
+        let b = eager.compile_structural_tag(&tag).unwrap();
+        assert_same_masks("Hermes tag over 5 BFCL tools", &a, &b);
+    }
+
+    /// A pool whose only thread is held until the returned sender is dropped.
+    fn blocked_pool() -> (Arc<rayon::ThreadPool>, mpsc::Sender<()>) {
+        let pool = Arc::new(
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(1)
+                .build()
+                .unwrap(),
+        );
+        let (tx, rx) = mpsc::channel::<()>();
+        pool.spawn(move || {
+            let _ = rx.recv();
+        });
+        (pool, tx)
+    }
+
+    /// A matcher never waits for the fill; cancelling stops it; dropping the last `Arc`
+    /// frees the grammar even while its fill is queued.
+    #[test]
+    fn the_fill_never_blocks_and_stops_on_cancel_or_drop() {
+        let Some(vocab) = llama() else { return };
+        let schema = serde_json::json!({
+            "type": "object",
+            "properties": {"a": {"type": "string"}, "b": {"type": "integer"}},
+            "required": ["a"]
+        });
+        let options = crate::JsonSchemaOptions::default();
+        let (pool, release) = blocked_pool();
+        let compiler = GrammarCompiler::new(vocab)
+            .with_precompute(Precompute::Background)
+            .with_background_pool(pool.clone());
+        let g = compiler.compile_json_schema(&schema, &options).unwrap();
+        assert_eq!(g.background_status(), BackgroundStatus::Running);
+        // The pool is busy: the matcher computes its masks itself.
+        let mut m = GrammarMatcher::new(g.clone());
+        let mut mask = vec![0u32; g.vocab.bitmask_words()];
+        m.fill_next_token_bitmask(&mut mask).unwrap();
+        assert!(m.accept_string("{\"a\": \"x\""));
+        m.fill_next_token_bitmask(&mut mask).unwrap();
+        assert_eq!(g.background_status(), BackgroundStatus::Running);
+        g.cancel_background();
+        let dropped = compiler.compile_json_schema(&schema, &options).unwrap();
+        let weak = Arc::downgrade(&dropped);
+        drop(dropped);
+        assert!(
+            weak.upgrade().is_none(),
+            "the queued fill keeps the grammar alive"
+        );
+        drop(release);
+        assert_eq!(g.wait_background(), BackgroundStatus::Cancelled);
+        // A fill that runs to its end.
+        let done = compiler.compile_json_schema(&schema, &options).unwrap();
+        assert_eq!(done.wait_background(), BackgroundStatus::Finished);
+    }
+}
