@@ -729,16 +729,38 @@ fn borrow_all<'py>(
     Ok(out)
 }
 
-/// Fills row `indices[i]` (or `i`) of `bitmask` from `matchers[i]` on a pool of `threads`
-/// threads, with the GIL released.
+/// A pool of threads for batch fills, kept for the life of a `BatchGrammarMatcher`.
+#[pyclass(module = "tokensieve._core", name = "ThreadPool", frozen)]
+struct PyThreadPool {
+    pool: Arc<rayon::ThreadPool>,
+}
+
+#[pymethods]
+impl PyThreadPool {
+    #[new]
+    fn new(threads: usize) -> PyResult<Self> {
+        Ok(Self {
+            pool: pool(threads)?,
+        })
+    }
+
+    /// The number of threads.
+    #[getter]
+    fn threads(&self) -> usize {
+        self.pool.current_num_threads()
+    }
+}
+
+/// Fills row `indices[i]` (or `i`) of `bitmask` from `matchers[i]` on `pool`, with the GIL
+/// released.
 #[pyfunction]
-#[pyo3(signature = (matchers, bitmask, indices=None, threads=1))]
+#[pyo3(signature = (matchers, bitmask, pool, indices=None))]
 fn batch_fill_next_token_bitmask(
     py: Python<'_>,
     matchers: &Bound<'_, PyAny>,
     bitmask: &Bound<'_, PyAny>,
+    pool: &PyThreadPool,
     indices: Option<Vec<i64>>,
-    threads: usize,
 ) -> PyResult<()> {
     let mut ms = borrow_all(matchers)?;
     let rows = Rows::new(bitmask, "bitmask")?;
@@ -780,7 +802,7 @@ fn batch_fill_next_token_bitmask(
             )));
         }
     }
-    let pool = pool(threads)?;
+    let pool = &pool.pool;
     let (ptr, total) = (rows.ptr, rows.rows * rows.words);
     let mut jobs: Vec<(&mut tokensieve::GrammarMatcher, usize)> = ms
         .iter_mut()
@@ -959,6 +981,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyCompiledGrammar>()?;
     m.add_class::<PyGrammarCompiler>()?;
     m.add_class::<PyGrammarMatcher>()?;
+    m.add_class::<PyThreadPool>()?;
     m.add_function(wrap_pyfunction!(batch_fill_next_token_bitmask, m)?)?;
     m.add_function(wrap_pyfunction!(batch_accept_token, m)?)?;
     m.add_function(wrap_pyfunction!(batch_accept_string, m)?)?;

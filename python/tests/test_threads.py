@@ -52,13 +52,23 @@ def test_threads_share_one_compiled_grammar():
 
 
 def test_the_gil_is_released_during_fill():
-    """While one thread fills masks in a loop, another thread keeps running Python code."""
+    """Another Python thread runs *during* each (batch) fill call. With a long switch interval a
+    thread holding the GIL is never preempted inside a short loop, so a counter that the
+    other thread increments moves across a call only if the call released the GIL."""
+    import sys
+
     model = "qwen3"
     info = tokenizer_info(model)
     compiled = compiler(model).compile_builtin_json_grammar()
-    m = xgr.GrammarMatcher(compiled)
-    assert m.accept_string('{"key": [1, 2, {"a": "')
-    b = xgr.allocate_token_bitmask(1, info.vocab_size)
+    # A batch fill of 64 rows: long enough (milliseconds) for the other thread to wake.
+    ms = []
+    for p in ['{"key": [1, 2, {"a": "', '{"', "[1, 2", '{"a": tr'] * 16:
+        m = xgr.GrammarMatcher(compiled)
+        assert m.accept_string(p)
+        ms.append(m)
+    b = xgr.allocate_token_bitmask(len(ms), info.vocab_size)
+    batch = xgr.BatchGrammarMatcher(1)
+    batch.batch_fill_next_token_bitmask(ms, b)  # warm
     stop = threading.Event()
     ticks = [0]
 
@@ -66,13 +76,21 @@ def test_the_gil_is_released_during_fill():
         while not stop.is_set():
             ticks[0] += 1
 
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(0.02)
     t = threading.Thread(target=python_loop)
     t.start()
-    for _ in range(50):
-        m.fill_next_token_bitmask(b)
-    stop.set()
-    t.join()
-    assert ticks[0] > 0
+    try:
+        moved = 0
+        for _ in range(10):
+            before = ticks[0]
+            batch.batch_fill_next_token_bitmask(ms, b)
+            moved += ticks[0] != before
+    finally:
+        stop.set()
+        t.join()
+        sys.setswitchinterval(old)
+    assert moved >= 8, f"the other thread ran during only {moved} of 10 fills"
 
 
 def fill_steps(matchers, bitmask, batch, steps):
@@ -112,7 +130,31 @@ def test_batch_fill_two_threads_vs_one(capsys):
         fill_steps(matchers, b1, batch, 20)
         timings[name] = time.perf_counter() - start
     t1 = min(timings["1 thread"], timings["1 thread again"])
+    # Two Python threads, each filling its half of the batch with its own matchers.
+    halves = [matchers[: len(matchers) // 2], matchers[len(matchers) // 2 :]]
+    rows = [xgr.allocate_token_bitmask(len(h), info.vocab_size) for h in halves]
+
+    def half(i):
+        for _ in range(20):
+            for j, mm in enumerate(halves[i]):
+                mm.fill_next_token_bitmask(rows[i], j)
+
+    start = time.perf_counter()
+    half(0)
+    half(1)
+    py1 = time.perf_counter() - start
+    ths = [threading.Thread(target=half, args=(i,)) for i in range(2)]
+    start = time.perf_counter()
+    for th in ths:
+        th.start()
+    for th in ths:
+        th.join()
+    py2 = time.perf_counter() - start
     with capsys.disabled():
+        print(
+            f"per-matcher fills from Python: 1 thread {py1 * 1e3:.1f} ms, 2 Python threads "
+            f"{py2 * 1e3:.1f} ms, ratio {py1 / py2:.2f}"
+        )
         print(
             f"\nbatch fill of {len(matchers)} Qwen3 matchers x 20 steps: 1 thread {t1 * 1e3:.1f} ms, "
             f"2 threads {timings['2 threads'] * 1e3:.1f} ms, ratio {t1 / timings['2 threads']:.2f} "

@@ -263,6 +263,7 @@ class BatchGrammarMatcher:
         if not isinstance(max_threads, int) or max_threads < 1:
             raise ValueError(f"max_threads must be 'auto' or a positive int, got {max_threads!r}")
         self._threads = max_threads
+        self._pool = _core.ThreadPool(max_threads)
 
     def batch_fill_next_token_bitmask(
         self,
@@ -282,8 +283,8 @@ class BatchGrammarMatcher:
         _core.batch_fill_next_token_bitmask(
             [m._matcher for m in matchers],
             buf,
+            self._pool,
             None if indices is None else [int(i) for i in indices],
-            self._threads,
         )
 
     @staticmethod
