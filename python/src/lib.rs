@@ -84,10 +84,14 @@ fn with_sizes(
     stop: Option<Vec<u32>>,
 ) -> PyResult<Vocabulary> {
     if let Some(stop) = stop {
-        v = v.with_stop_tokens(&stop).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        v = v
+            .with_stop_tokens(&stop)
+            .map_err(|e| PyValueError::new_err(e.to_string()))?;
     }
     if let Some(n) = vocab_size {
-        v = v.with_vocab_size(n).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        v = v
+            .with_vocab_size(n)
+            .map_err(|e| PyValueError::new_err(e.to_string()))?;
     }
     Ok(v)
 }
@@ -711,9 +715,7 @@ impl PyGrammarMatcher {
 }
 
 /// The matchers of a Python list, each borrowed mutably (the same matcher twice is an error).
-fn borrow_all<'py>(
-    matchers: &Bound<'py, PyAny>,
-) -> PyResult<Vec<PyRefMut<'py, PyGrammarMatcher>>> {
+fn borrow_all<'py>(matchers: &Bound<'py, PyAny>) -> PyResult<Vec<PyRefMut<'py, PyGrammarMatcher>>> {
     let mut out = Vec::new();
     for (i, m) in matchers.try_iter()?.enumerate() {
         let m = m?;
@@ -989,7 +991,10 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(apply_token_bitmask_inplace_cpu, m)?)?;
     m.add("TokensieveError", py.get_type::<TokensieveError>())?;
     m.add("InvalidJSONError", py.get_type::<InvalidJSONError>())?;
-    m.add("InvalidJSONSchemaError", py.get_type::<InvalidJSONSchemaError>())?;
+    m.add(
+        "InvalidJSONSchemaError",
+        py.get_type::<InvalidJSONSchemaError>(),
+    )?;
     m.add(
         "InvalidStructuralTagError",
         py.get_type::<InvalidStructuralTagError>(),

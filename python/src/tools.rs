@@ -12,8 +12,8 @@ use pyo3::prelude::*;
 use serde_json::{json, Value};
 
 use tokensieve::tools::{
-    format_by_name_with, format_names, FormatOptions, MalformedToolCall, ParsedOutput,
-    StreamEvent, StreamingParser, Tool, ToolCall, ToolCallFormat, ToolChoice,
+    format_by_name_with, format_names, FormatOptions, MalformedToolCall, ParsedOutput, StreamEvent,
+    StreamingParser, Tool, ToolCall, ToolCallFormat, ToolChoice,
 };
 
 fn tool_err(e: impl std::fmt::Display) -> PyErr {
@@ -21,7 +21,8 @@ fn tool_err(e: impl std::fmt::Display) -> PyErr {
 }
 
 fn parse_json(text: &str, what: &str) -> PyResult<Value> {
-    serde_json::from_str(text).map_err(|e| PyValueError::new_err(format!("{what}: invalid JSON: {e}")))
+    serde_json::from_str(text)
+        .map_err(|e| PyValueError::new_err(format!("{what}: invalid JSON: {e}")))
 }
 
 /// A call in OpenAI's wire shape, with its id when the format carried one.
@@ -123,9 +124,13 @@ impl PyToolCallFormat {
 
     /// The structural tag (XGrammar's JSON text) for an OpenAI `tool_choice` (JSON text)
     /// and `parallel_tool_calls`.
-    fn structural_tag(&self, tool_choice_json: &str, parallel_tool_calls: bool) -> PyResult<String> {
-        let choice =
-            ToolChoice::from_openai(&parse_json(tool_choice_json, "tool_choice")?).map_err(tool_err)?;
+    fn structural_tag(
+        &self,
+        tool_choice_json: &str,
+        parallel_tool_calls: bool,
+    ) -> PyResult<String> {
+        let choice = ToolChoice::from_openai(&parse_json(tool_choice_json, "tool_choice")?)
+            .map_err(tool_err)?;
         let tag = self
             .format
             .structural_tag(&self.tools, &choice, parallel_tool_calls)
