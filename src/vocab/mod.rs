@@ -33,6 +33,10 @@ mod gguf;
 #[cfg(all(feature = "gguf", feature = "hf"))]
 pub use gguf::tokenizer_from_gguf;
 #[cfg(feature = "hf")]
+mod encoded;
+#[cfg(feature = "hf")]
+pub use encoded::{VocabType, DETECTED_STOP_TOKENS};
+#[cfg(feature = "hf")]
 mod hf;
 #[cfg(feature = "tiktoken")]
 mod tiktoken;

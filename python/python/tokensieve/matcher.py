@@ -1,0 +1,310 @@
+"""GrammarMatcher, BatchGrammarMatcher and the bitmask helpers (XGrammar's names).
+
+A bitmask is an int32 array of shape ``(batch, ceil(vocab_size / 32))``: bit ``j % 32`` of
+word ``j // 32`` of a row is set when token ``j`` is allowed. It may be a CPU torch tensor
+or a numpy array; matchers write into it in place, with the GIL released.
+"""
+
+import math
+import os
+from typing import Any, List, Literal, Optional, Tuple, Union
+
+import numpy as np
+
+from . import _core
+from .compiler import CompiledGrammar
+
+try:  # torch is optional: numpy arrays work without it.
+    import torch
+except ImportError:  # pragma: no cover - exercised only without torch
+    torch = None
+
+__all__ = [
+    "GrammarMatcher",
+    "BatchGrammarMatcher",
+    "allocate_token_bitmask",
+    "apply_token_bitmask_inplace",
+    "bitmask_dtype",
+    "get_bitmask_shape",
+    "reset_token_bitmask",
+]
+
+#: The dtype of a token bitmask: int32 (torch's, or numpy's without torch).
+bitmask_dtype = torch.int32 if torch is not None else np.int32
+
+
+def _is_torch(x: Any) -> bool:
+    return torch is not None and isinstance(x, torch.Tensor)
+
+
+def _cpu_buffer(x: Any, what: str, dtype: Any) -> Any:
+    """The object whose buffer the engine writes: a numpy array, or the numpy view of a CPU
+    torch tensor (same memory). Checks the device and dtype of tensors."""
+    if _is_torch(x):
+        if x.device.type != "cpu":
+            raise ValueError(f"{what} must be on CPU, got a tensor on {x.device}")
+        if x.dtype != dtype:
+            raise TypeError(f"{what} must have dtype {dtype}, got {x.dtype}")
+        if not x.is_contiguous():
+            raise ValueError(f"{what} must be contiguous; call .contiguous()")
+        return x.detach().numpy()
+    if isinstance(x, np.ndarray):
+        return x
+    raise TypeError(f"{what} must be a torch.Tensor or a numpy.ndarray, not {type(x)}")
+
+
+def get_bitmask_shape(batch_size: int, vocab_size: int) -> Tuple[int, int]:
+    """``(batch_size, ceil(vocab_size / 32))``."""
+    return (batch_size, math.ceil(vocab_size / 32))
+
+
+def allocate_token_bitmask(batch_size: int, vocab_size: int) -> Any:
+    """A CPU int32 bitmask of :func:`get_bitmask_shape` with every bit set (all tokens
+    allowed): a torch tensor, or a numpy array when torch is not installed."""
+    shape = get_bitmask_shape(batch_size, vocab_size)
+    if torch is not None:
+        return torch.full(shape, -1, dtype=torch.int32)
+    return np.full(shape, -1, dtype=np.int32)
+
+
+def reset_token_bitmask(bitmask: Any) -> None:
+    """Sets every bit (all tokens allowed)."""
+    if _is_torch(bitmask):
+        bitmask.fill_(-1)
+    else:
+        bitmask.fill(-1)
+
+
+def _torch_apply(logits: Any, bitmask: Any, vocab_size: int, indices: Optional[List[int]]) -> None:
+    """The mask applied with torch's own ops (CUDA tensors, dtypes other than float32)."""
+    bitmask = bitmask.to(logits.device)
+    if bitmask.dim() == 1:
+        bitmask = bitmask.unsqueeze(0)
+    rows = logits if logits.dim() == 2 else logits.unsqueeze(0)
+    shifts = torch.arange(32, device=logits.device, dtype=torch.int32)
+    allowed = ((bitmask.unsqueeze(-1) >> shifts) & 1).bool().flatten(-2)[:, :vocab_size]
+    sel = list(range(rows.shape[0])) if indices is None else list(indices)
+    for i in sel:
+        if not 0 <= i < rows.shape[0] or not 0 <= i < allowed.shape[0]:
+            raise IndexError(f"index {i} is out of range for the logits or the bitmask")
+    idx = torch.tensor(sel, dtype=torch.long, device=logits.device)
+    part = rows[idx, :vocab_size]
+    part.masked_fill_(~allowed[idx], float("-inf"))
+    rows[idx, :vocab_size] = part
+
+
+def apply_token_bitmask_inplace(
+    logits: Any,
+    bitmask: Any,
+    *,
+    vocab_size: Optional[int] = None,
+    indices: Optional[List[int]] = None,
+) -> None:
+    """Sets ``logits[i, j]`` to -inf wherever bit ``j`` of ``bitmask[i]`` is clear.
+
+    ``logits``: ``(batch, width)`` or ``(width,)``; ``bitmask``: the same rows, ``ceil(n /
+    32)`` words. The mask covers ``vocab_size`` tokens (default ``min(width, 32 * words)``);
+    logits past it are left as they are. ``indices``: the rows to mask (default all; the two
+    batch sizes may then differ).
+
+    Contiguous float32 CPU tensors and numpy arrays are masked by the engine with the GIL
+    released; other dtypes and devices (CUDA) by torch's own ops.
+
+    Raises
+    ------
+    TypeError, ValueError, IndexError
+        For wrong dtypes, shapes, devices or indices.
+    """
+    width = logits.shape[-1]
+    words = bitmask.shape[-1]
+    n = min(width, words * 32) if vocab_size is None else int(vocab_size)
+    if n > width or n > words * 32 or n < 0:
+        raise ValueError(
+            f"vocab_size {n} exceeds the logits width {width} or the bitmask's {words * 32} bits"
+        )
+    if _is_torch(logits):
+        if not _is_torch(bitmask):
+            bitmask = torch.from_numpy(np.asarray(bitmask))
+        if bitmask.dtype != torch.int32:
+            raise TypeError(f"bitmask must have dtype torch.int32, got {bitmask.dtype}")
+        if logits.device.type == "cpu" and logits.dtype == torch.float32 and logits.is_contiguous():
+            _core.apply_token_bitmask_inplace_cpu(
+                logits.detach().numpy(), _cpu_buffer(bitmask.cpu().contiguous(), "bitmask", torch.int32), n,
+                None if indices is None else [int(i) for i in indices],
+            )
+        else:
+            _torch_apply(logits, bitmask, n, indices)
+        return
+    if not isinstance(logits, np.ndarray):
+        raise TypeError(f"logits must be a torch.Tensor or a numpy.ndarray, not {type(logits)}")
+    if logits.dtype != np.float32:
+        raise TypeError(f"numpy logits must be float32, got {logits.dtype}")
+    if _is_torch(bitmask):
+        bitmask = _cpu_buffer(bitmask, "bitmask", torch.int32)
+    _core.apply_token_bitmask_inplace_cpu(
+        logits, bitmask, n, None if indices is None else [int(i) for i in indices]
+    )
+
+
+class GrammarMatcher:
+    """Matches one sequence against a compiled grammar, token by token.
+
+    Parameters
+    ----------
+    compiled_grammar : CompiledGrammar
+    max_rollback_tokens : int, default -1
+        Accepted for XGrammar compatibility; tokensieve keeps every step, so any number of
+        steps can be rolled back whatever the value.
+
+    XGrammar's ``override_stop_tokens`` and ``terminate_without_stop_token`` are not
+    accepted yet (the engine's per-matcher stop tokens are on their way); passing them is a
+    TypeError.
+    """
+
+    def __init__(self, compiled_grammar: CompiledGrammar, *, max_rollback_tokens: int = -1) -> None:
+        if not isinstance(compiled_grammar, CompiledGrammar):
+            raise TypeError(
+                f"compiled_grammar must be a CompiledGrammar, not {type(compiled_grammar)}"
+            )
+        self._compiled = compiled_grammar
+        self._matcher = _core.GrammarMatcher(compiled_grammar._compiled)
+        self._max_rollback_tokens = max_rollback_tokens
+
+    @classmethod
+    def _from_core(cls, compiled: CompiledGrammar, core: "_core.GrammarMatcher", mrt: int):
+        self = cls.__new__(cls)
+        self._compiled, self._matcher, self._max_rollback_tokens = compiled, core, mrt
+        return self
+
+    def accept_token(self, token_id: int, *, debug_print: bool = False) -> bool:
+        """Accepts a token if the grammar allows it; False (state unchanged) otherwise.
+
+        Raises
+        ------
+        ValueError
+            For an id at or past the vocabulary size; OverflowError for a negative id.
+        """
+        if debug_print:
+            reason = self._matcher.rejection_reason(int(token_id))
+            if reason is not None:
+                print(f"tokensieve: {reason}")
+        return self._matcher.accept_token(int(token_id))
+
+    def accept_string(self, input_str: Union[str, bytes], *, debug_print: bool = False) -> bool:
+        """Accepts the bytes of a string as one step (for rollback), all or nothing."""
+        return self._matcher.accept_string(input_str)
+
+    def fill_next_token_bitmask(self, bitmask: Any, index: int = 0, *, debug_print: bool = False) -> bool:
+        """Writes the next token's mask into ``bitmask[index]`` (an int32 CPU tensor or numpy
+        array of shape ``(batch, ceil(vocab_size / 32))`` or ``(words,)``), with the GIL
+        released. The state is unchanged.
+
+        Returns
+        -------
+        need_apply : bool
+            False when every token is allowed (the mask need not be applied).
+
+        Raises
+        ------
+        TypeError, ValueError, IndexError
+            For a bitmask of the wrong dtype, device, shape or contiguity, or an index out
+            of range.
+        """
+        buf = _cpu_buffer(bitmask, "bitmask", bitmask_dtype if torch is not None else None)
+        return self._matcher.fill_next_token_bitmask(buf, int(index))
+
+    def find_jump_forward_string(self) -> str:
+        """The text the grammar forces next, whatever is sampled; the state is unchanged."""
+        return self._matcher.find_jump_forward_string()
+
+    def rollback(self, num_tokens: int = 1) -> None:
+        """Undoes the last ``num_tokens`` accepted steps (ValueError past what was accepted)."""
+        self._matcher.rollback(int(num_tokens))
+
+    def is_terminated(self) -> bool:
+        """True once a stop token has been accepted."""
+        return self._matcher.is_terminated()
+
+    def is_completed(self) -> bool:
+        """True when the output so far is a complete match (a stop token may come now)."""
+        return self._matcher.is_completed()
+
+    def reset(self) -> None:
+        """Returns to the start of the grammar."""
+        self._matcher.reset()
+
+    def fork(self) -> "GrammarMatcher":
+        """An independent copy in the same state."""
+        return GrammarMatcher._from_core(self._compiled, self._matcher.fork(), self._max_rollback_tokens)
+
+    @property
+    def max_rollback_tokens(self) -> int:
+        """The value given at construction (rollback is unbounded in tokensieve)."""
+        return self._max_rollback_tokens
+
+    @property
+    def stop_token_ids(self) -> List[int]:
+        """The stop tokens: the vocabulary's."""
+        return self._matcher.stop_token_ids
+
+
+class BatchGrammarMatcher:
+    """Fills the bitmask rows of many matchers in parallel, with the GIL released.
+
+    Parameters
+    ----------
+    max_threads : int or "auto", default "auto"
+        Threads of the fill; "auto" is half the CPUs (at least one), as XGrammar's.
+    """
+
+    def __init__(self, max_threads: Union[int, Literal["auto"]] = "auto") -> None:
+        if max_threads == "auto":
+            max_threads = max(1, (os.cpu_count() or 2) // 2)
+        if not isinstance(max_threads, int) or max_threads < 1:
+            raise ValueError(f"max_threads must be 'auto' or a positive int, got {max_threads!r}")
+        self._threads = max_threads
+        self._pool = _core.ThreadPool(max_threads)
+
+    def batch_fill_next_token_bitmask(
+        self,
+        matchers: List[GrammarMatcher],
+        bitmask: Any,
+        indices: Optional[List[int]] = None,
+        debug_print: bool = False,
+    ) -> None:
+        """Fills ``bitmask[indices[i]]`` (default row ``i``) from ``matchers[i]``.
+
+        Raises
+        ------
+        TypeError, ValueError, IndexError
+            For a bad bitmask, indices out of range or repeated, one matcher twice.
+        """
+        buf = _cpu_buffer(bitmask, "bitmask", bitmask_dtype if torch is not None else None)
+        _core.batch_fill_next_token_bitmask(
+            [m._matcher for m in matchers],
+            buf,
+            self._pool,
+            None if indices is None else [int(i) for i in indices],
+        )
+
+    @staticmethod
+    def batch_accept_token(
+        matchers: List[GrammarMatcher], tokens: List[int], debug_print: bool = False
+    ) -> List[bool]:
+        """``matchers[i].accept_token(tokens[i])`` for each i."""
+        return _core.batch_accept_token([m._matcher for m in matchers], [int(t) for t in tokens])
+
+    @staticmethod
+    def batch_accept_string(
+        matchers: List[GrammarMatcher], strings: List[Union[str, bytes]], debug_print: bool = False
+    ) -> List[bool]:
+        """``matchers[i].accept_string(strings[i])`` for each i."""
+        return _core.batch_accept_string([m._matcher for m in matchers], list(strings))
+
+    @staticmethod
+    def batch_rollback(matchers: List[GrammarMatcher], num_tokens: Union[List[int], int] = 1) -> None:
+        """Rolls ``matchers[i]`` back by ``num_tokens[i]`` (or the one int for all); checked for
+        every matcher before any changes."""
+        if isinstance(num_tokens, int):
+            num_tokens = [num_tokens] * len(matchers)
+        _core.batch_rollback([m._matcher for m in matchers], [int(n) for n in num_tokens])

@@ -1,0 +1,196 @@
+"""Tool calling: OpenAI tools and ``tool_choice``, a model family's structural tag, and the
+parsers that read calls back (whole output or streamed) as OpenAI-shaped ``tool_calls``.
+
+XGrammar builds the structural tag (``get_model_structural_tag``); tokensieve also parses
+the output with the same definition, so what the grammar lets the model write is what the
+parser reads::
+
+    fmt = tokensieve.tools.ToolCallFormat("hermes", tools)
+    compiled = compiler.compile_structural_tag(fmt.structural_tag("auto"))
+    ...generate...
+    message = fmt.parse(text)   # {"content": ..., "reasoning": ..., "tool_calls": [...], "errors": [...]}
+"""
+
+import json
+from typing import Any, Dict, List, Optional, Union
+
+from . import _core
+
+__all__ = [
+    "ToolCallFormat",
+    "StreamingParser",
+    "format_names",
+    "get_model_structural_tag",
+    "MODEL_FORMATS",
+]
+
+#: XGrammar's ``get_model_structural_tag`` model names that tokensieve covers, and the
+#: tokensieve format each maps to.
+MODEL_FORMATS: Dict[str, str] = {
+    "llama": "llama3_json",
+    "qwen_3": "hermes",
+    "qwen_3_coder": "qwen3_coder",
+    "qwen_3_5": "qwen3_coder",
+    "kimi": "kimi_k2",
+    "deepseek_r1": "deepseek_v3",
+    "deepseek_v3_1": "deepseek_v31",
+    "harmony": "harmony",
+    "glm_4_7": "glm47",
+}
+
+
+def format_names() -> List[str]:
+    """The names of the registered tool-call formats (``hermes``, ``llama3_json``, ...)."""
+    return list(_core.tool_call_format_names())
+
+
+def _tool_choice_text(tool_choice: Union[str, Dict[str, Any], None]) -> str:
+    return json.dumps("auto" if tool_choice is None else tool_choice)
+
+
+class StreamingParser:
+    """Reads a streamed output delta by delta. :meth:`push` and :meth:`finish` return the
+    events settled so far, dicts with a ``type`` of ``content``, ``reasoning``,
+    ``tool_call_start`` (``index``, ``id``, ``name``), ``tool_call_arguments`` (``index``,
+    ``delta``: argument text, as an OpenAI server streams ``function.arguments``),
+    ``tool_call_end`` (``index``, ``tool_call`` in OpenAI's shape) or ``malformed``
+    (``text``, ``offset``, ``error``)."""
+
+    def __init__(self, core: "_core.StreamingParser") -> None:
+        self._parser = core
+
+    def push(self, delta: str) -> List[Dict[str, Any]]:
+        """Feeds more output."""
+        return json.loads(self._parser.push(delta))
+
+    def finish(self) -> List[Dict[str, Any]]:
+        """Ends the output: the remaining events."""
+        return json.loads(self._parser.finish())
+
+    @property
+    def text(self) -> str:
+        """The output received so far."""
+        return self._parser.text()
+
+
+class ToolCallFormat:
+    """A model family's tool-call syntax for a list of tools.
+
+    Parameters
+    ----------
+    name : str
+        A registered format (see :func:`format_names`; case is ignored).
+    tools : list of dict, or JSON text
+        OpenAI's ``tools`` array (``{"type": "function", "function": {"name", "description",
+        "parameters", "strict"}}``).
+    reasoning : bool, default False
+        The output opens with the family's reasoning block (``<think>…</think>``), where
+        call markers are forbidden.
+    any_order : bool, default False
+        Argument properties in any order.
+    text_after_calls : bool, default False
+        Free text may follow the calls (XGrammar's looser behaviour).
+    max_whitespace_cnt : int, optional
+        The most whitespace characters in one place inside arguments.
+
+    Raises
+    ------
+    ValueError
+        For an unknown format name or a bad tool definition (the message says which).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        tools: Union[List[Dict[str, Any]], str],
+        *,
+        reasoning: bool = False,
+        any_order: bool = False,
+        text_after_calls: bool = False,
+        max_whitespace_cnt: Optional[int] = None,
+    ) -> None:
+        text = tools if isinstance(tools, str) else json.dumps(list(tools))
+        self._format = _core.ToolCallFormat(
+            name, text, reasoning, any_order, text_after_calls, max_whitespace_cnt
+        )
+
+    @property
+    def name(self) -> str:
+        """The registry name of the format."""
+        return self._format.name
+
+    @property
+    def tool_names(self) -> List[str]:
+        """The tools' names, in order."""
+        return list(self._format.tool_names)
+
+    def structural_tag(
+        self, tool_choice: Union[str, Dict[str, Any], None] = "auto", parallel_tool_calls: bool = True
+    ) -> Dict[str, Any]:
+        """The structural tag (XGrammar's JSON, as a dict) for OpenAI's ``tool_choice``
+        (``"none"``, ``"auto"``, ``"required"``, ``{"type": "function", "function": {"name":
+        ...}}``, ``{"type": "allowed_tools", ...}``); give it to
+        :meth:`GrammarCompiler.compile_structural_tag`.
+
+        Raises
+        ------
+        ValueError
+            For a tool_choice that cannot be read or names an unknown tool.
+        """
+        return json.loads(self._format.structural_tag(_tool_choice_text(tool_choice), parallel_tool_calls))
+
+    def parse(self, text: str) -> Dict[str, Any]:
+        """Parses a whole output: ``{"content", "reasoning", "tool_calls", "errors"}`` with
+        ``tool_calls`` in OpenAI's shape (``{"id"?, "type": "function", "function": {"name",
+        "arguments": JSON text}}``). Never raises: unreadable calls are in ``errors`` and
+        their text stays in ``content``."""
+        return json.loads(self._format.parse(text))
+
+    def streaming_parser(self) -> StreamingParser:
+        """A new :class:`StreamingParser` for one output."""
+        return StreamingParser(self._format.streaming_parser())
+
+    def render_tools_prompt(self) -> str:
+        """The tools' declaration for the prompt, as the family's chat template writes it."""
+        return self._format.render_tools_prompt()
+
+
+def get_model_structural_tag(
+    model: str,
+    tools: Optional[List[Dict[str, Any]]] = None,
+    tool_choice: Union[str, Dict[str, Any], None] = "auto",
+    reasoning: bool = True,
+    force_reasoning: bool = False,
+    any_order: bool = False,
+    exclude_special_tokens: bool = True,
+    max_whitespace_cnt: Optional[int] = None,
+) -> Dict[str, Any]:
+    """XGrammar's ``get_model_structural_tag`` for the model names of :data:`MODEL_FORMATS`:
+    the structural tag (a dict) of the family's tool calls under ``tool_choice``.
+
+    ``reasoning`` opens the output with the family's reasoning block for the families that
+    have one (Qwen3, DeepSeek, Kimi, GLM, harmony). ``force_reasoning`` and
+    ``exclude_special_tokens=False`` are not supported (ValueError).
+
+    Raises
+    ------
+    ValueError
+        For a model name tokensieve does not cover, unsupported options, bad tools or
+        tool_choice.
+    """
+    if model not in MODEL_FORMATS:
+        raise ValueError(
+            f"model {model!r} is not covered; covered: {sorted(MODEL_FORMATS)} "
+            f"(or use ToolCallFormat with one of {format_names()})"
+        )
+    if force_reasoning or not exclude_special_tokens:
+        raise ValueError("force_reasoning and exclude_special_tokens=False are not supported")
+    fmt_name = MODEL_FORMATS[model]
+    fmt = ToolCallFormat(
+        fmt_name,
+        tools or [],
+        reasoning=reasoning and model != "llama",
+        any_order=any_order,
+        max_whitespace_cnt=max_whitespace_cnt,
+    )
+    return fmt.structural_tag(tool_choice)

@@ -1,0 +1,162 @@
+"""One compiled grammar filled from several Python threads at once, the GIL released."""
+
+import threading
+import time
+
+import numpy as np
+import torch
+
+import tokensieve as xgr
+from conftest import compiler, hf_tokenizer, tokenizer_info
+from test_token_by_token import SCHEMA
+
+
+def run_sequence(compiled, ids, vocab_size, out, slot):
+    m = xgr.GrammarMatcher(compiled)
+    b = xgr.allocate_token_bitmask(1, vocab_size)
+    masks = []
+    for t in ids:
+        m.fill_next_token_bitmask(b)
+        masks.append(b.clone())
+        assert m.accept_token(t)
+    out[slot] = masks
+
+
+def test_threads_share_one_compiled_grammar():
+    model = "llama3_1"
+    info = tokenizer_info(model)
+    compiled = compiler(model).compile_json_schema(SCHEMA)
+    texts = [
+        '{"name": "A", "age": 1}',
+        '{"name": "Bob", "age": 22, "tags": []}',
+        '{"name": "Cy", "age": 3, "tags": ["x"]}',
+        '{"name": "Dee Dee", "age": 44}',
+    ]
+    tok = hf_tokenizer(model)
+    seqs = [tok.encode(t, add_special_tokens=False) for t in texts]
+    serial = {}
+    for i, ids in enumerate(seqs):
+        run_sequence(compiled, ids, info.vocab_size, serial, i)
+    threaded = {}
+    threads = [
+        threading.Thread(target=run_sequence, args=(compiled, ids, info.vocab_size, threaded, i))
+        for i, ids in enumerate(seqs)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(threaded) == list(range(len(seqs)))
+    for i in range(len(seqs)):
+        assert all(torch.equal(a, b) for a, b in zip(serial[i], threaded[i]))
+
+
+def test_the_gil_is_released_during_fill():
+    """Another Python thread runs *during* each (batch) fill call. With a long switch interval a
+    thread holding the GIL is never preempted inside a short loop, so a counter that the
+    other thread increments moves across a call only if the call released the GIL."""
+    import sys
+
+    model = "qwen3"
+    info = tokenizer_info(model)
+    compiled = compiler(model).compile_builtin_json_grammar()
+    # A batch fill of 64 rows: long enough (milliseconds) for the other thread to wake.
+    ms = []
+    for p in ['{"key": [1, 2, {"a": "', '{"', "[1, 2", '{"a": tr'] * 16:
+        m = xgr.GrammarMatcher(compiled)
+        assert m.accept_string(p)
+        ms.append(m)
+    b = xgr.allocate_token_bitmask(len(ms), info.vocab_size)
+    batch = xgr.BatchGrammarMatcher(1)
+    batch.batch_fill_next_token_bitmask(ms, b)  # warm
+    stop = threading.Event()
+    ticks = [0]
+
+    def python_loop():
+        while not stop.is_set():
+            ticks[0] += 1
+
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(0.02)
+    t = threading.Thread(target=python_loop)
+    t.start()
+    try:
+        moved = 0
+        for _ in range(10):
+            before = ticks[0]
+            batch.batch_fill_next_token_bitmask(ms, b)
+            moved += ticks[0] != before
+    finally:
+        stop.set()
+        t.join()
+        sys.setswitchinterval(old)
+    assert moved >= 8, f"the other thread ran during only {moved} of 10 fills"
+
+
+def fill_steps(matchers, bitmask, batch, steps):
+    for _ in range(steps):
+        batch.batch_fill_next_token_bitmask(matchers, bitmask)
+
+
+def test_batch_fill_two_threads_vs_one(capsys):
+    """The batch fill gives the same rows on 1 and 2 threads; the time ratio is printed
+    (not asserted: the test machine is shared)."""
+    model = "qwen3"
+    info = tokenizer_info(model)
+    compiled = compiler(model).compile_json_schema(SCHEMA)
+    prefixes = ['{"name": "', '{"name": "x", "age": ', '{"name": "y", "age": 5, "tags": ["', "{"] * 2
+    matchers = []
+    for p in prefixes * 4:
+        m = xgr.GrammarMatcher(compiled)
+        assert m.accept_string(p)
+        matchers.append(m)
+    b1 = xgr.allocate_token_bitmask(len(matchers), info.vocab_size)
+    b2 = xgr.allocate_token_bitmask(len(matchers), info.vocab_size)
+    one, two = xgr.BatchGrammarMatcher(1), xgr.BatchGrammarMatcher(2)
+    one.batch_fill_next_token_bitmask(matchers, b1)
+    two.batch_fill_next_token_bitmask(matchers, b2)
+    assert torch.equal(b1, b2)
+    for i, m in enumerate(matchers):
+        row = xgr.allocate_token_bitmask(1, info.vocab_size)
+        m.fill_next_token_bitmask(row)
+        assert torch.equal(row[0], b1[i])
+    # Rows given by indices land in those rows only.
+    b3 = torch.zeros(len(matchers) + 2, b1.shape[1], dtype=torch.int32)
+    two.batch_fill_next_token_bitmask(matchers[:2], b3, indices=[3, 0])
+    assert torch.equal(b3[3], b1[0]) and torch.equal(b3[0], b1[1]) and not b3[1].any()
+    timings = {}
+    for name, batch in (("1 thread", one), ("2 threads", two), ("1 thread again", one)):
+        start = time.perf_counter()
+        fill_steps(matchers, b1, batch, 20)
+        timings[name] = time.perf_counter() - start
+    t1 = min(timings["1 thread"], timings["1 thread again"])
+    # Two Python threads, each filling its half of the batch with its own matchers.
+    halves = [matchers[: len(matchers) // 2], matchers[len(matchers) // 2 :]]
+    rows = [xgr.allocate_token_bitmask(len(h), info.vocab_size) for h in halves]
+
+    def half(i):
+        for _ in range(20):
+            for j, mm in enumerate(halves[i]):
+                mm.fill_next_token_bitmask(rows[i], j)
+
+    start = time.perf_counter()
+    half(0)
+    half(1)
+    py1 = time.perf_counter() - start
+    ths = [threading.Thread(target=half, args=(i,)) for i in range(2)]
+    start = time.perf_counter()
+    for th in ths:
+        th.start()
+    for th in ths:
+        th.join()
+    py2 = time.perf_counter() - start
+    with capsys.disabled():
+        print(
+            f"per-matcher fills from Python: 1 thread {py1 * 1e3:.1f} ms, 2 Python threads "
+            f"{py2 * 1e3:.1f} ms, ratio {py1 / py2:.2f}"
+        )
+        print(
+            f"\nbatch fill of {len(matchers)} Qwen3 matchers x 20 steps: 1 thread {t1 * 1e3:.1f} ms, "
+            f"2 threads {timings['2 threads'] * 1e3:.1f} ms, ratio {t1 / timings['2 threads']:.2f} "
+            "(measured on a shared machine)"
+        )
