@@ -21,8 +21,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use serde_json::Value;
-use tokensieve::tools::{Hermes, Tool, ToolCallFormat, ToolChoice};
 use tokensieve::{CompiledGrammar, GrammarCompiler, GrammarMatcher, Precompute};
+use tokensieve_tools::{Hermes, Tool, ToolCallFormat, ToolChoice};
 
 enum Job {
     Schema(Value, Vec<String>),

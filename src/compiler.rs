@@ -364,8 +364,8 @@ impl GrammarCompiler {
         closed: &[(String, Vec<String>)],
     ) -> Result<Arc<CompiledGrammar>, CompileError> {
         match &self.pool {
-            Some(pool) => pool.install(|| self.compile_on_pool(grammar, keep, unique_keys)),
-            None => self.compile_on_pool(grammar, keep, unique_keys),
+            Some(pool) => pool.install(|| self.compile_on_pool(grammar, keep, unique_keys, closed)),
+            None => self.compile_on_pool(grammar, keep, unique_keys, closed),
         }
     }
 
@@ -375,6 +375,7 @@ impl GrammarCompiler {
         grammar: &Grammar,
         keep: &[bool],
         unique_keys: bool,
+        closed: &[(String, Vec<String>)],
     ) -> Result<Arc<CompiledGrammar>, CompileError> {
         grammar.validate()?;
         check_ir(&self.limits, grammar)?;

@@ -252,7 +252,7 @@ proptest! {
 #[cfg(feature = "hf")]
 #[test]
 fn maskbench_and_tool_tags_round_trip_on_llama() {
-    use tokensieve::tools::{Hermes, Tool, ToolCallFormat, ToolChoice};
+    use tokensieve_tools::{Hermes, Tool, ToolCallFormat, ToolChoice};
     let Some(rt) = common::RealTokenizer::load("llama3_1") else {
         return;
     };

@@ -239,6 +239,10 @@ struct VocabData {
     special: Vec<u32>,
     stop: Vec<u32>,
     vocab_size: u64,
+    /// Tokens written differently at the start of the output (`Vocabulary::start_bytes`).
+    start_forms: Vec<(u32, Vec<u8>)>,
+    /// `Vocabulary::strips_output_start`.
+    strip_output_start: bool,
 }
 
 impl Vocabulary {
@@ -262,6 +266,14 @@ impl Vocabulary {
         for &id in self.stop_tokens() {
             h.update(&id.to_le_bytes());
         }
+        h.update(&[0xff; 4]);
+        for &id in self.start_form_tokens() {
+            let b = self.start_bytes(id).unwrap_or(&[]);
+            h.update(&id.to_le_bytes());
+            h.update(&(b.len() as u32).to_le_bytes());
+            h.update(b);
+        }
+        h.update(&[self.strips_output_start() as u8]);
         h.digest()
     }
 
@@ -278,6 +290,12 @@ impl Vocabulary {
             special: self.special_tokens().collect(),
             stop: self.stop_tokens().to_vec(),
             vocab_size: self.vocab_size() as u64,
+            start_forms: self
+                .start_form_tokens()
+                .iter()
+                .map(|&id| (id, self.start_bytes(id).unwrap_or(&[]).to_vec()))
+                .collect(),
+            strip_output_start: self.strips_output_start(),
         };
         for id in 0..n {
             let b = self.token_bytes(id).unwrap_or(&[]);
@@ -313,7 +331,10 @@ impl Vocabulary {
         let vocab = Vocabulary::from_token_bytes(&tokens, &data.special, &data.stop)
             .map_err(malformed)?
             .with_vocab_size(usize::try_from(data.vocab_size).unwrap_or(usize::MAX))
-            .map_err(malformed)?;
+            .map_err(malformed)?
+            .with_start_bytes(data.start_forms.iter().map(|(id, b)| (*id, b.as_slice())))
+            .map_err(malformed)?
+            .with_strip_output_start(data.strip_output_start);
         let found = vocab.fingerprint();
         if found != fingerprint {
             return Err(DeserializeError::Malformed(format!(
@@ -656,14 +677,14 @@ mod tests {
                 break;
             }
         }
-        use crate::tools::{Hermes, Tool, ToolCallFormat, ToolChoice};
-        let tools = Tool::list_from_openai(&serde_json::json!([{"type": "function", "function": {
-            "name": "get_weather", "parameters": {"type": "object",
-            "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]))
-        .unwrap();
-        let tag = Hermes::default()
-            .structural_tag(&tools, &ToolChoice::Required, true)
-            .unwrap();
+        let tag = crate::structural_tag::hermes_like_tag(
+            &[(
+                "get_weather".to_owned(),
+                serde_json::json!({"type": "object",
+                    "properties": {"city": {"type": "string"}}, "required": ["city"]}),
+            )],
+            true,
+        );
         grammars.push((
             eager.compile_structural_tag(&tag).unwrap(),
             lazy.compile_structural_tag(&tag).unwrap(),

@@ -198,7 +198,6 @@ fn fill(weak: &Weak<CompiledGrammar>) -> BackgroundStatus {
 mod tests {
     use super::*;
     use crate::mask::cache::{or_token_set, NodeMask};
-    use crate::tools::{Hermes, Tool, ToolCallFormat, ToolChoice};
     use crate::{GrammarCompiler, GrammarMatcher, Precompute, Vocabulary};
     use serde_json::Value;
     use std::io::BufRead;
@@ -233,24 +232,6 @@ mod tests {
             .map(|r| r["schema"].clone())
             .take(n)
             .collect()
-    }
-
-    /// `n` distinct tools of BFCL's `multiple` file.
-    fn bfcl_tools(n: usize) -> Vec<Tool> {
-        let path = shared().join("testdata/toolcalls/bfcl/BFCL_v4_multiple.json");
-        let text = std::fs::read_to_string(path).expect("BFCL file");
-        let mut tools: Vec<Tool> = Vec::new();
-        for line in text.lines() {
-            let v: Value = serde_json::from_str(line).expect("BFCL line");
-            for f in v["function"].as_array().into_iter().flatten() {
-                if let Ok(t) = Tool::from_bfcl_function(f) {
-                    if tools.len() < n && !tools.iter().any(|u| u.name == t.name) {
-                        tools.push(t);
-                    }
-                }
-            }
-        }
-        tools
     }
 
     /// A mask's accepted tokens as a bitset, and its uncertain trie positions.
@@ -322,14 +303,17 @@ mod tests {
             compared += 1;
         }
         assert!(compared >= 6, "only {compared} schemas compiled");
-        let tools = bfcl_tools(5);
+        // Five BFCL functions' parameters (MaskBench's JSON Schema form of them).
+        let tools: Vec<(String, Value)> = maskbench("BFCL_multiple", 5)
+            .into_iter()
+            .enumerate()
+            .map(|(i, s)| (format!("f{i}"), s))
+            .collect();
         assert_eq!(tools.len(), 5);
-        let tag = Hermes::default()
-            .structural_tag(&tools, &ToolChoice::Auto, true)
-            .unwrap();
+        let tag = crate::structural_tag::hermes_like_tag(&tools, false);
         let a = bg.compile_structural_tag(&tag).unwrap();
         let b = eager.compile_structural_tag(&tag).unwrap();
-        assert_same_masks("Hermes tag over 5 BFCL tools", &a, &b);
+        assert_same_masks("Hermes-style tag over 5 BFCL tools", &a, &b);
     }
 
     /// A pool whose only thread is held until the returned sender is dropped.

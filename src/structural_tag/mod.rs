@@ -238,3 +238,36 @@ impl GrammarCompiler {
         })
     }
 }
+
+/// A Hermes-style tool-call tag in XGrammar's JSON, for the engine's unit tests (the real
+/// families live in the crate `tokensieve-tools`, which the engine's own tests cannot use):
+/// free text, then calls `<tool_call>\n{"name": NAME, "arguments": ARGS}\n</tool_call>`,
+/// one tag per (name, parameters schema); `at_least_one` as `tool_choice: required`.
+#[cfg(test)]
+pub(crate) fn hermes_like_tag(
+    functions: &[(String, serde_json::Value)],
+    at_least_one: bool,
+) -> StructuralTag {
+    let tags: Vec<serde_json::Value> = functions
+        .iter()
+        .map(|(name, schema)| {
+            serde_json::json!({
+                "type": "tag",
+                "begin": format!("<tool_call>\n{{\"name\": \"{name}\", \"arguments\": "),
+                "content": {"type": "json_schema", "json_schema": schema},
+                "end": "}\n</tool_call>",
+            })
+        })
+        .collect();
+    StructuralTag::from_json(&serde_json::json!({
+        "type": "structural_tag",
+        "format": {
+            "type": "triggered_tags",
+            "triggers": ["<tool_call>"],
+            "tags": tags,
+            "at_least_one": at_least_one,
+            "stop_after_first": false,
+        }
+    }))
+    .expect("a valid structural tag")
+}

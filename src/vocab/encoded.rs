@@ -66,11 +66,12 @@ impl Vocabulary {
     /// text here (use [`Vocabulary::from_tokenizer_json_str`] to keep a tokenizer's special
     /// tokens atomic). `stop`: the stop token ids; `None` picks the tokens whose bytes are
     /// one of [`DETECTED_STOP_TOKENS`]. `vocab_size`: the logits width (`None`: the number
-    /// of tokens).
+    /// of tokens; a width below it drops the tokens from it on, as
+    /// [`Vocabulary::with_vocab_size`] does).
     ///
     /// # Errors
     /// [`VocabError::TokenOutOfRange`] for a stop id past the tokens,
-    /// [`VocabError::VocabSizeTooSmall`] for a `vocab_size` below the number of tokens,
+    /// [`VocabError::VocabSizeTooSmall`] for a `vocab_size` at or below a stop token's id,
     /// [`VocabError::TooManyTokens`] as [`Vocabulary::from_token_bytes`].
     pub fn from_encoded_vocab<S: AsRef<[u8]>>(
         encoded: &[S],
@@ -165,8 +166,12 @@ mod tests {
     #[test]
     fn bad_sizes_are_errors() {
         let enc = ["a", "b"];
+        // A width below the tokens drops the last ones (a model narrower than its
+        // tokenizer), unless a stop token falls off.
+        let narrow = Vocabulary::from_encoded_vocab(&enc, VocabType::Raw, Some(1), None).unwrap();
+        assert_eq!(narrow.vocab_size(), 1);
         assert!(matches!(
-            Vocabulary::from_encoded_vocab(&enc, VocabType::Raw, Some(1), None),
+            Vocabulary::from_encoded_vocab(&enc, VocabType::Raw, Some(1), Some(&[1])),
             Err(VocabError::VocabSizeTooSmall { .. })
         ));
         assert!(matches!(
