@@ -35,8 +35,12 @@ def test_from_huggingface_vocab_size_and_stop_tokens():
     assert info.stop_token_ids == [im_end]
     # The padding ids past the tokenizer are listed as special, as in XGrammar.
     assert info.special_token_ids[-1] == 151935
-    with pytest.raises(ValueError, match="smaller than the tokenizer"):
+    # A width below the tokenizer drops the tokens past it (as XGrammar), but not a stop
+    # token: decoding could never stop.
+    with pytest.raises(ValueError, match="leaves out stop token"):
         xgr.TokenizerInfo.from_huggingface(tok, vocab_size=1000)
+    narrow = xgr.TokenizerInfo.from_huggingface(tok, vocab_size=1000, stop_token_ids=[5])
+    assert narrow.vocab_size == 1000
     with pytest.raises(ValueError, match="past the vocabulary"):
         xgr.TokenizerInfo.from_huggingface(tok, stop_token_ids=[10**7])
     with pytest.raises(ValueError, match="cannot be empty"):

@@ -93,7 +93,7 @@ class TokenizerInfo:
     Raises
     ------
     ValueError
-        For a stop id past the tokens, a ``vocab_size`` smaller than the number of tokens.
+        For a stop id past the tokens, a ``vocab_size`` at or below a stop token's id.
     """
 
     def __init__(
@@ -142,8 +142,9 @@ class TokenizerInfo:
         tokenizer : transformers.PreTrainedTokenizerBase
         vocab_size : int, optional
             The model's logits width (``config.vocab_size``); default the tokenizer's size.
-            It may not be smaller than the tokenizer (XGrammar allows that; here it is a
-            ValueError).
+            A width smaller than the tokenizer drops the tokens at or past it (never in a
+            mask, rejected by ``accept_token``), as XGrammar does; a stop token among them
+            is a ValueError.
         stop_token_ids : int or list of int, optional
             Default: ``[tokenizer.eos_token_id]`` when the tokenizer has one.
 
