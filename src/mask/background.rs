@@ -343,9 +343,11 @@ mod tests {
         });
         let options = crate::JsonSchemaOptions::default();
         let (pool, release) = blocked_pool();
+        // Without the whole-grammar cache: each compile below is a new grammar.
         let compiler = GrammarCompiler::new(vocab)
             .with_precompute(Precompute::Background)
-            .with_background_pool(pool.clone());
+            .with_background_pool(pool.clone())
+            .with_cache_enabled(false);
         let g = compiler.compile_json_schema(&schema, &options).unwrap();
         assert_eq!(g.background_status(), BackgroundStatus::Running);
         // The pool is busy: the matcher computes its masks itself.
