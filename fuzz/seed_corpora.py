@@ -6,7 +6,7 @@
 Sources: the committed seeds in fuzz/seeds/<target>/; for `json_schema`, every schema of
 the JSON-Schema-Test-Suite (draft 2020-12, optional formats included) and a sample of
 MaskBench schemas (../shared/testdata); for `structural_tag`, every structural-tag JSON
-literal of tests/structural_tag.rs; for `tool_parsers`, raw model outputs and rendered
+literal of tests/front_ends/structural_tag.rs; for `tool_parsers`, raw model outputs and rendered
 prompts of ../shared/testdata/toolcalls. Seeds start with the target's flag/mode byte.
 """
 import glob
@@ -107,5 +107,5 @@ if __name__ == "__main__":
     for target in ["ebnf", "regex", "matcher", "json_schema", "structural_tag", "tool_parsers"]:
         print(target, "committed seeds:", committed(target))
     print("json_schema seeds from testdata:", json_schema())
-    print("structural_tag seeds from tests/structural_tag.rs:", structural_tag())
+    print("structural_tag seeds from tests/front_ends/structural_tag.rs:", structural_tag())
     print("tool_parsers seeds from toolcalls/:", tool_parsers())

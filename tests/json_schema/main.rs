@@ -1,0 +1,24 @@
+//! The JSON Schema front end: keywords, formats, references, unique keys, the official
+//! test suite and random walks over MaskBench schemas. One test binary; each module checks
+//! one topic (its first lines say which).
+//!
+//! Run with `cargo test --release --test json_schema [filter]`.
+
+#[path = "../common/mod.rs"]
+mod common;
+mod schema_check;
+
+mod combinations;
+mod conditionals;
+mod core;
+mod enum_const;
+mod formats_rfc;
+mod formats_suite;
+mod keyword_values;
+mod one_of;
+mod pattern_properties;
+mod random_walks;
+mod soundness_review;
+mod test_suite;
+mod unevaluated;
+mod unique_keys;
