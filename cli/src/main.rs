@@ -38,7 +38,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Compile a grammar; print it as EBNF with its node count, memory and compile time.
+    /// Compile a grammar; print it as EBNF (the rules its root reaches) with its node count,
+    /// memory and compile time.
     Compile {
         #[command(flatten)]
         grammar: GrammarSource,
@@ -56,6 +57,9 @@ enum Command {
         /// Accept a text that is only a prefix of a match (the grammar need not end there).
         #[arg(long)]
         partial: bool,
+        /// Output: `text`, or `json` for one machine-readable object.
+        #[arg(long, value_enum, default_value = "text")]
+        format: OutputFormat,
     },
     /// As `check`, printing every step: the token, the allowed-token count, the mask time.
     Masks {
@@ -65,6 +69,9 @@ enum Command {
         text: TextSource,
         #[command(flatten)]
         options: Options,
+        /// Output: `text`, or `json` for one machine-readable object.
+        #[arg(long, value_enum, default_value = "text")]
+        format: OutputFormat,
     },
     /// Teacher-force MaskBench schemas' valid instances token by token: compile, mask and
     /// accept times per engine (tokensieve, and llguidance with the `llguidance` feature).
@@ -86,9 +93,16 @@ struct GrammarSource {
     #[arg(long)]
     json: bool,
     /// A JSON Schema file, compiled with `compile_json_schema` (default options; see
-    /// `--any-order`). Its matcher also checks that no object key repeats.
+    /// `--any-order` and `--lenient`). Its matcher also checks that no object key repeats.
     #[arg(long, value_name = "FILE")]
     schema: Option<PathBuf>,
+    /// A file holding one regular expression (`compile_regex`; a final newline is not part
+    /// of the pattern).
+    #[arg(long, value_name = "FILE")]
+    regex: Option<PathBuf>,
+    /// A structural tag in XGrammar's JSON format (`compile_structural_tag`).
+    #[arg(long, value_name = "FILE")]
+    structural_tag: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -114,6 +128,19 @@ struct Options {
     /// With --schema: declared properties in any order (`JsonSchemaOptions::any_order`).
     #[arg(long)]
     any_order: bool,
+    /// With --schema: ignore the keywords tokensieve cannot enforce instead of refusing the
+    /// schema (`JsonSchemaOptions::lenient`); the ignored keywords are listed on stderr.
+    #[arg(long)]
+    lenient: bool,
+}
+
+/// How `check` and `masks` print their result.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum OutputFormat {
+    /// Lines for people (the default).
+    Text,
+    /// One JSON object on stdout (see `CheckReport`); errors still go to stderr.
+    Json,
 }
 
 /// A failed command: what to print on stderr and the exit code.
@@ -167,12 +194,14 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             text,
             options,
             partial,
-        } => check_cmd(&grammar, &text, &options, partial, false),
+            format,
+        } => check_cmd(&grammar, &text, &options, partial, false, format),
         Command::Masks {
             grammar,
             text,
             options,
-        } => check_cmd(&grammar, &text, &options, false, true),
+            format,
+        } => check_cmd(&grammar, &text, &options, false, true, format),
         Command::Bench(args) => {
             let mut out = io::stdout().lock();
             bench::run(&args, &mut out).map_err(|e| Failure::bad_input(e.to_string()))?;
@@ -297,18 +326,37 @@ fn compile(
                 .compile_grammar_with_root(&ebnf, &options.root)
                 .map_err(|e| Failure::bad_input(format!("{}: {e}", path.display())))?
         }
-        None => match &source.schema {
-            Some(path) => {
+        None => match (&source.schema, &source.regex, &source.structural_tag) {
+            (Some(path), _, _) => {
                 let text = read_file(path, "schema")?;
                 let opts = tokensieve::JsonSchemaOptions {
                     any_order: options.any_order,
+                    lenient: options.lenient,
                     ..Default::default()
                 };
-                compiler
+                let compiled = compiler
                     .compile_json_schema(text.as_str(), &opts)
+                    .map_err(|e| Failure::bad_input(format!("{}: {e}", path.display())))?;
+                if options.lenient {
+                    report_ignored(path, &text, &opts);
+                }
+                compiled
+            }
+            (None, Some(path), _) => {
+                let text = read_file(path, "regex")?;
+                let pattern = text.strip_suffix('\n').unwrap_or(&text);
+                let pattern = pattern.strip_suffix('\r').unwrap_or(pattern);
+                compiler
+                    .compile_regex(pattern)
                     .map_err(|e| Failure::bad_input(format!("{}: {e}", path.display())))?
             }
-            None => compiler
+            (None, None, Some(path)) => {
+                let text = read_file(path, "structural tag")?;
+                compiler
+                    .compile_structural_tag(text.as_str())
+                    .map_err(|e| Failure::bad_input(format!("{}: {e}", path.display())))?
+            }
+            (None, None, None) => compiler
                 .compile_builtin_json()
                 .map_err(|e| Failure::bad_input(e.to_string()))?,
         },
@@ -316,13 +364,33 @@ fn compile(
     Ok((compiled, millis(t)))
 }
 
+/// Lists on stderr the keywords `--lenient` left unenforced in the schema at `path`.
+fn report_ignored(path: &Path, text: &str, opts: &tokensieve::JsonSchemaOptions) {
+    let Ok(value) = serde_json::from_str::<serde_json::Value>(text) else {
+        return;
+    };
+    if let Ok(report) = tokensieve::json_schema::json_schema_to_grammar_with_report(&value, opts) {
+        for k in &report.ignored {
+            eprintln!(
+                "tokensieve: {}: --lenient ignored `{}` at {:?}: {}",
+                path.display(),
+                k.keyword,
+                k.pointer,
+                k.reason
+            );
+        }
+    }
+}
+
 fn compile_cmd(source: &GrammarSource, options: &Options) -> Result<ExitCode, Failure> {
     let loaded = load_vocab(options.tokenizer.as_deref())?;
     let tokens = loaded.vocab.vocab_size();
     let (compiled, compile_ms) = compile(source, options, loaded.vocab)?;
     let mut out = io::stdout().lock();
-    // The statistics are EBNF comments, so the output stays a grammar that parses back.
-    write!(out, "{}", compiled.grammar())?;
+    // Only the rules the root reaches (front ends may leave helpers an optimization made
+    // unused). The statistics are EBNF comments, so the output stays a grammar that parses
+    // back.
+    write!(out, "{}", compiled.grammar().reachable_only())?;
     writeln!(
         out,
         "# vocabulary: {} ({tokens} tokens, loaded in {:.1} ms)",
@@ -343,6 +411,66 @@ fn compile_cmd(source: &GrammarSource, options: &Options) -> Result<ExitCode, Fa
     Ok(ExitCode::SUCCESS)
 }
 
+/// One step of `masks --format json`.
+#[derive(serde::Serialize)]
+struct StepReport {
+    /// Position of the token in the text's tokens (the last step, after every token, has
+    /// `id: null`).
+    step: usize,
+    /// The token fed at this step.
+    id: Option<u32>,
+    /// The token as an escaped string.
+    token: Option<String>,
+    /// How many tokens the mask allowed before the token was fed.
+    allowed: u32,
+    /// Whether the token fed was among them (at the last step: whether a stop token was).
+    token_allowed: bool,
+    /// The mask's time, µs.
+    micros: f64,
+}
+
+/// Where `check` / `masks --format json` rejected a token.
+#[derive(serde::Serialize)]
+struct RejectionReport {
+    /// Position of the token in the text's tokens.
+    step: usize,
+    /// Its id.
+    id: u32,
+    /// The token as an escaped string.
+    token: String,
+    /// The output bytes accepted before it.
+    byte: usize,
+    /// Why it was rejected (the `TokenRejection` message).
+    reason: String,
+}
+
+/// What `check` and `masks` print with `--format json`: one object on stdout.
+#[derive(serde::Serialize)]
+struct CheckReport {
+    /// The text was accepted (the exit code is 0 exactly then).
+    accepted: bool,
+    /// The grammar can end after the whole text.
+    complete: bool,
+    /// The text's token count.
+    tokens: usize,
+    /// The text's byte count (of its tokens, decoded).
+    bytes: usize,
+    /// The first rejected token, if one was.
+    rejected: Option<RejectionReport>,
+    /// When every token was accepted but the grammar cannot end: what it expects next (the
+    /// jump-forward string; may be empty).
+    expects: Option<String>,
+    /// The vocabulary's name.
+    vocabulary: String,
+    /// Its size.
+    vocab_size: usize,
+    /// Compile time, ms.
+    compile_ms: f64,
+    /// Per step (`masks` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    steps: Option<Vec<StepReport>>,
+}
+
 /// `check` (`verbose` false) and `masks` (`verbose` true).
 fn check_cmd(
     source: &GrammarSource,
@@ -350,12 +478,14 @@ fn check_cmd(
     options: &Options,
     partial: bool,
     verbose: bool,
+    format: OutputFormat,
 ) -> Result<ExitCode, Failure> {
     let text = match (&text_source.text, &text_source.string) {
         (Some(path), _) => read_file(path, "text")?,
         (None, Some(s)) => s.clone(),
         (None, None) => return Err(Failure::bad_input("give --text FILE or --string S")),
     };
+    let json = format == OutputFormat::Json;
     let tokenizer = options.tokenizer.as_deref();
     let loaded = load_vocab(tokenizer)?;
     let ids = encode(tokenizer, &text)?;
@@ -364,7 +494,19 @@ fn check_cmd(
     let mut matcher = GrammarMatcher::new(compiled.clone());
     let mut bitmask = vec![0u32; matcher.bitmask_words()];
     let mut out = io::stdout().lock();
-    if verbose {
+    let mut report = CheckReport {
+        accepted: false,
+        complete: false,
+        tokens: ids.len(),
+        bytes: vocab.decode_bytes(&ids).len(),
+        rejected: None,
+        expects: None,
+        vocabulary: loaded.name.clone(),
+        vocab_size: vocab.vocab_size(),
+        compile_ms,
+        steps: verbose.then(Vec::new),
+    };
+    if verbose && !json {
         writeln!(
             out,
             "# vocabulary {} ({} tokens); grammar compiled in {compile_ms:.2} ms; {} tokens to feed",
@@ -388,18 +530,42 @@ fn check_cmd(
             let us = t.elapsed().as_secs_f64() * 1e6;
             micros.push(us);
             let allowed = count(&bitmask);
-            writeln!(
-                out,
-                "{step:>5} {id:>8}  {:<24} {allowed:>8} {us:>9.1}",
-                token_label(&vocab, id)
-            )?;
-            Some(tokensieve::mask::is_token_allowed(&bitmask, id))
+            let token_allowed = tokensieve::mask::is_token_allowed(&bitmask, id);
+            if let Some(steps) = &mut report.steps {
+                steps.push(StepReport {
+                    step,
+                    id: Some(id),
+                    token: Some(token_label(&vocab, id)),
+                    allowed,
+                    token_allowed,
+                    micros: us,
+                });
+            }
+            if !json {
+                writeln!(
+                    out,
+                    "{step:>5} {id:>8}  {:<24} {allowed:>8} {us:>9.1}",
+                    token_label(&vocab, id)
+                )?;
+            }
+            Some(token_allowed)
         } else {
             None
         };
         if let Err(reason) = matcher.try_accept_token(id) {
-            out.flush()?;
-            report_rejection(&vocab, &ids, step, &reason);
+            if json {
+                report.rejected = Some(RejectionReport {
+                    step,
+                    id,
+                    token: token_label(&vocab, id),
+                    byte: vocab.decode_bytes(&ids[..step]).len(),
+                    reason: reason.to_string(),
+                });
+                write_json(&mut out, &report)?;
+            } else {
+                out.flush()?;
+                report_rejection(&vocab, &ids, step, &reason);
+            }
             return Ok(ExitCode::from(EXIT_REJECTED));
         }
         if allowed_here == Some(false) {
@@ -408,6 +574,7 @@ fn check_cmd(
         }
     }
     let complete = matcher.is_completed();
+    report.complete = complete;
     if verbose {
         let t = Instant::now();
         matcher
@@ -419,48 +586,78 @@ fn check_cmd(
             .stop_tokens()
             .iter()
             .any(|&s| tokensieve::mask::is_token_allowed(&bitmask, s));
-        writeln!(
-            out,
-            "{:>5} {:>8}  {:<24} {:>8} {us:>9.1}",
-            ids.len(),
-            "-",
-            if stop_allowed {
-                "<end: stop allowed>"
-            } else {
-                "<end>"
-            },
-            count(&bitmask)
-        )?;
-        writeln!(out, "# masks: {}", summarize(&mut micros))?;
+        if let Some(steps) = &mut report.steps {
+            steps.push(StepReport {
+                step: ids.len(),
+                id: None,
+                token: None,
+                allowed: count(&bitmask),
+                token_allowed: stop_allowed,
+                micros: us,
+            });
+        }
+        if !json {
+            writeln!(
+                out,
+                "{:>5} {:>8}  {:<24} {:>8} {us:>9.1}",
+                ids.len(),
+                "-",
+                if stop_allowed {
+                    "<end: stop allowed>"
+                } else {
+                    "<end>"
+                },
+                count(&bitmask)
+            )?;
+            writeln!(out, "# masks: {}", summarize(&mut micros))?;
+        }
     }
-    let bytes = vocab.decode_bytes(&ids).len();
+    let bytes = report.bytes;
     if complete || partial {
-        writeln!(
-            out,
-            "accepted: {} tokens ({bytes} bytes); {}",
-            ids.len(),
-            if complete {
-                "the grammar can end here"
-            } else {
-                "a valid prefix (the grammar cannot end here yet)"
-            }
-        )?;
+        report.accepted = true;
+        if json {
+            write_json(&mut out, &report)?;
+        } else {
+            writeln!(
+                out,
+                "accepted: {} tokens ({bytes} bytes); {}",
+                ids.len(),
+                if complete {
+                    "the grammar can end here"
+                } else {
+                    "a valid prefix (the grammar cannot end here yet)"
+                }
+            )?;
+        }
         Ok(ExitCode::SUCCESS)
     } else {
-        out.flush()?;
         let next = matcher.find_jump_forward_string();
-        eprintln!(
-            "rejected at the end: all {} tokens ({bytes} bytes) were accepted, but the grammar \
-             cannot end there{}",
-            ids.len(),
-            if next.is_empty() {
-                String::new()
-            } else {
-                format!(" (it expects {next:?} next)")
-            }
-        );
+        if json {
+            report.expects = Some(next);
+            write_json(&mut out, &report)?;
+        } else {
+            out.flush()?;
+            eprintln!(
+                "rejected at the end: all {} tokens ({bytes} bytes) were accepted, but the grammar \
+                 cannot end there{}",
+                ids.len(),
+                if next.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (it expects {next:?} next)")
+                }
+            );
+        }
         Ok(ExitCode::from(EXIT_REJECTED))
     }
+}
+
+/// Writes `report` as one line of JSON.
+fn write_json(out: &mut impl Write, report: &CheckReport) -> Result<(), Failure> {
+    let text = serde_json::to_string(report)
+        .map_err(|e| Failure::bad_input(format!("cannot write JSON: {e}")))?;
+    writeln!(out, "{text}")?;
+    Ok(())
 }
 
 /// Says on stderr where and why token `step` of `ids` was rejected.

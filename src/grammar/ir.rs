@@ -302,6 +302,67 @@ impl Grammar {
     }
 }
 
+impl Grammar {
+    /// This grammar without the rules its root never reaches, in their original order, with
+    /// rule ids renumbered (the root keeps its name; front ends may leave helper rules that
+    /// an optimization made unused). The language is unchanged. Used by `tokensieve
+    /// compile` to print only what matters.
+    ///
+    /// Walks with explicit stacks: no recursion on expression depth. Dangling rule ids
+    /// (an invalid grammar) are left as they are, unreached.
+    pub fn reachable_only(&self) -> Grammar {
+        let count = self.rules.len();
+        let mut seen = vec![false; count];
+        let mut todo = Vec::new();
+        if self.root.index() < count {
+            seen[self.root.index()] = true;
+            todo.push(self.root.index());
+        }
+        let mut exprs = Vec::new();
+        while let Some(r) = todo.pop() {
+            exprs.push(&self.rules[r].body);
+            while let Some(e) = exprs.pop() {
+                match e {
+                    Expr::Seq(v) | Expr::Choice(v) => exprs.extend(v.iter()),
+                    Expr::Repeat { expr, .. } => exprs.push(expr),
+                    Expr::Rule(id) if id.index() < count && !seen[id.index()] => {
+                        seen[id.index()] = true;
+                        todo.push(id.index());
+                    }
+                    _ => {}
+                }
+            }
+        }
+        let mut new_id = vec![u32::MAX; count];
+        let mut rules = Vec::new();
+        for (i, rule) in self.rules.iter().enumerate() {
+            if seen[i] {
+                new_id[i] = rules.len() as u32;
+                rules.push(Rule {
+                    name: rule.name.clone(),
+                    body: rule.body.clone(),
+                });
+            }
+        }
+        for rule in &mut rules {
+            let mut stack = vec![&mut rule.body];
+            while let Some(e) = stack.pop() {
+                match e {
+                    Expr::Seq(v) | Expr::Choice(v) => stack.extend(v.iter_mut()),
+                    Expr::Repeat { expr, .. } => stack.push(expr),
+                    Expr::Rule(id) if id.index() < count => *id = RuleId(new_id[id.index()]),
+                    _ => {}
+                }
+            }
+        }
+        let root = match new_id.get(self.root.index()) {
+            Some(&id) => RuleId(id),
+            None => self.root,
+        };
+        Grammar { rules, root }
+    }
+}
+
 impl fmt::Display for RuleId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "#{}", self.0)
@@ -346,5 +407,28 @@ impl Expr {
     /// A [`Rule`] (and so a [`Grammar`]) always drops its body this way.
     pub fn into_flat_drop(mut self) {
         drop_iteratively(&mut self);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::ebnf::parse_ebnf;
+
+    #[test]
+    fn reachable_only_drops_unused_rules_and_renumbers() {
+        let g = parse_ebnf(
+            "unused ::= \"x\" b\nroot ::= a (b | \"c\")*\na ::= \"a\" root?\nb ::= \"b\"\nlonely ::= \"z\"\n",
+            "root",
+        )
+        .unwrap();
+        let r = g.reachable_only();
+        assert!(r.validate().is_ok());
+        assert_eq!(
+            r.to_string(),
+            "root ::= a (b | \"c\")*\na ::= \"a\" root?\nb ::= \"b\"\n"
+        );
+        assert_eq!(r.rules[r.root.index()].name, "root");
+        // Already minimal: unchanged.
+        assert_eq!(r.reachable_only(), r);
     }
 }

@@ -10,9 +10,11 @@
 pub mod engine;
 pub mod records;
 pub mod stats;
+pub mod tools;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
 use clap::{Args, ValueEnum};
@@ -46,6 +48,10 @@ pub struct BenchArgs {
     /// Also write every figure as JSON to this file (created before the run starts, so an
     /// unwritable path fails at once).
     #[arg(long, value_name = "OUT")]
+    pub report: Option<PathBuf>,
+    /// The old name of `--report` (deprecated: `--json` names the built-in grammar in the
+    /// other sub-commands); prints a warning and works as `--report`.
+    #[arg(long, value_name = "OUT", hide = true, conflicts_with = "report")]
     pub json: Option<PathBuf>,
     /// Only N schemas (N ≥ 1), spread evenly over all records (every total/N-th, in file
     /// order).
@@ -57,6 +63,15 @@ pub struct BenchArgs {
     /// No progress bar.
     #[arg(long)]
     pub quiet: bool,
+    /// Tool-call mode: instead of schemas, a family's structural tag over N distinct tools
+    /// from the `BFCL_*` collections under `--schemas`, one row per N (`--tools 10,100,500`).
+    #[arg(long, value_name = "N,...", value_delimiter = ',',
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub tools: Option<Vec<u32>>,
+    /// With `--tools`: the tool-call family (a `format_by_name` name: hermes, kimi_k2,
+    /// deepseek_v3, mistral, llama3_json, ...).
+    #[arg(long, value_name = "NAME", default_value = "hermes")]
+    pub format: String,
 }
 
 /// `--engine`.
@@ -78,6 +93,9 @@ pub enum PrecomputeChoice {
     Eager,
     /// Node masks on first use.
     Lazy,
+    /// The first masks at compile, the rest filled on a background pool
+    /// (`Precompute::Background`).
+    Background,
 }
 
 /// Why the bench could not run. Each message names the file (and line) at fault.
@@ -133,6 +151,9 @@ pub enum BenchError {
     /// The rayon thread pool cannot be built.
     #[error("cannot start the thread pool: {0}")]
     Pool(String),
+    /// `--tools`: an unknown family, or a tag that failed to build, compile or run.
+    #[error("{0}")]
+    Tools(String),
     /// The JSON report cannot be written.
     #[error("cannot write {}: {message}", path.display())]
     Output {
@@ -237,7 +258,7 @@ pub struct Machine {
     pub load_after: Option<String>,
 }
 
-/// Everything `--json` writes.
+/// Everything `--report` writes.
 #[derive(Debug, Serialize)]
 pub struct BenchReport {
     /// The tokenizer file.
@@ -360,7 +381,11 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<(), BenchError> {
             _ => "llguidance",
         }));
     }
-    let json_file = match &args.json {
+    if args.json.is_some() {
+        eprintln!("tokensieve bench: --json FILE is deprecated, use --report FILE");
+    }
+    let report_path = args.report.as_ref().or(args.json.as_ref());
+    let json_file = match report_path {
         Some(path) => Some(std::fs::File::create(path).map_err(|e| BenchError::Output {
             path: path.clone(),
             message: e.to_string(),
@@ -375,6 +400,23 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<(), BenchError> {
             path: args.tokenizer.clone(),
             message: "no stop token (no eos_token in a tokenizer_config.json beside it)".into(),
         })?;
+    let precompute = match args.precompute {
+        PrecomputeChoice::Eager => Precompute::Eager,
+        PrecomputeChoice::Lazy => Precompute::Lazy,
+        PrecomputeChoice::Background => Precompute::Background,
+    };
+    if let Some(ns) = &args.tools {
+        return run_tools(
+            args,
+            ns,
+            vocab,
+            &tokenizer,
+            precompute,
+            report_path,
+            json_file,
+            out,
+        );
+    }
     let files = records::record_files(&args.schemas)?;
     let all = records::load_records(&files)?;
     let records_total = all.len();
@@ -383,12 +425,11 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<(), BenchError> {
         path: args.tokenizer.clone(),
         message,
     })?;
-    let precompute = match args.precompute {
-        PrecomputeChoice::Eager => Precompute::Eager,
-        PrecomputeChoice::Lazy => Precompute::Lazy,
-    };
     let vocab_size = vocab.vocab_size();
-    let compiler = GrammarCompiler::new(vocab).with_precompute(precompute);
+    // No whole-grammar cache: every schema is distinct, and the cache would keep them all.
+    let compiler = GrammarCompiler::new(vocab)
+        .with_precompute(precompute)
+        .with_cache_enabled(false);
     let mut report = BenchReport {
         tokenizer: args.tokenizer.display().to_string(),
         vocab_size,
@@ -449,7 +490,7 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<(), BenchError> {
             path: PathBuf::from("<stdout>"),
             message: e.to_string(),
         })?;
-    if let (Some(path), Some(file)) = (&args.json, json_file) {
+    if let (Some(path), Some(file)) = (report_path, json_file) {
         serde_json::to_writer_pretty(std::io::BufWriter::new(file), &report).map_err(|e| {
             BenchError::Output {
                 path: path.clone(),
@@ -467,6 +508,74 @@ fn parse_limit(s: &str) -> Result<usize, String> {
         Ok(n) => Ok(n),
         Err(e) => Err(e.to_string()),
     }
+}
+
+/// `bench --tools`: one tag per N on tokensieve, the table on `out`, the runs as JSON to
+/// `--report`.
+#[cfg(feature = "hf")]
+#[allow(clippy::too_many_arguments)]
+fn run_tools(
+    args: &BenchArgs,
+    ns: &[u32],
+    vocab: Vocabulary,
+    tokenizer: &tokenizers::Tokenizer,
+    precompute: Precompute,
+    report_path: Option<&PathBuf>,
+    json_file: Option<std::fs::File>,
+    out: &mut dyn Write,
+) -> Result<(), BenchError> {
+    if args.engine != EngineChoice::Tokensieve {
+        return Err(BenchError::Tools(
+            "--tools runs tokensieve only for now (llguidance's side is not written yet)".into(),
+        ));
+    }
+    let format = tokensieve_tools::format_by_name(&args.format).ok_or_else(|| {
+        BenchError::Tools(format!(
+            "--format {}: no such tool-call family (known: {})",
+            args.format,
+            tokensieve_tools::format_names().join(", ")
+        ))
+    })?;
+    let cases = tools::load_tools(&args.schemas)?;
+    let vocab = Arc::new(vocab);
+    let mut runs = Vec::new();
+    for &n in ns {
+        let n = n as usize;
+        if n > cases.len() {
+            eprintln!(
+                "tokensieve bench: --tools {n}: only {} distinct BFCL tools; using them all",
+                cases.len()
+            );
+        }
+        let run = tools::run_tokensieve(&vocab, format.as_ref(), &cases, n, precompute, tokenizer)
+            .map_err(|message| BenchError::Tools(format!("--tools {n}: {message}")))?;
+        runs.push(run);
+    }
+    let precompute_name = match args.precompute {
+        PrecomputeChoice::Eager => "eager",
+        PrecomputeChoice::Lazy => "lazy",
+        PrecomputeChoice::Background => "background",
+    };
+    let text = tools::render(
+        &args.format,
+        &args.tokenizer.display().to_string(),
+        precompute_name,
+        &runs,
+    );
+    out.write_all(text.as_bytes())
+        .map_err(|e| BenchError::Output {
+            path: PathBuf::from("<stdout>"),
+            message: e.to_string(),
+        })?;
+    if let (Some(path), Some(file)) = (report_path, json_file) {
+        serde_json::to_writer_pretty(std::io::BufWriter::new(file), &runs).map_err(|e| {
+            BenchError::Output {
+                path: path.clone(),
+                message: e.to_string(),
+            }
+        })?;
+    }
+    Ok(())
 }
 
 /// Without the `hf` feature there is no tokenizer.json loader.

@@ -236,10 +236,13 @@ fn llguidance_without_the_feature_is_a_clear_error() {
         schemas: PathBuf::from("unused"),
         engine: EngineChoice::Both,
         threads: 1,
+        report: None,
         json: None,
         limit: None,
         precompute: PrecomputeChoice::Eager,
         quiet: true,
+        tools: None,
+        format: "hermes".into(),
     };
     let err = run(&args, &mut Vec::new()).expect_err("no llguidance");
     assert!(
@@ -307,10 +310,13 @@ fn an_unwritable_json_path_fails_before_the_run() {
         schemas: PathBuf::from("no/such/records"),
         engine: EngineChoice::Tokensieve,
         threads: 1,
-        json: Some(dir.clone()),
+        report: Some(dir.clone()),
+        json: None,
         limit: None,
         precompute: PrecomputeChoice::Lazy,
         quiet: true,
+        tools: None,
+        format: "hermes".into(),
     };
     let err = run(&args, &mut Vec::new()).expect_err("a folder is not writable as a file");
     assert!(
@@ -325,4 +331,57 @@ fn limit_must_be_at_least_one() {
     assert_eq!(parse_limit("3"), Ok(3));
     assert!(parse_limit("0").unwrap_err().contains("at least 1"));
     assert!(parse_limit("x").is_err());
+}
+
+/// BFCL-shaped records: one function per schema; `f` twice (kept once), a record without a
+/// valid instance (skipped), and a function named with a space (not a valid tool name).
+const BFCL: &str = r#"{"file":"a.json","schema":{"type":"object","properties":{"f":{"type":"object","properties":{"x":{"type":"integer"}},"required":["x"]}},"required":["f"]},"tests":[{"valid":true,"data":{"f":{"x":4}}}]}
+{"file":"b.json","schema":{"type":"object","properties":{"g.h":{"type":"object","properties":{"s":{"type":"string"}}}}},"tests":[{"valid":true,"data":{"g.h":{"s":"hi"}}}]}
+{"file":"c.json","schema":{"type":"object","properties":{"f":{"type":"object"}}},"tests":[{"valid":true,"data":{"f":{}}}]}
+{"file":"d.json","schema":{"type":"object","properties":{"k":{"type":"object"}}},"tests":[{"valid":false,"data":{"k":1}}]}
+{"file":"e.json","schema":{"type":"object","properties":{"bad name":{"type":"object"}}},"tests":[{"valid":true,"data":{"bad name":{}}}]}
+{"file":"f.json","schema":{"type":"object","properties":{"last":{"type":"object","properties":{"b":{"type":"boolean"}},"required":["b"]}}},"tests":[{"valid":true,"data":{"last":{"b":true}}}]}
+"#;
+
+/// `bench --tools`: distinct BFCL tools with a valid call each; the tag over the first n
+/// accepts the last one's rendered call, one mask per byte plus the stop token, on both
+/// passes, with every mask agreeing with accept.
+#[test]
+fn tool_mode_teacher_forces_a_rendered_call() {
+    let dir = temp_records("tools", "BFCL_x.jsonl.gz", BFCL);
+    let cases = tools::load_tools(&dir).expect("tools");
+    let _ = std::fs::remove_dir_all(&dir);
+    let names: Vec<&str> = cases.iter().map(|c| c.tool.name.as_str()).collect();
+    assert_eq!(names, ["f", "g.h", "last"]);
+    assert_eq!(cases[0].call.arguments, serde_json::json!({"x": 4}));
+    let vocab = byte_compiler(Precompute::Eager).vocabulary().clone();
+    let hermes = tokensieve_tools::format_by_name("hermes").expect("hermes");
+    for precompute in [Precompute::Eager, Precompute::Lazy] {
+        for n in [1, 3] {
+            let run =
+                tools::run_tokensieve(&vocab, hermes.as_ref(), &cases, n, precompute, &ByteEncoder)
+                    .expect("runs");
+            let text = hermes.render_calls(std::slice::from_ref(&cases[n - 1].call));
+            assert_eq!(run.tools, n);
+            assert_eq!(run.tokens, text.len() + 1, "{text}");
+            assert!(run.accepted, "{text}");
+            assert_eq!(run.mask_mismatches, 0);
+            assert!(run.memory_bytes.unwrap() > 0);
+            assert!(run.compile_ms > 0.0 && run.second_mean_us > 0.0);
+        }
+    }
+    let table = tools::render("hermes", "bytes", "eager", &[]);
+    assert!(
+        table.contains("| tools | tokens | compile → first mask ms"),
+        "{table}"
+    );
+}
+
+/// Records without any BFCL collection give no tools: a typed error naming the folder.
+#[test]
+fn tool_mode_needs_bfcl_records() {
+    let dir = temp_records("notools", "Other.jsonl.gz", RECORDS);
+    let err = tools::load_tools(&dir).expect_err("no BFCL records");
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(matches!(err, BenchError::NoRecords { .. }), "{err}");
 }

@@ -1,0 +1,246 @@
+//! `tokensieve bench --tools N[,N…]`: the cold path of tool calling (issue 24). For each N,
+//! a family's structural tag (`tool_choice` auto, parallel calls) over N distinct tools
+//! taken from MaskBench's `BFCL_*` collections is compiled with a fresh compiler, then one
+//! rendered call (`render_calls` of the family, with the arguments of a valid BFCL
+//! instance) and the stop token are teacher-forced twice: the first pass meets every mask
+//! cold, the second shows the steady state.
+//!
+//! A BFCL record's schema is an object with one property per function, whose schema is the
+//! function's parameters; its valid instance holds the arguments. Tools are taken in file
+//! order (collections sorted by name), each name once.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde::Serialize;
+use serde_json::Value;
+use tokensieve::{GrammarCompiler, GrammarMatcher, Precompute, Vocabulary};
+use tokensieve_tools::{Tool, ToolCall, ToolCallFormat, ToolChoice};
+
+use super::records::{load_records, record_files};
+use super::{BenchError, Encode};
+
+/// One tool with a call of it that its schema accepts.
+#[derive(Clone, Debug)]
+pub struct ToolCase {
+    /// The tool (name, parameters).
+    pub tool: Tool,
+    /// A valid call (the BFCL instance's arguments).
+    pub call: ToolCall,
+}
+
+/// The distinct tools of the `BFCL_*` collections under `dir` (a MaskBench folder), each
+/// with one valid call, in file order.
+///
+/// # Errors
+/// [`BenchError::NoRecords`] when no BFCL record gives a usable tool; the I/O and parse
+/// errors of the record reader.
+pub fn load_tools(dir: &Path) -> Result<Vec<ToolCase>, BenchError> {
+    let files: Vec<_> = record_files(dir)?
+        .into_iter()
+        .filter(|f| {
+            f.components()
+                .any(|c| c.as_os_str().to_string_lossy().starts_with("BFCL_"))
+        })
+        .collect();
+    let records = load_records(&files)?;
+    let mut seen = std::collections::HashSet::new();
+    let mut out = Vec::new();
+    for r in records {
+        let Some(props) = r.schema.get("properties").and_then(Value::as_object) else {
+            continue;
+        };
+        let Some(data) = r
+            .instances
+            .first()
+            .and_then(|t| serde_json::from_str::<Value>(t).ok())
+        else {
+            continue;
+        };
+        for (name, params) in props {
+            let Some(args) = data.get(name) else {
+                continue;
+            };
+            if !args.is_object() || !seen.insert(name.clone()) {
+                continue;
+            }
+            let Ok(tool) = Tool::new(name.clone(), String::new(), params.clone()) else {
+                continue;
+            };
+            out.push(ToolCase {
+                tool,
+                call: ToolCall::new(name.clone(), args.clone()),
+            });
+        }
+    }
+    if out.is_empty() {
+        return Err(BenchError::NoRecords {
+            path: dir.to_path_buf(),
+        });
+    }
+    Ok(out)
+}
+
+/// The figures of one tag under one engine.
+#[derive(Clone, Debug, Serialize)]
+pub struct ToolRun {
+    /// Tools in the tag.
+    pub tools: usize,
+    /// Tokens teacher-forced (the rendered call, then the stop token).
+    pub tokens: usize,
+    /// ms from the tag to the first mask (compile, matcher, first fill).
+    pub compile_ms: f64,
+    /// First pass (cold): mean, p99 and max of the masks after the first, µs.
+    pub first_mean_us: f64,
+    /// See `first_mean_us`.
+    pub first_p99_us: f64,
+    /// See `first_mean_us`.
+    pub first_max_us: f64,
+    /// Second pass, a fresh matcher on the same grammar: mean mask time, µs.
+    pub second_mean_us: f64,
+    /// The compiled grammar's heap bytes after both passes, when the engine says.
+    pub memory_bytes: Option<usize>,
+    /// Steps whose mask disagreed with `accept` on the forced token.
+    pub mask_mismatches: usize,
+    /// Every token and the stop token were accepted.
+    pub accepted: bool,
+}
+
+fn mean(v: &[f64]) -> f64 {
+    if v.is_empty() {
+        0.0
+    } else {
+        v.iter().sum::<f64>() / v.len() as f64
+    }
+}
+
+fn pct(v: &[f64], p: f64) -> f64 {
+    if v.is_empty() {
+        return 0.0;
+    }
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    s[((s.len() as f64 * p).ceil() as usize).clamp(1, s.len()) - 1]
+}
+
+/// One pass over `tokens` on a fresh matcher: the mask times (µs), mismatches, and
+/// whether every token was accepted.
+fn pass(grammar: &Arc<tokensieve::CompiledGrammar>, tokens: &[u32]) -> (Vec<f64>, usize, bool) {
+    let mut m = GrammarMatcher::new(grammar.clone());
+    let mut mask = vec![0u32; m.bitmask_words()];
+    let mut times = Vec::with_capacity(tokens.len());
+    let mut mismatches = 0;
+    for &t in tokens {
+        let start = Instant::now();
+        if m.fill_next_token_bitmask(&mut mask).is_err() {
+            return (times, mismatches, false);
+        }
+        times.push(start.elapsed().as_secs_f64() * 1e6);
+        let allowed = tokensieve::mask::is_token_allowed(&mask, t);
+        let ok = m.accept_token(t);
+        if ok != allowed {
+            mismatches += 1;
+        }
+        if !ok {
+            return (times, mismatches, false);
+        }
+    }
+    (times, mismatches, true)
+}
+
+/// Runs the family's tag over the first `n` of `cases` on tokensieve.
+///
+/// # Errors
+/// The family's or the compiler's message, or the encoder's.
+pub fn run_tokensieve(
+    vocab: &Arc<Vocabulary>,
+    format: &dyn ToolCallFormat,
+    cases: &[ToolCase],
+    n: usize,
+    precompute: Precompute,
+    encoder: &dyn Encode,
+) -> Result<ToolRun, String> {
+    let n = n.min(cases.len());
+    let tools: Vec<Tool> = cases[..n].iter().map(|c| c.tool.clone()).collect();
+    // The call: the last tool's, so that a grammar that is slow in the number of tools
+    // shows it.
+    let call = &cases[n - 1].call;
+    let text = format.render_calls(std::slice::from_ref(call));
+    let mut tokens = encoder.encode_text(&text)?;
+    let stop = *vocab
+        .stop_tokens()
+        .first()
+        .ok_or("the vocabulary has no stop token")?;
+    tokens.push(stop);
+    let tag = format
+        .structural_tag(&tools, &ToolChoice::Auto, true)
+        .map_err(|e| e.to_string())?;
+    // A fresh compiler: no masks or grammars from an earlier N (the vocabulary's trie is
+    // the vocabulary's, built once).
+    let compiler = GrammarCompiler::new(vocab.clone())
+        .with_precompute(precompute)
+        .with_cache_enabled(false);
+    let start = Instant::now();
+    let grammar = compiler
+        .compile_structural_tag(&tag)
+        .map_err(|e| e.to_string())?;
+    let mut m = GrammarMatcher::new(grammar.clone());
+    let mut mask = vec![0u32; m.bitmask_words()];
+    m.fill_next_token_bitmask(&mut mask)
+        .map_err(|e| e.to_string())?;
+    let compile_ms = start.elapsed().as_secs_f64() * 1e3;
+    drop(m);
+    let (first, mm1, ok1) = pass(&grammar, &tokens);
+    let (second, mm2, ok2) = pass(&grammar, &tokens);
+    // The first mask of the first pass is the one compile → first mask already counted
+    // (cold); the figures are over the rest.
+    let first_rest = first.get(1..).unwrap_or(&[]);
+    Ok(ToolRun {
+        tools: n,
+        tokens: tokens.len(),
+        compile_ms,
+        first_mean_us: mean(first_rest),
+        first_p99_us: pct(first_rest, 0.99),
+        first_max_us: first_rest.iter().copied().fold(0.0, f64::max),
+        second_mean_us: mean(&second),
+        memory_bytes: Some(grammar.memory_bytes()),
+        mask_mismatches: mm1 + mm2,
+        accepted: ok1 && ok2,
+    })
+}
+
+/// The table `bench --tools` prints, one row per run.
+pub fn render(format: &str, tokenizer: &str, precompute: &str, runs: &[ToolRun]) -> String {
+    let mut s = format!(
+        "# tool-call tags: {format} (auto, parallel), tokenizer {tokenizer}, precompute \
+         {precompute}, fresh compiler per tag, one rendered call + stop teacher-forced twice\n\n\
+         | tools | tokens | compile → first mask ms | first pass mean µs | p99 µs | max µs | \
+         second pass mean µs | memory MiB | KiB per tool | accepted |\n\
+         |--:|--:|--:|--:|--:|--:|--:|--:|--:|:-:|\n"
+    );
+    for r in runs {
+        let mib = r.memory_bytes.map(|b| b as f64 / (1 << 20) as f64);
+        let per_tool = r
+            .memory_bytes
+            .map(|b| b as f64 / 1024.0 / r.tools.max(1) as f64);
+        s.push_str(&format!(
+            "| {} | {} | {:.2} | {:.1} | {:.1} | {:.1} | {:.1} | {} | {} | {} |\n",
+            r.tools,
+            r.tokens,
+            r.compile_ms,
+            r.first_mean_us,
+            r.first_p99_us,
+            r.first_max_us,
+            r.second_mean_us,
+            mib.map_or("-".into(), |m| format!("{m:.2}")),
+            per_tool.map_or("-".into(), |k| format!("{k:.1}")),
+            if r.accepted && r.mask_mismatches == 0 {
+                "yes".to_string()
+            } else {
+                format!("NO ({} mismatches)", r.mask_mismatches)
+            }
+        ));
+    }
+    s
+}
