@@ -42,13 +42,15 @@ def _cpu_buffer(x: Any, what: str, dtype: Any) -> Any:
     """The object whose buffer the engine writes: a numpy array, or the numpy view of a CPU
     torch tensor (same memory). Checks the device and dtype of tensors."""
     if _is_torch(x):
-        if x.device.type != "cpu":
+        # Cheap checks first (this runs on every fill): `is_cpu` rather than `device.type`,
+        # and `detach()` only for a tensor that requires grad.
+        if not x.is_cpu:
             raise ValueError(f"{what} must be on CPU, got a tensor on {x.device}")
         if x.dtype != dtype:
             raise TypeError(f"{what} must have dtype {dtype}, got {x.dtype}")
         if not x.is_contiguous():
             raise ValueError(f"{what} must be contiguous; call .contiguous()")
-        return x.detach().numpy()
+        return x.detach().numpy() if x.requires_grad else x.numpy()
     if isinstance(x, np.ndarray):
         return x
     raise TypeError(f"{what} must be a torch.Tensor or a numpy.ndarray, not {type(x)}")
