@@ -1,18 +1,31 @@
 """Mask time per step through Python: tokensieve's binding, and XGrammar's package side by
-side when it is installed.
+side when it is installed; the binding's per-call overhead against the engine's own mask
+time; and 1 against 2 threads on a batch.
 
-    python bench.py [--model llama3_1|qwen3] [--steps N]
+    python bench.py [--model llama3_1|qwen3] [--repeat N] [--batch N]
 
-For each schema, a JSON text valid for it is tokenised and replayed: each step fills the
-bitmask (timed) and accepts the next token. Prints the mean and median fill time per step,
-and, for tokensieve, the per-call overhead of the binding (a fill after termination, which
-only clears the row: the cost of crossing into Rust and checking the buffer). Compare with
-the Rust figures of `cargo bench --bench json_schema` for the engine's own time. Timings on a
-shared machine are noisy: read the ratios, not the absolute numbers.
+1. For each schema, a JSON text valid for it is tokenised and replayed: each step fills the
+   bitmask (timed) and accepts the next token. Prints the mean and median fill time per step.
+2. Binding overhead, per step of the same replays: the time of the public
+   ``GrammarMatcher.fill_next_token_bitmask`` call seen from Python, and the time of the
+   engine's fill measured inside Rust in a second fill of the same state
+   (``_fill_next_token_bitmask_timed``, which also reports its own time seen from Python);
+   the overhead is the difference of the medians (public call) and of each call's pair
+   (core call). Also the plain crossing cost: a fill after termination, which only clears
+   the row.
+3. Threads: a batch of matchers at different states of one compiled grammar, filled by
+   ``BatchGrammarMatcher(1)`` and ``BatchGrammarMatcher(2)``, and by 1 and 2 Python threads
+   calling ``fill_next_token_bitmask`` per matcher (each thread its half). Prints the times,
+   the ratios (1 thread / 2 threads: 2.0 is perfect scaling) and the load average before
+   and after: on a shared machine a ratio is only meaningful at a load below the core count.
+
+Timings on a shared machine are noisy: read the ratios, not the absolute numbers.
 """
 
 import argparse
+import os
 import statistics
+import threading
 import time
 from pathlib import Path
 
@@ -67,10 +80,100 @@ def run(mod, tok, schema, text, repeat):
     return times, m
 
 
+def overhead(tok, schema, text, repeat):
+    """Per step: (public call ns, core call ns, Rust fill ns inside the core call)."""
+    info = tokensieve.TokenizerInfo.from_huggingface(tok)
+    compiled = tokensieve.GrammarCompiler(info).compile_json_schema(schema)
+    ids = tok.encode(text, add_special_tokens=False)
+    bitmask = tokensieve.allocate_token_bitmask(1, info.vocab_size)
+    buf = bitmask.numpy()
+    public, core, inner = [], [], []
+    for _ in range(repeat):
+        m = tokensieve.GrammarMatcher(compiled)
+        for t in ids:
+            start = time.perf_counter_ns()
+            m.fill_next_token_bitmask(bitmask)
+            public.append(time.perf_counter_ns() - start)
+            start = time.perf_counter_ns()
+            _, ns = m._matcher._fill_next_token_bitmask_timed(buf, 0)
+            core.append(time.perf_counter_ns() - start)
+            inner.append(ns)
+            assert m.accept_token(t)
+    return public, core, inner
+
+
+def batch_matchers(tok, schema, text, n):
+    """``n`` matchers of one compiled grammar, at states spread over the replay of ``text``."""
+    info = tokensieve.TokenizerInfo.from_huggingface(tok)
+    compiled = tokensieve.GrammarCompiler(info).compile_json_schema(schema)
+    ids = tok.encode(text, add_special_tokens=False)
+    out = []
+    for i in range(n):
+        m = tokensieve.GrammarMatcher(compiled)
+        for t in ids[: (i * (len(ids) - 1)) // max(1, n - 1)]:
+            assert m.accept_token(t)
+        out.append(m)
+    return info, out
+
+
+def threads(tok, schema, text, n, steps):
+    info, ms = batch_matchers(tok, schema, text, n)
+    bitmask = tokensieve.allocate_token_bitmask(n, info.vocab_size)
+    one, two = tokensieve.BatchGrammarMatcher(1), tokensieve.BatchGrammarMatcher(2)
+    one.batch_fill_next_token_bitmask(ms, bitmask)  # warm every mask once
+
+    def timed(f):
+        start = time.perf_counter()
+        f()
+        return time.perf_counter() - start
+
+    def batch(b):
+        for _ in range(steps):
+            b.batch_fill_next_token_bitmask(ms, bitmask)
+
+    halves = [list(range(0, n, 2)), list(range(1, n, 2))]
+
+    def py_half(h):
+        for _ in range(steps):
+            for i in halves[h]:
+                ms[i].fill_next_token_bitmask(bitmask, i)
+
+    def py_two():
+        ths = [threading.Thread(target=py_half, args=(h,)) for h in (0, 1)]
+        for t in ths:
+            t.start()
+        for t in ths:
+            t.join()
+
+    load_before = os.getloadavg()
+    # Interleaved, best of 3 each: the machine's load changes while this runs.
+    r = {"batch 1": [], "batch 2": [], "python 1": [], "python 2": []}
+    for _ in range(3):
+        r["batch 1"].append(timed(lambda: batch(one)))
+        r["batch 2"].append(timed(lambda: batch(two)))
+        r["python 1"].append(timed(lambda: (py_half(0), py_half(1))))
+        r["python 2"].append(timed(py_two))
+    load_after = os.getloadavg()
+    best = {k: min(v) for k, v in r.items()}
+    print(f"\nthreads: {n} matchers x {steps} steps, best of 3 (ms)")
+    print(f"{'path':<34} {'1 thread':>9} {'2 threads':>10} {'ratio':>6}")
+    for name, a, b in (
+        ("BatchGrammarMatcher", "batch 1", "batch 2"),
+        ("Python threads, per-matcher fills", "python 1", "python 2"),
+    ):
+        print(f"{name:<34} {best[a] * 1e3:>9.1f} {best[b] * 1e3:>10.1f} {best[a] / best[b]:>6.2f}")
+    print(
+        f"load average (1, 5, 15 min) before {tuple(round(x, 1) for x in load_before)}, "
+        f"after {tuple(round(x, 1) for x in load_after)}, on {os.cpu_count()} CPUs"
+    )
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default="llama3_1")
     ap.add_argument("--repeat", type=int, default=20)
+    ap.add_argument("--batch", type=int, default=16)
+    ap.add_argument("--steps", type=int, default=20)
     args = ap.parse_args()
     folder = Path(__file__).resolve().parents[2] / "shared" / "tokenizers" / args.model
     tok = transformers.AutoTokenizer.from_pretrained(str(folder))
@@ -100,6 +203,18 @@ def main():
         m.fill_next_token_bitmask(small)
     per = (time.perf_counter_ns() - start) / n / 1e3
     print(f"binding call + clearing a {info.vocab_size}-bit row: {per:.2f} us per call")
+    # The binding's overhead against the engine's own fill time, step by step.
+    print(f"\n{'schema':<8} {'public us':>10} {'core us':>8} {'rust us':>8} {'public-rust':>12} {'core-rust':>10}  (medians)")
+    for name, (schema, text) in SCHEMAS.items():
+        public, core, inner = overhead(tok, schema, text, args.repeat)
+        pairs = [c - i for c, i in zip(core, inner)]
+        med = lambda xs: statistics.median(xs) / 1e3
+        print(
+            f"{name:<8} {med(public):>10.2f} {med(core):>8.2f} {med(inner):>8.2f} "
+            f"{med(public) - med(inner):>12.2f} {med(pairs):>10.2f}"
+        )
+    schema, text = SCHEMAS["order"]
+    threads(tok, schema, text, args.batch, args.steps)
 
 
 if __name__ == "__main__":

@@ -17,11 +17,12 @@ use pyo3::buffer::PyBuffer;
 use pyo3::create_exception;
 use pyo3::exceptions::{PyIndexError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyString};
+use pyo3::types::{PyBytes, PyDict, PyString, PyType};
 use rayon::prelude::*;
 
+use tokensieve::engine::{EngineError, StructuredOutputKind};
 use tokensieve::vocab::VocabType;
-use tokensieve::{JsonSchemaOptions, Vocabulary};
+use tokensieve::{DeserializeError, JsonSchemaOptions, MatcherOptions, Vocabulary};
 
 mod tools;
 
@@ -56,6 +57,37 @@ fn engine_err(e: impl std::fmt::Display) -> PyErr {
 
 fn json_value(text: &str) -> PyResult<serde_json::Value> {
     serde_json::from_str(text).map_err(|e| InvalidJSONError::new_err(format!("invalid JSON: {e}")))
+}
+
+/// A [`DeserializeError`] as `tokensieve.exception.DeserializeVersionError` (a newer format
+/// version) or `DeserializeFormatError` (anything else), both `ValueError`s; a plain
+/// `ValueError` if the Python package's exception module cannot be imported.
+fn deserialize_err(py: Python<'_>, e: DeserializeError) -> PyErr {
+    let name = match e {
+        DeserializeError::NewerVersion { .. } => "DeserializeVersionError",
+        _ => "DeserializeFormatError",
+    };
+    let msg = e.to_string();
+    match py
+        .import("tokensieve.exception")
+        .and_then(|m| m.getattr(name))
+        .and_then(|t| Ok(t.cast_into::<PyType>()?))
+    {
+        Ok(t) => PyErr::from_type(t, msg),
+        Err(_) => PyValueError::new_err(msg),
+    }
+}
+
+/// Checks that every id of `tokens` is below `vocab_size` (ValueError naming the first that
+/// is not).
+fn check_token_ids(tokens: &[u32], vocab_size: usize) -> PyResult<()> {
+    match tokens.iter().position(|&t| t as usize >= vocab_size) {
+        Some(i) => Err(PyValueError::new_err(format!(
+            "tokens[{i}] = {} is not below the vocabulary size {vocab_size}",
+            tokens[i]
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// A thread pool of `threads` threads (at least one).
@@ -219,6 +251,24 @@ impl PyVocabulary {
     fn memory_size_bytes(&self) -> usize {
         self.inner.memory_bytes()
     }
+
+    /// The vocabulary as bytes (`Vocabulary::serialize`: header with magic `TSVOCAB\0`,
+    /// version, fingerprint, length and checksum, then a postcard payload).
+    fn serialize<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let inner = &self.inner;
+        let bytes = py.detach(|| inner.serialize()).map_err(engine_err)?;
+        Ok(PyBytes::new(py, &bytes))
+    }
+
+    /// Reads the bytes of `serialize` (`Vocabulary::deserialize`). Raises
+    /// `DeserializeFormatError` / `DeserializeVersionError` (ValueErrors) for bad bytes.
+    #[staticmethod]
+    fn deserialize(py: Python<'_>, data: &[u8]) -> PyResult<Self> {
+        let v = py
+            .detach(|| Vocabulary::deserialize(data))
+            .map_err(|e| deserialize_err(py, e))?;
+        Ok(Self { inner: Arc::new(v) })
+    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -345,6 +395,26 @@ impl PyCompiledGrammar {
     fn memory_size_bytes(&self) -> usize {
         self.inner.memory_bytes()
     }
+
+    /// The grammar as bytes (`CompiledGrammar::serialize`: its automata and the masks
+    /// computed so far), with the GIL released.
+    fn serialize<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let inner = &self.inner;
+        let bytes = py.detach(|| inner.serialize()).map_err(engine_err)?;
+        Ok(PyBytes::new(py, &bytes))
+    }
+
+    /// Reads the bytes of `serialize` with `compiler`, of the same vocabulary
+    /// (`CompiledGrammar::deserialize`), with the GIL released. Raises
+    /// `DeserializeFormatError` / `DeserializeVersionError` (ValueErrors) for bad bytes or
+    /// another vocabulary.
+    #[staticmethod]
+    fn deserialize(py: Python<'_>, data: &[u8], compiler: &PyGrammarCompiler) -> PyResult<Self> {
+        let c = &compiler.inner;
+        py.detach(|| tokensieve::CompiledGrammar::deserialize(data, c))
+            .map(compiled)
+            .map_err(|e| deserialize_err(py, e))
+    }
 }
 
 /// Compiles grammars against one vocabulary (`tokensieve::GrammarCompiler`) on its own pool
@@ -353,6 +423,7 @@ impl PyCompiledGrammar {
 struct PyGrammarCompiler {
     inner: tokensieve::GrammarCompiler,
     pool: Arc<rayon::ThreadPool>,
+    cache_enabled: bool,
 }
 
 impl PyGrammarCompiler {
@@ -375,22 +446,62 @@ fn compiled(inner: Arc<tokensieve::CompiledGrammar>) -> PyCompiledGrammar {
 #[pymethods]
 impl PyGrammarCompiler {
     /// `mask_cache_bytes`: the bytes of node masks shared across grammars (0: none; None:
-    /// the engine's default).
+    /// the engine's default). `cache_enabled`, `cache_limit_bytes`: the whole-grammar cache
+    /// (`with_cache_enabled`, `with_cache_limit_bytes`; None: unlimited).
     #[new]
-    #[pyo3(signature = (vocabulary, max_threads=8, mask_cache_bytes=None))]
+    #[pyo3(signature = (vocabulary, max_threads=8, mask_cache_bytes=None, *, cache_enabled=true, cache_limit_bytes=None))]
     fn new(
         vocabulary: &PyVocabulary,
         max_threads: usize,
         mask_cache_bytes: Option<usize>,
+        cache_enabled: bool,
+        cache_limit_bytes: Option<usize>,
     ) -> PyResult<Self> {
-        let mut inner = tokensieve::GrammarCompiler::new(vocabulary.inner.clone());
+        let mut inner = tokensieve::GrammarCompiler::new(vocabulary.inner.clone())
+            .with_cache_enabled(cache_enabled)
+            .with_cache_limit_bytes(cache_limit_bytes);
         if let Some(bytes) = mask_cache_bytes {
             inner = inner.with_mask_cache_capacity(bytes);
         }
         Ok(Self {
             inner,
             pool: pool(max_threads)?,
+            cache_enabled,
         })
+    }
+
+    /// Whether the whole-grammar cache keeps compiled grammars.
+    #[getter]
+    fn cache_enabled(&self) -> bool {
+        self.cache_enabled
+    }
+
+    /// The byte bound of the whole-grammar cache (None: unlimited).
+    #[getter]
+    fn cache_limit_bytes(&self) -> Option<usize> {
+        self.inner.cache_limit_bytes()
+    }
+
+    /// Bytes held by the whole-grammar cache (`GrammarCompiler::cache_size_bytes`).
+    fn cache_size_bytes(&self) -> usize {
+        self.inner.cache_size_bytes()
+    }
+
+    /// Empties the whole-grammar cache (`GrammarCompiler::clear_cache`).
+    fn clear_cache(&self) {
+        self.inner.clear_cache();
+    }
+
+    /// `entries`, `size_bytes`, `hits`, `compiles` of the whole-grammar cache
+    /// (`GrammarCompiler::grammar_cache_stats`).
+    fn grammar_cache_stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let st = self.inner.grammar_cache_stats();
+        let d = PyDict::new(py);
+        d.set_item("entries", st.entries)?;
+        d.set_item("size_bytes", st.size_bytes)?;
+        d.set_item("hits", st.hits)?;
+        d.set_item("compiles", st.compiles)?;
+        Ok(d)
     }
 
     /// The vocabulary grammars are compiled against.
@@ -600,11 +711,75 @@ fn accept_bytes(m: &mut tokensieve::GrammarMatcher, bytes: &[u8]) -> PyResult<bo
 
 #[pymethods]
 impl PyGrammarMatcher {
+    /// A matcher with XGrammar's options (`GrammarMatcher::with_options`); ValueError for
+    /// an override stop token at or past the tokenizer's size.
     #[new]
-    fn new(compiled_grammar: &PyCompiledGrammar) -> Self {
-        Self {
-            inner: tokensieve::GrammarMatcher::new(compiled_grammar.inner.clone()),
-        }
+    #[pyo3(signature = (compiled_grammar, *, override_stop_tokens=None, terminate_without_stop_token=false, max_rollback_tokens=None))]
+    fn new(
+        compiled_grammar: &PyCompiledGrammar,
+        override_stop_tokens: Option<Vec<u32>>,
+        terminate_without_stop_token: bool,
+        max_rollback_tokens: Option<usize>,
+    ) -> PyResult<Self> {
+        let options = MatcherOptions {
+            override_stop_tokens,
+            terminate_without_stop_token,
+            max_rollback_tokens,
+        };
+        tokensieve::GrammarMatcher::with_options(compiled_grammar.inner.clone(), &options)
+            .map(|inner| Self { inner })
+            .map_err(|e| PyValueError::new_err(e.to_string()))
+    }
+
+    /// How many of `tokens`, from the first, would be accepted in a row, the state
+    /// unchanged (`GrammarMatcher::validate_tokens`). ValueError for an id at or past the
+    /// vocabulary size.
+    fn validate_tokens(&mut self, tokens: Vec<u32>) -> PyResult<usize> {
+        check_token_ids(
+            &tokens,
+            self.inner.compiled_grammar().vocabulary().vocab_size(),
+        )?;
+        Ok(self.inner.validate_tokens(&tokens))
+    }
+
+    /// The rollback bound (None: unlimited).
+    #[getter]
+    fn max_rollback_tokens(&self) -> Option<usize> {
+        self.inner.options().max_rollback_tokens
+    }
+
+    /// Whether the matcher terminates when the grammar completes.
+    #[getter]
+    fn terminate_without_stop_token(&self) -> bool {
+        self.inner.options().terminate_without_stop_token
+    }
+
+    /// As `fill_next_token_bitmask`, and the nanoseconds the engine's fill took inside the
+    /// call (for the bench's binding overhead: the call's time minus this).
+    #[pyo3(signature = (bitmask, index=0))]
+    fn _fill_next_token_bitmask_timed(
+        &mut self,
+        py: Python<'_>,
+        bitmask: &Bound<'_, PyAny>,
+        index: i64,
+    ) -> PyResult<(bool, u64)> {
+        let rows = Rows::new(bitmask, "bitmask")?;
+        let words = self.inner.bitmask_words();
+        rows.check_words(words, "bitmask")?;
+        let row = rows.check_row(index, "bitmask")?;
+        let vocab_size = self.inner.compiled_grammar().vocabulary().vocab_size();
+        let (ptr, total) = (rows.ptr, rows.rows * rows.words);
+        let inner = &mut self.inner;
+        py.detach(move || {
+            // SAFETY: see `words_mut`; the buffer is checked above and held by `rows`.
+            let all = unsafe { words_mut(ptr, total) };
+            let dst = &mut all[row * words..(row + 1) * words];
+            let start = std::time::Instant::now();
+            inner.fill_next_token_bitmask(dst)?;
+            let ns = start.elapsed().as_nanos() as u64;
+            Ok::<_, tokensieve::MatcherError>((needs_apply(dst, vocab_size), ns))
+        })
+        .map_err(engine_err)
     }
 
     /// Accepts a token; False (state unchanged) when the grammar rejects it. Raises
@@ -690,14 +865,10 @@ impl PyGrammarMatcher {
         self.inner.num_accepted_steps()
     }
 
-    /// The stop token ids of the vocabulary.
+    /// This matcher's stop token ids, ascending: the override, else the vocabulary's.
     #[getter]
     fn stop_token_ids(&self) -> Vec<u32> {
-        self.inner
-            .compiled_grammar()
-            .vocabulary()
-            .stop_tokens()
-            .to_vec()
+        self.inner.stop_tokens().to_vec()
     }
 
     /// The compiled grammar this matcher runs.
@@ -727,6 +898,53 @@ fn borrow_all<'py>(matchers: &Bound<'py, PyAny>) -> PyResult<Vec<PyRefMut<'py, P
                 "matchers[{i}] is in use (the same matcher twice in one batch, or used by another thread)"
             ))
         })?);
+    }
+    Ok(out)
+}
+
+/// A matcher of a batch fill: a `GrammarMatcher`, or the matcher of an engine adapter's
+/// `StructuredOutputGrammar`.
+enum Borrowed<'py> {
+    Matcher(PyRefMut<'py, PyGrammarMatcher>),
+    Request(PyRefMut<'py, PyStructuredOutputGrammar>),
+}
+
+impl Borrowed<'_> {
+    fn get(&self) -> &tokensieve::GrammarMatcher {
+        match self {
+            Borrowed::Matcher(m) => &m.inner,
+            Borrowed::Request(r) => r.inner.matcher(),
+        }
+    }
+
+    fn get_mut(&mut self) -> &mut tokensieve::GrammarMatcher {
+        match self {
+            Borrowed::Matcher(m) => &mut m.inner,
+            Borrowed::Request(r) => r.inner.matcher_mut(),
+        }
+    }
+}
+
+/// The matchers (or `StructuredOutputGrammar`s) of a Python list for a batch fill, each
+/// borrowed mutably (the same one twice is an error).
+fn borrow_fill_batch<'py>(matchers: &Bound<'py, PyAny>) -> PyResult<Vec<Borrowed<'py>>> {
+    let mut out = Vec::new();
+    let busy = |i: usize| {
+        PyValueError::new_err(format!(
+            "matchers[{i}] is in use (the same matcher twice in one batch, or used by another thread)"
+        ))
+    };
+    for (i, m) in matchers.try_iter()?.enumerate() {
+        let m = m?;
+        if let Ok(m) = m.cast::<PyGrammarMatcher>() {
+            out.push(Borrowed::Matcher(m.try_borrow_mut().map_err(|_| busy(i))?));
+        } else if let Ok(r) = m.cast::<PyStructuredOutputGrammar>() {
+            out.push(Borrowed::Request(r.try_borrow_mut().map_err(|_| busy(i))?));
+        } else {
+            return Err(PyTypeError::new_err(format!(
+                "matchers[{i}] is not a GrammarMatcher or a StructuredOutputGrammar"
+            )));
+        }
     }
     Ok(out)
 }
@@ -764,12 +982,12 @@ fn batch_fill_next_token_bitmask(
     pool: &PyThreadPool,
     indices: Option<Vec<i64>>,
 ) -> PyResult<()> {
-    let mut ms = borrow_all(matchers)?;
+    let mut ms = borrow_fill_batch(matchers)?;
     let rows = Rows::new(bitmask, "bitmask")?;
     let Some(first) = ms.first() else {
         return Ok(());
     };
-    let words = first.inner.bitmask_words();
+    let words = first.get().bitmask_words();
     rows.check_words(words, "bitmask")?;
     let idx: Vec<usize> = match indices {
         Some(ix) => {
@@ -789,10 +1007,10 @@ fn batch_fill_next_token_bitmask(
             .collect::<PyResult<_>>()?,
     };
     for (i, m) in ms.iter().enumerate() {
-        if m.inner.bitmask_words() != words {
+        if m.get().bitmask_words() != words {
             return Err(PyValueError::new_err(format!(
                 "matchers[{i}] has {} bitmask words, matchers[0] has {words}: one vocabulary per batch",
-                m.inner.bitmask_words()
+                m.get().bitmask_words()
             )));
         }
     }
@@ -808,7 +1026,7 @@ fn batch_fill_next_token_bitmask(
     let (ptr, total) = (rows.ptr, rows.rows * rows.words);
     let mut jobs: Vec<(&mut tokensieve::GrammarMatcher, usize)> = ms
         .iter_mut()
-        .map(|m| &mut m.inner)
+        .map(|m| m.get_mut())
         .zip(idx.iter().copied())
         .collect();
     py.detach(move || {
@@ -974,6 +1192,202 @@ fn apply_token_bitmask_inplace_cpu(
     Ok(())
 }
 
+// ---------------------------------------------------------------------------------------
+// Engine adapter (tokensieve::engine)
+// ---------------------------------------------------------------------------------------
+
+/// The engine-level half of the serving adapter (`tokensieve::engine::StructuredOutputBackend`):
+/// compiles each request's structured output through the compiler's whole-grammar cache,
+/// on the compiler's pool, with the GIL released.
+#[pyclass(module = "tokensieve._core", name = "StructuredOutputBackend", frozen)]
+struct PyStructuredOutputBackend {
+    inner: tokensieve::engine::StructuredOutputBackend,
+    pool: Arc<rayon::ThreadPool>,
+}
+
+fn request_kind(kind: &str) -> PyResult<StructuredOutputKind> {
+    Ok(match kind {
+        "json" => StructuredOutputKind::Json,
+        "json_object" => StructuredOutputKind::JsonObject,
+        "regex" => StructuredOutputKind::Regex,
+        "grammar" | "ebnf" => StructuredOutputKind::Grammar,
+        "structural_tag" => StructuredOutputKind::StructuralTag,
+        "choice" => StructuredOutputKind::Choice,
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "unknown request kind {other:?}: expected json, json_object, regex, grammar (or ebnf), structural_tag or choice"
+            )))
+        }
+    })
+}
+
+fn adapter_err(e: EngineError) -> PyErr {
+    match e {
+        EngineError::JsonSchema(e) => InvalidJSONSchemaError::new_err(e.to_string()),
+        e @ (EngineError::Choice(_) | EngineError::Matcher(_)) => {
+            PyValueError::new_err(e.to_string())
+        }
+        e => TokensieveError::new_err(e.to_string()),
+    }
+}
+
+#[pymethods]
+impl PyStructuredOutputBackend {
+    /// A backend over `compiler` (a clone: the same whole-grammar cache), with the JSON
+    /// Schema options of `json` / `json_object` requests and every request's matcher
+    /// options.
+    #[new]
+    #[pyo3(signature = (compiler, *, any_whitespace=true, max_whitespace_cnt=None, strict_mode=true, any_order=false, max_rollback_tokens=None, terminate_without_stop_token=false))]
+    fn new(
+        compiler: &PyGrammarCompiler,
+        any_whitespace: bool,
+        max_whitespace_cnt: Option<u32>,
+        strict_mode: bool,
+        any_order: bool,
+        max_rollback_tokens: Option<usize>,
+        terminate_without_stop_token: bool,
+    ) -> PyResult<Self> {
+        let json = schema_options(any_whitespace, max_whitespace_cnt, strict_mode, any_order)?;
+        let inner = tokensieve::engine::StructuredOutputBackend::new(compiler.inner.clone())
+            .with_json_options(json)
+            .with_matcher_options(MatcherOptions {
+                override_stop_tokens: None,
+                terminate_without_stop_token,
+                max_rollback_tokens,
+            });
+        Ok(Self {
+            inner,
+            pool: compiler.pool.clone(),
+        })
+    }
+
+    /// Compiles one request's structured output: `spec` read as `kind` says (json,
+    /// json_object, regex, grammar/ebnf, structural_tag, choice), with this request's
+    /// stop tokens when given.
+    #[pyo3(signature = (kind, spec, stop_token_ids=None))]
+    fn compile_grammar(
+        &self,
+        py: Python<'_>,
+        kind: &str,
+        spec: &str,
+        stop_token_ids: Option<Vec<u32>>,
+    ) -> PyResult<PyStructuredOutputGrammar> {
+        let kind = request_kind(kind)?;
+        let (inner, pool) = (&self.inner, &self.pool);
+        py.detach(|| {
+            pool.install(|| match &stop_token_ids {
+                Some(stop) => inner.compile_grammar_with_stop_tokens(kind, spec, stop),
+                None => inner.compile_grammar(kind, spec),
+            })
+        })
+        .map(|inner| PyStructuredOutputGrammar { inner })
+        .map_err(adapter_err)
+    }
+}
+
+/// The request-level half of the serving adapter
+/// (`tokensieve::engine::StructuredOutputGrammar`): one matcher and vLLM's per-request calls.
+#[pyclass(module = "tokensieve._core", name = "StructuredOutputGrammar")]
+struct PyStructuredOutputGrammar {
+    inner: tokensieve::engine::StructuredOutputGrammar,
+}
+
+impl PyStructuredOutputGrammar {
+    fn vocab_size(&self) -> usize {
+        self.inner
+            .matcher()
+            .compiled_grammar()
+            .vocabulary()
+            .vocab_size()
+    }
+}
+
+#[pymethods]
+impl PyStructuredOutputGrammar {
+    /// `StructuredOutputGrammar::accept_tokens`; ValueError for an id at or past the
+    /// vocabulary size (nothing accepted then).
+    fn accept_tokens(&mut self, request_id: &str, tokens: Vec<u32>) -> PyResult<bool> {
+        check_token_ids(&tokens, self.vocab_size())?;
+        Ok(self.inner.accept_tokens(request_id, &tokens))
+    }
+
+    /// `StructuredOutputGrammar::validate_tokens`: the accepted prefix, state unchanged.
+    fn validate_tokens(&mut self, tokens: Vec<u32>) -> PyResult<Vec<u32>> {
+        check_token_ids(&tokens, self.vocab_size())?;
+        Ok(self.inner.validate_tokens(&tokens))
+    }
+
+    /// `StructuredOutputGrammar::rollback`; ValueError past the tokens accepted or the
+    /// rollback bound.
+    fn rollback(&mut self, num_tokens: usize) -> PyResult<()> {
+        self.inner
+            .rollback(num_tokens)
+            .map_err(|e| PyValueError::new_err(e.to_string()))
+    }
+
+    /// Writes the next-token mask into row `row` of a `[rows, words]` int32 buffer
+    /// (`StructuredOutputGrammar::fill_bitmask`), with the GIL released.
+    fn fill_bitmask(
+        &mut self,
+        py: Python<'_>,
+        bitmask: &Bound<'_, PyAny>,
+        row: i64,
+    ) -> PyResult<()> {
+        let rows = Rows::new(bitmask, "bitmask")?;
+        rows.check_words(self.inner.matcher().bitmask_words(), "bitmask")?;
+        let row = rows.check_row(row, "bitmask")?;
+        let (ptr, total) = (rows.ptr, rows.rows * rows.words);
+        let inner = &mut self.inner;
+        py.detach(move || {
+            // SAFETY: see `words_mut`; the buffer is checked above and held by `rows`.
+            let all = unsafe { words_mut(ptr, total) };
+            inner.fill_bitmask(all, row)
+        })
+        .map_err(engine_err)
+    }
+
+    /// True once the request's output is finished.
+    fn is_terminated(&self) -> bool {
+        self.inner.is_terminated()
+    }
+
+    /// Back to the start, as a new request.
+    fn reset(&mut self) {
+        self.inner.reset();
+    }
+
+    /// Tokens accepted so far.
+    #[getter]
+    fn num_processed_tokens(&self) -> usize {
+        self.inner.num_processed_tokens()
+    }
+
+    /// The text the grammar forces next; state unchanged.
+    fn find_jump_forward_string(&mut self) -> String {
+        self.inner.find_jump_forward_string()
+    }
+
+    /// The compiled grammar of this request (shared through the cache).
+    #[getter]
+    fn compiled_grammar(&self) -> PyCompiledGrammar {
+        compiled(self.inner.matcher().compiled_grammar().clone())
+    }
+
+    /// A copy of the matcher underneath, advancing independently.
+    fn fork_matcher(&self) -> PyGrammarMatcher {
+        PyGrammarMatcher {
+            inner: self.inner.matcher().clone(),
+        }
+    }
+
+    /// A copy of this request's grammar in the same state.
+    fn fork(&self) -> Self {
+        Self {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
 /// The module.
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -984,6 +1398,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyGrammarCompiler>()?;
     m.add_class::<PyGrammarMatcher>()?;
     m.add_class::<PyThreadPool>()?;
+    m.add_class::<PyStructuredOutputBackend>()?;
+    m.add_class::<PyStructuredOutputGrammar>()?;
     m.add_function(wrap_pyfunction!(batch_fill_next_token_bitmask, m)?)?;
     m.add_function(wrap_pyfunction!(batch_accept_token, m)?)?;
     m.add_function(wrap_pyfunction!(batch_accept_string, m)?)?;

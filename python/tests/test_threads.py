@@ -160,3 +160,47 @@ def test_batch_fill_two_threads_vs_one(capsys):
             f"2 threads {timings['2 threads'] * 1e3:.1f} ms, ratio {t1 / timings['2 threads']:.2f} "
             "(measured on a shared machine)"
         )
+
+
+def test_two_threads_at_once_fill_the_masks_of_one_thread():
+    """Two Python threads fill the matchers of one compiled grammar at the same time (a
+    barrier starts them together, each step waits for the other thread); every mask equals
+    the one a single thread fills."""
+    model = "qwen3"
+    info = tokenizer_info(model)
+    compiled = compiler(model).compile_json_schema(SCHEMA)
+    tok = hf_tokenizer(model)
+    texts = ['{"name": "Eve", "age": 5, "tags": ["p", "q"]}', '{"name": "Zed", "age": 61}']
+    seqs = [tok.encode(t, add_special_tokens=False) for t in texts]
+    serial = {}
+    for i, ids in enumerate(seqs):
+        run_sequence(compiled, ids, info.vocab_size, serial, i)
+    barrier = threading.Barrier(2)
+    steps = max(len(s) for s in seqs)
+    threaded, errors = {}, []
+
+    def worker(slot):
+        try:
+            m = xgr.GrammarMatcher(compiled)
+            b = xgr.allocate_token_bitmask(1, info.vocab_size)
+            masks = []
+            for k in range(steps):
+                barrier.wait()
+                if k < len(seqs[slot]):
+                    m.fill_next_token_bitmask(b)
+                    masks.append(b.clone())
+                    assert m.accept_token(seqs[slot][k])
+            threaded[slot] = masks
+        except Exception as e:  # reported by the main thread
+            errors.append(e)
+            barrier.abort()
+
+    ths = [threading.Thread(target=worker, args=(i,)) for i in range(2)]
+    for t in ths:
+        t.start()
+    for t in ths:
+        t.join()
+    assert not errors, errors
+    for i in range(2):
+        assert len(threaded[i]) == len(seqs[i])
+        assert all(torch.equal(a, b) for a, b in zip(serial[i], threaded[i]))

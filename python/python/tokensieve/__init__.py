@@ -15,9 +15,11 @@ Code written for XGrammar runs with ``import tokensieve as xgr``::
 The engine is the Rust crate ``tokensieve``; this package is a thin binding over it.
 """
 
-from . import exception, testing, tools
+from . import exception, serving, testing, tools
 from .compiler import CompiledGrammar, GrammarCompiler
 from .exception import (
+    DeserializeFormatError,
+    DeserializeVersionError,
     InvalidJSONError,
     InvalidJSONSchemaError,
     InvalidStructuralTagError,
@@ -38,6 +40,7 @@ from .tools import get_model_structural_tag
 
 __all__ = [
     "exception",
+    "serving",
     "testing",
     "tools",
     "CompiledGrammar",
@@ -55,6 +58,8 @@ __all__ = [
     "VocabType",
     "get_model_structural_tag",
     "TokensieveError",
+    "DeserializeFormatError",
+    "DeserializeVersionError",
     "InvalidJSONError",
     "InvalidJSONSchemaError",
     "InvalidStructuralTagError",

@@ -3,7 +3,8 @@
 Engine errors are :class:`TokensieveError` (a ``RuntimeError``, as XGrammar's errors are)
 carrying the Rust error's message; invalid arguments (a bitmask of the wrong dtype or shape,
 an out-of-range index, a token id past the vocabulary) are ``TypeError``, ``ValueError`` or
-``IndexError``.
+``IndexError``. A serialized object that cannot be read is :class:`DeserializeFormatError`,
+both a ``ValueError`` and XGrammar's ``InvalidJSONError``.
 """
 
 from ._core import (
@@ -13,7 +14,23 @@ from ._core import (
     TokensieveError,
 )
 
+
+
+class DeserializeFormatError(InvalidJSONError, ValueError):
+    """Bytes or text that cannot be read back as a serialized :class:`~tokensieve.CompiledGrammar`
+    or :class:`~tokensieve.TokenizerInfo` (too short, of another kind, truncated, damaged,
+    malformed, not JSON, or a grammar compiled for another vocabulary). The message is the
+    engine's. A ``ValueError``, and XGrammar's ``InvalidJSONError`` too."""
+
+
+class DeserializeVersionError(DeserializeFormatError):
+    """Written by a newer tokensieve, in a format version this one cannot read (XGrammar's
+    name)."""
+
+
 __all__ = [
+    "DeserializeFormatError",
+    "DeserializeVersionError",
     "TokensieveError",
     "InvalidJSONError",
     "InvalidJSONSchemaError",

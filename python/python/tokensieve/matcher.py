@@ -6,6 +6,7 @@ or a numpy array; matchers write into it in place, with the GIL released.
 """
 
 import math
+import operator
 import os
 from typing import Any, List, Literal, Optional, Tuple, Union
 
@@ -41,13 +42,15 @@ def _cpu_buffer(x: Any, what: str, dtype: Any) -> Any:
     """The object whose buffer the engine writes: a numpy array, or the numpy view of a CPU
     torch tensor (same memory). Checks the device and dtype of tensors."""
     if _is_torch(x):
-        if x.device.type != "cpu":
+        # Cheap checks first (this runs on every fill): `is_cpu` rather than `device.type`,
+        # and `detach()` only for a tensor that requires grad.
+        if not x.is_cpu:
             raise ValueError(f"{what} must be on CPU, got a tensor on {x.device}")
         if x.dtype != dtype:
             raise TypeError(f"{what} must have dtype {dtype}, got {x.dtype}")
         if not x.is_contiguous():
             raise ValueError(f"{what} must be contiguous; call .contiguous()")
-        return x.detach().numpy()
+        return x.detach().numpy() if x.requires_grad else x.numpy()
     if isinstance(x, np.ndarray):
         return x
     raise TypeError(f"{what} must be a torch.Tensor or a numpy.ndarray, not {type(x)}")
@@ -146,34 +149,82 @@ def apply_token_bitmask_inplace(
     )
 
 
+def _stop_token_list(override_stop_tokens: Any) -> Optional[List[int]]:
+    """XGrammar's ``override_stop_tokens``: None, one id, or a sequence of ids."""
+    if override_stop_tokens is None:
+        return None
+    if isinstance(override_stop_tokens, (str, bytes)):
+        raise TypeError(
+            f"override_stop_tokens must be an int or a list of ints, not {type(override_stop_tokens)}"
+        )
+    if not hasattr(override_stop_tokens, "__iter__"):
+        return [operator.index(override_stop_tokens)]
+    return [operator.index(t) for t in override_stop_tokens]
+
+
 class GrammarMatcher:
     """Matches one sequence against a compiled grammar, token by token.
 
     Parameters
     ----------
     compiled_grammar : CompiledGrammar
+    override_stop_tokens : int or list of int, optional
+        This matcher's stop tokens instead of the vocabulary's (a request's own
+        ``stop_token_ids``). A stop token only ever stops: it is allowed (and terminates)
+        where the grammar may end and nowhere else, even when its bytes are ordinary text;
+        the vocabulary's stop tokens left out are then not stop tokens for this matcher.
+    terminate_without_stop_token : bool, default False
+        The matcher is done when the grammar is: :meth:`is_terminated` is true whenever the
+        output so far is a complete match, and no stop token is ever allowed or accepted.
+        Tokens that continue the grammar stay allowed there, so stop when
+        :meth:`is_terminated` says so. (XGrammar's mask still allows the stop tokens in
+        that state while its ``accept_token`` rejects them; here the mask and
+        ``accept_token`` agree.)
     max_rollback_tokens : int, default -1
-        Accepted for XGrammar compatibility; tokensieve keeps every step, so any number of
-        steps can be rolled back whatever the value.
+        At most this many steps can be rolled back (-1: unlimited); :meth:`validate_tokens`
+        is not bound by it.
 
-    XGrammar's ``override_stop_tokens`` and ``terminate_without_stop_token`` are not
-    accepted yet (the engine's per-matcher stop tokens are on their way); passing them is a
-    TypeError.
+    The options are the engine's ``MatcherOptions`` (``GrammarMatcher::with_options``).
+
+    Raises
+    ------
+    TypeError
+        For a ``compiled_grammar`` that is not a CompiledGrammar, or stop tokens that are
+        not ints.
+    ValueError
+        For a stop token at or past the tokenizer's size, ``max_rollback_tokens < -1``;
+        OverflowError for a negative stop token.
     """
 
-    def __init__(self, compiled_grammar: CompiledGrammar, *, max_rollback_tokens: int = -1) -> None:
+    def __init__(
+        self,
+        compiled_grammar: CompiledGrammar,
+        *,
+        override_stop_tokens: Optional[Union[int, List[int]]] = None,
+        terminate_without_stop_token: bool = False,
+        max_rollback_tokens: int = -1,
+    ) -> None:
         if not isinstance(compiled_grammar, CompiledGrammar):
             raise TypeError(
                 f"compiled_grammar must be a CompiledGrammar, not {type(compiled_grammar)}"
             )
+        max_rollback_tokens = operator.index(max_rollback_tokens)
+        if max_rollback_tokens < -1:
+            raise ValueError(
+                f"max_rollback_tokens must be -1 (unlimited) or a count, got {max_rollback_tokens}"
+            )
         self._compiled = compiled_grammar
-        self._matcher = _core.GrammarMatcher(compiled_grammar._compiled)
-        self._max_rollback_tokens = max_rollback_tokens
+        self._matcher = _core.GrammarMatcher(
+            compiled_grammar._compiled,
+            override_stop_tokens=_stop_token_list(override_stop_tokens),
+            terminate_without_stop_token=bool(terminate_without_stop_token),
+            max_rollback_tokens=None if max_rollback_tokens == -1 else max_rollback_tokens,
+        )
 
     @classmethod
-    def _from_core(cls, compiled: CompiledGrammar, core: "_core.GrammarMatcher", mrt: int):
+    def _from_core(cls, compiled: CompiledGrammar, core: "_core.GrammarMatcher"):
         self = cls.__new__(cls)
-        self._compiled, self._matcher, self._max_rollback_tokens = compiled, core, mrt
+        self._compiled, self._matcher = compiled, core
         return self
 
     def accept_token(self, token_id: int, *, debug_print: bool = False) -> bool:
@@ -222,7 +273,8 @@ class GrammarMatcher:
         self._matcher.rollback(int(num_tokens))
 
     def is_terminated(self) -> bool:
-        """True once a stop token has been accepted."""
+        """True once a stop token has been accepted; with ``terminate_without_stop_token``,
+        whenever the output so far is a complete match."""
         return self._matcher.is_terminated()
 
     def is_completed(self) -> bool:
@@ -235,16 +287,38 @@ class GrammarMatcher:
 
     def fork(self) -> "GrammarMatcher":
         """An independent copy in the same state."""
-        return GrammarMatcher._from_core(self._compiled, self._matcher.fork(), self._max_rollback_tokens)
+        return GrammarMatcher._from_core(self._compiled, self._matcher.fork())
+
+    def validate_tokens(self, tokens: List[int]) -> int:
+        """How many of ``tokens``, from the first, the grammar accepts in a row (speculative
+        decoding: the longest valid prefix of a draft is ``tokens[:n]``). The state is
+        unchanged (the engine accepts and rolls back, with the GIL held: about a
+        microsecond per token byte). A stop token that would be accepted counts, and
+        nothing after it does; once terminated the count is 0.
+
+        Raises
+        ------
+        ValueError
+            For an id at or past the vocabulary size (nothing is validated then);
+            OverflowError for a negative id.
+        """
+        return self._matcher.validate_tokens([operator.index(t) for t in tokens])
 
     @property
     def max_rollback_tokens(self) -> int:
-        """The value given at construction (rollback is unbounded in tokensieve)."""
-        return self._max_rollback_tokens
+        """At most this many steps can be rolled back (-1: unlimited)."""
+        n = self._matcher.max_rollback_tokens
+        return -1 if n is None else n
+
+    @property
+    def terminate_without_stop_token(self) -> bool:
+        """Whether the matcher terminates when the grammar completes, without a stop token."""
+        return self._matcher.terminate_without_stop_token
 
     @property
     def stop_token_ids(self) -> List[int]:
-        """The stop tokens: the vocabulary's."""
+        """This matcher's stop tokens, ascending: ``override_stop_tokens`` when given, else
+        the vocabulary's."""
         return self._matcher.stop_token_ids
 
 

@@ -1,10 +1,13 @@
 """TokenizerInfo: a model's vocabulary, with XGrammar's constructors and properties."""
 
+import base64
+import binascii
 import json
 from enum import Enum
 from typing import Any, Dict, List, Optional, Sequence, Union
 
 from . import _core
+from .exception import DeserializeFormatError
 
 __all__ = ["TokenizerInfo", "VocabType"]
 
@@ -259,18 +262,49 @@ class TokenizerInfo:
         except (json.JSONDecodeError, KeyError, TypeError) as e:
             raise ValueError(f"invalid tokenizer metadata: {e}") from e
 
+    def serialize_bytes(self) -> bytes:
+        """The engine's vocabulary as bytes (``Vocabulary::serialize``: a 40-byte header with
+        the magic ``TSVOCAB\\0``, format version, fingerprint, length and checksum, then a
+        postcard payload: every token's bytes, the special and stop ids, the sizes). The
+        metadata ``vocab_type`` and ``add_prefix_space`` is not in it: give it back to
+        :meth:`deserialize_bytes`, or use :meth:`serialize_json`, which holds both."""
+        return self._vocab.serialize()
+
+    @staticmethod
+    def deserialize_bytes(
+        data: bytes,
+        *,
+        vocab_type: "VocabType" = VocabType.RAW,
+        add_prefix_space: bool = False,
+    ) -> "TokenizerInfo":
+        """Reads the bytes of :meth:`serialize_bytes` (with the metadata given here).
+
+        Raises
+        ------
+        tokensieve.exception.DeserializeFormatError
+            (a ValueError) for bytes that are too short, of another kind, truncated,
+            damaged or malformed; ``DeserializeVersionError`` for a newer format version.
+        TypeError
+            For ``data`` that is not bytes-like.
+        """
+        if isinstance(data, str) or not isinstance(data, (bytes, bytearray, memoryview)):
+            raise TypeError(f"data must be bytes, not {type(data)}")
+        vocab = _core.Vocabulary.deserialize(bytes(data))
+        return TokenizerInfo._from_core(vocab, VocabType(vocab_type), bool(add_prefix_space))
+
     def serialize_json(self) -> str:
-        """The whole vocabulary as JSON (token bytes in hex, special and stop ids, sizes,
-        metadata); :meth:`deserialize_json` reads it back."""
+        """This TokenizerInfo as a JSON object (XGrammar's name; the content is
+        tokensieve's): ``{"tokensieve": "TokenizerInfo", "format": 1, "vocab_type": <int>,
+        "add_prefix_space": <bool>, "vocabulary": <base64 of serialize_bytes()>}``.
+        :meth:`deserialize_json` reads it back; a grammar compiled on this TokenizerInfo
+        loads against the copy (same fingerprint)."""
         return json.dumps(
             {
-                "tokensieve_tokenizer_info": 1,
-                "decoded_vocab": [t.hex() for t in self.decoded_vocab],
-                "special_token_ids": self._vocab.special_token_ids,
-                "stop_token_ids": self.stop_token_ids,
-                "vocab_size": self.vocab_size,
+                "tokensieve": "TokenizerInfo",
+                "format": 1,
                 "vocab_type": self._vocab_type.value,
                 "add_prefix_space": self._add_prefix_space,
+                "vocabulary": base64.b64encode(self.serialize_bytes()).decode("ascii"),
             }
         )
 
@@ -280,25 +314,75 @@ class TokenizerInfo:
 
         Raises
         ------
-        tokensieve.exception.InvalidJSONError
-            For text that is not JSON or not a serialized TokenizerInfo.
-        ValueError
-            For inconsistent ids or sizes.
+        tokensieve.exception.DeserializeFormatError
+            (a ValueError and an ``InvalidJSONError``) for text that is not JSON, not a
+            serialized TokenizerInfo, or whose vocabulary bytes cannot be read;
+            ``DeserializeVersionError`` for a newer format version.
         """
+        d = _json_object(json_string, "TokenizerInfo")
         try:
-            d = json.loads(json_string)
-            if d.get("tokensieve_tokenizer_info") != 1:
-                raise KeyError("tokensieve_tokenizer_info (format version 1)")
-            tokens = [bytes.fromhex(t) for t in d["decoded_vocab"]]
-            special, stop = d["special_token_ids"], d["stop_token_ids"]
-            size, vtype, aps = d["vocab_size"], VocabType(d["vocab_type"]), d["add_prefix_space"]
-        except (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as e:
-            raise _core.InvalidJSONError(f"not a serialized TokenizerInfo: {e!r}") from e
-        vocab = _core.Vocabulary.from_token_bytes(tokens, special, stop, size)
-        return TokenizerInfo._from_core(vocab, vtype, bool(aps))
+            data = _b64_field(d, "vocabulary")
+            vtype = VocabType(d["vocab_type"])
+            aps = d["add_prefix_space"]
+            if not isinstance(aps, bool):
+                raise TypeError(f"add_prefix_space is a {type(aps).__name__}, not a bool")
+        except (KeyError, TypeError, ValueError) as e:
+            raise DeserializeFormatError(f"not a serialized TokenizerInfo: {e!r}") from e
+        return TokenizerInfo.deserialize_bytes(data, vocab_type=vtype, add_prefix_space=aps)
+
+    def __reduce__(self):
+        """Pickles through :meth:`serialize_bytes` and the metadata."""
+        return (_tokenizer_info_from_bytes, (self.serialize_bytes(), self._vocab_type.value, self._add_prefix_space))
+
+    def _grammar_loader(self) -> "_core.GrammarCompiler":
+        """The compiler that grammars serialized for this vocabulary are loaded with
+        (``CompiledGrammar::deserialize`` needs one: its trie and mask cache serve the masks
+        computed after loading). Made on first use and kept."""
+        loader = getattr(self, "_loader", None)
+        if loader is None:
+            loader = _core.GrammarCompiler(self._vocab, 1)
+            self._loader = loader
+        return loader
 
     def __repr__(self) -> str:
         return (
             f"TokenizerInfo(vocab_size={self.vocab_size}, vocab_type={self._vocab_type.name}, "
             f"stop_token_ids={self.stop_token_ids})"
         )
+
+
+def _tokenizer_info_from_bytes(data: bytes, vocab_type: int, add_prefix_space: bool) -> TokenizerInfo:
+    """Unpickles a TokenizerInfo (:meth:`TokenizerInfo.__reduce__`)."""
+    return TokenizerInfo.deserialize_bytes(data, vocab_type=VocabType(vocab_type), add_prefix_space=add_prefix_space)
+
+
+def _json_object(text: Any, what: str) -> Dict[str, Any]:
+    """The JSON object of a serialized ``what``, or DeserializeFormatError."""
+    if not isinstance(text, (str, bytes, bytearray)):
+        raise TypeError(f"the serialized {what} must be a str, not {type(text)}")
+    try:
+        d = json.loads(text)
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise DeserializeFormatError(f"not a serialized {what}: invalid JSON: {e}") from e
+    if not isinstance(d, dict) or d.get("tokensieve", what) != what:
+        raise DeserializeFormatError(
+            f"not a serialized {what}: expected a JSON object with \"tokensieve\": \"{what}\""
+        )
+    if d.get("format", 1) != 1:
+        from .exception import DeserializeVersionError
+
+        raise DeserializeVersionError(
+            f"a serialized {what} of format {d.get('format')!r}; this tokensieve reads format 1"
+        )
+    return d
+
+
+def _b64_field(d: Dict[str, Any], key: str) -> bytes:
+    """The bytes of the base64 field ``key`` (KeyError / TypeError / ValueError otherwise)."""
+    v = d[key]
+    if not isinstance(v, str):
+        raise TypeError(f"{key} is a {type(v).__name__}, not a base64 str")
+    try:
+        return base64.b64decode(v, validate=True)
+    except binascii.Error as e:
+        raise ValueError(f"{key} is not base64: {e}") from e
