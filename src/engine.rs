@@ -44,7 +44,8 @@ use std::sync::Arc;
 pub enum StructuredOutputKind {
     /// A JSON Schema (the specification is its JSON text).
     Json,
-    /// Any JSON object (the specification is ignored): the schema `{"type": "object"}`.
+    /// Any JSON object (the specification is ignored): the schema `{"type": "object"}`,
+    /// open whatever the backend's `strict` option (vLLM's `json_object`).
     JsonObject,
     /// A regular expression (Rust `regex` syntax; see [`crate::regex`]).
     Regex,
@@ -173,7 +174,13 @@ impl StructuredOutputBackend {
         Ok(match kind {
             StructuredOutputKind::Json => c.compile_json_schema(spec, &self.json_options)?,
             StructuredOutputKind::JsonObject => {
-                c.compile_json_schema(r#"{"type":"object"}"#, &self.json_options)?
+                // Any object, as vLLM means it: strict mode would close `{"type":"object"}`
+                // to `{}`.
+                let opts = crate::JsonSchemaOptions {
+                    strict: false,
+                    ..self.json_options.clone()
+                };
+                c.compile_json_schema(r#"{"type":"object"}"#, &opts)?
             }
             StructuredOutputKind::Regex => c.compile_regex(spec)?,
             StructuredOutputKind::Grammar => c.compile_grammar(spec)?,

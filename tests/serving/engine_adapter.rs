@@ -153,3 +153,26 @@ fn matcher_options_and_per_request_stop_tokens() {
         Err(EngineError::Matcher(_))
     ));
 }
+
+/// `json_object` is any object also when the backend's JSON options are strict (strict mode
+/// would close `{"type": "object"}` to `{}`).
+#[test]
+fn json_object_is_any_object_under_strict_options() {
+    let b = backend().with_json_options(tokensieve::JsonSchemaOptions {
+        strict: true,
+        ..Default::default()
+    });
+    for (text, ok) in [(r#"{"a": [1, "x"]}"#, true), ("{}", true), ("[1]", false)] {
+        let mut g = b.compile_grammar(Kind::JsonObject, "").unwrap();
+        let mut ids = bytes(text);
+        ids.push(STOP);
+        assert_eq!(g.accept_tokens("r", &ids), ok, "{text}");
+    }
+    // A schema under the same options stays closed.
+    let mut g = b
+        .compile_grammar(Kind::Json, r#"{"type": "object"}"#)
+        .unwrap();
+    let mut ids = bytes(r#"{"a": 1}"#);
+    ids.push(STOP);
+    assert!(!g.accept_tokens("r", &ids));
+}
