@@ -237,7 +237,9 @@ impl RealTokenizer {
         tokenizer: tokenizers::Tokenizer,
     ) -> RealTokenizer {
         let vocab = std::sync::Arc::new(vocab);
-        let compiler = tokensieve::GrammarCompiler::new(vocab.clone());
+        // Without the whole-grammar cache: tests share one RealTokenizer per binary and
+        // compile thousands of distinct grammars on it, which an unlimited cache would all keep.
+        let compiler = tokensieve::GrammarCompiler::new(vocab.clone()).with_cache_enabled(false);
         let mut by_bytes = std::collections::HashMap::new();
         for id in 0..vocab.tokenizer_size() as u32 {
             if vocab.is_special(id) {
@@ -418,7 +420,8 @@ pub fn proptest_config(cases: u32) -> proptest::test_runner::Config {
 pub const BYTE_STOP: u32 = 256;
 
 /// A compiler over a vocabulary of the 256 single bytes and a stop token `<eos>`
-/// ([`BYTE_STOP`]), with lazily computed masks: for checking languages byte by byte.
+/// ([`BYTE_STOP`]), with lazily computed masks and no whole-grammar cache (suites compile
+/// thousands of distinct grammars on one): for checking languages byte by byte.
 pub fn byte_compiler() -> tokensieve::GrammarCompiler {
     let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
     tokens.push(b"<eos>".to_vec());
@@ -426,6 +429,7 @@ pub fn byte_compiler() -> tokensieve::GrammarCompiler {
         .expect("vocabulary");
     tokensieve::GrammarCompiler::new(std::sync::Arc::new(vocab))
         .with_precompute(tokensieve::Precompute::Lazy)
+        .with_cache_enabled(false)
 }
 
 /// True when `g` (compiled by [`byte_compiler`]) accepts `text` followed by the stop token.
