@@ -1150,6 +1150,9 @@ impl Builder<'_> {
     }
 }
 
+/// Inclusive code point ranges, sorted: a set of characters.
+type Ranges = Vec<(u32, u32)>;
+
 /// The shared rules of undeclared keys (see [`Builder::not_in`]): made once per grammar,
 /// each kept a rule (never inlined), so a key that excludes many declared names costs one
 /// node per name character and per branch point, not a copy of the escape grammar there.
@@ -1157,11 +1160,11 @@ impl Builder<'_> {
 pub(crate) struct KeyRules {
     /// Per set of banned characters: the rest of a key after its first undeclared
     /// character (any characters but the banned ones, then the closing quote).
-    tails: HashMap<Vec<(u32, u32)>, RuleId>,
+    tails: HashMap<Ranges, RuleId>,
     /// Per set of characters taken at a branch point (the next characters of the names
     /// left, and the banned ones) and banned set: one character outside it, in every
     /// spelling, then the tail.
-    others: HashMap<(Vec<(u32, u32)>, Vec<(u32, u32)>), RuleId>,
+    others: HashMap<(Ranges, Ranges), RuleId>,
     /// Every rule above, to keep (see `JsonSchemaGrammar::keep`).
     pub(crate) kept: Vec<RuleId>,
 }
