@@ -469,6 +469,9 @@ fn to_grammar(
     for (r, _) in &b.closed_objects {
         keep[r.index()] = true;
     }
+    for r in &b.key_rules.kept {
+        keep[r.index()] = true;
+    }
     Ok(JsonSchemaGrammar {
         grammar,
         ignored: b.ignored,
@@ -849,6 +852,8 @@ pub(crate) struct Builder<'a> {
     pub(crate) any: Option<types::AnyRules>,
     /// The rule of any JSON string (see [`Builder::string_any`]), made on first use.
     pub(crate) string_rule: Option<RuleId>,
+    /// The shared rules of undeclared keys, made on first use.
+    pub(crate) key_rules: objects::KeyRules,
     /// Closed `any_order` objects whose keys the matcher narrows to the names not yet
     /// written: the rule that opens each (kept when compiled), and its declared names
     /// (see `Builder::any_order_closed`).
@@ -937,6 +942,7 @@ impl<'a> Builder<'a> {
             refs: HashMap::new(),
             any: None,
             string_rule: None,
+            key_rules: objects::KeyRules::default(),
             closed_objects: Vec::new(),
             depth: 0,
             max_enum_values: Limits::default().max_enum_values,

@@ -366,7 +366,10 @@ impl Builder<'_> {
                     if *nonempty {
                         avoid.push(String::new());
                     }
-                    seq(vec![lit("\""), key_not_in_except(&avoid, LINE_TERMINATORS)])
+                    seq(vec![
+                        lit("\""),
+                        self.key_not_in_except(&avoid, LINE_TERMINATORS),
+                    ])
                 } else if names.is_empty() {
                     self.string_any()
                 } else {
@@ -381,7 +384,7 @@ impl Builder<'_> {
                             ),
                         });
                     }
-                    seq(vec![lit("\""), key_not_in(&names)])
+                    seq(vec![lit("\""), self.key_not_in_except(&names, &[])])
                 };
                 let ws = self.ws();
                 let body = seq(vec![key, ws.clone(), lit(":"), ws.clone(), v, ws]);
@@ -762,22 +765,9 @@ fn plain_name(name: &str) -> bool {
     !name.chars().any(|c| c < ' ' || c == '"' || c == '\\')
 }
 
-/// The rest of a string key after its opening quote (closing quote included): any JSON
-/// string content (every escape included) whose decoded text is not in `names`.
-fn key_not_in(names: &[String]) -> Expr {
-    key_not_in_except(names, &[])
-}
-
 /// ECMAScript line terminators that JSON writes raw (`\u2028`, `\u2029`): `.` does not
 /// match them.
 const LINE_TERMINATORS: &[(u32, u32)] = &[(0x2028, 0x2029)];
-
-/// As [`key_not_in`], with no character of `banned` in the key.
-fn key_not_in_except(names: &[String], banned: &[(u32, u32)]) -> Expr {
-    let chars: Vec<Vec<char>> = names.iter().map(|n| n.chars().collect()).collect();
-    let all: Vec<&[char]> = chars.iter().map(|c| c.as_slice()).collect();
-    not_in(&all, 0, banned)
-}
 
 /// `propertyNames` (2020-12 §10.3.2.4) of string keywords: which names it admits, and
 /// the grammar of the admitted keys (a whole JSON string, quotes included).
@@ -1160,45 +1150,112 @@ impl Builder<'_> {
     }
 }
 
-/// Strings whose continuation from depth `d` avoids every string of `set` (all of which
-/// share the prefix consumed so far), with no character of `banned`. Names are compared
-/// decoded: each character may be written raw or escaped ([`char_spellings`]), so
-/// `"f\u006fo"` follows the path of `foo` and is excluded with it.
-fn not_in(set: &[&[char]], d: usize, banned: &[(u32, u32)]) -> Expr {
-    let mut alts = Vec::new();
-    // End here, unless a name ends here.
-    if !set.iter().any(|s| s.len() == d) {
-        alts.push(lit("\""));
+/// Inclusive code point ranges, sorted: a set of characters.
+type Ranges = Vec<(u32, u32)>;
+
+/// The shared rules of undeclared keys (see [`Builder::not_in`]): made once per grammar,
+/// each kept a rule (never inlined), so a key that excludes many declared names costs one
+/// node per name character and per branch point, not a copy of the escape grammar there.
+#[derive(Default)]
+pub(crate) struct KeyRules {
+    /// Per set of banned characters: the rest of a key after its first undeclared
+    /// character (any characters but the banned ones, then the closing quote).
+    tails: HashMap<Ranges, RuleId>,
+    /// Per set of characters taken at a branch point (the next characters of the names
+    /// left, and the banned ones) and banned set: one character outside it, in every
+    /// spelling, then the tail.
+    others: HashMap<(Ranges, Ranges), RuleId>,
+    /// Every rule above, to keep (see `JsonSchemaGrammar::keep`).
+    pub(crate) kept: Vec<RuleId>,
+}
+
+impl Builder<'_> {
+    /// The rest of a string key after its opening quote (closing quote included): any JSON
+    /// string content (every escape included) whose decoded text is not in `names`, with
+    /// no character of `banned` (sorted).
+    fn key_not_in_except(&mut self, names: &[String], banned: &[(u32, u32)]) -> Expr {
+        let chars: Vec<Vec<char>> = names.iter().map(|n| n.chars().collect()).collect();
+        let all: Vec<&[char]> = chars.iter().map(|c| c.as_slice()).collect();
+        self.not_in(&all, 0, banned)
     }
-    // Children.
-    let mut next: BTreeMap<char, Vec<&[char]>> = BTreeMap::new();
-    for s in set {
-        if let Some(&c) = s.get(d) {
-            next.entry(c).or_default().push(s);
+
+    /// The rest of a key after its first undeclared character, with no character of
+    /// `banned` (sorted), as the shared rule of that set.
+    fn key_tail(&mut self, banned: &[(u32, u32)]) -> Option<RuleId> {
+        if let Some(&id) = self.key_rules.tails.get(banned) {
+            return Some(id);
         }
+        let tail_char = if banned.is_empty() {
+            super::strings::string_char()
+        } else {
+            char_spellings(&complement(banned))?
+        };
+        let id = self.add_rule(
+            "obj_key_tail",
+            seq(vec![repeat(tail_char, 0, None), lit("\"")]),
+        );
+        self.pointers[id.index()] = "#".into();
+        self.key_rules.tails.insert(banned.to_vec(), id);
+        self.key_rules.kept.push(id);
+        Some(id)
     }
-    // The characters that do not start the catch-all branch below.
-    let mut taken: Vec<(u32, u32)> = banned.to_vec();
-    for (c, sub) in &next {
-        let cp = *c as u32;
-        taken.push((cp, cp));
-        if banned.iter().any(|&(lo, hi)| lo <= cp && cp <= hi) {
-            continue;
+
+    /// One character not in `taken` (nor in `banned`), in every spelling, then the rest of
+    /// the key ([`Builder::key_tail`]), as the shared rule of that pair of sets.
+    fn key_other(&mut self, taken: &[(u32, u32)], banned: &[(u32, u32)]) -> Option<RuleId> {
+        let key = (taken.to_vec(), banned.to_vec());
+        if let Some(&id) = self.key_rules.others.get(&key) {
+            return Some(id);
         }
-        if let Some(spelled) = char_spellings(&[(cp, cp)]) {
-            alts.push(seq(vec![spelled, not_in(sub, d + 1, banned)]));
+        let first = char_spellings(&complement(taken))?;
+        let tail = self.key_tail(banned)?;
+        let id = self.add_rule("obj_key_other", seq(vec![first, Expr::Rule(tail)]));
+        self.pointers[id.index()] = "#".into();
+        self.key_rules.others.insert(key, id);
+        self.key_rules.kept.push(id);
+        Some(id)
+    }
+
+    /// Strings whose continuation from depth `d` avoids every string of `set` (all of
+    /// which share the prefix consumed so far), with no character of `banned` (sorted).
+    /// Names are compared decoded: each character may be written raw or escaped
+    /// ([`char_spellings`]), so `"f\u006fo"` follows the path of `foo` and is excluded with
+    /// it. The trie of the names is written out; what leaves it (a character no name
+    /// continues with) is a call of a shared rule ([`Builder::key_other`]).
+    fn not_in(&mut self, set: &[&[char]], d: usize, banned: &[(u32, u32)]) -> Expr {
+        let mut alts = Vec::new();
+        // End here, unless a name ends here.
+        if !set.iter().any(|s| s.len() == d) {
+            alts.push(lit("\""));
         }
+        // Children.
+        let mut next: BTreeMap<char, Vec<&[char]>> = BTreeMap::new();
+        for s in set {
+            if let Some(&c) = s.get(d) {
+                next.entry(c).or_default().push(s);
+            }
+        }
+        // The characters that do not start the catch-all branch below.
+        let mut taken: Vec<(u32, u32)> = banned.to_vec();
+        for (c, sub) in &next {
+            let cp = *c as u32;
+            taken.push((cp, cp));
+            if banned.iter().any(|&(lo, hi)| lo <= cp && cp <= hi) {
+                continue;
+            }
+            if let Some(spelled) = char_spellings(&[(cp, cp)]) {
+                let rest = self.not_in(sub, d + 1, banned);
+                alts.push(seq(vec![spelled, rest]));
+            }
+        }
+        taken.sort_unstable();
+        taken.dedup();
+        // Any other character, then anything.
+        if let Some(other) = self.key_other(&taken, banned) {
+            alts.push(Expr::Rule(other));
+        }
+        choice(alts.into_iter().map(Some).collect()).unwrap_or(Expr::Empty)
     }
-    let tail_char = if banned.is_empty() {
-        Some(super::strings::string_char())
-    } else {
-        char_spellings(&complement(banned))
-    };
-    // Any other character, then anything.
-    if let (Some(first), Some(tail)) = (char_spellings(&complement(&taken)), tail_char) {
-        alts.push(seq(vec![first, repeat(tail, 0, None), lit("\"")]));
-    }
-    choice(alts.into_iter().map(Some).collect()).unwrap_or(Expr::Empty)
 }
 
 /// The Unicode scalar values not in `ranges` (inclusive code point ranges, any order).
