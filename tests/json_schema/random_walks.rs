@@ -87,9 +87,10 @@ fn random_walks_validate_with_jsonschema() {
     };
     let start = Instant::now();
     let vocab = Arc::new(Vocabulary::from_tokenizer_json(&path).expect("vocabulary"));
-    let compiler = tokensieve::GrammarCompiler::new(vocab.clone())
-        .with_precompute(Precompute::Lazy)
-        .with_cache_enabled(false);
+    let compiler =
+        tokensieve::GrammarCompiler::new(vocab.clone())
+            .with_precompute(Precompute::Lazy)
+            .with_cache_enabled(false);
     let opts = JsonSchemaOptions {
         any_order: true,
         ignore_unknown_keywords: true,
