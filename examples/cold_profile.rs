@@ -8,9 +8,16 @@
 //! valgrind --tool=callgrind --collect-atstart=no --toggle-collect='*cold_profile*measured*' \
 //!     target/release/examples/cold_profile schema Github_easy 0 lazy
 //! valgrind ... target/release/examples/cold_profile tools 10 lazy
+//! valgrind ... target/release/examples/cold_profile pair Github_easy 0 Github_easy 1 lazy
 //! ```
 //!
-//! Arguments: `schema <collection> <index>` or `tools <N>`, then `eager`, `lazy` or
+//! `pair <collection> <index> <collection> <index>` runs the second schema on a compiler
+//! that already compiled the first and ran its first pass: the masks the two share come from
+//! the compiler's content-keyed mask cache. Count it as the whole run (callgrind without the
+//! toggle) minus the whole run of `schema` with the first alone (the linker may fold the
+//! small wrappers, so a toggle does not reliably separate the two).
+//!
+//! Arguments: `schema <collection> <index>`, `tools <N>` or `pair ...`, then `eager`, `lazy` or
 //! `background` (default `lazy`), then optionally a tokenizer folder name (`llama3_1` for
 //! schemas, `qwen3` for tools). Prints wall-clock times of one run (for ratios only).
 
@@ -32,7 +39,13 @@ enum Job {
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let arg = |i: usize| args.get(i).map(String::as_str);
+    let mut warm: Option<Job> = None;
     let (job, mode_at) = match arg(0) {
+        Some("pair") => {
+            let index = |i: usize| arg(i).and_then(|s| s.parse::<usize>().ok()).expect("index");
+            warm = Some(schema_job(arg(1).expect("collection"), index(2)));
+            (schema_job(arg(3).expect("collection"), index(4)), 5)
+        }
         Some("schema") => {
             let collection = arg(1).expect("collection");
             let index: usize = arg(2).and_then(|s| s.parse().ok()).expect("index");
@@ -57,23 +70,41 @@ fn main() {
     };
     let tok = common::Tokenizer::load(arg(mode_at + 1).unwrap_or(default_tok)).expect("tok");
     let compiler = GrammarCompiler::new(tok.vocab.clone()).with_precompute(precompute);
-    let docs: Vec<Vec<u32>> = match &job {
-        Job::Schema(_, inst) => inst.iter().map(|s| tok.encode_with_stop(s)).collect(),
-        Job::Tools(tools) => {
-            let args = first_call_arguments(&tools[tools.len() / 2]);
-            let text = format!(
-                "I will call it.\n<tool_call>\n{{\"name\": \"{}\", \"arguments\": {}}}\n</tool_call>",
-                tools[tools.len() / 2].name,
-                args
-            );
-            vec![tok.encode_with_stop(&text)]
+    let docs_of = |job: &Job| -> Vec<Vec<u32>> {
+        match job {
+            Job::Schema(_, inst) => inst.iter().map(|s| tok.encode_with_stop(s)).collect(),
+            Job::Tools(tools) => {
+                let args = first_call_arguments(&tools[tools.len() / 2]);
+                let text = format!(
+                    "I will call it.\n<tool_call>\n{{\"name\": \"{}\", \"arguments\": {}}}\n</tool_call>",
+                    tools[tools.len() / 2].name,
+                    args
+                );
+                vec![tok.encode_with_stop(&text)]
+            }
         }
     };
-    measured(&compiler, &job, &docs);
+    if let Some(w) = &warm {
+        warming(&compiler, w, &docs_of(w));
+    }
+    measured(&compiler, &job, &docs_of(&job));
 }
 
+/// The first schema of `pair`: compile and first pass, not counted.
+#[inline(never)]
+fn warming(compiler: &GrammarCompiler, job: &Job, docs: &[Vec<u32>]) {
+    run(compiler, job, docs);
+}
+
+/// What callgrind counts (`--toggle-collect='*cold_profile*measured*'`).
 #[inline(never)]
 fn measured(compiler: &GrammarCompiler, job: &Job, docs: &[Vec<u32>]) {
+    run(compiler, job, docs);
+}
+
+/// Compile → first mask → one teacher-forced first pass over `docs`; prints the figures.
+#[inline(never)]
+fn run(compiler: &GrammarCompiler, job: &Job, docs: &[Vec<u32>]) {
     let t = Instant::now();
     let g: Arc<CompiledGrammar> = match job {
         Job::Schema(schema, _) => compiler

@@ -245,11 +245,13 @@ impl GrammarCompiler {
     pub const DEFAULT_MASK_CACHE_BYTES: usize = 256 << 20;
 
     /// Bounds the masks this compiler shares across grammars (bytes; 0 turns sharing off).
-    /// Node masks are keyed by the structure of what may follow the node, so the masks of
-    /// structures that recur from grammar to grammar (a JSON string body, a number,
-    /// whitespace, free text up to a trigger) are computed once. Once the cache holds
-    /// `bytes`, it keeps what it has and stops growing. Starts a new, empty cache (and a new,
-    /// empty whole-grammar cache: see [`GrammarCompiler::clear_cache`]).
+    /// Node masks are keyed by the content they depend on, the structure of what may follow
+    /// the node (`mask::shared`), so the masks of structures that recur from grammar to
+    /// grammar and from tool to tool (a JSON string body, a number, whitespace, a key, free
+    /// text up to a trigger) are computed once and then cost a lookup. Past `bytes`, the
+    /// least recently used masks are dropped. Starts a new, empty cache (and a new, empty
+    /// whole-grammar cache); [`GrammarCompiler::clear_cache`] empties both, and
+    /// [`GrammarCompiler::cache_size_bytes`] counts both.
     pub fn with_mask_cache_capacity(mut self, bytes: usize) -> Self {
         self.shared = Arc::new(SharedMasks::new(bytes));
         // Grammars already compiled hold the old mask cache: a new, empty grammar cache.

@@ -126,19 +126,24 @@ impl GrammarCompiler {
         self.grammar_cache.limit
     }
 
-    /// Bytes held by the whole-grammar cache (XGrammar's `get_cache_size_bytes`), counted
-    /// as each grammar's [`CompiledGrammar::memory_bytes`] when it was compiled.
+    /// Bytes held by the compiler's caches (XGrammar's `get_cache_size_bytes`): the
+    /// whole-grammar cache, counted as each grammar's [`CompiledGrammar::memory_bytes`] when
+    /// it was compiled, plus the content-keyed mask cache shared across grammars
+    /// ([`GrammarCompiler::mask_cache_stats`]; a mask a cached grammar also holds is counted
+    /// in both).
     pub fn cache_size_bytes(&self) -> usize {
-        self.grammar_cache.state().bytes
+        self.grammar_cache.state().bytes + self.shared.memory_bytes()
     }
 
-    /// Empties the whole-grammar cache (grammars already handed out live on in their
-    /// `Arc`s). The per-vocabulary mask cache
-    /// ([`GrammarCompiler::with_mask_cache_capacity`]) is not touched.
+    /// Empties the whole-grammar cache and the content-keyed mask cache (grammars already
+    /// handed out live on in their `Arc`s, with the masks they hold).
     pub fn clear_cache(&self) {
-        let mut st = self.grammar_cache.state();
-        st.entries.clear();
-        st.bytes = 0;
+        {
+            let mut st = self.grammar_cache.state();
+            st.entries.clear();
+            st.bytes = 0;
+        }
+        self.shared.clear();
     }
 
     /// Entries, bytes, hits and compiles of the whole-grammar cache.

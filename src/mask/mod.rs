@@ -3,6 +3,28 @@
 //! A token bitmask has the layout of XGrammar's int32 bitmask: bit `i % 32` of word `i / 32`
 //! is set when token `i` may come next; a row is `ceil(vocab_size / 32)` `u32` words, and a
 //! batch is `[batch, words]` row-major. GPU kernels written for XGrammar apply it unchanged.
+//!
+//! # Where a node's mask comes from
+//!
+//! 1. The grammar's own cache (`CompiledGrammar::masks`), one slot per *mask class*
+//!    (bisimilar nodes of one automaton share a mask).
+//! 2. The compiler's content-keyed cache (`mask::shared`): the key is the canonical
+//!    serialisation of everything the mask depends on, the automaton reachable from the
+//!    node's class (byte ranges, calls into other rules, token edges, finality, and the
+//!    follow bytes of every rule on the way), numbered breadth first. The vocabulary is
+//!    fixed per compiler, so equal keys mean equal masks: the lookup is exact, not a hash
+//!    match. Every grammar of one `GrammarCompiler` and its clones (and every tool of one
+//!    structural tag: they are nodes of one automaton) looks here before walking the trie.
+//!    No key is made for a future of more than 256 classes, one through a counted
+//!    repetition (those share per-state base walks instead, `mask::counted`), or once a
+//!    grammar has spent its key budget. Bounded (`with_mask_cache_capacity`, least
+//!    recently used entries dropped), thread safe, emptied by `clear_cache`, counted in
+//!    `cache_size_bytes`.
+//! 3. A trie walk (`mask::cache`), stored in both.
+//!
+//! The tests `tests/serving/shared_masks.rs` compare masks on a warm compiler with eager
+//! masks of a fresh compiler that shares nothing, bit for bit, along teacher-forced
+//! MaskBench instances and Hermes tool calls.
 
 pub(crate) mod background;
 pub(crate) mod cache;

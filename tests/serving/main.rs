@@ -13,3 +13,4 @@ mod engine_adapter;
 mod grammar_cache;
 mod per_step_calls;
 mod serialize;
+mod shared_masks;
