@@ -333,13 +333,15 @@ fn limit_must_be_at_least_one() {
     assert!(parse_limit("x").is_err());
 }
 
-/// BFCL-shaped records: one function per schema; `f` twice (kept once), a record without a
-/// valid instance (skipped), and a function named with a space (not a valid tool name).
+/// BFCL-shaped records: one function per schema, or an `anyOf` of them (`m1`, `m2`, the
+/// instance calling `m2`); `f` twice (kept once), a record without a valid instance (its
+/// tool kept, without a call), and a function named with a space (not a valid tool name).
 const BFCL: &str = r#"{"file":"a.json","schema":{"type":"object","properties":{"f":{"type":"object","properties":{"x":{"type":"integer"}},"required":["x"]}},"required":["f"]},"tests":[{"valid":true,"data":{"f":{"x":4}}}]}
 {"file":"b.json","schema":{"type":"object","properties":{"g.h":{"type":"object","properties":{"s":{"type":"string"}}}}},"tests":[{"valid":true,"data":{"g.h":{"s":"hi"}}}]}
 {"file":"c.json","schema":{"type":"object","properties":{"f":{"type":"object"}}},"tests":[{"valid":true,"data":{"f":{}}}]}
 {"file":"d.json","schema":{"type":"object","properties":{"k":{"type":"object"}}},"tests":[{"valid":false,"data":{"k":1}}]}
 {"file":"e.json","schema":{"type":"object","properties":{"bad name":{"type":"object"}}},"tests":[{"valid":true,"data":{"bad name":{}}}]}
+{"file":"g.json","schema":{"anyOf":[{"type":"object","properties":{"m1":{"type":"object"}}},{"type":"object","properties":{"m2":{"type":"object","properties":{"q":{"type":"string"}}}}}]},"tests":[{"valid":true,"data":{"m2":{"q":"z"}}}]}
 {"file":"f.json","schema":{"type":"object","properties":{"last":{"type":"object","properties":{"b":{"type":"boolean"}},"required":["b"]}}},"tests":[{"valid":true,"data":{"last":{"b":true}}}]}
 "#;
 
@@ -352,16 +354,23 @@ fn tool_mode_teacher_forces_a_rendered_call() {
     let cases = tools::load_tools(&dir).expect("tools");
     let _ = std::fs::remove_dir_all(&dir);
     let names: Vec<&str> = cases.iter().map(|c| c.tool.name.as_str()).collect();
-    assert_eq!(names, ["f", "g.h", "last"]);
-    assert_eq!(cases[0].call.arguments, serde_json::json!({"x": 4}));
+    assert_eq!(names, ["f", "g.h", "k", "m1", "m2", "last"]);
+    let calls: Vec<bool> = cases.iter().map(|c| c.call.is_some()).collect();
+    assert_eq!(calls, [true, true, false, false, true, true]);
+    assert_eq!(
+        cases[0].call.as_ref().unwrap().arguments,
+        serde_json::json!({"x": 4})
+    );
     let vocab = byte_compiler(Precompute::Eager).vocabulary().clone();
     let hermes = tokensieve_tools::format_by_name("hermes").expect("hermes");
     for precompute in [Precompute::Eager, Precompute::Lazy] {
-        for n in [1, 3] {
+        // n = 4: the last tool with a call among the first four is `g.h`.
+        for (n, caller) in [(1, 0), (4, 1), (6, 5)] {
             let run =
                 tools::run_tokensieve(&vocab, hermes.as_ref(), &cases, n, precompute, &ByteEncoder)
                     .expect("runs");
-            let text = hermes.render_calls(std::slice::from_ref(&cases[n - 1].call));
+            let text =
+                hermes.render_calls(std::slice::from_ref(cases[caller].call.as_ref().unwrap()));
             assert_eq!(run.tools, n);
             assert_eq!(run.tokens, text.len() + 1, "{text}");
             assert!(run.accepted, "{text}");

@@ -5,9 +5,10 @@
 //! instance) and the stop token are teacher-forced twice: the first pass meets every mask
 //! cold, the second shows the steady state.
 //!
-//! A BFCL record's schema is an object with one property per function, whose schema is the
-//! function's parameters; its valid instance holds the arguments. Tools are taken in file
-//! order (collections sorted by name), each name once.
+//! A BFCL record's schema is an object with one property per function (or, for the
+//! `multiple` collections, an `anyOf` of such objects), whose schema is the function's
+//! parameters; its valid instance holds the arguments of one of them. Tools are taken in
+//! file order (collections sorted by name), each name once.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -21,21 +22,21 @@ use tokensieve_tools::{Tool, ToolCall, ToolCallFormat, ToolChoice};
 use super::records::{load_records, record_files};
 use super::{BenchError, Encode};
 
-/// One tool with a call of it that its schema accepts.
+/// One tool, with a call of it that its schema accepts when its record has one.
 #[derive(Clone, Debug)]
 pub struct ToolCase {
     /// The tool (name, parameters).
     pub tool: Tool,
-    /// A valid call (the BFCL instance's arguments).
-    pub call: ToolCall,
+    /// A valid call (the BFCL instance's arguments), when the record's instance calls it.
+    pub call: Option<ToolCall>,
 }
 
-/// The distinct tools of the `BFCL_*` collections under `dir` (a MaskBench folder), each
-/// with one valid call, in file order.
+/// The distinct tools of the `BFCL_*` collections under `dir` (a MaskBench folder), in
+/// file order, each with its record's valid call when the instance calls it.
 ///
 /// # Errors
-/// [`BenchError::NoRecords`] when no BFCL record gives a usable tool; the I/O and parse
-/// errors of the record reader.
+/// [`BenchError::NoRecords`] when no BFCL record gives a tool with a valid call; the I/O
+/// and parse errors of the record reader.
 pub fn load_tools(dir: &Path) -> Result<Vec<ToolCase>, BenchError> {
     let files: Vec<_> = record_files(dir)?
         .into_iter()
@@ -48,33 +49,36 @@ pub fn load_tools(dir: &Path) -> Result<Vec<ToolCase>, BenchError> {
     let mut seen = std::collections::HashSet::new();
     let mut out = Vec::new();
     for r in records {
-        let Some(props) = r.schema.get("properties").and_then(Value::as_object) else {
-            continue;
-        };
-        let Some(data) = r
+        let data = r
             .instances
             .first()
-            .and_then(|t| serde_json::from_str::<Value>(t).ok())
-        else {
-            continue;
+            .and_then(|t| serde_json::from_str::<Value>(t).ok());
+        let branches: Vec<&Value> = match r.schema.get("anyOf").and_then(Value::as_array) {
+            Some(list) => list.iter().collect(),
+            None => vec![&r.schema],
         };
-        for (name, params) in props {
-            let Some(args) = data.get(name) else {
+        for branch in branches {
+            let Some(props) = branch.get("properties").and_then(Value::as_object) else {
                 continue;
             };
-            if !args.is_object() || !seen.insert(name.clone()) {
-                continue;
+            for (name, params) in props {
+                if seen.contains(name) {
+                    continue;
+                }
+                let Ok(tool) = Tool::new(name.clone(), String::new(), params.clone()) else {
+                    continue;
+                };
+                seen.insert(name.clone());
+                let call = data
+                    .as_ref()
+                    .and_then(|d| d.get(name))
+                    .filter(|a| a.is_object())
+                    .map(|a| ToolCall::new(name.clone(), a.clone()));
+                out.push(ToolCase { tool, call });
             }
-            let Ok(tool) = Tool::new(name.clone(), String::new(), params.clone()) else {
-                continue;
-            };
-            out.push(ToolCase {
-                tool,
-                call: ToolCall::new(name.clone(), args.clone()),
-            });
         }
     }
-    if out.is_empty() {
+    if !out.iter().any(|c| c.call.is_some()) {
         return Err(BenchError::NoRecords {
             path: dir.to_path_buf(),
         });
@@ -163,9 +167,13 @@ pub fn run_tokensieve(
 ) -> Result<ToolRun, String> {
     let n = n.min(cases.len());
     let tools: Vec<Tool> = cases[..n].iter().map(|c| c.tool.clone()).collect();
-    // The call: the last tool's, so that a grammar that is slow in the number of tools
-    // shows it.
-    let call = &cases[n - 1].call;
+    // The call: of the last tool among the n that has one, so that a grammar slow in the
+    // number of tools shows it.
+    let call = cases[..n]
+        .iter()
+        .rev()
+        .find_map(|c| c.call.as_ref())
+        .ok_or("none of these tools has a valid call in its record")?;
     let text = format.render_calls(std::slice::from_ref(call));
     let mut tokens = encoder.encode_text(&text)?;
     let stop = *vocab
