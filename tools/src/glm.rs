@@ -9,7 +9,11 @@
 //! </tool_call>
 //! ```
 
+use std::sync::LazyLock;
+
 use serde_json::{json, Map, Value};
+
+use super::driver::{self, Family, Step};
 
 use super::qwen3_coder::{arguments_json_text, typed_arguments, xml_arguments};
 use super::scan::{self, Content, JsonRead};
@@ -190,44 +194,15 @@ impl ToolCallFormat for Glm {
         tools: &[Tool],
         at_end: bool,
     ) -> PartialOutput {
-        let mut out = PartialOutput::default();
         let reasoning = self.options.reasoning;
-        let Some(rest) =
-            scan::leading_reasoning(text, from, THINK, THINK_END, reasoning, at_end, &mut out)
-        else {
-            return out;
-        };
-        let mut content = Content::resumed(from.content_open);
-        let mut pos = rest;
-        loop {
-            let Some(k) = text[pos..].find(BEGIN) else {
-                if let Some(n) = content.push_tail(&text[pos..], &[BEGIN], at_end) {
-                    scan::settle_open(&mut out, &content, pos + n);
-                }
-                break;
-            };
-            content.push(&text[pos..pos + k]);
-            let start = pos + k;
-            match read_call(&text[start..], tools, at_end) {
-                Step::Pending(call) => {
-                    out.calls.push(call);
-                    break;
-                }
-                Step::Done { call, len } => {
-                    out.calls.push(call);
-                    pos = start + len;
-                    scan::settle(&mut out, &content, pos);
-                }
-                Step::Bad { error, len } => {
-                    let end = start + len;
-                    scan::push_malformed(&mut out, &mut content, &text[start..end], start, error);
-                    pos = end;
-                    scan::settle(&mut out, &content, pos);
-                }
-            }
-        }
-        out.content = content.into_string();
-        out
+        FAMILY.parse(
+            text,
+            from,
+            reasoning,
+            tools,
+            at_end,
+            |s, _, tools, at_end| read_call(s, tools, at_end),
+        )
     }
 
     fn render_calls(&self, calls: &[ToolCall]) -> String {
@@ -280,11 +255,8 @@ impl ToolCallFormat for Glm {
     }
 }
 
-enum Step {
-    Pending(PartialCall),
-    Done { call: PartialCall, len: usize },
-    Bad { error: ToolParseError, len: usize },
-}
+/// The GLM-4.5+ family: calls begin at `<tool_call>`, after a `<think>` block.
+static FAMILY: LazyLock<Family> = LazyLock::new(|| Family::new(&[BEGIN], driver::THINK));
 
 fn skip_ws(s: &str, i: usize) -> usize {
     i + (s[i..].len() - s[i..].trim_start().len())
@@ -318,17 +290,14 @@ fn partial_marker(rest: &str, markers: &[&str]) -> bool {
 /// A bad call spans to the next `</tool_call>` (or the end); pending while that end may
 /// still come.
 fn bad(s: &str, from: usize, at_end: bool, error: ToolParseError) -> Step {
-    match s[from..].find(END) {
-        Some(k) => Step::Bad {
-            error,
-            len: from + k + END.len(),
-        },
-        None if at_end => Step::Bad {
-            error,
-            len: s.len(),
-        },
-        None => Step::Pending(PartialCall::default()),
-    }
+    Step::bad_until(
+        s,
+        from,
+        END,
+        at_end,
+        error,
+        Step::Pending(PartialCall::default()),
+    )
 }
 
 struct Call<'t> {
@@ -1039,7 +1008,8 @@ mod tests {
     fn glm_streams_random_text_as_whole() {
         let ts = tools();
         let calls = std::cell::Cell::new([0; 3]);
-        let mut runner = proptest::test_runner::TestRunner::new(scan::stream_check_config(600));
+        let mut runner =
+            proptest::test_runner::TestRunner::new(crate::test_support::stream_check_config(600));
         runner
             .run(&soup(), |(text, reasoning, no_tools)| {
                 let options = FormatOptions {
@@ -1060,7 +1030,7 @@ mod tests {
                         c[i] += 1;
                         calls.set(c);
                     }
-                    scan::check_streams_as_whole(f, tools, &text).map_err(|e| {
+                    crate::test_support::check_streams_as_whole(f, tools, &text).map_err(|e| {
                         proptest::test_runner::TestCaseError::fail(format!("{}: {e}", f.name()))
                     })?;
                 }
@@ -1081,7 +1051,7 @@ mod tests {
                 "expected <arg_key> or </tool_call>, found \"xy</tool_call>\"".into()
             )
         );
-        scan::check_streams_as_whole(&Glm::default(), &tools(), text).unwrap();
+        crate::test_support::check_streams_as_whole(&Glm::default(), &tools(), text).unwrap();
     }
 
     #[test]
@@ -1096,7 +1066,7 @@ mod tests {
             ToolParseError::Syntax("argument \"tz\" given twice".into())
         );
         assert_eq!(out.content.as_deref(), Some(text));
-        scan::check_streams_as_whole(&f, &tools(), text).unwrap();
+        crate::test_support::check_streams_as_whole(&f, &tools(), text).unwrap();
     }
 
     #[test]
@@ -1109,7 +1079,7 @@ mod tests {
             let out = f.parse(text, &tools());
             assert_eq!(out.tool_calls.len(), 1);
             assert!(out.content.unwrap().starts_with("It is sunny."));
-            scan::check_streams_as_whole(&f, &tools(), text).unwrap();
+            crate::test_support::check_streams_as_whole(&f, &tools(), text).unwrap();
         }
     }
 
@@ -1121,7 +1091,7 @@ mod tests {
             f.parse(text, &tools()).tool_calls,
             vec![ToolCall::new("get_time", json!({"tz": "UTC"}))]
         );
-        scan::check_streams_as_whole(&f, &tools(), text).unwrap();
+        crate::test_support::check_streams_as_whole(&f, &tools(), text).unwrap();
     }
 
     #[test]
@@ -1132,12 +1102,12 @@ mod tests {
             Glm::glm47(FormatOptions::default()),
         ] {
             let tag = f.structural_tag(&ts, &ToolChoice::Required, true).unwrap();
-            let g = scan::compile_on_ascii(&tag);
+            let g = crate::test_support::compile_on_ascii(&tag);
             for args in [
                 json!({"unit": "celsius", "level": "1"}),
                 json!({"unit": "fahrenheit", "level": "true", "note": "3"}),
             ] {
-                scan::assert_round_trips(&f, &g, &ToolCall::new("set", args), &ts);
+                crate::test_support::assert_round_trips(&f, &g, &ToolCall::new("set", args), &ts);
             }
         }
     }
@@ -1152,14 +1122,14 @@ mod tests {
             Glm::glm47(FormatOptions::default()),
         ] {
             let tag = f.structural_tag(&ts, &ToolChoice::Required, true).unwrap();
-            let g = scan::compile_on_ascii(&tag);
+            let g = crate::test_support::compile_on_ascii(&tag);
             for args in mixed_string_calls() {
                 let call = ToolCall::new("paint", args);
                 let text = f.try_render_calls(std::slice::from_ref(&call)).unwrap();
                 let mut m = GrammarMatcher::new(g.clone());
                 assert!(m.accept_string(&text) && m.is_completed(), "{text}");
                 assert_eq!(f.parse(&text, &ts).tool_calls, vec![call], "{text}");
-                scan::assert_streams_as_whole(&f, &text, &ts);
+                crate::test_support::assert_streams_as_whole(&f, &text, &ts);
             }
             let call = ToolCall::new("paint", json!({"label": "null", "id": "42"}));
             assert_eq!(

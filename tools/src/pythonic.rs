@@ -1410,7 +1410,7 @@ mod tests {
         .unwrap();
         let f = Pythonic::default();
         let tag = f.structural_tag(&ts, &ToolChoice::Required, false).unwrap();
-        let g = scan::compile_on_ascii(&tag);
+        let g = crate::test_support::compile_on_ascii(&tag);
         let mut m = GrammarMatcher::new(g);
         assert!(m.accept_string("[f(x=3)]") && m.is_completed());
         // On a string, `format` still cannot be expressed.
@@ -1523,14 +1523,14 @@ mod tests {
             assert_eq!(out.errors[0].offset, offset, "{text}");
             assert_eq!(out.errors[0].error, ToolParseError::Unterminated, "{text}");
             assert_eq!(out.content.as_deref(), Some(bad), "{text}");
-            scan::assert_streams_as_whole(&f, text, &ts);
+            crate::test_support::assert_streams_as_whole(&f, text, &ts);
         }
         // Bare calls: a name that is not an offered tool is text, not a cut-off call.
         let f = Pythonic::default().bare_calls(true);
         let out = f.parse("f(a=1), h", &ts);
         assert_eq!(out.tool_calls, f_call);
         assert!(out.errors.is_empty());
-        scan::assert_streams_as_whole(&f, "f(a=1), h", &ts);
+        crate::test_support::assert_streams_as_whole(&f, "f(a=1), h", &ts);
     }
 
     #[test]
@@ -1544,7 +1544,7 @@ mod tests {
         .unwrap();
         let f = Pythonic::default();
         let tag = f.structural_tag(&ts, &ToolChoice::Required, false).unwrap();
-        let g = scan::compile_on_ascii(&tag);
+        let g = crate::test_support::compile_on_ascii(&tag);
         let accepts = |s: &str| {
             let mut m = GrammarMatcher::new(g.clone());
             m.accept_string(s) && m.is_completed()
@@ -1591,7 +1591,7 @@ mod tests {
         let tag = f
             .structural_tag(&[tool], &ToolChoice::Required, false)
             .unwrap();
-        let g = scan::compile_on_ascii(&tag);
+        let g = crate::test_support::compile_on_ascii(&tag);
         let mut m = GrammarMatcher::new(g.clone());
         assert!(m.accept_string("[count_it(count=3)]") && m.is_completed());
         let mut m = GrammarMatcher::new(g);
@@ -1626,7 +1626,7 @@ mod tests {
         let tag = f.structural_tag(&ts, &ToolChoice::Required, true).unwrap();
         let call = ToolCall::new("a.b", json!({"x": 1}));
         let text = f.render_calls(std::slice::from_ref(&call));
-        let mut m = tokensieve::GrammarMatcher::new(scan::compile_on_ascii(&tag));
+        let mut m = tokensieve::GrammarMatcher::new(crate::test_support::compile_on_ascii(&tag));
         assert!(m.accept_string(&text) && m.is_completed(), "{text}");
         assert_eq!(f.parse(&text, &ts).tool_calls, vec![call]);
     }
@@ -1640,7 +1640,7 @@ mod tests {
         .unwrap();
         let f = Pythonic::default();
         let tag = f.structural_tag(&ts, &ToolChoice::Required, false).unwrap();
-        let g = scan::compile_on_ascii(&tag);
+        let g = crate::test_support::compile_on_ascii(&tag);
         let values = [
             (json!(i64::MAX), json!(1.7976931348623157e308)),
             (json!(i64::MIN), json!(5e-324)),

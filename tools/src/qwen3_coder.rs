@@ -15,9 +15,13 @@
 //! </tool_call>
 //! ```
 
+use std::sync::LazyLock;
+
 use serde_json::{json, Map, Value};
 
-use super::scan::{self, Content};
+use super::driver::{self, Family, Step};
+
+use super::scan;
 use super::tags::{self, Envelope};
 use super::{
     FormatOptions, PartialCall, PartialOutput, Settled, StructuralTag, Tool, ToolCall,
@@ -252,44 +256,15 @@ impl ToolCallFormat for Qwen3Coder {
         tools: &[Tool],
         at_end: bool,
     ) -> PartialOutput {
-        let mut out = PartialOutput::default();
         let reasoning = self.options.reasoning;
-        let Some(rest) =
-            scan::leading_reasoning(text, from, THINK, THINK_END, reasoning, at_end, &mut out)
-        else {
-            return out;
-        };
-        let mut content = Content::resumed(from.content_open);
-        let mut pos = rest;
-        loop {
-            let Some((k, wrapped)) = next_call(&text[pos..]) else {
-                if let Some(n) = content.push_tail(&text[pos..], &[BEGIN, FUNC], at_end) {
-                    scan::settle_open(&mut out, &content, pos + n);
-                }
-                break;
-            };
-            content.push(&text[pos..pos + k]);
-            let start = pos + k;
-            match read_call(&text[start..], wrapped, tools, at_end) {
-                Step::Pending(call) => {
-                    out.calls.push(call);
-                    break;
-                }
-                Step::Done { call, len } => {
-                    out.calls.push(call);
-                    pos = start + len;
-                    scan::settle(&mut out, &content, pos);
-                }
-                Step::Bad { error, len } => {
-                    let end = start + len;
-                    scan::push_malformed(&mut out, &mut content, &text[start..end], start, error);
-                    pos = end;
-                    scan::settle(&mut out, &content, pos);
-                }
-            }
-        }
-        out.content = content.into_string();
-        out
+        FAMILY.parse(
+            text,
+            from,
+            reasoning,
+            tools,
+            at_end,
+            |s, marker, tools, at_end| read_call(s, marker == 0, tools, at_end),
+        )
     }
 
     fn render_calls(&self, calls: &[ToolCall]) -> String {
@@ -374,25 +349,9 @@ fn raw_value(v: &Value) -> String {
     }
 }
 
-/// Where the next call starts in `s` (a `<tool_call>`, or a bare `<function=`), and
-/// whether it is wrapped.
-fn next_call(s: &str) -> Option<(usize, bool)> {
-    match (s.find(BEGIN), s.find(FUNC)) {
-        (Some(a), Some(b)) if b < a => Some((b, false)),
-        (Some(a), _) => Some((a, true)),
-        (None, Some(b)) => Some((b, false)),
-        (None, None) => None,
-    }
-}
-
-enum Step {
-    /// The call is still arriving.
-    Pending(PartialCall),
-    /// A whole call spanning `len` bytes.
-    Done { call: PartialCall, len: usize },
-    /// A malformed call spanning `len` bytes.
-    Bad { error: ToolParseError, len: usize },
-}
+/// The Qwen3-Coder family: a call begins at `<tool_call>` (wrapped, marker 0) or at a bare
+/// `<function=` (marker 1), after a `<think>` block.
+static FAMILY: LazyLock<Family> = LazyLock::new(|| Family::new(&[BEGIN, FUNC], driver::THINK));
 
 fn skip_ws(s: &str, i: usize) -> usize {
     i + (s[i..].len() - s[i..].trim_start().len())
@@ -411,17 +370,14 @@ fn partial_marker(rest: &str, markers: &[&str]) -> bool {
 /// that end is not there, the call is pending (so its text is never sent twice).
 fn bad(s: &str, from: usize, wrapped: bool, at_end: bool, error: ToolParseError) -> Step {
     let end = if wrapped { END } else { FUNC_END };
-    match s[from..].find(end) {
-        Some(k) => Step::Bad {
-            error,
-            len: from + k + end.len(),
-        },
-        None if at_end => Step::Bad {
-            error,
-            len: s.len(),
-        },
-        None => Step::Pending(PartialCall::default()),
-    }
+    Step::bad_until(
+        s,
+        from,
+        end,
+        at_end,
+        error,
+        Step::Pending(PartialCall::default()),
+    )
 }
 
 /// Reads one call from `s` (which starts with `<tool_call>` when `wrapped`, else with
@@ -1081,7 +1037,8 @@ pub(crate) mod tests {
             any::<bool>(),
         );
         let calls = std::cell::Cell::new(0);
-        let mut runner = proptest::test_runner::TestRunner::new(scan::stream_check_config(1000));
+        let mut runner =
+            proptest::test_runner::TestRunner::new(crate::test_support::stream_check_config(1000));
         runner
             .run(&strategy, |(text, reasoning, no_tools)| {
                 let f = Qwen3Coder::new(FormatOptions {
@@ -1092,7 +1049,7 @@ pub(crate) mod tests {
                 if !f.parse(&text, tools).tool_calls.is_empty() {
                     calls.set(calls.get() + 1);
                 }
-                scan::check_streams_as_whole(&f, tools, &text)
+                crate::test_support::check_streams_as_whole(&f, tools, &text)
                     .map_err(proptest::test_runner::TestCaseError::fail)
             })
             .unwrap();
@@ -1114,7 +1071,7 @@ pub(crate) mod tests {
                 "expected <parameter=NAME> or </function>, found \"xy</tool_call>\"".into()
             )
         );
-        scan::check_streams_as_whole(&f, &tools(), text).unwrap();
+        crate::test_support::check_streams_as_whole(&f, &tools(), text).unwrap();
     }
 
     #[test]
@@ -1131,7 +1088,7 @@ pub(crate) mod tests {
                 json!({"city": "Paris", "days": 3})
             )]
         );
-        scan::check_streams_as_whole(&f, &tools(), text).unwrap();
+        crate::test_support::check_streams_as_whole(&f, &tools(), text).unwrap();
     }
 
     #[test]
@@ -1140,7 +1097,7 @@ pub(crate) mod tests {
         let text =
             "<function=get_time>\n<parameter=tz>\nUTC\n</parameter>\n</function></tool_call>";
         assert_eq!(f.parse(text, &tools()).content, None);
-        scan::check_streams_as_whole(&f, &tools(), text).unwrap();
+        crate::test_support::check_streams_as_whole(&f, &tools(), text).unwrap();
     }
 
     #[test]
@@ -1155,7 +1112,7 @@ pub(crate) mod tests {
             ToolParseError::Syntax("argument \"tz\" given twice".into())
         );
         assert_eq!(out.content.as_deref(), Some(text));
-        scan::check_streams_as_whole(&f, &[], text).unwrap();
+        crate::test_support::check_streams_as_whole(&f, &[], text).unwrap();
     }
 
     /// Tools whose string enums are reached through `$ref` (as schemars writes a
@@ -1180,13 +1137,13 @@ pub(crate) mod tests {
         let f = Qwen3Coder::default();
         let ts = ref_enum_tools();
         let tag = f.structural_tag(&ts, &ToolChoice::Required, true).unwrap();
-        let g = scan::compile_on_ascii(&tag);
+        let g = crate::test_support::compile_on_ascii(&tag);
         for args in [
             json!({"unit": "celsius", "level": "1"}),
             json!({"unit": "fahrenheit", "level": "true", "note": "3"}),
             json!({"unit": "celsius", "level": "null", "note": "a \"b\""}),
         ] {
-            scan::assert_round_trips(&f, &g, &ToolCall::new("set", args), &ts);
+            crate::test_support::assert_round_trips(&f, &g, &ToolCall::new("set", args), &ts);
         }
         let mut m = GrammarMatcher::new(g);
         assert!(!m.accept_string("<tool_call>\n<function=set>\n<parameter=unit>\nkelvin"));
@@ -1225,14 +1182,14 @@ pub(crate) mod tests {
         let f = Qwen3Coder::default();
         let ts = mixed_string_tools();
         let tag = f.structural_tag(&ts, &ToolChoice::Required, true).unwrap();
-        let g = scan::compile_on_ascii(&tag);
+        let g = crate::test_support::compile_on_ascii(&tag);
         for args in mixed_string_calls() {
             let call = ToolCall::new("paint", args);
             let text = f.try_render_calls(std::slice::from_ref(&call)).unwrap();
             let mut m = GrammarMatcher::new(g.clone());
             assert!(m.accept_string(&text) && m.is_completed(), "{text}");
             assert_eq!(f.parse(&text, &ts).tool_calls, vec![call], "{text}");
-            scan::assert_streams_as_whole(&f, &text, &ts);
+            crate::test_support::assert_streams_as_whole(&f, &text, &ts);
         }
         // The JSON spelling of a non-string branch and the raw strings are both allowed;
         // a string outside the enum is not.
@@ -1259,7 +1216,7 @@ pub(crate) mod tests {
                 "s": {"type": ["string", "null"], "maxLength": 3}}}}}]))
         .unwrap();
         let tag = f.structural_tag(&ts, &ToolChoice::Required, true).unwrap();
-        let g = scan::compile_on_ascii(&tag);
+        let g = crate::test_support::compile_on_ascii(&tag);
         let head = "<tool_call>\n<function=t>\n<parameter=s>\n";
         for (value, ok) in [("abc", true), ("null", true), ("abcd", false), ("", true)] {
             let mut m = GrammarMatcher::new(g.clone());
