@@ -59,7 +59,7 @@ pub enum JsonRead {
 
 /// Reads one JSON value from the start of `text`, ignoring what follows it (strictly:
 /// a number beyond `f64` fails).
-fn read_json_value_strict(text: &str) -> JsonRead {
+pub(super) fn read_json_value_strict(text: &str) -> JsonRead {
     let mut stream = serde_json::Deserializer::from_str(text).into_iter::<Value>();
     match stream.next() {
         None => JsonRead::Incomplete,

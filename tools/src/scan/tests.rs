@@ -3,6 +3,7 @@
 use super::*;
 use serde_json::json;
 
+use super::json::read_json_value_strict;
 use crate::test_support::assert_streams_as_whole;
 
 /// An argument given twice was silently last-wins in every family but pythonic
