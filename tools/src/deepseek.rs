@@ -433,8 +433,8 @@ mod tests {
                 format!("{CALLS_BEGIN}{CALL_BEGIN}get_time{SEP}{{\"tz\": \"UTC\"}}x{CALL_END}{CALLS_END}"),
                 format!("{CALL_BEGIN}function{SEP}get_time\n```json\n{{}}\n``` x{CALL_END}Done, more text."),
             ] {
-                scan::assert_streams_as_whole(&f, &text, &ts);
-                scan::assert_streams_as_whole(&f, &text, &[]);
+                crate::test_support::assert_streams_as_whole(&f, &text, &ts);
+                crate::test_support::assert_streams_as_whole(&f, &text, &[]);
             }
         }
     }
@@ -493,13 +493,13 @@ mod tests {
                 let text = f.render_calls(std::slice::from_ref(&call));
                 for choice in [ToolChoice::Required, ToolChoice::Function(name.into())] {
                     let tag = f.structural_tag(&ts, &choice, true).unwrap();
-                    let mut m = GrammarMatcher::new(scan::compile_on_ascii(&tag));
+                    let mut m = GrammarMatcher::new(crate::test_support::compile_on_ascii(&tag));
                     assert!(m.accept_string(&text) && m.is_completed(), "{text}");
                 }
                 let out = f.parse(&text, &ts);
                 assert_eq!(out.tool_calls, vec![call], "{}: {text}", f.name());
                 assert!(out.errors.is_empty());
-                scan::assert_streams_as_whole(&f, &text, &ts);
+                crate::test_support::assert_streams_as_whole(&f, &text, &ts);
             }
         }
         // V3 ends the name at the fence: a name with a backtick cannot be carried.
@@ -530,7 +530,7 @@ mod tests {
             format!("{CALL_BEGIN}ping{SEP}{CALL_END}")
         );
         assert_eq!(out.errors[0].offset, CALLS_BEGIN.len());
-        scan::assert_streams_as_whole(&f, &text, &ts);
+        crate::test_support::assert_streams_as_whole(&f, &text, &ts);
         // With text around it, and unclosed at the end of the output.
         let section = format!("{CALLS_BEGIN}{CALL_BEGIN}nosuch{SEP}{{}}{CALL_END}");
         let text = format!("Hi {section} bye");
@@ -544,7 +544,7 @@ mod tests {
                 name: "nosuch".into()
             }
         );
-        scan::assert_streams_as_whole(&f, &text, &ts);
+        crate::test_support::assert_streams_as_whole(&f, &text, &ts);
     }
 
     #[test]
@@ -562,6 +562,6 @@ mod tests {
         );
         assert_eq!(out.content.as_deref(), Some(bad.as_str()));
         assert_eq!(out.errors.len(), 1);
-        scan::assert_streams_as_whole(&f, &text, &ts);
+        crate::test_support::assert_streams_as_whole(&f, &text, &ts);
     }
 }

@@ -9,7 +9,11 @@
 //! </tool_call>
 //! ```
 
+use std::sync::LazyLock;
+
 use serde_json::{json, Map, Value};
+
+use super::driver::{self, Family, Step};
 
 use super::qwen3_coder::{arguments_json_text, typed_arguments, xml_arguments};
 use super::scan::{self, Content, JsonRead};
@@ -190,44 +194,15 @@ impl ToolCallFormat for Glm {
         tools: &[Tool],
         at_end: bool,
     ) -> PartialOutput {
-        let mut out = PartialOutput::default();
         let reasoning = self.options.reasoning;
-        let Some(rest) =
-            scan::leading_reasoning(text, from, THINK, THINK_END, reasoning, at_end, &mut out)
-        else {
-            return out;
-        };
-        let mut content = Content::resumed(from.content_open);
-        let mut pos = rest;
-        loop {
-            let Some(k) = text[pos..].find(BEGIN) else {
-                if let Some(n) = content.push_tail(&text[pos..], &[BEGIN], at_end) {
-                    scan::settle_open(&mut out, &content, pos + n);
-                }
-                break;
-            };
-            content.push(&text[pos..pos + k]);
-            let start = pos + k;
-            match read_call(&text[start..], tools, at_end) {
-                Step::Pending(call) => {
-                    out.calls.push(call);
-                    break;
-                }
-                Step::Done { call, len } => {
-                    out.calls.push(call);
-                    pos = start + len;
-                    scan::settle(&mut out, &content, pos);
-                }
-                Step::Bad { error, len } => {
-                    let end = start + len;
-                    scan::push_malformed(&mut out, &mut content, &text[start..end], start, error);
-                    pos = end;
-                    scan::settle(&mut out, &content, pos);
-                }
-            }
-        }
-        out.content = content.into_string();
-        out
+        FAMILY.parse(
+            text,
+            from,
+            reasoning,
+            tools,
+            at_end,
+            |s, _, tools, at_end| read_call(s, tools, at_end),
+        )
     }
 
     fn render_calls(&self, calls: &[ToolCall]) -> String {
@@ -280,11 +255,8 @@ impl ToolCallFormat for Glm {
     }
 }
 
-enum Step {
-    Pending(PartialCall),
-    Done { call: PartialCall, len: usize },
-    Bad { error: ToolParseError, len: usize },
-}
+/// The GLM-4.5+ family: calls begin at `<tool_call>`, after a `<think>` block.
+static FAMILY: LazyLock<Family> = LazyLock::new(|| Family::new(&[BEGIN], driver::THINK));
 
 fn skip_ws(s: &str, i: usize) -> usize {
     i + (s[i..].len() - s[i..].trim_start().len())
@@ -318,17 +290,14 @@ fn partial_marker(rest: &str, markers: &[&str]) -> bool {
 /// A bad call spans to the next `</tool_call>` (or the end); pending while that end may
 /// still come.
 fn bad(s: &str, from: usize, at_end: bool, error: ToolParseError) -> Step {
-    match s[from..].find(END) {
-        Some(k) => Step::Bad {
-            error,
-            len: from + k + END.len(),
-        },
-        None if at_end => Step::Bad {
-            error,
-            len: s.len(),
-        },
-        None => Step::Pending(PartialCall::default()),
-    }
+    Step::bad_until(
+        s,
+        from,
+        END,
+        at_end,
+        error,
+        Step::Pending(PartialCall::default()),
+    )
 }
 
 struct Call<'t> {
@@ -759,454 +728,4 @@ impl ToolCallFormat for Glm4 {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::{StreamEvent, StreamingParser};
-
-    fn tools() -> Vec<Tool> {
-        Tool::list_from_openai(&json!([
-            {"type": "function", "function": {"name": "get_weather", "parameters": {
-                "type": "object", "properties": {"city": {"type": "string"},
-                "days": {"type": "integer"}, "hours": {"type": "array"}},
-                "required": ["city"]}}},
-            {"type": "function", "function": {"name": "get_time", "parameters": {
-                "type": "object", "properties": {"tz": {"type": "string"}}, "required": ["tz"]}}},
-            {"type": "function", "function": {"name": "get_current_time",
-                "parameters": {"type": "object", "properties": {}}}}
-        ]))
-        .unwrap()
-    }
-
-    const WORKED: &str = "<think>Both need tools.</think>\nLet me check.\n<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n</tool_call>\n<tool_call>get_time\n<arg_key>tz</arg_key>\n<arg_value>Europe/Paris</arg_value>\n</tool_call>";
-
-    #[test]
-    fn parses_the_worked_example() {
-        let f = Glm::glm45(FormatOptions {
-            reasoning: true,
-            ..FormatOptions::default()
-        });
-        let out = f.parse(WORKED, &tools());
-        assert_eq!(out.reasoning.as_deref(), Some("Both need tools."));
-        assert_eq!(out.content.as_deref(), Some("Let me check."));
-        assert_eq!(
-            out.tool_calls,
-            vec![
-                ToolCall::new("get_weather", json!({"city": "Paris"})),
-                ToolCall::new("get_time", json!({"tz": "Europe/Paris"})),
-            ]
-        );
-        // The 4.7 reader is the same: it reads 4.5 output too.
-        assert_eq!(
-            Glm::glm47(f.options().clone())
-                .parse(WORKED, &tools())
-                .tool_calls,
-            out.tool_calls
-        );
-    }
-
-    #[test]
-    fn glm47_zero_argument_and_typed_values() {
-        let f = Glm::glm47(FormatOptions::default());
-        let text = "<tool_call>get_current_time</tool_call><tool_call>get_weather<arg_key>city</arg_key><arg_value>10</arg_value><arg_key>days</arg_key><arg_value>3</arg_value><arg_key>hours</arg_key><arg_value>[1, 2]</arg_value><arg_key>x</arg_key><arg_value>true</arg_value></tool_call>";
-        let out = f.parse(text, &tools());
-        assert!(out.errors.is_empty(), "{:?}", out.errors);
-        assert_eq!(
-            out.tool_calls,
-            vec![
-                ToolCall::new("get_current_time", json!({})),
-                ToolCall::new(
-                    "get_weather",
-                    json!({"city": "10", "days": 3, "hours": [1, 2], "x": true})
-                ),
-            ]
-        );
-        let calls = out.tool_calls;
-        assert_eq!(f.parse(&f.render_calls(&calls), &tools()).tool_calls, calls);
-    }
-
-    #[test]
-    fn markers_inside_values_and_reasoning() {
-        let f = Glm::glm45(FormatOptions {
-            reasoning: true,
-            ..FormatOptions::default()
-        });
-        let calls = vec![ToolCall::new(
-            "get_weather",
-            json!({"city": "a </arg_value> b <tool_call>x</tool_call>"}),
-        )];
-        let text = format!(
-            "<think>try <tool_call>get_time\n<arg_key>tz</arg_key>\n<arg_value>UTC</arg_value>\n</tool_call></think>\n{}",
-            f.render_calls(&calls)
-        );
-        let out = f.parse(&text, &tools());
-        assert_eq!(out.tool_calls, calls);
-        assert!(out.reasoning.unwrap().contains("get_time"));
-        assert_eq!(out.content, None);
-    }
-
-    #[test]
-    fn unknown_tool_and_unterminated_are_errors() {
-        let f = Glm::default();
-        let bad = "<tool_call>nope\n<arg_key>a</arg_key>\n<arg_value>1</arg_value>\n</tool_call>";
-        let out = f.parse(&format!("Hi.\n{bad}"), &tools());
-        assert_eq!(
-            out.errors[0].error,
-            ToolParseError::UnknownTool {
-                name: "nope".into()
-            }
-        );
-        assert_eq!(out.content.unwrap(), format!("Hi.\n{bad}"));
-        let cut = "<tool_call>get_time\n<arg_key>tz</arg_key>\n<arg_value>UT";
-        let out = f.parse(cut, &tools());
-        assert_eq!(out.errors[0].error, ToolParseError::Unterminated);
-        assert_eq!(out.content.as_deref(), Some(cut));
-        // Invalid JSON in a non-string value stays text (the call is kept).
-        let out = f.parse(
-            "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>x</arg_value>\n<arg_key>hours</arg_key>\n<arg_value>[1, </arg_value>\n</tool_call>",
-            &tools(),
-        );
-        assert_eq!(
-            out.tool_calls[0].arguments,
-            json!({"city": "x", "hours": "[1, "})
-        );
-    }
-
-    #[test]
-    fn streaming_holds_back_and_reads_several_calls_in_one_chunk() {
-        let f = Glm::default();
-        let ts = tools();
-        let mut p = StreamingParser::new(&f, &ts);
-        assert_eq!(
-            p.push("Let me check.\n<tool_"),
-            vec![StreamEvent::Content("Let me check.".into())]
-        );
-        let mut ev =
-            p.push(&WORKED["<think>Both need tools.</think>\nLet me check.\n<tool_".len()..]);
-        ev.extend(p.finish());
-        let ends: Vec<ToolCall> = ev
-            .iter()
-            .filter_map(|e| match e {
-                StreamEvent::ToolCallEnd { call, .. } => Some(call.clone()),
-                _ => None,
-            })
-            .collect();
-        assert_eq!(ends.len(), 2);
-        let mut p = StreamingParser::new(&f, &ts);
-        let mut args = String::new();
-        for chunk in [
-            "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Pa",
-            "ris</arg_val",
-            "ue>\n</tool_call>",
-        ] {
-            for e in p.push(chunk) {
-                if let StreamEvent::ToolCallArguments { delta, .. } = e {
-                    args.push_str(&delta);
-                }
-            }
-        }
-        assert_eq!(args, "{\"city\": \"Paris\"}");
-    }
-
-    #[test]
-    fn glm4_name_and_json() {
-        let f = Glm4::default();
-        let ts = tools();
-        let out = f.parse("get_time\n{\"tz\": \"UTC\"}", &ts);
-        assert_eq!(
-            out.tool_calls,
-            vec![ToolCall::new("get_time", json!({"tz": "UTC"}))]
-        );
-        let out = f.parse("\nIt is sunny.", &ts);
-        assert_eq!(out.content.as_deref(), Some("It is sunny."));
-        assert!(out.tool_calls.is_empty());
-        let calls = vec![
-            ToolCall::new("get_time", json!({"tz": "UTC"})),
-            ToolCall::new("get_weather", json!({"city": "Oslo"})),
-        ];
-        assert_eq!(f.parse(&f.render_calls(&calls), &ts).tool_calls, calls);
-        let out = f.parse("nope\n{}", &ts);
-        assert!(matches!(
-            out.errors[0].error,
-            ToolParseError::UnknownTool { .. }
-        ));
-        let out = f.parse("get_time\n{\"tz\": }", &ts);
-        assert!(matches!(
-            out.errors[0].error,
-            ToolParseError::InvalidJson(_)
-        ));
-    }
-
-    #[test]
-    fn bad_input_never_panics() {
-        let ts = tools();
-        for f in [
-            &Glm::default() as &dyn ToolCallFormat,
-            &Glm::glm47(FormatOptions::default()),
-            &Glm4::default(),
-        ] {
-            for text in [WORKED, "get_time\n{\"tz\": \"é\"}<|assistant|>get_time\n{"] {
-                for i in 0..=text.len() {
-                    if text.is_char_boundary(i) {
-                        let _ = f.parse_partial(&text[..i], &ts, false);
-                        let _ = f.parse(&text[..i], &ts);
-                        let _ = f.parse(&text[i..], &ts);
-                    }
-                }
-            }
-        }
-    }
-
-    /// GLM markers, names, values and fragments, for random texts.
-    const SOUP: &[&str] = &[
-        "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n</tool_call>",
-        "<tool_call>get_time<arg_key>tz</arg_key><arg_value>UTC</arg_value></tool_call>",
-        "<tool_call>get_current_time</tool_call>",
-        "<tool_call>get_weather<arg_key>days</arg_key><arg_value>3</arg_value></tool_call>",
-        "<tool_call>",
-        "</tool_call>",
-        "<tool_call>get_weather\n",
-        "<tool_call>get_time",
-        "get_weather",
-        "get_time",
-        "get_current_time",
-        "nope",
-        "<arg_key>",
-        "</arg_key>",
-        "<arg_value>",
-        "</arg_value>",
-        "<arg_key>city</arg_key>",
-        "<arg_key>days</arg_key>",
-        "<arg_key>tz</arg_key>",
-        "<arg_key>x</arg_key>",
-        "<arg_value>Paris</arg_value>",
-        "<arg_value>3</arg_value>",
-        "city",
-        "3",
-        "[1, 2",
-        "]",
-        "Paris",
-        "<think>",
-        "</think>",
-        "<|assistant|>",
-        "<|observation|>",
-        "{\"tz\": \"UTC\"}",
-        "{\"city\": ",
-        "{",
-        "}",
-        "\"",
-        "<",
-        "</",
-        "<arg",
-        "</arg_",
-        "<tool_",
-        "\n",
-        "\n",
-        " ",
-        "\r",
-        "é",
-        "Sure.",
-    ];
-
-    /// How GLM-4 outputs start: a call, part of one, or text.
-    const GLM4_STARTS: &[&str] = &[
-        "",
-        "",
-        "\n",
-        "get_time\n{\"tz\": \"UTC\"}",
-        "get_weather\n{\"city\": \"Oslo\"}<|observation|><|assistant|>get_time\n{\"tz\": \"UTC\"}",
-        "get_time\n",
-        "nope\n{}",
-    ];
-
-    fn soup() -> impl proptest::strategy::Strategy<Value = (String, bool, bool)> {
-        use proptest::prelude::*;
-        (
-            (
-                prop::sample::select(GLM4_STARTS),
-                prop::collection::vec(
-                    prop_oneof![6 => prop::sample::select(SOUP).prop_map(String::from),
-                                1 => "[ -~]{0,4}"],
-                    0..12,
-                ),
-            )
-                .prop_map(|(start, v)| format!("{start}{}", v.concat())),
-            any::<bool>(),
-            any::<bool>(),
-        )
-    }
-
-    #[test]
-    fn glm_streams_random_text_as_whole() {
-        let ts = tools();
-        let calls = std::cell::Cell::new([0; 3]);
-        let mut runner = proptest::test_runner::TestRunner::new(scan::stream_check_config(600));
-        runner
-            .run(&soup(), |(text, reasoning, no_tools)| {
-                let options = FormatOptions {
-                    reasoning,
-                    ..FormatOptions::default()
-                };
-                let tools: &[Tool] = if no_tools { &[] } else { &ts };
-                for (i, f) in [
-                    &Glm::glm45(options.clone()) as &dyn ToolCallFormat,
-                    &Glm::glm47(options.clone()),
-                    &Glm4::new(options.clone()),
-                ]
-                .into_iter()
-                .enumerate()
-                {
-                    if !f.parse(&text, tools).tool_calls.is_empty() {
-                        let mut c = calls.get();
-                        c[i] += 1;
-                        calls.set(c);
-                    }
-                    scan::check_streams_as_whole(f, tools, &text).map_err(|e| {
-                        proptest::test_runner::TestCaseError::fail(format!("{}: {e}", f.name()))
-                    })?;
-                }
-                Ok(())
-            })
-            .unwrap();
-        // Enough of the texts hold calls for the check to mean something.
-        assert!(calls.get().iter().all(|&n| n >= 50), "{:?}", calls.get());
-    }
-
-    #[test]
-    fn error_quotes_no_text_after_the_malformed_call() {
-        let text = "<tool_call>get_weather\nxy</tool_call> and text after it";
-        let out = Glm::default().parse(text, &tools());
-        assert_eq!(
-            out.errors[0].error,
-            ToolParseError::Syntax(
-                "expected <arg_key> or </tool_call>, found \"xy</tool_call>\"".into()
-            )
-        );
-        scan::check_streams_as_whole(&Glm::default(), &tools(), text).unwrap();
-    }
-
-    #[test]
-    fn a_key_given_twice_is_a_malformed_call() {
-        // It was last-wins, dropping the first value silently (rule 6).
-        let f = Glm::glm47(FormatOptions::default());
-        let text = "<tool_call>get_time<arg_key>tz</arg_key><arg_value>UTC</arg_value><arg_key>tz</arg_key><arg_value>CET</arg_value></tool_call>";
-        let out = f.parse(text, &tools());
-        assert!(out.tool_calls.is_empty());
-        assert_eq!(
-            out.errors[0].error,
-            ToolParseError::Syntax("argument \"tz\" given twice".into())
-        );
-        assert_eq!(out.content.as_deref(), Some(text));
-        scan::check_streams_as_whole(&f, &tools(), text).unwrap();
-    }
-
-    #[test]
-    fn glm4_text_message_after_a_call_drops_its_assistant_marker() {
-        let f = Glm4::default();
-        for text in [
-            "get_time\n{\"tz\": \"UTC\"}<|assistant|>It is sunny.\nReally.",
-            "get_time\n{\"tz\": \"UTC\"}<|assistant|>It is sunny.",
-        ] {
-            let out = f.parse(text, &tools());
-            assert_eq!(out.tool_calls.len(), 1);
-            assert!(out.content.unwrap().starts_with("It is sunny."));
-            scan::check_streams_as_whole(&f, &tools(), text).unwrap();
-        }
-    }
-
-    #[test]
-    fn glm4_name_line_ending_in_carriage_return() {
-        let f = Glm4::default();
-        let text = "get_time\r\n{\"tz\": \"UTC\"}";
-        assert_eq!(
-            f.parse(text, &tools()).tool_calls,
-            vec![ToolCall::new("get_time", json!({"tz": "UTC"}))]
-        );
-        scan::check_streams_as_whole(&f, &tools(), text).unwrap();
-    }
-
-    #[test]
-    fn ref_string_enums_render_as_the_grammar_writes_them() {
-        let ts = crate::qwen3_coder::tests::ref_enum_tools();
-        for f in [
-            Glm::glm45(FormatOptions::default()),
-            Glm::glm47(FormatOptions::default()),
-        ] {
-            let tag = f.structural_tag(&ts, &ToolChoice::Required, true).unwrap();
-            let g = scan::compile_on_ascii(&tag);
-            for args in [
-                json!({"unit": "celsius", "level": "1"}),
-                json!({"unit": "fahrenheit", "level": "true", "note": "3"}),
-            ] {
-                scan::assert_round_trips(&f, &g, &ToolCall::new("set", args), &ts);
-            }
-        }
-    }
-
-    #[test]
-    fn strings_of_mixed_schemas_render_as_the_grammar_writes_them() {
-        use crate::qwen3_coder::tests::{mixed_string_calls, mixed_string_tools};
-        use tokensieve::GrammarMatcher;
-        let ts = mixed_string_tools();
-        for f in [
-            Glm::glm45(FormatOptions::default()),
-            Glm::glm47(FormatOptions::default()),
-        ] {
-            let tag = f.structural_tag(&ts, &ToolChoice::Required, true).unwrap();
-            let g = scan::compile_on_ascii(&tag);
-            for args in mixed_string_calls() {
-                let call = ToolCall::new("paint", args);
-                let text = f.try_render_calls(std::slice::from_ref(&call)).unwrap();
-                let mut m = GrammarMatcher::new(g.clone());
-                assert!(m.accept_string(&text) && m.is_completed(), "{text}");
-                assert_eq!(f.parse(&text, &ts).tool_calls, vec![call], "{text}");
-                scan::assert_streams_as_whole(&f, &text, &ts);
-            }
-            let call = ToolCall::new("paint", json!({"label": "null", "id": "42"}));
-            assert_eq!(
-                f.parse(&f.render_calls(&[call]), &ts).tool_calls[0].arguments,
-                json!({"label": null, "id": 42})
-            );
-        }
-    }
-
-    #[test]
-    fn values_holding_the_closing_tag_are_escaped_or_refused() {
-        let ts = Tool::list_from_openai(&json!([{"type": "function", "function": {
-            "name": "write", "parameters": {"type": "object", "properties": {
-                "path": {"type": "string"}, "body": {"type": "string"},
-                "meta": {"type": "object"}}}}}]))
-        .unwrap();
-        for f in [
-            Glm::glm45(FormatOptions::default()),
-            Glm::glm47(FormatOptions::default()),
-        ] {
-            // JSON values: `</` is written `<\/`, the same JSON, never a closing tag.
-            let call = ToolCall::new(
-                "write",
-                json!({"path": "a", "meta": {"k": "x</arg_value><arg_key>y</arg_key>"}}),
-            );
-            let text = f.try_render_calls(std::slice::from_ref(&call)).unwrap();
-            assert!(!text.contains("x</arg_value>"), "{text}");
-            assert_eq!(f.parse(&text, &ts).tool_calls, vec![call]);
-            // A raw string holding `</arg_value>`: a typed error naming the parameter.
-            let call = ToolCall::new("write", json!({"path": "a", "body": "x</arg_value>"}));
-            match f.try_render_calls(&[call]) {
-                Err(ToolError::Unsupported { format, reason }) => {
-                    assert_eq!(format, f.name());
-                    assert!(
-                        reason.contains("\"body\"") && reason.contains("</arg_value>"),
-                        "{reason}"
-                    );
-                }
-                other => panic!("{other:?}"),
-            }
-            // Other markers in a raw string round-trip.
-            let call = ToolCall::new(
-                "write",
-                json!({"path": "<arg_key>", "body": "</tool_call>"}),
-            );
-            let text = f.try_render_calls(std::slice::from_ref(&call)).unwrap();
-            assert_eq!(f.parse(&text, &ts).tool_calls, vec![call]);
-        }
-    }
-}
+mod tests;

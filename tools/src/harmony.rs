@@ -583,8 +583,8 @@ mod tests {
             "commentary to=functions.get_weather<|message|>{\"queries\": [\"<|call|>\"]}<\u{ff5c}tool\u{2581}call\u{2581}begin\u{ff5c}>search",
             "<|start|>assistant to=functions.get_weather<|message|>```python\nx\n```<|start|>assistant",
         ] {
-            scan::assert_streams_as_whole(&f, text, &ts);
-            scan::assert_streams_as_whole(&f, text, &[]);
+            crate::test_support::assert_streams_as_whole(&f, text, &ts);
+            crate::test_support::assert_streams_as_whole(&f, text, &[]);
         }
     }
 
@@ -640,7 +640,7 @@ mod tests {
             let out = f.parse(text, &ts);
             assert_eq!(out.content.as_deref(), Some(content), "{text}");
             assert!(out.tool_calls.is_empty() && out.errors.is_empty(), "{text}");
-            scan::assert_streams_as_whole(&f, text, &ts);
+            crate::test_support::assert_streams_as_whole(&f, text, &ts);
         }
         // A call under an unknown role is still a call; the role is content.
         let text = "<|start|>zq to=functions.get_weather<|channel|>commentary json<|message|>{\"city\":\"Oslo\"}<|call|>";
@@ -650,7 +650,7 @@ mod tests {
             out.tool_calls,
             vec![ToolCall::new("get_weather", json!({"city": "Oslo"}))]
         );
-        scan::assert_streams_as_whole(&f, text, &ts);
+        crate::test_support::assert_streams_as_whole(&f, text, &ts);
         // The known words stay out of content.
         let out = f.parse(
             "<|start|>assistant<|channel|>final<|message|>hi<|return|>",
@@ -692,7 +692,7 @@ mod tests {
             "Hi <|channel|>commentary to=functions.get_weather json<|message|>{\"city\": Paris}<|call|>",
             "<|start|>assistant x<|channel|>analysis<|message|>r<|end|><|start|>assistant<|channel|>final y<|message|>z",
         ] {
-            scan::assert_streams_as_whole(&f, text, &ts);
+            crate::test_support::assert_streams_as_whole(&f, text, &ts);
         }
         // A malformed call quotes its stray text once, in the error and in content.
         let bad = "Hi <|channel|>commentary to=functions.get_weather json<|message|>{\"city\": Paris}<|call|>";
@@ -768,7 +768,7 @@ mod tests {
         );
         assert!(out.errors.is_empty(), "{:?}", out.errors);
         assert_eq!(out.content, None);
-        scan::assert_streams_as_whole(&h, text, &ts);
+        crate::test_support::assert_streams_as_whole(&h, text, &ts);
         }
         }
     }

@@ -10,7 +10,10 @@
 
 use serde_json::{json, Value};
 
-use super::scan::{self, Content, JsonRead};
+use std::sync::LazyLock;
+
+use super::driver::{self, Family, Step};
+use super::scan::{self, JsonRead};
 use super::tags::{self, Envelope};
 use super::{
     FormatOptions, PartialCall, PartialOutput, Settled, StructuralTag, Tool, ToolCall,
@@ -97,51 +100,15 @@ impl ToolCallFormat for Hermes {
         tools: &[Tool],
         at_end: bool,
     ) -> PartialOutput {
-        let mut out = PartialOutput::default();
         let reasoning = self.options.reasoning;
-        let Some(rest) =
-            scan::leading_reasoning(text, from, THINK, THINK_END, reasoning, at_end, &mut out)
-        else {
-            return out;
-        };
-        let mut content = Content::resumed(from.content_open);
-        let mut pos = rest;
-        loop {
-            let Some(k) = text[pos..].find(BEGIN) else {
-                if let Some(n) = content.push_tail(&text[pos..], &[BEGIN], at_end) {
-                    scan::settle_open(&mut out, &content, pos + n);
-                }
-                break;
-            };
-            content.push(&text[pos..pos + k]);
-            let start = pos + k;
-            let body = start + BEGIN.len();
-            match read_call(&text[body..], tools, at_end) {
-                Step::Pending(call) => {
-                    out.calls.push(call);
-                    break;
-                }
-                Step::Done { call, len } => {
-                    out.calls.push(PartialCall {
-                        id: None,
-                        name: Some(call.name.clone()),
-                        arguments_text: call_arguments_text(&text[body..], &call),
-                        complete: Some(call),
-                    });
-                    pos = body + len;
-                    scan::settle(&mut out, &content, pos);
-                }
-                Step::Held => break,
-                Step::Bad { error, len } => {
-                    let end = body + len;
-                    scan::push_malformed(&mut out, &mut content, &text[start..end], start, error);
-                    pos = end;
-                    scan::settle(&mut out, &content, pos);
-                }
-            }
-        }
-        out.content = content.into_string();
-        out
+        FAMILY.parse(
+            text,
+            from,
+            reasoning,
+            tools,
+            at_end,
+            |s, _, tools, at_end| read_call(s, tools, at_end),
+        )
     }
 
     fn render_calls(&self, calls: &[ToolCall]) -> String {
@@ -184,33 +151,28 @@ impl ToolCallFormat for Hermes {
     }
 }
 
-enum Step {
-    /// The call is still arriving.
-    Pending(PartialCall),
-    /// A whole call; `len` bytes of the body consumed (end marker included).
-    Done { call: ToolCall, len: usize },
-    /// A malformed call spanning `len` bytes of the body.
-    Bad { error: ToolParseError, len: usize },
-    /// A malformed call whose end has not arrived yet: held back, like a partial marker.
-    Held,
-}
+/// The Hermes family: calls begin at `<tool_call>`, after a `<think>` block.
+static FAMILY: LazyLock<Family> = LazyLock::new(|| Family::new(&[BEGIN], driver::THINK));
 
-/// Reads the JSON body of one call and its end marker from `body` (the text right after
+/// Reads one call, its JSON body and its end marker, from `s` (which starts with
 /// `<tool_call>`).
-fn read_call(body: &str, tools: &[Tool], at_end: bool) -> Step {
+fn read_call(s: &str, tools: &[Tool], at_end: bool) -> Step {
+    let b = BEGIN.len();
+    let body = &s[b..];
+    let done = |call: ToolCall, len: usize| Step::Done {
+        call: PartialCall {
+            id: None,
+            name: Some(call.name.clone()),
+            arguments_text: call_arguments_text(body, &call),
+            complete: Some(call),
+        },
+        len: b + len,
+    };
     // A malformed call runs to the first end marker at or after `from` (markers inside its
     // JSON are not markers), or to the end of the output. Until that end has arrived it is
     // held back: a streamed error is sent once, so its text must be final.
-    let bad_until_end = |error: ToolParseError, from: usize| match body[from..].find(END) {
-        Some(k) => Step::Bad {
-            error,
-            len: from + k + END.len(),
-        },
-        None if at_end => Step::Bad {
-            error,
-            len: body.len(),
-        },
-        None => Step::Held,
+    let bad_until_end = |error: ToolParseError, from: usize| {
+        Step::bad_until(s, b + from, END, at_end, error, Step::Held)
     };
     match scan::read_json_value(body) {
         JsonRead::Incomplete => {
@@ -234,20 +196,14 @@ fn read_call(body: &str, tools: &[Tool], at_end: bool) -> Step {
             let ws = after.len() - after.trim_start().len();
             let tail = &after[ws..];
             if tail.starts_with(END) {
-                return Step::Done {
-                    call,
-                    len: end + ws + END.len(),
-                };
+                return done(call, end + ws + END.len());
             }
             // A partial end marker, or a partial begin marker of a back-to-back block.
             if tail.is_empty() || END.starts_with(tail) || (!at_end && BEGIN.starts_with(tail)) {
                 if at_end {
                     // An unclosed last block with complete JSON (vLLM's tolerance); an end
                     // marker cut off at the end of the output is this block's end.
-                    return Step::Done {
-                        call,
-                        len: body.len(),
-                    };
+                    return done(call, body.len());
                 }
                 let mut p = scan::offered_call_parts(body, tools).0;
                 p.arguments_text = call_arguments_text(body, &call);
@@ -255,10 +211,7 @@ fn read_call(body: &str, tools: &[Tool], at_end: bool) -> Step {
             }
             // The end marker is missing (the next block, or text, follows the JSON): the
             // call is complete, and what follows is read as usual.
-            Step::Done {
-                call,
-                len: end + ws,
-            }
+            done(call, end + ws)
         }
     }
 }
@@ -406,7 +359,7 @@ mod tests {
             assert_eq!(out.errors[0].error, ToolParseError::Syntax(msg.into()));
             assert_eq!(out.errors[0].text, text);
             assert_eq!(out.content.as_deref(), Some(text));
-            scan::assert_streams_as_whole(&h, text, &ts);
+            crate::test_support::assert_streams_as_whole(&h, text, &ts);
         }
     }
 
@@ -434,6 +387,6 @@ mod tests {
                 }),
             ]
         );
-        scan::assert_streams_as_whole(&h, text, &ts);
+        crate::test_support::assert_streams_as_whole(&h, text, &ts);
     }
 }

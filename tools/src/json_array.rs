@@ -616,9 +616,9 @@ mod tests {
         assert!(out.tool_calls.is_empty());
         assert_eq!(out.errors.len(), 2);
         assert!(matches!(out.errors[0].error, ToolParseError::Syntax(_)));
-        scan::assert_streams_as_whole(&f, text, &ts);
+        crate::test_support::assert_streams_as_whole(&f, text, &ts);
         let one = r#"{"name": "get_time", "parameters": {}, "arguments": {"tz": "X"}}"#;
-        scan::assert_streams_as_whole(&f, one, &ts);
+        crate::test_support::assert_streams_as_whole(&f, one, &ts);
     }
 
     #[test]
@@ -627,7 +627,7 @@ mod tests {
         // before the rest of the literal arrived.
         let f = JsonArray::default().forced("get_time");
         for text in ["1e999991", "1e99999 x", "{\"tz\": 1e99999}"] {
-            scan::assert_streams_as_whole(&f, text, &tools());
+            crate::test_support::assert_streams_as_whole(&f, text, &tools());
         }
         assert_eq!(f.parse("1e99999 x", &tools()).errors[0].text, "1e99999");
     }
@@ -638,7 +638,7 @@ mod tests {
         // JSON at all (the whole array is then the error).
         let f = JsonArray::default();
         for text in ["[truex]", "[null, 1]", "[false"] {
-            scan::assert_streams_as_whole(&f, text, &tools());
+            crate::test_support::assert_streams_as_whole(&f, text, &tools());
         }
     }
 
@@ -655,7 +655,7 @@ mod tests {
         let ts = vec![tool("t1", json!(["C", "F"])), tool("t2", json!(["K"]))];
         let f = JsonArray::default();
         let tag = f.structural_tag(&ts, &ToolChoice::Required, true).unwrap();
-        let g = scan::compile_on_ascii(&tag);
+        let g = crate::test_support::compile_on_ascii(&tag);
         let accepts = |calls: &[ToolCall]| {
             let mut m = GrammarMatcher::new(g.clone());
             m.accept_string(&f.render_calls(calls)) && m.is_completed()
@@ -701,7 +701,7 @@ mod tests {
         let ts = tools();
         let choice = ToolChoice::Function("get_time".into());
         let tag = f.structural_tag(&ts, &choice, true).unwrap();
-        let g = scan::compile_on_ascii(&tag);
+        let g = crate::test_support::compile_on_ascii(&tag);
         let call = ToolCall::new("get_time", json!({"tz": "UTC"}));
         let text = f.render_calls(std::slice::from_ref(&call));
         assert_eq!(
@@ -719,7 +719,7 @@ mod tests {
         let out = f.parse(&text, &ts);
         assert_eq!(out.tool_calls, vec![call]);
         assert!(out.errors.is_empty() && out.content.is_none());
-        scan::assert_streams_as_whole(&f, &text, &ts);
+        crate::test_support::assert_streams_as_whole(&f, &text, &ts);
     }
 
     #[test]
@@ -730,7 +730,7 @@ mod tests {
         let tag = f
             .structural_tag(&ts, &ToolChoice::Function("get_time".into()), false)
             .unwrap();
-        let mut m = GrammarMatcher::new(scan::compile_on_ascii(&tag));
+        let mut m = GrammarMatcher::new(crate::test_support::compile_on_ascii(&tag));
         assert!(m.accept_string(r#"{"tz": "UTC"}"#) && m.is_completed());
         // Its parser reads a bare object: a tag for anything else would not parse back.
         for choice in [
@@ -800,7 +800,7 @@ mod tests {
             r#"[{"name":"a","arguments":{}}"#,
             r#"{"note": "x"#,
         ] {
-            scan::assert_streams_as_whole(&f, text, &ts);
+            crate::test_support::assert_streams_as_whole(&f, text, &ts);
         }
     }
 }

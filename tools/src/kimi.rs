@@ -327,8 +327,8 @@ mod tests {
         // characters, as far as they had arrived when the call's end marker came.
         let f = KimiK2::default();
         let text = "<|tool_calls_section_begin|><|tool_call_begin|>functions.get_time:0<|tool_call_argument_begin|>{\"tz\": \"UTC\"}x<|tool_call_end|><|tool_calls_section_end|>";
-        scan::assert_streams_as_whole(&f, text, &tools());
-        scan::assert_streams_as_whole(&f, text, &[]);
+        crate::test_support::assert_streams_as_whole(&f, text, &tools());
+        crate::test_support::assert_streams_as_whole(&f, text, &[]);
     }
 
     #[test]

@@ -56,6 +56,7 @@ use thiserror::Error;
 use tokensieve::StructuralTag;
 
 mod deepseek;
+pub(crate) mod driver;
 mod glm;
 mod harmony;
 mod hermes;
@@ -68,6 +69,8 @@ mod qwen3_coder;
 pub(crate) mod scan;
 mod stream;
 pub(crate) mod tags;
+#[cfg(test)]
+pub(crate) mod test_support;
 mod tool;
 
 pub use deepseek::{DeepSeek, DeepSeekVersion};

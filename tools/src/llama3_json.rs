@@ -412,7 +412,7 @@ mod tests {
             "Hi <|python_tag|> {\"name\": \"get_time\", \"parameters\": {\"tz\": \"UTC\"}}",
             "Hi <|python_tag|> there<|eot_id|>",
         ] {
-            scan::assert_streams_as_whole(&f, text, &ts);
+            crate::test_support::assert_streams_as_whole(&f, text, &ts);
         }
     }
 
@@ -427,9 +427,9 @@ mod tests {
         let out = f.parse(text, &ts);
         assert_eq!(out.tool_calls.len(), 1);
         assert_eq!(out.errors.len(), 1);
-        scan::assert_streams_as_whole(&f, text, &ts);
+        crate::test_support::assert_streams_as_whole(&f, text, &ts);
         let dup = "{\"name\": \"get_time\", \"parameters\": {}, \"parameters\": {\"tz\": \"X\"}}";
-        scan::assert_streams_as_whole(&f, dup, &ts);
+        crate::test_support::assert_streams_as_whole(&f, dup, &ts);
     }
 
     #[test]

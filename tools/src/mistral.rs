@@ -7,6 +7,9 @@
 //! [TOOL_CALLS]get_weather[ARGS]{"city": "Paris"}[TOOL_CALLS]get_time[ARGS]{"tz": "UTC"}
 //! ```
 
+use std::sync::LazyLock;
+
+use super::driver::{Family, Reasoning};
 use serde_json::{json, Value};
 
 use super::scan::{self, Content, JsonRead};
@@ -128,6 +131,17 @@ impl Mistral {
 }
 
 /// `id` when it is a valid Mistral id (9 ASCII letters or digits).
+/// The Mistral family: calls begin at `[TOOL_CALLS]`, after a `[THINK]` block.
+static FAMILY: LazyLock<Family> = LazyLock::new(|| {
+    Family::new(
+        &[TOOL_CALLS],
+        Reasoning {
+            begin: THINK,
+            end: THINK_END,
+        },
+    )
+});
+
 fn mistral_id(id: Option<&str>) -> Option<&str> {
     id.filter(|s| s.len() == 9 && s.bytes().all(|b| b.is_ascii_alphanumeric()))
 }
@@ -173,57 +187,28 @@ impl ToolCallFormat for Mistral {
         tools: &[Tool],
         at_end: bool,
     ) -> PartialOutput {
-        let mut out = PartialOutput::default();
         let reasoning = self.options.reasoning;
-        let Some(rest) =
-            scan::leading_reasoning(text, from, THINK, THINK_END, reasoning, at_end, &mut out)
-        else {
-            return out;
-        };
-        let mut content = Content::resumed(from.content_open);
-        let mut pos = rest;
-        loop {
-            let Some(k) = text[pos..].find(TOOL_CALLS) else {
-                if let Some(n) = content.push_tail(&text[pos..], &[TOOL_CALLS], at_end) {
-                    scan::settle_open(&mut out, &content, pos + n);
-                }
-                break;
-            };
-            content.push(&text[pos..pos + k]);
-            let start = pos + k;
+        FAMILY.drive(text, from, reasoning, at_end, |turn, start, _| {
+            let (out, content) = (&mut turn.out, &mut turn.content);
             let after = start + TOOL_CALLS.len();
             let ws = text[after..].len() - text[after..].trim_start().len();
             let body = after + ws;
             if body == text.len() {
                 if at_end {
-                    scan::push_malformed(
-                        &mut out,
-                        &mut content,
-                        &text[start..],
-                        start,
-                        ToolParseError::Unterminated,
-                    );
+                    let error = ToolParseError::Unterminated;
+                    scan::push_malformed(out, content, &text[start..], start, error);
                 }
-                break;
+                return None;
             }
             // `[` starts an array, unless it is a v11+ marker (`[TOOL_CALLS][ARGS]`: a
             // call without a name).
             let b = &text[body..];
-            let step = if b.starts_with('[') && !b.starts_with(ARGS) && !b.starts_with(CALL_ID) {
-                read_array(text, start, body, tools, at_end, &mut out, &mut content)
+            if b.starts_with('[') && !b.starts_with(ARGS) && !b.starts_with(CALL_ID) {
+                read_array(text, start, body, tools, at_end, out, content)
             } else {
-                read_name_args(text, start, body, tools, at_end, &mut out, &mut content)
-            };
-            match step {
-                Some(next) => {
-                    pos = next;
-                    scan::settle(&mut out, &content, pos);
-                }
-                None => break,
+                read_name_args(text, start, body, tools, at_end, out, content)
             }
-        }
-        out.content = content.into_string();
-        out
+        })
     }
 
     fn render_calls(&self, calls: &[ToolCall]) -> String {
@@ -681,7 +666,7 @@ mod tests {
             "[TOOL_CALLS][x [TOOL_CALLS]get_time[ARGS]{}",
             "[TOOL_CALLS][{\"name\": ",
         ] {
-            scan::assert_streams_as_whole(&f, text, &ts);
+            crate::test_support::assert_streams_as_whole(&f, text, &ts);
         }
     }
 
@@ -716,7 +701,7 @@ mod tests {
             "[TOOL_CALLS][{\"name\": \"get_time\", \"arguments\": {\"tz\": \"UTC\"}} x  y z",
             "[TOOL_CALLS][{\"name\": ] \n x[TOOL_CALLS]get_time[ARGS]{}",
         ] {
-            scan::assert_streams_as_whole(&f, text, &ts);
+            crate::test_support::assert_streams_as_whole(&f, text, &ts);
         }
         let out = f.parse("[TOOL_CALLS]get_time[ARGS]{\"tz\": ] x \n", &ts);
         assert_eq!(out.errors[0].text, "[TOOL_CALLS]get_time[ARGS]{\"tz\": ] x");
@@ -731,7 +716,7 @@ mod tests {
             assert_eq!(out.errors.len(), 1, "{text}: {out:?}");
             assert_eq!(out.errors[0].error, ToolParseError::Unterminated, "{text}");
             assert_eq!(out.content.as_deref(), Some(text));
-            scan::assert_streams_as_whole(&f, text, &ts);
+            crate::test_support::assert_streams_as_whole(&f, text, &ts);
         }
         let out = f.parse("[TOOL_CALLS]no call here", &ts);
         assert!(matches!(out.errors[0].error, ToolParseError::Syntax(_)));
@@ -747,7 +732,7 @@ mod tests {
         let out = f.parse(text, &ts);
         assert!(out.tool_calls.is_empty());
         assert!(matches!(out.errors[0].error, ToolParseError::Syntax(_)));
-        scan::assert_streams_as_whole(&f, text, &ts);
+        crate::test_support::assert_streams_as_whole(&f, text, &ts);
     }
 
     #[test]
@@ -792,7 +777,7 @@ mod tests {
                 }
             );
             assert_eq!(out.errors[0].text, "{\"name\":\"nosuch\",\"arguments\":{}}");
-            scan::assert_streams_as_whole(&f, text, &ts);
+            crate::test_support::assert_streams_as_whole(&f, text, &ts);
         }
         // One good element: the bad one's text is content inside the list's brackets (as
         // in the json and pythonic families), `[TOOL_CALLS]` and the separators are not.
@@ -812,7 +797,7 @@ mod tests {
                 vec![ToolCall::new("get_time", json!({"tz": "UTC"}))]
             );
             assert_eq!(out.content.as_deref(), Some(content), "{text}");
-            scan::assert_streams_as_whole(&f, text, &ts);
+            crate::test_support::assert_streams_as_whole(&f, text, &ts);
         }
     }
 }

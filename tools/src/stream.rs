@@ -439,7 +439,7 @@ impl Joined {
 mod tests {
     use serde_json::json;
 
-    use super::super::scan::check_stream_chunks;
+    use super::super::test_support::check_stream_chunks;
     use super::super::{
         format_by_name, format_names, PartialOutput, StreamEvent, Tool, ToolCall, ToolCallFormat,
     };

@@ -1,0 +1,215 @@
+//! Test support shared by the families' unit tests: the whole-vs-streamed checks, round
+//! trips through a family's grammar, an ASCII vocabulary to compile tags on, and the
+//! proptest settings of the streaming checks.
+
+use crate::Tool;
+
+/// Test helper: panics with the first difference [`check_streams_as_whole`] finds.
+pub(crate) fn assert_streams_as_whole(
+    format: &dyn crate::ToolCallFormat,
+    text: &str,
+    tools: &[Tool],
+) {
+    if let Err(e) = check_streams_as_whole(format, tools, text) {
+        panic!("{}: {e}", format.name());
+    }
+}
+
+/// Test helper: `call` rendered by `format` is accepted whole by `grammar` (the format's
+/// compiled tag), parses back to exactly `call`, and streams as it parses.
+pub(crate) fn assert_round_trips(
+    format: &dyn crate::ToolCallFormat,
+    grammar: &std::sync::Arc<tokensieve::CompiledGrammar>,
+    call: &crate::ToolCall,
+    tools: &[Tool],
+) {
+    let text = format.render_calls(std::slice::from_ref(call));
+    let mut m = tokensieve::GrammarMatcher::new(grammar.clone());
+    assert!(m.accept_string(&text) && m.is_completed(), "{text}");
+    let out = format.parse(&text, tools);
+    assert_eq!(out.tool_calls, vec![call.clone()], "{text}");
+    assert_streams_as_whole(format, &text, tools);
+}
+
+/// Test support: checks that `format` streams `text` as the whole-output parse reads it.
+/// For every prefix `P` (at char boundaries), `parse_partial(P, false)` must be
+/// consistent with `parse_partial(text, true)`: its reasoning and content are prefixes of
+/// the final ones; a call with a name keeps its index and name (or is, in the end, the
+/// placeholder of a malformed call), its arguments text is a prefix of the final one, it is
+/// not named before an earlier call that the whole names, and once complete it is final; the errors that end before `P` does are final. Then the
+/// text streamed one character a delta through [`crate::StreamingParser`] must add up to
+/// the whole parse. `Err` describes the first difference.
+pub(crate) fn check_streams_as_whole(
+    format: &dyn crate::ToolCallFormat,
+    tools: &[Tool],
+    text: &str,
+) -> Result<(), String> {
+    let whole = format.parse_partial(text, tools, true);
+    for i in (0..=text.len()).filter(|&i| text.is_char_boundary(i)) {
+        let p = format.parse_partial(&text[..i], tools, false);
+        let at = || format!("prefix {:?} of {text:?}", &text[..i]);
+        if !whole.reasoning.starts_with(&p.reasoning) {
+            return Err(format!("reasoning {:?} at {}", p.reasoning, at()));
+        }
+        if !whole.content.starts_with(&p.content) {
+            return Err(format!(
+                "content {:?} (final {:?}) at {}",
+                p.content,
+                whole.content,
+                at()
+            ));
+        }
+        // Walked from the last call back: a call without a name yet may not come before
+        // one that has a name, unless the whole parse leaves it unnamed too.
+        let mut named_after = false;
+        for (k, c) in p.calls.iter().enumerate().rev() {
+            if c.name.is_none() {
+                if named_after && whole.calls.get(k).is_some_and(|w| w.name.is_some()) {
+                    return Err(format!("call {k} named after a later call, at {}", at()));
+                }
+                continue;
+            }
+            named_after = true;
+            let Some(w) = whole.calls.get(k) else {
+                return Err(format!("call {k} {c:?} is gone at the end, at {}", at()));
+            };
+            if w.name.is_none() && w.complete.is_none() && c.complete.is_none() {
+                continue; // became a malformed call
+            }
+            if w.name != c.name || !w.arguments_text.starts_with(&c.arguments_text) {
+                return Err(format!("call {k} {c:?} (final {w:?}) at {}", at()));
+            }
+            if c.complete.is_some() && c != w {
+                return Err(format!("complete call {k} {c:?} (final {w:?}) at {}", at()));
+            }
+        }
+        for (k, e) in p.errors.iter().enumerate() {
+            if e.offset + e.text.len() >= i {
+                break;
+            }
+            if whole.errors.get(k) != Some(e) {
+                return Err(format!(
+                    "error {k} {e:?} (final {:?}) at {}",
+                    whole.errors.get(k),
+                    at()
+                ));
+            }
+        }
+    }
+    // One character a delta, then pieces of several sizes (many calls in one delta).
+    for sizes in [&[1][..], &[3, 1, 17], &[64, 5], &[4096]] {
+        check_stream_chunks(format, tools, text, sizes)?;
+    }
+    Ok(())
+}
+
+/// Test support: streams `text` through a [`crate::StreamingParser`] in deltas of
+/// `sizes` bytes (cycling; widened to char boundaries) and checks that the events add up
+/// to the whole-output parse. Returns the parser's work
+/// ([`crate::StreamingParser::scanned_bytes`]); `Err` describes the difference.
+pub(crate) fn check_stream_chunks(
+    format: &dyn crate::ToolCallFormat,
+    tools: &[Tool],
+    text: &str,
+    sizes: &[usize],
+) -> Result<usize, String> {
+    let mut parser = crate::StreamingParser::new(format, tools);
+    let mut events = Vec::new();
+    let mut i = 0;
+    for &k in sizes.iter().cycle() {
+        if i == text.len() {
+            break;
+        }
+        let mut j = (i + k.max(1)).min(text.len());
+        while !text.is_char_boundary(j) {
+            j += 1;
+        }
+        events.extend(parser.push(&text[i..j]));
+        i = j;
+    }
+    events.extend(parser.finish());
+    let whole_partial = format.parse_partial(text, tools, true);
+    let mut got = crate::ParsedOutput::default();
+    let (mut content, mut reasoning) = (String::new(), String::new());
+    let mut args: std::collections::BTreeMap<usize, String> = Default::default();
+    let short = |s: String| s.chars().take(600).collect::<String>();
+    for e in events {
+        match e {
+            crate::StreamEvent::Content(d) => content.push_str(&d),
+            crate::StreamEvent::Reasoning(d) => reasoning.push_str(&d),
+            // A call started again at an index: the earlier one there turned out
+            // malformed, and its arguments are void.
+            crate::StreamEvent::ToolCallStart { index, .. } => {
+                args.insert(index, String::new());
+            }
+            crate::StreamEvent::ToolCallArguments { index, delta } => {
+                args.entry(index).or_default().push_str(&delta)
+            }
+            crate::StreamEvent::ToolCallEnd { index, call } => {
+                // Same index, arguments text and call as the whole parse.
+                let w = whole_partial
+                    .calls
+                    .iter()
+                    .filter(|c| c.complete.is_some())
+                    .nth(index);
+                let sent = args.remove(&index).unwrap_or_default();
+                if w.and_then(|w| w.complete.as_ref()) != Some(&call)
+                    || w.is_some_and(|w| {
+                        crate::stream::streamed_arguments(&w.arguments_text) != sent
+                    })
+                {
+                    return Err(short(format!(
+                        "in deltas of {sizes:?}: call {index} ended as {call:?} after \
+                         arguments {sent:?}; whole {w:?}"
+                    )));
+                }
+                got.tool_calls.push(call)
+            }
+            crate::StreamEvent::Malformed(m) => got.errors.push(m),
+        }
+    }
+    got.content = (!content.is_empty()).then_some(content);
+    got.reasoning = (!reasoning.is_empty()).then_some(reasoning);
+    let whole = whole_partial.into_parsed();
+    if got != whole {
+        return Err(format!(
+            "in deltas of {sizes:?}: streamed {}, whole {}, text {}",
+            short(format!("{got:?}")),
+            short(format!("{whole:?}")),
+            short(format!("{text:?}"))
+        ));
+    }
+    Ok(parser.scanned_bytes())
+}
+
+/// Test support: `tag` compiled for a vocabulary of the 128 ASCII bytes, one token each,
+/// and `<eos>` (id 128) as the stop token.
+pub(crate) fn compile_on_ascii(
+    tag: &tokensieve::StructuralTag,
+) -> std::sync::Arc<tokensieve::CompiledGrammar> {
+    let bytes: Vec<Vec<u8>> = (0u8..128)
+        .map(|b| vec![b])
+        .chain([b"<eos>".to_vec()])
+        .collect();
+    let vocab = tokensieve::Vocabulary::from_token_bytes(&bytes, &[128], &[128]).unwrap();
+    tokensieve::GrammarCompiler::new(vocab)
+        .compile_structural_tag(tag)
+        .unwrap()
+}
+
+/// Test support: the proptest settings of the streaming checks (`cases` cases; a fixed
+/// seed under `CI=true`, as the integration tests' property tests, unless
+/// `PROPTEST_RNG_SEED` is set).
+pub(crate) fn stream_check_config(cases: u32) -> proptest::test_runner::Config {
+    use proptest::test_runner::{Config, RngSeed};
+    let mut config = Config {
+        cases,
+        failure_persistence: None,
+        ..Config::default()
+    };
+    let ci = std::env::var("CI").is_ok_and(|v| v == "true");
+    if ci && std::env::var_os("PROPTEST_RNG_SEED").is_none() {
+        config.rng_seed = RngSeed::Fixed(20_261_130);
+    }
+    config
+}
