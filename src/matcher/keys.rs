@@ -373,7 +373,7 @@ impl KeyTracker {
                 && !self
                     .s_keys
                     .iter()
-                    .any(|&(f, s, e)| f == frame && &arena[s..e] == &n[..])
+                    .any(|&(f, s, e)| f == frame && arena[s..e] == n[..])
         })
     }
 

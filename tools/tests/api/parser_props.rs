@@ -39,9 +39,6 @@ fn run<S: Strategy>(
     (compiled.into_inner(), finished.into_inner())
 }
 
-/// A random small schema compiles or gives a typed error, never a panic; a random walk
-/// under its masks keeps mask ⇔ accept and, when it ends, is JSON valid for the schema.
-
 // ---------------------------------------------------------------- tool-call parsers
 
 fn tools() -> &'static Vec<Tool> {
