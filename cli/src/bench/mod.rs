@@ -485,19 +485,7 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<(), BenchError> {
             })
     };
     let text = render(&report, &context);
-    out.write_all(text.as_bytes())
-        .map_err(|e| BenchError::Output {
-            path: PathBuf::from("<stdout>"),
-            message: e.to_string(),
-        })?;
-    if let (Some(path), Some(file)) = (report_path, json_file) {
-        serde_json::to_writer_pretty(std::io::BufWriter::new(file), &report).map_err(|e| {
-            BenchError::Output {
-                path: path.clone(),
-                message: e.to_string(),
-            }
-        })?;
-    }
+    write_outputs(out, &text, report_path, json_file, &report)?;
     Ok(())
 }
 
@@ -508,6 +496,30 @@ fn parse_limit(s: &str) -> Result<usize, String> {
         Ok(n) => Ok(n),
         Err(e) => Err(e.to_string()),
     }
+}
+
+/// Writes the table to `out` and, with `--report`, `figures` as JSON to its file.
+fn write_outputs(
+    out: &mut dyn Write,
+    text: &str,
+    report_path: Option<&PathBuf>,
+    json_file: Option<std::fs::File>,
+    figures: &impl Serialize,
+) -> Result<(), BenchError> {
+    out.write_all(text.as_bytes())
+        .map_err(|e| BenchError::Output {
+            path: PathBuf::from("<stdout>"),
+            message: e.to_string(),
+        })?;
+    if let (Some(path), Some(file)) = (report_path, json_file) {
+        serde_json::to_writer_pretty(std::io::BufWriter::new(file), figures).map_err(|e| {
+            BenchError::Output {
+                path: path.clone(),
+                message: e.to_string(),
+            }
+        })?;
+    }
+    Ok(())
 }
 
 /// `bench --tools`: one tag per N on tokensieve, the table on `out`, the runs as JSON to
@@ -562,19 +574,7 @@ fn run_tools(
         precompute_name,
         &runs,
     );
-    out.write_all(text.as_bytes())
-        .map_err(|e| BenchError::Output {
-            path: PathBuf::from("<stdout>"),
-            message: e.to_string(),
-        })?;
-    if let (Some(path), Some(file)) = (report_path, json_file) {
-        serde_json::to_writer_pretty(std::io::BufWriter::new(file), &runs).map_err(|e| {
-            BenchError::Output {
-                path: path.clone(),
-                message: e.to_string(),
-            }
-        })?;
-    }
+    write_outputs(out, &text, report_path, json_file, &runs)?;
     Ok(())
 }
 
