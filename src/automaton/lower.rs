@@ -552,18 +552,6 @@ fn substitute(e: &mut Expr, inline: &[Option<Expr>]) {
     }
 }
 
-fn remap(e: &mut Expr, map: &[u32]) {
-    let mut stack = vec![e];
-    while let Some(e) = stack.pop() {
-        match e {
-            Expr::Rule(r) => r.0 = map[r.index()],
-            Expr::Seq(v) | Expr::Choice(v) => stack.extend(v.iter_mut()),
-            Expr::Repeat { expr, .. } => stack.push(expr),
-            _ => {}
-        }
-    }
-}
-
 /// Inlines small non-recursive rules into their callers, then drops the rules the root can
 /// no longer reach (ids are renumbered; the root keeps its name). Rules with `keep[r]` set
 /// (indices past `keep`'s end count as unset) stay rules: a front end keeps a rule that is
@@ -620,35 +608,19 @@ pub(crate) fn inline_rules(grammar: &Grammar, keep: &[bool]) -> Grammar {
         }
     }
     // Keep the rules reachable from the root.
-    let mut reach = vec![false; n];
-    let mut stack = vec![grammar.root.0];
-    reach[grammar.root.index()] = true;
-    while let Some(r) = stack.pop() {
-        for_each_call(&bodies[r as usize], &mut |c| {
-            if !reach[c as usize] {
-                reach[c as usize] = true;
-                stack.push(c);
-            }
-        });
-    }
-    let mut map = vec![u32::MAX; n];
-    let mut rules = Vec::new();
-    for (i, body) in bodies.into_iter().enumerate() {
-        if reach[i] {
-            map[i] = rules.len() as u32;
-            rules.push(Rule {
-                name: grammar.rules[i].name.clone(),
-                body,
-            });
-        }
-    }
-    for r in &mut rules {
-        remap(&mut r.body, &map);
-    }
+    let rules = bodies
+        .into_iter()
+        .zip(&grammar.rules)
+        .map(|(body, r)| Rule {
+            name: r.name.clone(),
+            body,
+        })
+        .collect();
     Grammar {
         rules,
-        root: RuleId(map[grammar.root.index()]),
+        root: grammar.root,
     }
+    .into_reachable()
 }
 
 #[cfg(test)]

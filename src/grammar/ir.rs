@@ -306,11 +306,17 @@ impl Grammar {
     /// This grammar without the rules its root never reaches, in their original order, with
     /// rule ids renumbered (the root keeps its name; front ends may leave helper rules that
     /// an optimization made unused). The language is unchanged. Used by `tokensieve
-    /// compile` to print only what matters.
+    /// compile` to print only what matters; a copy of [`Grammar::into_reachable`].
+    pub fn reachable_only(&self) -> Grammar {
+        self.clone().into_reachable()
+    }
+
+    /// As [`Grammar::reachable_only`], taking the grammar (no copy of the kept rules); the
+    /// last step of the compiler's inlining pass.
     ///
     /// Walks with explicit stacks: no recursion on expression depth. Dangling rule ids
     /// (an invalid grammar) are left as they are, unreached.
-    pub fn reachable_only(&self) -> Grammar {
+    pub fn into_reachable(mut self) -> Grammar {
         let count = self.rules.len();
         let mut seen = vec![false; count];
         let mut todo = Vec::new();
@@ -335,12 +341,12 @@ impl Grammar {
         }
         let mut new_id = vec![u32::MAX; count];
         let mut rules = Vec::new();
-        for (i, rule) in self.rules.iter().enumerate() {
+        for (i, rule) in self.rules.iter_mut().enumerate() {
             if seen[i] {
                 new_id[i] = rules.len() as u32;
                 rules.push(Rule {
-                    name: rule.name.clone(),
-                    body: rule.body.clone(),
+                    name: std::mem::take(&mut rule.name),
+                    body: std::mem::replace(&mut rule.body, Expr::Empty),
                 });
             }
         }
