@@ -14,8 +14,8 @@ use crate::grammar::{Expr, Grammar, InvalidGrammar, TokenRef};
 use crate::limits::{check_ir, check_memory, Deadline, LimitExceeded, Limits};
 use crate::mask::background::{self, BackgroundFill, BackgroundStatus};
 use crate::mask::cache::{
-    compute_node_mask, compute_pair_mask, delta_reference, or_token_set, token_set, NodeMask,
-    SubtreeMemo, TokenSet,
+    compute_first_bytes_mask, compute_node_mask, compute_pair_mask, delta_reference, or_token_set,
+    token_set, NodeMask, SubtreeMemo, TokenSet,
 };
 use crate::mask::counted::{base_key, counted_base, derivable, derive_mask, CountedBase};
 use crate::mask::shared::SharedMasks;
@@ -690,6 +690,13 @@ impl CompiledGrammar {
     /// A nullable callee may also be skipped: the mask of the call's return node (same
     /// rule, same follow set) is then part of `n`'s.
     ///
+    /// A node with byte edges beside its calls (a key state that avoids a schema's
+    /// declared names: the next letter of a name, or the undeclared key's tail as a call)
+    /// is composed the same way for the tokens whose first byte it has no edge on; the
+    /// others, fewer than half of the vocabulary, are walked from `n` (the chart then
+    /// sees both the edges and the calls). Its callees, and the return nodes of its
+    /// nullable callees, must have no calls, so a composition never waits on another.
+    ///
     /// `Ok(None)` when `n` is not such a node, or a callee starts at a call-only node
     /// itself, or a nullable callee returns to `n` or to another call-only node (so the
     /// composition never loops through left recursion); the limit error if `deadline`
@@ -701,17 +708,44 @@ impl CompiledGrammar {
     ) -> Result<Option<NodeMask>, LimitExceeded> {
         let aut = &self.aut;
         let calls = aut.calls_of(n);
+        if calls.is_empty() || aut.is_virtual(n) {
+            return Ok(None);
+        }
         let call_only = |m: u32| {
             !aut.is_virtual(m) && aut.bytes_of(m).is_empty() && !aut.calls_of(m).is_empty()
         };
-        // A nullable callee may also be skipped: the token then starts at the call's
-        // return node, which must be walked (or composed) without `n`'s mask.
-        if !call_only(n)
-            || calls.iter().any(|c| {
+        let own = aut.bytes_of(n);
+        if own.is_empty() {
+            // A nullable callee may also be skipped: the token then starts at the call's
+            // return node, which must be walked (or composed) without `n`'s mask.
+            if calls.iter().any(|c| {
                 call_only(aut.rule_start[c.rule as usize])
                     || aut.nullable[c.rule as usize] && (c.target == n || call_only(c.target))
-            })
-        {
+            }) {
+                return Ok(None);
+            }
+        } else if calls.iter().any(|c| {
+            // A node with byte edges too composes only from nodes without calls, so no
+            // composition ever waits on another.
+            !aut.calls_of(aut.rule_start[c.rule as usize]).is_empty()
+                || aut.nullable[c.rule as usize] && !aut.calls_of(c.target).is_empty()
+        }) {
+            return Ok(None);
+        }
+        // First bytes on `n`'s own byte edges: their tokens are walked from `n` (only when
+        // they are fewer than half of the vocabulary: otherwise the walk is most of the
+        // vocabulary anyway).
+        let mut own_first = vec![false; 256];
+        for e in own {
+            own_first[e.lo as usize..=e.hi as usize].fill(true);
+        }
+        let own_ranges: Vec<std::ops::Range<u32>> = (0..=255u8)
+            .filter(|&b| own_first[b as usize])
+            .map(|b| self.trie.first_byte_range(b))
+            .filter(|r| !r.is_empty())
+            .collect();
+        let own_tokens: usize = own_ranges.iter().map(|r| r.len()).sum();
+        if own_tokens * 2 > self.trie.token_count() {
             return Ok(None);
         }
         let words = self.vocab.bitmask_words();
@@ -743,6 +777,36 @@ impl CompiledGrammar {
             };
             or(&pair.accepted);
             uncertain.extend_from_slice(&pair.uncertain);
+        }
+        if !own.is_empty() {
+            // The tokens whose first byte `n` has an edge on: the walk's verdict alone
+            // (through the callees too), in place of the callees' above.
+            for r in &own_ranges {
+                for p in r.clone() {
+                    let id = self.trie.sorted[p as usize];
+                    bits[(id / 32) as usize] &= !(1 << (id % 32));
+                }
+            }
+            uncertain.retain(|p| !own_ranges.iter().any(|r| r.contains(p)));
+            let walked = self.walked(deadline, || {
+                compute_first_bytes_mask(
+                    &self.aut,
+                    &self.trie,
+                    n,
+                    words,
+                    (&self.subtrees, &self.mask_class),
+                    deadline,
+                    &own_first,
+                )
+            })?;
+            or_token_set(
+                &mut bits,
+                &mut blank,
+                &walked.accepted,
+                &self.text_bits,
+                &mut scratch,
+            );
+            uncertain.extend_from_slice(&walked.uncertain);
         }
         uncertain.sort_unstable();
         uncertain.dedup();
@@ -1209,7 +1273,7 @@ mod tests {
         let memo = SubtreeMemo::default();
         let words = g.vocab.bitmask_words();
         let never = Deadline::never();
-        compute_node_mask(
+        crate::mask::cache::compute_node_mask_in(
             &g.aut,
             &g.trie,
             n,
@@ -1217,8 +1281,132 @@ mod tests {
             (&memo, &g.mask_class),
             &never,
             None,
+            None,
         )
         .unwrap()
+    }
+
+    /// Every node's mask walked with the vocabulary slices it consumes equals the walk of
+    /// every token, over grammars whose wide nodes are JSON string contents, free text, and
+    /// free text before a `<tool_call>` trigger, on a vocabulary with quotes, `<`, control
+    /// characters, multi-byte characters and UTF-8 fragments.
+    #[test]
+    fn a_sliced_walk_equals_the_full_walk() {
+        use crate::mask::slices;
+        let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+        let pieces: Vec<&[u8]> = vec![
+            b"a",
+            b"b",
+            b"<",
+            b"\"",
+            b"\\",
+            b"\n",
+            b" ",
+            b"{",
+            b"}",
+            b":",
+            b",",
+            b"tool",
+            b"_call",
+            b">",
+            "é".as_bytes(),
+            "日".as_bytes(),
+            "😀".as_bytes(),
+            &"日".as_bytes()[..2],
+            &"😀".as_bytes()[1..],
+            b"\x7f",
+            b"1",
+        ];
+        for a in &pieces {
+            for b in &pieces {
+                tokens.push([*a, *b].concat());
+                for c in &pieces[..6] {
+                    tokens.push([*a, *b, *c].concat());
+                }
+            }
+        }
+        tokens.push(b"<tool_call>".to_vec());
+        tokens.push(b"</s>".to_vec());
+        let stop = tokens.len() as u32 - 1;
+        let vocab = Vocabulary::from_token_bytes(&tokens, &[stop], &[stop]).unwrap();
+        let compiler = GrammarCompiler::new(vocab).with_precompute(Precompute::Lazy);
+        let schema = serde_json::json!({
+            "type": "object",
+            "properties": {
+                "s": {"type": "string"},
+                "short": {"type": "string", "maxLength": 3},
+                "tags": {"type": "array", "items": {"type": "string"}},
+                "n": {"type": "number"}
+            }
+        });
+        let tag = serde_json::json!({
+            "type": "structural_tag",
+            "format": {
+                "type": "triggered_tags",
+                "triggers": ["<tool_call>"],
+                "tags": [{
+                    "begin": "<tool_call>",
+                    "content": {"type": "json_schema", "json_schema": schema},
+                    "end": "</tool_call>"
+                }],
+                "at_least_one": false,
+                "stop_after_first": false
+            }
+        });
+        let grammars = [
+            compiler
+                .compile_json_schema(&schema, &crate::JsonSchemaOptions::default())
+                .unwrap(),
+            compiler.compile_structural_tag(&tag).unwrap(),
+            compiler.compile_regex(r"(?s).*x").unwrap(),
+            compiler
+                .compile_grammar(r#"root ::= [^<]* "<" [a-z]*"#)
+                .unwrap(),
+            compiler.compile_builtin_json().unwrap(),
+        ];
+        let never = Deadline::never();
+        let mut used = [0usize; slices::SLICES.len()];
+        for g in &grammars {
+            let words = g.vocab.bitmask_words();
+            for n in 0..g.aut.nodes.len() as u32 {
+                let Some(slice) = crate::mask::cache::pick_slice(&g.aut, &g.trie, n) else {
+                    continue;
+                };
+                let k = slices::SLICES
+                    .iter()
+                    .position(|&x| x == slice.excluded)
+                    .unwrap();
+                used[k] += 1;
+                let memo = SubtreeMemo::default();
+                let sliced = crate::mask::cache::compute_node_mask_in(
+                    &g.aut,
+                    &g.trie,
+                    n,
+                    words,
+                    (&memo, &g.mask_class),
+                    &never,
+                    None,
+                    Some(slice),
+                )
+                .unwrap();
+                let full = full_walk(g, n);
+                assert_eq!(
+                    ids(&sliced.accepted, &g.text_bits),
+                    ids(&full.accepted, &g.text_bits),
+                    "node {n}, slice {k}: accepted tokens"
+                );
+                assert_eq!(
+                    sliced.uncertain, full.uncertain,
+                    "node {n}: uncertain tokens"
+                );
+            }
+        }
+        // Each slice is taken somewhere: any text (the regex), JSON string contents, and
+        // the free text before `<` (the tag and the EBNF grammar).
+        assert!(
+            used.iter().all(|&u| u > 0),
+            "slices taken per kind: {used:?}"
+        );
     }
 
     #[test]
@@ -1322,15 +1510,25 @@ shorty ::= "a" | "(" pick ")"
                 )
                 .unwrap(),
             compiler.compile_builtin_json().unwrap(),
+            // A choice between bytes and a nullable call, whose return node has bytes.
+            compiler
+                .compile_grammar(
+                    r#"root ::= "ab" x "b" | x "c" | "\"" x
+x ::= [a-z]* | "\"" [0-9]
+"#,
+                )
+                .unwrap(),
         ];
         let never = Deadline::never();
         let mut composed = 0;
+        let mut mixed = 0;
         for g in &grammars {
             for n in 0..g.aut.nodes.len() as u32 {
                 let Some(derived) = g.call_only_mask_by(n, &never).unwrap() else {
                     continue;
                 };
                 composed += 1;
+                mixed += !g.aut.bytes_of(n).is_empty() as usize;
                 let full = full_walk(g, n);
                 assert_eq!(
                     ids(&derived.accepted, &g.text_bits),
@@ -1344,6 +1542,12 @@ shorty ::= "a" | "(" pick ")"
             }
         }
         assert!(composed >= 9, "only {composed} masks were composed");
+        // Nodes with byte edges beside their calls: the key states that avoid the declared
+        // names (their undeclared tails are calls), and the EBNF choices below.
+        assert!(
+            mixed >= 4,
+            "only {mixed} masks with byte edges were composed"
+        );
     }
 
     /// Every walked mask equals running each token alone through the Earley chart from the

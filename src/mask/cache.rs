@@ -9,6 +9,7 @@
 //! that rule somewhere in the grammar. (Ending after 0 bytes is covered at run time: the
 //! completed caller is itself in the matcher's item set.)
 
+use super::slices::{self, Slice};
 use super::trie::TokenTrie;
 use crate::automaton::{byte_in, Automaton};
 use crate::limits::Deadline;
@@ -94,13 +95,71 @@ pub(crate) fn compute_node_mask(
     deadline: &Deadline,
     delta: Option<(&NodeMask, &Delta, &[u32])>,
 ) -> Option<NodeMask> {
+    let slice = pick_slice(aut, trie, node);
+    compute_node_mask_in(aut, trie, node, words, memo, deadline, delta, slice)
+}
+
+/// The part of `node`'s mask made of the tokens whose first byte is marked in `only` (256
+/// entries): the walk from `node` over those tokens alone, every other token rejected.
+/// `None` when `deadline` passed.
+pub(crate) fn compute_first_bytes_mask(
+    aut: &Automaton,
+    trie: &TokenTrie,
+    node: u32,
+    words: usize,
+    memo: (&SubtreeMemo, &[u32]),
+    deadline: &Deadline,
+    only: &[bool],
+) -> Option<NodeMask> {
+    let follow = &aut.follow[aut.rule_of(node) as usize];
+    let slice = pick_slice(aut, trie, node);
+    let (accepted, uncertain) = walk(trie, aut, node, follow, Some(only), slice, memo, deadline)?;
+    Some(finish(trie, &accepted, uncertain, words))
+}
+
+/// The vocabulary slice that a walk from `node` takes whole: of the trie's slices that the
+/// automaton from `node` consumes ([`slices::subsumes`]), the one with the most tokens.
+pub(crate) fn pick_slice<'t>(aut: &Automaton, trie: &'t TokenTrie, node: u32) -> Option<&'t Slice> {
+    let is_dfa = |n: u32| is_dfa_node(aut, n);
+    let mut best: Option<&Slice> = None;
+    for s in &trie.slices {
+        if best.is_some_and(|b| b.tokens >= s.tokens) {
+            continue;
+        }
+        if slices::subsumes(aut, node, s.excluded, &is_dfa) {
+            best = Some(s);
+        }
+    }
+    best
+}
+
+/// [`compute_node_mask`] with the slice to take whole given (`None`: walk every token).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn compute_node_mask_in(
+    aut: &Automaton,
+    trie: &TokenTrie,
+    node: u32,
+    words: usize,
+    memo: (&SubtreeMemo, &[u32]),
+    deadline: &Deadline,
+    delta: Option<(&NodeMask, &Delta, &[u32])>,
+    slice: Option<&Slice>,
+) -> Option<NodeMask> {
     let follow = &aut.follow[aut.rule_of(node) as usize];
     let Some((base, delta, text_bits)) = delta else {
-        let (accepted, uncertain) = walk(trie, aut, node, follow, None, memo, deadline)?;
+        let (accepted, uncertain) = walk(trie, aut, node, follow, None, slice, memo, deadline)?;
         return Some(finish(trie, &accepted, uncertain, words));
     };
-    let (accepted, mut uncertain) =
-        walk(trie, aut, node, follow, Some(&delta.differ), memo, deadline)?;
+    let (accepted, mut uncertain) = walk(
+        trie,
+        aut,
+        node,
+        follow,
+        Some(&delta.differ),
+        slice,
+        memo,
+        deadline,
+    )?;
     let mut bits = vec![0u32; words].into_boxed_slice();
     or_token_set(
         &mut bits,
@@ -542,13 +601,16 @@ fn push_range(ranges: &mut PositionRanges, floor: usize, a: u32, z: u32) {
 /// accepted tokens as ascending, disjoint half-open ranges of trie positions (a string
 /// body's hundred thousand tokens are a few ranges), and the uncertain ones as ascending
 /// trie positions. With `only` (256 entries), the tokens whose first byte is not marked
-/// are skipped.
+/// are skipped. With `slice` (one that the automaton from `node` consumes: see
+/// [`pick_slice`]), every subtree pure in it is accepted whole without a visit.
+#[allow(clippy::too_many_arguments)]
 fn walk(
     trie: &TokenTrie,
     aut: &Automaton,
     node: u32,
     follow: &[u64; 4],
     only: Option<&[bool]>,
+    slice: Option<&Slice>,
     (memo, class): (&SubtreeMemo, &[u32]),
     deadline: &Deadline,
 ) -> Option<(PositionRanges, Vec<u32>)> {
@@ -606,6 +668,14 @@ fn walk(
                 i = trie.subtree_end[i] as usize;
                 continue;
             }
+        }
+        if slice.is_some_and(|s| s.is_pure(i)) {
+            // Every token below is in the slice, so consumed from `node` by DFA steps: the
+            // walk would accept each one (and never be in the chart on the way).
+            let end = trie.subtree_end[i] as usize;
+            push_range(&mut accepted, floor, trie.tok_start[i], trie.tok_start[end]);
+            i = end;
+            continue;
         }
         if chart_from != usize::MAX {
             if d - 1 < chart_from {

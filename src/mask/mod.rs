@@ -20,7 +20,11 @@
 //!    grammar has spent its key budget. Bounded (`with_mask_cache_capacity`, least
 //!    recently used entries dropped), thread safe, emptied by `clear_cache`, counted in
 //!    `cache_size_bytes`.
-//! 3. A trie walk (`mask::cache`), stored in both.
+//! 3. A trie walk (`mask::cache`), stored in both. The walk takes whole every trie subtree
+//!    whose tokens all lie in a vocabulary slice that the node consumes (`mask::slices`:
+//!    JSON string contents, any text, text without `<`), so a string body's walk visits
+//!    only the tokens with a quote, a backslash, a control character or a UTF-8 fragment;
+//!    a node of calls (and byte edges) is composed from its callees' masks instead.
 //!
 //! The tests `tests/serving/shared_masks.rs` compare masks on a warm compiler with eager
 //! masks of a fresh compiler that shares nothing, bit for bit, along teacher-forced
@@ -30,6 +34,7 @@ pub(crate) mod background;
 pub(crate) mod cache;
 pub(crate) mod counted;
 pub(crate) mod shared;
+pub(crate) mod slices;
 pub mod trie;
 
 mod bitmask;

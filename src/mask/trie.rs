@@ -48,6 +48,9 @@ pub struct TokenTrie {
     pub(crate) roots: Vec<u32>,
     /// The largest of `depth` (0 for an empty trie): the longest token, in bytes.
     pub(crate) max_depth: usize,
+    /// The vocabulary slices ([`super::slices::SLICES`], in that order) that mask walks take
+    /// whole.
+    pub(crate) slices: Vec<super::slices::Slice>,
 }
 
 impl TokenTrie {
@@ -142,7 +145,8 @@ impl TokenTrie {
                 }
             }
         }
-        TokenTrie {
+        let mut trie = TokenTrie {
+            slices: Vec::new(),
             max_depth: depth.iter().copied().max().unwrap_or(0) as usize,
             quote_tokens,
             multi_quote_tokens,
@@ -158,7 +162,12 @@ impl TokenTrie {
             tok_start,
             tok_here_end,
             pos_of,
-        }
+        };
+        trie.slices = super::slices::SLICES
+            .iter()
+            .map(|&x| super::slices::compute(&trie, x, &bytes_of))
+            .collect();
+        trie
     }
 
     /// Number of trie nodes.
@@ -190,6 +199,7 @@ impl TokenTrie {
             + self.tok_here_end.capacity() * 4
             + self.pos_of.capacity() * 4
             + self.roots.capacity() * 4
+            + self.slices.iter().map(|s| s.memory_bytes()).sum::<usize>()
             + self.quote_tokens.capacity() * 4
             + self.multi_quote_tokens.capacity() * 4
             + self.three_quote_tokens.capacity() * 4
