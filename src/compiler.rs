@@ -1362,10 +1362,12 @@ mod tests {
             compiler
                 .compile_grammar(r#"root ::= [^<]* "<" [a-z]*"#)
                 .unwrap(),
+            compiler.compile_regex(r"[A-Za-z0-9_]+@[a-z]+").unwrap(),
             compiler.compile_builtin_json().unwrap(),
         ];
         let never = Deadline::never();
         let mut used = [0usize; slices::SLICES.len()];
+        let mut via_calls = 0;
         for g in &grammars {
             let words = g.vocab.bitmask_words();
             for n in 0..g.aut.nodes.len() as u32 {
@@ -1374,9 +1376,10 @@ mod tests {
                 };
                 let k = slices::SLICES
                     .iter()
-                    .position(|&x| x == slice.excluded)
+                    .position(|&x| x == slice.lang)
                     .unwrap();
                 used[k] += 1;
+                via_calls += !g.aut.calls_of(n).is_empty() as usize;
                 let memo = SubtreeMemo::default();
                 let sliced = crate::mask::cache::compute_node_mask_in(
                     &g.aut,
@@ -1401,12 +1404,15 @@ mod tests {
                 );
             }
         }
-        // Each slice is taken somewhere: any text (the regex), JSON string contents, and
-        // the free text before `<` (the tag and the EBNF grammar).
+        // Each slice is taken somewhere: any text (the first regex), JSON string contents,
+        // the free text before `<` (the tag and the EBNF grammar), ASCII letters and digits
+        // (the second regex).
         assert!(
             used.iter().all(|&u| u > 0),
             "slices taken per kind: {used:?}"
         );
+        // Key states whose undeclared tail is a call.
+        assert!(via_calls > 0, "no slice was taken at a node with calls");
     }
 
     #[test]

@@ -120,13 +120,12 @@ pub(crate) fn compute_first_bytes_mask(
 /// The vocabulary slice that a walk from `node` takes whole: of the trie's slices that the
 /// automaton from `node` consumes ([`slices::subsumes`]), the one with the most tokens.
 pub(crate) fn pick_slice<'t>(aut: &Automaton, trie: &'t TokenTrie, node: u32) -> Option<&'t Slice> {
-    let is_dfa = |n: u32| is_dfa_node(aut, n);
     let mut best: Option<&Slice> = None;
     for s in &trie.slices {
         if best.is_some_and(|b| b.tokens >= s.tokens) {
             continue;
         }
-        if slices::subsumes(aut, node, s.excluded, &is_dfa) {
+        if slices::subsumes(aut, node, s.lang) {
             best = Some(s);
         }
     }
@@ -670,8 +669,9 @@ fn walk(
             }
         }
         if slice.is_some_and(|s| s.is_pure(i)) {
-            // Every token below is in the slice, so consumed from `node` by DFA steps: the
-            // walk would accept each one (and never be in the chart on the way).
+            // Every token below is in the slice, so consumed from `node` (`pick_slice`): the
+            // walk would accept each one. Nothing of the walk's state is left changed: the
+            // next node visited resets the chart to its parent's depth.
             let end = trie.subtree_end[i] as usize;
             push_range(&mut accepted, floor, trie.tok_start[i], trie.tok_start[end]);
             i = end;

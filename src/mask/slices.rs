@@ -3,16 +3,16 @@
 //! (llguidance's "slices" play the same part in its mask computation).
 //!
 //! A slice is the set of text tokens whose bytes are a prefix of the UTF-8 encoding of a
-//! string over every character except a given set of ASCII characters: any text
+//! string over the characters it allows: any text
 //! ([`ANY_TEXT`]), JSON string contents ([`JSON_STRING`]: no `"`, `\` or control
-//! character), free text that avoids `<` ([`NO_LT`]: before a `<tool_call>` trigger, say).
+//! character), free text that avoids `<` ([`NO_LT`]: before a `<tool_call>` trigger, say),
+//! and ASCII letters and digits alone ([`ALNUM`]: identifiers, `pattern`s, formats).
 //! A token that starts with a UTF-8 continuation byte, or holds bytes that are not UTF-8,
 //! is in no slice.
 //!
 //! The trie keeps, per slice, one bit per trie node: set when every token of the node's
 //! subtree is in the slice ("pure"). When the automaton from a node `n` consumes every
-//! string of a slice's language, through nodes that step as DFA states
-//! ([`subsumes`]), every token of a pure subtree is accepted at `n`: the mask walk from `n`
+//! string of a slice's language ([`subsumes`]), every token of a pure subtree is accepted at `n`: the mask walk from `n`
 //! adds the subtree's tokens as one range of trie positions and skips it. The walk then
 //! visits only the trie nodes above a token outside the slice (for JSON string contents on
 //! Llama 3.1: tokens with a quote, a backslash, a control character or a UTF-8 fragment),
@@ -22,28 +22,55 @@
 use super::trie::TokenTrie;
 use crate::automaton::Automaton;
 
-/// A slice's language, by the ASCII characters it leaves out: bit `b` of the `u128` set
-/// when ASCII byte `b` (0..=127) may not occur. Every character from U+0080 on may.
-pub(crate) type Excluded = u128;
+/// A slice's language: strings of the characters it allows, by the ASCII characters it
+/// leaves out, and whether characters from U+0080 on are allowed (all of them, or none).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Lang {
+    /// Bit `b` set when ASCII byte `b` (0..=127) may not occur.
+    pub excluded: u128,
+    /// Every character from U+0080 on may occur (else none).
+    pub multibyte: bool,
+}
 
-/// Any text: no character excluded.
-pub(crate) const ANY_TEXT: Excluded = 0;
+/// The ASCII bytes `lo..=hi` as a set of [`Lang::excluded`].
+const fn ascii(lo: u8, hi: u8) -> u128 {
+    (u128::MAX >> (127 - hi as u32)) & (u128::MAX << lo as u32)
+}
+
+/// Any text: every character.
+pub(crate) const ANY_TEXT: Lang = Lang {
+    excluded: 0,
+    multibyte: true,
+};
 
 /// JSON string contents (RFC 8259 §7, unescaped): no `"` (0x22), `\` (0x5C) or control
 /// character U+0000–U+001F.
-pub(crate) const JSON_STRING: Excluded = 0xFFFF_FFFF | (1 << 0x22) | (1 << 0x5C);
+pub(crate) const JSON_STRING: Lang = Lang {
+    excluded: ascii(0x00, 0x1F) | (1 << 0x22) | (1 << 0x5C),
+    multibyte: true,
+};
 
 /// Free text without `<` (0x3C): what precedes tags such as `<tool_call>` or `<function=`.
-pub(crate) const NO_LT: Excluded = 1 << 0x3C;
+pub(crate) const NO_LT: Lang = Lang {
+    excluded: 1 << 0x3C,
+    multibyte: true,
+};
+
+/// ASCII letters and digits only: identifiers, the words of `pattern`s such as
+/// `^[A-Za-z0-9_.-]+$`, e-mail addresses, host names.
+pub(crate) const ALNUM: Lang = Lang {
+    excluded: !(ascii(b'0', b'9') | ascii(b'A', b'Z') | ascii(b'a', b'z')),
+    multibyte: false,
+};
 
 /// The slices every trie computes, in this order.
-pub(crate) const SLICES: [Excluded; 3] = [ANY_TEXT, JSON_STRING, NO_LT];
+pub(crate) const SLICES: [Lang; 4] = [ANY_TEXT, JSON_STRING, NO_LT, ALNUM];
 
 /// One slice of a trie.
 #[derive(Clone, Debug)]
 pub(crate) struct Slice {
-    /// The ASCII characters left out.
-    pub excluded: Excluded,
+    /// Its language.
+    pub lang: Lang,
     /// Text tokens in the slice.
     pub tokens: usize,
     /// One bit per trie node (word `i / 64`, bit `i % 64`): every token of the node's
@@ -77,12 +104,13 @@ const AFTER_F0: u8 = 6;
 const AFTER_F4: u8 = 7;
 
 /// The decoder state after byte `b` from state `s`, or `None` when `b` cannot follow in a
-/// string of the slice's language (`excluded` ASCII characters, or not UTF-8).
+/// string of the slice's language (a character it leaves out, or not UTF-8).
 #[inline]
-fn utf8_step(s: u8, b: u8, excluded: Excluded) -> Option<u8> {
+fn utf8_step(s: u8, b: u8, lang: Lang) -> Option<u8> {
     match s {
+        BOUNDARY if b >= 0x80 && !lang.multibyte => None,
         BOUNDARY => match b {
-            0x00..=0x7F => (excluded >> b & 1 == 0).then_some(BOUNDARY),
+            0x00..=0x7F => (lang.excluded >> b & 1 == 0).then_some(BOUNDARY),
             0xC2..=0xDF => Some(NEED1),
             0xE0 => Some(AFTER_E0),
             0xED => Some(AFTER_ED),
@@ -102,10 +130,10 @@ fn utf8_step(s: u8, b: u8, excluded: Excluded) -> Option<u8> {
 }
 
 /// True when `bytes` is a prefix of a string of the slice's language.
-fn in_slice(bytes: &[u8], excluded: Excluded) -> bool {
+fn in_slice(bytes: &[u8], lang: Lang) -> bool {
     let mut s = BOUNDARY;
     for &b in bytes {
-        match utf8_step(s, b, excluded) {
+        match utf8_step(s, b, lang) {
             Some(t) => s = t,
             None => return false,
         }
@@ -113,20 +141,16 @@ fn in_slice(bytes: &[u8], excluded: Excluded) -> bool {
     true
 }
 
-/// Computes slice `excluded` of a trie (`bytes(position)`: the bytes of the token at that
+/// Computes the slice of language `lang` of a trie (`bytes(position)`: the bytes of the token at that
 /// position of the sorted list). Linear in the vocabulary's bytes plus the trie's nodes.
-pub(crate) fn compute<'v>(
-    trie: &TokenTrie,
-    excluded: Excluded,
-    bytes: &dyn Fn(u32) -> &'v [u8],
-) -> Slice {
+pub(crate) fn compute<'v>(trie: &TokenTrie, lang: Lang, bytes: &dyn Fn(u32) -> &'v [u8]) -> Slice {
     let n = trie.sorted.len();
     // outside[p]: tokens at positions < p that are not in the slice.
     let mut outside = Vec::with_capacity(n + 1);
     outside.push(0u32);
     let mut tokens = 0;
     for &id in &trie.sorted {
-        let inside = in_slice(bytes(id), excluded);
+        let inside = in_slice(bytes(id), lang);
         tokens += inside as usize;
         let last = *outside.last().unwrap_or(&0);
         outside.push(last + !inside as u32);
@@ -140,51 +164,119 @@ pub(crate) fn compute<'v>(
             pure[i / 64] |= 1 << (i % 64);
         }
     }
-    Slice {
-        excluded,
-        tokens,
-        pure,
-    }
+    Slice { lang, tokens, pure }
 }
 
-/// Pairs (decoder state, node) [`subsumes`] explores at most before it answers no.
-const MAX_PAIRS: usize = 512;
+/// States (decoder state, set of nodes) [`subsumes`] explores at most before it answers no.
+const MAX_PAIRS: usize = 128;
 
-/// True when the automaton, from real node `n`, consumes every string of slice `excluded`'s
-/// language by steps between nodes that step as DFA states (`is_dfa`): every token of the
-/// slice is then accepted at `n`, whatever follows. Explores the product of the UTF-8
-/// decoder and the automaton from (character boundary, `n`); answers no after
-/// [`MAX_PAIRS`] pairs. Fails fast on narrow nodes: the first byte of the language that
-/// `n` has no edge on ends it.
-pub(crate) fn subsumes(
-    aut: &Automaton,
-    n: u32,
-    excluded: Excluded,
-    is_dfa: &dyn Fn(u32) -> bool,
-) -> bool {
-    if !is_dfa(n) {
+/// Nodes a state of [`subsumes`] holds at most before it answers no.
+const MAX_SET: usize = 16;
+
+/// True when the automaton, from real node `n`, consumes every string of language `lang`
+/// without leaving `n`'s rule: every token of the slice is then accepted at `n`, whatever
+/// follows. Explores, from (character boundary, {`n`}), the product of the UTF-8 decoder
+/// and the sets of nodes a string can reach: a node's single byte step
+/// ([`Automaton::dfa_step`]), and the start of every rule a node of the set calls (a key's
+/// undeclared tail, say). Returns into callers, virtual nodes and nodes with several edges
+/// on one byte are left out, so the answer may be no where the chart would consume the
+/// string, never yes where it would not. Answers no after [`MAX_PAIRS`] states or a set of
+/// more than [`MAX_SET`] nodes; fails fast on narrow nodes: the first byte of the language
+/// that no node of the set has an edge on ends it.
+pub(crate) fn subsumes(aut: &Automaton, n: u32, lang: Lang) -> bool {
+    let Some(start) = closed(aut, vec![n]) else {
         return false;
-    }
-    let mut seen: rustc_hash::FxHashSet<(u8, u32)> = Default::default();
-    let mut stack = vec![(BOUNDARY, n)];
-    seen.insert((BOUNDARY, n));
-    while let Some((s, q)) = stack.pop() {
-        for b in 0..=255u8 {
-            let Some(s2) = utf8_step(s, b, excluded) else {
-                continue;
-            };
-            let Some(t) = aut.dfa_step(q, b) else {
-                return false;
-            };
-            if seen.insert((s2, t)) {
-                if seen.len() > MAX_PAIRS || !is_dfa(t) {
+    };
+    let mut seen: rustc_hash::FxHashSet<(u8, Box<[u32]>)> = Default::default();
+    let mut stack = vec![(BOUNDARY, start.clone())];
+    seen.insert((BOUNDARY, start));
+    let mut cuts: Vec<u16> = Vec::new();
+    let mut next = Vec::new();
+    // The language's byte ranges per decoder state, made on first need.
+    let mut ranges: [Option<Vec<(u8, u8, u8)>>; 8] = Default::default();
+    while let Some((s, set)) = stack.pop() {
+        // The bytes the language allows next, as ranges with one decoder state each; each
+        // range is cut where an edge of a node of the set starts or ends, so that every
+        // piece has the same targets throughout.
+        let here = ranges[s as usize].get_or_insert_with(|| lang_ranges(s, lang));
+        for &(lo, hi, s2) in here.iter() {
+            cuts.clear();
+            cuts.push(lo as u16);
+            cuts.push(hi as u16 + 1);
+            for &q in set.iter() {
+                for e in aut.bytes_of(q) {
+                    for c in [e.lo as u16, e.hi as u16 + 1] {
+                        if c > lo as u16 && c <= hi as u16 {
+                            cuts.push(c);
+                        }
+                    }
+                }
+            }
+            cuts.sort_unstable();
+            cuts.dedup();
+            for w in cuts.windows(2) {
+                let b = w[0] as u8;
+                next.clear();
+                for &q in set.iter() {
+                    let mut on_b = aut.bytes_of(q).iter().filter(|e| e.lo <= b && b <= e.hi);
+                    // A node with several edges on `b` (an NFA state) is left out.
+                    if let (Some(e), None) = (on_b.next(), on_b.next()) {
+                        next.push(e.target);
+                    }
+                }
+                if next.is_empty() {
                     return false;
                 }
-                stack.push((s2, t));
+                let Some(t) = closed(aut, std::mem::take(&mut next)) else {
+                    return false;
+                };
+                if !seen.contains(&(s2, t.clone())) {
+                    if seen.len() >= MAX_PAIRS {
+                        return false;
+                    }
+                    seen.insert((s2, t.clone()));
+                    stack.push((s2, t));
+                }
             }
         }
     }
     true
+}
+
+/// The bytes that may follow in language `lang` from decoder state `s`, as ascending
+/// ranges `(lo, hi, state after)` (see [`utf8_step`]).
+fn lang_ranges(s: u8, lang: Lang) -> Vec<(u8, u8, u8)> {
+    let mut out: Vec<(u8, u8, u8)> = Vec::new();
+    for b in 0..=255u8 {
+        if let Some(t) = utf8_step(s, b, lang) {
+            match out.last_mut() {
+                Some(last) if last.1 as u16 + 1 == b as u16 && last.2 == t => last.1 = b,
+                _ => out.push((b, b, t)),
+            }
+        }
+    }
+    out
+}
+
+/// `set` with the start node of every rule its nodes call, transitively; sorted, without
+/// repeats. `None` past [`MAX_SET`] nodes.
+fn closed(aut: &Automaton, mut set: Vec<u32>) -> Option<Box<[u32]>> {
+    let mut i = 0;
+    while i < set.len() {
+        for c in aut.calls_of(set[i]) {
+            let st = aut.rule_start[c.rule as usize];
+            if !set.contains(&st) {
+                set.push(st);
+            }
+        }
+        if set.len() > MAX_SET {
+            return None;
+        }
+        i += 1;
+    }
+    set.sort_unstable();
+    set.dedup();
+    Some(set.into_boxed_slice())
 }
 
 #[cfg(test)]
@@ -209,6 +301,10 @@ mod tests {
         assert!(!in_slice(&[0xF5], ANY_TEXT));
         assert!(!in_slice(b"a<b", NO_LT));
         assert!(in_slice(b"a>b\"", NO_LT));
+        assert!(in_slice(b"Abc123", ALNUM));
+        assert!(!in_slice(b"abc_1", ALNUM));
+        assert!(!in_slice(b" abc", ALNUM));
+        assert!(!in_slice("é".as_bytes(), ALNUM));
     }
 
     #[test]
