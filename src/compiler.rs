@@ -771,6 +771,31 @@ impl CompiledGrammar {
             if own.uncertain.is_empty() {
                 continue;
             }
+            if !own_ranges.is_empty() {
+                // Beside byte edges: the context mask of only the callee's uncertain tokens
+                // that the walk below does not take over, and not kept (a key state's
+                // context masks would add about half of an eager grammar's memory).
+                let rule = aut.rule_of(start) as usize;
+                if self.sites[rule].binary_search(&n).is_err() {
+                    return Ok(None);
+                }
+                let rest = NodeMask {
+                    accepted: TokenSet::default(),
+                    uncertain: own
+                        .uncertain
+                        .iter()
+                        .copied()
+                        .filter(|p| !own_ranges.iter().any(|r| r.contains(p)))
+                        .collect(),
+                };
+                if rest.uncertain.is_empty() {
+                    continue;
+                }
+                let pair = self.pair_mask_by(&rest, start, n, deadline)?;
+                or(&pair.accepted);
+                uncertain.extend_from_slice(&pair.uncertain);
+                continue;
+            }
             let Some(pair) = self.pair_mask_until(start, n, deadline)? else {
                 // Not a call site of the callee after all: leave it to the walk.
                 return Ok(None);
