@@ -1275,6 +1275,11 @@ mod tests {
                 tokens.push(vec![a, b, b'"', b':']);
             }
         }
+        with_stop(tokens)
+    }
+
+    /// The vocabulary of `tokens` and a last token `</s>`, its stop token.
+    fn with_stop(mut tokens: Vec<Vec<u8>>) -> Vocabulary {
         tokens.push(b"</s>".to_vec());
         let stop = tokens.len() as u32 - 1;
         Vocabulary::from_token_bytes(&tokens, &[stop], &[stop]).unwrap()
@@ -1351,10 +1356,7 @@ mod tests {
             }
         }
         tokens.push(b"<tool_call>".to_vec());
-        tokens.push(b"</s>".to_vec());
-        let stop = tokens.len() as u32 - 1;
-        let vocab = Vocabulary::from_token_bytes(&tokens, &[stop], &[stop]).unwrap();
-        let compiler = GrammarCompiler::new(vocab).with_precompute(Precompute::Lazy);
+        let compiler = GrammarCompiler::new(with_stop(tokens)).with_precompute(Precompute::Lazy);
         let schema = serde_json::json!({
             "type": "object",
             "properties": {
@@ -1612,10 +1614,7 @@ x ::= [a-z]* | "\"" [0-9]
         for n in 0..3usize.pow(5) {
             tokens.push((0..5).map(|k| b"ab\""[n / 3usize.pow(k) % 3]).collect());
         }
-        tokens.push(b"</s>".to_vec());
-        let stop = tokens.len() as u32 - 1;
-        let vocab = Vocabulary::from_token_bytes(&tokens, &[stop], &[stop]).unwrap();
-        let compiler = GrammarCompiler::new(vocab).with_precompute(Precompute::Lazy);
+        let compiler = GrammarCompiler::new(with_stop(tokens)).with_precompute(Precompute::Lazy);
         let schema = serde_json::json!({
             "type": "object",
             "properties": {

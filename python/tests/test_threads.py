@@ -60,9 +60,12 @@ def test_the_gil_is_released_during_fill():
     model = "qwen3"
     info = tokenizer_info(model)
     compiled = compiler(model).compile_builtin_json_grammar()
-    # A batch fill of 64 rows: long enough (milliseconds) for the other thread to wake.
+    # A batch fill of 1,024 rows: milliseconds, long enough for the other thread to wake
+    # even on a loaded machine (64 rows, a fraction of a millisecond once the masks are
+    # warm, let it run during only 7 of 10 fills under load). Holding the GIL, it would
+    # run during none, or one at a switch between calls.
     ms = []
-    for p in ['{"key": [1, 2, {"a": "', '{"', "[1, 2", '{"a": tr'] * 16:
+    for p in ['{"key": [1, 2, {"a": "', '{"', "[1, 2", '{"a": tr'] * 256:
         m = xgr.GrammarMatcher(compiled)
         assert m.accept_string(p)
         ms.append(m)
