@@ -1316,6 +1316,21 @@ mod tests {
         .unwrap()
     }
 
+    /// Asserts that `got` is node `n`'s mask as the full walk of the trie computes it
+    /// (`what` names the path that computed `got`, for the message).
+    fn assert_full_walk_mask(g: &CompiledGrammar, n: u32, got: &NodeMask, what: &str) {
+        let full = full_walk(g, n);
+        assert_eq!(
+            ids(&got.accepted, &g.text_bits),
+            ids(&full.accepted, &g.text_bits),
+            "node {n} ({what}): accepted tokens"
+        );
+        assert_eq!(
+            got.uncertain, full.uncertain,
+            "node {n} ({what}): uncertain tokens"
+        );
+    }
+
     /// Every node's mask walked with the vocabulary slices it consumes equals the walk of
     /// every token, over grammars whose wide nodes are JSON string contents, free text, and
     /// free text before a `<tool_call>` trigger, on a vocabulary with quotes, `<`, control
@@ -1419,16 +1434,7 @@ mod tests {
                     Some(slice),
                 )
                 .unwrap();
-                let full = full_walk(g, n);
-                assert_eq!(
-                    ids(&sliced.accepted, &g.text_bits),
-                    ids(&full.accepted, &g.text_bits),
-                    "node {n}, slice {k}: accepted tokens"
-                );
-                assert_eq!(
-                    sliced.uncertain, full.uncertain,
-                    "node {n}: uncertain tokens"
-                );
+                assert_full_walk_mask(g, n, &sliced, &format!("slice {k}"));
             }
         }
         // Each slice is taken somewhere: any text (the first regex), JSON string contents,
@@ -1468,7 +1474,6 @@ mod tests {
             };
             deltas += 1;
             assert_ne!(delta.reference, n);
-            let full = full_walk(&g, n);
             let base = full_walk(&g, delta.reference);
             let derived = compute_node_mask(
                 &g.aut,
@@ -1480,16 +1485,7 @@ mod tests {
                 Some((&base, &delta, &g.text_bits)),
             )
             .unwrap();
-            assert_eq!(
-                ids(&derived.accepted, &g.text_bits),
-                ids(&full.accepted, &g.text_bits),
-                "node {n} (reference {}): accepted tokens",
-                delta.reference
-            );
-            assert_eq!(
-                derived.uncertain, full.uncertain,
-                "node {n}: uncertain tokens"
-            );
+            assert_full_walk_mask(&g, n, &derived, &format!("reference {}", delta.reference));
             // A reference has no reference of its own: one level deep.
             assert!(delta_reference(&g.aut, &g.trie, &g.mask_class, delta.reference).is_none());
         }
@@ -1562,16 +1558,7 @@ x ::= [a-z]* | "\"" [0-9]
                 };
                 composed += 1;
                 mixed += !g.aut.bytes_of(n).is_empty() as usize;
-                let full = full_walk(g, n);
-                assert_eq!(
-                    ids(&derived.accepted, &g.text_bits),
-                    ids(&full.accepted, &g.text_bits),
-                    "node {n}: accepted tokens"
-                );
-                assert_eq!(
-                    derived.uncertain, full.uncertain,
-                    "node {n}: uncertain tokens"
-                );
+                assert_full_walk_mask(g, n, &derived, "composed");
             }
         }
         assert!(composed >= 9, "only {composed} masks were composed");
