@@ -59,12 +59,14 @@ fn json_value(text: &str) -> PyResult<serde_json::Value> {
     serde_json::from_str(text).map_err(|e| InvalidJSONError::new_err(format!("invalid JSON: {e}")))
 }
 
-/// A [`DeserializeError`] as `tokensieve.exception.DeserializeVersionError` (a newer format
-/// version) or `DeserializeFormatError` (anything else), both `ValueError`s; a plain
+/// A [`DeserializeError`] as `tokensieve.exception.DeserializeVersionError` (a format version
+/// this tokensieve does not read, newer or older) or `DeserializeFormatError` (anything else), both `ValueError`s; a plain
 /// `ValueError` if the Python package's exception module cannot be imported.
 fn deserialize_err(py: Python<'_>, e: DeserializeError) -> PyErr {
     let name = match e {
-        DeserializeError::NewerVersion { .. } => "DeserializeVersionError",
+        DeserializeError::NewerVersion { .. } | DeserializeError::OlderVersion { .. } => {
+            "DeserializeVersionError"
+        }
         _ => "DeserializeFormatError",
     };
     let msg = e.to_string();

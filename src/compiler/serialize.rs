@@ -16,7 +16,10 @@
 //! | 32..40 | XXH3-64 checksum of the payload, little-endian `u64` |
 //!
 //! The payload is the data encoded with [`postcard`] (serde's compact codec: varint
-//! integers, no field names, no schema beside the data). postcard was chosen over bincode
+//! integers, no field names, no schema beside the data). Masks, most of the bytes, are
+//! written compactly (since version 2): sorted lists of token ids and trie positions as
+//! gaps between neighbours (a byte each for close ids), bitsets as their raw
+//! little-endian words (4 bytes a word). postcard was chosen over bincode
 //! because it is maintained (bincode's last release is a notice that it is no longer
 //! developed), has a specified and stable wire format (1.x), and is fast on the long
 //! integer arrays masks are made of; the checksum is XXH3-64 (`xxhash-rust`), stable by
@@ -35,7 +38,7 @@
 //! # Errors, never panics
 //!
 //! Reading checks, in order: the length of the header, the magic, the version (a newer one
-//! is [`DeserializeError::NewerVersion`]), the payload length (a truncated buffer is
+//! is [`DeserializeError::NewerVersion`], an older one [`DeserializeError::OlderVersion`]), the payload length (a truncated buffer is
 //! [`DeserializeError::Truncated`]), the checksum ([`DeserializeError::Checksum`]), the
 //! vocabulary fingerprint ([`DeserializeError::VocabularyMismatch`]), then that every index
 //! of the decoded data is in range ([`DeserializeError::Malformed`]). The checksum guards
@@ -69,8 +72,10 @@ use serde::{Deserialize, Serialize};
 use std::sync::{Arc, OnceLock, RwLock};
 use xxhash_rust::xxh3::{xxh3_64, Xxh3};
 
-/// The format version written, and the newest one read.
-pub const FORMAT_VERSION: u32 = 1;
+/// The format version written, and the only one read. Version 2 (this one) writes sorted
+/// id lists as gaps and bitsets as raw words; version 1 wrote them as plain varints, and
+/// its bytes are refused with [`DeserializeError::OlderVersion`] (re-serialize them).
+pub const FORMAT_VERSION: u32 = 2;
 
 const GRAMMAR_MAGIC: [u8; 8] = *b"TSGRAMMR";
 const VOCAB_MAGIC: [u8; 8] = *b"TSVOCAB\0";
@@ -108,6 +113,14 @@ pub enum DeserializeError {
     /// Written by a newer tokensieve, in a format version this one cannot read.
     #[error("format version {found} is newer than this tokensieve reads ({supported}); upgrade the reader or re-serialize with the older writer")]
     NewerVersion {
+        /// The version in the header.
+        found: u32,
+        /// [`FORMAT_VERSION`].
+        supported: u32,
+    },
+    /// Written by an older tokensieve, in a format version this one no longer reads.
+    #[error("format version {found} is older than this tokensieve reads ({supported}); compile the grammar again, or re-serialize it with the writer of this version")]
+    OlderVersion {
         /// The version in the header.
         found: u32,
         /// [`FORMAT_VERSION`].
@@ -190,6 +203,12 @@ fn open<'a>(bytes: &'a [u8], what: &'static str) -> Result<(u64, &'a [u8]), Dese
     let version = u32::from_le_bytes(bytes[8..12].try_into().unwrap_or([0; 4]));
     if version > FORMAT_VERSION {
         return Err(DeserializeError::NewerVersion {
+            found: version,
+            supported: FORMAT_VERSION,
+        });
+    }
+    if version < FORMAT_VERSION {
+        return Err(DeserializeError::OlderVersion {
             found: version,
             supported: FORMAT_VERSION,
         });
@@ -277,8 +296,10 @@ impl Vocabulary {
         h.digest()
     }
 
-    /// Writes the vocabulary to bytes (format: see the module docs of
-    /// `compiler::serialize`; XGrammar's `TokenizerInfo.serialize_json`).
+    /// Writes the vocabulary to bytes (XGrammar's `TokenizerInfo.serialize_json`; the
+    /// format: a 40-byte header with [`FORMAT_VERSION`] and this vocabulary's
+    /// [`fingerprint`](Vocabulary::fingerprint), then postcard data, as `docs/serving.md`,
+    /// "The format", describes).
     ///
     /// # Errors
     /// [`SerializeError::Encode`] only if the encoder fails.
@@ -395,8 +416,9 @@ fn sorted_pairs<'a, K: Ord + Copy, V>(map: &'a Guard<'_, K, V>) -> Vec<(K, &'a V
 
 impl CompiledGrammar {
     /// Writes this grammar to bytes: its automata and the masks computed so far (all of
-    /// them after an eager compile; see the module docs of `compiler::serialize` for the
-    /// format). Read it back with [`CompiledGrammar::deserialize`] and a compiler of the
+    /// them after an eager compile). The format is a 40-byte header (magic, [`FORMAT_VERSION`],
+    /// the vocabulary's fingerprint, payload length, XXH3-64 checksum) and postcard data,
+    /// masks written as id gaps and word runs; `docs/serving.md`, "The format", has it whole. Read it back with [`CompiledGrammar::deserialize`] and a compiler of the
     /// same vocabulary, on this machine or another.
     ///
     /// # Errors
@@ -729,5 +751,70 @@ mod tests {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod wire_size {
+    use super::*;
+
+    fn bytes_of<T: Serialize>(v: &T) -> usize {
+        postcard::to_allocvec(v).unwrap().len()
+    }
+
+    /// A bitset mask is written as runs of whole words: a stretch of full or empty words
+    /// takes a few bytes, not a varint per word (5 bytes for a full word); other words are
+    /// written as they are.
+    #[test]
+    fn a_bitset_is_written_as_runs_of_words() {
+        let mut words = vec![u32::MAX; 4008];
+        words[2000..3000].fill(0);
+        words[10] = 0x8000_0001;
+        words[4007] = 7;
+        let m = NodeMask {
+            accepted: TokenSet::Bitset(words.into_boxed_slice()),
+            uncertain: Vec::new(),
+        };
+        let n = bytes_of(&m);
+        assert!(n <= 32, "{n} bytes for 4,008 words in 6 runs");
+        let back: NodeMask = postcard::from_bytes(&postcard::to_allocvec(&m).unwrap()).unwrap();
+        assert_eq!(back.accepted, m.accepted);
+    }
+
+    /// Sorted ids (accepted or rejected tokens, uncertain trie positions) are written as
+    /// gaps: a run of neighbouring ids high in a 128k vocabulary takes a byte each, not 3.
+    #[test]
+    fn sorted_ids_take_a_byte_per_small_gap() {
+        let ids: Vec<u32> = (100_000..101_000).step_by(2).collect();
+        let m = NodeMask {
+            accepted: TokenSet::Rejected(ids.clone()),
+            uncertain: (120_000..120_500).collect(),
+        };
+        let n = bytes_of(&m);
+        assert!(n <= 500 + 500 + 16, "{n} bytes for 1,000 ids");
+        let back: NodeMask = postcard::from_bytes(&postcard::to_allocvec(&m).unwrap()).unwrap();
+        assert_eq!(back.accepted, TokenSet::Rejected(ids));
+        assert_eq!(back.uncertain, m.uncertain);
+    }
+
+    /// Whatever the ids (even unsorted ones, which `validate` then refuses), the gaps
+    /// round-trip exactly; a bitset whose run group is cut short, or whose runs add up to
+    /// billions of words, is an error, not an allocation.
+    #[test]
+    fn gaps_round_trip_any_ids_and_odd_bitsets_are_refused() {
+        let ids = vec![5, 3, u32::MAX, 0, 7];
+        let m = NodeMask {
+            accepted: TokenSet::Accepted(ids.clone()),
+            uncertain: vec![u32::MAX, 1],
+        };
+        let back: NodeMask = postcard::from_bytes(&postcard::to_allocvec(&m).unwrap()).unwrap();
+        assert_eq!(back.accepted, TokenSet::Accepted(ids));
+        assert_eq!(back.uncertain, vec![u32::MAX, 1]);
+        // Variant 2 (bitset): 2 values, a group of 3 cut short; then no uncertain ids.
+        let cut = [2u8, 2, 1, 1, 0];
+        assert!(postcard::from_bytes::<NodeMask>(&cut).is_err());
+        // One group: 2^32 - 1 zero words (varint ff ff ff ff 0f), no ones, no literals.
+        let huge = [2u8, 3, 0xff, 0xff, 0xff, 0xff, 0x0f, 0, 0, 0];
+        assert!(postcard::from_bytes::<NodeMask>(&huge).is_err());
     }
 }

@@ -20,11 +20,11 @@ use crate::vocab::Vocabulary;
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) enum TokenSet {
     /// The listed ids (sorted).
-    Accepted(Vec<u32>),
+    Accepted(#[serde(with = "super::wire::gaps")] Vec<u32>),
     /// Every text token except the listed ids (sorted; uncertain tokens are listed too).
-    Rejected(Vec<u32>),
+    Rejected(#[serde(with = "super::wire::gaps")] Vec<u32>),
     /// One bit per token id, `ceil(vocab_size / 32)` words.
-    Bitset(Box<[u32]>),
+    Bitset(#[serde(with = "super::wire::words")] Box<[u32]>),
 }
 
 impl Default for TokenSet {
@@ -39,6 +39,7 @@ impl Default for TokenSet {
 pub(crate) struct NodeMask {
     pub accepted: TokenSet,
     /// Trie positions (indices into [`TokenTrie::sorted`]) of uncertain tokens, ascending.
+    #[serde(with = "super::wire::gaps")]
     pub uncertain: Vec<u32>,
 }
 

@@ -35,6 +35,7 @@ const SATURATED: u8 = u8::MAX;
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
 struct BodyDfa {
     /// `S * 256` entries: the body state reached from state `s` on byte `b`, or [`NONE`].
+    #[serde(with = "super::wire::words")]
     next: Box<[u32]>,
     /// Per body state: an iteration may end there.
     fin: Box<[bool]>,
@@ -67,6 +68,7 @@ pub(crate) struct CountedBase {
     /// The body state the walk starts in.
     state: u32,
     /// Ids of the tokens consumed whole with any number of restarts (`words` words).
+    #[serde(with = "super::wire::words")]
     bits: Box<[u32]>,
     count: usize,
     /// Per trie position: restarts the token needs when accepted (0 otherwise), at most
@@ -78,6 +80,7 @@ pub(crate) struct CountedBase {
     /// byte that may follow the rule): cut tokens must be run again, not just dropped.
     exits_inside: bool,
     /// Trie positions of the uncertain tokens, ascending.
+    #[serde(with = "super::wire::gaps")]
     uncertain: Box<[u32]>,
 }
 

@@ -36,6 +36,7 @@ pub(crate) mod counted;
 pub(crate) mod shared;
 pub(crate) mod slices;
 pub mod trie;
+pub(crate) mod wire;
 
 mod bitmask;
 

@@ -117,7 +117,7 @@ fn another_vocabulary_is_a_typed_error() {
 }
 
 #[test]
-fn truncated_corrupted_newer_and_foreign_buffers_are_typed_errors() {
+fn truncated_corrupted_other_version_and_foreign_buffers_are_typed_errors() {
     let (compiler, g) = small_grammar();
     let bytes = g.serialize().unwrap();
     let read = |b: &[u8]| CompiledGrammar::deserialize(b, &compiler).map(|_| ());
@@ -146,6 +146,15 @@ fn truncated_corrupted_newer_and_foreign_buffers_are_typed_errors() {
         read(&newer),
         Err(DeserializeError::NewerVersion {
             found: FORMAT_VERSION + 1,
+            supported: FORMAT_VERSION
+        })
+    );
+    let mut older = bytes.clone();
+    older[8..12].copy_from_slice(&(FORMAT_VERSION - 1).to_le_bytes());
+    assert_eq!(
+        read(&older),
+        Err(DeserializeError::OlderVersion {
+            found: FORMAT_VERSION - 1,
             supported: FORMAT_VERSION
         })
     );

@@ -54,7 +54,7 @@ class CompiledGrammar:
         tokensieve.exception.DeserializeFormatError
             (a ValueError) for bytes that are too short, of another kind, truncated,
             damaged, malformed, or compiled for another vocabulary;
-            ``DeserializeVersionError`` for a newer format version.
+            ``DeserializeVersionError`` for a format version this one does not read (newer or older).
         TypeError
             For ``data`` that is not bytes-like, or ``tokenizer_info`` that is not a
             TokenizerInfo.

@@ -24,8 +24,8 @@ class DeserializeFormatError(InvalidJSONError, ValueError):
 
 
 class DeserializeVersionError(DeserializeFormatError):
-    """Written by a newer tokensieve, in a format version this one cannot read (XGrammar's
-    name)."""
+    """Written by another tokensieve, in a format version this one does not read: a newer
+    one, or an older one whose bytes must be written again (XGrammar's name)."""
 
 
 __all__ = [

@@ -283,7 +283,7 @@ class TokenizerInfo:
         ------
         tokensieve.exception.DeserializeFormatError
             (a ValueError) for bytes that are too short, of another kind, truncated,
-            damaged or malformed; ``DeserializeVersionError`` for a newer format version.
+            damaged or malformed; ``DeserializeVersionError`` for a format version this one does not read (newer or older).
         TypeError
             For ``data`` that is not bytes-like.
         """
@@ -317,7 +317,7 @@ class TokenizerInfo:
         tokensieve.exception.DeserializeFormatError
             (a ValueError and an ``InvalidJSONError``) for text that is not JSON, not a
             serialized TokenizerInfo, or whose vocabulary bytes cannot be read;
-            ``DeserializeVersionError`` for a newer format version.
+            ``DeserializeVersionError`` for a format version this one does not read (newer or older).
         """
         d = _json_object(json_string, "TokenizerInfo")
         try:
