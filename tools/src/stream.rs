@@ -11,7 +11,7 @@
 //! * **Settled prefix.** A format reports, with each partial parse, the last point no later
 //!   text can change ([`super::Settled`]): just after a finished or malformed call, with
 //!   the parser's state there where it is not plain free text (inside a DeepSeek/Kimi
-//!   call section, a JSON call array), and in plain content or reasoning just before the
+//!   call section, a JSON/Mistral call array), and in plain content or reasoning just before the
 //!   tail held back because it may start a marker (`<tool_`) or be whitespace next to
 //!   one, the text from there continuing that piece. The next parse restarts there
 //!   ([`ToolCallFormat::parse_partial_from`]); of what came before only the count of its
