@@ -182,6 +182,30 @@ impl Family {
         from: &Settled,
         implicit_reasoning: bool,
         at_end: bool,
+        block: impl FnMut(&mut Turn<'_>, usize, usize) -> Option<usize>,
+    ) -> PartialOutput {
+        self.drive_resumed(
+            text,
+            from,
+            implicit_reasoning,
+            at_end,
+            |_, pos| Some(pos),
+            block,
+        )
+    }
+
+    /// [`Family::drive`] for a family that settles inside a call construct (a call array
+    /// between its elements): when `from` is such a point (its [`Settled::state`] is not
+    /// 0), `resume` first reads the rest of that construct from `from.offset`, writing into
+    /// the [`Turn`], and returns where free text goes on (the parse settles there) or
+    /// `None` to stop.
+    pub fn drive_resumed(
+        &self,
+        text: &str,
+        from: &Settled,
+        implicit_reasoning: bool,
+        at_end: bool,
+        resume: impl FnOnce(&mut Turn<'_>, usize) -> Option<usize>,
         mut block: impl FnMut(&mut Turn<'_>, usize, usize) -> Option<usize>,
     ) -> PartialOutput {
         let mut out = PartialOutput::default();
@@ -204,6 +228,18 @@ impl Family {
             at_end,
         };
         let mut pos = rest;
+        if from.offset > 0 && from.state != 0 {
+            match resume(&mut turn, pos) {
+                Some(next) => {
+                    pos = next;
+                    scan::settle(&mut turn.out, &turn.content, pos);
+                }
+                None => {
+                    turn.out.content = turn.content.into_string();
+                    return turn.out;
+                }
+            }
+        }
         loop {
             let Some((k, marker)) = self.begins.find(&text[pos..]) else {
                 let holds = self.begins.patterns();

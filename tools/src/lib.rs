@@ -391,6 +391,10 @@ pub struct Settled {
     pub errors: usize,
     /// The parser's state at `offset`, as the format defines it (0: free text).
     pub state: u8,
+    /// Where the construct that `offset` lies inside began, as the format defines it (the
+    /// `[TOOL_CALLS]` of a Mistral call array settled between its elements; 0 otherwise):
+    /// a malformed run reported later may span from there.
+    pub anchor: usize,
     /// `offset` lies inside a piece of content (plain text outside markers, just before
     /// the held-back tail that may start a marker or be whitespace next to one): the text
     /// from `offset` continues that piece, and the content parsed from there is exactly

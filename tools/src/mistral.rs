@@ -9,7 +9,7 @@
 
 use std::sync::LazyLock;
 
-use super::driver::{Family, Reasoning};
+use super::driver::{Family, Reasoning, Turn};
 use serde_json::{json, Value};
 
 use super::scan::{self, Content, JsonRead};
@@ -188,7 +188,16 @@ impl ToolCallFormat for Mistral {
         at_end: bool,
     ) -> PartialOutput {
         let reasoning = self.options.reasoning;
-        FAMILY.drive(text, from, reasoning, at_end, |turn, start, _| {
+        // Settled between the elements of a call array that has a call: the rest of it.
+        let resume = |turn: &mut Turn<'_>, pos: usize| {
+            let (out, content) = (&mut turn.out, &mut turn.content);
+            let array = Array {
+                start: from.anchor,
+                resume: Some(pos),
+            };
+            read_array(text, array, pos, tools, at_end, out, content)
+        };
+        FAMILY.drive_resumed(text, from, reasoning, at_end, resume, |turn, start, _| {
             let (out, content) = (&mut turn.out, &mut turn.content);
             let after = start + TOOL_CALLS.len();
             let ws = text[after..].len() - text[after..].trim_start().len();
@@ -204,7 +213,11 @@ impl ToolCallFormat for Mistral {
             // call without a name).
             let b = &text[body..];
             if b.starts_with('[') && !b.starts_with(ARGS) && !b.starts_with(CALL_ID) {
-                read_array(text, start, body, tools, at_end, out, content)
+                let array = Array {
+                    start,
+                    resume: None,
+                };
+                read_array(text, array, body, tools, at_end, out, content)
             } else {
                 read_name_args(text, start, body, tools, at_end, out, content)
             }
@@ -308,8 +321,22 @@ fn push_bad_run(
     (end < text.len()).then_some(end)
 }
 
-/// Reads the pre-v11 array starting at `text[body] == '['`. Returns where free text
-/// resumes, or `None` when the text ends inside the array.
+/// [`Settled::state`] between two elements of a call array, after a call: the next parse
+/// reads the rest of the array ([`Settled::anchor`] is its `[TOOL_CALLS]`).
+const IN_ARRAY: u8 = 1;
+
+/// Where a pre-v11 call array is read from.
+#[derive(Clone, Copy)]
+struct Array {
+    /// The offset of its `[TOOL_CALLS]`.
+    start: usize,
+    /// Resumed just after an element that an earlier parse settled at (after a call):
+    /// that offset. `None`: from the array's `[`.
+    resume: Option<usize>,
+}
+
+/// Reads the pre-v11 array starting at `text[body] == '['` (or resumed, see [`Array`]).
+/// Returns where free text resumes, or `None` when the text ends inside the array.
 ///
 /// The text of its malformed elements is content once an element is read as a call, each
 /// inside the list's brackets (`[{"name": "nope", …}]`, as in the json and pythonic
@@ -317,47 +344,54 @@ fn push_bad_run(
 /// elements are dropped, as for a well-formed array); when none is, the array's whole text from `[TOOL_CALLS]` on is content (rule 6
 /// of the tool-call format notes: a begin marker with no parsable call leaves the content
 /// unchanged), each malformed element still reported.
+///
+/// From its first call on, the parse settles after every element ([`IN_ARRAY`]), so a
+/// stream of many calls in one array re-parses only the element in progress.
 fn read_array(
     text: &str,
-    start: usize,
+    array: Array,
     body: usize,
     tools: &[Tool],
     at_end: bool,
     out: &mut PartialOutput,
     content: &mut Content,
 ) -> Option<usize> {
-    let (calls_before, errors_before) = (out.calls.len(), out.errors.len());
-    let mut pieces = Content::default();
-    let next = read_array_elements(text, start, body, tools, at_end, out, &mut pieces);
-    if out.calls[calls_before..]
-        .iter()
-        .any(|c| c.complete.is_some())
-    {
-        content.push(&pieces.into_string());
-    } else if out.errors.len() > errors_before && (next.is_some() || at_end) {
-        content.push(&text[start..next.unwrap_or(text.len())]);
+    let errors_before = out.errors.len();
+    // The malformed elements' pieces before the first call (`None` once there is one).
+    let mut pieces = array.resume.is_none().then(Content::default);
+    let next = read_array_elements(text, array, body, tools, at_end, out, content, &mut pieces);
+    if pieces.is_some() && out.errors.len() > errors_before && (next.is_some() || at_end) {
+        content.push(&text[array.start..next.unwrap_or(text.len())]);
     }
     next
 }
 
-/// [`read_array`]'s elements, the text of malformed ones pushed to `pieces`.
+/// [`read_array`]'s elements, the text of malformed ones pushed to `pieces` until the
+/// first call (then to `content`).
+#[allow(clippy::too_many_arguments)]
 fn read_array_elements(
     text: &str,
-    start: usize,
+    array: Array,
     body: usize,
     tools: &[Tool],
     at_end: bool,
     out: &mut PartialOutput,
     content: &mut Content,
+    pieces: &mut Option<Content>,
 ) -> Option<usize> {
     let skip_ws = |i: usize| i + (text[i..].len() - text[i..].trim_start().len());
-    let mut i = skip_ws(body + 1);
-    let mut first = true;
+    let start = array.start;
+    let mut i = skip_ws(array.resume.unwrap_or(body + 1));
+    let mut first = array.resume.is_none();
     loop {
+        let sink = match pieces {
+            Some(p) => p,
+            None => &mut *content,
+        };
         if i == text.len() {
             if at_end {
                 let error = ToolParseError::Unterminated;
-                scan::push_malformed(out, content, &text[start..], start, error);
+                scan::push_malformed(out, sink, &text[start..], start, error);
             }
             return None;
         }
@@ -367,7 +401,7 @@ fn read_array_elements(
         if !first {
             if !text[i..].starts_with(',') {
                 let error = ToolParseError::Syntax("expected , or ] in the call array".into());
-                return push_bad_run(text, i, i, error, at_end, out, content);
+                return push_bad_run(text, i, i, error, at_end, out, sink);
             }
             i = skip_ws(i + 1);
             if i == text.len() {
@@ -383,16 +417,29 @@ fn read_array_elements(
                 let read = scan::check_call_members(elem)
                     .and_then(|()| scan::call_from_json(&value, tools));
                 match read {
-                    Ok(call) => out.calls.push(PartialCall {
-                        id: call.id.clone(),
-                        name: Some(call.name.clone()),
-                        arguments_text: arguments_text(elem, &call),
-                        complete: Some(call),
-                    }),
+                    Ok(call) => {
+                        out.calls.push(PartialCall {
+                            id: call.id.clone(),
+                            name: Some(call.name.clone()),
+                            arguments_text: arguments_text(elem, &call),
+                            complete: Some(call),
+                        });
+                        // The first call: the pieces so far are content.
+                        if let Some(p) = pieces.take() {
+                            content.push(&p.into_string());
+                        }
+                    }
                     Err(error) => {
                         let t = elem.trim();
                         let off = i + (elem.len() - elem.trim_start().len());
-                        scan::push_malformed_element(out, content, t, off, error);
+                        scan::push_malformed_element(out, sink, t, off, error);
+                    }
+                }
+                if pieces.is_none() {
+                    scan::settle(out, content, i + end);
+                    if let Some(s) = &mut out.settled {
+                        s.state = IN_ARRAY;
+                        s.anchor = start;
                     }
                 }
                 i = skip_ws(i + end);
@@ -400,7 +447,7 @@ fn read_array_elements(
             JsonRead::Incomplete => {
                 if at_end {
                     let error = ToolParseError::Unterminated;
-                    scan::push_malformed(out, content, &text[from..], from, error);
+                    scan::push_malformed(out, sink, &text[from..], from, error);
                 } else {
                     // The first `name` and arguments members (a repeat makes the element
                     // malformed); a name not offered is never streamed.
@@ -411,7 +458,7 @@ fn read_array_elements(
             }
             JsonRead::Invalid(e) => {
                 let error = ToolParseError::InvalidJson(e);
-                return push_bad_run(text, from, i, error, at_end, out, content);
+                return push_bad_run(text, from, i, error, at_end, out, sink);
             }
         }
     }

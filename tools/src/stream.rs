@@ -11,7 +11,7 @@
 //! * **Settled prefix.** A format reports, with each partial parse, the last point no later
 //!   text can change ([`super::Settled`]): just after a finished or malformed call, with
 //!   the parser's state there where it is not plain free text (inside a DeepSeek/Kimi
-//!   call section, a JSON call array), and in plain content or reasoning just before the
+//!   call section, a JSON/Mistral call array), and in plain content or reasoning just before the
 //!   tail held back because it may start a marker (`<tool_`) or be whitespace next to
 //!   one, the text from there continuing that piece. The next parse restarts there
 //!   ([`ToolCallFormat::parse_partial_from`]); of what came before only the count of its
@@ -900,25 +900,92 @@ mod tests {
             let prefixes = texts.len() - texts.iter().filter(|t| !t.is_empty()).count();
             let _ = prefixes;
             for text in &texts {
-                let cuts: Vec<usize> = (0..=text.len())
-                    .filter(|&k| text.is_char_boundary(k))
-                    .collect();
-                let chars: Vec<&str> = text
-                    .char_indices()
-                    .map(|(i, c)| &text[i..i + c.len_utf8()])
-                    .collect();
-                let mut cases: Vec<Vec<&str>> = vec![chars];
-                for &k in &cuts {
-                    cases.push(vec![&text[..k], &text[k..]]);
-                }
-                for deltas in cases {
-                    runs += 1;
-                    check_events(f.as_ref(), &tools, text, &deltas, json)
-                        .unwrap_or_else(|e| panic!("{name}: {text:?} in {deltas:?}: {e}"));
-                }
+                runs += check_every_split(f.as_ref(), &tools, text, json)
+                    .unwrap_or_else(|e| panic!("{name}: {e}"));
             }
         }
         assert!(runs > 1000);
+    }
+
+    /// [`check_events`] for `text` in 1-byte deltas and cut at every split point into two
+    /// deltas; returns the runs made.
+    fn check_every_split(
+        f: &dyn ToolCallFormat,
+        tools: &[Tool],
+        text: &str,
+        json: bool,
+    ) -> Result<usize, String> {
+        let cuts: Vec<usize> = (0..=text.len())
+            .filter(|&k| text.is_char_boundary(k))
+            .collect();
+        let mut cases: Vec<Vec<&str>> = vec![chars(text)];
+        for &k in &cuts {
+            cases.push(vec![&text[..k], &text[k..]]);
+        }
+        for deltas in &cases {
+            check_events(f, tools, text, deltas, json)
+                .map_err(|e| format!("{text:?} in {deltas:?}: {e}"))?;
+        }
+        Ok(cases.len())
+    }
+
+    /// Issue 23: the Mistral pre-v11 call array (`[TOOL_CALLS][{…}, {…}, …]`) settles
+    /// after each element from its first call on, so 1,000 calls in one array streamed in
+    /// 8-byte deltas hand the parser a small multiple of the text, as the formats that
+    /// settle after each call do (before, the array was re-parsed from its `[` in
+    /// coalesced steps: about 65 times the text).
+    #[test]
+    fn mistral_call_array_settles_after_each_element() {
+        let tools = tools();
+        let f = super::super::Mistral::array();
+        let many: Vec<ToolCall> = (0..1000)
+            .map(|i| ToolCall::new("write_file", json!({"text": format!("file {i}")})))
+            .collect();
+        let calls = f.render_calls(&many);
+        let unknown = r#"{"name": "nope", "arguments": {}}"#;
+        let with_bad = calls.replacen("[{", &format!("[{unknown}, {{"), 1);
+        for text in [calls.clone(), format!("Writing.\n{with_bad}\nDone.")] {
+            let scanned = check_stream_chunks(&f, &tools, &text, &[8]).unwrap();
+            assert!(
+                scanned < 16 * text.len(),
+                "parsed {scanned} bytes for {} ({}x the text)",
+                text.len(),
+                scanned / text.len()
+            );
+        }
+    }
+
+    /// The Mistral array settled between its elements streams as the whole parse reads
+    /// it, at every split and in 1-byte deltas: the adversarial outputs, and arrays with
+    /// malformed elements before and after a call, a missing `,`, a cut-off end, no call.
+    #[test]
+    fn mistral_call_array_streams_as_parsed_at_every_split() {
+        let tools = weather_tools();
+        let f = super::super::Mistral::array();
+        let mut texts = adversarial_texts(&f);
+        let good = r#"{"name": "get_weather", "arguments": {"city": "Paris"}}"#;
+        let utc = r#"{"name": "get_time", "arguments": {"tz": "UTC"}}"#;
+        let unknown = r#"{"name": "nope", "arguments": {}}"#;
+        let bad = r#"{"name": "get_weather", "arguments": {"city": P}}"#;
+        for body in [
+            format!("[{unknown}, {good}, {unknown}, {utc}]"),
+            format!("[{good}, {utc}, "),
+            format!("[{good}, {utc} {good}]"),
+            format!("[{good}, {bad}, {utc}]"),
+            format!("[{good}, {good}"),
+            format!("[{unknown}, {unknown}]"),
+        ] {
+            texts.push(format!("Sure. [TOOL_CALLS]{body} after"));
+            texts.push(format!("[TOOL_CALLS]{body}[TOOL_CALLS][{utc}]"));
+            texts.push(format!("[TOOL_CALLS]{body}"));
+        }
+        for text in &texts {
+            check_every_split(&f, &tools, text, true).unwrap();
+            for k in (1..text.len()).filter(|&k| text.is_char_boundary(k)) {
+                check_stream_chunks(&f, &tools, &text[..k], &[1, 3])
+                    .unwrap_or_else(|e| panic!("{:?}: {e}", &text[..k]));
+            }
+        }
     }
 
     fn events_of(f: &dyn ToolCallFormat, tools: &[Tool], deltas: &[&str]) -> Vec<StreamEvent> {

@@ -179,6 +179,7 @@ pub fn settle(out: &mut PartialOutput, content: &Content, offset: usize) {
         calls: out.calls.len(),
         errors: out.errors.len(),
         state: 0,
+        anchor: 0,
         content_open: false,
         reasoning_open: false,
     });
