@@ -185,7 +185,7 @@ fn deepseek_r1_prompt_fixture() {
 /// A Kimi test vocabulary: Qwen3's tokenizer (same `<|im_end|>` turn end, `<think>`
 /// tokens) plus Kimi's five tool markers as special added tokens, so the `tokenizers`
 /// crate encodes the marker text as those ids.
-fn kimi_tokenizer() -> Option<RealTokenizer> {
+pub(crate) fn kimi_tokenizer() -> Option<RealTokenizer> {
     let dir = common::tokenizer_path("qwen3")?;
     let dir = dir.parent().unwrap();
     let mut json: Value =
@@ -379,7 +379,7 @@ fn byte_chars() -> Vec<char> {
 /// 9, `</s>` = 2 the stop token), ordinary token `rank` is id `rank + 1000`, and each
 /// token's merge is found by running BPE over its bytes with the lower ranks (tiktoken's
 /// rank order is the merge order).
-fn tekken_tokenizer() -> Option<RealTokenizer> {
+pub(crate) fn tekken_tokenizer() -> Option<RealTokenizer> {
     let path = common::shared_dir()?.join("tokenizers/mistral_tekken/tekken.json");
     if !path.is_file() {
         assert!(!common::in_ci(), "tekken.json missing");
