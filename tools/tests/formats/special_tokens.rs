@@ -630,7 +630,8 @@ fn gptoss_tokenizer() -> Option<RealTokenizer> {
     RealTokenizer::load("gptoss")
 }
 
-/// Harmony on gpt-oss: round trip (one call per generation, so single only).
+/// Harmony on gpt-oss: round trip, single and parallel (calls as messages of their own,
+/// after `<|start|>assistant`).
 #[test]
 fn harmony_round_trip() {
     let Some(tok) = gptoss_tokenizer() else {
@@ -638,6 +639,7 @@ fn harmony_round_trip() {
     };
     let f = tokensieve_tools::Harmony::default();
     assert_eq!(tool_check::round_trip(&f, &tok, FILES, 25, false, 60), 25);
+    assert_eq!(tool_check::round_trip(&f, &tok, FILES, 25, true, 63), 25);
 }
 
 /// Harmony on gpt-oss: 200 constrained walks, all valid; `none` never calls.
