@@ -37,13 +37,17 @@ const MARKERS: &[&str] = &[START, END, MESSAGE, CHANNEL, CONSTRAIN, RETURN, CALL
 ///
 /// * Grammar: an `analysis` message first (required with [`FormatOptions::reasoning`],
 ///   optional without), ended by `<|end|><|start|>assistant`; then, by tool_choice:
-///   `none` a `final` message; `auto` a `final` message or one call; `required` and
-///   named one call. A call is
+///   `none` a `final` message; `auto` a `final` message or calls; `required` calls;
+///   named exactly one call. A call is
 ///   `<|channel|>commentary to=functions.NAME <|constrain|>json<|message|>ARGS<|call|>`
-///   (the recipient in the channel part, as the gpt-oss docs write it). One call per
-///   generation: `<|call|>` is a stop token, so `parallel` changes nothing. All markers
-///   are special tokens of the gpt-oss vocabulary and are matched as those tokens; free
-///   text never contains one.
+///   (the recipient in the channel part, as the gpt-oss docs write it). With `parallel`
+///   on, a call may be followed by more, each a message of its own after
+///   `<|start|>assistant` (what [`ToolCallFormat::render_calls`] writes, and how
+///   XGrammar's harmony builtin separates messages); without it, one call. A server
+///   that stops generation at `<|call|>` (gpt-oss's own stop token, so the tool can run)
+///   gets one call per generation either way; the others come in later turns. All
+///   markers are special tokens of the gpt-oss vocabulary and are matched as those
+///   tokens; free text never contains one.
 /// * Parser: messages split at `<|start|>`; the recipient `to=functions.NAME` is read in
 ///   the role part or the channel part, on any channel (`commentary` or `analysis`),
 ///   with `<|constrain|>json`, ` json` or no content type; a call's body is one JSON
@@ -113,7 +117,7 @@ impl ToolCallFormat for Harmony {
         &self,
         tools: &[Tool],
         choice: &ToolChoice,
-        _parallel: bool,
+        parallel: bool,
     ) -> Result<StructuralTag, ToolError> {
         let (mode, allowed) = choice.resolve(tools)?;
         let options = &self.options;
@@ -124,7 +128,12 @@ impl ToolCallFormat for Harmony {
                        "content": tags::json_arguments(t, options), "end": CALL})
             })
             .collect();
-        let one_call = if calls.len() == 1 {
+        // Parallel calls are messages of their own, each after `<|start|>assistant`, as
+        // `render_calls` writes them (and XGrammar's harmony builtin separates them).
+        let one_call = if parallel && mode != CallMode::Forced {
+            json!({"type": "tags_with_separator", "tags": calls,
+                   "separator": format!("{START}assistant"), "at_least_one": true})
+        } else if calls.len() == 1 {
             calls[0].clone()
         } else {
             json!({"type": "or", "elements": calls})

@@ -33,7 +33,9 @@ use super::{
 ///     `required`, so the output parses back with this format). [`JsonArray::forced`]
 ///     builds vLLM's classic named path instead: `X`'s bare arguments object, which only
 ///     that format's parser reads (as a call to `X`).
-///   * `none`: free text that never contains `"name"` (so it cannot hold a call object).
+///   * `none`: free text that does not open with `[` or `{` (nor whitespace), so the
+///     parser reads all of it as content: output opening so would be read as a call,
+///     and be a malformed one.
 /// * Parser: after leading whitespace, an array of call objects; also xLAM's
 ///   `{"tool_calls": [...]}` wrapper and a single call object. `"parameters"` is accepted
 ///   for `"arguments"`, and a string holding a JSON object as arguments. A call whose name
@@ -211,7 +213,9 @@ impl ToolCallFormat for JsonArray {
                 });
         }
         let format = match mode {
-            CallMode::None => tags::text_without_name_key(&[]),
+            // Text the parser reads as content only: not opening (after whitespace) with
+            // `[` or `{`, which it would read as a call, malformed or not.
+            CallMode::None => tags::text_not_opening_with("\\[{"),
             // The same envelope as `required`: exactly one call, to the named tool, which
             // this format's parser reads back.
             CallMode::Forced => json_format(self.array_schema(&allowed, 1, false)),
@@ -692,6 +696,34 @@ mod tests {
             ToolParseError::InvalidJson(_)
         ));
         assert_eq!(out.content.as_deref(), Some(bad));
+    }
+
+    /// Under `none` the tag never lets the model open with `[` or `{` (after whitespace),
+    /// which the parser would read as a call (a malformed one): what the tag accepts is
+    /// content, with no call and no error.
+    #[test]
+    fn none_accepts_only_text_the_parser_reads_as_content() {
+        use tokensieve::GrammarMatcher;
+        let f = JsonArray::default();
+        let tag = f.structural_tag(&tools(), &ToolChoice::None, true).unwrap();
+        let g = crate::test_support::compile_on_ascii(&tag);
+        let accepts = |text: &str| {
+            let mut m = GrammarMatcher::new(g.clone());
+            m.accept_string(text) && m.is_completed()
+        };
+        // What a random walk under the old tag (any text without `"name"`) wrote.
+        assert!(!f.parse("[left", &tools()).errors.is_empty());
+        for text in ["[left", "{\"a\": 1}", "  [", "\n{", "[]"] {
+            assert!(!accepts(text), "{text:?}");
+        }
+        for text in ["", "left [x] {y}", "Sunny, 20 \"name\" C."] {
+            assert!(accepts(text), "{text:?}");
+            let out = f.parse(text, &tools());
+            assert!(
+                out.tool_calls.is_empty() && out.errors.is_empty(),
+                "{text:?}"
+            );
+        }
     }
 
     #[test]

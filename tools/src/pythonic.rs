@@ -9,6 +9,7 @@
 use serde_json::{json, Map, Number, Value};
 
 use super::scan::{self, Content};
+use super::tags;
 use super::{
     ArgumentSchemas, CallMode, FormatOptions, PartialCall, PartialOutput, Settled, StructuralTag,
     Tool, ToolCall, ToolCallFormat, ToolChoice, ToolError, ToolParseError,
@@ -823,8 +824,7 @@ impl ToolCallFormat for Pythonic {
     ) -> Result<StructuralTag, ToolError> {
         let (mode, allowed) = choice.resolve(tools)?;
         // Free text that the parser never reads as calls: empty, or not starting with `[`.
-        let text = json!({"type": "optional", "content": {"type": "sequence", "elements": [
-            {"type": "regex", "pattern": "[^\\[ \\t\\r\\n]"}, {"type": "any_text"}]}});
+        let text = tags::text_not_opening_with("\\[");
         let format = if mode == CallMode::None {
             text
         } else {

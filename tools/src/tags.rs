@@ -190,12 +190,15 @@ pub fn assemble(
     })
 }
 
-/// Free text that can never hold a JSON call object of the bare-JSON families (their
-/// parsers key on a `"name"` member): `any_text` excluding `"name"`, and `extra`.
-pub fn text_without_name_key(extra: &[&str]) -> Value {
-    let mut excludes = vec!["\"name\"".to_owned()];
-    excludes.extend(extra.iter().map(|s| (*s).to_owned()));
-    json!({"type": "any_text", "excludes": excludes})
+/// Free text that the bare-JSON and pythonic parsers read as content only: empty, or
+/// starting with a character that is neither whitespace nor one of `openers` (a regex
+/// character-class body, such as `\[` or `\[{`: what a call list or call object opens
+/// with). Those parsers take output that opens so (after whitespace) for a call, so under
+/// `none` the tag keeps the model from opening so.
+pub fn text_not_opening_with(openers: &str) -> Value {
+    json!({"type": "optional", "content": {"type": "sequence", "elements": [
+        {"type": "regex", "pattern": format!("[^{openers} \\t\\r\\n]")},
+        {"type": "any_text"}]}})
 }
 
 fn excludes_of_reasoning(env: &Envelope) -> Vec<String> {

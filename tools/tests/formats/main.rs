@@ -11,5 +11,6 @@ mod tool_check;
 mod hermes;
 mod json_families;
 mod recorded;
+mod round_trip;
 mod special_tokens;
 mod xml_families;

@@ -185,7 +185,7 @@ fn deepseek_r1_prompt_fixture() {
 /// A Kimi test vocabulary: Qwen3's tokenizer (same `<|im_end|>` turn end, `<think>`
 /// tokens) plus Kimi's five tool markers as special added tokens, so the `tokenizers`
 /// crate encodes the marker text as those ids.
-fn kimi_tokenizer() -> Option<RealTokenizer> {
+pub(crate) fn kimi_tokenizer() -> Option<RealTokenizer> {
     let dir = common::tokenizer_path("qwen3")?;
     let dir = dir.parent().unwrap();
     let mut json: Value =
@@ -379,7 +379,7 @@ fn byte_chars() -> Vec<char> {
 /// 9, `</s>` = 2 the stop token), ordinary token `rank` is id `rank + 1000`, and each
 /// token's merge is found by running BPE over its bytes with the lower ranks (tiktoken's
 /// rank order is the merge order).
-fn tekken_tokenizer() -> Option<RealTokenizer> {
+pub(crate) fn tekken_tokenizer() -> Option<RealTokenizer> {
     let path = common::shared_dir()?.join("tokenizers/mistral_tekken/tekken.json");
     if !path.is_file() {
         assert!(!common::in_ci(), "tekken.json missing");
@@ -630,7 +630,8 @@ fn gptoss_tokenizer() -> Option<RealTokenizer> {
     RealTokenizer::load("gptoss")
 }
 
-/// Harmony on gpt-oss: round trip (one call per generation, so single only).
+/// Harmony on gpt-oss: round trip, single and parallel (calls as messages of their own,
+/// after `<|start|>assistant`).
 #[test]
 fn harmony_round_trip() {
     let Some(tok) = gptoss_tokenizer() else {
@@ -638,6 +639,7 @@ fn harmony_round_trip() {
     };
     let f = tokensieve_tools::Harmony::default();
     assert_eq!(tool_check::round_trip(&f, &tok, FILES, 25, false, 60), 25);
+    assert_eq!(tool_check::round_trip(&f, &tok, FILES, 25, true, 63), 25);
 }
 
 /// Harmony on gpt-oss: 200 constrained walks, all valid; `none` never calls.

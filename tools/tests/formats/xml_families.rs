@@ -61,7 +61,7 @@ fn qwen3_coder_walks_qwen3() {
 /// tokenizer in ../shared; what matters for the grammar is that every marker is one
 /// special token, as in GLM-4.5's tokenizer.
 #[allow(clippy::explicit_counter_loop)]
-fn glm_tokenizer() -> Option<RealTokenizer> {
+pub(crate) fn glm_tokenizer() -> Option<RealTokenizer> {
     let path = common::tokenizer_path("qwen3")?;
     let mut tj: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(path).expect("reads")).expect("json");
