@@ -280,7 +280,9 @@ fn parsers_read_the_documented_variants() {
         )
         .unwrap(),
     );
-    let cases: [(&str, &str, &[Tool], Option<&str>, Vec<ToolCall>); 6] = [
+    // (format, output, tools, content, calls)
+    type Case<'a> = (&'a str, &'a str, &'a [Tool], Option<&'a str>, Vec<ToolCall>);
+    let cases: [Case<'_>; 6] = [
         (
             "granite",
             "<|tool_call|>[{\"name\": \"get_time\", \"arguments\": {\"tz\": \"Europe/Paris\"}}]",
