@@ -107,7 +107,7 @@ impl ToolCallFormat for Hermes {
             reasoning,
             tools,
             at_end,
-            |s, _, tools, at_end| read_call(s, tools, at_end),
+            |s, _, tools, at_end| read_json_block(s, HERMES, tools, at_end),
         )
     }
 
@@ -154,10 +154,32 @@ impl ToolCallFormat for Hermes {
 /// The Hermes family: calls begin at `<tool_call>`, after a `<think>` block.
 static FAMILY: LazyLock<Family> = LazyLock::new(|| Family::new(&[BEGIN], driver::THINK));
 
-/// Reads one call, its JSON body and its end marker, from `s` (which starts with
-/// `<tool_call>`).
-fn read_call(s: &str, tools: &[Tool], at_end: bool) -> Step {
-    let b = BEGIN.len();
+/// The markers of a call that is one JSON object `{"name", "arguments"}` between a begin
+/// and an end marker: Hermes' `<tool_call>`…`</tool_call>`, InternLM2.5's
+/// `<|action_start|><|plugin|>`…`<|action_end|>`, granite-20b-fc's `<function_call>` (no
+/// end marker: the call ends with its JSON).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct JsonBlock {
+    /// The begin marker.
+    pub begin: &'static str,
+    /// The end marker; empty when the call ends with its JSON.
+    pub end: &'static str,
+}
+
+/// Hermes' block.
+const HERMES: JsonBlock = JsonBlock {
+    begin: BEGIN,
+    end: END,
+};
+
+/// Reads one call of `block`, its JSON body and its end marker, from `s` (which starts
+/// with the begin marker).
+pub(crate) fn read_json_block(s: &str, block: JsonBlock, tools: &[Tool], at_end: bool) -> Step {
+    let JsonBlock {
+        begin: open,
+        end: close,
+    } = block;
+    let b = open.len();
     let body = &s[b..];
     let done = |call: ToolCall, len: usize| Step::Done {
         call: PartialCall {
@@ -171,8 +193,25 @@ fn read_call(s: &str, tools: &[Tool], at_end: bool) -> Step {
     // A malformed call runs to the first end marker at or after `from` (markers inside its
     // JSON are not markers), or to the end of the output. Until that end has arrived it is
     // held back: a streamed error is sent once, so its text must be final.
-    let bad_until_end = |error: ToolParseError, from: usize| {
-        Step::bad_until(s, b + from, END, at_end, error, Step::Held)
+    // Without an end marker, a call whose JSON is complete ends there, and one whose JSON
+    // is not runs to the next begin marker (or the end of the output).
+    let bad_until_end = |error: ToolParseError, from: usize| match (close.is_empty(), from) {
+        (false, _) => Step::bad_until(s, b + from, close, at_end, error, Step::Held),
+        (true, 0) => match s[b..].find(open) {
+            Some(k) => Step::Bad {
+                error,
+                len: s[..b + k].trim_end().len(),
+            },
+            None if at_end => Step::Bad {
+                error,
+                len: s.len(),
+            },
+            None => Step::Held,
+        },
+        (true, _) => Step::Bad {
+            error,
+            len: b + from,
+        },
     };
     match scan::read_json_value(body) {
         JsonRead::Incomplete => {
@@ -195,11 +234,11 @@ fn read_call(s: &str, tools: &[Tool], at_end: bool) -> Step {
             let after = &body[end..];
             let ws = after.len() - after.trim_start().len();
             let tail = &after[ws..];
-            if tail.starts_with(END) {
-                return done(call, end + ws + END.len());
+            if tail.starts_with(close) {
+                return done(call, end + ws + close.len());
             }
             // A partial end marker, or a partial begin marker of a back-to-back block.
-            if tail.is_empty() || END.starts_with(tail) || (!at_end && BEGIN.starts_with(tail)) {
+            if tail.is_empty() || close.starts_with(tail) || (!at_end && open.starts_with(tail)) {
                 if at_end {
                     // An unclosed last block with complete JSON (vLLM's tolerance); an end
                     // marker cut off at the end of the output is this block's end.

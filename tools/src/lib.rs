@@ -55,15 +55,20 @@ use thiserror::Error;
 
 use tokensieve::StructuralTag;
 
+mod call_array;
 mod deepseek;
 pub(crate) mod driver;
 mod glm;
+mod granite;
 mod harmony;
 mod hermes;
+mod internlm;
 mod json_array;
 mod kimi;
+mod llama3_function;
 mod llama3_json;
 mod mistral;
+mod phi4_mini;
 mod pythonic;
 mod qwen3_coder;
 pub(crate) mod scan;
@@ -75,12 +80,16 @@ mod tool;
 
 pub use deepseek::{DeepSeek, DeepSeekVersion};
 pub use glm::{Glm, Glm4};
+pub use granite::{Granite, Granite20bFc, GraniteMarker};
 pub use harmony::Harmony;
 pub use hermes::Hermes;
+pub use internlm::InternLm;
 pub use json_array::JsonArray;
 pub use kimi::KimiK2;
+pub use llama3_function::Llama3FunctionTag;
 pub use llama3_json::Llama3Json;
 pub use mistral::{Mistral, MistralSyntax};
+pub use phi4_mini::Phi4Mini;
 pub use pythonic::{python_literal, Pythonic};
 pub use qwen3_coder::Qwen3Coder;
 pub use scan::stable_len;
@@ -930,6 +939,36 @@ fn builtin_formats() -> Vec<(&'static str, Arc<FormatFactory>)> {
             "json_array",
             Arc::new(|o: &FormatOptions| {
                 Arc::new(JsonArray::new(o.clone())) as Arc<dyn ToolCallFormat>
+            }),
+        ),
+        (
+            "granite",
+            Arc::new(|o: &FormatOptions| {
+                Arc::new(Granite::new(o.clone())) as Arc<dyn ToolCallFormat>
+            }),
+        ),
+        (
+            "granite-20b-fc",
+            Arc::new(|o: &FormatOptions| {
+                Arc::new(Granite20bFc::new(o.clone())) as Arc<dyn ToolCallFormat>
+            }),
+        ),
+        (
+            "internlm",
+            Arc::new(|o: &FormatOptions| {
+                Arc::new(InternLm::new(o.clone())) as Arc<dyn ToolCallFormat>
+            }),
+        ),
+        (
+            "llama3_function_tag",
+            Arc::new(|o: &FormatOptions| {
+                Arc::new(Llama3FunctionTag::new(o.clone())) as Arc<dyn ToolCallFormat>
+            }),
+        ),
+        (
+            "phi4_mini_json",
+            Arc::new(|o: &FormatOptions| {
+                Arc::new(Phi4Mini::new(o.clone())) as Arc<dyn ToolCallFormat>
             }),
         ),
     ]

@@ -9,7 +9,8 @@
 
 use std::sync::LazyLock;
 
-use super::driver::{Family, Reasoning, Turn};
+use super::call_array;
+use super::driver::{self, Family, Reasoning};
 use serde_json::{json, Value};
 
 use super::scan::{self, Content, JsonRead};
@@ -189,13 +190,8 @@ impl ToolCallFormat for Mistral {
     ) -> PartialOutput {
         let reasoning = self.options.reasoning;
         // Settled between the elements of a call array that has a call: the rest of it.
-        let resume = |turn: &mut Turn<'_>, pos: usize| {
-            let (out, content) = (&mut turn.out, &mut turn.content);
-            let array = Array {
-                start: from.anchor,
-                resume: Some(pos),
-            };
-            read_array(text, array, pos, tools, at_end, out, content)
+        let resume = |turn: &mut driver::Turn<'_>, pos: usize| {
+            call_array::resume_array(turn, from, pos, tools, &FAMILY.begins)
         };
         FAMILY.drive_resumed(text, from, reasoning, at_end, resume, |turn, start, _| {
             let (out, content) = (&mut turn.out, &mut turn.content);
@@ -213,11 +209,20 @@ impl ToolCallFormat for Mistral {
             // call without a name).
             let b = &text[body..];
             if b.starts_with('[') && !b.starts_with(ARGS) && !b.starts_with(CALL_ID) {
-                let array = Array {
+                let array = call_array::Array {
                     start,
                     resume: None,
                 };
-                read_array(text, array, body, tools, at_end, out, content)
+                call_array::read_array(
+                    text,
+                    array,
+                    body,
+                    tools,
+                    at_end,
+                    out,
+                    content,
+                    &FAMILY.begins,
+                )
             } else {
                 read_name_args(text, start, body, tools, at_end, out, content)
             }
@@ -290,191 +295,6 @@ impl ToolCallFormat for Mistral {
             scan::python_json(&Value::Array(list))
         )
     }
-}
-
-/// Where a malformed run of calls ends: at the next `[TOOL_CALLS]` or the end.
-fn bad_end(text: &str, from: usize) -> usize {
-    text[from..]
-        .find(TOOL_CALLS)
-        .map(|k| from + k)
-        .unwrap_or(text.len())
-}
-
-/// Reports the malformed run `text[from..bad_end(text, after)]` (trailing whitespace
-/// dropped) and returns where free text resumes; while the output is still arriving and
-/// no `[TOOL_CALLS]` has ended the run, where it ends is not known yet: nothing is
-/// reported (the text is held back) and `None` is returned.
-fn push_bad_run(
-    text: &str,
-    from: usize,
-    after: usize,
-    error: ToolParseError,
-    at_end: bool,
-    out: &mut PartialOutput,
-    content: &mut Content,
-) -> Option<usize> {
-    let end = bad_end(text, after);
-    if end == text.len() && !at_end {
-        return None;
-    }
-    scan::push_malformed(out, content, text[from..end].trim_end(), from, error);
-    (end < text.len()).then_some(end)
-}
-
-/// [`Settled::state`] between two elements of a call array, after a call: the next parse
-/// reads the rest of the array ([`Settled::anchor`] is its `[TOOL_CALLS]`).
-const IN_ARRAY: u8 = 1;
-
-/// Where a pre-v11 call array is read from.
-#[derive(Clone, Copy)]
-struct Array {
-    /// The offset of its `[TOOL_CALLS]`.
-    start: usize,
-    /// Resumed just after an element that an earlier parse settled at (after a call):
-    /// that offset. `None`: from the array's `[`.
-    resume: Option<usize>,
-}
-
-/// Reads the pre-v11 array starting at `text[body] == '['` (or resumed, see [`Array`]).
-/// Returns where free text resumes, or `None` when the text ends inside the array.
-///
-/// The text of its malformed elements is content once an element is read as a call, each
-/// inside the list's brackets (`[{"name": "nope", …}]`, as in the json and pythonic
-/// families: [`scan::push_malformed_element`]; the `[TOOL_CALLS]` and the `,` between
-/// elements are dropped, as for a well-formed array); when none is, the array's whole text from `[TOOL_CALLS]` on is content (rule 6
-/// of the tool-call format notes: a begin marker with no parsable call leaves the content
-/// unchanged), each malformed element still reported.
-///
-/// From its first call on, the parse settles after every element ([`IN_ARRAY`]), so a
-/// stream of many calls in one array re-parses only the element in progress.
-fn read_array(
-    text: &str,
-    array: Array,
-    body: usize,
-    tools: &[Tool],
-    at_end: bool,
-    out: &mut PartialOutput,
-    content: &mut Content,
-) -> Option<usize> {
-    let errors_before = out.errors.len();
-    // The malformed elements' pieces before the first call (`None` once there is one).
-    let mut pieces = array.resume.is_none().then(Content::default);
-    let next = read_array_elements(text, array, body, tools, at_end, out, content, &mut pieces);
-    if pieces.is_some() && out.errors.len() > errors_before && (next.is_some() || at_end) {
-        content.push(&text[array.start..next.unwrap_or(text.len())]);
-    }
-    next
-}
-
-/// [`read_array`]'s elements, the text of malformed ones pushed to `pieces` until the
-/// first call (then to `content`).
-#[allow(clippy::too_many_arguments)]
-fn read_array_elements(
-    text: &str,
-    array: Array,
-    body: usize,
-    tools: &[Tool],
-    at_end: bool,
-    out: &mut PartialOutput,
-    content: &mut Content,
-    pieces: &mut Option<Content>,
-) -> Option<usize> {
-    let skip_ws = |i: usize| i + (text[i..].len() - text[i..].trim_start().len());
-    let start = array.start;
-    let mut i = skip_ws(array.resume.unwrap_or(body + 1));
-    let mut first = array.resume.is_none();
-    loop {
-        let sink = match pieces {
-            Some(p) => p,
-            None => &mut *content,
-        };
-        if i == text.len() {
-            if at_end {
-                let error = ToolParseError::Unterminated;
-                scan::push_malformed(out, sink, &text[start..], start, error);
-            }
-            return None;
-        }
-        if text[i..].starts_with(']') {
-            return Some(i + 1);
-        }
-        if !first {
-            if !text[i..].starts_with(',') {
-                let error = ToolParseError::Syntax("expected , or ] in the call array".into());
-                return push_bad_run(text, i, i, error, at_end, out, sink);
-            }
-            i = skip_ws(i + 1);
-            if i == text.len() {
-                continue;
-            }
-        }
-        // A bad first element is reported from `[TOOL_CALLS]` on: nothing was read yet.
-        let from = if first { start } else { i };
-        first = false;
-        match scan::read_json_value(&text[i..]) {
-            JsonRead::Complete { value, end } => {
-                let elem = &text[i..i + end];
-                let read = scan::check_call_members(elem)
-                    .and_then(|()| scan::call_from_json(&value, tools));
-                match read {
-                    Ok(call) => {
-                        out.calls.push(PartialCall {
-                            id: call.id.clone(),
-                            name: Some(call.name.clone()),
-                            arguments_text: arguments_text(elem, &call),
-                            complete: Some(call),
-                        });
-                        // The first call: the pieces so far are content.
-                        if let Some(p) = pieces.take() {
-                            content.push(&p.into_string());
-                        }
-                    }
-                    Err(error) => {
-                        let t = elem.trim();
-                        let off = i + (elem.len() - elem.trim_start().len());
-                        scan::push_malformed_element(out, sink, t, off, error);
-                    }
-                }
-                if pieces.is_none() {
-                    scan::settle(out, content, i + end);
-                    if let Some(s) = &mut out.settled {
-                        s.state = IN_ARRAY;
-                        s.anchor = start;
-                    }
-                }
-                i = skip_ws(i + end);
-            }
-            JsonRead::Incomplete => {
-                if at_end {
-                    let error = ToolParseError::Unterminated;
-                    scan::push_malformed(out, sink, &text[from..], from, error);
-                } else {
-                    // The first `name` and arguments members (a repeat makes the element
-                    // malformed); a name not offered is never streamed.
-                    out.calls
-                        .push(scan::offered_call_parts(&text[i..], tools).0);
-                }
-                return None;
-            }
-            JsonRead::Invalid(e) => {
-                let error = ToolParseError::InvalidJson(e);
-                return push_bad_run(text, from, i, error, at_end, out, sink);
-            }
-        }
-    }
-}
-
-/// The raw text of the `arguments` member of one array element.
-fn arguments_text(elem: &str, call: &ToolCall) -> String {
-    let obj = scan::scan_object(elem);
-    for m in &obj.members {
-        if matches!(m.key.as_str(), "arguments" | "parameters") {
-            if let Some((_, e)) = &m.value {
-                return elem[m.value_start..*e].to_owned();
-            }
-        }
-    }
-    scan::python_json(&call.arguments)
 }
 
 /// Reads one v11+ call `NAME[ARGS]{…}` (or `NAME[CALL_ID]ID[ARGS]{…}`) at `text[body..]`.
@@ -577,7 +397,16 @@ fn read_name_args(
         }
         JsonRead::Invalid(e) => {
             let error = name_ok.err().unwrap_or(ToolParseError::InvalidJson(e));
-            push_bad_run(text, start, body, error, at_end, out, content)
+            call_array::push_bad_run(
+                text,
+                start,
+                body,
+                error,
+                at_end,
+                out,
+                content,
+                &FAMILY.begins,
+            )
         }
     }
 }

@@ -628,7 +628,7 @@ fn write_py_str(s: &str, out: &mut String) {
     out.push(q);
 }
 
-mod reader;
+pub(crate) mod reader;
 use reader::{starts_call, strip_end_marks, Py, Stop};
 
 impl Pythonic {

@@ -6,7 +6,7 @@ use super::*;
 
 /// Why reading stopped.
 #[derive(Debug)]
-pub(super) enum Stop {
+pub(crate) enum Stop {
     /// The text ended (more may come).
     Eof,
     /// Not what the format allows.
@@ -14,14 +14,14 @@ pub(super) enum Stop {
 }
 
 /// A reader of Python literals and calls over `text` from `i`.
-pub(super) struct Py<'a> {
+pub(crate) struct Py<'a> {
     pub(super) s: &'a str,
     pub(super) b: &'a [u8],
-    pub(super) i: usize,
+    pub(crate) i: usize,
 }
 
 impl<'a> Py<'a> {
-    pub(super) fn new(s: &'a str, i: usize) -> Self {
+    pub(crate) fn new(s: &'a str, i: usize) -> Self {
         Self {
             s,
             b: s.as_bytes(),
@@ -29,17 +29,17 @@ impl<'a> Py<'a> {
         }
     }
 
-    pub(super) fn ws(&mut self) {
+    pub(crate) fn ws(&mut self) {
         while self.i < self.b.len() && matches!(self.b[self.i], b' ' | b'\t' | b'\n' | b'\r') {
             self.i += 1;
         }
     }
 
-    pub(super) fn peek(&self) -> Result<u8, Stop> {
+    pub(crate) fn peek(&self) -> Result<u8, Stop> {
         self.b.get(self.i).copied().ok_or(Stop::Eof)
     }
 
-    pub(super) fn ident(&mut self) -> Result<&'a str, Stop> {
+    pub(crate) fn ident(&mut self) -> Result<&'a str, Stop> {
         let start = self.i;
         while self.i < self.b.len()
             && (self.b[self.i].is_ascii_alphanumeric() || self.b[self.i] == b'_')
@@ -56,7 +56,7 @@ impl<'a> Py<'a> {
     }
 
     /// A dotted name (spaces allowed around the dots, as Python does).
-    pub(super) fn dotted(&mut self) -> Result<String, Stop> {
+    pub(crate) fn dotted(&mut self) -> Result<String, Stop> {
         let mut name = self.ident()?.to_owned();
         loop {
             let save = self.i;
@@ -318,7 +318,7 @@ impl<'a> Py<'a> {
     }
 
     /// The keyword arguments after `(`, up to and including `)`.
-    pub(super) fn kwargs(&mut self) -> Result<Map<String, Value>, Stop> {
+    pub(crate) fn kwargs(&mut self) -> Result<Map<String, Value>, Stop> {
         let mut args = Map::new();
         loop {
             self.ws();

@@ -10,6 +10,7 @@ mod tool_check;
 
 mod hermes;
 mod json_families;
+mod more_families;
 mod recorded;
 mod round_trip;
 mod special_tokens;

@@ -1,0 +1,148 @@
+//! InternLM2.5: one JSON object `{"name", "parameters"}` between
+//! `<|action_start|><|plugin|>` and `<|action_end|>` (Hermes' [`JsonBlock`] codec under
+//! InternLM's markers; vLLM's `internlm` parser). The spec and its sources are in
+//! `docs/more-tool-call-formats.md`.
+//!
+//! ```text
+//! <|action_start|><|plugin|>
+//! {"name": "get_weather", "parameters": {"city": "Paris"}}<|action_end|>
+//! ```
+
+use std::sync::LazyLock;
+
+use serde_json::{json, Value};
+
+use super::driver::{self, Family};
+use super::hermes::{read_json_block, JsonBlock};
+use super::scan;
+use super::tags::{self, Envelope};
+use super::{
+    FormatOptions, PartialOutput, Settled, StructuralTag, Tool, ToolCall, ToolCallFormat,
+    ToolChoice, ToolError,
+};
+
+/// Begins a call: `<|action_start|>` then the `<|plugin|>` channel (both special tokens).
+pub const ACTION_START: &str = "<|action_start|><|plugin|>";
+/// Ends a call.
+pub const ACTION_END: &str = "<|action_end|>";
+
+const BLOCK: JsonBlock = JsonBlock {
+    begin: ACTION_START,
+    end: ACTION_END,
+};
+
+static FAMILY: LazyLock<Family> = LazyLock::new(|| Family::new(&[ACTION_START], driver::THINK));
+
+/// InternLM2.5 (`internlm`).
+///
+/// * Grammar: each call is `<|action_start|><|plugin|>\n{"name": "NAME", "parameters":
+///   ARGS}<|action_end|>`; parallel calls follow each other with nothing between (as the
+///   template renders a turn's calls; the model itself writes one call per turn, and
+///   vLLM's streaming parser reads only the first); content may precede the first call,
+///   also under `required` (the model writes text before its action); free text never
+///   holds `<|action_start|>`.
+/// * Parser: Hermes' reader under InternLM's markers: `"parameters"` or `"arguments"`, a
+///   string holding a JSON object accepted as arguments, a missing `<|action_end|>`
+///   tolerated once the JSON is complete, text around calls kept in content.
+#[derive(Clone, Debug, Default)]
+pub struct InternLm {
+    options: FormatOptions,
+}
+
+impl InternLm {
+    /// The format with `options`.
+    pub fn new(options: FormatOptions) -> Self {
+        Self { options }
+    }
+
+    /// The options.
+    pub fn options(&self) -> &FormatOptions {
+        &self.options
+    }
+}
+
+impl ToolCallFormat for InternLm {
+    fn name(&self) -> &str {
+        "internlm"
+    }
+
+    fn structural_tag(
+        &self,
+        tools: &[Tool],
+        choice: &ToolChoice,
+        parallel: bool,
+    ) -> Result<StructuralTag, ToolError> {
+        let env = Envelope {
+            trigger: ACTION_START.into(),
+            separator: String::new(),
+            section: None,
+            leading_text_in_required: true,
+            reasoning: None,
+            excludes: vec!["<|action_start|>".into(), ACTION_END.into()],
+        };
+        let options = &self.options;
+        tags::assemble(&env, tools, choice, parallel, options, |t| {
+            let name = serde_json::to_string(&t.name).unwrap_or_default();
+            Ok(json!({"type": "tag",
+                "begin": format!("{ACTION_START}\n{{\"name\": {name}, \"parameters\": "),
+                "content": tags::json_arguments(t, options),
+                "end": format!("}}{ACTION_END}")}))
+        })
+    }
+
+    fn parse_partial(&self, text: &str, tools: &[Tool], at_end: bool) -> PartialOutput {
+        self.parse_partial_from(text, &Settled::default(), tools, at_end)
+    }
+
+    fn parse_partial_from(
+        &self,
+        text: &str,
+        from: &Settled,
+        tools: &[Tool],
+        at_end: bool,
+    ) -> PartialOutput {
+        FAMILY.parse(
+            text,
+            from,
+            self.options.reasoning,
+            tools,
+            at_end,
+            |s, _, tools, at_end| read_json_block(s, BLOCK, tools, at_end),
+        )
+    }
+
+    fn render_calls(&self, calls: &[ToolCall]) -> String {
+        calls
+            .iter()
+            .map(|c| {
+                let name = serde_json::to_string(&c.name).unwrap_or_default();
+                format!(
+                    "{ACTION_START}\n{{\"name\": {name}, \"parameters\": {}}}{ACTION_END}",
+                    scan::python_json(&c.arguments)
+                )
+            })
+            .collect()
+    }
+
+    fn render_tool_result(&self, _call: &ToolCall, result: &Value) -> String {
+        let body = match result {
+            Value::String(s) => s.clone(),
+            other => scan::python_json(other),
+        };
+        format!("<|im_start|>environment name=<|plugin|>\n{body}<|im_end|>")
+    }
+
+    fn render_tools_prompt(&self, tools: &[Tool]) -> String {
+        let list: Vec<String> = tools
+            .iter()
+            .map(|t| {
+                let f = t.to_openai();
+                scan::python_json(f.get("function").unwrap_or(&f))
+            })
+            .collect();
+        format!(
+            "<|im_start|>system name=<|plugin|>\n[{}]<|im_end|>",
+            list.join(", ")
+        )
+    }
+}
