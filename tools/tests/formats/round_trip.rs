@@ -40,6 +40,9 @@ fn family_vocabulary(format: &str) -> (&'static str, &'static [&'static str]) {
         ),
         "llama3_json" | "pythonic" | "json" | "json_array" => ("llama3_1", &[]),
         "mistral" => ("mistral_tekken", &[]),
+        // No Granite, InternLM or Phi-4 tokenizer in ../shared: o200k (gpt-oss's) instead.
+        "granite" | "granite-20b-fc" | "internlm" | "phi4_mini_json" => ("gptoss", &[]),
+        "llama3_function_tag" => ("llama3_1", &[]),
         other => panic!("no test vocabulary for the format {other:?}: add it to this table"),
     }
 }
