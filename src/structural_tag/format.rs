@@ -729,13 +729,15 @@ fn read_format_as(
                 Some(Value::String(s)) if s == "glm47_xml" => JsonStyle::Glm47Xml,
                 Some(Value::String(s)) if s == "minimax_xml" => JsonStyle::MiniMaxXml,
                 Some(Value::String(s)) if s == "deepseek_xml" => JsonStyle::DeepSeekXml,
-                Some(Value::String(s)) => return Err(StructuralTagError::Unsupported {
-                    path: join(path, "style"),
-                    what: format!(
-                        "style `{s}` (supported: json, qwen_xml, glm_xml, glm47_xml, minimax_xml, \
-                             deepseek_xml)"
-                    ),
-                }),
+                Some(Value::String(s)) => {
+                    return Err(StructuralTagError::Unsupported {
+                        path: join(path, "style"),
+                        what: format!(
+                            "style `{s}` (supported: json, qwen_xml, glm_xml, glm47_xml, \
+                             minimax_xml, deepseek_xml)"
+                        ),
+                    })
+                }
                 Some(other) => {
                     return Err(field_err(
                         &join(path, "style"),
