@@ -554,8 +554,8 @@ impl Walk<'_> {
         let schema = property_schema(self.props, self.root, key);
         match string_attr {
             Some(true) => Value::String(raw.to_owned()),
-            Some(false) => serde_json::from_str(raw.trim())
-                .unwrap_or_else(|_| scan::typed_xml_value(raw, schema, self.root, true)),
+            Some(false) => scan::whole_json_value(raw)
+                .unwrap_or_else(|| scan::typed_xml_value(raw, schema, self.root, true)),
             None => scan::typed_xml_value(raw, schema, self.root, true),
         }
     }
@@ -809,6 +809,10 @@ mod tests {
             p.tool_calls[0].arguments,
             json!({"city": "42", "days": 3, "note": "[1]"})
         );
+        // A number beyond f64 (the grammar's JSON allows it) is still a number.
+        let huge = text.replace("> 3 <", ">\n15E29228851628665334805578 \n<");
+        let p = f.parse(&huge, &tools());
+        assert_eq!(p.tool_calls[0].arguments["days"], json!(1e308));
     }
 
     #[test]
