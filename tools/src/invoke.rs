@@ -633,8 +633,8 @@ fn read_call(d: &'static Dialect, body: &str, tools: &[Tool], at_end: bool) -> C
         let rest = &body[j..];
         if rest.starts_with(d.param_open) {
             match read_param(&mut w, body, j, at_end) {
-                Ok(next) => i = next,
-                Err(read) => return read,
+                ParamRead::Next(next) => i = next,
+                ParamRead::Stop(read) => return read,
             }
         } else if rest.starts_with(d.invoke_end) {
             return CallRead::Done {
@@ -662,12 +662,20 @@ fn read_call(d: &'static Dialect, body: &str, tools: &[Tool], at_end: bool) -> C
     }
 }
 
-/// Reads the parameter at `body[j..]` (its `<… name="`) into the walk: `Ok` with the
-/// offset after it, or `Err` with what the call read as (pending or malformed).
-fn read_param(w: &mut Walk<'_>, body: &str, j: usize, at_end: bool) -> Result<usize, CallRead> {
+/// What reading one parameter gave.
+enum ParamRead {
+    /// The parameter is whole; the call goes on at this offset.
+    Next(usize),
+    /// The call stops here: pending, or malformed.
+    Stop(CallRead),
+}
+
+/// Reads the parameter at `body[j..]` (its `<… name="`) into the walk: the offset after
+/// it, or what the call read as (pending or malformed).
+fn read_param(w: &mut Walk<'_>, body: &str, j: usize, at_end: bool) -> ParamRead {
     let d = w.d;
     let short = |w: &Walk<'_>| {
-        Err(if at_end {
+        ParamRead::Stop(if at_end {
             bad(d, body, j, at_end, ToolParseError::Unterminated)
         } else {
             w.pending(None)
@@ -676,11 +684,11 @@ fn read_param(w: &mut Walk<'_>, body: &str, j: usize, at_end: bool) -> Result<us
     let (key, mut v) = match quoted_name(body, j + d.param_open.len()) {
         Ok(Some(x)) => x,
         Ok(None) => return short(&*w),
-        Err(e) => return Err(bad(d, body, j, at_end, e)),
+        Err(e) => return ParamRead::Stop(bad(d, body, j, at_end, e)),
     };
     let mut string_attr = None;
     let expected = |what: &str| {
-        Err(bad(
+        ParamRead::Stop(bad(
             d,
             body,
             j,
@@ -718,20 +726,20 @@ fn read_param(w: &mut Walk<'_>, body: &str, j: usize, at_end: bool) -> Result<us
     }
     let Some(c) = body[v..].find(d.param_close) else {
         if at_end {
-            return Err(bad(d, body, j, at_end, ToolParseError::Unterminated));
+            return ParamRead::Stop(bad(d, body, j, at_end, ToolParseError::Unterminated));
         }
         let stable = scan::stable_len(&body[v..], &[d.param_close], false);
         let partial = w
             .streams_raw(key, string_attr)
             .then_some((key, &body[v..v + stable]));
-        return Err(w.pending(partial));
+        return ParamRead::Stop(w.pending(partial));
     };
     if w.params.iter().any(|(k, _)| k == key) {
-        return Err(bad(d, body, j, at_end, scan::argument_given_twice(key)));
+        return ParamRead::Stop(bad(d, body, j, at_end, scan::argument_given_twice(key)));
     }
     let value = w.typed(key, &body[v..v + c], string_attr);
     w.params.push((key.to_owned(), value));
-    Ok(v + c + d.param_close.len())
+    ParamRead::Next(v + c + d.param_close.len())
 }
 
 #[cfg(test)]
