@@ -208,6 +208,14 @@ pub enum JsonStyle {
     /// GLM-4.7/5's arguments: as [`JsonStyle::GlmXml`] with no newlines at all
     /// (`<arg_key>NAME</arg_key><arg_value>VALUE</arg_value>` back to back).
     Glm47Xml,
+    /// MiniMax-M2's parameters (XGrammar's `minimax_xml`): `<parameter name="NAME">VALUE</parameter>`
+    /// per property of an object schema, joined by `\n`; string values raw, other values JSON.
+    MiniMaxXml,
+    /// DeepSeek V3.2 / V4 DSML parameters (XGrammar's `deepseek_xml`):
+    /// `<｜DSML｜parameter name="NAME" string="true">RAW</｜DSML｜parameter>` for a string
+    /// value, `string="false">JSON` for any other, per property of an object schema,
+    /// joined by `\n`.
+    DeepSeekXml,
 }
 
 impl Serialize for StructuralTag {
@@ -283,6 +291,8 @@ impl Format {
                     JsonStyle::QwenXml => "qwen_xml",
                     JsonStyle::GlmXml => "glm_xml",
                     JsonStyle::Glm47Xml => "glm47_xml",
+                    JsonStyle::MiniMaxXml => "minimax_xml",
+                    JsonStyle::DeepSeekXml => "deepseek_xml",
                 };
                 let mut v = json!({"type": "json_schema", "json_schema": json_schema, "style": style, "any_order": any_order});
                 if let Some(n) = max_whitespace {
@@ -717,11 +727,14 @@ fn read_format_as(
                 Some(Value::String(s)) if s == "qwen_xml" => JsonStyle::QwenXml,
                 Some(Value::String(s)) if s == "glm_xml" => JsonStyle::GlmXml,
                 Some(Value::String(s)) if s == "glm47_xml" => JsonStyle::Glm47Xml,
+                Some(Value::String(s)) if s == "minimax_xml" => JsonStyle::MiniMaxXml,
+                Some(Value::String(s)) if s == "deepseek_xml" => JsonStyle::DeepSeekXml,
                 Some(Value::String(s)) => {
                     return Err(StructuralTagError::Unsupported {
                         path: join(path, "style"),
                         what: format!(
-                            "style `{s}` (supported: json, qwen_xml, glm_xml, glm47_xml)"
+                            "style `{s}` (supported: json, qwen_xml, glm_xml, glm47_xml, \
+                             minimax_xml, deepseek_xml)"
                         ),
                     })
                 }

@@ -224,6 +224,12 @@ impl Lowerer<'_> {
                     JsonStyle::Glm47Xml => {
                         super::xml::glm_xml(self, json_schema, &opts, path, false)?
                     }
+                    JsonStyle::MiniMaxXml => {
+                        super::xml::minimax_xml(self, json_schema, &opts, path)?
+                    }
+                    JsonStyle::DeepSeekXml => {
+                        super::xml::deepseek_xml(self, json_schema, &opts, path)?
+                    }
                 }
             }
             Format::Regex { pattern } => {

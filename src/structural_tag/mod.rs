@@ -65,10 +65,17 @@
 //!   raw (never containing `</parameter>`), other values JSON. `style: "glm_xml"` (GLM-4.5/4.6)
 //!   writes them as `<arg_key>NAME</arg_key>\n<arg_value>VALUE</arg_value>` joined by `\n`,
 //!   and `style: "glm47_xml"` (GLM-4.7/5) the same with no newlines; string values raw (never
-//!   containing `</arg_value>`), other values JSON. These three are tokensieve's (XGrammar
-//!   has `qwen_xml` only); `any_order` is refused with them.
+//!   containing `</arg_value>`), other values JSON. `style: "minimax_xml"` (MiniMax-M2)
+//!   writes `<parameter name="NAME">VALUE</parameter>` joined by `\n`; `style:
+//!   "deepseek_xml"` (DeepSeek V3.2 / V4 DSML) writes
+//!   `<｜DSML｜parameter name="NAME" string="true">RAW</｜DSML｜parameter>` for a string
+//!   value and `string="false">JSON` for any other, joined by `\n`. XGrammar has
+//!   `qwen_xml`, `glm_xml`, `minimax_xml` and `deepseek_xml` with free whitespace around
+//!   items and values (and a free `string` attribute); tokensieve's styles take the exact
+//!   text the models' templates write. `any_order` is refused with every XML style.
 //! * Not supported (typed errors): `exclude_token` and `token_dispatch` (one arbitrary token
-//!   has no text grammar), styles other than `json`, `qwen_xml`, `glm_xml` and `glm47_xml`. `any_tokens` is read as
+//!   has no text grammar), styles other than `json`, `qwen_xml`, `glm_xml`, `glm47_xml`,
+//!   `minimax_xml` and `deepseek_xml`. `any_tokens` is read as
 //!   free text: no special token at all may occur in it, which is stricter than XGrammar.
 
 mod format;

@@ -1,5 +1,6 @@
 //! `json_schema` with the XML-like styles: `qwen_xml` (Qwen3-Coder's parameter list),
-//! `glm_xml` and `glm47_xml` (GLM's key/value pairs).
+//! `glm_xml` and `glm47_xml` (GLM's key/value pairs), `minimax_xml` (MiniMax-M2) and
+//! `deepseek_xml` (DeepSeek V3.2 / V4 DSML).
 //!
 //! An object schema's properties become items in declared order, each at most once,
 //! required ones present:
@@ -9,7 +10,14 @@
 //! * `glm_xml`: `<arg_key>NAME</arg_key>\n<arg_value>VALUE</arg_value>` joined by `\n`
 //!   (GLM-4.5/4.6 template, section 4.8);
 //! * `glm47_xml`: `<arg_key>NAME</arg_key><arg_value>VALUE</arg_value>`, no separator
-//!   (GLM-4.7/5).
+//!   (GLM-4.7/5);
+//! * `minimax_xml`: `<parameter name="NAME">VALUE</parameter>` joined by `\n` (the
+//!   MiniMax-M2 chat template; XGrammar's `minimax_xml` style);
+//! * `deepseek_xml`: `<｜DSML｜parameter name="NAME" string="true">RAW</｜DSML｜parameter>`
+//!   for a string value and `string="false">JSON` for any other, joined by `\n` (DeepSeek
+//!   V3.2's `encoding_dsv32.py`, V4 the same; XGrammar's `deepseek_xml` style, which
+//!   leaves the attribute free where this grammar ties it to the value's kind, as the
+//!   encoder writes it). See docs/tool-call-formats-extra.md.
 //!
 //! A string value is raw text that never contains the style's closing tag (`</parameter>`,
 //! `</arg_value>`), restricted by the string schema's `minLength`/`maxLength` (characters
@@ -36,6 +44,9 @@ use serde_json::{Map, Value};
 
 const CLOSE: &str = "</parameter>";
 const GLM_CLOSE: &str = "</arg_value>";
+/// DeepSeek's DSML parameter tags (U+FF5C FULLWIDTH VERTICAL LINE around `DSML`).
+const DSML_PARAM: &str = "<\u{ff5c}DSML\u{ff5c}parameter name=\"";
+const DSML_CLOSE: &str = "</\u{ff5c}DSML\u{ff5c}parameter>";
 
 /// How one XML-like style writes an item.
 struct XmlStyle {
@@ -43,8 +54,12 @@ struct XmlStyle {
     name: &'static str,
     /// What comes before a property's name.
     open: &'static str,
-    /// What comes between the name and the value.
+    /// What comes between the name and the value (for a raw string value, when
+    /// `after_name_json` is set).
     after_name: &'static str,
+    /// What comes between the name and a JSON (non-string) value, where the style marks
+    /// the value's kind (DSML's `string="false"`); `None`: `after_name` for every value.
+    after_name_json: Option<&'static str>,
     /// What comes after the value.
     after_value: &'static str,
     /// Between two items.
@@ -134,9 +149,50 @@ pub(super) fn qwen_xml(
         name: "qwen_xml",
         open: "<parameter=",
         after_name: ">\n",
+        after_name_json: None,
         after_value: "\n</parameter>",
         separator: "\n",
         close: CLOSE,
+    };
+    xml_params(l, schema, opts, path, &style)
+}
+
+/// MiniMax-M2's `<parameter name="NAME">VALUE</parameter>` items joined by `\n`
+/// (`minimax_xml`).
+pub(super) fn minimax_xml(
+    l: &mut Lowerer<'_>,
+    schema: &Value,
+    opts: &JsonSchemaOptions,
+    path: &str,
+) -> Result<Expr, StructuralTagError> {
+    let style = XmlStyle {
+        name: "minimax_xml",
+        open: "<parameter name=\"",
+        after_name: "\">",
+        after_name_json: None,
+        after_value: CLOSE,
+        separator: "\n",
+        close: CLOSE,
+    };
+    xml_params(l, schema, opts, path, &style)
+}
+
+/// DeepSeek V3.2 / V4's DSML items joined by `\n` (`deepseek_xml`): `string="true"`
+/// before a raw string value, `string="false"` before a JSON value.
+pub(super) fn deepseek_xml(
+    l: &mut Lowerer<'_>,
+    schema: &Value,
+    opts: &JsonSchemaOptions,
+    path: &str,
+) -> Result<Expr, StructuralTagError> {
+    let style = XmlStyle {
+        name: "deepseek_xml",
+        open: DSML_PARAM,
+        after_name: "\" string=\"true\">",
+        after_name_json: Some("\" string=\"false\">"),
+        after_value: DSML_CLOSE,
+        separator: "\n",
+        close: DSML_CLOSE,
     };
     xml_params(l, schema, opts, path, &style)
 }
@@ -158,6 +214,7 @@ pub(super) fn glm_xml(
         } else {
             "</arg_key><arg_value>"
         },
+        after_name_json: None,
         after_value: GLM_CLOSE,
         separator: if newlines { "\n" } else { "" },
         close: GLM_CLOSE,
@@ -226,7 +283,7 @@ fn xml_params(
     for (name, sub) in &props {
         let value = value_grammar(l, obj, name, sub, opts, path, style)?;
         let item = Expr::Seq(vec![
-            l.text(&format!("{}{name}{}", style.open, style.after_name)),
+            l.text(&format!("{}{name}", style.open)),
             value,
             l.text(style.after_value),
         ]);
@@ -348,7 +405,8 @@ fn split_branches(
     Some(StringBranches { strings, others })
 }
 
-/// The grammar of one property's value.
+/// The grammar of one property's value, with what the style writes between the name and
+/// it (`after_name`, or `after_name_json` before a JSON value).
 fn value_grammar(
     l: &mut Lowerer<'_>,
     root: &Map<String, Value>,
@@ -358,15 +416,21 @@ fn value_grammar(
     path: &str,
     style: &XmlStyle,
 ) -> Result<Expr, StructuralTagError> {
+    let raw_prefix = l.text(style.after_name);
+    let json_prefix = l.text(style.after_name_json.unwrap_or(style.after_name));
     let Some(split) = string_branches(sub, Some(root)) else {
-        return json_grammar(l, root, sub, opts, path);
+        let json = json_grammar(l, root, sub, opts, path)?;
+        return Ok(Expr::Seq(vec![json_prefix, json]));
     };
     let mut alts = Vec::new();
     for s in &split.strings {
-        alts.extend(raw_text_grammar(l, s, name, opts, path, style)?);
+        if let Some(raw) = raw_text_grammar(l, s, name, opts, path, style)? {
+            alts.push(Expr::Seq(vec![raw_prefix.clone(), raw]));
+        }
     }
     if let Some(others) = &split.others {
-        alts.push(json_grammar(l, root, others, opts, path)?);
+        let json = json_grammar(l, root, others, opts, path)?;
+        alts.push(Expr::Seq(vec![json_prefix, json]));
     }
     match alts.len() {
         0 => Err(StructuralTagError::Schema {

@@ -63,6 +63,7 @@ mod granite;
 mod harmony;
 mod hermes;
 mod internlm;
+mod invoke;
 mod json_array;
 mod kimi;
 mod llama3_function;
@@ -84,6 +85,7 @@ pub use granite::{Granite, Granite20bFc, GraniteMarker};
 pub use harmony::Harmony;
 pub use hermes::Hermes;
 pub use internlm::InternLm;
+pub use invoke::{Dsml, DsmlVersion, MiniMaxM2};
 pub use json_array::JsonArray;
 pub use kimi::KimiK2;
 pub use llama3_function::Llama3FunctionTag;
@@ -522,7 +524,8 @@ pub enum StreamEvent {
     ///   with `{` (after whitespace). A string whose content is not a JSON object makes
     ///   the call malformed, as [`ToolCallFormat::parse`] reports it: its `Malformed`
     ///   ends the call and the deltas sent for it are void.
-    /// * XML-style families (`qwen3_coder`/`qwen3_xml`, `glm45`, `glm47`): a JSON text
+    /// * XML-style families (`qwen3_coder`/`qwen3_xml`, `glm45`, `glm47`, `deepseek_v32`,
+    ///   `deepseek_v4`, `minimax_m2`): a JSON text
     ///   built from the parameters as they arrive (`{"city": "Par` …), with the same
     ///   guarantee: the deltas concatenate to a JSON text of `call.arguments`.
     /// * `pythonic`: the raw keyword-argument text between the parentheses
@@ -887,6 +890,24 @@ fn builtin_formats() -> Vec<(&'static str, Arc<FormatFactory>)> {
             "deepseek_v31",
             Arc::new(|o: &FormatOptions| {
                 Arc::new(DeepSeek::new(DeepSeekVersion::V31, o.clone())) as Arc<dyn ToolCallFormat>
+            }),
+        ),
+        (
+            "deepseek_v32",
+            Arc::new(|o: &FormatOptions| {
+                Arc::new(Dsml::new(DsmlVersion::V32, o.clone())) as Arc<dyn ToolCallFormat>
+            }),
+        ),
+        (
+            "deepseek_v4",
+            Arc::new(|o: &FormatOptions| {
+                Arc::new(Dsml::new(DsmlVersion::V4, o.clone())) as Arc<dyn ToolCallFormat>
+            }),
+        ),
+        (
+            "minimax_m2",
+            Arc::new(|o: &FormatOptions| {
+                Arc::new(MiniMaxM2::new(o.clone())) as Arc<dyn ToolCallFormat>
             }),
         ),
         (

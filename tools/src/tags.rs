@@ -20,7 +20,9 @@ pub struct Envelope {
     /// `required` allows content before the calls (Hermes, Qwen-XML, GLM, Mistral,
     /// DeepSeek, Kimi); off for bare-JSON and pythonic families.
     pub leading_text_in_required: bool,
-    /// The reasoning block: begin, end, and what the template writes after it.
+    /// The reasoning block: begin, end, and what the template writes after it. An empty
+    /// begin: the prompt opens the block (DeepSeek V3.2 / V4, MiniMax-M2), the output
+    /// starts inside it.
     pub reasoning: Option<(String, String, String)>,
     /// More strings free text never contains (other markers of the family).
     pub excludes: Vec<String>,
@@ -171,7 +173,9 @@ pub fn assemble(
     let format = match (&env.reasoning, options.reasoning) {
         (Some((begin, end, after)), true) => {
             let mut reasoning_excludes = excludes_of_reasoning(env);
-            reasoning_excludes.push(begin.clone());
+            if !begin.is_empty() {
+                reasoning_excludes.push(begin.clone());
+            }
             let mut elements = vec![json!({"type": "tag", "begin": begin,
                 "content": {"type": "any_text", "excludes": reasoning_excludes}, "end": end})];
             if !after.is_empty() {

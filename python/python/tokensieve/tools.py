@@ -36,6 +36,9 @@ MODEL_FORMATS: Dict[str, str] = {
     "deepseek_v3_1": "deepseek_v31",
     "harmony": "harmony",
     "glm_4_7": "glm47",
+    "deepseek_v3_2": "deepseek_v32",
+    "deepseek_v4": "deepseek_v4",
+    "minimax": "minimax_m2",
 }
 
 

@@ -129,6 +129,19 @@ pub fn read_json_value(text: &str) -> JsonRead {
     }
 }
 
+/// The JSON value that is the whole of `text` (whitespace around it allowed), a number
+/// beyond `f64` read as `±1e308` as [`read_json_value`] reads it (the grammars' JSON allows
+/// `15E2922885`); `None` when `text` is not exactly one JSON value. The XML-style families
+/// type their raw values with it.
+pub fn whole_json_value(text: &str) -> Option<Value> {
+    // A number running to the end of the text could go on: a space ends it.
+    let padded = format!("{} ", text.trim());
+    match read_json_value(&padded) {
+        JsonRead::Complete { value, end } if padded[end..].trim().is_empty() => Some(value),
+        _ => None,
+    }
+}
+
 /// `text` with every number literal outside strings that overflows an `f64` replaced by
 /// `1e308` / `-1e308` padded with spaces to the same length (so offsets are unchanged).
 fn clamp_huge_numbers(text: &str) -> String {

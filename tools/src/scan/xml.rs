@@ -18,7 +18,8 @@ pub fn is_raw_string_schema(schema: &Value) -> bool {
 /// `$ref`s into `root`; [`tokensieve::structural_tag::xml::string_branches`]) is the JSON value
 /// of the text when that is valid under a non-string branch (`null` for an
 /// `Option<String>`, `42` for `["integer", "string"]`), else the raw text; any other
-/// declared property is read as JSON, else as a Python literal (`True`, `None`, single
+/// declared property is read as JSON (a number beyond `f64` as `±1e308`, see
+/// [`whole_json_value`]), else as a Python literal (`True`, `None`, single
 /// quotes; a string holding JSON for object and array types is decoded once more), else
 /// kept as text, so a bad value never drops the call. An undeclared property (`schema`
 /// `None`) is text when `undeclared_is_text`, else typed like a declared non-string one.
@@ -37,7 +38,7 @@ pub fn typed_xml_value(
         schema.and_then(|s| tokensieve::structural_tag::xml::string_branches(s, root))
     {
         let json = split.others.as_ref().and_then(|others| {
-            let v = serde_json::from_str::<Value>(raw.trim()).ok()?;
+            let v = whole_json_value(raw)?;
             let others = tokensieve::structural_tag::xml::with_root_defs(others, root);
             let valid = jsonschema::options()
                 .build(&others)
@@ -47,9 +48,7 @@ pub fn typed_xml_value(
         return json.unwrap_or_else(|| Value::String(raw.to_owned()));
     }
     let t = raw.trim();
-    let v = serde_json::from_str::<Value>(t)
-        .ok()
-        .or_else(|| python_literal(t));
+    let v = whole_json_value(t).or_else(|| python_literal(t));
     match v {
         Some(Value::String(inner)) => {
             let structured = schema

@@ -9,6 +9,7 @@ mod common;
 mod tool_check;
 
 mod hermes;
+mod invoke_families;
 mod json_families;
 mod more_families;
 mod recorded;

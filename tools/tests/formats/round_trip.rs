@@ -20,7 +20,7 @@ use tokensieve_tools::{format_by_name, format_names, Tool, ToolCall, ToolCallFor
 fn family_vocabulary(format: &str) -> (&'static str, &'static [&'static str]) {
     match format {
         "harmony" | "openai" => ("gptoss", &[]),
-        "deepseek_v3" | "deepseek_v31" => ("deepseek_v3", &[]),
+        "deepseek_v3" | "deepseek_v31" | "deepseek_v32" | "deepseek_v4" => ("deepseek_v3", &[]),
         "kimi_k2" => ("kimi", &[]),
         "hermes" => ("qwen3", &[]),
         "qwen3_coder" | "qwen3_xml" => (
@@ -40,8 +40,10 @@ fn family_vocabulary(format: &str) -> (&'static str, &'static [&'static str]) {
         ),
         "llama3_json" | "pythonic" | "json" | "json_array" => ("llama3_1", &[]),
         "mistral" => ("mistral_tekken", &[]),
-        // No Granite, InternLM or Phi-4 tokenizer in ../shared: o200k (gpt-oss's) instead.
-        "granite" | "granite-20b-fc" | "internlm" | "phi4_mini_json" => ("gptoss", &[]),
+        // No Granite, InternLM, Phi-4 or MiniMax tokenizer in ../shared: o200k (gpt-oss's).
+        "granite" | "granite-20b-fc" | "internlm" | "phi4_mini_json" | "minimax_m2" => {
+            ("gptoss", &[])
+        }
         "llama3_function_tag" => ("llama3_1", &[]),
         other => panic!("no test vocabulary for the format {other:?}: add it to this table"),
     }
