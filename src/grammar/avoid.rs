@@ -12,6 +12,9 @@
 use super::{CharClass, Expr, RuleId};
 use rustc_hash::FxHashMap;
 
+/// The moves of one state: (target live state, its characters as ranges).
+type Moves = Vec<(usize, Vec<(u32, u32)>)>;
+
 /// The live states of the Aho–Corasick automaton of some strings (state 0 is the start):
 /// for each, the characters that move to another live state. A character of the strings
 /// that is not listed from a state would complete one of them; a character outside
@@ -20,7 +23,7 @@ pub(crate) struct Avoid {
     /// Code points of the strings, sorted (none banned).
     alphabet: Vec<char>,
     /// Per live state: (target live state, its characters as ranges).
-    moves: Vec<Vec<(usize, Vec<(u32, u32)>)>>,
+    moves: Vec<Moves>,
     /// Code points a caller banned (never written as one character of the text).
     banned: Vec<(u32, u32)>,
 }
@@ -103,7 +106,7 @@ impl Avoid {
         }
         let mut moves = Vec::with_capacity(count);
         for s in (0..n).filter(|&s| !done[s]) {
-            let mut by_target: Vec<(usize, Vec<(u32, u32)>)> = Vec::new();
+            let mut by_target: Moves = Vec::new();
             for (k, &c) in alphabet.iter().enumerate() {
                 let t = delta[s][k];
                 if done[t] {
