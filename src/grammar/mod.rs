@@ -1,6 +1,7 @@
 //! Grammars: the IR every front end produces, the EBNF/GBNF front end, the printer, and
 //! built-in grammars.
 
+pub(crate) mod avoid;
 pub(crate) mod builder;
 pub mod builtin;
 pub mod ebnf;

@@ -188,6 +188,44 @@ use crate::compiler::{CompileError, CompiledGrammar, GrammarCompiler};
 use crate::grammar::{CharClass, Expr, Grammar, Rule, RuleId};
 use crate::limits::{Limit, LimitExceeded, Limits};
 
+/// The most alternatives [`whitespace_lines`] may take (`(n + k choose k)` for `n`
+/// characters with at most `k` line breaks); past it only the character count applies.
+const MAX_WHITESPACE_SHAPES: u64 = 4096;
+
+/// Whitespace other than a line feed: space, tab, carriage return.
+fn blank() -> Expr {
+    Expr::Class(CharClass {
+        negated: false,
+        ranges: vec![(0x20, 0x20), (0x09, 0x09), (0x0D, 0x0D)],
+    })
+}
+
+/// `n + k choose k`, saturating.
+fn binomial(n: u32, k: u32) -> u64 {
+    let mut r: u64 = 1;
+    for i in 0..u64::from(k) {
+        r = r.saturating_mul(u64::from(n) - i) / (i + 1);
+    }
+    r
+}
+
+/// At most `n` whitespace characters of which at most `k` are line feeds: the blanks
+/// before the first line feed, then the rest (`(n + k choose k)` alternatives).
+fn whitespace_lines(n: u32, k: u32) -> Expr {
+    if k == 0 || n == 0 {
+        return repeat(blank(), 0, Some(n));
+    }
+    let mut alts = vec![repeat(blank(), 0, Some(n))];
+    for i in 0..n {
+        alts.push(seq(vec![
+            repeat(blank(), i, Some(i)),
+            lit("\n"),
+            whitespace_lines(n - 1 - i, k - 1),
+        ]));
+    }
+    Expr::Choice(alts)
+}
+
 /// Options of the JSON Schema front end.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct JsonSchemaOptions {
@@ -198,6 +236,12 @@ pub struct JsonSchemaOptions {
     /// With `any_whitespace`, the most whitespace characters in one place (default `None`:
     /// unbounded, as RFC 8259 allows). A cap stops a model from looping on whitespace.
     pub max_whitespace: Option<u32>,
+    /// With `any_whitespace`, the most line feeds in one place (default `None`: as many as
+    /// `max_whitespace` allows). `Some(1)` keeps pretty-printed JSON (a line break then
+    /// indentation) and refuses runs of blank lines. Exact while `(max_whitespace + n
+    /// choose n)` is at most 4096 (any `n` up to 3 within 12 characters); past that only
+    /// `max_whitespace` applies.
+    pub max_whitespace_newlines: Option<u32>,
     /// The most digits in one run of a JSON `number` or `integer` (default `None`: unbounded,
     /// as RFC 8259 allows). Small models can loop on digits (`0.000000…`) until their token
     /// budget runs out; a cap ends such a run. Counted in digits per run: the integer part,
@@ -234,6 +278,16 @@ pub struct JsonSchemaOptions {
     /// Ignore keywords that are not enforced instead of failing (they are listed in
     /// [`JsonSchemaGrammar::ignored`]). The grammar then accepts more than the schema.
     pub lenient: bool,
+    /// Strings that never occur, as written, inside a JSON string the grammar writes freely
+    /// (default none): string values without `pattern`, `format`, `minLength` or
+    /// `maxLength`, keys of objects that declare no property, and strings and keys inside
+    /// values of any shape (other keys and bounded strings are not narrowed). Tool-call formats list their markers here (`<tool_call>`,
+    /// `</tool_call>`), so an argument cannot end or open a call from inside a string.
+    /// Matched on the string as written: `\u003ctool_call>` (a decoded `<tool_call>`) is
+    /// still allowed, and since an escape sequence restarts the match, a string holding
+    /// `"`, `\` or a control character (which a JSON string writes only escaped) is not
+    /// excluded. Enum and const values are written as the schema gives them.
+    pub string_excludes: Vec<String>,
     /// Other documents that `$ref` may name, as (absolute URI, document) pairs. Nothing is
     /// fetched: a reference to a document that is not here is an error naming it.
     pub documents: Vec<(String, Value)>,
@@ -244,11 +298,13 @@ impl Default for JsonSchemaOptions {
         JsonSchemaOptions {
             any_whitespace: true,
             max_whitespace: None,
+            max_whitespace_newlines: None,
             max_number_digits: None,
             any_order: false,
             strict: false,
             ignore_unknown_keywords: false,
             lenient: false,
+            string_excludes: Vec::new(),
             documents: Vec::new(),
         }
     }
@@ -1146,14 +1202,26 @@ impl<'a> Builder<'a> {
         if !self.opts.any_whitespace || self.opts.max_whitespace == Some(0) {
             return Expr::Empty;
         }
-        Expr::Repeat {
+        let any = |max| Expr::Repeat {
             expr: Box::new(Expr::Class(CharClass {
                 negated: false,
                 ranges: vec![(0x20, 0x20), (0x09, 0x0A), (0x0D, 0x0D)],
             })),
             min: 0,
-            max: self.opts.max_whitespace,
+            max,
+        };
+        let Some(lines) = self.opts.max_whitespace_newlines else {
+            return any(self.opts.max_whitespace);
+        };
+        let Some(n) = self.opts.max_whitespace else {
+            // h* (\n h*){0,lines}
+            let tail = seq(vec![lit("\n"), repeat(blank(), 0, None)]);
+            return seq(vec![repeat(blank(), 0, None), repeat(tail, 0, Some(lines))]);
+        };
+        if lines >= n || binomial(n + lines, lines) > MAX_WHITESPACE_SHAPES {
+            return any(Some(n));
         }
+        whitespace_lines(n, lines)
     }
 
     /// `"," ws`.

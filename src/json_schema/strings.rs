@@ -10,20 +10,24 @@
 use serde_json::{Map, Value};
 
 use super::{child, class, lit, repeat, seq, Builder, JsonSchemaError};
-use crate::grammar::{CharClass, Expr};
+use crate::grammar::avoid::Avoid;
+use crate::grammar::{CharClass, Expr, RuleId};
 
 /// The optional `any*` before and after an unanchored pattern alternative.
 type Ends = (Option<Expr>, Option<Expr>);
+
+/// The code points a JSON string never holds unescaped.
+const RAW_BANNED: &[(u32, u32)] = &[
+    (0, 0x1F),
+    ('"' as u32, '"' as u32),
+    ('\\' as u32, '\\' as u32),
+];
 
 /// A raw (unescaped) string character.
 pub(crate) fn raw_char() -> Expr {
     Expr::Class(CharClass {
         negated: true,
-        ranges: vec![
-            (0, 0x1F),
-            ('"' as u32, '"' as u32),
-            ('\\' as u32, '\\' as u32),
-        ],
+        ranges: RAW_BANNED.to_vec(),
     })
 }
 
@@ -49,6 +53,12 @@ pub(crate) fn string_inline() -> Expr {
 
 /// One character of a JSON string (one code point of the decoded value).
 pub(crate) fn string_char() -> Expr {
+    Expr::Choice(vec![raw_char(), string_escape()])
+}
+
+/// One escape sequence of a JSON string (one code point of the decoded value): a short
+/// escape, `\uHHHH` outside the surrogates, or an escaped surrogate pair.
+pub(crate) fn string_escape() -> Expr {
     let d = class(&[ch('d'), ch('D')]);
     // \uHHHH outside D800..DFFF.
     let non_surrogate = Expr::Choice(vec![
@@ -90,7 +100,7 @@ pub(crate) fn string_char() -> Expr {
         hex(),
         hex(),
     ]);
-    let escape = seq(vec![
+    seq(vec![
         lit("\\"),
         Expr::Choice(vec![
             class(&[
@@ -106,8 +116,7 @@ pub(crate) fn string_char() -> Expr {
             seq(vec![lit("u"), non_surrogate]),
             seq(vec![lit("u"), high, lit("\\u"), low]),
         ]),
-    ]);
-    Expr::Choice(vec![raw_char(), escape])
+    ])
 }
 
 /// A non-negative integer keyword value (`minLength`, `maxItems`, ...), capped at
@@ -323,7 +332,11 @@ impl Builder<'_> {
         let id = match self.string_rule {
             Some(id) => id,
             None => {
-                let id = self.add_rule("json_string", string_inline());
+                let body = match Avoid::new(&self.opts.string_excludes, RAW_BANNED) {
+                    None => string_inline(),
+                    Some(avoid) => self.string_avoiding(&avoid),
+                };
+                let id = self.add_rule("json_string", body);
                 // Shared by every schema that uses it: its place is the document's.
                 self.pointers[id.index()] = "#".into();
                 self.string_rule = Some(id);
@@ -331,6 +344,23 @@ impl Builder<'_> {
             }
         };
         Expr::Rule(id)
+    }
+
+    /// `"` then the string body that holds none of `avoid`'s strings as written (an escape
+    /// sequence restarts the match), then `"`: one rule per live state, all tail calls.
+    fn string_avoiding(&mut self, avoid: &Avoid) -> Expr {
+        let ids: Vec<RuleId> = (0..avoid.len())
+            .map(|_| {
+                let id = self.add_rule("json_string_body", Expr::Empty);
+                self.pointers[id.index()] = "#".into();
+                id
+            })
+            .collect();
+        let bodies = avoid.bodies(&ids, &lit("\""), &[string_escape()]);
+        for (id, body) in ids.iter().zip(bodies) {
+            self.rules[id.index()].body = body;
+        }
+        seq(vec![lit("\""), Expr::Rule(ids[0])])
     }
 
     /// The strings `obj` accepts, or `None`.

@@ -141,8 +141,13 @@ impl Builder<'_> {
         ]);
         let array = self.add_rule("any_array", array_body);
         let number = self.number_any();
-        // The last thing of its rule: written out (see `string_inline`).
-        let string = super::strings::string_inline();
+        // The last thing of its rule: written out (see `string_inline`), unless it must
+        // avoid strings (a shared rule of several).
+        let string = if self.opts.string_excludes.is_empty() {
+            super::strings::string_inline()
+        } else {
+            self.string_any()
+        };
         self.rules[value.index()].body = Expr::Choice(vec![
             Expr::Rule(object),
             Expr::Rule(array),

@@ -38,10 +38,19 @@ pub enum Format {
         /// `max_whitespace`; absent: unbounded, as in XGrammar). A cap stops a model from
         /// looping on whitespace; see [`crate::JsonSchemaOptions::max_whitespace`].
         max_whitespace: Option<u32>,
+        /// The most line feeds in one place of whitespace (tokensieve's extension, JSON key
+        /// `max_whitespace_newlines`; absent: as many as `max_whitespace` allows); see
+        /// [`crate::JsonSchemaOptions::max_whitespace_newlines`].
+        max_whitespace_newlines: Option<u32>,
         /// The most digits in one run of a number (tokensieve's extension, JSON key
         /// `max_number_digits`; absent: unbounded). A cap stops a model from looping on
         /// digits (`0.000…`); see [`crate::JsonSchemaOptions::max_number_digits`].
         max_number_digits: Option<u32>,
+        /// Strings never written inside the value's free JSON strings (tokensieve's
+        /// extension, JSON key `string_excludes`; absent: none): a tool-call family's
+        /// markers, so an argument cannot hold `</tool_call>`; see
+        /// [`crate::JsonSchemaOptions::string_excludes`]. Style `json` only.
+        string_excludes: Vec<String>,
     },
     /// Text matching a regular expression (see [`crate::regex`]; anchored at both ends).
     Regex {
@@ -284,7 +293,9 @@ impl Format {
                 style,
                 any_order,
                 max_whitespace,
+                max_whitespace_newlines,
                 max_number_digits,
+                string_excludes,
             } => {
                 let style = match style {
                     JsonStyle::Json => "json",
@@ -298,8 +309,14 @@ impl Format {
                 if let Some(n) = max_whitespace {
                     v["max_whitespace"] = json!(n);
                 }
+                if let Some(n) = max_whitespace_newlines {
+                    v["max_whitespace_newlines"] = json!(n);
+                }
                 if let Some(n) = max_number_digits {
                     v["max_number_digits"] = json!(n);
+                }
+                if !string_excludes.is_empty() {
+                    v["string_excludes"] = json!(string_excludes);
                 }
                 v
             }
@@ -445,7 +462,7 @@ impl StructuralTag {
     }
 }
 
-/// An optional count field (`max_whitespace`, `max_number_digits`): absent or `null` is
+/// An optional count field (`max_whitespace`, `max_whitespace_newlines`, `max_number_digits`): absent or `null` is
 /// `None`, else an integer in `0..=u32::MAX`.
 fn count(v: Option<&Value>, path: &str, key: &str) -> Result<Option<u32>, StructuralTagError> {
     match v {
@@ -746,13 +763,20 @@ fn read_format_as(
                 }
             };
             let max_whitespace = count(f.get("max_whitespace"), path, "max_whitespace")?;
+            let max_whitespace_newlines = count(
+                f.get("max_whitespace_newlines"),
+                path,
+                "max_whitespace_newlines",
+            )?;
             let max_number_digits = count(f.get("max_number_digits"), path, "max_number_digits")?;
             Format::JsonSchema {
                 json_schema,
                 style,
                 any_order: f.bool_or("any_order", false)?,
                 max_whitespace,
+                max_whitespace_newlines,
                 max_number_digits,
+                string_excludes: f.strings("string_excludes", false)?,
             }
         }
         "regex" => Format::Regex {
@@ -936,7 +960,9 @@ fn read_legacy(obj: &Map<String, Value>) -> Result<StructuralTag, StructuralTagE
                 style: JsonStyle::Json,
                 any_order: false,
                 max_whitespace: None,
+                max_whitespace_newlines: None,
                 max_number_digits: None,
+                string_excludes: Vec::new(),
             }),
             end: vec![Delimiter::Text(end)],
         });

@@ -202,12 +202,16 @@ impl Lowerer<'_> {
                 style,
                 any_order,
                 max_whitespace,
+                max_whitespace_newlines,
                 max_number_digits,
+                string_excludes,
             } => {
                 let opts = JsonSchemaOptions {
                     any_order: *any_order,
                     max_whitespace: *max_whitespace,
+                    max_whitespace_newlines: *max_whitespace_newlines,
                     max_number_digits: *max_number_digits,
+                    string_excludes: string_excludes.clone(),
                     ..JsonSchemaOptions::default()
                 };
                 match style {

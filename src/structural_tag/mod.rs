@@ -58,8 +58,10 @@
 //!   tag's `begin` and each `begin` exactly one trigger.
 //! * `tags_with_separator`: only tags and separators, no text.
 //! * `json_schema` uses [`crate::JsonSchemaOptions::default`] (flexible whitespace; capped
-//!   at `max_whitespace` characters in one place, and number digit runs at `max_number_digits`
-//!   digits, when those tokensieve extension keys are set) with the
+//!   at `max_whitespace` characters in one place with at most `max_whitespace_newlines`
+//!   line feeds, number digit runs at `max_number_digits` digits, and free JSON strings
+//!   never holding any of `string_excludes` (style `json`), when those tokensieve extension
+//!   keys are set) with the
 //!   format's `any_order`; `style: "qwen_xml"` writes the properties of an object schema as
 //!   `<parameter=NAME>\nVALUE\n</parameter>` joined by `\n`, in declared order, string values
 //!   raw (never containing `</parameter>`), other values JSON. `style: "glm_xml"` (GLM-4.5/4.6)

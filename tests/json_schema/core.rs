@@ -428,6 +428,67 @@ fn whitespace_options() {
     check_with(schema, &capped, &["{  \"a\":[]}"], &["{   \"a\":[]}"]);
 }
 
+/// `max_whitespace_newlines` caps the line feeds of one place of whitespace, within
+/// `max_whitespace` or without it.
+#[test]
+fn whitespace_line_feeds_are_capped() {
+    let schema = json!({"type": "object", "properties": {"a": {"type": "array"}}});
+    let one = JsonSchemaOptions {
+        max_whitespace: Some(4),
+        max_whitespace_newlines: Some(1),
+        ..Default::default()
+    };
+    check_with(
+        schema.clone(),
+        &one,
+        &["{\n  \"a\": [\n 1]}", "{ \t\r\n\"a\":[]}", "{    \"a\":[]}"],
+        &[
+            "{\n\n\"a\":[]}",
+            "{\n \n\"a\":[]}",
+            "{     \"a\":[]}",
+            "{\n    \"a\":[]}",
+        ],
+    );
+    let lines_only = JsonSchemaOptions {
+        max_whitespace_newlines: Some(2),
+        ..Default::default()
+    };
+    let deep = format!("{{\n{}\n\"a\":[]}}", " ".repeat(40));
+    check_with(schema, &lines_only, &[&deep], &["{\n\n\n\"a\":[]}"]);
+}
+
+/// `string_excludes`: no free string (a value, a string or key inside a value of any shape)
+/// holds one of the strings as written; escaped or cut short, they are ordinary text.
+#[test]
+fn string_excludes_keep_markers_out_of_free_strings() {
+    let schema = json!({"type": "object", "properties": {
+        "s": {"type": "string"}, "o": {}}, "additionalProperties": {"type": "integer"}});
+    let opts = JsonSchemaOptions {
+        string_excludes: vec!["<tool_call>".into(), "</tool_call>".into()],
+        ..Default::default()
+    };
+    check_with(
+        schema,
+        &opts,
+        &[
+            "{\"s\":\"<tool_call\"}",
+            "{\"s\":\"\\u003ctool_call>\"}",
+            "{\"s\":\"<\\/tool_call>\"}",
+            "{\"s\":\"<</tool_call\\n>\"}",
+            "{\"o\":{\"<tool_call\":[\"tool_call>\"]}}",
+            "{\"x<tool\":1}",
+        ],
+        &[
+            "{\"s\":\"<tool_call>\"}",
+            "{\"s\":\"a</tool_call>b\"}",
+            "{\"s\":\"<<tool_call>\"}",
+            "{\"s\":\"\\n</tool_call>\"}",
+            "{\"o\":[\"x</tool_call>\"]}",
+            "{\"o\":{\"<tool_call>\":1}}",
+        ],
+    );
+}
+
 #[test]
 fn mask_matches_accept_on_real_vocabulary() {
     let Some((rt, compiler)) = llama() else {

@@ -128,6 +128,7 @@ impl DeepSeek {
                 THINK.into(),
                 THINK_END.into(),
             ],
+            markers: Vec::new(),
         }
     }
 

@@ -143,6 +143,10 @@ impl Glm {
                 .iter()
                 .map(|s| s.to_string())
                 .collect(),
+            markers: [BEGIN, END, KEY, KEY_END, VALUE, VALUE_END]
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
         }
     }
 }

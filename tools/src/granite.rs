@@ -130,6 +130,7 @@ impl ToolCallFormat for Granite {
             leading_text_in_required: false,
             reasoning: None,
             excludes: vec![TOOL_CALL_TOKEN.into(), TOOL_CALL.into()],
+            markers: vec![TOOL_CALL_TOKEN.into(), TOOL_CALL.into()],
         };
         let options = &self.options;
         tags::assemble(&env, tools, choice, parallel, options, |t| {
@@ -232,6 +233,7 @@ impl ToolCallFormat for Granite20bFc {
             leading_text_in_required: false,
             reasoning: None,
             excludes: Vec::new(),
+            markers: vec![FUNCTION_CALL.into()],
         };
         let options = &self.options;
         tags::assemble(&env, tools, choice, parallel, options, |t| {

@@ -64,6 +64,7 @@ impl Hermes {
             leading_text_in_required: true,
             reasoning: Some((THINK.into(), THINK_END.into(), "\n\n".into())),
             excludes: vec![THINK.into(), THINK_END.into()],
+            markers: vec![BEGIN.into(), END.into()],
         }
     }
 }
@@ -427,5 +428,58 @@ mod tests {
             ]
         );
         crate::test_support::assert_streams_as_whole(&h, text, &ts);
+    }
+
+    /// Defaults a user expects in a call (issue 23, item 5): no marker of the family inside
+    /// an argument string unless asked for, and at most `max_whitespace` (12) whitespace
+    /// characters in one place of the arguments.
+    #[test]
+    fn default_tags_refuse_markers_in_argument_strings_and_a_13th_whitespace() {
+        use tokensieve::GrammarMatcher;
+        let ts = tools();
+        let call = "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"tz\": \"";
+        // Accepts `prefix`, then reports whether `rest` is accepted after it.
+        let accepts = |h: &Hermes, prefix: &str, rest: &str| {
+            let tag = h.structural_tag(&ts, &ToolChoice::Auto, true).unwrap();
+            let mut m = GrammarMatcher::new(crate::test_support::compile_on_ascii(&tag));
+            assert!(m.accept_string(prefix), "{prefix:?}");
+            m.accept_string(rest)
+        };
+        let h = Hermes::default();
+        for marker in [BEGIN, END] {
+            assert!(!accepts(&h, call, marker), "{marker} inside a string");
+            assert!(
+                !accepts(&h, &format!("{call}a "), marker),
+                "{marker} after text"
+            );
+            // Escaped, or cut short, it is ordinary text.
+            assert!(accepts(&h, call, &format!("\\u003c{}\"}}", &marker[1..])));
+            assert!(accepts(
+                &h,
+                call,
+                &format!("{}\"}}", &marker[..marker.len() - 1])
+            ));
+        }
+        let asked = Hermes::new(FormatOptions {
+            markers_in_strings: true,
+            ..FormatOptions::default()
+        });
+        assert!(accepts(&asked, call, &format!("{BEGIN}{END}\"}}")));
+
+        // Whitespace: one line break then indentation, at most 12 characters in one place.
+        let ws = "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {";
+        assert!(accepts(&h, ws, &format!("\n{}\"tz\"", " ".repeat(11))));
+        assert!(accepts(&h, ws, &format!("{}\"tz\"", " ".repeat(12))));
+        assert!(!accepts(&h, ws, &" ".repeat(13)));
+        assert!(!accepts(&h, ws, "\n\n"));
+        assert!(!accepts(&h, &format!("{ws}\"tz\":"), &"\t".repeat(13)));
+        assert!(!accepts(&h, &format!("{ws}\"tz\": \"x\""), " \n\t\n"));
+        // Line breaks unbounded but for the character cap: the 13th newline is refused.
+        let lines = Hermes::new(FormatOptions {
+            max_whitespace_newlines: None,
+            ..FormatOptions::default()
+        });
+        assert!(accepts(&lines, ws, &"\n".repeat(12)));
+        assert!(!accepts(&lines, ws, &"\n".repeat(13)));
     }
 }

@@ -298,6 +298,8 @@ fn envelope(d: &Dialect) -> Envelope {
         leading_text_in_required: true,
         reasoning: Some((String::new(), THINK_END.into(), d.after_reasoning.into())),
         excludes: d.excludes.iter().map(|s| (*s).to_owned()).collect(),
+        // Its values are XML-style, not JSON: `string_excludes` does not apply to them.
+        markers: Vec::new(),
     }
 }
 

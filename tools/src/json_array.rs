@@ -188,12 +188,7 @@ impl ToolCallFormat for JsonArray {
         let json_format = |schema: Value| {
             let mut f = json!({"type": "json_schema", "json_schema": schema,
                    "any_order": self.options.any_order});
-            if let Some(n) = self.options.max_whitespace {
-                f["max_whitespace"] = json!(n);
-            }
-            if let Some(n) = self.options.max_number_digits {
-                f["max_number_digits"] = json!(n);
-            }
+            super::tags::set_json_limits(&mut f, &self.options);
             f
         };
         if let Some(name) = &self.forced {

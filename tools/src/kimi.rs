@@ -93,6 +93,7 @@ impl KimiK2 {
                 THINK.into(),
                 THINK_END.into(),
             ],
+            markers: Vec::new(),
         }
     }
 }

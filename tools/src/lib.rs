@@ -27,6 +27,15 @@
 //! call is reported with its text (which also stays in `content`, so nothing is lost), and
 //! text after the last call is kept in `content`.
 //!
+//! Defaults of the structural tags ([`FormatOptions`]), chosen for what a user expects of
+//! a call rather than for everything JSON allows: objects are closed to their declared
+//! properties; in one place between JSON tokens of the arguments at most 12 whitespace
+//! characters with at most one line break (pretty-printed JSON still fits; the runs of
+//! blank lines and tabs a drifting model writes do not — vLLM and XGrammar users set
+//! `max_whitespace_cnt` to a handful for the same reason); at most 24 digits in a number
+//! run; and the family's own text markers (`<tool_call>`, `</tool_call>` for Hermes) never
+//! inside an argument's JSON strings ([`FormatOptions::markers_in_strings`] allows them).
+//!
 //! ```
 //! use serde_json::json;
 //! use tokensieve_tools::{Hermes, Tool, ToolCallFormat, ToolChoice};
@@ -584,6 +593,12 @@ pub struct FormatOptions {
     /// stops whitespace loops (section 5.4, rule 4 of the format notes; XGrammar's
     /// `max_whitespace_cnt`).
     pub max_whitespace: Option<u32>,
+    /// The most line feeds in one place of whitespace inside JSON arguments (default 1:
+    /// pretty-printed JSON puts one line break then indentation between tokens; `None`:
+    /// as many as `max_whitespace` allows). Chat templates write arguments on one line
+    /// (`json.dumps`), so runs of blank lines are a model drifting, not a layout; see
+    /// [`tokensieve::JsonSchemaOptions::max_whitespace_newlines`].
+    pub max_whitespace_newlines: Option<u32>,
     /// The most digits in one run of a number inside JSON arguments: the integer part,
     /// the fraction, the exponent (default 24: an `f64` or `i64` written out plainly needs
     /// at most about 20 digits in a run; `None`: unbounded). The cap stops digit loops
@@ -595,6 +610,13 @@ pub struct FormatOptions {
     /// XGrammar's strict mode and OpenAI's strict tools do (default on; off: the JSON
     /// Schema default, where a model may add any key).
     pub closed_objects: bool,
+    /// JSON strings in arguments may hold the family's own marker strings as written
+    /// (`<tool_call>`, `</tool_call>` for Hermes; see each format's docs). Off (default):
+    /// they are refused there, since a marker inside an argument string ends or opens a
+    /// call for marker-scanning parsers (vLLM's) and is almost always a model looping on
+    /// its own syntax. Escaped spellings (`\u003ctool_call>`) stay allowed either way;
+    /// markers that are special tokens are never grammar text.
+    pub markers_in_strings: bool,
 }
 
 impl Default for FormatOptions {
@@ -606,8 +628,10 @@ impl Default for FormatOptions {
             text_after_calls: false,
             leading_text: true,
             max_whitespace: Some(12),
+            max_whitespace_newlines: Some(1),
             max_number_digits: Some(24),
             closed_objects: true,
+            markers_in_strings: false,
         }
     }
 }

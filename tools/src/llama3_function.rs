@@ -139,6 +139,7 @@ impl ToolCallFormat for Llama3FunctionTag {
             leading_text_in_required: false,
             reasoning: None,
             excludes: vec![PYTHON_TAG.into(), FUNCTION_END.into()],
+            markers: vec![FUNCTION.into(), FUNCTION_END.into()],
         };
         let options = &self.options;
         tags::assemble(&custom, tools, choice, parallel, options, |t| {

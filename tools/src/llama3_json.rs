@@ -70,6 +70,7 @@ impl Llama3Json {
             leading_text_in_required: false,
             reasoning: None,
             excludes: vec!["\"name\"".into()],
+            markers: Vec::new(),
         }
     }
 }

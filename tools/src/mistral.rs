@@ -127,6 +127,7 @@ impl Mistral {
             leading_text_in_required: true,
             reasoning: Some((THINK.into(), THINK_END.into(), String::new())),
             excludes: vec![ARGS.into(), CALL_ID.into(), THINK.into(), THINK_END.into()],
+            markers: Vec::new(),
         }
     }
 }

@@ -72,6 +72,8 @@ impl ToolCallFormat for Phi4Mini {
             leading_text_in_required: false,
             reasoning: None,
             excludes: Vec::new(),
+            // `functools[` is ordinary text in code: strings may hold it.
+            markers: Vec::new(),
         };
         let options = &self.options;
         tags::assemble(&env, tools, choice, parallel, options, |t| {

@@ -145,6 +145,10 @@ impl Qwen3Coder {
             leading_text_in_required: true,
             reasoning: Some((THINK.into(), THINK_END.into(), "\n\n".into())),
             excludes: vec![FUNC.into(), THINK.into(), THINK_END.into()],
+            markers: [BEGIN, END, FUNC, FUNC_END, PARAM, CLOSE]
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
         }
     }
 }
@@ -203,12 +207,7 @@ fn xml_arguments_part(
         return json!({"type": "star", "content": item});
     }
     let mut body = json!({"type": "json_schema", "json_schema": schema, "style": style});
-    if let Some(n) = options.max_whitespace {
-        body["max_whitespace"] = json!(n);
-    }
-    if let Some(n) = options.max_number_digits {
-        body["max_number_digits"] = json!(n);
-    }
+    super::tags::set_json_limits(&mut body, options);
     let with_end = if trailing.is_empty() {
         body
     } else {

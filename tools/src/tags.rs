@@ -26,6 +26,11 @@ pub struct Envelope {
     pub reasoning: Option<(String, String, String)>,
     /// More strings free text never contains (other markers of the family).
     pub excludes: Vec<String>,
+    /// The family's markers that a call's JSON strings never hold as written (unless
+    /// [`FormatOptions::markers_in_strings`]): those that are text in some vocabulary
+    /// (`<tool_call>` is an added, not special, token on Qwen). Markers that are special
+    /// tokens need no entry: grammar text never produces a special token.
+    pub markers: Vec<String>,
 }
 
 /// The arguments format for `tool`: its input schema (or any object, see
@@ -33,13 +38,21 @@ pub struct Envelope {
 pub fn json_arguments(tool: &Tool, options: &FormatOptions) -> Value {
     let mut f = json!({"type": "json_schema", "json_schema": argument_schema(tool, options),
            "any_order": options.any_order});
+    set_json_limits(&mut f, options);
+    f
+}
+
+/// Sets the whitespace and digit caps of `options` on the `json_schema` format `f`.
+pub fn set_json_limits(f: &mut Value, options: &FormatOptions) {
     if let Some(n) = options.max_whitespace {
         f["max_whitespace"] = json!(n);
+    }
+    if let Some(n) = options.max_whitespace_newlines {
+        f["max_whitespace_newlines"] = json!(n);
     }
     if let Some(n) = options.max_number_digits {
         f["max_number_digits"] = json!(n);
     }
-    f
 }
 
 /// The schema a tool's arguments are constrained to: the input schema with objects closed
@@ -115,7 +128,11 @@ pub fn assemble(
 
     let mut tags = Vec::with_capacity(allowed.len());
     for t in &allowed {
-        tags.push(call_tag(t)?);
+        let mut tag = call_tag(t)?;
+        if !options.markers_in_strings {
+            exclude_from_strings(&mut tag, &env.markers);
+        }
+        tags.push(tag);
     }
     let one_or_more = |tags: Vec<Value>| -> Value {
         if parallel && mode != CallMode::Forced {
@@ -192,6 +209,41 @@ pub fn assemble(
             reason: e.to_string(),
         }
     })
+}
+
+/// Adds `markers` to the `string_excludes` of every JSON-style `json_schema` format inside
+/// the structural-tag format `f` (XML styles write raw values, which avoid their own
+/// closing tags).
+fn exclude_from_strings(f: &mut Value, markers: &[String]) {
+    if markers.is_empty() {
+        return;
+    }
+    match f {
+        Value::Object(obj) => {
+            let json_style = obj.get("style").map_or(true, |s| s == "json");
+            if obj.get("type").is_some_and(|t| t == "json_schema") && json_style {
+                let mut all: Vec<Value> = match obj.get("string_excludes") {
+                    Some(Value::Array(a)) => a.clone(),
+                    _ => Vec::new(),
+                };
+                all.extend(markers.iter().map(|m| json!(m)));
+                obj.insert("string_excludes".into(), Value::Array(all));
+                return;
+            }
+            for (k, v) in obj.iter_mut() {
+                // A schema's own JSON is not a format.
+                if k != "json_schema" {
+                    exclude_from_strings(v, markers);
+                }
+            }
+        }
+        Value::Array(list) => {
+            for v in list {
+                exclude_from_strings(v, markers);
+            }
+        }
+        _ => {}
+    }
 }
 
 /// Free text that the bare-JSON and pythonic parsers read as content only: empty, or
