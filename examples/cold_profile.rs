@@ -11,15 +11,22 @@
 //! valgrind ... target/release/examples/cold_profile pair Github_easy 0 Github_easy 1 lazy
 //! ```
 //!
+//! `many <N>` compiles the first `N / 22` schemas of each MaskBench collection (every one
+//! with a `tests` list, in name order) on one compiler, each to its first mask only, so
+//! that later schemas meet the caches earlier ones filled: callgrind it whole, with and
+//! without `nocache` (the compiler's cache of rule automata turned off), for the gain of
+//! that cache over a spread of schemas.
+//!
 //! `pair <collection> <index> <collection> <index>` runs the second schema on a compiler
 //! that already compiled the first and ran its first pass: the masks the two share come from
 //! the compiler's content-keyed mask cache. Count it as the whole run (callgrind without the
 //! toggle) minus the whole run of `schema` with the first alone (the linker may fold the
 //! small wrappers, so a toggle does not reliably separate the two).
 //!
-//! Arguments: `schema <collection> <index>`, `tools <N>` or `pair ...`, then `eager`, `lazy` or
-//! `background` (default `lazy`), then optionally a tokenizer folder name (`llama3_1` for
-//! schemas, `qwen3` for tools). Prints wall-clock times of one run (for ratios only).
+//! Arguments: `schema <collection> <index>`, `tools <N>`, `many <N>` or `pair ...`, then
+//! `eager`, `lazy` or `background` (default `lazy`), then optionally a tokenizer folder name
+//! (`llama3_1` for schemas, `qwen3` for tools), then optionally `nocache`. Prints
+//! wall-clock times of one run (for ratios only).
 
 #[path = "../benches/common/mod.rs"]
 mod common;
@@ -34,6 +41,7 @@ use tokensieve_tools::{Hermes, Tool, ToolCallFormat, ToolChoice};
 enum Job {
     Schema(Value, Vec<String>),
     Tools(Vec<Tool>),
+    Many(Vec<Value>),
 }
 
 fn main() {
@@ -55,6 +63,10 @@ fn main() {
             let n: usize = arg(1).and_then(|s| s.parse().ok()).expect("N");
             (Job::Tools(bfcl_tools(n)), 2)
         }
+        Some("many") => {
+            let n: usize = arg(1).and_then(|s| s.parse().ok()).expect("N");
+            (Job::Many(spread_schemas(n)), 2)
+        }
         _ => panic!("usage: cold_profile schema <collection> <index> | tools <N> [mode] [tok]"),
     };
     let precompute = match arg(mode_at).unwrap_or("lazy") {
@@ -69,7 +81,10 @@ fn main() {
         "llama3_1"
     };
     let tok = common::Tokenizer::load(arg(mode_at + 1).unwrap_or(default_tok)).expect("tok");
-    let compiler = GrammarCompiler::new(tok.vocab.clone()).with_precompute(precompute);
+    let mut compiler = GrammarCompiler::new(tok.vocab.clone()).with_precompute(precompute);
+    if arg(mode_at + 2) == Some("nocache") {
+        compiler = compiler.with_rule_automaton_cache_capacity(0);
+    }
     let docs_of = |job: &Job| -> Vec<Vec<u32>> {
         match job {
             Job::Schema(_, inst) => inst.iter().map(|s| tok.encode_with_stop(s)).collect(),
@@ -82,6 +97,7 @@ fn main() {
                 );
                 vec![tok.encode_with_stop(&text)]
             }
+            Job::Many(_) => Vec::new(),
         }
     };
     if let Some(w) = &warm {
@@ -105,11 +121,38 @@ fn measured(compiler: &GrammarCompiler, job: &Job, docs: &[Vec<u32>]) {
 /// Compile → first mask → one teacher-forced first pass over `docs`; prints the figures.
 #[inline(never)]
 fn run(compiler: &GrammarCompiler, job: &Job, docs: &[Vec<u32>]) {
+    if let Job::Many(schemas) = job {
+        let t = Instant::now();
+        let mut mask = vec![0u32; compiler.vocabulary().bitmask_words()];
+        let mut compiled = 0;
+        // `tokensieve bench`'s options.
+        let opts = tokensieve::JsonSchemaOptions {
+            ignore_unknown_keywords: true,
+            ..Default::default()
+        };
+        for schema in schemas {
+            let Ok(g) = compiler.compile_json_schema(schema, &opts) else {
+                continue;
+            };
+            compiled += 1;
+            GrammarMatcher::new(g)
+                .fill_next_token_bitmask(&mut mask)
+                .expect("mask");
+        }
+        println!(
+            "{compiled} of {} schemas to their first mask in {:.1} ms; {:?}",
+            schemas.len(),
+            t.elapsed().as_secs_f64() * 1e3,
+            compiler.rule_automaton_cache_stats()
+        );
+        return;
+    }
     let t = Instant::now();
     let g: Arc<CompiledGrammar> = match job {
         Job::Schema(schema, _) => compiler
             .compile_json_schema(schema, &Default::default())
             .expect("compiles"),
+        Job::Many(_) => unreachable!("handled above"),
         Job::Tools(tools) => {
             let tag = Hermes::default()
                 .structural_tag(tools, &ToolChoice::Auto, true)
@@ -179,6 +222,36 @@ fn schema_job(collection: &str, index: usize) -> Job {
         .map(|t| t["data"].to_string())
         .collect();
     Job::Schema(rec["schema"].clone(), inst)
+}
+
+/// The first `n / 22` schemas (at least one) of each MaskBench collection, in name order.
+fn spread_schemas(n: usize) -> Vec<Value> {
+    use std::io::BufRead;
+    let dir = common::shared_dir().join("testdata/jsonschemabench");
+    let mut collections: Vec<_> = std::fs::read_dir(&dir)
+        .expect("MaskBench folder")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_dir())
+        .collect();
+    collections.sort();
+    let per = (n / collections.len().max(1)).max(1);
+    let mut out = Vec::new();
+    for c in collections {
+        let name = c.file_name().unwrap().to_string_lossy().to_string();
+        let Ok(file) = std::fs::File::open(c.join(format!("{name}.jsonl.gz"))) else {
+            continue;
+        };
+        out.extend(
+            std::io::BufReader::new(flate2::read::GzDecoder::new(file))
+                .lines()
+                .map_while(Result::ok)
+                .filter_map(|l| serde_json::from_str::<Value>(&l).ok())
+                .filter(|r| r["tests"].is_array())
+                .take(per)
+                .map(|r| r["schema"].clone()),
+        );
+    }
+    out
 }
 
 /// `n` distinct tools from BFCL's `multiple` and `live_multiple` files.

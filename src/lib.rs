@@ -46,7 +46,7 @@ pub use crate::regex::{RegexCompileError, RegexError, RegexOptions};
 pub use automaton::AutomatonError;
 pub use compiler::{
     CompileError, CompiledGrammar, DeserializeError, GrammarCacheStats, GrammarCompiler,
-    Precompute, SerializeError, FORMAT_VERSION,
+    Precompute, RuleAutomatonCacheStats, SerializeError, FORMAT_VERSION,
 };
 pub use grammar::{Grammar, RuleId};
 pub use json_schema::{json_schema_to_grammar, JsonSchemaError, JsonSchemaOptions};

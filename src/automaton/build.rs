@@ -270,7 +270,7 @@ pub(crate) struct DfaState {
 
 /// The automaton of one rule, edges to other states of the same rule (local indices):
 /// every state's edges in three flat lists.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct Dfa {
     pub states: Vec<DfaState>,
     pub bytes: Vec<ByteEdge>,
@@ -281,6 +281,15 @@ pub(crate) struct Dfa {
 impl Dfa {
     pub(crate) fn len(&self) -> usize {
         self.states.len()
+    }
+
+    /// Bytes of its lists (lengths, not capacities).
+    pub(crate) fn memory_bytes(&self) -> usize {
+        use std::mem::size_of;
+        self.states.len() * size_of::<DfaState>()
+            + self.bytes.len() * size_of::<ByteEdge>()
+            + self.calls.len() * size_of::<CallEdge>()
+            + self.tokens.len() * size_of::<TokenEdge>()
     }
 
     pub(crate) fn bytes_of(&self, st: &DfaState) -> &[ByteEdge] {

@@ -11,6 +11,7 @@ mod classes;
 pub(crate) use classes::KeyBasis;
 pub(crate) mod lower;
 mod regular;
+pub(crate) mod rule_cache;
 
 use crate::grammar::{Expr, Grammar, RuleId, TokenRef};
 use crate::limits::{Deadline, Limit, LimitExceeded, Limits};
@@ -211,13 +212,15 @@ impl Automaton {
     /// Builds the automata of `grammar` (already validated and lowered). `token` maps each
     /// token terminal to its id. Stops with [`AutomatonError::Limit`] past
     /// `limits.max_rule_states` states in one rule, `limits.max_automaton_nodes` nodes in
-    /// all, or the deadline.
+    /// all, or the deadline. With `cache`, a rule whose automaton was built before (by
+    /// content, [`rule_cache`]) takes it from there, and the rules built here are kept in it.
     pub(crate) fn build(
         grammar: &Grammar,
         counted_rules: &[u32],
         token: &dyn Fn(&TokenRef) -> u32,
         limits: &Limits,
         deadline: &Deadline,
+        cache: Option<&rule_cache::RuleAutomatonCache>,
     ) -> Result<Self, AutomatonError> {
         let mut a = Automaton {
             nodes: Vec::new(),
@@ -258,39 +261,54 @@ impl Automaton {
             }
             deadline.check()?;
             let max_states = limits.max_rule_states.min(RuleId::LIMIT);
-            let dfa = build::build_automaton(
-                body,
-                token,
-                max_states,
-                limits.max_memory_bytes,
-                deadline,
-                &plan,
-                ri as u32,
-            )
-            .map_err(|e| match e {
-                build::BuildError::TooDeep(depth) => AutomatonError::TooDeep {
-                    rule: rule.name.clone(),
-                    depth,
-                    limit: build::MAX_EXPR_DEPTH,
-                },
-                build::BuildError::TooManyStates | build::BuildError::Blowup => LimitExceeded::new(
-                    Limit::RuleStates,
-                    max_states as u64,
-                    max_states as u64 + 1,
-                    Some(&rule.name),
-                )
-                .into(),
-                build::BuildError::Timeout => {
-                    deadline.error(deadline.budget().unwrap_or_default()).into()
-                }
-                build::BuildError::Memory(used) => LimitExceeded::new(
-                    Limit::MemoryBytes,
+            let key = cache.and_then(|c| {
+                let limits = (max_states, limits.max_memory_bytes);
+                c.key(body, ri as u32, &plan, token, limits)
+            });
+            let hit = cache.zip(key.as_ref()).and_then(|(c, k)| c.get(k));
+            let fresh = hit.is_none();
+            let built = match hit {
+                Some(dfa) => Ok(dfa),
+                None => build::build_automaton(
+                    body,
+                    token,
+                    max_states,
                     limits.max_memory_bytes,
-                    used,
-                    Some(&rule.name),
+                    deadline,
+                    &plan,
+                    ri as u32,
                 )
-                .into(),
-            })?;
+                .map_err(|e| match e {
+                    build::BuildError::TooDeep(depth) => AutomatonError::TooDeep {
+                        rule: rule.name.clone(),
+                        depth,
+                        limit: build::MAX_EXPR_DEPTH,
+                    },
+                    build::BuildError::TooManyStates | build::BuildError::Blowup => {
+                        LimitExceeded::new(
+                            Limit::RuleStates,
+                            max_states as u64,
+                            max_states as u64 + 1,
+                            Some(&rule.name),
+                        )
+                        .into()
+                    }
+                    build::BuildError::Timeout => {
+                        deadline.error(deadline.budget().unwrap_or_default()).into()
+                    }
+                    build::BuildError::Memory(used) => LimitExceeded::new(
+                        Limit::MemoryBytes,
+                        limits.max_memory_bytes,
+                        used,
+                        Some(&rule.name),
+                    )
+                    .into(),
+                }),
+            };
+            let dfa = built?;
+            if let (true, Some(c), Some(k)) = (fresh, cache, key) {
+                c.insert(k, &dfa);
+            }
             let total = a.nodes.len() + if is_counted { 0 } else { dfa.len() };
             if total > limits.max_automaton_nodes {
                 return Err(LimitExceeded::new(

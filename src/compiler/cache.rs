@@ -130,13 +130,17 @@ impl GrammarCompiler {
     /// whole-grammar cache, counted as each grammar's [`CompiledGrammar::memory_bytes`] when
     /// it was compiled, plus the content-keyed mask cache shared across grammars
     /// ([`GrammarCompiler::mask_cache_stats`]; a mask a cached grammar also holds is counted
-    /// in both).
+    /// in both), plus the rule automata shared across grammars
+    /// ([`GrammarCompiler::rule_automaton_cache_stats`]).
     pub fn cache_size_bytes(&self) -> usize {
-        self.grammar_cache.state().bytes + self.shared.memory_bytes()
+        self.grammar_cache.state().bytes
+            + self.shared.memory_bytes()
+            + self.rule_automata.memory_bytes()
     }
 
-    /// Empties the whole-grammar cache and the content-keyed mask cache (grammars already
-    /// handed out live on in their `Arc`s, with the masks they hold).
+    /// Empties the whole-grammar cache, the content-keyed mask cache and the cache of rule
+    /// automata (grammars already handed out live on in their `Arc`s, with the masks they
+    /// hold).
     pub fn clear_cache(&self) {
         {
             let mut st = self.grammar_cache.state();
@@ -144,6 +148,7 @@ impl GrammarCompiler {
             st.bytes = 0;
         }
         self.shared.clear();
+        self.rule_automata.clear();
     }
 
     /// Entries, bytes, hits and compiles of the whole-grammar cache.

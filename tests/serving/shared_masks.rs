@@ -62,11 +62,13 @@ fn compare_along(
     compared
 }
 
-/// A fresh compiler that shares nothing: eager, no mask cache, no grammar cache.
+/// A fresh compiler that shares nothing: eager, no mask cache, no grammar cache, no cache
+/// of rule automata.
 fn fresh_eager(vocab: &Arc<Vocabulary>) -> GrammarCompiler {
     GrammarCompiler::new(vocab.clone())
         .with_mask_cache_capacity(0)
         .with_cache_enabled(false)
+        .with_rule_automaton_cache_capacity(0)
 }
 
 #[cfg(feature = "hf")]
@@ -239,7 +241,9 @@ fn the_mask_cache_is_bounded_counted_and_cleared() {
     let (mask_bytes, count) = c.mask_cache_stats();
     assert!(count > 0 && mask_bytes > 0);
     let grammars = c.grammar_cache_stats().size_bytes;
-    assert_eq!(c.cache_size_bytes(), grammars + mask_bytes);
+    let automata = c.rule_automaton_cache_stats().size_bytes;
+    assert!(automata > 0);
+    assert_eq!(c.cache_size_bytes(), grammars + mask_bytes + automata);
     c.clear_cache();
     assert_eq!(c.mask_cache_stats(), (0, 0));
     assert_eq!(c.cache_size_bytes(), 0);
@@ -252,4 +256,70 @@ fn the_mask_cache_is_bounded_counted_and_cleared() {
         b <= limit && n > 0,
         "{b} bytes, {n} masks under a {limit}-byte bound"
     );
+}
+
+/// Rule automata taken from a compiler's cache (issue 24: sub-grammars built once per
+/// compiler) make the same compiled grammar, automaton, mask classes and every node's eager
+/// mask, as a compiler that builds every rule: over a sample of MaskBench schemas (each
+/// compiled after all the others warmed the cache) and two Hermes tags over overlapping
+/// BFCL tools, the serialized eager grammars are equal byte for byte. A warm compiler
+/// builds no rule twice: the second compile of the whole sample only hits.
+#[cfg(feature = "hf")]
+#[test]
+fn cached_rule_automata_give_the_eager_masks_of_every_node() {
+    use tokensieve_tools::{Hermes, ToolCallFormat, ToolChoice};
+    let Some(rt) = crate::common::RealTokenizer::load("qwen3") else {
+        return;
+    };
+    let Some(sample) = crate::maskbench::bench_sample(40) else {
+        return;
+    };
+    let opts = crate::maskbench::bench_options();
+    let tools = bfcl_tools(0, 15);
+    if tools.len() < 15 {
+        return;
+    }
+    let hermes = Hermes::default();
+    let tags: Vec<_> = [&tools[5..15], &tools[..10]]
+        .iter()
+        .map(|ts| hermes.structural_tag(ts, &ToolChoice::Auto, true).unwrap())
+        .collect();
+    // Eager, masks walked (none shared), no whole-grammar cache: only the rule automata
+    // come from a cache.
+    let warm = GrammarCompiler::new(rt.vocab.clone())
+        .with_mask_cache_capacity(0)
+        .with_cache_enabled(false);
+    let fresh = fresh_eager(&rt.vocab);
+    let schemas: Vec<&Value> = sample
+        .iter()
+        .map(|r| &r.schema)
+        .filter(|s| fresh.compile_json_schema(s, &opts).is_ok())
+        .take(8)
+        .collect();
+    assert!(schemas.len() >= 6, "too few MaskBench schemas compiled");
+    let compile = |c: &GrammarCompiler, i: usize| -> Arc<CompiledGrammar> {
+        if i < schemas.len() {
+            c.compile_json_schema(schemas[i], &opts).unwrap()
+        } else {
+            c.compile_structural_tag(&tags[i - schemas.len()]).unwrap()
+        }
+    };
+    let all = schemas.len() + tags.len();
+    for i in 0..all {
+        compile(&warm, i);
+    }
+    let first = warm.rule_automaton_cache_stats();
+    assert!(first.builds > 0 && first.entries > 0, "{first:?}");
+    for i in (0..all).rev() {
+        let w = compile(&warm, i).serialize().unwrap();
+        let f = compile(&fresh, i).serialize().unwrap();
+        assert!(w == f, "grammar {i}: warm and fresh eager grammars differ");
+    }
+    let second = warm.rule_automaton_cache_stats();
+    assert_eq!(second.builds, first.builds, "a warm compile rebuilt a rule");
+    assert!(
+        second.hits > first.hits + all as u64,
+        "{first:?} then {second:?}"
+    );
+    assert_eq!(fresh.rule_automaton_cache_stats().hits, 0);
 }
