@@ -79,7 +79,11 @@ impl ToolCallFormat for InternLm {
             leading_text_in_required: true,
             reasoning: None,
             excludes: vec!["<|action_start|>".into(), ACTION_END.into()],
-            markers: vec!["<|action_start|>".into(), "<|plugin|>".into(), ACTION_END.into()],
+            markers: vec![
+                "<|action_start|>".into(),
+                "<|plugin|>".into(),
+                ACTION_END.into(),
+            ],
         };
         let options = &self.options;
         tags::assemble(&env, tools, choice, parallel, options, |t| {
