@@ -136,6 +136,11 @@ impl GrammarMatcher {
     /// unchanged: the tokens are accepted, then rolled back. A stop token that would be
     /// accepted counts, and nothing after it does.
     ///
+    /// Under [`MatcherOptions::terminate_without_stop_token`], tokens that continue the
+    /// grammar past a complete match still count (they would be accepted); the engine
+    /// adapter's `StructuredOutputGrammar::validate_tokens` stops at the first complete
+    /// match instead, as vLLM's backends do.
+    ///
     /// Costs what accepting and rolling back the counted tokens costs; the limit of
     /// [`MatcherOptions::max_rollback_tokens`] does not apply.
     pub fn validate_tokens(&mut self, tokens: &[u32]) -> usize {
