@@ -20,7 +20,23 @@ use tokensieve_tools::{format_by_name, format_names, Tool, ToolCall, ToolCallFor
 fn family_vocabulary(format: &str) -> (&'static str, &'static [&'static str]) {
     match format {
         "harmony" | "openai" => ("gptoss", &[]),
-        "deepseek_v3" | "deepseek_v31" | "deepseek_v32" | "deepseek_v4" => ("deepseek_v3", &[]),
+        "deepseek_v3" | "deepseek_v31" => ("deepseek_v3", &[]),
+        // Raw string values (`string="true"`): a walk would almost never spell the closing
+        // tags token by token.
+        "deepseek_v32" => (
+            "deepseek_v3",
+            &[
+                "</｜DSML｜parameter>\n",
+                "</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜function_calls>",
+            ],
+        ),
+        "deepseek_v4" => (
+            "deepseek_v3",
+            &[
+                "</｜DSML｜parameter>\n",
+                "</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜tool_calls>",
+            ],
+        ),
         "kimi_k2" => ("kimi", &[]),
         "hermes" => ("qwen3", &[]),
         "qwen3_coder" | "qwen3_xml" => (
@@ -41,7 +57,14 @@ fn family_vocabulary(format: &str) -> (&'static str, &'static [&'static str]) {
         "llama3_json" | "pythonic" | "json" | "json_array" => ("llama3_1", &[]),
         "mistral" => ("mistral_tekken", &[]),
         // No Granite, InternLM, Phi-4 or MiniMax tokenizer in ../shared: o200k (gpt-oss's).
-        "granite" | "granite-20b-fc" | "phi4_mini_json" | "minimax_m2" => ("gptoss", &[]),
+        "granite" | "granite-20b-fc" | "phi4_mini_json" => ("gptoss", &[]),
+        "minimax_m2" => (
+            "gptoss",
+            &[
+                "</parameter>\n",
+                "</parameter>\n</invoke>\n</minimax:tool_call>",
+            ],
+        ),
         // Its markers are plain text on o200k: a walk under `required` would almost never
         // spell `<|action_start|><|plugin|>` token by token.
         "internlm" => ("gptoss", &["<|action_start|><|plugin|>\n"]),
