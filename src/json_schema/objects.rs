@@ -322,8 +322,9 @@ impl Builder<'_> {
         // still be completed as a new one (names are unbounded), so a grammar that offers a
         // declared key again leads nowhere only at the key's closing quote, which the
         // matcher's key check refuses, never into a dead end.
-        // (Keys split by patterns, or restricted by `propertyNames`, may be finitely many.)
-        let extra_open = extra_value.is_some()
+        // (Keys split by patterns, or restricted by `propertyNames`, may be finitely many;
+        // a general plan's are open-ended when every set of patterns takes some value.)
+        let mut extra_open = extra_value.is_some()
             && names_rule.is_none()
             && matches!(plan, PatternPlan::None | PatternPlan::All { .. });
         let extra = match (extra_value, &plan) {
@@ -335,7 +336,12 @@ impl Builder<'_> {
                         "`propertyNames` beside `patternProperties` is not supported",
                     )?;
                 }
-                self.general_extra(g, &names, &extra_schema, ptr)?
+                let (extra, every_key) = self.general_extra(g, &names, &extra_schema, ptr)?;
+                // The extras are plain keys: a declared name's prefix can go on as one only
+                // when the name is plain too.
+                extra_open =
+                    every_key && names_rule.is_none() && member_names.iter().all(|m| plain_name(m));
+                extra
             }
             (None, _) => None,
             (Some(v), _) => {
@@ -1082,13 +1088,15 @@ impl Builder<'_> {
     /// patterns that some undeclared key matches exactly, the key drawn from the keys of
     /// that set (never a name of `names`), the value satisfying all their schemas (or
     /// `extra_schema` for keys matching none). `None` when no extra member is possible.
+    /// Beside it, whether every undeclared key is admitted (each set's schemas take some
+    /// value), so that a key being written can always be completed as a new one.
     fn general_extra(
         &mut self,
         plan: &GeneralPlan,
         names: &[String],
         extra_schema: &Value,
         ptr: &str,
-    ) -> Result<Option<Expr>, JsonSchemaError> {
+    ) -> Result<(Option<Expr>, bool), JsonSchemaError> {
         let pptr = child(ptr, "patternProperties");
         let mut langs = plan.raws.clone();
         let name_bit = 1u64 << langs.len();
@@ -1098,10 +1106,11 @@ impl Builder<'_> {
             Ok(d) => d,
             Err(why) => {
                 self.unsupported("patternProperties", &pptr, &why)?;
-                return Ok(None);
+                return Ok((None, false));
             }
         };
         let mut alts = Vec::new();
+        let mut every_key = true;
         for set in dfa.tag_sets() {
             if set & name_bit != 0 {
                 continue;
@@ -1123,7 +1132,10 @@ impl Builder<'_> {
             } else {
                 self.schema(&serde_json::json!({ "allOf": parts }), &vptr)?
             };
-            let Some(value) = value else { continue };
+            let Some(value) = value else {
+                every_key = false;
+                continue;
+            };
             let mut bodies: Vec<(RuleId, Expr)> = Vec::new();
             let key = dfa.keys_with(
                 set,
@@ -1146,7 +1158,7 @@ impl Builder<'_> {
             ]);
             alts.push(Some(Expr::Rule(self.add_rule("obj_extra", body))));
         }
-        Ok(choice(alts))
+        Ok((choice(alts), every_key))
     }
 }
 
