@@ -418,15 +418,32 @@ impl Builder<'_> {
             let n = members.len();
             let cap = min_props.max(max_props.unwrap_or(0)).max(1) as usize;
             // A closed object past the exact budget: the matcher narrows its keys to the
-            // names left (a `maxProperties` of at least `n` bounds nothing here).
-            if self.unique_keys
-                && extra.is_none()
-                && !exact_any_order(n, cap)
-                && min_props as usize <= n
-                && max_props.map_or(true, |m| m as usize >= n)
-                && member_names.iter().all(|m| plain_name(m))
-            {
-                return Ok(self.any_order_closed(&members, member_names, min_props));
+            // names left (a `maxProperties` of at least `n` bounds nothing here), and to
+            // the prefix of its undeclared keys when they are the names with a prefix.
+            let open = match (&extra, &plan) {
+                (None, _) => Some(None),
+                (
+                    Some(_),
+                    PatternPlan::Closed {
+                        prefix: Some(p), ..
+                    },
+                ) if max_props.is_none() => Some(Some(p.clone())),
+                _ => None,
+            };
+            if let (true, Some(open)) = (self.unique_keys, open) {
+                if !exact_any_order(n, cap)
+                    && min_props as usize <= n
+                    && max_props.map_or(true, |m| m as usize >= n)
+                    && member_names.iter().all(|m| plain_name(m))
+                {
+                    return Ok(self.any_order_closed(
+                        &members,
+                        member_names,
+                        extra,
+                        open,
+                        min_props,
+                    ));
+                }
             }
             return Ok(self.any_order_members(&members, extra, min_props, max_props));
         }
@@ -734,14 +751,25 @@ impl Builder<'_> {
     /// the names left, so every order of every valid subset is accepted and no state is a
     /// dead end. Names that need an escape are not narrowed (the caller falls back to
     /// [`Builder::any_order_members`]).
+    ///
+    /// With `open`, `extra` is the undeclared members, whose keys are exactly the names
+    /// that start with `open` (none of them declared): the matcher admits every key that
+    /// can still start with it, and a `,` after every name (an undeclared key can always
+    /// follow), so there is still no dead end. `min_props` is at most 1 then (the caller
+    /// refuses more beside extras that may be finitely many).
     fn any_order_closed(
         &mut self,
         members: &[(Expr, bool)],
-        names: Vec<String>,
+        mut names: Vec<String>,
+        extra: Option<Expr>,
+        open: Option<String>,
         min_props: u32,
     ) -> Option<Expr> {
-        let body = self.any_order_unique(members, None, min_props, None)?;
+        let body = self.any_order_unique(members, extra, min_props, None)?;
         let id = self.add_rule("obj_closed", body);
+        if let Some(p) = open {
+            names.push(format!("{}{p}", crate::matcher::OPEN_PREFIX_MARK));
+        }
         self.closed_objects.push((id, names));
         Some(Expr::Rule(id))
     }
@@ -764,6 +792,17 @@ impl Builder<'_> {
 /// [`MAX_EXACT_ANY_ORDER_STATES`] (one automaton state per set: every order accepted).
 fn exact_any_order(n: usize, cap: usize) -> bool {
     n < 31 && (1usize << n) * (cap + 1) <= MAX_EXACT_ANY_ORDER_STATES
+}
+
+/// The literal text of a pattern `^text` whose text has no regex syntax (ASCII letters,
+/// digits, `-`, `_`): the keys it matches are the names that start with the text.
+fn literal_prefix(pattern: &str) -> Option<String> {
+    let text = pattern.strip_prefix('^')?;
+    (!text.is_empty()
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'))
+    .then(|| text.to_string())
 }
 
 /// A name written as its own bytes in a JSON key (no character needs an escape).
@@ -914,6 +953,9 @@ enum PatternPlan {
         schema: Value,
         /// The keys, as the content of a JSON string.
         content: Expr,
+        /// For a pattern `^` and literal text: that text, which the keys are exactly the
+        /// names that start with (`^x-`).
+        prefix: Option<String>,
     },
     /// Any patterns beside any `additionalProperties`: a key automaton
     /// ([`super::key_dfa::KeyDfa`]) splits the undeclared keys by the set of patterns they
@@ -1043,7 +1085,11 @@ impl Builder<'_> {
             return self.general_plan(pats, &pptr);
         }
         match self.pattern_content(&p) {
-            Ok(content) => Ok(PatternPlan::Closed { schema, content }),
+            Ok(content) => Ok(PatternPlan::Closed {
+                prefix: literal_prefix(&p),
+                schema,
+                content,
+            }),
             Err(why) => refuse(self, &why),
         }
     }
