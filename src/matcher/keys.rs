@@ -21,7 +21,9 @@
 //! every declared name at every key, and the check narrows that to the names not yet
 //! written: a key whose text so far starts no name left, or a `,` once every name is
 //! written, is rejected ([`TokenRejection::KeyNotAllowed`](crate::TokenRejection::KeyNotAllowed))
-//! and left out of the mask, so no state leads into a dead end. The node masks stay
+//! and left out of the mask, so no state leads into a dead end. Beside a pattern `^text`
+//! of undeclared keys (`patternProperties`), a key that can still start with `text` is
+//! admitted as well and a `,` is never refused. The node masks stay
 //! context-free: the restriction is applied here, at run time. The matcher learns which
 //! object a `{` opens from the chart (the item of the object's kept rule that scanned it,
 //! [`ClosedObjects::opened_at`]) when the step is accepted; an object opened by the very
