@@ -135,18 +135,21 @@
 //!   `additionalProperties` that is not `false` with no `propertyNames`, never dead-end.
 //! * With `any_order`, named properties (those in `properties`, and required names that
 //!   are not) come in any order. Beside open-ended extra keys (`additionalProperties` not
-//!   `false`, no `patternProperties` other than `.*`-like, no `propertyNames`) and without
+//!   `false`, no `propertyNames`, and `patternProperties` `.*`-like or whose every set of
+//!   patterns takes some value, with plain declared names) and without
 //!   `maxProperties`, every order
 //!   of any number of them, in a grammar linear in their count (a state per number of
 //!   distinct required names written; the key check keeps names distinct, and a key that
 //!   starts like a written one can always go on as a new extra key). Closed objects
-//!   (`additionalProperties: false`, no `patternProperties`) past the exact budget below,
+//!   (`additionalProperties: false`, no `patternProperties` or one pattern `^text` of
+//!   letters, digits, `-`, `_` that no declared name matches) past the exact budget below,
 //!   with plain names, no `maxProperties` under their count and no `minProperties` over
 //!   it, take every order too, in the same linear grammar with every declared name
 //!   offered at every key: the matcher narrows each key to the names not yet written
 //!   (a key that starts no name left, or a `,` once every name is written, is a
 //!   [`crate::TokenRejection::KeyNotAllowed`] and left out of the mask), so no state is a
-//!   dead end. The narrowing is applied at run time on the tokens that could write a key
+//!   dead end; beside a pattern `^text`, a key that can still start with `text` is
+//!   admitted too, and a `,` is never refused (a new undeclared key can always follow). The narrowing is applied at run time on the tokens that could write a key
 //!   or a `,`, as the duplicate check is, so the node masks stay context-free; the
 //!   matcher learns which object a `{` opens from the chart when the step is accepted
 //!   (a token that opens such an object is checked within itself for duplicates only).

@@ -322,8 +322,9 @@ impl Builder<'_> {
         // still be completed as a new one (names are unbounded), so a grammar that offers a
         // declared key again leads nowhere only at the key's closing quote, which the
         // matcher's key check refuses, never into a dead end.
-        // (Keys split by patterns, or restricted by `propertyNames`, may be finitely many.)
-        let extra_open = extra_value.is_some()
+        // (Keys split by patterns, or restricted by `propertyNames`, may be finitely many;
+        // a general plan's are open-ended when every set of patterns takes some value.)
+        let mut extra_open = extra_value.is_some()
             && names_rule.is_none()
             && matches!(plan, PatternPlan::None | PatternPlan::All { .. });
         let extra = match (extra_value, &plan) {
@@ -335,7 +336,12 @@ impl Builder<'_> {
                         "`propertyNames` beside `patternProperties` is not supported",
                     )?;
                 }
-                self.general_extra(g, &names, &extra_schema, ptr)?
+                let (extra, every_key) = self.general_extra(g, &names, &extra_schema, ptr)?;
+                // The extras are plain keys: a declared name's prefix can go on as one only
+                // when the name is plain too.
+                extra_open =
+                    every_key && names_rule.is_none() && member_names.iter().all(|m| plain_name(m));
+                extra
             }
             (None, _) => None,
             (Some(v), _) => {
@@ -412,15 +418,32 @@ impl Builder<'_> {
             let n = members.len();
             let cap = min_props.max(max_props.unwrap_or(0)).max(1) as usize;
             // A closed object past the exact budget: the matcher narrows its keys to the
-            // names left (a `maxProperties` of at least `n` bounds nothing here).
-            if self.unique_keys
-                && extra.is_none()
-                && !exact_any_order(n, cap)
-                && min_props as usize <= n
-                && max_props.map_or(true, |m| m as usize >= n)
-                && member_names.iter().all(|m| plain_name(m))
-            {
-                return Ok(self.any_order_closed(&members, member_names, min_props));
+            // names left (a `maxProperties` of at least `n` bounds nothing here), and to
+            // the prefix of its undeclared keys when they are the names with a prefix.
+            let open = match (&extra, &plan) {
+                (None, _) => Some(None),
+                (
+                    Some(_),
+                    PatternPlan::Closed {
+                        prefix: Some(p), ..
+                    },
+                ) if max_props.is_none() => Some(Some(p.clone())),
+                _ => None,
+            };
+            if let (true, Some(open)) = (self.unique_keys, open) {
+                if !exact_any_order(n, cap)
+                    && min_props as usize <= n
+                    && max_props.map_or(true, |m| m as usize >= n)
+                    && member_names.iter().all(|m| plain_name(m))
+                {
+                    return Ok(self.any_order_closed(
+                        &members,
+                        member_names,
+                        extra,
+                        open,
+                        min_props,
+                    ));
+                }
             }
             return Ok(self.any_order_members(&members, extra, min_props, max_props));
         }
@@ -728,14 +751,25 @@ impl Builder<'_> {
     /// the names left, so every order of every valid subset is accepted and no state is a
     /// dead end. Names that need an escape are not narrowed (the caller falls back to
     /// [`Builder::any_order_members`]).
+    ///
+    /// With `open`, `extra` is the undeclared members, whose keys are exactly the names
+    /// that start with `open` (none of them declared): the matcher admits every key that
+    /// can still start with it, and a `,` after every name (an undeclared key can always
+    /// follow), so there is still no dead end. `min_props` is at most 1 then (the caller
+    /// refuses more beside extras that may be finitely many).
     fn any_order_closed(
         &mut self,
         members: &[(Expr, bool)],
-        names: Vec<String>,
+        mut names: Vec<String>,
+        extra: Option<Expr>,
+        open: Option<String>,
         min_props: u32,
     ) -> Option<Expr> {
-        let body = self.any_order_unique(members, None, min_props, None)?;
+        let body = self.any_order_unique(members, extra, min_props, None)?;
         let id = self.add_rule("obj_closed", body);
+        if let Some(p) = open {
+            names.push(format!("{}{p}", crate::matcher::OPEN_PREFIX_MARK));
+        }
         self.closed_objects.push((id, names));
         Some(Expr::Rule(id))
     }
@@ -758,6 +792,17 @@ impl Builder<'_> {
 /// [`MAX_EXACT_ANY_ORDER_STATES`] (one automaton state per set: every order accepted).
 fn exact_any_order(n: usize, cap: usize) -> bool {
     n < 31 && (1usize << n) * (cap + 1) <= MAX_EXACT_ANY_ORDER_STATES
+}
+
+/// The literal text of a pattern `^text` whose text has no regex syntax (ASCII letters,
+/// digits, `-`, `_`): the keys it matches are the names that start with the text.
+fn literal_prefix(pattern: &str) -> Option<String> {
+    let text = pattern.strip_prefix('^')?;
+    (!text.is_empty()
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'))
+    .then(|| text.to_string())
 }
 
 /// A name written as its own bytes in a JSON key (no character needs an escape).
@@ -908,6 +953,9 @@ enum PatternPlan {
         schema: Value,
         /// The keys, as the content of a JSON string.
         content: Expr,
+        /// For a pattern `^` and literal text: that text, which the keys are exactly the
+        /// names that start with (`^x-`).
+        prefix: Option<String>,
     },
     /// Any patterns beside any `additionalProperties`: a key automaton
     /// ([`super::key_dfa::KeyDfa`]) splits the undeclared keys by the set of patterns they
@@ -1037,7 +1085,11 @@ impl Builder<'_> {
             return self.general_plan(pats, &pptr);
         }
         match self.pattern_content(&p) {
-            Ok(content) => Ok(PatternPlan::Closed { schema, content }),
+            Ok(content) => Ok(PatternPlan::Closed {
+                prefix: literal_prefix(&p),
+                schema,
+                content,
+            }),
             Err(why) => refuse(self, &why),
         }
     }
@@ -1082,13 +1134,15 @@ impl Builder<'_> {
     /// patterns that some undeclared key matches exactly, the key drawn from the keys of
     /// that set (never a name of `names`), the value satisfying all their schemas (or
     /// `extra_schema` for keys matching none). `None` when no extra member is possible.
+    /// Beside it, whether every undeclared key is admitted (each set's schemas take some
+    /// value), so that a key being written can always be completed as a new one.
     fn general_extra(
         &mut self,
         plan: &GeneralPlan,
         names: &[String],
         extra_schema: &Value,
         ptr: &str,
-    ) -> Result<Option<Expr>, JsonSchemaError> {
+    ) -> Result<(Option<Expr>, bool), JsonSchemaError> {
         let pptr = child(ptr, "patternProperties");
         let mut langs = plan.raws.clone();
         let name_bit = 1u64 << langs.len();
@@ -1098,10 +1152,11 @@ impl Builder<'_> {
             Ok(d) => d,
             Err(why) => {
                 self.unsupported("patternProperties", &pptr, &why)?;
-                return Ok(None);
+                return Ok((None, false));
             }
         };
         let mut alts = Vec::new();
+        let mut every_key = true;
         for set in dfa.tag_sets() {
             if set & name_bit != 0 {
                 continue;
@@ -1123,7 +1178,10 @@ impl Builder<'_> {
             } else {
                 self.schema(&serde_json::json!({ "allOf": parts }), &vptr)?
             };
-            let Some(value) = value else { continue };
+            let Some(value) = value else {
+                every_key = false;
+                continue;
+            };
             let mut bodies: Vec<(RuleId, Expr)> = Vec::new();
             let key = dfa.keys_with(
                 set,
@@ -1146,7 +1204,7 @@ impl Builder<'_> {
             ]);
             alts.push(Some(Expr::Rule(self.add_rule("obj_extra", body))));
         }
-        Ok(choice(alts))
+        Ok((choice(alts), every_key))
     }
 }
 

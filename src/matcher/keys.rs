@@ -21,7 +21,9 @@
 //! every declared name at every key, and the check narrows that to the names not yet
 //! written: a key whose text so far starts no name left, or a `,` once every name is
 //! written, is rejected ([`TokenRejection::KeyNotAllowed`](crate::TokenRejection::KeyNotAllowed))
-//! and left out of the mask, so no state leads into a dead end. The node masks stay
+//! and left out of the mask, so no state leads into a dead end. Beside a pattern `^text`
+//! of undeclared keys (`patternProperties`), a key that can still start with `text` is
+//! admitted as well and a `,` is never refused. The node masks stay
 //! context-free: the restriction is applied here, at run time. The matcher learns which
 //! object a `{` opens from the chart (the item of the object's kept rule that scanned it,
 //! [`ClosedObjects::opened_at`]) when the step is accepted; an object opened by the very
@@ -48,11 +50,21 @@ pub(crate) struct ClosedObjects {
     /// The declared names of each closed object, as UTF-8 (plain: no character of one
     /// needs an escape, so a key's bytes are its decoded name).
     sets: Vec<Vec<Box<[u8]>>>,
+    /// Per closed object, the prefixes of its undeclared keys: every key that starts with
+    /// one is admitted (a `patternProperties` pattern `^prefix` beside
+    /// `additionalProperties: false`), none of them a declared name. Empty for most.
+    open: Vec<Vec<Box<[u8]>>>,
 }
 
+/// How a prefix of undeclared keys is listed among a closed object's names (in
+/// [`ClosedObjects::resolve`]'s input and a serialized grammar): after a NUL, which no
+/// narrowed (plain) declared name contains.
+pub(crate) const OPEN_PREFIX_MARK: char = '\0';
+
 impl ClosedObjects {
-    /// The closed objects of `closed` (rule name, declared names), resolved against the
-    /// rule names of an automaton; `None` when there are none.
+    /// The closed objects of `closed` (rule name, declared names, and the prefixes of
+    /// undeclared keys marked with [`OPEN_PREFIX_MARK`]), resolved against the rule names
+    /// of an automaton; `None` when there are none.
     pub(crate) fn resolve(rule_names: &[String], closed: &[(String, Vec<String>)]) -> Option<Self> {
         let mut out = ClosedObjects::default();
         for (rule, names) in closed {
@@ -60,8 +72,15 @@ impl ClosedObjects {
                 continue; // unreachable from the root: pruned
             };
             out.by_rule.insert(r as u32, out.sets.len() as u32);
+            let (open, declared): (Vec<&String>, Vec<&String>) =
+                names.iter().partition(|n| n.starts_with(OPEN_PREFIX_MARK));
             out.sets
-                .push(names.iter().map(|n| n.as_bytes().into()).collect());
+                .push(declared.iter().map(|n| n.as_bytes().into()).collect());
+            out.open.push(
+                open.iter()
+                    .map(|n| n.as_bytes()[OPEN_PREFIX_MARK.len_utf8()..].into())
+                    .collect(),
+            );
         }
         (!out.sets.is_empty()).then_some(out)
     }
@@ -75,9 +94,13 @@ impl ClosedObjects {
             .into_iter()
             .filter_map(|(&r, &s)| {
                 let rule = rule_names.get(r as usize)?.clone();
+                let open = self.open[s as usize]
+                    .iter()
+                    .map(|p| format!("{OPEN_PREFIX_MARK}{}", String::from_utf8_lossy(p)));
                 let names = self.sets[s as usize]
                     .iter()
                     .map(|n| String::from_utf8_lossy(n).into_owned())
+                    .chain(open)
                     .collect();
                 Some((rule, names))
             })
@@ -366,6 +389,13 @@ impl KeyTracker {
         let Some(closed) = &self.closed else {
             return true;
         };
+        // An undeclared key can still start with the text so far, or go on after it.
+        if closed.open[set as usize]
+            .iter()
+            .any(|p| p.starts_with(prefix) || prefix.starts_with(p))
+        {
+            return true;
+        }
         let arena = &self.s_arena;
         closed.sets[set as usize].iter().any(|n| {
             n.starts_with(prefix)
@@ -461,10 +491,10 @@ impl KeyTracker {
                         }));
                     }
                     if let Some((f, keys, set)) = narrowed {
-                        let declared = self
-                            .closed
-                            .as_ref()
-                            .is_some_and(|c| c.sets[set as usize].iter().any(|n| &n[..] == key));
+                        let declared = self.closed.as_ref().is_some_and(|c| {
+                            c.sets[set as usize].iter().any(|n| &n[..] == key)
+                                || c.open[set as usize].iter().any(|p| key.starts_with(p))
+                        });
                         if !declared || !self.name_left(set, f, keys, key) {
                             return Some(KeyViolation::NotLeft {
                                 offset,
@@ -595,9 +625,10 @@ impl KeyTracker {
         let (mut full, mut top_written, mut below_written) = (false, false, false);
         for (i, f) in self.frames.iter().enumerate() {
             if let Frame::Object(keys, Some(set)) = f {
-                full |= closed.sets[*set as usize]
-                    .iter()
-                    .all(|n| keys.iter().any(|k| k == n));
+                full |= closed.open[*set as usize].is_empty()
+                    && closed.sets[*set as usize]
+                        .iter()
+                        .all(|n| keys.iter().any(|k| k == n));
                 if i == top {
                     top_written = !keys.is_empty();
                 } else {

@@ -33,7 +33,7 @@ use std::sync::Arc;
 
 mod keys;
 mod options;
-pub(crate) use keys::ClosedObjects;
+pub(crate) use keys::{ClosedObjects, OPEN_PREFIX_MARK};
 use keys::{KeyTracker, KeyViolation};
 pub use options::MatcherOptions;
 

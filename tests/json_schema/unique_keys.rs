@@ -476,3 +476,128 @@ fn any_order_takes_every_order_of_a_large_closed_object() {
     assert!(m.try_accept_bytes(b",").is_err());
     assert!(m.accept_string("}"));
 }
+
+/// Ten integer-valued properties `p00`…`p09`, `p00` and `p07` required, beside the
+/// pattern `pattern` with string values and the given `additionalProperties`.
+fn ten_with_pattern(pattern: &str, extra: Option<bool>) -> serde_json::Value {
+    let mut props = serde_json::Map::new();
+    for i in 0..10 {
+        props.insert(format!("p{i:02}"), json!({"type": "integer"}));
+    }
+    let mut schema = json!({"type": "object", "properties": props,
+        "required": ["p00", "p07"], "patternProperties": {pattern: {"type": "string"}}});
+    if let Some(e) = extra {
+        schema["additionalProperties"] = json!(e);
+    }
+    schema
+}
+
+/// Feeds `text` token by token, checking at each step that the token bitmask equals
+/// `accept_token`'s answers and is not empty (no dead end).
+fn walk_without_dead_end(
+    rt: &common::RealTokenizer,
+    g: &std::sync::Arc<tokensieve::CompiledGrammar>,
+    text: &str,
+) {
+    let mut m = GrammarMatcher::new(g.clone());
+    for &t in &rt.encode_exact(text) {
+        let (allowed, bad) = check_all_tokens(&m, &rt.vocab);
+        assert!(bad.is_empty(), "{:?}", &bad[..bad.len().min(5)]);
+        assert!(!allowed.is_empty(), "dead end in {text}");
+        assert!(m.accept_token(t), "{text}");
+    }
+}
+
+#[test]
+fn any_order_takes_every_order_of_a_closed_object_with_a_prefix_pattern() {
+    // Issue 23, item 9 (docker-compose services): `additionalProperties: false` beside a
+    // pattern `^x-` took only the orders of 6-member chunks. Extra keys start with `x-`,
+    // so the matcher narrows the other keys to the names left.
+    let Some((rt, compiler)) = llama() else {
+        return;
+    };
+    let schema = ten_with_pattern("^x-", Some(false));
+    let g = compiler.compile_json_schema(&schema, &any_order()).unwrap();
+    let oracle = jsonschema::validator_for(&schema).unwrap();
+    let good = [
+        r#"{"p09":1,"x-a":"s","p07":2,"p00":3}"#,
+        r#"{"p05":1,"p07":2,"p01":3,"x-b":"s","x-p":"t","p00":4,"p08":5}"#,
+        r#"{"p07":1,"p06":1,"p05":1,"p04":1,"p03":1,"p02":1,"p01":1,"p00":1,"p09":1,"p08":1,"x-":"z"}"#,
+    ];
+    for text in good {
+        assert!(
+            oracle.is_valid(&serde_json::from_str(text).unwrap()),
+            "{text}"
+        );
+        assert!(accepts(rt, &g, text), "{text}");
+        walk_without_dead_end(rt, &g, text);
+    }
+    // Repeated keys (not for the oracle: serde_json keeps the last).
+    for text in [
+        r#"{"p09":1,"p07":2,"p00":3,"p09":4}"#,
+        r#"{"p07":2,"p00":3,"x-a":"s","x-a":"t"}"#,
+    ] {
+        assert!(!accepts(rt, &g, text), "{text}");
+    }
+    let bad = [
+        r#"{"p07":2,"p00":3,"q":"s"}"#,
+        r#"{"p07":2,"p00":3,"x-a":1}"#,
+        r#"{"p09":1,"p00":3}"#,
+    ];
+    for text in bad {
+        assert!(
+            !oracle.is_valid(&serde_json::from_str(text).unwrap()),
+            "{text}"
+        );
+        assert!(!accepts(rt, &g, text), "{text}");
+    }
+    // The prefix of the undeclared keys survives serialization.
+    let bytes = g.serialize().unwrap();
+    let back = tokensieve::CompiledGrammar::deserialize(&bytes, compiler).unwrap();
+    assert!(accepts(rt, &back, good[1]), "{}", good[1]);
+    assert!(!accepts(rt, &back, r#"{"p07":2,"p00":3,"q":"s"}"#));
+    // Every name written: `,` still leads on (to an `x-` key), but not to a written name.
+    let mut m = GrammarMatcher::new(g);
+    assert!(m.accept_string(
+        r#"{"p00":1,"p01":1,"p02":1,"p03":1,"p04":1,"p05":1,"p06":1,"p07":1,"p08":1,"p09":1,""#
+    ));
+    let e = m.try_accept_bytes(b"p").unwrap_err();
+    assert!(matches!(e, TokenRejection::KeyNotAllowed { .. }), "{e:?}");
+    assert!(m.accept_string(r#"x-y":"v"}"#));
+}
+
+#[test]
+fn any_order_takes_every_order_beside_a_pattern_of_open_objects() {
+    // Issue 23, item 9 (Github_medium o83151): a pattern `^from` beside undeclared keys
+    // of any value; declared keys after a pattern key were refused.
+    let Some((rt, compiler)) = llama() else {
+        return;
+    };
+    let schema = ten_with_pattern("^from", None);
+    let g = compiler.compile_json_schema(&schema, &any_order()).unwrap();
+    let oracle = jsonschema::validator_for(&schema).unwrap();
+    let good = [
+        r#"{"from":"a","p09":1,"p07":2,"zz":[1],"p00":3}"#,
+        r#"{"p08":1,"p00":2,"fromage":"b","p07":3,"p0":4,"p01":5}"#,
+    ];
+    for text in good {
+        assert!(
+            oracle.is_valid(&serde_json::from_str(text).unwrap()),
+            "{text}"
+        );
+        assert!(accepts(rt, &g, text), "{text}");
+        walk_without_dead_end(rt, &g, text);
+    }
+    for text in [
+        r#"{"from":"a","p09":1,"p07":2,"p00":3,"p09":4}"#,
+        r#"{"p07":2,"p00":3,"p00":3}"#,
+    ] {
+        assert!(!accepts(rt, &g, text), "{text}");
+    }
+    let text = r#"{"from":1,"p07":2,"p00":3}"#;
+    assert!(
+        !oracle.is_valid(&serde_json::from_str(text).unwrap()),
+        "{text}"
+    );
+    assert!(!accepts(rt, &g, text), "{text}");
+}
