@@ -3,7 +3,7 @@
 //! Granite's markers), and granite-20b-functioncalling's repeated `<function_call> {…}`
 //! (one JSON object per marker, no end marker: Hermes' [`JsonBlock`] codec under that
 //! marker). vLLM's `granite` and `granite-20b-fc` parsers; the spec and its sources are in
-//! `docs/more-tool-call-formats.md`.
+//! `docs/tool-call-formats-extra.md`.
 //!
 //! ```text
 //! <tool_call>[{"name": "get_weather", "arguments": {"city": "Paris"}}]

@@ -1,7 +1,7 @@
 //! InternLM2.5: one JSON object `{"name", "parameters"}` between
 //! `<|action_start|><|plugin|>` and `<|action_end|>` (Hermes' [`JsonBlock`] codec under
 //! InternLM's markers; vLLM's `internlm` parser). The spec and its sources are in
-//! `docs/more-tool-call-formats.md`.
+//! `docs/tool-call-formats-extra.md`.
 //!
 //! ```text
 //! <|action_start|><|plugin|>

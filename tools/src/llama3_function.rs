@@ -3,7 +3,7 @@
 //! `tool_chat_template_llama3.1_usr_def_tool_call.jinja`) and the built-in tools as
 //! `<|python_tag|>NAME.call(query="…")` (Meta's Llama 3.1 prompt format). vLLM has no
 //! parser for either (its `llama3_json` reads the JSON form, see [`super::Llama3Json`]);
-//! the spec and its sources are in `docs/more-tool-call-formats.md`.
+//! the spec and its sources are in `docs/tool-call-formats-extra.md`.
 //!
 //! ```text
 //! <function=get_weather>{"city": "Paris"}</function><|eom_id|>

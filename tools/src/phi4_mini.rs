@@ -1,7 +1,7 @@
 //! Phi-4-mini: `functools[…]`, a JSON array of `{"name", "arguments"}` after the plain-text
 //! prefix `functools` with no end marker (the [`call_array`] codec under that prefix;
 //! vLLM's `phi4_mini_json` parser and its Phi-4-mini template). The spec and its sources
-//! are in `docs/more-tool-call-formats.md`; the model's native marker is unverified.
+//! are in `docs/tool-call-formats-extra.md`; the model's native marker is unverified.
 //!
 //! ```text
 //! functools[{"name": "get_weather", "arguments": {"city": "Paris"}}]

@@ -1,7 +1,7 @@
 //! The families of issue 23 item 3 (part B): IBM Granite 3.x (`granite`), granite-20b-fc
 //! (`granite-20b-fc`), InternLM2.5 (`internlm`), Phi-4-mini (`phi4_mini_json`) and Llama
 //! 3.1's custom-tool and built-in-tool forms (`llama3_function_tag`), each from the
-//! registry by name (specs and sources in `docs/more-tool-call-formats.md`).
+//! registry by name (specs and sources in `docs/tool-call-formats-extra.md`).
 //!
 //! * Under every `tool_choice` and `parallel_tool_calls` on and off, the structural tag
 //!   accepts exactly what the choice allows: 1, 2 and 3 rendered calls are fed byte by
@@ -140,7 +140,7 @@ fn every_choice_and_parallel_setting() {
 }
 
 /// Each family's rendered calls, results and tools prompt carry its markers (exact forms
-/// per the spec in docs/more-tool-call-formats.md).
+/// per the spec in docs/tool-call-formats-extra.md).
 #[test]
 fn renderers_write_each_family_form() {
     let tools = tool_check::weather_tools();
