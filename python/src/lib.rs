@@ -449,7 +449,8 @@ fn compiled(inner: Arc<tokensieve::CompiledGrammar>) -> PyCompiledGrammar {
 impl PyGrammarCompiler {
     /// `mask_cache_bytes`: the bytes of node masks shared across grammars (0: none; None:
     /// the engine's default). `cache_enabled`, `cache_limit_bytes`: the whole-grammar cache
-    /// (`with_cache_enabled`, `with_cache_limit_bytes`; None: unlimited).
+    /// (`with_cache_enabled`, `with_cache_limit_bytes`; None: unlimited); `cache_enabled =
+    /// false` also turns off the rule automata shared across grammars.
     #[new]
     #[pyo3(signature = (vocabulary, max_threads=8, mask_cache_bytes=None, *, cache_enabled=true, cache_limit_bytes=None))]
     fn new(
@@ -464,6 +465,11 @@ impl PyGrammarCompiler {
             .with_cache_limit_bytes(cache_limit_bytes);
         if let Some(bytes) = mask_cache_bytes {
             inner = inner.with_mask_cache_capacity(bytes);
+        }
+        if !cache_enabled {
+            // XGrammar's `cache_enabled=False`: nothing of one compile kept for the next,
+            // rule automata included.
+            inner = inner.with_rule_automaton_cache_capacity(0);
         }
         Ok(Self {
             inner,

@@ -287,7 +287,8 @@ def test_whole_grammar_cache(tiny_info):
     size = c.get_cache_size_bytes()
     assert size >= g1.memory_size_bytes > 0
     stats = c._compiler.grammar_cache_stats()
-    assert stats == {"entries": 1, "size_bytes": size, "hits": 0, "compiles": 1}
+    # The size counts the grammar and the rule automata the compiler shares across grammars.
+    assert stats == {"entries": 1, "size_bytes": g1.memory_size_bytes, "hits": 0, "compiles": 1}
     c.compile_regex("a+b")
     assert c.get_cache_size_bytes() == size
     assert c._compiler.grammar_cache_stats()["hits"] == 1

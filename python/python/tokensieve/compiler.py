@@ -124,6 +124,8 @@ class GrammarCompiler:
         Whether compiled grammars are kept (the engine's whole-grammar cache, keyed by the
         kind of source, the source text and the options): compiling the same source again
         returns the same grammar at once; concurrent compiles of one source compile once.
+        False also turns off the rule automata the engine shares across grammars, so
+        nothing of one compile is kept for the next.
     cache_limit_bytes : int, default -1
         Bound of that cache in bytes (-1: unlimited, as XGrammar's); past it the least
         recently used grammars are dropped. A grammar's size is its

@@ -21,11 +21,12 @@ fn family_vocabulary(format: &str) -> (&'static str, &'static [&'static str]) {
     match format {
         "harmony" | "openai" => ("gptoss", &[]),
         "deepseek_v3" | "deepseek_v31" => ("deepseek_v3", &[]),
-        // Raw string values (`string="true"`): a walk would almost never spell the closing
-        // tags token by token.
+        // Plain-text markers (the section's begin, the closing tags of raw string values):
+        // a walk would almost never spell them token by token.
         "deepseek_v32" => (
             "deepseek_v3",
             &[
+                "\n\n<｜DSML｜function_calls>\n",
                 "</｜DSML｜parameter>\n",
                 "</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜function_calls>",
             ],
@@ -33,6 +34,7 @@ fn family_vocabulary(format: &str) -> (&'static str, &'static [&'static str]) {
         "deepseek_v4" => (
             "deepseek_v3",
             &[
+                "\n\n<｜DSML｜tool_calls>\n",
                 "</｜DSML｜parameter>\n",
                 "</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜tool_calls>",
             ],
@@ -61,6 +63,7 @@ fn family_vocabulary(format: &str) -> (&'static str, &'static [&'static str]) {
         "minimax_m2" => (
             "gptoss",
             &[
+                "\n<minimax:tool_call>\n",
                 "</parameter>\n",
                 "</parameter>\n</invoke>\n</minimax:tool_call>",
             ],
