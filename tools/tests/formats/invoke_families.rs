@@ -64,8 +64,10 @@ fn minimax_m2_round_trip_o200k() {
 fn walks(family: &str, hints: &[&str], seed: u64) {
     let Some(tok) = tokenizer(family) else { return };
     let f = format_by_name(family).expect("registered");
-    let done = tool_check::constrained_walks_hinted(f.as_ref(), &tok, FILES, 200, seed, hints);
-    assert!(done >= 200, "{family}: only {done} walks stopped");
+    // 60 walks (not the older families' 200): each DSML walk is long, and the round-trip
+    // walks of tests/formats/round_trip.rs cover every tool_choice besides.
+    let done = tool_check::constrained_walks_hinted(f.as_ref(), &tok, FILES, 60, seed, hints);
+    assert!(done >= 60, "{family}: only {done} walks stopped");
     tool_check::none_never_calls(f.as_ref(), &tok, 30, seed + 1);
 }
 
