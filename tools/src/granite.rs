@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 
 use super::call_array;
 use super::driver::{self, Family};
-use super::hermes::{read_json_block, JsonBlock};
+use super::hermes::{read_json_block, render_json_blocks, JsonBlock};
 use super::scan;
 use super::tags::{self, Envelope};
 use super::{
@@ -267,17 +267,7 @@ impl ToolCallFormat for Granite20bFc {
     }
 
     fn render_calls(&self, calls: &[ToolCall]) -> String {
-        calls
-            .iter()
-            .map(|c| {
-                let name = serde_json::to_string(&c.name).unwrap_or_default();
-                format!(
-                    "{FUNCTION_CALL} {{\"name\": {name}, \"arguments\": {}}}",
-                    scan::python_json(&c.arguments)
-                )
-            })
-            .collect::<Vec<_>>()
-            .join("\n")
+        render_json_blocks(calls, &format!("{FUNCTION_CALL} "), "arguments", "", "\n")
     }
 
     fn render_tool_result(&self, _call: &ToolCall, result: &Value) -> String {

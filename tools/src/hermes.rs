@@ -113,17 +113,13 @@ impl ToolCallFormat for Hermes {
     }
 
     fn render_calls(&self, calls: &[ToolCall]) -> String {
-        calls
-            .iter()
-            .map(|c| {
-                let name = serde_json::to_string(&c.name).unwrap_or_default();
-                format!(
-                    "{BEGIN}\n{{\"name\": {name}, \"arguments\": {}}}\n{END}",
-                    scan::python_json(&c.arguments)
-                )
-            })
-            .collect::<Vec<_>>()
-            .join("\n")
+        render_json_blocks(
+            calls,
+            &format!("{BEGIN}\n"),
+            "arguments",
+            &format!("\n{END}"),
+            "\n",
+        )
     }
 
     fn render_tool_result(&self, _call: &ToolCall, result: &Value) -> String {
@@ -172,6 +168,26 @@ const HERMES: JsonBlock = JsonBlock {
     begin: BEGIN,
     end: END,
 };
+
+/// The calls as the JSON-block families write them: per call
+/// `{before}{"name": NAME, "{key}": ARGS}{after}`, joined by `separator`.
+pub(crate) fn render_json_blocks(
+    calls: &[ToolCall],
+    before: &str,
+    key: &str,
+    after: &str,
+    separator: &str,
+) -> String {
+    calls
+        .iter()
+        .map(|c| {
+            let name = serde_json::to_string(&c.name).unwrap_or_default();
+            let args = scan::python_json(&c.arguments);
+            format!("{before}{{\"name\": {name}, \"{key}\": {args}}}{after}")
+        })
+        .collect::<Vec<_>>()
+        .join(separator)
+}
 
 /// Reads one call of `block`, its JSON body and its end marker, from `s` (which starts
 /// with the begin marker).

@@ -13,7 +13,7 @@ use std::sync::LazyLock;
 use serde_json::{json, Value};
 
 use super::driver::{self, Family};
-use super::hermes::{read_json_block, JsonBlock};
+use super::hermes::{read_json_block, render_json_blocks, JsonBlock};
 use super::scan;
 use super::tags::{self, Envelope};
 use super::{
@@ -117,16 +117,13 @@ impl ToolCallFormat for InternLm {
     }
 
     fn render_calls(&self, calls: &[ToolCall]) -> String {
-        calls
-            .iter()
-            .map(|c| {
-                let name = serde_json::to_string(&c.name).unwrap_or_default();
-                format!(
-                    "{ACTION_START}\n{{\"name\": {name}, \"parameters\": {}}}{ACTION_END}",
-                    scan::python_json(&c.arguments)
-                )
-            })
-            .collect()
+        render_json_blocks(
+            calls,
+            &format!("{ACTION_START}\n"),
+            "parameters",
+            ACTION_END,
+            "",
+        )
     }
 
     fn render_tool_result(&self, _call: &ToolCall, result: &Value) -> String {
