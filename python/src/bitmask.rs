@@ -2,24 +2,78 @@
 
 use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::{PyIndexError, PyTypeError, PyValueError};
+use pyo3::intern;
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyTuple, PyType};
 
 use crate::errors::engine_err;
 
+/// torch's `Tensor` type and its `int32` dtype, given once by the Python package when torch
+/// imports (`_register_torch`); without it every bitmask goes through the buffer protocol.
+struct Torch {
+    tensor: Py<PyType>,
+    int32: Py<PyAny>,
+}
+
+static TORCH: PyOnceLock<Torch> = PyOnceLock::new();
+
+/// Tells the extension torch's `Tensor` type and `int32` dtype, so that bitmask calls take a
+/// CPU tensor's memory directly (its data pointer, shape and dtype) instead of a numpy view
+/// built per call. Called by `tokensieve.matcher` at import; later calls are ignored.
+#[pyfunction]
+pub(crate) fn _register_torch(py: Python<'_>, tensor: Bound<'_, PyType>, int32: Bound<'_, PyAny>) {
+    let _ = TORCH.set(
+        py,
+        Torch {
+            tensor: tensor.unbind(),
+            int32: int32.unbind(),
+        },
+    );
+}
+
 /// A writable, C-contiguous buffer of 32-bit ints seen as `[rows, words]` (a 1-D buffer is
-/// one row).
+/// one row): a CPU torch tensor, or any object with the buffer protocol (numpy arrays,
+/// `array.array("i")`, memoryviews).
 pub(crate) struct Rows {
-    _buf: PyBuffer<i32>,
+    /// The buffer view of a buffer-protocol object, held until the call returns (a tensor is
+    /// kept alive by the caller's reference).
+    _buf: Option<PyBuffer<i32>>,
     pub(crate) ptr: usize,
     pub(crate) rows: usize,
     pub(crate) words: usize,
 }
 
 impl Rows {
+    /// Checks `obj` (named `what` in errors) and reads its address and shape. Runs on every
+    /// fill: an exact `torch.Tensor` costs five attribute reads (about 3,500 instructions,
+    /// most of the binding's cost per call), a numpy array one buffer request (about 500).
+    /// Nothing is cached, so a tensor resized in place is seen at its new size.
+    ///
+    /// # Errors
+    /// TypeError for a wrong dtype or an object that is neither a tensor nor an int32
+    /// buffer; ValueError for a tensor off the CPU, a read-only or non-contiguous buffer, or
+    /// one of more than 2 dimensions.
     pub(crate) fn new(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Self> {
-        let buf = PyBuffer::<i32>::get(obj).map_err(|e| {
-            PyTypeError::new_err(format!("{what} must be an int32 array or tensor ({e})"))
-        })?;
+        let py = obj.py();
+        let torch = TORCH.get(py);
+        if let Some(t) = torch {
+            if obj.get_type().is(t.tensor.bind(py)) {
+                return Self::from_tensor(obj, what, t.int32.bind(py));
+            }
+        }
+        let buf = match PyBuffer::<i32>::get(obj) {
+            Ok(buf) => buf,
+            Err(e) => {
+                // Subclasses of Tensor (Parameter, ...) have no buffer protocol either.
+                if let Some(t) = torch {
+                    if obj.is_instance(t.tensor.bind(py))? {
+                        return Self::from_tensor(obj, what, t.int32.bind(py));
+                    }
+                }
+                return Err(not_a_buffer(obj, what, e));
+            }
+        };
         if buf.readonly() {
             return Err(PyValueError::new_err(format!("{what} is read-only")));
         }
@@ -28,18 +82,53 @@ impl Rows {
                 "{what} must be contiguous (row-major); call .contiguous() or np.ascontiguousarray"
             )));
         }
-        let (rows, words) = match *buf.shape() {
-            [w] => (1, w),
-            [r, w] => (r, w),
-            ref s => {
-                return Err(PyValueError::new_err(format!(
-                    "{what} must have 1 or 2 dimensions, got shape {s:?}"
-                )))
-            }
-        };
+        let (rows, words) = rows_words(buf.shape(), what)?;
         Ok(Self {
             ptr: buf.buf_ptr() as usize,
-            _buf: buf,
+            _buf: Some(buf),
+            rows,
+            words,
+        })
+    }
+
+    /// A CPU tensor's memory: `data_ptr()` (which counts the storage offset) after the
+    /// device, dtype, contiguity and shape checks.
+    fn from_tensor(t: &Bound<'_, PyAny>, what: &str, int32: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let py = t.py();
+        if !t.getattr(intern!(py, "is_cpu"))?.is_truthy()? {
+            let device = t.getattr(intern!(py, "device"))?;
+            return Err(PyValueError::new_err(format!(
+                "{what} must be on CPU, got a tensor on {device}"
+            )));
+        }
+        let dtype = t.getattr(intern!(py, "dtype"))?;
+        if !dtype.is(int32) {
+            return Err(PyTypeError::new_err(format!(
+                "{what} must have dtype torch.int32, got {dtype}"
+            )));
+        }
+        if !t.call_method0(intern!(py, "is_contiguous"))?.is_truthy()? {
+            return Err(PyValueError::new_err(format!(
+                "{what} must be contiguous (row-major); call .contiguous()"
+            )));
+        }
+        // torch.Size is a tuple: read its items (a Vec extraction costs twice as much).
+        let shape = t.getattr(intern!(py, "shape"))?;
+        let shape = shape.cast::<PyTuple>()?;
+        let (rows, words) = match shape.len() {
+            1 => (1, shape.get_item(0)?.extract()?),
+            2 => (shape.get_item(0)?.extract()?, shape.get_item(1)?.extract()?),
+            _ => rows_words(&shape.extract::<Vec<usize>>()?, what)?,
+        };
+        let ptr: usize = t.call_method0(intern!(py, "data_ptr"))?.extract()?;
+        if ptr % std::mem::align_of::<u32>() != 0 {
+            return Err(PyValueError::new_err(format!(
+                "{what}'s data is not aligned to 4 bytes"
+            )));
+        }
+        Ok(Self {
+            _buf: None,
+            ptr,
             rows,
             words,
         })
@@ -66,11 +155,47 @@ impl Rows {
     }
 }
 
+/// `(rows, words)` of a 1-D (one row) or 2-D shape.
+fn rows_words(shape: &[usize], what: &str) -> PyResult<(usize, usize)> {
+    match *shape {
+        [w] => Ok((1, w)),
+        [r, w] => Ok((r, w)),
+        ref s => Err(PyValueError::new_err(format!(
+            "{what} must have 1 or 2 dimensions, got shape {s:?}"
+        ))),
+    }
+}
+
+/// The TypeError for an object that gave no int32 buffer (`err`: why): a numpy array of
+/// another dtype, or something that is not an array at all.
+fn not_a_buffer(obj: &Bound<'_, PyAny>, what: &str, err: PyErr) -> PyErr {
+    let py = obj.py();
+    if obj
+        .hasattr(intern!(py, "__array_interface__"))
+        .unwrap_or(false)
+    {
+        return PyTypeError::new_err(format!("{what} must be an int32 array or tensor ({err})"));
+    }
+    let ty = obj
+        .get_type()
+        .repr()
+        .map_or_else(|_| "?".to_string(), |r| r.to_string());
+    PyTypeError::new_err(format!(
+        "{what} must be a torch.Tensor or a numpy.ndarray (or another writable int32 buffer), not {ty} ({err})"
+    ))
+}
+
 /// The whole buffer as words. Safety: `ptr` is the start of a live, writable, C-contiguous
 /// buffer of `len` 32-bit ints that nothing else accesses during the call (the buffer view
-/// held by [`Rows`] keeps it alive; its owner is a Python object whose other users wait for
-/// the call, as with any in-place numpy/torch operation).
+/// held by [`Rows`], or the caller's reference to a tensor, keeps it alive; its owner is a
+/// Python object whose other users wait for the call, as with any in-place numpy/torch
+/// operation: a tensor must not be resized or given new storage by another thread while a
+/// fill writes into it).
 pub(crate) unsafe fn words_mut<'a>(ptr: usize, len: usize) -> &'a mut [u32] {
+    if len == 0 {
+        // An empty tensor's data pointer may be null, which no slice may hold.
+        return &mut [];
+    }
     std::slice::from_raw_parts_mut(ptr as *mut u32, len)
 }
 

@@ -6,10 +6,11 @@
 //! Python over these classes (`python/tokensieve/*.py`); every decision about grammars,
 //! vocabularies and masks is the `tokensieve` crate's.
 //!
-//! Bitmasks and logits are written in place through the buffer protocol (a numpy array, or
-//! a CPU torch tensor through `tensor.numpy()`, which shares its memory): the dtype, the
-//! shape, contiguity, writability and the row index are checked before the GIL is released,
-//! and every failure is a Python exception.
+//! Bitmasks are written in place: a CPU torch tensor through its data pointer, shape and
+//! dtype (no numpy view per call), a numpy array or another int32 buffer through the buffer
+//! protocol; logits through the buffer protocol. The device, dtype, shape, contiguity,
+//! writability and the row index are checked before the GIL is released, and every failure
+//! is a Python exception.
 
 mod batch;
 mod bitmask;
@@ -27,7 +28,7 @@ use batch::{
     batch_accept_string, batch_accept_token, batch_fill_next_token_bitmask, batch_rollback,
     PyThreadPool,
 };
-use bitmask::apply_token_bitmask_inplace_cpu;
+use bitmask::{_register_torch, apply_token_bitmask_inplace_cpu};
 use compiler::{PyCompiledGrammar, PyGrammarCompiler};
 use engine::{PyStructuredOutputBackend, PyStructuredOutputGrammar};
 use errors::{
@@ -54,6 +55,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(batch_accept_string, m)?)?;
     m.add_function(wrap_pyfunction!(batch_rollback, m)?)?;
     m.add_function(wrap_pyfunction!(apply_token_bitmask_inplace_cpu, m)?)?;
+    m.add_function(wrap_pyfunction!(_register_torch, m)?)?;
     m.add("TokensieveError", py.get_type::<TokensieveError>())?;
     m.add("InvalidJSONError", py.get_type::<InvalidJSONError>())?;
     m.add(

@@ -60,6 +60,36 @@ pub(crate) fn accept_bytes(m: &mut tokensieve::GrammarMatcher, bytes: &[u8]) -> 
     }
 }
 
+impl PyGrammarMatcher {
+    /// Fills row `index` of `bitmask` with the GIL released (the checks of [`Rows`] first);
+    /// whether some token is masked, and with `timed` the nanoseconds of the engine's fill.
+    fn fill_row(
+        &mut self,
+        py: Python<'_>,
+        bitmask: &Bound<'_, PyAny>,
+        index: i64,
+        timed: bool,
+    ) -> PyResult<(bool, u64)> {
+        let rows = Rows::new(bitmask, "bitmask")?;
+        let words = self.inner.bitmask_words();
+        rows.check_words(words, "bitmask")?;
+        let row = rows.check_row(index, "bitmask")?;
+        let vocab_size = self.inner.compiled_grammar().vocabulary().vocab_size();
+        let (ptr, total) = (rows.ptr, rows.rows * rows.words);
+        let inner = &mut self.inner;
+        py.detach(move || {
+            // SAFETY: see `words_mut`; the buffer is checked above and held by `rows`.
+            let all = unsafe { words_mut(ptr, total) };
+            let dst = &mut all[row * words..(row + 1) * words];
+            let start = timed.then(std::time::Instant::now);
+            inner.fill_next_token_bitmask(dst)?;
+            let ns = start.map_or(0, |s| s.elapsed().as_nanos() as u64);
+            Ok::<_, tokensieve::MatcherError>((needs_apply(dst, vocab_size), ns))
+        })
+        .map_err(engine_err)
+    }
+}
+
 #[pymethods]
 impl PyGrammarMatcher {
     /// A matcher with XGrammar's options (`GrammarMatcher::with_options`); ValueError for
@@ -114,23 +144,7 @@ impl PyGrammarMatcher {
         bitmask: &Bound<'_, PyAny>,
         index: i64,
     ) -> PyResult<(bool, u64)> {
-        let rows = Rows::new(bitmask, "bitmask")?;
-        let words = self.inner.bitmask_words();
-        rows.check_words(words, "bitmask")?;
-        let row = rows.check_row(index, "bitmask")?;
-        let vocab_size = self.inner.compiled_grammar().vocabulary().vocab_size();
-        let (ptr, total) = (rows.ptr, rows.rows * rows.words);
-        let inner = &mut self.inner;
-        py.detach(move || {
-            // SAFETY: see `words_mut`; the buffer is checked above and held by `rows`.
-            let all = unsafe { words_mut(ptr, total) };
-            let dst = &mut all[row * words..(row + 1) * words];
-            let start = std::time::Instant::now();
-            inner.fill_next_token_bitmask(dst)?;
-            let ns = start.elapsed().as_nanos() as u64;
-            Ok::<_, tokensieve::MatcherError>((needs_apply(dst, vocab_size), ns))
-        })
-        .map_err(engine_err)
+        self.fill_row(py, bitmask, index, true)
     }
 
     /// Accepts a token; False (state unchanged) when the grammar rejects it. Raises
@@ -158,7 +172,8 @@ impl PyGrammarMatcher {
     }
 
     /// Writes the next token bitmask into row `index` of a `[rows, words]` (or `[words]`)
-    /// int32 buffer, with the GIL released. Returns whether some token is masked.
+    /// int32 CPU tensor, numpy array or other buffer, with the GIL released. Returns whether
+    /// some token is masked.
     #[pyo3(signature = (bitmask, index=0))]
     fn fill_next_token_bitmask(
         &mut self,
@@ -166,21 +181,8 @@ impl PyGrammarMatcher {
         bitmask: &Bound<'_, PyAny>,
         index: i64,
     ) -> PyResult<bool> {
-        let rows = Rows::new(bitmask, "bitmask")?;
-        let words = self.inner.bitmask_words();
-        rows.check_words(words, "bitmask")?;
-        let row = rows.check_row(index, "bitmask")?;
-        let vocab_size = self.inner.compiled_grammar().vocabulary().vocab_size();
-        let (ptr, total) = (rows.ptr, rows.rows * rows.words);
-        let inner = &mut self.inner;
-        py.detach(move || {
-            // SAFETY: see `words_mut`; the buffer is checked above and held by `rows`.
-            let all = unsafe { words_mut(ptr, total) };
-            let dst = &mut all[row * words..(row + 1) * words];
-            inner.fill_next_token_bitmask(dst)?;
-            Ok::<_, tokensieve::MatcherError>(needs_apply(dst, vocab_size))
-        })
-        .map_err(engine_err)
+        self.fill_row(py, bitmask, index, false)
+            .map(|(need, _)| need)
     }
 
     /// Undoes the last `num_tokens` steps.

@@ -19,6 +19,10 @@ try:  # torch is optional: numpy arrays work without it.
     import torch
 except ImportError:  # pragma: no cover - exercised only without torch
     torch = None
+else:
+    # The extension then takes a CPU tensor's memory itself (data pointer, shape, dtype)
+    # instead of a numpy view built on every fill.
+    _core._register_torch(torch.Tensor, torch.int32)
 
 __all__ = [
     "GrammarMatcher",
@@ -39,11 +43,10 @@ def _is_torch(x: Any) -> bool:
 
 
 def _cpu_buffer(x: Any, what: str, dtype: Any) -> Any:
-    """The object whose buffer the engine writes: a numpy array, or the numpy view of a CPU
-    torch tensor (same memory). Checks the device and dtype of tensors."""
+    """A numpy array, or the numpy view of a CPU torch tensor (same memory), for reading a
+    bitmask in Python. Checks the device and dtype of tensors. (The fills do not use it: the
+    extension takes tensors and arrays itself.)"""
     if _is_torch(x):
-        # Cheap checks first (this runs on every fill): `is_cpu` rather than `device.type`,
-        # and `detach()` only for a tensor that requires grad.
         if not x.is_cpu:
             raise ValueError(f"{what} must be on CPU, got a tensor on {x.device}")
         if x.dtype != dtype:
@@ -132,7 +135,7 @@ def apply_token_bitmask_inplace(
             raise TypeError(f"bitmask must have dtype torch.int32, got {bitmask.dtype}")
         if logits.device.type == "cpu" and logits.dtype == torch.float32 and logits.is_contiguous():
             _core.apply_token_bitmask_inplace_cpu(
-                logits.detach().numpy(), _cpu_buffer(bitmask.cpu().contiguous(), "bitmask", torch.int32), n,
+                logits.detach().numpy(), bitmask.cpu().contiguous(), n,
                 None if indices is None else [int(i) for i in indices],
             )
         else:
@@ -142,8 +145,6 @@ def apply_token_bitmask_inplace(
         raise TypeError(f"logits must be a torch.Tensor or a numpy.ndarray, not {type(logits)}")
     if logits.dtype != np.float32:
         raise TypeError(f"numpy logits must be float32, got {logits.dtype}")
-    if _is_torch(bitmask):
-        bitmask = _cpu_buffer(bitmask, "bitmask", torch.int32)
     _core.apply_token_bitmask_inplace_cpu(
         logits, bitmask, n, None if indices is None else [int(i) for i in indices]
     )
@@ -261,8 +262,9 @@ class GrammarMatcher:
             For a bitmask of the wrong dtype, device, shape or contiguity, or an index out
             of range.
         """
-        buf = _cpu_buffer(bitmask, "bitmask", bitmask_dtype if torch is not None else None)
-        return self._matcher.fill_next_token_bitmask(buf, int(index))
+        # The extension checks the bitmask and the index (this call is the whole cost the
+        # binding adds per step: keep Python work out of it).
+        return self._matcher.fill_next_token_bitmask(bitmask, index)
 
     def find_jump_forward_string(self) -> str:
         """The text the grammar forces next, whatever is sampled; the state is unchanged."""
@@ -353,10 +355,9 @@ class BatchGrammarMatcher:
         TypeError, ValueError, IndexError
             For a bad bitmask, indices out of range or repeated, one matcher twice.
         """
-        buf = _cpu_buffer(bitmask, "bitmask", bitmask_dtype if torch is not None else None)
         _core.batch_fill_next_token_bitmask(
             [m._matcher for m in matchers],
-            buf,
+            bitmask,
             self._pool,
             None if indices is None else [int(i) for i in indices],
         )

@@ -25,7 +25,7 @@ from typing import Any, List, Optional
 
 from . import _core
 from .compiler import CompiledGrammar, GrammarCompiler
-from .matcher import GrammarMatcher, _cpu_buffer, allocate_token_bitmask, bitmask_dtype, torch
+from .matcher import GrammarMatcher, allocate_token_bitmask
 
 __all__ = ["StructuredOutputBackend", "StructuredOutputGrammar", "REQUEST_TYPES"]
 
@@ -99,8 +99,7 @@ class StructuredOutputGrammar:
             For a bitmask of the wrong dtype, device, shape or contiguity, or a row out of
             range.
         """
-        buf = _cpu_buffer(bitmask, "bitmask", bitmask_dtype if torch is not None else None)
-        self._matcher.fill_bitmask(buf, operator.index(idx))
+        self._matcher.fill_bitmask(bitmask, operator.index(idx))
 
     def is_terminated(self) -> bool:
         """True once the output is finished (a stop token accepted, or with
