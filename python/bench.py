@@ -2,7 +2,12 @@
 side when it is installed; the binding's per-call overhead against the engine's own mask
 time; and 1 against 2 threads on a batch.
 
-    python bench.py [--model llama3_1|qwen3] [--repeat N] [--batch N]
+    python bench.py [--model llama3_1|qwen3] [--repeat N] [--batch N] [--steps N]
+                    [--only masks|overhead|threads ...]
+
+``--only`` runs the named parts (repeatable; default all three). For the thread part on a
+shared machine, pin the run to two cores (``taskset -c 0,1 python bench.py --only threads``)
+and read the load average it prints.
 
 1. For each schema, a JSON text valid for it is tokenised and replayed: each step fills the
    bitmask (timed) and accepts the next token. Prints the mean and median fill time per step.
@@ -12,7 +17,8 @@ time; and 1 against 2 threads on a batch.
    (``_fill_next_token_bitmask_timed``, which also reports its own time seen from Python);
    the overhead is the difference of the medians (public call) and of each call's pair
    (core call). Also the plain crossing cost: a fill after termination, which only clears
-   the row.
+   the row, through the public call with a torch tensor and with a numpy array, and
+   through the extension's own method.
 3. Threads: a batch of matchers at different states of one compiled grammar, filled by
    ``BatchGrammarMatcher(1)`` and ``BatchGrammarMatcher(2)``, and by 1 and 2 Python threads
    calling ``fill_next_token_bitmask`` per matcher (each thread its half). Prints the times,
@@ -81,12 +87,12 @@ def run(mod, tok, schema, text, repeat):
 
 
 def overhead(tok, schema, text, repeat):
-    """Per step: (public call ns, core call ns, Rust fill ns inside the core call)."""
+    """Per step: (public call ns, core call ns, Rust fill ns inside the core call); both
+    calls are given the same torch tensor."""
     info = tokensieve.TokenizerInfo.from_huggingface(tok)
     compiled = tokensieve.GrammarCompiler(info).compile_json_schema(schema)
     ids = tok.encode(text, add_special_tokens=False)
     bitmask = tokensieve.allocate_token_bitmask(1, info.vocab_size)
-    buf = bitmask.numpy()
     public, core, inner = [], [], []
     for _ in range(repeat):
         m = tokensieve.GrammarMatcher(compiled)
@@ -95,7 +101,7 @@ def overhead(tok, schema, text, repeat):
             m.fill_next_token_bitmask(bitmask)
             public.append(time.perf_counter_ns() - start)
             start = time.perf_counter_ns()
-            _, ns = m._matcher._fill_next_token_bitmask_timed(buf, 0)
+            _, ns = m._matcher._fill_next_token_bitmask_timed(bitmask, 0)
             core.append(time.perf_counter_ns() - start)
             inner.append(ns)
             assert m.accept_token(t)
@@ -168,15 +174,68 @@ def threads(tok, schema, text, n, steps):
     )
 
 
+def crossing(tok, n=20000):
+    """The cost of a call that does almost nothing in Rust: fills of a terminated matcher
+    only clear the row. Per call (us), best of 3 loops of ``n`` calls, for each path."""
+    info = tokensieve.TokenizerInfo.from_huggingface(tok)
+    m = tokensieve.GrammarMatcher(tokensieve.GrammarCompiler(info).compile_regex("a"))
+    assert m.accept_string("a") and m.accept_token(info.stop_token_ids[0])
+    tensor = tokensieve.allocate_token_bitmask(1, info.vocab_size)
+    array = tensor.numpy()
+    paths = (
+        ("GrammarMatcher.fill_next_token_bitmask(torch tensor)", m.fill_next_token_bitmask, tensor),
+        ("GrammarMatcher.fill_next_token_bitmask(numpy array)", m.fill_next_token_bitmask, array),
+        ("_core.GrammarMatcher.fill_next_token_bitmask(numpy)", m._matcher.fill_next_token_bitmask, array),
+    )
+    print(f"\nbinding call + clearing a {info.vocab_size}-bit row, us per call (best of 3 x {n}):")
+    for name, f, buf in paths:
+        best = float("inf")
+        for _ in range(3):
+            start = time.perf_counter_ns()
+            for _ in range(n):
+                f(buf)
+            best = min(best, (time.perf_counter_ns() - start) / n / 1e3)
+        print(f"  {name:<54} {best:.2f}")
+    print(f"  load average {tuple(round(x, 1) for x in os.getloadavg())} on {os.cpu_count()} CPUs")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default="llama3_1")
     ap.add_argument("--repeat", type=int, default=20)
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument(
+        "--only",
+        action="append",
+        choices=["masks", "overhead", "threads"],
+        help="run only this part (repeatable; default: all)",
+    )
     args = ap.parse_args()
+    parts = set(args.only or ["masks", "overhead", "threads"])
     folder = Path(__file__).resolve().parents[2] / "shared" / "tokenizers" / args.model
     tok = transformers.AutoTokenizer.from_pretrained(str(folder))
+    if "masks" in parts:
+        masks(tok, args.repeat)
+    if "overhead" in parts:
+        crossing(tok)
+        # The binding's overhead against the engine's own fill time, step by step.
+        print(f"\n{'schema':<8} {'public us':>10} {'core us':>8} {'rust us':>8} {'public-rust':>12} {'core-rust':>10}  (medians)")
+        for name, (schema, text) in SCHEMAS.items():
+            public, core, inner = overhead(tok, schema, text, args.repeat)
+            pairs = [c - i for c, i in zip(core, inner)]
+            med = lambda xs: statistics.median(xs) / 1e3
+            print(
+                f"{name:<8} {med(public):>10.2f} {med(core):>8.2f} {med(inner):>8.2f} "
+                f"{med(public) - med(inner):>12.2f} {med(pairs):>10.2f}"
+            )
+    if "threads" in parts:
+        schema, text = SCHEMAS["order"]
+        threads(tok, schema, text, args.batch, args.steps)
+
+
+def masks(tok, repeat):
+    """Mask time per step of each schema, tokensieve and XGrammar (when installed)."""
     engines = [("tokensieve", tokensieve)]
     try:
         import xgrammar
@@ -187,34 +246,11 @@ def main():
     print(f"{'schema':<8} {'engine':<11} {'mean us':>9} {'p50 us':>8} {'steps':>6}")
     for name, (schema, text) in SCHEMAS.items():
         for ename, mod in engines:
-            times, _ = run(mod, tok, schema, text, args.repeat)
+            times, _ = run(mod, tok, schema, text, repeat)
             print(
                 f"{name:<8} {ename:<11} {statistics.mean(times) / 1e3:>9.1f} "
                 f"{statistics.median(times) / 1e3:>8.1f} {len(times):>6}"
             )
-    # Binding overhead: fills of a terminated matcher only clear the row in Rust.
-    info = tokensieve.TokenizerInfo.from_huggingface(tok)
-    m = tokensieve.GrammarMatcher(tokensieve.GrammarCompiler(info).compile_regex("a"))
-    assert m.accept_string("a") and m.accept_token(info.stop_token_ids[0])
-    small = tokensieve.allocate_token_bitmask(1, info.vocab_size)
-    n = 20000
-    start = time.perf_counter_ns()
-    for _ in range(n):
-        m.fill_next_token_bitmask(small)
-    per = (time.perf_counter_ns() - start) / n / 1e3
-    print(f"binding call + clearing a {info.vocab_size}-bit row: {per:.2f} us per call")
-    # The binding's overhead against the engine's own fill time, step by step.
-    print(f"\n{'schema':<8} {'public us':>10} {'core us':>8} {'rust us':>8} {'public-rust':>12} {'core-rust':>10}  (medians)")
-    for name, (schema, text) in SCHEMAS.items():
-        public, core, inner = overhead(tok, schema, text, args.repeat)
-        pairs = [c - i for c, i in zip(core, inner)]
-        med = lambda xs: statistics.median(xs) / 1e3
-        print(
-            f"{name:<8} {med(public):>10.2f} {med(core):>8.2f} {med(inner):>8.2f} "
-            f"{med(public) - med(inner):>12.2f} {med(pairs):>10.2f}"
-        )
-    schema, text = SCHEMAS["order"]
-    threads(tok, schema, text, args.batch, args.steps)
 
 
 if __name__ == "__main__":

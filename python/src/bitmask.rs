@@ -46,7 +46,7 @@ pub(crate) struct Rows {
 
 impl Rows {
     /// Checks `obj` (named `what` in errors) and reads its address and shape. Runs on every
-    /// fill: an exact `torch.Tensor` costs five attribute reads (about 3,500 instructions,
+    /// fill: an exact `torch.Tensor` costs five attribute reads (about 3,900 instructions,
     /// most of the binding's cost per call), a numpy array one buffer request (about 500).
     /// Nothing is cached, so a tensor resized in place is seen at its new size.
     ///
