@@ -207,3 +207,50 @@ def test_two_threads_at_once_fill_the_masks_of_one_thread():
     for i in range(2):
         assert len(threaded[i]) == len(seqs[i])
         assert all(torch.equal(a, b) for a, b in zip(serial[i], threaded[i]))
+
+
+def test_threads_fill_their_own_rows_of_one_shared_bitmask():
+    """Four Python threads, each with its own matcher of one compiled grammar, fill their own
+    row of one shared torch bitmask at the same time (the serving pattern: one batch
+    bitmask, a row per request); every row equals the mask a single thread fills."""
+    model = "llama3_1"
+    info = tokenizer_info(model)
+    compiled = compiler(model).compile_json_schema(SCHEMA)
+    tok = hf_tokenizer(model)
+    texts = [
+        '{"name": "A", "age": 1}',
+        '{"name": "Bob", "age": 22, "tags": []}',
+        '{"name": "Cy", "age": 3, "tags": ["x"]}',
+        '{"name": "Dee Dee", "age": 44}',
+    ]
+    seqs = [tok.encode(t, add_special_tokens=False) for t in texts]
+    serial = {}
+    for i, ids in enumerate(seqs):
+        run_sequence(compiled, ids, info.vocab_size, serial, i)
+    shared = xgr.allocate_token_bitmask(len(seqs), info.vocab_size)
+    barrier = threading.Barrier(len(seqs))
+    steps = max(len(s) for s in seqs)
+    threaded, errors = {i: [] for i in range(len(seqs))}, []
+
+    def worker(slot):
+        try:
+            m = xgr.GrammarMatcher(compiled)
+            for k in range(steps):
+                barrier.wait()
+                if k < len(seqs[slot]):
+                    m.fill_next_token_bitmask(shared, slot)
+                    threaded[slot].append(shared[slot].clone())
+                    assert m.accept_token(seqs[slot][k])
+        except Exception as e:  # reported by the main thread
+            errors.append(e)
+            barrier.abort()
+
+    ths = [threading.Thread(target=worker, args=(i,)) for i in range(len(seqs))]
+    for t in ths:
+        t.start()
+    for t in ths:
+        t.join()
+    assert not errors, errors
+    for i in range(len(seqs)):
+        assert len(threaded[i]) == len(seqs[i])
+        assert all(torch.equal(a[0], b) for a, b in zip(serial[i], threaded[i]))
