@@ -183,11 +183,9 @@ mod types;
 mod unevaluated;
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use crate::compiler::{CompileError, CompiledGrammar, GrammarCompiler};
 use crate::grammar::{CharClass, Expr, Grammar, Rule, RuleId};
 use crate::limits::{Limit, LimitExceeded, Limits};
 
@@ -360,9 +358,10 @@ pub enum JsonSchemaError {
     /// An option that is not supported yet.
     #[error("unsupported option `{0}`")]
     UnsupportedOption(&'static str),
-    /// The grammar could not be compiled.
+    /// The schema exceeds one of the [`Limits`] (the error names the limit, its value, the
+    /// schema's value and its JSON pointer).
     #[error(transparent)]
-    Compile(#[from] CompileError),
+    Limit(#[from] LimitExceeded),
 }
 
 /// A keyword ignored in lenient mode.
@@ -384,15 +383,15 @@ pub struct JsonSchemaGrammar {
     /// Keywords not enforced (only ever non-empty with [`JsonSchemaOptions::lenient`]).
     pub ignored: Vec<IgnoredKeyword>,
     /// Per rule of `grammar`: the JSON pointer of the schema it was built for.
-    pointers: Vec<String>,
+    pub(crate) pointers: Vec<String>,
     /// Per rule of `grammar`: kept a rule when compiled (not inlined into its callers): the
     /// shared rule of any JSON string (see `Builder::string_any`).
-    keep: Vec<bool>,
+    pub(crate) keep: Vec<bool>,
     /// Built for a matcher that forbids repeated keys (`compile_json_schema`), so objects
     /// rely on it (see `Builder::unique_keys`).
-    unique_keys: bool,
+    pub(crate) unique_keys: bool,
     /// The closed objects whose keys that matcher narrows (see `Builder::closed_objects`).
-    closed: Vec<(RuleId, Vec<String>)>,
+    pub(crate) closed: Vec<(RuleId, Vec<String>)>,
 }
 
 /// A schema given as text or as a parsed value.
@@ -488,7 +487,7 @@ pub(crate) fn json_schema_to_grammar_limited(
 /// [`Limits::max_repeat_bound`] (on the count keywords). With `unique_keys`, the grammar
 /// is for a matcher that forbids repeated object keys (`matcher::keys`): it leaves them
 /// to it.
-fn to_grammar(
+pub(crate) fn to_grammar(
     schema: &Value,
     options: &JsonSchemaOptions,
     limits: &Limits,
@@ -541,80 +540,6 @@ fn to_grammar(
     })
 }
 
-impl JsonSchemaGrammar {
-    /// Compiles the grammar with `compiler`, naming the schema place (JSON pointer) in the
-    /// errors that come from one rule: a limit exceeded in a rule gets
-    /// [`LimitExceeded::pointer`]; a grammar that matches nothing because references only
-    /// lead back to themselves becomes [`JsonSchemaError::Unsatisfiable`] at the first
-    /// such `$ref`.
-    fn compile_with(
-        &self,
-        compiler: &GrammarCompiler,
-    ) -> Result<Arc<CompiledGrammar>, JsonSchemaError> {
-        let place = |rule: &str| {
-            // Helper rules of the lowering are named `{written rule}/{kind}`.
-            let rule = rule.split('/').next().unwrap_or(rule);
-            let i = self.grammar.rules.iter().position(|r| r.name == rule)?;
-            self.pointers.get(i).cloned()
-        };
-        let closed: Vec<(String, Vec<String>)> = self
-            .closed
-            .iter()
-            .map(|(r, names)| (self.grammar.rules[r.index()].name.clone(), names.clone()))
-            .collect();
-        let compiled =
-            compiler.compile_ir_keeping(&self.grammar, &self.keep, self.unique_keys, &closed);
-        compiled.map_err(|e| match e {
-            CompileError::Limit(mut l) => {
-                if l.pointer.is_none() {
-                    l.pointer = l.rule.as_deref().and_then(place);
-                }
-                CompileError::Limit(l).into()
-            }
-            CompileError::EmptyLanguage { root } => {
-                match self
-                    .grammar
-                    .unproductive_rules()
-                    .into_iter()
-                    .find(|&r| r != self.grammar.root.index())
-                {
-                    Some(r) => JsonSchemaError::Unsatisfiable {
-                        pointer: self.pointers[r].clone(),
-                        reason: "this schema can never be completed: its references lead \
-                                 back to it without a way out (a `$ref` cycle with no \
-                                 alternative that ends)"
-                            .into(),
-                    },
-                    None => CompileError::EmptyLanguage { root }.into(),
-                }
-            }
-            e => e.into(),
-        })
-    }
-}
-
-impl GrammarCompiler {
-    /// Compiles a JSON Schema (text or `serde_json::Value`) against this compiler's
-    /// vocabulary. See [`json_schema_to_grammar`] for what is supported.
-    ///
-    /// # Errors
-    /// The [`JsonSchemaError`] of [`json_schema_to_grammar`], or
-    /// [`JsonSchemaError::Compile`].
-    pub fn compile_json_schema<S: JsonSchemaSource + ?Sized>(
-        &self,
-        schema: &S,
-        options: &JsonSchemaOptions,
-    ) -> Result<Arc<CompiledGrammar>, JsonSchemaError> {
-        let value = schema.to_schema_value()?;
-        self.cached(
-            "json_schema",
-            &value.to_string(),
-            &format!("{options:?}"),
-            || to_grammar(&value, options, self.limits(), true)?.compile_with(self),
-        )
-    }
-}
-
 impl JsonSchemaError {
     /// The JSON pointer the error names, if any.
     fn pointer_mut(&mut self) -> Option<&mut String> {
@@ -623,7 +548,7 @@ impl JsonSchemaError {
             | JsonSchemaError::Unsupported { pointer, .. }
             | JsonSchemaError::UnresolvedRef { pointer, .. }
             | JsonSchemaError::Unsatisfiable { pointer, .. } => Some(pointer),
-            JsonSchemaError::Compile(CompileError::Limit(l)) => l.pointer.as_mut(),
+            JsonSchemaError::Limit(l) => l.pointer.as_mut(),
             _ => None,
         }
     }
@@ -632,13 +557,13 @@ impl JsonSchemaError {
 /// A [`Limit::RepeatBound`] error (bound `value`, the input's `actual`) at `pointer`, the
 /// count keyword (`#/properties/a/maxLength`) whose repetition it is.
 pub(crate) fn repeat_limit_error(value: u64, actual: u64, pointer: &str) -> JsonSchemaError {
-    JsonSchemaError::Compile(CompileError::Limit(LimitExceeded {
+    JsonSchemaError::Limit(LimitExceeded {
         limit: Limit::RepeatBound,
         value,
         actual,
         rule: None,
         pointer: Some(pointer.to_string()),
-    }))
+    })
 }
 
 /// A [`Limit`] error with no rule (or place) to blame.
@@ -648,13 +573,13 @@ pub(crate) fn limit_error(
     actual: usize,
     pointer: &str,
 ) -> JsonSchemaError {
-    JsonSchemaError::Compile(CompileError::Limit(LimitExceeded {
+    JsonSchemaError::Limit(LimitExceeded {
         limit,
         value: value as u64,
         actual: actual as u64,
         rule: None,
         pointer: Some(pointer.to_string()),
-    }))
+    })
 }
 
 /// Keywords whose value is one subschema.
@@ -712,15 +637,13 @@ fn check_depth(schema: &Value, max_depth: usize) -> Result<(), JsonSchemaError> 
     while let Some((v, at, sd, jd, is_schema)) = stack.pop() {
         if sd > max_depth || jd > json_cap {
             let actual = if sd > max_depth { sd } else { jd / 4 };
-            return Err(JsonSchemaError::Compile(CompileError::Limit(
-                LimitExceeded {
-                    limit: Limit::SchemaDepth,
-                    value: max_depth as u64,
-                    actual: actual as u64,
-                    rule: None,
-                    pointer: Some(pointer(&places, at)),
-                },
-            )));
+            return Err(JsonSchemaError::Limit(LimitExceeded {
+                limit: Limit::SchemaDepth,
+                value: max_depth as u64,
+                actual: actual as u64,
+                rule: None,
+                pointer: Some(pointer(&places, at)),
+            }));
         }
         match v {
             Value::Object(o) => {

@@ -33,6 +33,7 @@
 pub(crate) mod background;
 pub(crate) mod cache;
 pub(crate) mod counted;
+pub(crate) mod plan;
 pub(crate) mod shared;
 pub(crate) mod slices;
 pub mod trie;
@@ -44,5 +45,6 @@ pub use background::BackgroundStatus;
 pub use bitmask::{
     allocate_token_bitmask, apply_token_bitmask_inplace, batch_fill_next_token_bitmask,
     bitmask_words, fill_next_token_bitmask_batch, is_token_allowed, BitmaskError,
+    FillNextTokenBitmask,
 };
 pub use trie::TokenTrie;
