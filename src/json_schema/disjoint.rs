@@ -264,7 +264,7 @@ impl Prover<'_, '_> {
                 || matches!(k, "$ref" | "allOf" | "anyOf" | "oneOf" | "const" | "enum")
                 || is_annotation(k, "#")
                 || super::harmless_id(obj, k, self.b.draft4)
-                // Ignored by the compiler, and annotations for the specification.
+                // Ignored by the front end, and annotations for the specification.
                 || (self.b.opts.ignore_unknown_keywords && !super::KNOWN_KEYWORDS.contains(&k))
             {
                 continue;

@@ -6,7 +6,7 @@
 //! `contentSchema`. The checks follow the meta-schemas of 2020-12 (Validation §6,
 //! Core §10) and of the older drafts the front end reads (draft 4's boolean
 //! `exclusiveMinimum`/`exclusiveMaximum`, draft 4-2019 `items` arrays, draft 4-7
-//! `dependencies`, draft 3's `divisibleBy`). What they leave to the compiler: whether a
+//! `dependencies`, draft 3's `divisibleBy`). What they leave to the front end: whether a
 //! `pattern` is a regex it reads, whether a `format` is one it knows, limits, and
 //! `$id`/`$anchor`/`$defs` (checked by `resources::check_identifiers`).
 //!

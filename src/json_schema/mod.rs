@@ -1,7 +1,7 @@
 //! The JSON Schema front end (draft 2020-12): a schema becomes grammar IR.
 //!
 //! [`json_schema_to_grammar`] turns a schema into a [`Grammar`];
-//! [`GrammarCompiler::compile_json_schema`] compiles it against a vocabulary.
+//! [`GrammarCompiler::compile_json_schema`](crate::GrammarCompiler::compile_json_schema) compiles it against a vocabulary.
 //!
 //! **Soundness first.** The grammar never accepts an instance that the schema rejects. Where
 //! no exact construction exists, the schema is refused with a typed [`JsonSchemaError`] that
@@ -62,7 +62,7 @@
 //! * `mod.rs`: [`Limits::max_schema_depth`] (on the document, before anything else),
 //!   [`Limits::max_enum_values`] and [`Limits::max_repeat_bound`] (on `minLength`,
 //!   `maxLength`, `minItems`, `maxItems` where they become a repetition; the error's
-//!   pointer ends in the keyword), as [`CompileError::Limit`]; `not` of a boolean, of `{}`
+//!   pointer ends in the keyword), as [`CompileError::Limit`](crate::CompileError::Limit); `not` of a boolean, of `{}`
 //!   or of a `type` (folded into `type`);
 //!   `unevaluatedProperties` / `unevaluatedItems` in schemas without in-place applicators
 //!   (where they mean `additionalProperties` / `items`); annotations.
@@ -96,7 +96,7 @@
 //! `uniqueItems: true` beside `contains`, `propertyNames` beside `patternProperties`,
 //! patterns the regex front end refuses, `multipleOf` steps such as `0.5`, more than 5 dependencies,
 //! `$dynamicRef`, `$ref` to documents not given in [`JsonSchemaOptions::documents`], a
-//! `$ref` inside a subschema the compiler rewrote when the document has several bases,
+//! `$ref` inside a subschema the front end rewrote when the document has several bases,
 //! other formats (`color`, ...), `allOf` that cannot be merged exactly,
 //! `minProperties` above 1 when extra properties are allowed, `pattern` with `format`,
 //! and `pattern`/`format` with length bounds that some of their matches break.
@@ -121,7 +121,7 @@
 //!   Declared properties come in the order of the schema's `serde_json::Map` (sorted by key
 //!   unless serde_json's `preserve_order` feature is on), with extra keys anywhere between.
 //! * **No key appears twice in one object.** Matchers of
-//!   [`GrammarCompiler::compile_json_schema`] read their output as JSON and reject (and
+//!   [`GrammarCompiler::compile_json_schema`](crate::GrammarCompiler::compile_json_schema) read their output as JSON and reject (and
 //!   leave out of the token bitmask) a token that would close a key already in its object,
 //!   compared decoded (`"\u0061"` repeats `"a"`); see [`crate::TokenRejection::DuplicateKey`].
 //!   The grammar alone cannot do it: names of extra keys are unbounded. `minProperties`
@@ -289,7 +289,7 @@ pub fn json_schema_to_grammar_with_report(
     to_grammar(schema, options, &Limits::default(), false)
 }
 
-/// As [`json_schema_to_grammar`] under `limits` (the compiler's, for front ends that embed
+/// As [`json_schema_to_grammar`] under `limits` (a caller's, for front ends that embed
 /// a schema: structural tags).
 pub(crate) fn json_schema_to_grammar_limited(
     schema: &Value,
@@ -409,7 +409,7 @@ pub(crate) struct Builder<'a> {
     /// (else the search for them in applicators is skipped).
     pub(crate) has_unevaluated: bool,
     /// The matcher forbids an object key repeated in its object (grammars of
-    /// [`GrammarCompiler::compile_json_schema`]): extra keys may then be counted, and
+    /// [`GrammarCompiler::compile_json_schema`](crate::GrammarCompiler::compile_json_schema)): extra keys may then be counted, and
     /// `any_order` objects need no state per set of keys written.
     pub(crate) unique_keys: bool,
 }
@@ -434,7 +434,7 @@ fn has_unevaluated_key(v: &Value) -> bool {
 }
 
 /// The deepest nesting of compilation (subschemas, and references inlined by merges and
-/// branches), whatever the limits: it bounds the recursion of the compiler. The
+/// branches), whatever the limits: it bounds the recursion of the front end. The
 /// document's own nesting is bounded first by [`Limits::max_schema_depth`].
 const MAX_SCHEMA_DEPTH: usize = 200;
 
@@ -519,7 +519,7 @@ impl<'a> Builder<'a> {
         r
     }
 
-    /// Runs `f`, which compiles a schema the compiler wrote, and rewrites the places it
+    /// Runs `f`, which compiles a schema the front end wrote, and rewrites the places it
     /// reports (its error, the ignored keywords it notes, the places of the rules it adds)
     /// under a written place `from` of each alias `(from, to)` to the same place under
     /// `to`, where the user wrote that part.
@@ -601,7 +601,7 @@ impl<'a> Builder<'a> {
         for o in places {
             let mut q = format!("{o}/{token}");
             let Some(mut node) = self.res.lookup(self.root_schema, &q) else {
-                // Not a place of the documents (a schema the compiler built): keep the
+                // Not a place of the documents (a schema the front end built): keep the
                 // whole path under it.
                 if best.is_none() {
                     let mut full = q.clone();

@@ -135,7 +135,7 @@ impl Builder<'_> {
     /// Checks that every `$ref` of the root document that points inside a given document
     /// (a JSON pointer or an anchor) finds its target, wherever it is written: a schema
     /// with a dangling reference is invalid (JSON Schema 2020-12 core, section 8.2.3.1)
-    /// even when the compiler never reaches it.
+    /// even when the front end never reaches it.
     ///
     /// # Errors
     /// [`JsonSchemaError::UnresolvedRef`] for the first dangling reference in document

@@ -1,6 +1,7 @@
-//! The regex front end: a regular expression → grammar IR ([`Expr`]) → compiled grammar.
+//! The regex front end: a regular expression → grammar IR ([`Expr`], [`Grammar`]), a pure
+//! lowering that [`crate::GrammarCompiler::compile_regex`] compiles.
 //!
-//! Use it to constrain output to a regular expression ([`GrammarCompiler::compile_regex`]:
+//! Use it to constrain output to a regular expression ([`crate::GrammarCompiler::compile_regex`]:
 //! the *whole* output must match), or to embed a pattern inside a larger grammar
 //! ([`regex_to_expr`], which the JSON Schema `pattern` keyword uses in its unanchored mode).
 //!
@@ -60,9 +61,9 @@ use regex_syntax::ast::{self, AssertionKind, Ast, RepetitionKind, RepetitionRang
 use regex_syntax::hir::{self, Class, Hir, HirKind, Look};
 use std::fmt;
 
-/// Options of the regex front end ([`regex_to_expr`], [`GrammarCompiler::compile_regex_with`]).
+/// Options of the regex front end ([`regex_to_expr`], [`GrammarCompiler::compile_regex_with`](crate::GrammarCompiler::compile_regex_with)).
 ///
-/// The default is what [`GrammarCompiler::compile_regex`] uses: anchored (the whole text
+/// The default is what [`GrammarCompiler::compile_regex`](crate::GrammarCompiler::compile_regex) uses: anchored (the whole text
 /// matches the pattern), `.` not matching `\n`, case-sensitive, nest limit
 /// [`RegexOptions::DEFAULT_NEST_LIMIT`].
 #[derive(Clone, Debug, PartialEq, Eq)]

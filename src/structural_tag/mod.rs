@@ -225,7 +225,7 @@ pub fn structural_tag_to_grammar(
     lower::lower(tag, vocab, &crate::Limits::default())
 }
 
-/// As [`structural_tag_to_grammar`] under `limits` (those of the compiler, which hold for
+/// As [`structural_tag_to_grammar`] under `limits` (the caller's, which hold for
 /// the schemas inside the tag too).
 ///
 /// # Errors
