@@ -1,7 +1,7 @@
 //! The JSON Schema front end (draft 2020-12): a schema becomes grammar IR.
 //!
 //! [`json_schema_to_grammar`] turns a schema into a [`Grammar`];
-//! [`GrammarCompiler::compile_json_schema`](crate::GrammarCompiler::compile_json_schema) compiles it against a vocabulary.
+//! [`crate::GrammarCompiler::compile_json_schema`] compiles it against a vocabulary.
 //!
 //! **Soundness first.** The grammar never accepts an instance that the schema rejects. Where
 //! no exact construction exists, the schema is refused with a typed [`JsonSchemaError`] that
@@ -62,7 +62,7 @@
 //! * `mod.rs`: [`Limits::max_schema_depth`] (on the document, before anything else),
 //!   [`Limits::max_enum_values`] and [`Limits::max_repeat_bound`] (on `minLength`,
 //!   `maxLength`, `minItems`, `maxItems` where they become a repetition; the error's
-//!   pointer ends in the keyword), as [`CompileError::Limit`](crate::CompileError::Limit); `not` of a boolean, of `{}`
+//!   pointer ends in the keyword), as [`crate::CompileError::Limit`]; `not` of a boolean, of `{}`
 //!   or of a `type` (folded into `type`);
 //!   `unevaluatedProperties` / `unevaluatedItems` in schemas without in-place applicators
 //!   (where they mean `additionalProperties` / `items`); annotations.
@@ -121,7 +121,7 @@
 //!   Declared properties come in the order of the schema's `serde_json::Map` (sorted by key
 //!   unless serde_json's `preserve_order` feature is on), with extra keys anywhere between.
 //! * **No key appears twice in one object.** Matchers of
-//!   [`GrammarCompiler::compile_json_schema`](crate::GrammarCompiler::compile_json_schema) read their output as JSON and reject (and
+//!   [`crate::GrammarCompiler::compile_json_schema`] read their output as JSON and reject (and
 //!   leave out of the token bitmask) a token that would close a key already in its object,
 //!   compared decoded (`"\u0061"` repeats `"a"`); see [`crate::TokenRejection::DuplicateKey`].
 //!   The grammar alone cannot do it: names of extra keys are unbounded. `minProperties`
@@ -409,7 +409,7 @@ pub(crate) struct Builder<'a> {
     /// (else the search for them in applicators is skipped).
     pub(crate) has_unevaluated: bool,
     /// The matcher forbids an object key repeated in its object (grammars of
-    /// [`GrammarCompiler::compile_json_schema`](crate::GrammarCompiler::compile_json_schema)): extra keys may then be counted, and
+    /// [`crate::GrammarCompiler::compile_json_schema`]): extra keys may then be counted, and
     /// `any_order` objects need no state per set of keys written.
     pub(crate) unique_keys: bool,
 }

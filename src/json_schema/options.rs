@@ -33,7 +33,7 @@ pub struct JsonSchemaOptions {
     pub max_number_digits: Option<u32>,
     /// Declared properties in any order (default `false`: in the order of the schema's map),
     /// with required keys enforced and no key twice. Through
-    /// [`GrammarCompiler::compile_json_schema`](crate::GrammarCompiler::compile_json_schema), objects whose undeclared keys are
+    /// [`crate::GrammarCompiler::compile_json_schema`], objects whose undeclared keys are
     /// open-ended (`additionalProperties` not `false`, no `patternProperties` but `.*`-like
     /// ones, no `propertyNames`) and that have no `maxProperties` take every order, whatever the number of properties (the
     /// matcher forbids repeated keys, so the grammar only counts the required names

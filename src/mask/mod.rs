@@ -23,8 +23,9 @@
 //!    `cache_size_bytes`.
 //! 3. A trie walk (`mask::cache`), stored in both (`mask::plan` decides, node by node,
 //!    whether the mask is walked, composed from callees, a delta, or derived). The walk
-//!    takes whole every trie subtree whose tokens all lie in a vocabulary slice that the node consumes (`mask::slices`:
-//!    JSON string contents, any text, text without `<`), so a string body's walk visits
+//!    takes whole every trie subtree whose tokens all lie in a vocabulary slice that the
+//!    node consumes (`mask::slices`: JSON string contents, any text, text without `<`), so
+//!    a string body's walk visits
 //!    only the tokens with a quote, a backslash, a control character or a UTF-8 fragment;
 //!    a node of calls (and byte edges) is composed from its callees' masks instead.
 //!

@@ -61,9 +61,10 @@ use regex_syntax::ast::{self, AssertionKind, Ast, RepetitionKind, RepetitionRang
 use regex_syntax::hir::{self, Class, Hir, HirKind, Look};
 use std::fmt;
 
-/// Options of the regex front end ([`regex_to_expr`], [`GrammarCompiler::compile_regex_with`](crate::GrammarCompiler::compile_regex_with)).
+/// Options of the regex front end ([`regex_to_expr`],
+/// [`crate::GrammarCompiler::compile_regex_with`]).
 ///
-/// The default is what [`GrammarCompiler::compile_regex`](crate::GrammarCompiler::compile_regex) uses: anchored (the whole text
+/// The default is what [`crate::GrammarCompiler::compile_regex`] uses: anchored (the whole text
 /// matches the pattern), `.` not matching `\n`, case-sensitive, nest limit
 /// [`RegexOptions::DEFAULT_NEST_LIMIT`].
 #[derive(Clone, Debug, PartialEq, Eq)]
