@@ -407,7 +407,7 @@ fn regex_section() -> Section {
         inner,
     );
     s.add(
-        "Compile",
+        "EmptyLanguage",
         "[^\\s\\S]",
         c.compile_regex_with("[^\\s\\S]", &RegexOptions::new()),
         debug,
