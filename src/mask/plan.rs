@@ -58,6 +58,10 @@ impl Deref for MaskRef<'_> {
     }
 }
 
+/// Per real node its mask class, the number of classes, and the slot of the key basis
+/// (`None` when masks are not shared across grammars).
+pub(crate) type MaskClasses = (Vec<u32>, usize, Option<OnceLock<KeyBasis>>);
+
 /// The mask classes of `aut`'s nodes, their number, and the slot of the key basis their
 /// structure keys are made from. Sharing masks pays when a mask walk is costly (a real
 /// vocabulary); over a few thousand tokens, finding the classes would cost more than the
@@ -69,7 +73,7 @@ pub(crate) fn mask_classes(
     aut: &Automaton,
     trie: &TokenTrie,
     deadline: &Deadline,
-) -> Result<(Vec<u32>, usize, Option<OnceLock<KeyBasis>>), LimitExceeded> {
+) -> Result<MaskClasses, LimitExceeded> {
     if trie.token_count() >= SHARE_MIN_TOKENS {
         let (class, classes) = aut.mask_classes(deadline)?;
         Ok((class, classes, Some(OnceLock::new())))
