@@ -34,8 +34,7 @@
 use crate::json_schema::JsonSchemaOptions;
 use crate::matcher::{MatcherError, MatcherOptions};
 use crate::{
-    CompileError, CompiledGrammar, GrammarCompiler, GrammarMatcher, JsonSchemaError,
-    RegexCompileError,
+    CompileError, CompiledGrammar, GrammarCompiler, GrammarMatcher, JsonSchemaError, RegexError,
 };
 use std::sync::Arc;
 
@@ -60,21 +59,36 @@ pub enum StructuredOutputKind {
 /// Why a request's structured output could not be compiled.
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
-    /// The JSON Schema (or `json_object`'s schema) was refused.
+    /// The JSON Schema (or `json_object`'s schema) was refused by its front end
+    /// ([`CompileError::JsonSchema`]).
     #[error(transparent)]
-    JsonSchema(#[from] JsonSchemaError),
-    /// The regular expression was refused.
+    JsonSchema(JsonSchemaError),
+    /// The regular expression (or a `choice`'s) was refused by its front end
+    /// ([`CompileError::Regex`]).
     #[error(transparent)]
-    Regex(#[from] RegexCompileError),
-    /// The grammar or structural tag was refused.
+    Regex(RegexError),
+    /// The grammar or structural tag was refused, or the grammar of any kind could not be
+    /// compiled (a limit, a grammar that matches nothing...).
     #[error(transparent)]
-    Compile(#[from] CompileError),
+    Compile(CompileError),
     /// A `choice` specification that is not a JSON array of strings.
     #[error("choice: {0} (expected a JSON array of strings, such as [\"yes\", \"no\"])")]
     Choice(String),
     /// The matcher options were refused (an override stop token past the vocabulary).
     #[error(transparent)]
     Matcher(#[from] MatcherError),
+}
+
+impl From<CompileError> for EngineError {
+    /// The JSON Schema and regex front ends' errors get their own variants; the rest is
+    /// [`EngineError::Compile`].
+    fn from(e: CompileError) -> Self {
+        match e {
+            CompileError::JsonSchema(e) => EngineError::JsonSchema(e),
+            CompileError::Regex(e) => EngineError::Regex(e),
+            e => EngineError::Compile(e),
+        }
+    }
 }
 
 /// The engine-level half: one per model, compiles each request's structured output

@@ -42,8 +42,10 @@ pub mod regex;
 pub mod structural_tag;
 pub mod vocab;
 
-pub use crate::regex::{RegexCompileError, RegexError, RegexOptions};
+pub use crate::regex::{RegexError, RegexOptions};
 pub use automaton::AutomatonError;
+#[allow(deprecated)]
+pub use compiler::RegexCompileError;
 pub use compiler::{
     CompileError, CompiledGrammar, DeserializeError, GrammarCacheStats, GrammarCompiler,
     Precompute, RuleAutomatonCacheStats, SerializeError, FORMAT_VERSION,

@@ -60,12 +60,13 @@
 //! assert!(m.accept_token(2) && m.accept_token(3) && m.is_terminated());
 //! ```
 
-use super::{CompiledGrammar, GrammarCompiler, VirtualKey};
+use super::{CompiledGrammar, GrammarCompiler};
 use crate::automaton::Automaton;
 use crate::grammar::ebnf::parse_ebnf;
 use crate::limits::{check_memory, LimitExceeded};
 use crate::mask::cache::{NodeMask, SubtreeMemo, TokenSet};
 use crate::mask::counted::{derivable, CountedBase};
+use crate::mask::plan::VirtualKey;
 use crate::vocab::Vocabulary;
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};

@@ -6,7 +6,7 @@
 //! `contentSchema`. The checks follow the meta-schemas of 2020-12 (Validation §6,
 //! Core §10) and of the older drafts the front end reads (draft 4's boolean
 //! `exclusiveMinimum`/`exclusiveMaximum`, draft 4-2019 `items` arrays, draft 4-7
-//! `dependencies`, draft 3's `divisibleBy`). What they leave to the compiler: whether a
+//! `dependencies`, draft 3's `divisibleBy`). What they leave to the front end: whether a
 //! `pattern` is a regex it reads, whether a `format` is one it knows, limits, and
 //! `$id`/`$anchor`/`$defs` (checked by `resources::check_identifiers`).
 //!
@@ -324,4 +324,122 @@ fn draft3_required(
             message: format!("must be an array of property names, not {b}: {form}"),
         }
     }
+}
+
+/// Keywords that never constrain an instance (ignored everywhere; `$id` only at the root).
+const ANNOTATIONS: &[&str] = &[
+    "title",
+    "description",
+    "default",
+    "examples",
+    "$comment",
+    "$schema",
+    "readOnly",
+    "writeOnly",
+    "deprecated",
+    // Annotation-only in draft 2020-12 (the content vocabulary asserts nothing).
+    "contentMediaType",
+    "contentEncoding",
+    "contentSchema",
+    // Containers of subschemas reached only through `$ref`.
+    "$defs",
+    "definitions",
+];
+
+/// Every keyword with a meaning in some JSON Schema draft (3 to 2020-12): never ignored as
+/// "unknown".
+pub(crate) const KNOWN_KEYWORDS: &[&str] = &[
+    "$ref",
+    "$defs",
+    "definitions",
+    "$id",
+    "id",
+    "$anchor",
+    "$dynamicRef",
+    "$dynamicAnchor",
+    "$recursiveRef",
+    "$recursiveAnchor",
+    "$vocabulary",
+    "type",
+    "enum",
+    "const",
+    "multipleOf",
+    "divisibleBy",
+    "maximum",
+    "exclusiveMaximum",
+    "minimum",
+    "exclusiveMinimum",
+    "maxLength",
+    "minLength",
+    "pattern",
+    "additionalItems",
+    "items",
+    "prefixItems",
+    "maxItems",
+    "minItems",
+    "uniqueItems",
+    "contains",
+    "maxContains",
+    "minContains",
+    "maxProperties",
+    "minProperties",
+    "required",
+    "additionalProperties",
+    "properties",
+    "patternProperties",
+    "dependencies",
+    "dependentRequired",
+    "dependentSchemas",
+    "propertyNames",
+    "allOf",
+    "anyOf",
+    "oneOf",
+    "not",
+    "if",
+    "then",
+    "else",
+    "unevaluatedItems",
+    "unevaluatedProperties",
+    "format",
+    "disallow",
+    "extends",
+    "optional",
+    "requires",
+];
+
+/// Whether `k` is an annotation (or `$id` at the root pointer `ptr`).
+pub(crate) fn is_annotation(k: &str, ptr: &str) -> bool {
+    // Identifiers and anchors only name places, which references resolve through.
+    let _ = ptr;
+    ANNOTATIONS.contains(&k) || matches!(k, "$id" | "$anchor" | "$dynamicAnchor")
+}
+
+/// Whether keyword `k` of `obj` is an identifier (`$id`, or draft 4's `id`, a string) that
+/// changes nothing here: it only sets the base URI of references, and `obj` holds no
+/// `$ref` at any depth (references into it from outside are refused when they cross it).
+/// Two forms of `id` never change a base URI, whatever `obj` holds: outside draft 4
+/// (`draft4` false; drafts 6 on renamed it `$id`, so `id` is no keyword there and
+/// references resolve as if it were absent, see [`resources::Resources`]) and, in draft 4,
+/// a fragment (`"id": "#/definitions/service"`, `"#name"`): RFC 3986 resolves it to the
+/// same document, so it only names a place.
+pub(crate) fn harmless_id(obj: &Map<String, Value>, k: &str, draft4: bool) -> bool {
+    if k == "id"
+        && obj
+            .get(k)
+            .and_then(Value::as_str)
+            .is_some_and(|s| !draft4 || s.starts_with('#'))
+    {
+        return true;
+    }
+    pub(super) fn has_ref(v: &Value) -> bool {
+        match v {
+            Value::Object(o) => o.contains_key("$ref") || o.values().any(has_ref),
+            Value::Array(a) => a.iter().any(has_ref),
+            _ => false,
+        }
+    }
+    (k == "$id" || k == "id")
+        && obj.get(k).is_some_and(Value::is_string)
+        && !obj.values().any(has_ref)
+        && !obj.contains_key("$ref")
 }

@@ -1,7 +1,7 @@
 //! The JSON Schema front end (draft 2020-12): a schema becomes grammar IR.
 //!
 //! [`json_schema_to_grammar`] turns a schema into a [`Grammar`];
-//! [`GrammarCompiler::compile_json_schema`] compiles it against a vocabulary.
+//! [`crate::GrammarCompiler::compile_json_schema`] compiles it against a vocabulary.
 //!
 //! **Soundness first.** The grammar never accepts an instance that the schema rejects. Where
 //! no exact construction exists, the schema is refused with a typed [`JsonSchemaError`] that
@@ -62,7 +62,7 @@
 //! * `mod.rs`: [`Limits::max_schema_depth`] (on the document, before anything else),
 //!   [`Limits::max_enum_values`] and [`Limits::max_repeat_bound`] (on `minLength`,
 //!   `maxLength`, `minItems`, `maxItems` where they become a repetition; the error's
-//!   pointer ends in the keyword), as [`CompileError::Limit`]; `not` of a boolean, of `{}`
+//!   pointer ends in the keyword), as [`crate::CompileError::Limit`]; `not` of a boolean, of `{}`
 //!   or of a `type` (folded into `type`);
 //!   `unevaluatedProperties` / `unevaluatedItems` in schemas without in-place applicators
 //!   (where they mean `additionalProperties` / `items`); annotations.
@@ -96,7 +96,7 @@
 //! `uniqueItems: true` beside `contains`, `propertyNames` beside `patternProperties`,
 //! patterns the regex front end refuses, `multipleOf` steps such as `0.5`, more than 5 dependencies,
 //! `$dynamicRef`, `$ref` to documents not given in [`JsonSchemaOptions::documents`], a
-//! `$ref` inside a subschema the compiler rewrote when the document has several bases,
+//! `$ref` inside a subschema the front end rewrote when the document has several bases,
 //! other formats (`color`, ...), `allOf` that cannot be merged exactly,
 //! `minProperties` above 1 when extra properties are allowed, `pattern` with `format`,
 //! and `pattern`/`format` with length bounds that some of their matches break.
@@ -121,7 +121,7 @@
 //!   Declared properties come in the order of the schema's `serde_json::Map` (sorted by key
 //!   unless serde_json's `preserve_order` feature is on), with extra keys anywhere between.
 //! * **No key appears twice in one object.** Matchers of
-//!   [`GrammarCompiler::compile_json_schema`] read their output as JSON and reject (and
+//!   [`crate::GrammarCompiler::compile_json_schema`] read their output as JSON and reject (and
 //!   leave out of the token bitmask) a token that would close a key already in its object,
 //!   compared decoded (`"\u0061"` repeats `"a"`); see [`crate::TokenRejection::DuplicateKey`].
 //!   The grammar alone cannot do it: names of extra keys are unbounded. `minProperties`
@@ -166,6 +166,12 @@
 
 mod arrays;
 mod conditionals;
+mod depth;
+mod disjoint;
+mod error;
+mod expr;
+mod extra_keys;
+mod extra_members;
 mod formats;
 mod key_dfa;
 mod keywords;
@@ -175,206 +181,31 @@ pub(crate) mod numbers;
 /// arguments are not JSON).
 pub use numbers::{int_bounds, integer_range};
 mod objects;
+mod options;
 mod references;
 mod resources;
+mod rewrite;
 mod strings;
 pub(crate) use strings::{raw_string_admits, raw_string_grammar, RAW_STRING_KEYWORDS};
 mod types;
 mod unevaluated;
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use crate::compiler::{CompileError, CompiledGrammar, GrammarCompiler};
+use depth::check_depth;
+pub(crate) use error::{json_error_message, limit_error, repeat_limit_error};
+pub use error::{IgnoredKeyword, JsonSchemaError};
+use expr::{binomial, blank, whitespace_lines, MAX_WHITESPACE_SHAPES};
+pub(crate) use expr::{choice, class, lit, never, opt, repeat, seq};
+pub(crate) use keywords::{harmless_id, is_annotation, KNOWN_KEYWORDS};
+pub use options::JsonSchemaOptions;
+pub(crate) use rewrite::legacy_items;
+use rewrite::{legacy_bounds, strip_unevaluated, unevaluated_as_additional};
+
 use crate::grammar::{CharClass, Expr, Grammar, Rule, RuleId};
-use crate::limits::{Limit, LimitExceeded, Limits};
-
-/// The most alternatives [`whitespace_lines`] may take (`(n + k choose k)` for `n`
-/// characters with at most `k` line breaks); past it only the character count applies.
-const MAX_WHITESPACE_SHAPES: u64 = 4096;
-
-/// Whitespace other than a line feed: space, tab, carriage return.
-fn blank() -> Expr {
-    Expr::Class(CharClass {
-        negated: false,
-        ranges: vec![(0x20, 0x20), (0x09, 0x09), (0x0D, 0x0D)],
-    })
-}
-
-/// `n + k choose k`, saturating.
-fn binomial(n: u32, k: u32) -> u64 {
-    let mut r: u64 = 1;
-    for i in 0..u64::from(k) {
-        r = r.saturating_mul(u64::from(n) - i) / (i + 1);
-    }
-    r
-}
-
-/// At most `n` whitespace characters of which at most `k` are line feeds: the blanks
-/// before the first line feed, then the rest (`(n + k choose k)` alternatives).
-fn whitespace_lines(n: u32, k: u32) -> Expr {
-    if k == 0 || n == 0 {
-        return repeat(blank(), 0, Some(n));
-    }
-    let mut alts = vec![repeat(blank(), 0, Some(n))];
-    for i in 0..n {
-        alts.push(seq(vec![
-            repeat(blank(), i, Some(i)),
-            lit("\n"),
-            whitespace_lines(n - 1 - i, k - 1),
-        ]));
-    }
-    Expr::Choice(alts)
-}
-
-/// Options of the JSON Schema front end.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct JsonSchemaOptions {
-    /// Allow any JSON whitespace (`[ \t\n\r]`) between tokens and around the value (default
-    /// `true`, as XGrammar's `any_whitespace`). When `false`, the output is compact: no
-    /// whitespace at all.
-    pub any_whitespace: bool,
-    /// With `any_whitespace`, the most whitespace characters in one place (default `None`:
-    /// unbounded, as RFC 8259 allows). A cap stops a model from looping on whitespace.
-    pub max_whitespace: Option<u32>,
-    /// With `any_whitespace`, the most line feeds in one place (default `None`: as many as
-    /// `max_whitespace` allows). `Some(1)` keeps pretty-printed JSON (a line break then
-    /// indentation) and refuses runs of blank lines. Exact while `(max_whitespace + n
-    /// choose n)` is at most 4096 (any `n` up to 3 within 12 characters); past that only
-    /// `max_whitespace` applies.
-    pub max_whitespace_newlines: Option<u32>,
-    /// The most digits in one run of a JSON `number` or `integer` (default `None`: unbounded,
-    /// as RFC 8259 allows). Small models can loop on digits (`0.000000…`) until their token
-    /// budget runs out; a cap ends such a run. Counted in digits per run: the integer part,
-    /// the fraction, the exponent, and the zero fraction of an integer (`6000.000`) are
-    /// each at most `n` digits (at least one where one is required). Only runs that the
-    /// schema leaves unbounded are capped: a range such as `"maximum": 100000` still
-    /// accepts `100000`, and `const`/`enum` numbers are written as given (within bounded
-    /// ranges, a fraction of free digits may reach a little past `n`, never unbounded).
-    /// Strings (`"pattern": "^[0-9]+$"`) are not affected, nor the digit automaton of an
-    /// integer `multipleOf` without an upper bound. The cap only narrows: every number
-    /// accepted is still valid for the schema.
-    pub max_number_digits: Option<u32>,
-    /// Declared properties in any order (default `false`: in the order of the schema's map),
-    /// with required keys enforced and no key twice. Through
-    /// [`GrammarCompiler::compile_json_schema`], objects whose undeclared keys are
-    /// open-ended (`additionalProperties` not `false`, no `patternProperties` but `.*`-like
-    /// ones, no `propertyNames`) and that have no `maxProperties` take every order, whatever the number of properties (the
-    /// matcher forbids repeated keys, so the grammar only counts the required names
-    /// written). Other objects, and the grammar of [`json_schema_to_grammar`], are exact
-    /// for objects of up to 8 named properties, required names that `properties` does not
-    /// declare included (fewer with `minProperties` or `maxProperties`: it has a state per
-    /// set of written properties and count, at most 512); larger objects are cut into chunks
-    /// of up to 6 (in declared order) whose members come in any order among themselves, a
-    /// subset of the orders (extra keys may repeat in the grammar alone).
-    pub any_order: bool,
-    /// Undeclared properties are forbidden when `additionalProperties` is absent (the spec
-    /// default allows them). Off by default.
-    pub strict: bool,
-    /// Ignore properties of schema objects that are not JSON Schema keywords of any draft
-    /// (vendor extensions such as `x-kubernetes-group-version-kind`, or `example`), which
-    /// assert nothing; they are listed in [`JsonSchemaGrammar::ignored`]. Off by default:
-    /// every keyword that is not enforced is then an error, misspellings included.
-    pub ignore_unknown_keywords: bool,
-    /// Ignore keywords that are not enforced instead of failing (they are listed in
-    /// [`JsonSchemaGrammar::ignored`]). The grammar then accepts more than the schema.
-    pub lenient: bool,
-    /// Strings that never occur, as written, inside a JSON string the grammar writes freely
-    /// (default none): string values without `pattern`, `format`, `minLength` or
-    /// `maxLength`, keys of objects that declare no property, and strings and keys inside
-    /// values of any shape (other keys and bounded strings are not narrowed). Tool-call formats list their markers here (`<tool_call>`,
-    /// `</tool_call>`), so an argument cannot end or open a call from inside a string.
-    /// Matched on the string as written: `\u003ctool_call>` (a decoded `<tool_call>`) is
-    /// still allowed, and since an escape sequence restarts the match, a string holding
-    /// `"`, `\` or a control character (which a JSON string writes only escaped) is not
-    /// excluded. Enum and const values are written as the schema gives them.
-    pub string_excludes: Vec<String>,
-    /// Other documents that `$ref` may name, as (absolute URI, document) pairs. Nothing is
-    /// fetched: a reference to a document that is not here is an error naming it.
-    pub documents: Vec<(String, Value)>,
-}
-
-impl Default for JsonSchemaOptions {
-    fn default() -> Self {
-        JsonSchemaOptions {
-            any_whitespace: true,
-            max_whitespace: None,
-            max_whitespace_newlines: None,
-            max_number_digits: None,
-            any_order: false,
-            strict: false,
-            ignore_unknown_keywords: false,
-            lenient: false,
-            string_excludes: Vec::new(),
-            documents: Vec::new(),
-        }
-    }
-}
-
-/// Why a JSON Schema could not be turned into a grammar. Every variant names the JSON
-/// pointer (`#/properties/a/minLength`) of the offending place.
-#[derive(Debug, thiserror::Error)]
-pub enum JsonSchemaError {
-    /// The schema text is not JSON.
-    #[error("the schema is not valid JSON: {0}")]
-    NotJson(String),
-    /// A keyword has a value the specification does not allow (such as `"type": "strin"`).
-    #[error("invalid schema at {pointer}: `{keyword}` {message}")]
-    InvalidKeyword {
-        /// The keyword.
-        keyword: String,
-        /// Where the keyword is.
-        pointer: String,
-        /// What is wrong.
-        message: String,
-    },
-    /// A keyword (or a use of one) that is not enforced: refused rather than dropped.
-    #[error("unsupported keyword `{keyword}` at {pointer}: {reason}")]
-    Unsupported {
-        /// The keyword.
-        keyword: String,
-        /// Where the keyword is.
-        pointer: String,
-        /// Why it is refused.
-        reason: String,
-    },
-    /// A `$ref` that names no schema of the document.
-    #[error("unresolved `$ref` {reference:?} at {pointer}: define the target (under `$defs`) or correct the reference; documents outside this schema are not fetched")]
-    UnresolvedRef {
-        /// The reference as written.
-        reference: String,
-        /// Where the `$ref` is.
-        pointer: String,
-    },
-    /// The schema (or a required part of it) accepts no instance, such as `minLength` >
-    /// `maxLength`.
-    #[error("unsatisfiable schema at {pointer}: {reason} (no JSON value satisfies it: correct the schema)")]
-    Unsatisfiable {
-        /// Where.
-        pointer: String,
-        /// Why.
-        reason: String,
-    },
-    /// An option that is not supported yet.
-    #[error("unsupported option `{0}`")]
-    UnsupportedOption(&'static str),
-    /// The grammar could not be compiled.
-    #[error(transparent)]
-    Compile(#[from] CompileError),
-}
-
-/// A keyword ignored in lenient mode.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct IgnoredKeyword {
-    /// The keyword.
-    pub keyword: String,
-    /// Where it is.
-    pub pointer: String,
-    /// Why it was not enforced.
-    pub reason: String,
-}
+use crate::limits::Limits;
 
 /// The result of [`json_schema_to_grammar_with_report`].
 #[derive(Clone, Debug)]
@@ -384,15 +215,15 @@ pub struct JsonSchemaGrammar {
     /// Keywords not enforced (only ever non-empty with [`JsonSchemaOptions::lenient`]).
     pub ignored: Vec<IgnoredKeyword>,
     /// Per rule of `grammar`: the JSON pointer of the schema it was built for.
-    pointers: Vec<String>,
+    pub(crate) pointers: Vec<String>,
     /// Per rule of `grammar`: kept a rule when compiled (not inlined into its callers): the
     /// shared rule of any JSON string (see `Builder::string_any`).
-    keep: Vec<bool>,
+    pub(crate) keep: Vec<bool>,
     /// Built for a matcher that forbids repeated keys (`compile_json_schema`), so objects
     /// rely on it (see `Builder::unique_keys`).
-    unique_keys: bool,
+    pub(crate) unique_keys: bool,
     /// The closed objects whose keys that matcher narrows (see `Builder::closed_objects`).
-    closed: Vec<(RuleId, Vec<String>)>,
+    pub(crate) closed: Vec<(RuleId, Vec<String>)>,
 }
 
 /// A schema given as text or as a parsed value.
@@ -414,21 +245,6 @@ impl JsonSchemaSource for str {
                     "flatten it, e.g. with `$defs` and `$ref`",
                 ))
             })
-    }
-}
-
-/// serde_json's message, with what to do when it stopped at its nesting limit (the text
-/// is valid JSON then, only deeper than the reader goes).
-/// `flatten` says how to nest less (for schemas: `$defs` and `$ref`).
-pub(crate) fn json_error_message(e: &serde_json::Error, flatten: &str) -> String {
-    let message = e.to_string();
-    if message.starts_with("recursion limit exceeded") {
-        format!(
-            "{message} (the text may be valid JSON, but it nests more than 128 arrays or \
-             objects, deeper than serde_json reads; {flatten})"
-        )
-    } else {
-        message
     }
 }
 
@@ -473,7 +289,7 @@ pub fn json_schema_to_grammar_with_report(
     to_grammar(schema, options, &Limits::default(), false)
 }
 
-/// As [`json_schema_to_grammar`] under `limits` (the compiler's, for front ends that embed
+/// As [`json_schema_to_grammar`] under `limits` (a caller's, for front ends that embed
 /// a schema: structural tags).
 pub(crate) fn json_schema_to_grammar_limited(
     schema: &Value,
@@ -488,7 +304,7 @@ pub(crate) fn json_schema_to_grammar_limited(
 /// [`Limits::max_repeat_bound`] (on the count keywords). With `unique_keys`, the grammar
 /// is for a matcher that forbids repeated object keys (`matcher::keys`): it leaves them
 /// to it.
-fn to_grammar(
+pub(crate) fn to_grammar(
     schema: &Value,
     options: &JsonSchemaOptions,
     limits: &Limits,
@@ -541,359 +357,6 @@ fn to_grammar(
     })
 }
 
-impl JsonSchemaGrammar {
-    /// Compiles the grammar with `compiler`, naming the schema place (JSON pointer) in the
-    /// errors that come from one rule: a limit exceeded in a rule gets
-    /// [`LimitExceeded::pointer`]; a grammar that matches nothing because references only
-    /// lead back to themselves becomes [`JsonSchemaError::Unsatisfiable`] at the first
-    /// such `$ref`.
-    fn compile_with(
-        &self,
-        compiler: &GrammarCompiler,
-    ) -> Result<Arc<CompiledGrammar>, JsonSchemaError> {
-        let place = |rule: &str| {
-            // Helper rules of the lowering are named `{written rule}/{kind}`.
-            let rule = rule.split('/').next().unwrap_or(rule);
-            let i = self.grammar.rules.iter().position(|r| r.name == rule)?;
-            self.pointers.get(i).cloned()
-        };
-        let closed: Vec<(String, Vec<String>)> = self
-            .closed
-            .iter()
-            .map(|(r, names)| (self.grammar.rules[r.index()].name.clone(), names.clone()))
-            .collect();
-        let compiled =
-            compiler.compile_ir_keeping(&self.grammar, &self.keep, self.unique_keys, &closed);
-        compiled.map_err(|e| match e {
-            CompileError::Limit(mut l) => {
-                if l.pointer.is_none() {
-                    l.pointer = l.rule.as_deref().and_then(place);
-                }
-                CompileError::Limit(l).into()
-            }
-            CompileError::EmptyLanguage { root } => {
-                match self
-                    .grammar
-                    .unproductive_rules()
-                    .into_iter()
-                    .find(|&r| r != self.grammar.root.index())
-                {
-                    Some(r) => JsonSchemaError::Unsatisfiable {
-                        pointer: self.pointers[r].clone(),
-                        reason: "this schema can never be completed: its references lead \
-                                 back to it without a way out (a `$ref` cycle with no \
-                                 alternative that ends)"
-                            .into(),
-                    },
-                    None => CompileError::EmptyLanguage { root }.into(),
-                }
-            }
-            e => e.into(),
-        })
-    }
-}
-
-impl GrammarCompiler {
-    /// Compiles a JSON Schema (text or `serde_json::Value`) against this compiler's
-    /// vocabulary. See [`json_schema_to_grammar`] for what is supported.
-    ///
-    /// # Errors
-    /// The [`JsonSchemaError`] of [`json_schema_to_grammar`], or
-    /// [`JsonSchemaError::Compile`].
-    pub fn compile_json_schema<S: JsonSchemaSource + ?Sized>(
-        &self,
-        schema: &S,
-        options: &JsonSchemaOptions,
-    ) -> Result<Arc<CompiledGrammar>, JsonSchemaError> {
-        let value = schema.to_schema_value()?;
-        self.cached(
-            "json_schema",
-            &value.to_string(),
-            &format!("{options:?}"),
-            || to_grammar(&value, options, self.limits(), true)?.compile_with(self),
-        )
-    }
-}
-
-impl JsonSchemaError {
-    /// The JSON pointer the error names, if any.
-    fn pointer_mut(&mut self) -> Option<&mut String> {
-        match self {
-            JsonSchemaError::InvalidKeyword { pointer, .. }
-            | JsonSchemaError::Unsupported { pointer, .. }
-            | JsonSchemaError::UnresolvedRef { pointer, .. }
-            | JsonSchemaError::Unsatisfiable { pointer, .. } => Some(pointer),
-            JsonSchemaError::Compile(CompileError::Limit(l)) => l.pointer.as_mut(),
-            _ => None,
-        }
-    }
-}
-
-/// A [`Limit::RepeatBound`] error (bound `value`, the input's `actual`) at `pointer`, the
-/// count keyword (`#/properties/a/maxLength`) whose repetition it is.
-pub(crate) fn repeat_limit_error(value: u64, actual: u64, pointer: &str) -> JsonSchemaError {
-    JsonSchemaError::Compile(CompileError::Limit(LimitExceeded {
-        limit: Limit::RepeatBound,
-        value,
-        actual,
-        rule: None,
-        pointer: Some(pointer.to_string()),
-    }))
-}
-
-/// A [`Limit`] error with no rule (or place) to blame.
-pub(crate) fn limit_error(
-    limit: Limit,
-    value: usize,
-    actual: usize,
-    pointer: &str,
-) -> JsonSchemaError {
-    JsonSchemaError::Compile(CompileError::Limit(LimitExceeded {
-        limit,
-        value: value as u64,
-        actual: actual as u64,
-        rule: None,
-        pointer: Some(pointer.to_string()),
-    }))
-}
-
-/// Keywords whose value is one subschema.
-const SCHEMA_KEYWORDS: &[&str] = &[
-    "items",
-    "additionalItems",
-    "additionalProperties",
-    "unevaluatedItems",
-    "unevaluatedProperties",
-    "not",
-    "if",
-    "then",
-    "else",
-    "contains",
-    "propertyNames",
-    "contentSchema",
-];
-
-/// Keywords whose value is a map of subschemas.
-const SCHEMA_MAP_KEYWORDS: &[&str] = &[
-    "properties",
-    "patternProperties",
-    "$defs",
-    "definitions",
-    "dependentSchemas",
-    "dependencies",
-];
-
-/// Keywords whose value is a list of subschemas.
-const SCHEMA_LIST_KEYWORDS: &[&str] = &["allOf", "anyOf", "oneOf", "prefixItems"];
-
-/// Enforces [`Limits::max_schema_depth`] on the document, without recursion (so a schema
-/// nested 10,000 deep is an error, not a stack overflow): the nesting of subschemas (the
-/// root is depth 1; `properties/a`, `items`, `allOf/0`... one more each) must stay within
-/// `max_depth`, and the JSON nesting of the whole document (constants included) within
-/// `4 × max_depth + 64`. The error's [`LimitExceeded::rule`] is the JSON pointer of the
-/// place found too deep.
-fn check_depth(schema: &Value, max_depth: usize) -> Result<(), JsonSchemaError> {
-    let json_cap = max_depth.saturating_mul(4).saturating_add(64);
-    // Every visited place: (parent index, token), to spell the pointer of an error.
-    let mut places: Vec<(usize, String)> = vec![(usize::MAX, String::new())];
-    let pointer = |places: &Vec<(usize, String)>, mut i: usize| {
-        let mut tokens = Vec::new();
-        while i != 0 && i != usize::MAX {
-            tokens.push(places[i].1.clone());
-            i = places[i].0;
-        }
-        tokens
-            .iter()
-            .rev()
-            .fold(String::from("#"), |p, t| child(&p, t))
-    };
-    // (value, place, subschema depth, JSON depth, whether the value is a schema)
-    let mut stack = vec![(schema, 0usize, 1usize, 1usize, true)];
-    while let Some((v, at, sd, jd, is_schema)) = stack.pop() {
-        if sd > max_depth || jd > json_cap {
-            let actual = if sd > max_depth { sd } else { jd / 4 };
-            return Err(JsonSchemaError::Compile(CompileError::Limit(
-                LimitExceeded {
-                    limit: Limit::SchemaDepth,
-                    value: max_depth as u64,
-                    actual: actual as u64,
-                    rule: None,
-                    pointer: Some(pointer(&places, at)),
-                },
-            )));
-        }
-        match v {
-            Value::Object(o) => {
-                for (k, x) in o {
-                    let kind = if !is_schema {
-                        0
-                    } else if SCHEMA_KEYWORDS.contains(&k.as_str()) {
-                        1
-                    } else if SCHEMA_MAP_KEYWORDS.contains(&k.as_str()) && x.is_object() {
-                        2
-                    } else if SCHEMA_LIST_KEYWORDS.contains(&k.as_str()) && x.is_array() {
-                        3
-                    } else {
-                        0
-                    };
-                    match (kind, x) {
-                        (1, Value::Array(list)) | (3, Value::Array(list)) => {
-                            places.push((at, k.clone()));
-                            let p = places.len() - 1;
-                            for (i, y) in list.iter().enumerate() {
-                                places.push((p, i.to_string()));
-                                stack.push((y, places.len() - 1, sd + 1, jd + 2, true));
-                            }
-                        }
-                        (1, _) => {
-                            places.push((at, k.clone()));
-                            stack.push((x, places.len() - 1, sd + 1, jd + 1, true));
-                        }
-                        (2, Value::Object(m)) => {
-                            places.push((at, k.clone()));
-                            let p = places.len() - 1;
-                            for (name, y) in m {
-                                places.push((p, name.clone()));
-                                stack.push((y, places.len() - 1, sd + 1, jd + 2, true));
-                            }
-                        }
-                        _ => {
-                            places.push((at, k.clone()));
-                            stack.push((x, places.len() - 1, sd, jd + 1, false));
-                        }
-                    }
-                }
-            }
-            Value::Array(a) => {
-                for (i, y) in a.iter().enumerate() {
-                    places.push((at, i.to_string()));
-                    stack.push((y, places.len() - 1, sd, jd + 1, false));
-                }
-            }
-            _ => {}
-        }
-    }
-    Ok(())
-}
-
-/// Keywords that never constrain an instance (ignored everywhere; `$id` only at the root).
-const ANNOTATIONS: &[&str] = &[
-    "title",
-    "description",
-    "default",
-    "examples",
-    "$comment",
-    "$schema",
-    "readOnly",
-    "writeOnly",
-    "deprecated",
-    // Annotation-only in draft 2020-12 (the content vocabulary asserts nothing).
-    "contentMediaType",
-    "contentEncoding",
-    "contentSchema",
-    // Containers of subschemas reached only through `$ref`.
-    "$defs",
-    "definitions",
-];
-
-/// Every keyword with a meaning in some JSON Schema draft (3 to 2020-12): never ignored as
-/// "unknown".
-pub(crate) const KNOWN_KEYWORDS: &[&str] = &[
-    "$ref",
-    "$defs",
-    "definitions",
-    "$id",
-    "id",
-    "$anchor",
-    "$dynamicRef",
-    "$dynamicAnchor",
-    "$recursiveRef",
-    "$recursiveAnchor",
-    "$vocabulary",
-    "type",
-    "enum",
-    "const",
-    "multipleOf",
-    "divisibleBy",
-    "maximum",
-    "exclusiveMaximum",
-    "minimum",
-    "exclusiveMinimum",
-    "maxLength",
-    "minLength",
-    "pattern",
-    "additionalItems",
-    "items",
-    "prefixItems",
-    "maxItems",
-    "minItems",
-    "uniqueItems",
-    "contains",
-    "maxContains",
-    "minContains",
-    "maxProperties",
-    "minProperties",
-    "required",
-    "additionalProperties",
-    "properties",
-    "patternProperties",
-    "dependencies",
-    "dependentRequired",
-    "dependentSchemas",
-    "propertyNames",
-    "allOf",
-    "anyOf",
-    "oneOf",
-    "not",
-    "if",
-    "then",
-    "else",
-    "unevaluatedItems",
-    "unevaluatedProperties",
-    "format",
-    "disallow",
-    "extends",
-    "optional",
-    "requires",
-];
-
-/// Whether `k` is an annotation (or `$id` at the root pointer `ptr`).
-pub(crate) fn is_annotation(k: &str, ptr: &str) -> bool {
-    // Identifiers and anchors only name places, which references resolve through.
-    let _ = ptr;
-    ANNOTATIONS.contains(&k) || matches!(k, "$id" | "$anchor" | "$dynamicAnchor")
-}
-
-/// Whether keyword `k` of `obj` is an identifier (`$id`, or draft 4's `id`, a string) that
-/// changes nothing here: it only sets the base URI of references, and `obj` holds no
-/// `$ref` at any depth (references into it from outside are refused when they cross it).
-/// Two forms of `id` never change a base URI, whatever `obj` holds: outside draft 4
-/// (`draft4` false; drafts 6 on renamed it `$id`, so `id` is no keyword there and
-/// references resolve as if it were absent, see [`resources::Resources`]) and, in draft 4,
-/// a fragment (`"id": "#/definitions/service"`, `"#name"`): RFC 3986 resolves it to the
-/// same document, so it only names a place.
-pub(crate) fn harmless_id(obj: &Map<String, Value>, k: &str, draft4: bool) -> bool {
-    if k == "id"
-        && obj
-            .get(k)
-            .and_then(Value::as_str)
-            .is_some_and(|s| !draft4 || s.starts_with('#'))
-    {
-        return true;
-    }
-    fn has_ref(v: &Value) -> bool {
-        match v {
-            Value::Object(o) => o.contains_key("$ref") || o.values().any(has_ref),
-            Value::Array(a) => a.iter().any(has_ref),
-            _ => false,
-        }
-    }
-    (k == "$id" || k == "id")
-        && obj.get(k).is_some_and(Value::is_string)
-        && !obj.values().any(has_ref)
-        && !obj.contains_key("$ref")
-}
-
 /// `ptr` + `/` + the escaped `token` (RFC 6901).
 pub(crate) fn child(ptr: &str, token: &str) -> String {
     format!("{ptr}/{}", token.replace('~', "~0").replace('/', "~1"))
@@ -912,7 +375,7 @@ pub(crate) struct Builder<'a> {
     /// The rule of any JSON string (see [`Builder::string_any`]), made on first use.
     pub(crate) string_rule: Option<RuleId>,
     /// The shared rules of undeclared keys, made on first use.
-    pub(crate) key_rules: objects::KeyRules,
+    pub(crate) key_rules: extra_keys::KeyRules,
     /// Closed `any_order` objects whose keys the matcher narrows to the names not yet
     /// written: the rule that opens each (kept when compiled), and its declared names
     /// (see `Builder::any_order_closed`).
@@ -946,7 +409,7 @@ pub(crate) struct Builder<'a> {
     /// (else the search for them in applicators is skipped).
     pub(crate) has_unevaluated: bool,
     /// The matcher forbids an object key repeated in its object (grammars of
-    /// [`GrammarCompiler::compile_json_schema`]): extra keys may then be counted, and
+    /// [`crate::GrammarCompiler::compile_json_schema`]): extra keys may then be counted, and
     /// `any_order` objects need no state per set of keys written.
     pub(crate) unique_keys: bool,
 }
@@ -971,7 +434,7 @@ fn has_unevaluated_key(v: &Value) -> bool {
 }
 
 /// The deepest nesting of compilation (subschemas, and references inlined by merges and
-/// branches), whatever the limits: it bounds the recursion of the compiler. The
+/// branches), whatever the limits: it bounds the recursion of the front end. The
 /// document's own nesting is bounded first by [`Limits::max_schema_depth`].
 const MAX_SCHEMA_DEPTH: usize = 200;
 
@@ -1001,7 +464,7 @@ impl<'a> Builder<'a> {
             refs: HashMap::new(),
             any: None,
             string_rule: None,
-            key_rules: objects::KeyRules::default(),
+            key_rules: extra_keys::KeyRules::default(),
             closed_objects: Vec::new(),
             depth: 0,
             max_enum_values: Limits::default().max_enum_values,
@@ -1056,7 +519,7 @@ impl<'a> Builder<'a> {
         r
     }
 
-    /// Runs `f`, which compiles a schema the compiler wrote, and rewrites the places it
+    /// Runs `f`, which compiles a schema the front end wrote, and rewrites the places it
     /// reports (its error, the ignored keywords it notes, the places of the rules it adds)
     /// under a written place `from` of each alias `(from, to)` to the same place under
     /// `to`, where the user wrote that part.
@@ -1138,7 +601,7 @@ impl<'a> Builder<'a> {
         for o in places {
             let mut q = format!("{o}/{token}");
             let Some(mut node) = self.res.lookup(self.root_schema, &q) else {
-                // Not a place of the documents (a schema the compiler built): keep the
+                // Not a place of the documents (a schema the front end built): keep the
                 // whole path under it.
                 if best.is_none() {
                     let mut full = q.clone();
@@ -1503,115 +966,6 @@ impl Builder<'_> {
     }
 }
 
-/// Draft 4's boolean exclusive bounds as 2020-12's numeric ones (see [`Builder::legacy`]).
-fn legacy_bounds(obj: &Map<String, Value>) -> Option<Map<String, Value>> {
-    let pairs = [
-        ("exclusiveMinimum", "minimum"),
-        ("exclusiveMaximum", "maximum"),
-    ];
-    if !pairs
-        .iter()
-        .any(|(x, _)| obj.get(*x).is_some_and(Value::is_boolean))
-    {
-        return None;
-    }
-    let mut o = obj.clone();
-    for (x, base) in pairs {
-        if let Some(Value::Bool(b)) = o.get(x).cloned() {
-            o.remove(x);
-            if b {
-                if let Some(v) = o.remove(base) {
-                    o.insert(x.into(), v);
-                }
-            }
-        }
-    }
-    Some(o)
-}
-
-/// Draft 4-2019 arrays: `items` as an array means `prefixItems`, and `additionalItems`
-/// then means `items`; beside an `items` schema (or none), `additionalItems` asserts
-/// nothing. Returns the rewritten schema, or `None` when there is nothing to rewrite (or
-/// `prefixItems` is present too, which is left to refuse).
-pub(crate) fn legacy_items(obj: &Map<String, Value>) -> Option<Map<String, Value>> {
-    let array_items = obj.get("items").is_some_and(Value::is_array);
-    if !(array_items || obj.contains_key("additionalItems")) || obj.contains_key("prefixItems") {
-        return None;
-    }
-    let mut o = obj.clone();
-    let additional = o.remove("additionalItems");
-    if array_items {
-        if let Some(items) = o.remove("items") {
-            o.insert("prefixItems".into(), items);
-        }
-        if let Some(a) = additional {
-            o.insert("items".into(), a);
-        }
-    }
-    Some(o)
-}
-
-/// Without in-place applicators, `unevaluatedProperties` means `additionalProperties` (and
-/// nothing when that is present), and `unevaluatedItems` means `items` (nothing when `items`
-/// is present). Returns the rewritten schema, or `None` when there is nothing to rewrite.
-fn unevaluated_as_additional(obj: &Map<String, Value>) -> Option<Map<String, Value>> {
-    const APPLICATORS: &[&str] = &[
-        "allOf",
-        "anyOf",
-        "oneOf",
-        "not",
-        "if",
-        "then",
-        "else",
-        "$ref",
-        "$dynamicRef",
-        "dependentSchemas",
-        "contains",
-    ];
-    if !(obj.contains_key("unevaluatedProperties") || obj.contains_key("unevaluatedItems"))
-        || APPLICATORS.iter().any(|k| obj.contains_key(*k))
-    {
-        return None;
-    }
-    let mut o = obj.clone();
-    if let Some(u) = o.remove("unevaluatedProperties") {
-        if !o.contains_key("additionalProperties") {
-            o.insert("additionalProperties".into(), u);
-        }
-    }
-    if let Some(u) = o.remove("unevaluatedItems") {
-        if !o.contains_key("items") {
-            o.insert("items".into(), u);
-        }
-    }
-    Some(o)
-}
-
-/// `obj` without `unevaluatedProperties`/`unevaluatedItems`, in itself and in the
-/// subschemas it applies in place (not through `$ref`): for lenient mode.
-fn strip_unevaluated(obj: &Map<String, Value>) -> Map<String, Value> {
-    let strip = |v: &Value| match v {
-        Value::Object(o) => Value::Object(strip_unevaluated(o)),
-        other => other.clone(),
-    };
-    let mut o = Map::new();
-    for (k, v) in obj {
-        let v = match (k.as_str(), v) {
-            ("unevaluatedProperties" | "unevaluatedItems", _) => continue,
-            ("allOf" | "anyOf" | "oneOf", Value::Array(list)) => {
-                Value::Array(list.iter().map(strip).collect())
-            }
-            ("if" | "then" | "else", _) => strip(v),
-            ("dependentSchemas", Value::Object(m)) => {
-                Value::Object(m.iter().map(|(k, s)| (k.clone(), strip(s))).collect())
-            }
-            _ => v.clone(),
-        };
-        o.insert(k.clone(), v);
-    }
-    o
-}
-
 impl Builder<'_> {
     /// `not` whose subschema is a boolean or only a `type`: folded into `type`.
     fn not_type(
@@ -1696,71 +1050,6 @@ fn simple_not(n: &Value, nptr: &str) -> bool {
 pub(crate) fn has_assertions(obj: &Map<String, Value>, ptr: &str, except: &[&str]) -> bool {
     obj.keys()
         .any(|k| !is_annotation(k, ptr) && !except.contains(&k.as_str()))
-}
-
-/// A literal byte string.
-pub(crate) fn lit(s: &str) -> Expr {
-    if s.is_empty() {
-        Expr::Empty
-    } else {
-        Expr::Bytes(s.as_bytes().to_vec())
-    }
-}
-
-/// A sequence, flattened a little.
-pub(crate) fn seq(parts: Vec<Expr>) -> Expr {
-    let mut v: Vec<Expr> = parts
-        .into_iter()
-        .filter(|e| !matches!(e, Expr::Empty))
-        .collect();
-    match v.len() {
-        0 => Expr::Empty,
-        1 => v.pop().unwrap_or(Expr::Empty),
-        _ => Expr::Seq(v),
-    }
-}
-
-/// A choice of the satisfiable alternatives (`None` when there are none).
-pub(crate) fn choice(alts: Vec<Option<Expr>>) -> Option<Expr> {
-    let mut v: Vec<Expr> = alts.into_iter().flatten().collect();
-    match v.len() {
-        0 => None,
-        1 => v.pop(),
-        _ => Some(Expr::Choice(v)),
-    }
-}
-
-/// One character from `ranges` (inclusive code points).
-pub(crate) fn class(ranges: &[(u32, u32)]) -> Expr {
-    Expr::Class(CharClass {
-        negated: false,
-        ranges: ranges.to_vec(),
-    })
-}
-
-/// The expression that matches nothing.
-pub(crate) fn never() -> Expr {
-    class(&[])
-}
-
-/// `e` repeated `min..=max` times.
-pub(crate) fn repeat(e: Expr, min: u32, max: Option<u32>) -> Expr {
-    if max == Some(0) {
-        return Expr::Empty;
-    }
-    if min == 1 && max == Some(1) {
-        return e;
-    }
-    Expr::Repeat {
-        expr: Box::new(e),
-        min,
-        max,
-    }
-}
-
-/// `e?`.
-pub(crate) fn opt(e: Expr) -> Expr {
-    repeat(e, 0, Some(1))
 }
 
 /// The instance type a keyword constrains alone: an instance of any other type passes it

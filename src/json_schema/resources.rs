@@ -193,7 +193,7 @@ pub(crate) struct Resources {
     ref_alone: bool,
     /// Canonical locations of every `$ref` keyword whose value is a string, in document
     /// order: checked before compiling, so a dangling reference is an error even where
-    /// the compiler never goes (an `items` under `maxItems: 0`, an unused `$defs` entry).
+    /// the front end never goes (an `items` under `maxItems: 0`, an unused `$defs` entry).
     pub(crate) refs: Vec<String>,
 }
 

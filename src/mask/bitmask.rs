@@ -1,12 +1,28 @@
 //! Bitmask helpers: allocate a `[batch, words]` mask, apply it to `f32` logits, test a bit,
-//! and fill a batch of matchers in parallel.
+//! and fill a batch of rows in parallel from anything that fills one row
+//! ([`FillNextTokenBitmask`], which `GrammarMatcher` implements).
 
-use crate::matcher::{GrammarMatcher, MatcherError};
 use rayon::prelude::*;
 
-/// Why a bitmask helper refused its arguments.
+/// One row of a token bitmask filled at a time: what the batch fills need of a matcher.
+/// `GrammarMatcher` implements it (its error is `MatcherError`).
+pub trait FillNextTokenBitmask: Send {
+    /// Why filling a row failed.
+    type Error: std::error::Error + Send + 'static;
+    /// The words of one row: `ceil(vocab_size / 32)`.
+    fn bitmask_words(&self) -> usize;
+    /// Fills `row` (`bitmask_words()` words) with the tokens that may come next.
+    ///
+    /// # Errors
+    /// The implementor's, such as a row of the wrong length.
+    fn fill_next_token_bitmask(&mut self, row: &mut [u32]) -> Result<(), Self::Error>;
+}
+
+/// Why a bitmask helper refused its arguments. `E` is the error of the matchers of a batch
+/// fill (`MatcherError` for `GrammarMatcher`s); the helpers that fill nothing never return
+/// [`BitmaskError::Matcher`] (`E` is then [`std::convert::Infallible`]).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum BitmaskError {
+pub enum BitmaskError<E = std::convert::Infallible> {
     /// The bitmask is too short for the logits or the batch.
     #[error("bitmask has {got} words, but {expected} are needed ({what})")]
     Length {
@@ -44,7 +60,7 @@ pub enum BitmaskError {
         index: usize,
         /// What it said.
         #[source]
-        source: MatcherError,
+        source: E,
     },
 }
 
@@ -107,10 +123,10 @@ pub fn apply_token_bitmask_inplace(
 /// # Errors
 /// [`BitmaskError::Length`] when `bitmask` is not exactly `matchers.len() × words` long,
 /// [`BitmaskError::Matcher`] for the first matcher that fails.
-pub fn fill_next_token_bitmask_batch(
-    matchers: &mut [GrammarMatcher],
+pub fn fill_next_token_bitmask_batch<M: FillNextTokenBitmask>(
+    matchers: &mut [M],
     bitmask: &mut [u32],
-) -> Result<(), BitmaskError> {
+) -> Result<(), BitmaskError<M::Error>> {
     let Some(first) = matchers.first() else {
         return Ok(());
     };
@@ -136,7 +152,7 @@ pub fn fill_next_token_bitmask_batch(
 /// row-major, `words = ceil(vocab_size / 32)`) from `matcher`, in parallel on the current
 /// rayon pool: an engine whose batch holds rows without a grammar (or in another order than
 /// its matchers) fills only its own rows. XGrammar's
-/// `BatchGrammarMatcher.batch_fill_next_token_bitmask(matchers, bitmask, indices)`. Rows
+/// `batch_fill_next_token_bitmask(matchers, bitmask, indices)` of its batch matcher. Rows
 /// named by no pair are not touched. All matchers must share one vocabulary size.
 ///
 /// # Errors
@@ -145,11 +161,11 @@ pub fn fill_next_token_bitmask_batch(
 /// [`BitmaskError::RowOutOfRange`], [`BitmaskError::DuplicateRow`]. Then
 /// [`BitmaskError::Matcher`] for a matcher that fails (its index among the pairs); the
 /// other rows are filled.
-pub fn batch_fill_next_token_bitmask<'a>(
-    pairs: impl IntoIterator<Item = (&'a mut GrammarMatcher, usize)>,
+pub fn batch_fill_next_token_bitmask<'a, M: FillNextTokenBitmask + 'a>(
+    pairs: impl IntoIterator<Item = (&'a mut M, usize)>,
     bitmask: &mut [u32],
-) -> Result<(), BitmaskError> {
-    let pairs: Vec<(&'a mut GrammarMatcher, usize)> = pairs.into_iter().collect();
+) -> Result<(), BitmaskError<M::Error>> {
+    let pairs: Vec<(&'a mut M, usize)> = pairs.into_iter().collect();
     let Some((first, _)) = pairs.first() else {
         return Ok(());
     };
@@ -186,7 +202,7 @@ pub fn batch_fill_next_token_bitmask<'a>(
         }
     }
     let mut slots: Vec<Option<&mut [u32]>> = bitmask.chunks_mut(words).map(Some).collect();
-    let mut work: Vec<(usize, &mut GrammarMatcher, &mut [u32])> = Vec::with_capacity(pairs.len());
+    let mut work: Vec<(usize, &mut M, &mut [u32])> = Vec::with_capacity(pairs.len());
     for (index, (m, row)) in pairs.into_iter().enumerate() {
         // Each row was checked to be named once, so its slot is still there.
         if let Some(slot) = slots[row].take() {

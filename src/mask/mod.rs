@@ -1,4 +1,5 @@
-//! Token masks: the vocabulary trie, the per-node mask cache, and bitmask helpers.
+//! Token masks: the vocabulary trie, the per-node mask cache, mask planning (which kind of
+//! mask each node gets: `plan`), and bitmask helpers.
 //!
 //! A token bitmask has the layout of XGrammar's int32 bitmask: bit `i % 32` of word `i / 32`
 //! is set when token `i` may come next; a row is `ceil(vocab_size / 32)` `u32` words, and a
@@ -20,9 +21,11 @@
 //!    grammar has spent its key budget. Bounded (`with_mask_cache_capacity`, least
 //!    recently used entries dropped), thread safe, emptied by `clear_cache`, counted in
 //!    `cache_size_bytes`.
-//! 3. A trie walk (`mask::cache`), stored in both. The walk takes whole every trie subtree
-//!    whose tokens all lie in a vocabulary slice that the node consumes (`mask::slices`:
-//!    JSON string contents, any text, text without `<`), so a string body's walk visits
+//! 3. A trie walk (`mask::cache`), stored in both (`mask::plan` decides, node by node,
+//!    whether the mask is walked, composed from callees, a delta, or derived). The walk
+//!    takes whole every trie subtree whose tokens all lie in a vocabulary slice that the
+//!    node consumes (`mask::slices`: JSON string contents, any text, text without `<`), so
+//!    a string body's walk visits
 //!    only the tokens with a quote, a backslash, a control character or a UTF-8 fragment;
 //!    a node of calls (and byte edges) is composed from its callees' masks instead.
 //!
@@ -33,6 +36,7 @@
 pub(crate) mod background;
 pub(crate) mod cache;
 pub(crate) mod counted;
+pub(crate) mod plan;
 pub(crate) mod shared;
 pub(crate) mod slices;
 pub mod trie;
@@ -44,5 +48,6 @@ pub use background::BackgroundStatus;
 pub use bitmask::{
     allocate_token_bitmask, apply_token_bitmask_inplace, batch_fill_next_token_bitmask,
     bitmask_words, fill_next_token_bitmask_batch, is_token_allowed, BitmaskError,
+    FillNextTokenBitmask,
 };
 pub use trie::TokenTrie;

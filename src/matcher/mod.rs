@@ -250,6 +250,18 @@ pub struct GrammarMatcher {
     max_rollback_tokens: Option<usize>,
 }
 
+/// The batch fills of `crate::mask` (`fill_next_token_bitmask_batch`,
+/// `batch_fill_next_token_bitmask`) fill one row per matcher through this.
+impl crate::mask::FillNextTokenBitmask for GrammarMatcher {
+    type Error = MatcherError;
+    fn bitmask_words(&self) -> usize {
+        GrammarMatcher::bitmask_words(self)
+    }
+    fn fill_next_token_bitmask(&mut self, row: &mut [u32]) -> Result<(), MatcherError> {
+        GrammarMatcher::fill_next_token_bitmask(self, row)
+    }
+}
+
 impl GrammarMatcher {
     /// A matcher at the start of `compiled`'s root rule.
     pub fn new(compiled: Arc<CompiledGrammar>) -> Self {

@@ -1,6 +1,7 @@
-//! The regex front end: a regular expression → grammar IR ([`Expr`]) → compiled grammar.
+//! The regex front end: a regular expression → grammar IR ([`Expr`], [`Grammar`]), a pure
+//! lowering that [`crate::GrammarCompiler::compile_regex`] compiles.
 //!
-//! Use it to constrain output to a regular expression ([`GrammarCompiler::compile_regex`]:
+//! Use it to constrain output to a regular expression ([`crate::GrammarCompiler::compile_regex`]:
 //! the *whole* output must match), or to embed a pattern inside a larger grammar
 //! ([`regex_to_expr`], which the JSON Schema `pattern` keyword uses in its unanchored mode).
 //!
@@ -55,16 +56,15 @@
 //! assert!(matcher.is_terminated());
 //! ```
 
-use crate::compiler::{CompileError, CompiledGrammar, GrammarCompiler};
 use crate::grammar::{CharClass, Expr, Grammar, Rule, RuleId};
 use regex_syntax::ast::{self, AssertionKind, Ast, RepetitionKind, RepetitionRange};
 use regex_syntax::hir::{self, Class, Hir, HirKind, Look};
 use std::fmt;
-use std::sync::Arc;
 
-/// Options of the regex front end ([`regex_to_expr`], [`GrammarCompiler::compile_regex_with`]).
+/// Options of the regex front end ([`regex_to_expr`],
+/// [`crate::GrammarCompiler::compile_regex_with`]).
 ///
-/// The default is what [`GrammarCompiler::compile_regex`] uses: anchored (the whole text
+/// The default is what [`crate::GrammarCompiler::compile_regex`] uses: anchored (the whole text
 /// matches the pattern), `.` not matching `\n`, case-sensitive, nest limit
 /// [`RegexOptions::DEFAULT_NEST_LIMIT`].
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -243,17 +243,6 @@ impl RegexError {
     }
 }
 
-/// Why [`GrammarCompiler::compile_regex`] failed: in the regex, or in compiling its grammar.
-#[derive(Debug, thiserror::Error)]
-pub enum RegexCompileError {
-    /// The pattern could not be lowered to grammar IR.
-    #[error(transparent)]
-    Regex(#[from] RegexError),
-    /// The grammar could not be compiled (for example a size limit of the automata).
-    #[error(transparent)]
-    Compile(#[from] CompileError),
-}
-
 /// Lowers a regex to a grammar expression matching the same UTF-8 texts.
 ///
 /// Anchored (the default options), the expression matches exactly the texts `t` for which
@@ -377,36 +366,6 @@ pub fn regex_to_grammar(pattern: &str, opts: &RegexOptions) -> Result<Grammar, R
         }],
         root: RuleId(0),
     })
-}
-
-impl GrammarCompiler {
-    /// Compiles a regex: the whole output must match it (as Rust's `regex` with
-    /// `^(?:pattern)$`). See the [`crate::regex`] module for the syntax and semantics
-    /// supported; stop tokens are allowed exactly where the text matches.
-    ///
-    /// # Errors
-    /// [`RegexCompileError::Regex`] for syntax errors and unsupported constructs (with their
-    /// position), [`RegexCompileError::Compile`] when the compiler refuses the grammar (a
-    /// size limit, or a pattern that matches nothing such as `[^\s\S]`).
-    pub fn compile_regex(&self, pattern: &str) -> Result<Arc<CompiledGrammar>, RegexCompileError> {
-        self.compile_regex_with(pattern, &RegexOptions::default())
-    }
-
-    /// As [`GrammarCompiler::compile_regex`], with options (unanchored mode, `.` and `\n`,
-    /// case, nest limit).
-    ///
-    /// # Errors
-    /// As [`GrammarCompiler::compile_regex`].
-    pub fn compile_regex_with(
-        &self,
-        pattern: &str,
-        opts: &RegexOptions,
-    ) -> Result<Arc<CompiledGrammar>, RegexCompileError> {
-        self.cached("regex", pattern, &format!("{opts:?}"), || {
-            let g = regex_to_grammar(pattern, opts)?;
-            Ok(self.compile_ir(&g)?)
-        })
-    }
 }
 
 fn ast_error(e: ast::Error, limit: u32) -> RegexError {

@@ -87,13 +87,11 @@ pub mod xml;
 
 pub use format::{Delimiter, Format, JsonStyle, StructuralTag, Tag, TokenSpec, MAX_FORMAT_DEPTH};
 
-use crate::compiler::{CompileError, CompiledGrammar, GrammarCompiler};
 use crate::grammar::{EbnfError, Grammar};
 use crate::json_schema::JsonSchemaError;
 use crate::regex::RegexError;
 use crate::vocab::Vocabulary;
 use serde_json::Value;
-use std::sync::Arc;
 
 /// Why a structural tag could not be read or turned into a grammar. Every variant names the
 /// JSON path of the offending place, such as `format.elements[1].tags[0].begin`.
@@ -227,25 +225,17 @@ pub fn structural_tag_to_grammar(
     lower::lower(tag, vocab, &crate::Limits::default())
 }
 
-impl GrammarCompiler {
-    /// Compiles a structural tag in XGrammar's JSON (text, a `serde_json::Value`, or a
-    /// [`StructuralTag`]) against this compiler's vocabulary. See [`crate::structural_tag`]
-    /// for the formats and their semantics.
-    ///
-    /// # Errors
-    /// [`CompileError::StructuralTag`] for a tag that cannot be read or lowered (with its
-    /// JSON path), or the errors of [`GrammarCompiler::compile_ir`].
-    pub fn compile_structural_tag<S: StructuralTagSource + ?Sized>(
-        &self,
-        tag: &S,
-    ) -> Result<Arc<CompiledGrammar>, CompileError> {
-        let tag = tag.to_structural_tag()?;
-        self.cached("structural_tag", &format!("{tag:?}"), "", || {
-            // The compiler's limits hold for the schemas inside the tag too.
-            let grammar = lower::lower(&tag, Some(self.vocabulary()), self.limits())?;
-            self.compile_ir(&grammar)
-        })
-    }
+/// As [`structural_tag_to_grammar`] under `limits` (the caller's, which hold for
+/// the schemas inside the tag too).
+///
+/// # Errors
+/// As [`structural_tag_to_grammar`].
+pub(crate) fn structural_tag_to_grammar_limited(
+    tag: &StructuralTag,
+    vocab: Option<&Vocabulary>,
+    limits: &crate::Limits,
+) -> Result<Grammar, StructuralTagError> {
+    lower::lower(tag, vocab, limits)
 }
 
 /// A Hermes-style tool-call tag in XGrammar's JSON, for the engine's unit tests (the real

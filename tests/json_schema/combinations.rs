@@ -648,9 +648,7 @@ fn error_place(e: &JsonSchemaError) -> Option<(Option<String>, String)> {
         } => Some((Some(keyword.clone()), pointer.clone())),
         JsonSchemaError::UnresolvedRef { pointer, .. }
         | JsonSchemaError::Unsatisfiable { pointer, .. } => Some((None, pointer.clone())),
-        JsonSchemaError::Compile(tokensieve::CompileError::Limit(l)) => {
-            Some((None, l.pointer.clone()?))
-        }
+        JsonSchemaError::Limit(l) => Some((None, l.pointer.clone()?)),
         _ => None,
     }
 }
@@ -814,7 +812,7 @@ fn counts_above_the_repeat_bound_name_their_keyword() {
             let e = c
                 .compile_json_schema(&schema, &JsonSchemaOptions::default())
                 .expect_err(&schema.to_string());
-            let JsonSchemaError::Compile(tokensieve::CompileError::Limit(l)) = &e else {
+            let tokensieve::CompileError::Limit(l) = &e else {
                 panic!("{schema}: expected a limit error, got {e}");
             };
             assert_eq!(l.limit, tokensieve::Limit::RepeatBound, "{schema}: {e}");

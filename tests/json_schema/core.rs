@@ -96,9 +96,13 @@ fn number_bounds_agree_with_arithmetic() {
                 }
                 let g = match compiler.compile_json_schema(&schema, &JsonSchemaOptions::default()) {
                     Ok(g) => g,
-                    Err(JsonSchemaError::Unsatisfiable { .. }) => continue,
+                    Err(tokensieve::CompileError::JsonSchema(JsonSchemaError::Unsatisfiable {
+                        ..
+                    })) => continue,
                     // Two bounds inside the same integer: refused unless simple.
-                    Err(JsonSchemaError::Unsupported { .. }) => {
+                    Err(tokensieve::CompileError::JsonSchema(JsonSchemaError::Unsupported {
+                        ..
+                    })) => {
                         refused += 1;
                         continue;
                     }

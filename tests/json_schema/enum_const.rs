@@ -10,7 +10,9 @@ use serde_json::{json, Value};
 use tokensieve::json_schema::JsonSchemaOptions;
 use tokensieve::JsonSchemaError;
 
-fn compile(schema: &Value) -> Result<std::sync::Arc<tokensieve::CompiledGrammar>, JsonSchemaError> {
+fn compile(
+    schema: &Value,
+) -> Result<std::sync::Arc<tokensieve::CompiledGrammar>, tokensieve::CompileError> {
     byte_compiler().compile_json_schema(schema, &JsonSchemaOptions::default())
 }
 
@@ -71,7 +73,7 @@ fn enum_beside_array_number_and_string_keywords() {
 fn enum_with_no_value_left_is_unsatisfiable() {
     let schema = json!({"enum": [{"a": "x"}], "properties": {"a": {"type": "integer"}}});
     match compile(&schema) {
-        Err(JsonSchemaError::Unsatisfiable { .. }) => {}
+        Err(tokensieve::CompileError::JsonSchema(JsonSchemaError::Unsatisfiable { .. })) => {}
         Err(e) => panic!("expected Unsatisfiable, got {e}"),
         Ok(_) => panic!("expected Unsatisfiable, it compiled"),
     }
@@ -90,7 +92,9 @@ fn enum_beside_a_reference_uses_the_type_of_each_value() {
     let schema = json!({"$defs": {"i": {"type": "integer"}},
                         "enum": [{"a": 1}], "properties": {"a": {"$ref": "#/$defs/i"}}});
     match compile(&schema) {
-        Err(JsonSchemaError::Unsupported { keyword, .. }) => assert_eq!(keyword, "properties"),
+        Err(tokensieve::CompileError::JsonSchema(JsonSchemaError::Unsupported {
+            keyword, ..
+        })) => assert_eq!(keyword, "properties"),
         Err(e) => panic!("expected Unsupported, got {e}"),
         Ok(_) => panic!("expected Unsupported, it compiled"),
     }

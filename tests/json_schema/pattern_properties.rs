@@ -153,9 +153,11 @@ fn unique_items_of_null_and_booleans_only() {
         json!({"items": {"type": ["integer", "boolean"]}, "uniqueItems": true}),
     ] {
         match c.compile_json_schema(&schema, &JsonSchemaOptions::default()) {
-            Err(JsonSchemaError::Unsupported {
-                keyword, pointer, ..
-            }) => {
+            Err(tokensieve::CompileError::JsonSchema(JsonSchemaError::Unsupported {
+                keyword,
+                pointer,
+                ..
+            })) => {
                 assert_eq!(
                     (keyword.as_str(), pointer.as_str()),
                     ("uniqueItems", "#/uniqueItems")

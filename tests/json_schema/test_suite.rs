@@ -55,13 +55,17 @@ fn run_suite(files: &[std::path::PathBuf], opts: &JsonSchemaOptions) -> SuiteRun
                     }
                     row.refused_instances += tests.len();
                     let key = match &e {
-                        tokensieve::JsonSchemaError::Unsupported { keyword, .. } => {
+                        tokensieve::CompileError::JsonSchema(
+                            tokensieve::JsonSchemaError::Unsupported { keyword, .. },
+                        ) => {
                             format!("unsupported `{keyword}`")
                         }
-                        tokensieve::JsonSchemaError::UnresolvedRef { .. } => {
-                            "unresolved `$ref`".into()
-                        }
-                        tokensieve::JsonSchemaError::Unsatisfiable { .. } => "unsatisfiable".into(),
+                        tokensieve::CompileError::JsonSchema(
+                            tokensieve::JsonSchemaError::UnresolvedRef { .. },
+                        ) => "unresolved `$ref`".into(),
+                        tokensieve::CompileError::JsonSchema(
+                            tokensieve::JsonSchemaError::Unsatisfiable { .. },
+                        ) => "unsatisfiable".into(),
                         other => format!("{}", other).chars().take(60).collect(),
                     };
                     *refusals.entry(key).or_default() += 1;
@@ -349,7 +353,9 @@ fn maskbench_run(label: &str, opts: &JsonSchemaOptions, min_passing: usize) {
                         eprintln!("REFUSED ({label}) {}: {e}", rec["file"]);
                     }
                     let key = match &e {
-                        tokensieve::JsonSchemaError::Unsupported { keyword, .. } => keyword.clone(),
+                        tokensieve::CompileError::JsonSchema(
+                            tokensieve::JsonSchemaError::Unsupported { keyword, .. },
+                        ) => keyword.clone(),
                         other => format!("{other}").chars().take(40).collect(),
                     };
                     *refusals.entry(key).or_default() += 1;

@@ -23,9 +23,11 @@ fn check(schema: Value, good: &[&str], bad: &[&str]) {
 
 fn refused(schema: Value) -> (String, String) {
     match byte_compiler().compile_json_schema(&schema, &opts()) {
-        Err(JsonSchemaError::Unsupported {
-            keyword, pointer, ..
-        }) => (keyword, pointer),
+        Err(tokensieve::CompileError::JsonSchema(JsonSchemaError::Unsupported {
+            keyword,
+            pointer,
+            ..
+        })) => (keyword, pointer),
         Err(e) => panic!("{schema}: expected Unsupported, got {e}"),
         Ok(_) => panic!("{schema}: expected Unsupported, it compiled"),
     }

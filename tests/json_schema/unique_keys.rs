@@ -314,7 +314,12 @@ fn any_order_never_leads_into_a_dead_end() {
         &any_order(),
     );
     assert!(
-        matches!(e, Err(tokensieve::JsonSchemaError::Unsatisfiable { .. })),
+        matches!(
+            e,
+            Err(tokensieve::CompileError::JsonSchema(
+                tokensieve::JsonSchemaError::Unsatisfiable { .. }
+            ))
+        ),
         "{e:?}"
     );
 }

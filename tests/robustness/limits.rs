@@ -279,10 +279,7 @@ fn defaults_admit_large_bounds_and_enums() {
             assert!(!m.clone().accept_string("x"));
             assert!(m.accept_string("\""));
         }
-        Err(e) => assert!(
-            matches!(e, JsonSchemaError::Compile(CompileError::Limit(_))),
-            "{e}"
-        ),
+        Err(e) => assert!(matches!(e, CompileError::Limit(_)), "{e}"),
     }
     eprintln!("maxLength 524288: {:?}", t.elapsed());
     let t = Instant::now();
@@ -294,10 +291,7 @@ fn defaults_admit_large_bounds_and_enums() {
             assert!(m.clone().accept_string("\"v99999\""));
             assert!(!m.accept_string("\"v100000\""));
         }
-        Err(e) => assert!(
-            matches!(e, JsonSchemaError::Compile(CompileError::Limit(_))),
-            "{e}"
-        ),
+        Err(e) => assert!(matches!(e, CompileError::Limit(_)), "{e}"),
     }
     eprintln!("enum of 100,000: {:?}", t.elapsed());
 }
@@ -334,9 +328,7 @@ fn defaults_admit_every_maskbench_schema() {
                     max_nodes = max_nodes.max(g.node_count());
                     max_mem = max_mem.max(g.memory_bytes());
                 }
-                Err(JsonSchemaError::Compile(CompileError::Limit(l))) => {
-                    refused.push(format!("{}: {l}", rec["file"]))
-                }
+                Err(CompileError::Limit(l)) => refused.push(format!("{}: {l}", rec["file"])),
                 Err(_) => {}
             }
         }
@@ -368,7 +360,7 @@ fn schema_depth() {
                 schema = Value::Object(m);
             }
             match c.compile_json_schema(&schema, &opts) {
-                Err(JsonSchemaError::Compile(CompileError::Limit(l))) => {
+                Err(CompileError::Limit(l)) => {
                     assert_eq!(l.limit, Limit::SchemaDepth, "{l}");
                     assert_eq!(l.value, 200);
                     assert!(l.actual > l.value, "{l:?}");
@@ -386,14 +378,20 @@ fn schema_depth() {
                 .compile_json_schema(&json!({ "const": deep }), &opts)
                 .expect_err("a 10,000-deep constant is refused");
             assert!(
-                matches!(e, JsonSchemaError::Compile(CompileError::Limit(ref l)) if l.limit == Limit::SchemaDepth),
+                matches!(e, CompileError::Limit(ref l) if l.limit == Limit::SchemaDepth),
                 "{e}"
             );
             // As text, serde_json refuses it first: a typed error as well.
-            let text = format!("{}{}", "{\"items\":".repeat(10_000), "{}".to_string() + &"}".repeat(10_000));
+            let text = format!(
+                "{}{}",
+                "{\"items\":".repeat(10_000),
+                "{}".to_string() + &"}".repeat(10_000)
+            );
             assert!(matches!(
                 c.compile_json_schema(text.as_str(), &opts),
-                Err(JsonSchemaError::NotJson(_))
+                Err(tokensieve::CompileError::JsonSchema(
+                    JsonSchemaError::NotJson(_)
+                ))
             ));
             std::mem::drop((schema, deep));
         })
@@ -412,7 +410,7 @@ fn schema_depth() {
     };
     assert!(under(4).is_ok());
     match under(3) {
-        Err(JsonSchemaError::Compile(CompileError::Limit(l))) => {
+        Err(CompileError::Limit(l)) => {
             assert_eq!((l.limit, l.value, l.actual), (Limit::SchemaDepth, 3, 4))
         }
         other => panic!("{other:?}"),
@@ -435,7 +433,7 @@ fn enum_values() {
     let mut m = GrammarMatcher::new(g);
     assert!(m.accept_string("999"));
     match c.compile_json_schema(&json!({ "enum": values(1_001) }), &opts) {
-        Err(JsonSchemaError::Compile(CompileError::Limit(l))) => {
+        Err(CompileError::Limit(l)) => {
             assert_eq!(
                 (l.limit, l.value, l.actual),
                 (Limit::EnumValues, 1_000, 1_001)
@@ -739,7 +737,7 @@ fn json_schema_grammar_errors_name_the_schema_place() {
         }
     });
     match c.compile_json_schema(&schema, &JsonSchemaOptions::default()) {
-        Err(JsonSchemaError::Compile(CompileError::Limit(l))) => {
+        Err(CompileError::Limit(l)) => {
             assert_eq!(l.limit, Limit::RuleStates);
             assert!(l.rule.is_some(), "{l:?}");
             // The array is inlined in its property's rule: the place is the property.
@@ -757,7 +755,7 @@ fn json_schema_grammar_errors_name_the_schema_place() {
         &json!({"items": {"enum": [1, 2, 3]}}),
         &JsonSchemaOptions::default(),
     ) {
-        Err(JsonSchemaError::Compile(CompileError::Limit(l))) => {
+        Err(CompileError::Limit(l)) => {
             assert_eq!((l.rule, l.pointer.as_deref()), (None, Some("#/items/enum")));
         }
         other => panic!("{other:?}"),
@@ -794,7 +792,10 @@ fn json_schema_grammar_errors_name_the_schema_place() {
             panic!("{schema} compiled");
         };
         match &e {
-            JsonSchemaError::Unsatisfiable { pointer, reason } => {
+            tokensieve::CompileError::JsonSchema(JsonSchemaError::Unsatisfiable {
+                pointer,
+                reason,
+            }) => {
                 assert!(pointer.starts_with(place), "{e}");
                 assert!(reason.contains("$ref"), "{e}");
             }
@@ -821,7 +822,7 @@ fn schema_depth_limit_bounds_ref_chains() {
         ..Limits::default()
     });
     match c.compile_json_schema(&schema, &JsonSchemaOptions::default()) {
-        Err(JsonSchemaError::Compile(CompileError::Limit(l))) => {
+        Err(CompileError::Limit(l)) => {
             assert_eq!((l.limit, l.value), (Limit::SchemaDepth, 50), "{l}");
             assert!(
                 l.pointer

@@ -354,7 +354,7 @@ fn batch_fill_equals_one_by_one() {
         );
     }
     // An empty batch is fine.
-    fill_next_token_bitmask_batch(&mut [], &mut []).unwrap();
+    fill_next_token_bitmask_batch::<GrammarMatcher>(&mut [], &mut []).unwrap();
     // Matchers of different widths in one batch: a typed error naming the odd one.
     if let Some(odd) = qwen(ODD_WIDTH) {
         let g = odd.compiler.compile_builtin_json().unwrap();

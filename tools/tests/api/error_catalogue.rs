@@ -371,9 +371,7 @@ fn limits_section() -> Section {
         let r = c.compile_json_schema(&schema, &JsonSchemaOptions::default());
         let input = format!("JSON Schema {schema}  (with {limits})");
         s.add(kind, &input, r, |e| match e {
-            tokensieve::JsonSchemaError::Compile(tokensieve::CompileError::Limit(l)) => {
-                debug(&l.limit)
-            }
+            tokensieve::CompileError::Limit(l) => debug(&l.limit),
             other => debug(other),
         });
     }
@@ -382,13 +380,13 @@ fn limits_section() -> Section {
 
 fn regex_section() -> Section {
     let mut s = Section::new(
-        "Regex (`RegexCompileError`: `Regex(RegexError)` or `Compile(CompileError)`)",
+        "Regex (`CompileError::Regex(RegexError)`, or another `CompileError`)",
         "`GrammarCompiler::compile_regex`; positions are byte offsets and line:column in \
          the pattern.",
     );
     let c = GrammarCompiler::new(vocab());
-    let inner = |e: &tokensieve::RegexCompileError| match e {
-        tokensieve::RegexCompileError::Regex(r) => debug(r),
+    let inner = |e: &tokensieve::CompileError| match e {
+        tokensieve::CompileError::Regex(r) => debug(r),
         other => debug(other),
     };
     for (kind, p) in [
@@ -409,7 +407,7 @@ fn regex_section() -> Section {
         inner,
     );
     s.add(
-        "Compile",
+        "EmptyLanguage",
         "[^\\s\\S]",
         c.compile_regex_with("[^\\s\\S]", &RegexOptions::new()),
         debug,
@@ -419,17 +417,21 @@ fn regex_section() -> Section {
 
 fn json_schema_section() -> Section {
     let mut s = Section::new(
-        "JSON Schema (`JsonSchemaError`)",
+        "JSON Schema (`CompileError::JsonSchema(JsonSchemaError)`, or another `CompileError`)",
         "`GrammarCompiler::compile_json_schema`; the message names the keyword and its JSON \
          pointer.",
     );
     let c = GrammarCompiler::new(vocab());
     let o = JsonSchemaOptions::default();
+    let inner = |e: &tokensieve::CompileError| match e {
+        tokensieve::CompileError::JsonSchema(j) => debug(j),
+        other => debug(other),
+    };
     s.add(
         "NotJson",
         "{\"type\": ",
         c.compile_json_schema("{\"type\": ", &o),
-        debug,
+        inner,
     );
     let cases = [
         ("InvalidKeyword", json!({"type": "strin"})),
@@ -443,16 +445,16 @@ fn json_schema_section() -> Section {
             json!({"type": "string", "minLength": 5, "maxLength": 2}),
         ),
         (
-            "Compile",
+            "Limit",
             json!({"type": "string", "maxLength": 524288, "minLength": 524288}),
         ),
     ];
     for (kind, schema) in cases {
         let mut input = schema.to_string();
-        if kind == "Compile" {
+        if kind == "Limit" {
             input.push_str("  (with max_repeat_bound: 1000; the defaults admit it)");
         }
-        let c = if kind == "Compile" {
+        let c = if kind == "Limit" {
             c.clone().with_limits(Limits {
                 max_repeat_bound: 1000,
                 ..Limits::default()
@@ -460,7 +462,7 @@ fn json_schema_section() -> Section {
         } else {
             c.clone()
         };
-        s.add(kind, &input, c.compile_json_schema(&schema, &o), debug);
+        s.add(kind, &input, c.compile_json_schema(&schema, &o), inner);
     }
     s
 }

@@ -1,0 +1,356 @@
+//! The grammar compiler: owns [`GrammarCompiler`] (a vocabulary, its trie and the caches
+//! shared across grammars) and [`CompiledGrammar`] (a grammar's automata and mask tables).
+//!
+//! Every `compile_*` entry point is in `entry.rs`: each calls a front end's pure lowering
+//! (EBNF, JSON Schema, regex, structural tag: input, options and [`Limits`] in, grammar IR
+//! or the front end's error out), then the one pipeline of `pipeline.rs` (validate →
+//! resolve token terminals → lower → automata → masks). Which kind of mask a node gets is
+//! planned in `crate::mask::plan`, not here. Errors of every entry point are one
+//! [`CompileError`] (`error.rs`). A compile returns an `Arc<CompiledGrammar>` that any
+//! number of [`crate::GrammarMatcher`]s, on any threads, share.
+
+use crate::automaton::{rule_cache::RuleAutomatonCache, Automaton, KeyBasis};
+use crate::grammar::Grammar;
+use crate::limits::{LimitExceeded, Limits};
+use crate::mask::background::{BackgroundFill, BackgroundStatus};
+use crate::mask::cache::{NodeMask, SubtreeMemo};
+use crate::mask::counted::CountedBase;
+use crate::mask::plan::VirtualKey;
+use crate::mask::shared::SharedMasks;
+use crate::mask::TokenTrie;
+use crate::vocab::Vocabulary;
+use rustc_hash::FxHashMap;
+use std::sync::{Arc, OnceLock, RwLock};
+
+mod cache;
+mod entry;
+mod error;
+mod pipeline;
+mod serialize;
+#[cfg(test)]
+mod tests;
+pub use crate::automaton::rule_cache::RuleAutomatonCacheStats;
+use cache::GrammarCache;
+pub use cache::GrammarCacheStats;
+#[allow(deprecated)]
+pub use error::{CompileError, RegexCompileError};
+pub use serialize::{DeserializeError, SerializeError, FORMAT_VERSION};
+
+/// When node masks are computed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Precompute {
+    /// At compile time, every node, in parallel (rayon). The first mask is then fast.
+    #[default]
+    Eager,
+    /// On first use, node by node, by the matcher that needs it. Compiles in about the time
+    /// of building the automata.
+    Lazy,
+    /// Compiles as [`Precompute::Lazy`] does, then computes the masks [`Precompute::Eager`]
+    /// would have computed in the background, on the compiler's background pool (see
+    /// [`GrammarCompiler::with_background_pool`]); a matcher that needs a mask the
+    /// background has not reached yet computes it itself. The fill stops when the last
+    /// `Arc<CompiledGrammar>` is dropped or at [`CompiledGrammar::cancel_background`].
+    Background,
+}
+
+/// Compiles grammars against one vocabulary.
+///
+/// Cheap to clone (the vocabulary and its trie are shared).
+#[derive(Clone, Debug)]
+pub struct GrammarCompiler {
+    vocab: Arc<Vocabulary>,
+    trie: Arc<TokenTrie>,
+    text_bits: Arc<[u32]>,
+    precompute: Precompute,
+    /// Node masks shared by every grammar this compiler (and its clones) compiles.
+    shared: Arc<SharedMasks>,
+    limits: Limits,
+    /// Whole grammars by (kind, source, options), shared by clones (`compiler::cache`).
+    grammar_cache: Arc<GrammarCache>,
+    /// Rule automata by content, shared by clones (`automaton::rule_cache`).
+    rule_automata: Arc<RuleAutomatonCache>,
+    /// The rayon pool compiles run on (`None`: the current one).
+    pool: Option<Arc<rayon::ThreadPool>>,
+    /// Where [`Precompute::Background`] fills masks after compile; `None`: the default
+    /// pool (`mask::background::default_pool`, one thread shared by all compilers).
+    background_pool: Option<Arc<rayon::ThreadPool>>,
+}
+
+/// A grammar compiled against a vocabulary: its automata and token mask cache.
+///
+/// Immutable apart from lazily filled masks (thread-safe); `Send + Sync`, shared through an
+/// `Arc` by every matcher that decodes with it.
+#[derive(Debug)]
+pub struct CompiledGrammar {
+    pub(crate) vocab: Arc<Vocabulary>,
+    pub(crate) trie: Arc<TokenTrie>,
+    /// Bitset (`ceil(vocab_size / 32)` words) of the text tokens: those in the trie.
+    pub(crate) text_bits: Arc<[u32]>,
+    pub(crate) grammar: Grammar,
+    pub(crate) aut: Automaton,
+    /// Per mask class (see `mask_class`): its mask, once computed; nodes without byte or
+    /// call edges keep none.
+    pub(crate) masks: Vec<OnceLock<Arc<NodeMask>>>,
+    /// What the structure keys of mask classes in `shared` are made from, made at the
+    /// first key; `None` when masks are not shared (a small vocabulary) or once every mask
+    /// is computed.
+    pub(crate) key_basis: Option<OnceLock<KeyBasis>>,
+    pub(crate) shared: Arc<SharedMasks>,
+    /// Per real node: its mask class. Nodes with the same future (bisimilar) share a mask.
+    pub(crate) mask_class: Vec<u32>,
+    pub(crate) has_mask: Vec<bool>,
+    /// `sites[r]`: the nodes with a call edge to rule `r`, ascending.
+    pub(crate) sites: Vec<Vec<u32>>,
+    /// Per node, per call site of its rule (same order as `sites`): the node's mask in
+    /// that caller's context, once computed.
+    pub(crate) pair_masks: Vec<OnceLock<Box<[OnceLock<NodeMask>]>>>,
+    /// Masks of virtual nodes (counted repetitions), by their shared key.
+    pub(crate) virtual_masks: RwLock<FxHashMap<VirtualKey, Arc<NodeMask>>>,
+    pub(crate) virtual_pair_masks: RwLock<FxHashMap<(VirtualKey, u32), Arc<NodeMask>>>,
+    /// Per counted rule: its virtual masks are derived from per-state base walks
+    /// (`mask::counted`) rather than walked one by one with the chart.
+    pub(crate) counted_derivable: Vec<bool>,
+    /// Base walks of counted rules, by (counted rule index, body state).
+    pub(crate) counted_bases: RwLock<FxHashMap<(u32, u32), Arc<CountedBase>>>,
+    /// The longest text token, in bytes (bounds how many repetitions one token spans).
+    pub(crate) max_token_len: u32,
+    /// [`Limits::max_step_items`] of the compiler that built it: each matcher call's
+    /// Earley work budget.
+    pub(crate) max_step_items: u64,
+    /// [`Limits::compile_time`] of that compiler: the budget of the masks one matcher call
+    /// computes on first use.
+    pub(crate) lazy_budget: Option<std::time::Duration>,
+    /// The first mask walk that ran out of its budget (see [`CompiledGrammar::walked`]).
+    pub(crate) walk_failed: OnceLock<LimitExceeded>,
+    /// Trie subtrees already walked, reused by later node-mask walks (emptied after an
+    /// eager precompute).
+    pub(crate) subtrees: SubtreeMemo,
+    /// Matchers check that no object key repeats in its object (the output is one JSON
+    /// value: grammars of [`GrammarCompiler::compile_json_schema`]; see `matcher::keys`).
+    pub(crate) unique_keys: bool,
+    /// The closed objects whose keys matchers narrow to the names not yet written (with
+    /// `unique_keys`; see `matcher::keys`).
+    pub(crate) closed_objects: Option<Arc<crate::matcher::ClosedObjects>>,
+    /// The fill of [`Precompute::Background`] (`mask::background`): status and cancel flag.
+    pub(crate) background_fill: BackgroundFill,
+    /// [`Limits::max_memory_bytes`] of the compiler that built it: the background fill
+    /// stops before passing it.
+    pub(crate) max_memory_bytes: u64,
+}
+
+impl GrammarCompiler {
+    /// A compiler for `vocab`. Builds the vocabulary's trie once (a sort: tens of ms for a
+    /// 128k–262k vocabulary).
+    pub fn new(vocab: impl Into<Arc<Vocabulary>>) -> Self {
+        let vocab = vocab.into();
+        let trie = TokenTrie::new(&vocab);
+        let mut bits = vec![0u32; vocab.bitmask_words()];
+        for &id in &trie.sorted {
+            bits[(id / 32) as usize] |= 1 << (id % 32);
+        }
+        GrammarCompiler {
+            vocab,
+            trie: Arc::new(trie),
+            text_bits: bits.into(),
+            precompute: Precompute::Eager,
+            shared: Arc::new(SharedMasks::new(Self::DEFAULT_MASK_CACHE_BYTES)),
+            limits: Limits::default(),
+            grammar_cache: Arc::new(GrammarCache::new(true, None)),
+            rule_automata: Arc::new(RuleAutomatonCache::new(
+                Self::DEFAULT_RULE_AUTOMATON_CACHE_BYTES,
+            )),
+            pool: None,
+            background_pool: None,
+        }
+    }
+
+    /// Runs every compile of this compiler (and of its later clones) on `pool`, whose
+    /// threads compute the node masks in parallel (XGrammar's `max_threads`); by default
+    /// compiles run on the caller's current rayon pool (the global one, unless called
+    /// inside `ThreadPool::install`).
+    pub fn with_thread_pool(mut self, pool: Arc<rayon::ThreadPool>) -> Self {
+        self.pool = Some(pool);
+        self
+    }
+
+    /// The default [`GrammarCompiler::with_mask_cache_capacity`]: 256 MiB.
+    pub const DEFAULT_MASK_CACHE_BYTES: usize = 256 << 20;
+
+    /// Bounds the masks this compiler shares across grammars (bytes; 0 turns sharing off).
+    /// Node masks are keyed by the content they depend on, the structure of what may follow
+    /// the node (`mask::shared`), so the masks of structures that recur from grammar to
+    /// grammar and from tool to tool (a JSON string body, a number, whitespace, a key, free
+    /// text up to a trigger) are computed once and then cost a lookup. Past `bytes`, the
+    /// least recently used masks are dropped. Starts a new, empty cache (and a new, empty
+    /// whole-grammar cache); [`GrammarCompiler::clear_cache`] empties both, and
+    /// [`GrammarCompiler::cache_size_bytes`] counts both.
+    pub fn with_mask_cache_capacity(mut self, bytes: usize) -> Self {
+        self.shared = Arc::new(SharedMasks::new(bytes));
+        // Grammars already compiled hold the old mask cache: a new, empty grammar cache.
+        self.grammar_cache = Arc::new(self.grammar_cache.emptied());
+        self
+    }
+
+    /// The default [`GrammarCompiler::with_rule_automaton_cache_capacity`]: 32 MiB.
+    pub const DEFAULT_RULE_AUTOMATON_CACHE_BYTES: usize = 32 << 20;
+
+    /// Bounds the rule automata this compiler shares across grammars (bytes; 0 turns
+    /// sharing off). A rule's automaton (its DFA, built by subset construction: most of a
+    /// compile's time) is keyed by the rule's content, so the rules that recur from grammar
+    /// to grammar (a JSON string body, a number, the rest of an undeclared key, a tool's
+    /// arguments) are built once per compiler and then copied; the automata are the same
+    /// either way, edge for edge. Past `bytes`, the cache is emptied and refilled. Starts
+    /// a new, empty cache, shared with later clones; [`GrammarCompiler::clear_cache`]
+    /// empties it and [`GrammarCompiler::cache_size_bytes`] counts it.
+    pub fn with_rule_automaton_cache_capacity(mut self, bytes: usize) -> Self {
+        self.rule_automata = Arc::new(RuleAutomatonCache::new(bytes));
+        self
+    }
+
+    /// Entries, bytes, hits and builds of the cache of rule automata
+    /// ([`GrammarCompiler::with_rule_automaton_cache_capacity`]).
+    pub fn rule_automaton_cache_stats(&self) -> RuleAutomatonCacheStats {
+        self.rule_automata.stats()
+    }
+
+    /// Bytes and number of masks held by the cache shared across grammars (the bytes
+    /// include the base walks of counted repetitions, which are not counted as masks).
+    pub fn mask_cache_stats(&self) -> (usize, usize) {
+        (self.shared.memory_bytes(), self.shared.len())
+    }
+
+    /// Chooses when node masks are computed (default [`Precompute::Eager`]).
+    pub fn with_precompute(mut self, precompute: Precompute) -> Self {
+        self.precompute = precompute;
+        self
+    }
+
+    /// The thread pool on which [`Precompute::Background`] fills the masks of the grammars
+    /// this compiler compiles (default: one thread shared by every compiler given no
+    /// pool). Its number of threads bounds the fill's CPU use; fills of several grammars
+    /// queue on it. Masks are computed one at a time per task, so a pool of one thread
+    /// never holds more than one walk's working memory.
+    pub fn with_background_pool(mut self, pool: Arc<rayon::ThreadPool>) -> Self {
+        self.background_pool = Some(pool);
+        self
+    }
+
+    /// Sets the resource limits every compile of this compiler enforces (default
+    /// [`Limits::default`]); exceeding one is [`CompileError::Limit`].
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// The resource limits this compiler enforces.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// The vocabulary grammars are compiled against.
+    pub fn vocabulary(&self) -> &Arc<Vocabulary> {
+        &self.vocab
+    }
+}
+
+impl CompiledGrammar {
+    /// Stops this grammar's background fill ([`Precompute::Background`]) at its next mask;
+    /// masks not computed by then are computed on first use, as under
+    /// [`Precompute::Lazy`]. No effect when no fill is running.
+    pub fn cancel_background(&self) {
+        self.background_fill.cancel();
+    }
+
+    /// Where this grammar's background fill stands.
+    pub fn background_status(&self) -> BackgroundStatus {
+        self.background_fill.status()
+    }
+
+    /// Blocks until this grammar's background fill has ended, and returns how
+    /// ([`BackgroundStatus::NotScheduled`] at once when none was scheduled). For benches
+    /// and tests; a decoding loop never needs to wait.
+    pub fn wait_background(&self) -> BackgroundStatus {
+        self.background_fill.wait()
+    }
+
+    /// The grammar this was compiled from (before lowering); `to_string()` prints it as EBNF.
+    pub fn grammar(&self) -> &Grammar {
+        &self.grammar
+    }
+
+    /// The vocabulary it was compiled against.
+    pub fn vocabulary(&self) -> &Arc<Vocabulary> {
+        &self.vocab
+    }
+
+    /// Number of automaton nodes over all rules (helper rules of large repetitions included).
+    pub fn node_count(&self) -> usize {
+        self.aut.node_count()
+    }
+
+    /// Heap memory of this grammar in bytes: automata plus the masks computed so far (the
+    /// shared vocabulary and trie are not counted).
+    pub fn memory_bytes(&self) -> usize {
+        let a = &self.aut;
+        let aut = a.nodes.capacity() * std::mem::size_of::<crate::automaton::Node>()
+            + a.byte_edges.capacity() * 8
+            + a.call_edges.capacity() * 8
+            + a.token_edges.capacity() * 8
+            + a.rule_start.capacity() * 4
+            + a.nullable.capacity()
+            + a.follow.capacity() * 32
+            + a.rule_names
+                .iter()
+                .map(|n| n.capacity() + 24)
+                .sum::<usize>();
+        let masks: usize = self
+            .masks
+            .iter()
+            .map(|m| {
+                std::mem::size_of::<OnceLock<Arc<NodeMask>>>()
+                    + m.get().map_or(0, |m| m.memory_bytes())
+            })
+            .sum::<usize>()
+            + self.key_basis_bytes()
+            + self.subtrees.memory_bytes();
+        let pairs: usize = self
+            .pair_masks
+            .iter()
+            .filter_map(|row| row.get())
+            .flat_map(|row| row.iter())
+            .map(|m| {
+                std::mem::size_of::<OnceLock<NodeMask>>() + m.get().map_or(0, |m| m.memory_bytes())
+            })
+            .sum();
+        let sites: usize = self.sites.iter().map(|s| s.capacity() * 4 + 24).sum();
+        let virt: usize = self
+            .virtual_masks
+            .read()
+            .map(|m| m.values().map(|m| m.memory_bytes() + 48).sum())
+            .unwrap_or(0)
+            + self
+                .virtual_pair_masks
+                .read()
+                .map(|m| m.values().map(|m| m.memory_bytes() + 52).sum())
+                .unwrap_or(0)
+            + self
+                .counted_bases
+                .read()
+                .map(|m| m.values().map(|b| b.memory_bytes() + 16).sum())
+                .unwrap_or(0);
+        let counted: usize = a
+            .counted
+            .iter()
+            .map(|c| {
+                c.edges.capacity() * 8 + c.body_edges.capacity() * 8 + c.body_final.capacity() + 64
+            })
+            .sum();
+        aut + masks
+            + pairs
+            + sites
+            + virt
+            + counted
+            + self.has_mask.capacity()
+            + self.mask_class.capacity() * 4
+    }
+}

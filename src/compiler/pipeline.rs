@@ -1,0 +1,190 @@
+//! The one compile pipeline every entry point ends in: validate the IR → resolve token
+//! terminals against the vocabulary → lower (inline, counted repetitions) → build the
+//! rule automata → plan the masks (`crate::mask::plan`) and, under
+//! [`Precompute::Eager`], compute them.
+
+use super::{CompileError, CompiledGrammar, GrammarCompiler, Precompute};
+use crate::automaton::lower::{inline_rules, lower_repeats, simplify_repeats};
+use crate::automaton::Automaton;
+use crate::grammar::{Expr, Grammar, TokenRef};
+use crate::limits::{check_ir, check_memory, Deadline};
+use crate::mask::background::{self, BackgroundFill};
+use crate::mask::cache::SubtreeMemo;
+use crate::mask::counted::derivable;
+use crate::mask::plan;
+use rustc_hash::FxHashMap;
+use std::sync::{Arc, OnceLock, RwLock};
+
+impl GrammarCompiler {
+    /// [`Self::compile_ir_keeping`] on the current rayon pool.
+    pub(super) fn compile_on_pool(
+        &self,
+        grammar: &Grammar,
+        keep: &[bool],
+        unique_keys: bool,
+        closed: &[(String, Vec<String>)],
+    ) -> Result<Arc<CompiledGrammar>, CompileError> {
+        grammar.validate()?;
+        check_ir(&self.limits, grammar)?;
+        let deadline = Deadline::start(self.limits.compile_time);
+        // Resolve token terminals first, so that automaton building cannot fail on them.
+        let mut resolved: rustc_hash::FxHashMap<TokenRef, u32> = Default::default();
+        for rule in &grammar.rules {
+            let mut stack = vec![&rule.body];
+            while let Some(e) = stack.pop() {
+                match e {
+                    Expr::Seq(v) | Expr::Choice(v) => stack.extend(v.iter()),
+                    Expr::Repeat { expr, .. } => stack.push(expr),
+                    Expr::Token(t) => {
+                        let id = self.resolve_token(t, &rule.name)?;
+                        resolved.insert(t.clone(), id);
+                    }
+                    _ => {}
+                }
+            }
+        }
+        // A terminal naming an ordinary (non-special) token means that token's text: as
+        // bytes, any tokenization of it matches, so mask and accept agree on one reading.
+        // (No copy of the grammar when it names only special tokens, or none.)
+        let ordinary = resolved.values().any(|&id| !self.vocab.is_special(id));
+        let mut rewritten = std::borrow::Cow::Borrowed(grammar);
+        let rules: &mut [crate::grammar::Rule] = if ordinary {
+            &mut rewritten.to_mut().rules
+        } else {
+            &mut []
+        };
+        for rule in rules {
+            let mut stack = vec![&mut rule.body];
+            while let Some(e) = stack.pop() {
+                match e {
+                    Expr::Seq(v) | Expr::Choice(v) => stack.extend(v.iter_mut()),
+                    Expr::Repeat { expr, .. } => stack.push(expr),
+                    Expr::Token(t) => {
+                        let id = resolved[&*t];
+                        if !self.vocab.is_special(id) {
+                            let bytes = self.vocab.token_bytes(id).unwrap_or(&[]);
+                            *e = if bytes.is_empty() {
+                                Expr::Empty
+                            } else {
+                                Expr::Bytes(bytes.to_vec())
+                            };
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        let simplified = simplify_repeats(&inline_rules(&rewritten, keep))?;
+        let (lowered, counted) = lower_repeats(simplified);
+        let mut aut = Automaton::build(
+            &lowered,
+            &counted,
+            &|t| resolved.get(t).copied().unwrap_or(0),
+            &self.limits,
+            &deadline,
+            Some(&self.rule_automata),
+        )?;
+        if !aut.prune_unproductive() {
+            return Err(CompileError::EmptyLanguage {
+                root: grammar.rules[grammar.root.index()].name.clone(),
+            });
+        }
+        let has_mask: Vec<bool> = (0..aut.nodes.len() as u32)
+            .map(|n| aut.has_edges(n))
+            .collect();
+        let (mask_class, classes, key_basis) = plan::mask_classes(&aut, &self.trie, &deadline)?;
+        let masks = (0..classes).map(|_| OnceLock::new()).collect();
+        let mut sites: Vec<Vec<u32>> = vec![Vec::new(); aut.rule_start.len()];
+        for n in 0..aut.nodes.len() as u32 {
+            for c in aut.calls_of(n) {
+                sites[c.rule as usize].push(n);
+            }
+        }
+        let pair_masks = (0..aut.nodes.len()).map(|_| OnceLock::new()).collect();
+        let mut compiled = CompiledGrammar {
+            sites,
+            pair_masks,
+            vocab: self.vocab.clone(),
+            trie: self.trie.clone(),
+            text_bits: self.text_bits.clone(),
+            grammar: grammar.clone(),
+            aut,
+            masks,
+            key_basis,
+            shared: self.shared.clone(),
+            mask_class,
+            has_mask,
+            virtual_masks: RwLock::new(FxHashMap::default()),
+            virtual_pair_masks: RwLock::new(FxHashMap::default()),
+            counted_derivable: Vec::new(),
+            counted_bases: RwLock::new(FxHashMap::default()),
+            max_token_len: self.trie.depth.iter().copied().max().unwrap_or(0) as u32,
+            max_step_items: self.limits.max_step_items,
+            lazy_budget: self.limits.compile_time,
+            walk_failed: OnceLock::new(),
+            subtrees: SubtreeMemo::default(),
+            unique_keys,
+            closed_objects: None,
+            background_fill: BackgroundFill::default(),
+            max_memory_bytes: self.limits.max_memory_bytes,
+        };
+        if unique_keys {
+            compiled.closed_objects =
+                crate::matcher::ClosedObjects::resolve(&compiled.aut.rule_names, closed)
+                    .map(Arc::new);
+        }
+        compiled.counted_derivable = compiled.aut.counted.iter().map(derivable).collect();
+        // Memory: the automata now, then a running total of the masks as they are computed.
+        let used = std::sync::atomic::AtomicU64::new(compiled.memory_bytes() as u64);
+        let add = |bytes: usize| {
+            let total = used.fetch_add(bytes as u64, std::sync::atomic::Ordering::Relaxed);
+            check_memory(&self.limits, (total + bytes as u64) as usize)
+        };
+        add(0)?;
+        if self.precompute == Precompute::Eager {
+            compiled.precompute_eager(&deadline, &add)?;
+            check_memory(&self.limits, compiled.memory_bytes())?;
+        }
+        let compiled = Arc::new(compiled);
+        if self.precompute == Precompute::Background {
+            let pool = self
+                .background_pool
+                .clone()
+                .or_else(background::default_pool);
+            if let Some(pool) = pool {
+                background::schedule(&compiled, &pool);
+            }
+        }
+        Ok(compiled)
+    }
+
+    fn resolve_token(&self, t: &TokenRef, rule: &str) -> Result<u32, CompileError> {
+        let size = self.vocab.tokenizer_size();
+        match t {
+            TokenRef::Id(id) if (*id as usize) < size => Ok(*id),
+            TokenRef::Id(id) => Err(CompileError::TokenOutOfRange {
+                rule: rule.to_string(),
+                id: *id,
+                size,
+            }),
+            TokenRef::Text(text) => {
+                if let Some(id) = self.vocab.special_token_id(text) {
+                    return Ok(id);
+                }
+                // A text token spelled exactly so (such as an added but non-special token).
+                let trie = &self.trie;
+                let bytes = |p: usize| self.vocab.token_bytes(trie.sorted[p]).unwrap_or(&[]);
+                let p = trie.sorted.partition_point(|&id| {
+                    self.vocab.token_bytes(id).unwrap_or(&[]) < text.as_bytes()
+                });
+                if p < trie.sorted.len() && bytes(p) == text.as_bytes() {
+                    return Ok(trie.sorted[p]);
+                }
+                Err(CompileError::UnknownToken {
+                    rule: rule.to_string(),
+                    text: text.clone(),
+                })
+            }
+        }
+    }
+}

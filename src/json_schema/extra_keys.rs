@@ -1,0 +1,273 @@
+//! The keys of undeclared properties: any JSON string (every escape included) whose
+//! decoded name is none of the declared ones and has none of a set of banned characters,
+//! built from shared rules ([`KeyRules`]) so that excluding many names costs one node per
+//! name character.
+
+use std::collections::{BTreeMap, HashMap};
+
+use super::{choice, lit, repeat, seq, Builder};
+use crate::grammar::{CharClass, Expr, RuleId};
+
+/// Inclusive code point ranges, sorted: a set of characters.
+pub(super) type Ranges = Vec<(u32, u32)>;
+
+/// The shared rules of undeclared keys (see [`Builder::not_in`]): made once per grammar,
+/// each kept a rule (never inlined), so a key that excludes many declared names costs one
+/// node per name character and per branch point, not a copy of the escape grammar there.
+#[derive(Default)]
+pub(crate) struct KeyRules {
+    /// Per set of banned characters: the rest of a key after its first undeclared
+    /// character (any characters but the banned ones, then the closing quote).
+    tails: HashMap<Ranges, RuleId>,
+    /// Per set of characters taken at a branch point (the next characters of the names
+    /// left, and the banned ones) and banned set: one character outside it, in every
+    /// spelling, then the tail.
+    others: HashMap<(Ranges, Ranges), RuleId>,
+    /// Every rule above, to keep (see `JsonSchemaGrammar::keep`).
+    pub(crate) kept: Vec<RuleId>,
+}
+
+impl Builder<'_> {
+    /// The rest of a string key after its opening quote (closing quote included): any JSON
+    /// string content (every escape included) whose decoded text is not in `names`, with
+    /// no character of `banned` (sorted).
+    pub(super) fn key_not_in_except(&mut self, names: &[String], banned: &[(u32, u32)]) -> Expr {
+        let chars: Vec<Vec<char>> = names.iter().map(|n| n.chars().collect()).collect();
+        let all: Vec<&[char]> = chars.iter().map(|c| c.as_slice()).collect();
+        self.not_in(&all, 0, banned)
+    }
+
+    /// The rest of a key after its first undeclared character, with no character of
+    /// `banned` (sorted), as the shared rule of that set.
+    pub(super) fn key_tail(&mut self, banned: &[(u32, u32)]) -> Option<RuleId> {
+        if let Some(&id) = self.key_rules.tails.get(banned) {
+            return Some(id);
+        }
+        let tail_char = if banned.is_empty() {
+            super::strings::string_char()
+        } else {
+            char_spellings(&complement(banned))?
+        };
+        let id = self.add_rule(
+            "obj_key_tail",
+            seq(vec![repeat(tail_char, 0, None), lit("\"")]),
+        );
+        self.pointers[id.index()] = "#".into();
+        self.key_rules.tails.insert(banned.to_vec(), id);
+        self.key_rules.kept.push(id);
+        Some(id)
+    }
+
+    /// One character not in `taken` (nor in `banned`), in every spelling, then the rest of
+    /// the key ([`Builder::key_tail`]), as the shared rule of that pair of sets.
+    pub(super) fn key_other(
+        &mut self,
+        taken: &[(u32, u32)],
+        banned: &[(u32, u32)],
+    ) -> Option<RuleId> {
+        let key = (taken.to_vec(), banned.to_vec());
+        if let Some(&id) = self.key_rules.others.get(&key) {
+            return Some(id);
+        }
+        let first = char_spellings(&complement(taken))?;
+        let tail = self.key_tail(banned)?;
+        let id = self.add_rule("obj_key_other", seq(vec![first, Expr::Rule(tail)]));
+        self.pointers[id.index()] = "#".into();
+        self.key_rules.others.insert(key, id);
+        self.key_rules.kept.push(id);
+        Some(id)
+    }
+
+    /// Strings whose continuation from depth `d` avoids every string of `set` (all of
+    /// which share the prefix consumed so far), with no character of `banned` (sorted).
+    /// Names are compared decoded: each character may be written raw or escaped
+    /// ([`char_spellings`]), so `"f\u006fo"` follows the path of `foo` and is excluded with
+    /// it. The trie of the names is written out; what leaves it (a character no name
+    /// continues with) is a call of a shared rule ([`Builder::key_other`]).
+    pub(super) fn not_in(&mut self, set: &[&[char]], d: usize, banned: &[(u32, u32)]) -> Expr {
+        let mut alts = Vec::new();
+        // End here, unless a name ends here.
+        if !set.iter().any(|s| s.len() == d) {
+            alts.push(lit("\""));
+        }
+        // Children.
+        let mut next: BTreeMap<char, Vec<&[char]>> = BTreeMap::new();
+        for s in set {
+            if let Some(&c) = s.get(d) {
+                next.entry(c).or_default().push(s);
+            }
+        }
+        // The characters that do not start the catch-all branch below.
+        let mut taken: Vec<(u32, u32)> = banned.to_vec();
+        for (c, sub) in &next {
+            let cp = *c as u32;
+            taken.push((cp, cp));
+            if banned.iter().any(|&(lo, hi)| lo <= cp && cp <= hi) {
+                continue;
+            }
+            if let Some(spelled) = char_spellings(&[(cp, cp)]) {
+                let rest = self.not_in(sub, d + 1, banned);
+                alts.push(seq(vec![spelled, rest]));
+            }
+        }
+        taken.sort_unstable();
+        taken.dedup();
+        // Any other character, then anything.
+        if let Some(other) = self.key_other(&taken, banned) {
+            alts.push(Expr::Rule(other));
+        }
+        choice(alts.into_iter().map(Some).collect()).unwrap_or(Expr::Empty)
+    }
+}
+
+/// The Unicode scalar values not in `ranges` (inclusive code point ranges, any order).
+pub(super) fn complement(ranges: &[(u32, u32)]) -> Vec<(u32, u32)> {
+    let mut r = ranges.to_vec();
+    r.push((0xD800, 0xDFFF));
+    r.sort_unstable();
+    let mut out = Vec::new();
+    let mut next = 0u32;
+    for (lo, hi) in r {
+        if lo > next {
+            out.push((next, lo - 1));
+        }
+        next = next.max(hi.saturating_add(1));
+    }
+    if next <= 0x10FFFF {
+        out.push((next, 0x10FFFF));
+    }
+    out
+}
+
+/// The hex digits of the nibble values `ns`, in both cases.
+pub(super) fn nibbles(ns: &[u32]) -> Expr {
+    let mut ranges = Vec::new();
+    for &n in ns {
+        let c = char::from_digit(n, 16).unwrap_or('0');
+        ranges.push((c as u32, c as u32));
+        let up = c.to_ascii_uppercase();
+        if up != c {
+            ranges.push((up as u32, up as u32));
+        }
+    }
+    Expr::Class(CharClass {
+        negated: false,
+        ranges,
+    })
+}
+
+/// `width` hex digits (either case) whose value is in `ranges` (inclusive, sorted,
+/// disjoint, below `16^width`); `None` when no value is.
+pub(super) fn hex_in(ranges: &[(u32, u32)], width: u32) -> Option<Expr> {
+    if ranges.is_empty() {
+        return None;
+    }
+    if width == 0 {
+        return Some(Expr::Empty);
+    }
+    let step = 16u32.pow(width - 1);
+    let mut full = Vec::new();
+    let mut alts = Vec::new();
+    for n in 0..16u32 {
+        let (lo, hi) = (n * step, n * step + step - 1);
+        let sub: Vec<(u32, u32)> = ranges
+            .iter()
+            .filter(|&&(a, b)| a <= hi && b >= lo)
+            .map(|&(a, b)| (a.max(lo) - lo, b.min(hi) - lo))
+            .collect();
+        if sub.is_empty() {
+            continue;
+        }
+        if sub == [(0, step - 1)] {
+            full.push(n);
+        } else if let Some(rest) = hex_in(&sub, width - 1) {
+            alts.push(Some(seq(vec![nibbles(&[n]), rest])));
+        }
+    }
+    if !full.is_empty() {
+        let mut parts = vec![nibbles(&full)];
+        parts.extend((1..width).map(|_| nibbles(&(0..16).collect::<Vec<_>>())));
+        alts.push(Some(seq(parts)));
+    }
+    choice(alts)
+}
+
+/// One character of a JSON string whose decoded value is in `allowed` (inclusive code
+/// point ranges; surrogates are ignored), in every spelling RFC 8259 §7 allows: raw
+/// (unless it must be escaped), a two-character escape, `\uHHHH` in either case, or an
+/// escaped surrogate pair for a character past U+FFFF. Each spelling has one parse.
+/// `None` when `allowed` holds no character.
+pub(crate) fn char_spellings(allowed: &[(u32, u32)]) -> Option<Expr> {
+    // Normalise: sorted, merged, without surrogates.
+    let mut set: Vec<(u32, u32)> = complement(&complement(allowed));
+    set.retain(|&(lo, hi)| lo <= hi);
+    let within = |lo: u32, hi: u32| -> Vec<(u32, u32)> {
+        set.iter()
+            .filter(|&&(a, b)| a <= hi && b >= lo)
+            .map(|&(a, b)| (a.max(lo), b.min(hi)))
+            .collect()
+    };
+    let has = |c: u32| set.iter().any(|&(a, b)| a <= c && c <= b);
+    let mut alts: Vec<Option<Expr>> = Vec::new();
+    let raw: Vec<(u32, u32)> = complement(&[(0, 0x1F), (0x22, 0x22), (0x5C, 0x5C)])
+        .into_iter()
+        .flat_map(|(lo, hi)| within(lo, hi))
+        .collect();
+    if !raw.is_empty() {
+        alts.push(Some(Expr::Class(CharClass {
+            negated: false,
+            ranges: raw,
+        })));
+    }
+    for (c, e) in [
+        (0x22, "\\\""),
+        (0x5C, "\\\\"),
+        (0x2F, "\\/"),
+        (0x08, "\\b"),
+        (0x0C, "\\f"),
+        (0x0A, "\\n"),
+        (0x0D, "\\r"),
+        (0x09, "\\t"),
+    ] {
+        if has(c) {
+            alts.push(Some(lit(e)));
+        }
+    }
+    if let Some(h) = hex_in(&within(0, 0xFFFF), 4) {
+        alts.push(Some(seq(vec![lit("\\u"), h])));
+    }
+    // Past U+FFFF: the pair (high, low) of `cp - 0x10000` = high's 10 bits, low's 10 bits.
+    let pair = |high: (u32, u32), low: (u32, u32)| -> Option<Expr> {
+        Some(seq(vec![
+            lit("\\u"),
+            hex_in(&[(0xD800 + high.0, 0xD800 + high.1)], 4)?,
+            lit("\\u"),
+            hex_in(&[(0xDC00 + low.0, 0xDC00 + low.1)], 4)?,
+        ]))
+    };
+    for (lo, hi) in within(0x10000, 0x10FFFF) {
+        let (lo, hi) = (lo - 0x10000, hi - 0x10000);
+        let (hl, hh) = (lo >> 10, hi >> 10);
+        if hl == hh {
+            alts.push(pair((hl, hl), (lo & 0x3FF, hi & 0x3FF)));
+            continue;
+        }
+        // The first and last high halves may be partial; those between are full.
+        let first_full = lo & 0x3FF == 0;
+        let last_full = hi & 0x3FF == 0x3FF;
+        if !first_full {
+            alts.push(pair((hl, hl), (lo & 0x3FF, 0x3FF)));
+        }
+        let (a, b) = (
+            if first_full { hl } else { hl + 1 },
+            if last_full { hh } else { hh - 1 },
+        );
+        if a <= b {
+            alts.push(pair((a, b), (0, 0x3FF)));
+        }
+        if !last_full {
+            alts.push(pair((hh, hh), (0, hi & 0x3FF)));
+        }
+    }
+    choice(alts)
+}

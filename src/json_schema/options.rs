@@ -1,0 +1,88 @@
+//! [`JsonSchemaOptions`]: what the JSON Schema front end may choose (whitespace, digit
+//! caps, property order, strictness, lenient mode, other documents).
+
+use serde_json::Value;
+
+/// Options of the JSON Schema front end.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JsonSchemaOptions {
+    /// Allow any JSON whitespace (`[ \t\n\r]`) between tokens and around the value (default
+    /// `true`, as XGrammar's `any_whitespace`). When `false`, the output is compact: no
+    /// whitespace at all.
+    pub any_whitespace: bool,
+    /// With `any_whitespace`, the most whitespace characters in one place (default `None`:
+    /// unbounded, as RFC 8259 allows). A cap stops a model from looping on whitespace.
+    pub max_whitespace: Option<u32>,
+    /// With `any_whitespace`, the most line feeds in one place (default `None`: as many as
+    /// `max_whitespace` allows). `Some(1)` keeps pretty-printed JSON (a line break then
+    /// indentation) and refuses runs of blank lines. Exact while `(max_whitespace + n
+    /// choose n)` is at most 4096 (any `n` up to 3 within 12 characters); past that only
+    /// `max_whitespace` applies.
+    pub max_whitespace_newlines: Option<u32>,
+    /// The most digits in one run of a JSON `number` or `integer` (default `None`: unbounded,
+    /// as RFC 8259 allows). Small models can loop on digits (`0.000000…`) until their token
+    /// budget runs out; a cap ends such a run. Counted in digits per run: the integer part,
+    /// the fraction, the exponent, and the zero fraction of an integer (`6000.000`) are
+    /// each at most `n` digits (at least one where one is required). Only runs that the
+    /// schema leaves unbounded are capped: a range such as `"maximum": 100000` still
+    /// accepts `100000`, and `const`/`enum` numbers are written as given (within bounded
+    /// ranges, a fraction of free digits may reach a little past `n`, never unbounded).
+    /// Strings (`"pattern": "^[0-9]+$"`) are not affected, nor the digit automaton of an
+    /// integer `multipleOf` without an upper bound. The cap only narrows: every number
+    /// accepted is still valid for the schema.
+    pub max_number_digits: Option<u32>,
+    /// Declared properties in any order (default `false`: in the order of the schema's map),
+    /// with required keys enforced and no key twice. Through
+    /// [`crate::GrammarCompiler::compile_json_schema`], objects whose undeclared keys are
+    /// open-ended (`additionalProperties` not `false`, no `patternProperties` but `.*`-like
+    /// ones, no `propertyNames`) and that have no `maxProperties` take every order, whatever the number of properties (the
+    /// matcher forbids repeated keys, so the grammar only counts the required names
+    /// written). Other objects, and the grammar of [`json_schema_to_grammar`], are exact
+    /// for objects of up to 8 named properties, required names that `properties` does not
+    /// declare included (fewer with `minProperties` or `maxProperties`: it has a state per
+    /// set of written properties and count, at most 512); larger objects are cut into chunks
+    /// of up to 6 (in declared order) whose members come in any order among themselves, a
+    /// subset of the orders (extra keys may repeat in the grammar alone).
+    pub any_order: bool,
+    /// Undeclared properties are forbidden when `additionalProperties` is absent (the spec
+    /// default allows them). Off by default.
+    pub strict: bool,
+    /// Ignore properties of schema objects that are not JSON Schema keywords of any draft
+    /// (vendor extensions such as `x-kubernetes-group-version-kind`, or `example`), which
+    /// assert nothing; they are listed in [`JsonSchemaGrammar::ignored`]. Off by default:
+    /// every keyword that is not enforced is then an error, misspellings included.
+    pub ignore_unknown_keywords: bool,
+    /// Ignore keywords that are not enforced instead of failing (they are listed in
+    /// [`JsonSchemaGrammar::ignored`]). The grammar then accepts more than the schema.
+    pub lenient: bool,
+    /// Strings that never occur, as written, inside a JSON string the grammar writes freely
+    /// (default none): string values without `pattern`, `format`, `minLength` or
+    /// `maxLength`, keys of objects that declare no property, and strings and keys inside
+    /// values of any shape (other keys and bounded strings are not narrowed). Tool-call formats list their markers here (`<tool_call>`,
+    /// `</tool_call>`), so an argument cannot end or open a call from inside a string.
+    /// Matched on the string as written: `\u003ctool_call>` (a decoded `<tool_call>`) is
+    /// still allowed, and since an escape sequence restarts the match, a string holding
+    /// `"`, `\` or a control character (which a JSON string writes only escaped) is not
+    /// excluded. Enum and const values are written as the schema gives them.
+    pub string_excludes: Vec<String>,
+    /// Other documents that `$ref` may name, as (absolute URI, document) pairs. Nothing is
+    /// fetched: a reference to a document that is not here is an error naming it.
+    pub documents: Vec<(String, Value)>,
+}
+
+impl Default for JsonSchemaOptions {
+    fn default() -> Self {
+        JsonSchemaOptions {
+            any_whitespace: true,
+            max_whitespace: None,
+            max_whitespace_newlines: None,
+            max_number_digits: None,
+            any_order: false,
+            strict: false,
+            ignore_unknown_keywords: false,
+            lenient: false,
+            string_excludes: Vec::new(),
+            documents: Vec::new(),
+        }
+    }
+}

@@ -1,0 +1,420 @@
+//! Each kind of mask the plan chooses equals the full walk of the trie.
+
+use super::*;
+use crate::mask::cache::{SubtreeMemo, TokenSet};
+use crate::{GrammarCompiler, Precompute, Vocabulary};
+
+/// A vocabulary of every byte, every two-byte string over letters and JSON
+/// punctuation, and every three-letter lowercase string, alone and before a quote
+/// (about 39,000 tokens: enough for mask classes and delta masks to be used).
+pub(crate) fn wide_vocabulary() -> Vocabulary {
+    let alphabet: Vec<u8> = (b'a'..=b'z')
+        .chain(b'A'..=b'Z')
+        .chain(*b"\":, {}\\")
+        .collect();
+    let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+    for &a in &alphabet {
+        for &b in &alphabet {
+            tokens.push(vec![a, b]);
+        }
+    }
+    for a in b'a'..=b'z' {
+        for b in b'a'..=b'z' {
+            for c in b'a'..=b'z' {
+                tokens.push(vec![a, b, c]);
+                tokens.push(vec![a, b, c, b'"']);
+            }
+            tokens.push(vec![a, b, b'"', b':']);
+        }
+    }
+    with_stop(tokens)
+}
+
+/// The vocabulary of `tokens` and a last token `</s>`, its stop token.
+fn with_stop(mut tokens: Vec<Vec<u8>>) -> Vocabulary {
+    tokens.push(b"</s>".to_vec());
+    let stop = tokens.len() as u32 - 1;
+    Vocabulary::from_token_bytes(&tokens, &[stop], &[stop]).unwrap()
+}
+
+/// Ids of a token set, ascending.
+fn ids(set: &TokenSet, text_bits: &[u32]) -> Vec<u32> {
+    let all = (0..text_bits.len() as u32 * 32)
+        .filter(|&i| text_bits[(i / 32) as usize] >> (i % 32) & 1 == 1);
+    match set {
+        TokenSet::Accepted(v) => v.clone(),
+        TokenSet::Rejected(v) => all.filter(|i| !v.contains(i)).collect(),
+        TokenSet::Bitset(b) => all
+            .filter(|&i| b[(i / 32) as usize] >> (i % 32) & 1 == 1)
+            .collect(),
+    }
+}
+
+/// Node `n`'s mask by a full walk of the trie (a fresh subtree memo, no deadline).
+fn full_walk(g: &CompiledGrammar, n: u32) -> NodeMask {
+    let memo = SubtreeMemo::default();
+    let words = g.vocab.bitmask_words();
+    let never = Deadline::never();
+    crate::mask::cache::compute_node_mask_in(
+        &g.aut,
+        &g.trie,
+        n,
+        words,
+        (&memo, &g.mask_class),
+        &never,
+        None,
+        None,
+    )
+    .unwrap()
+}
+
+/// Asserts that `got` is node `n`'s mask as the full walk of the trie computes it
+/// (`what` names the path that computed `got`, for the message).
+pub(crate) fn assert_full_walk_mask(g: &CompiledGrammar, n: u32, got: &NodeMask, what: &str) {
+    let full = full_walk(g, n);
+    assert_eq!(
+        ids(&got.accepted, &g.text_bits),
+        ids(&full.accepted, &g.text_bits),
+        "node {n} ({what}): accepted tokens"
+    );
+    assert_eq!(
+        got.uncertain, full.uncertain,
+        "node {n} ({what}): uncertain tokens"
+    );
+}
+
+/// Every node's mask walked with the vocabulary slices it consumes equals the walk of
+/// every token, over grammars whose wide nodes are JSON string contents, free text, and
+/// free text before a `<tool_call>` trigger, on a vocabulary with quotes, `<`, control
+/// characters, multi-byte characters and UTF-8 fragments.
+#[test]
+fn a_sliced_walk_equals_the_full_walk() {
+    use crate::mask::slices;
+    let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+    let pieces: Vec<&[u8]> = vec![
+        b"a",
+        b"b",
+        b"<",
+        b"\"",
+        b"\\",
+        b"\n",
+        b" ",
+        b"{",
+        b"}",
+        b":",
+        b",",
+        b"tool",
+        b"_call",
+        b">",
+        "é".as_bytes(),
+        "日".as_bytes(),
+        "😀".as_bytes(),
+        &"日".as_bytes()[..2],
+        &"😀".as_bytes()[1..],
+        b"\x7f",
+        b"1",
+    ];
+    for a in &pieces {
+        for b in &pieces {
+            tokens.push([*a, *b].concat());
+            for c in &pieces[..6] {
+                tokens.push([*a, *b, *c].concat());
+            }
+        }
+    }
+    tokens.push(b"<tool_call>".to_vec());
+    let compiler = GrammarCompiler::new(with_stop(tokens)).with_precompute(Precompute::Lazy);
+    let schema = serde_json::json!({
+        "type": "object",
+        "properties": {
+            "s": {"type": "string"},
+            "short": {"type": "string", "maxLength": 3},
+            "tags": {"type": "array", "items": {"type": "string"}},
+            "n": {"type": "number"}
+        }
+    });
+    let tag = serde_json::json!({
+        "type": "structural_tag",
+        "format": {
+            "type": "triggered_tags",
+            "triggers": ["<tool_call>"],
+            "tags": [{
+                "begin": "<tool_call>",
+                "content": {"type": "json_schema", "json_schema": schema},
+                "end": "</tool_call>"
+            }],
+            "at_least_one": false,
+            "stop_after_first": false
+        }
+    });
+    let grammars = [
+        compiler
+            .compile_json_schema(&schema, &crate::JsonSchemaOptions::default())
+            .unwrap(),
+        compiler.compile_structural_tag(&tag).unwrap(),
+        compiler.compile_regex(r"(?s).*x").unwrap(),
+        compiler
+            .compile_grammar(r#"root ::= [^<]* "<" [a-z]*"#)
+            .unwrap(),
+        compiler.compile_regex(r"[A-Za-z0-9_]+@[a-z]+").unwrap(),
+        compiler.compile_builtin_json().unwrap(),
+    ];
+    let never = Deadline::never();
+    let mut used = [0usize; slices::SLICES.len()];
+    let mut via_calls = 0;
+    for g in &grammars {
+        let words = g.vocab.bitmask_words();
+        for n in 0..g.aut.nodes.len() as u32 {
+            let Some(slice) = crate::mask::cache::pick_slice(&g.aut, &g.trie, n) else {
+                continue;
+            };
+            let k = slices::SLICES
+                .iter()
+                .position(|&x| x == slice.lang)
+                .unwrap();
+            used[k] += 1;
+            via_calls += !g.aut.calls_of(n).is_empty() as usize;
+            let memo = SubtreeMemo::default();
+            let sliced = crate::mask::cache::compute_node_mask_in(
+                &g.aut,
+                &g.trie,
+                n,
+                words,
+                (&memo, &g.mask_class),
+                &never,
+                None,
+                Some(slice),
+            )
+            .unwrap();
+            assert_full_walk_mask(g, n, &sliced, &format!("slice {k}"));
+        }
+    }
+    // Each slice is taken somewhere: any text (the first regex), JSON string contents,
+    // the free text before `<` (the tag and the EBNF grammar), ASCII letters and digits
+    // (the second regex).
+    assert!(
+        used.iter().all(|&u| u > 0),
+        "slices taken per kind: {used:?}"
+    );
+    // Key states whose undeclared tail is a call.
+    assert!(via_calls > 0, "no slice was taken at a node with calls");
+}
+
+#[test]
+fn a_delta_mask_equals_the_full_walk() {
+    let compiler = GrammarCompiler::new(wide_vocabulary()).with_precompute(Precompute::Lazy);
+    let schema = serde_json::json!({
+        "type": "object",
+        "properties": {
+            "pay": {"type": "string"},
+            "pal": {"type": "integer"},
+            "name": {"type": "string", "maxLength": 5},
+            "zoo": {"type": "boolean"}
+        },
+        "required": ["name"]
+    });
+    let g = compiler
+        .compile_json_schema(&schema, &crate::JsonSchemaOptions::default())
+        .unwrap();
+    let never = Deadline::never();
+    let words = g.vocab.bitmask_words();
+    let memo = SubtreeMemo::default();
+    let mut deltas = 0;
+    for n in 0..g.aut.nodes.len() as u32 {
+        let Some(delta) = delta_reference(&g.aut, &g.trie, &g.mask_class, n) else {
+            continue;
+        };
+        deltas += 1;
+        assert_ne!(delta.reference, n);
+        let base = full_walk(&g, delta.reference);
+        let derived = compute_node_mask(
+            &g.aut,
+            &g.trie,
+            n,
+            words,
+            (&memo, &g.mask_class),
+            &never,
+            Some((&base, &delta, &g.text_bits)),
+        )
+        .unwrap();
+        assert_full_walk_mask(&g, n, &derived, &format!("reference {}", delta.reference));
+        // A reference has no reference of its own: one level deep.
+        assert!(delta_reference(&g.aut, &g.trie, &g.mask_class, delta.reference).is_none());
+    }
+    // The states of the key automaton that avoids "pay", "pal", "name" and "zoo".
+    assert!(deltas >= 5, "only {deltas} nodes took a delta");
+}
+
+/// Every mask composed from a call-only node's callees equals the full walk of that
+/// node, over grammars with counted and plain strings, nested objects and arrays, a
+/// node that calls several rules, left recursion and nullable callees.
+#[test]
+fn a_call_only_mask_equals_the_full_walk() {
+    let compiler = GrammarCompiler::new(wide_vocabulary()).with_precompute(Precompute::Lazy);
+    let schema = serde_json::json!({
+        "type": "object",
+        "properties": {
+            "email": {"type": "string", "maxLength": 1024},
+            "name": {"type": "string", "minLength": 2, "maxLength": 5},
+            "tags": {"type": "array", "items": {"type": "string"}},
+            "inner": {
+                "type": "object",
+                "properties": {"a": {"type": "string"}, "b": {"type": "integer"}}
+            },
+            "any": {}
+        },
+        "required": ["email"]
+    });
+    let grammars = [
+        compiler
+            .compile_json_schema(&schema, &crate::JsonSchemaOptions::default())
+            .unwrap(),
+        compiler
+            .compile_grammar(
+                r#"root ::= item ("," item)*
+item ::= word | num | list | opt
+word ::= [a-z]+ "\""?
+num ::= [0-9]+ | num "e"
+list ::= "[" root "]" | list "x"
+opt ::= [a-z]? "!"
+"#,
+            )
+            .unwrap(),
+        // "az" is accepted inside `wordy` and runs past the end of `shorty`.
+        compiler
+            .compile_grammar(
+                r#"root ::= pick "z"
+pick ::= wordy | shorty
+wordy ::= "a" | wordy [a-z]
+shorty ::= "a" | "(" pick ")"
+"#,
+            )
+            .unwrap(),
+        compiler.compile_builtin_json().unwrap(),
+        // A choice between bytes and a nullable call, whose return node has bytes.
+        compiler
+            .compile_grammar(
+                r#"root ::= "ab" x "b" | x "c" | "\"" x
+x ::= [a-z]* | "\"" [0-9]
+"#,
+            )
+            .unwrap(),
+    ];
+    let never = Deadline::never();
+    let mut composed = 0;
+    let mut mixed = 0;
+    for g in &grammars {
+        for n in 0..g.aut.nodes.len() as u32 {
+            let Some(derived) = g.call_only_mask_by(n, &never).unwrap() else {
+                continue;
+            };
+            composed += 1;
+            mixed += !g.aut.bytes_of(n).is_empty() as usize;
+            assert_full_walk_mask(g, n, &derived, "composed");
+        }
+    }
+    assert!(composed >= 9, "only {composed} masks were composed");
+    // Nodes with byte edges beside their calls: the key states that avoid the declared
+    // names (their undeclared tails are calls), and the EBNF choices below.
+    assert!(
+        mixed >= 4,
+        "only {mixed} masks with byte edges were composed"
+    );
+}
+
+/// Every walked mask equals running each token alone through the Earley chart from the
+/// node (accepted: every byte scanned; uncertain: it failed after the node's rule could
+/// have ended with a following byte that may follow the rule). The grammars call DFA
+/// rules that end inside tokens (a string's body then its closing quote, a counted
+/// string, a word rule that may end anywhere), which the walk steps by table inside
+/// the chart.
+#[test]
+fn a_walk_equals_token_by_token_chart_runs() {
+    use crate::parser::Chart;
+    let alphabet = b"ab\":,{} 1\\";
+    let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+    for &a in alphabet {
+        for &b in alphabet {
+            tokens.push(vec![a, b]);
+            for &c in b"a\",}" {
+                tokens.push(vec![a, b, c]);
+            }
+        }
+    }
+    // Longer tokens: runs of steps inside a callee, then a step that ends it.
+    let short = b"ab\"1,:";
+    for n in 0..short.len().pow(4) {
+        tokens.push(
+            (0..4)
+                .map(|k| short[n / short.len().pow(k) % short.len()])
+                .collect(),
+        );
+    }
+    for n in 0..3usize.pow(5) {
+        tokens.push((0..5).map(|k| b"ab\""[n / 3usize.pow(k) % 3]).collect());
+    }
+    let compiler = GrammarCompiler::new(with_stop(tokens)).with_precompute(Precompute::Lazy);
+    let schema = serde_json::json!({
+        "type": "object",
+        "properties": {
+            "a": {"type": "string"},
+            "b": {"type": "string", "maxLength": 3},
+            "ab": {"type": "array", "items": {"type": "integer"}}
+        }
+    });
+    let grammars = [
+        compiler
+            .compile_json_schema(&schema, &crate::JsonSchemaOptions::default())
+            .unwrap(),
+        compiler
+            .compile_grammar(
+                r#"root ::= (word ":" | "{" root "}" | word word) ","?
+word ::= [ab]+ | "\"" [ab]* "\"" | word "1"
+"#,
+            )
+            .unwrap(),
+    ];
+    let mut walked = 0;
+    for g in &grammars {
+        let (aut, trie) = (&g.aut, &g.trie);
+        for n in 0..aut.nodes.len() as u32 {
+            if !g.has_mask[n as usize] {
+                continue;
+            }
+            walked += 1;
+            let m = full_walk(g, n);
+            let follow = &aut.follow[aut.rule_of(n) as usize];
+            let mut accepted = Vec::new();
+            let mut uncertain = Vec::new();
+            for (p, &id) in trie.sorted.iter().enumerate() {
+                let bytes = g.vocab.token_bytes(id).unwrap();
+                let mut chart = Chart::new(aut, n);
+                // ok: the rule could have ended after some k >= 1 bytes with byte k
+                // following it.
+                let (mut ok, mut exit) = (false, false);
+                let mut all = true;
+                for (k, &b) in bytes.iter().enumerate() {
+                    ok |= k >= 1 && exit && crate::automaton::byte_in(follow, b);
+                    if !chart.push_byte(aut, b) {
+                        all = false;
+                        break;
+                    }
+                    exit = chart.can_exit();
+                }
+                if all {
+                    accepted.push(id);
+                } else if ok {
+                    uncertain.push(p as u32);
+                }
+            }
+            accepted.sort_unstable();
+            assert_eq!(
+                ids(&m.accepted, &g.text_bits),
+                accepted,
+                "node {n}: accepted"
+            );
+            assert_eq!(m.uncertain, uncertain, "node {n}: uncertain");
+        }
+    }
+    assert!(walked >= 40, "only {walked} nodes walked");
+}
