@@ -21,7 +21,7 @@ pub(crate) fn minimize(dfa: Dfa) -> Dfa {
         return dfa;
     }
     let mut block: Vec<u32> = dfa.states.iter().map(|s| s.is_final as u32).collect();
-    let mut count = if block.iter().any(|&b| b == 0) && block.iter().any(|&b| b == 1) {
+    let mut count = if block.contains(&0) && block.contains(&1) {
         2
     } else {
         1
