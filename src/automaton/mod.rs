@@ -10,6 +10,7 @@ mod build;
 mod classes;
 pub(crate) use classes::KeyBasis;
 pub(crate) mod lower;
+mod minimize;
 mod regular;
 pub(crate) mod rule_cache;
 
@@ -305,7 +306,12 @@ impl Automaton {
                     .into(),
                 }),
             };
-            let dfa = built?;
+            // A fresh build is minimized before it is kept, so a hit is minimized too.
+            let dfa = if fresh {
+                minimize::minimize(built?)
+            } else {
+                built?
+            };
             if let (true, Some(c), Some(k)) = (fresh, cache, key) {
                 c.insert(k, &dfa);
             }

@@ -6,7 +6,9 @@ use std::time::Instant;
 use indicatif::ProgressBar;
 use rayon::prelude::*;
 use serde_json::Value;
-use tokensieve::{CompiledGrammar, GrammarCompiler, GrammarMatcher, JsonSchemaOptions};
+use tokensieve::{
+    CompiledGrammar, GrammarCompiler, GrammarMatcher, JsonSchemaOptions, StructuralTag,
+};
 
 use super::BenchError;
 
@@ -30,6 +32,8 @@ pub trait Engine: Sync {
     type Matcher;
     /// Where `fill` leaves the mask.
     type Mask;
+    /// A structural tag in the engine's own grammar language.
+    type TagSource;
 
     /// The engine's name in tables.
     fn name(&self) -> &'static str;
@@ -37,6 +41,11 @@ pub trait Engine: Sync {
     fn new_mask(&self) -> Self::Mask;
     /// Compiles a schema (given by value: cloning it is not timed).
     fn compile(&self, schema: Value) -> Result<Self::Grammar, String>;
+    /// `tag` in the engine's grammar language (not timed: the bench's harness, not the
+    /// engine's work).
+    fn tag_source(&self, tag: &StructuralTag) -> Result<Self::TagSource, String>;
+    /// Compiles a structural tag given by [`Engine::tag_source`].
+    fn compile_tag(&self, source: Self::TagSource) -> Result<Self::Grammar, String>;
     /// A fresh matcher at the start of the grammar.
     fn matcher(&self, grammar: &Self::Grammar) -> Result<Self::Matcher, String>;
     /// Computes the mask of the next token.
@@ -229,6 +238,7 @@ impl Engine for Tokensieve {
     type Grammar = Arc<CompiledGrammar>;
     type Matcher = GrammarMatcher;
     type Mask = Vec<u32>;
+    type TagSource = StructuralTag;
 
     fn name(&self) -> &'static str {
         "tokensieve"
@@ -239,6 +249,14 @@ impl Engine for Tokensieve {
     fn compile(&self, schema: Value) -> Result<Self::Grammar, String> {
         self.compiler
             .compile_json_schema(&schema, &self.options)
+            .map_err(|e| e.to_string())
+    }
+    fn tag_source(&self, tag: &StructuralTag) -> Result<StructuralTag, String> {
+        Ok(tag.clone())
+    }
+    fn compile_tag(&self, tag: StructuralTag) -> Result<Self::Grammar, String> {
+        self.compiler
+            .compile_structural_tag(&tag)
             .map_err(|e| e.to_string())
     }
     fn matcher(&self, grammar: &Self::Grammar) -> Result<GrammarMatcher, String> {
@@ -271,6 +289,8 @@ impl Engine for Tokensieve {
 pub struct Llguidance {
     factory: llguidance::ParserFactory,
     stop: u32,
+    /// The tokens llguidance counts as special (`(text, id)`), for the Lark form of tags.
+    specials: Vec<(String, u32)>,
 }
 
 #[cfg(feature = "llguidance")]
@@ -289,10 +309,26 @@ impl Llguidance {
         }
         bt.set_eos_token(stop);
         let env = bt.into_tok_env(None).map_err(|e| fail(format!("{e:#}")))?;
+        let trie = env.tok_trie();
+        let specials = (0..trie.vocab_size() as u32)
+            .filter_map(|id| match trie.token(id) {
+                [marker, text @ ..]
+                    if *marker == llguidance::toktrie::TokTrie::SPECIAL_TOKEN_MARKER
+                        && !text.is_empty() =>
+                {
+                    Some((String::from_utf8_lossy(text).into_owned(), id))
+                }
+                _ => None,
+            })
+            .collect();
         let mut factory =
             llguidance::ParserFactory::new_simple(&env).map_err(|e| fail(format!("{e:#}")))?;
         factory.quiet();
-        Ok(Llguidance { factory, stop })
+        Ok(Llguidance {
+            factory,
+            stop,
+            specials,
+        })
     }
 }
 
@@ -301,6 +337,7 @@ impl Engine for Llguidance {
     type Grammar = llguidance::Matcher;
     type Matcher = llguidance::Matcher;
     type Mask = Option<llguidance::toktrie::SimpleVob>;
+    type TagSource = String;
 
     fn name(&self) -> &'static str {
         "llguidance"
@@ -310,6 +347,17 @@ impl Engine for Llguidance {
     }
     fn compile(&self, schema: Value) -> Result<Self::Grammar, String> {
         let grammar = llguidance::api::TopLevelGrammar::from_json_schema(schema);
+        let parser = self
+            .factory
+            .create_parser(grammar)
+            .map_err(|e| format!("{e:#}"))?;
+        Ok(llguidance::Matcher::new(Ok(parser)))
+    }
+    fn tag_source(&self, tag: &StructuralTag) -> Result<String, String> {
+        super::lark::structural_tag_to_lark(tag, &self.specials)
+    }
+    fn compile_tag(&self, lark: String) -> Result<Self::Grammar, String> {
+        let grammar = llguidance::api::TopLevelGrammar::from_lark(lark);
         let parser = self
             .factory
             .create_parser(grammar)

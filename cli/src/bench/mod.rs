@@ -8,6 +8,8 @@
 //! one stops at the rejected token (its mask and its failing accept are counted).
 
 pub mod engine;
+#[cfg(any(feature = "llguidance", test))]
+pub mod lark;
 pub mod records;
 pub mod stats;
 pub mod tools;
@@ -522,8 +524,9 @@ fn write_outputs(
     Ok(())
 }
 
-/// `bench --tools`: one tag per N on tokensieve, the table on `out`, the runs as JSON to
-/// `--report`.
+/// `bench --tools`: one tag per N on tokensieve (a fresh compiler each) and, with
+/// `--engine both|llguidance`, on llguidance (its Lark form, [`lark`]) with the same
+/// tokens; the table on `out`, the runs as JSON to `--report`.
 #[cfg(feature = "hf")]
 #[allow(clippy::too_many_arguments)]
 fn run_tools(
@@ -536,11 +539,7 @@ fn run_tools(
     json_file: Option<std::fs::File>,
     out: &mut dyn Write,
 ) -> Result<(), BenchError> {
-    if args.engine != EngineChoice::Tokensieve {
-        return Err(BenchError::Tools(
-            "--tools runs tokensieve only for now (llguidance's side is not written yet)".into(),
-        ));
-    }
+    let load_before = read_trimmed("/proc/loadavg");
     let format = tokensieve_tools::format_by_name(&args.format).ok_or_else(|| {
         BenchError::Tools(format!(
             "--format {}: no such tool-call family (known: {})",
@@ -550,6 +549,15 @@ fn run_tools(
     })?;
     let cases = tools::load_tools(&args.schemas)?;
     let vocab = Arc::new(vocab);
+    let stop = *vocab
+        .stop_tokens()
+        .first()
+        .ok_or_else(|| BenchError::Tools("the vocabulary has no stop token".into()))?;
+    #[cfg(feature = "llguidance")]
+    let llg = match args.engine {
+        EngineChoice::Tokensieve => None,
+        _ => Some(engine::Llguidance::new(&args.tokenizer, stop)?),
+    };
     let mut runs = Vec::new();
     for &n in ns {
         let n = n as usize;
@@ -559,19 +567,34 @@ fn run_tools(
                 cases.len()
             );
         }
-        let run = tools::run_tokensieve(&vocab, format.as_ref(), &cases, n, precompute, tokenizer)
-            .map_err(|message| BenchError::Tools(format!("--tools {n}: {message}")))?;
-        runs.push(run);
+        let fail = |message: String| BenchError::Tools(format!("--tools {n}: {message}"));
+        let bench = tools::prepare(format.as_ref(), &cases, n, tokenizer, stop).map_err(fail)?;
+        if args.engine != EngineChoice::Llguidance {
+            let ts = tools::tokensieve_engine(&vocab, precompute);
+            runs.push(tools::run_engine(&ts, &bench).map_err(fail)?);
+        }
+        #[cfg(feature = "llguidance")]
+        if let Some(llg) = &llg {
+            runs.push(
+                tools::run_engine(llg, &bench).map_err(|e| fail(format!("llguidance: {e}")))?,
+            );
+        }
     }
     let precompute_name = match args.precompute {
         PrecomputeChoice::Eager => "eager",
         PrecomputeChoice::Lazy => "lazy",
         PrecomputeChoice::Background => "background",
     };
+    let load = format!(
+        "load average before {}, after {}",
+        load_before.as_deref().unwrap_or("?"),
+        read_trimmed("/proc/loadavg").as_deref().unwrap_or("?")
+    );
     let text = tools::render(
         &args.format,
         &args.tokenizer.display().to_string(),
         precompute_name,
+        &load,
         &runs,
     );
     write_outputs(out, &text, report_path, json_file, &runs)?;

@@ -252,6 +252,86 @@ fn llguidance_without_the_feature_is_a_clear_error() {
     );
 }
 
+#[cfg(feature = "llguidance")]
+#[path = "../../../tests/common/mod.rs"]
+mod common;
+
+/// `bench --tools --engine both`: each family's tag as llguidance Lark accepts the same
+/// rendered call on both engines, every mask agreeing with accept, with markers that are
+/// special tokens in llguidance (Hermes on Qwen3: `<tool_call>` is an added `<…>` token;
+/// DeepSeek V3 on its own tokenizer) and markers that are text (Kimi K2 on DeepSeek V3's
+/// tokenizer, which lacks them: the lazy head). Then `run` prints both engines' rows and
+/// the ratio table.
+#[cfg(feature = "llguidance")]
+#[test]
+fn tool_mode_runs_llguidance_on_the_same_tokens() {
+    let Some(bfcl) = common::testdata_path("jsonschemabench") else {
+        return;
+    };
+    let cases = tools::load_tools(&bfcl).expect("tools");
+    for (family, tok) in [
+        ("hermes", "qwen3"),
+        ("kimi_k2", "deepseek_v3"),
+        ("deepseek_v3", "deepseek_v3"),
+    ] {
+        let Some(path) = common::tokenizer_path(tok) else {
+            return;
+        };
+        let (vocab, tokenizer) = load_tokenizer(&path).expect("tokenizer");
+        let vocab = Arc::new(vocab);
+        let stop = vocab.stop_tokens()[0];
+        let format = tokensieve_tools::format_by_name(family).expect("family");
+        let bench = tools::prepare(format.as_ref(), &cases, 12, &tokenizer, stop).expect("tag");
+        let llg = engine::Llguidance::new(&path, stop).expect("llguidance");
+        let lark = engine::Engine::tag_source(&llg, &bench.tag).expect("lark");
+        assert_eq!(lark.matches("%json").count(), 12, "{family}: {lark}");
+        assert_eq!(
+            lark.contains("[lazy]"),
+            family == "kimi_k2",
+            "{family}: {lark}"
+        );
+        let ts = tools::tokensieve_engine(&vocab, Precompute::Lazy);
+        let a = tools::run_engine(&ts, &bench).expect("tokensieve");
+        let b = tools::run_engine(&llg, &bench).expect("llguidance");
+        for r in [&a, &b] {
+            assert!(r.accepted, "{family} {}: {lark}", r.engine);
+            assert_eq!(r.mask_mismatches, 0, "{family} {}", r.engine);
+            assert_eq!((r.tools, r.tokens), (12, bench.tokens.len()));
+        }
+        assert_eq!((a.engine, b.engine), ("tokensieve", "llguidance"));
+        assert!(a.memory_bytes.is_some() && b.memory_bytes.is_none());
+    }
+    let Some(path) = common::tokenizer_path("qwen3") else {
+        return;
+    };
+    let args = BenchArgs {
+        tokenizer: path,
+        schemas: bfcl,
+        engine: EngineChoice::Both,
+        threads: 1,
+        report: None,
+        json: None,
+        limit: None,
+        precompute: PrecomputeChoice::Lazy,
+        quiet: true,
+        tools: Some(vec![3, 5]),
+        format: "hermes".into(),
+    };
+    let mut out = Vec::new();
+    run(&args, &mut out).expect("bench --tools --engine both");
+    let text = String::from_utf8(out).expect("utf-8");
+    for row in [
+        "| tokensieve | 3 |",
+        "| llguidance | 3 |",
+        "| tokensieve | 5 |",
+        "| llguidance | 5 |",
+    ] {
+        assert!(text.contains(row), "{row}: {text}");
+    }
+    assert!(text.contains("tokensieve / llguidance"), "{text}");
+    assert_eq!(text.matches("×").count(), 2 * 5 + 2, "{text}");
+}
+
 /// With the `llguidance` feature and the shared Llama 3.1 tokenizer: both engines run the
 /// same token sequences, so on the shared selection their mask counts are equal.
 #[cfg(feature = "llguidance")]
@@ -366,9 +446,10 @@ fn tool_mode_teacher_forces_a_rendered_call() {
     for precompute in [Precompute::Eager, Precompute::Lazy] {
         // n = 4: the last tool with a call among the first four is `g.h`.
         for (n, caller) in [(1, 0), (4, 1), (6, 5)] {
-            let run =
-                tools::run_tokensieve(&vocab, hermes.as_ref(), &cases, n, precompute, &ByteEncoder)
-                    .expect("runs");
+            let bench =
+                tools::prepare(hermes.as_ref(), &cases, n, &ByteEncoder, STOP).expect("tag");
+            let run = tools::run_engine(&tools::tokensieve_engine(&vocab, precompute), &bench)
+                .expect("runs");
             let text =
                 hermes.render_calls(std::slice::from_ref(cases[caller].call.as_ref().unwrap()));
             assert_eq!(run.tools, n);
@@ -379,9 +460,9 @@ fn tool_mode_teacher_forces_a_rendered_call() {
             assert!(run.compile_ms > 0.0 && run.second_mean_us > 0.0);
         }
     }
-    let table = tools::render("hermes", "bytes", "eager", &[]);
+    let table = tools::render("hermes", "bytes", "eager", "load ?", &[]);
     assert!(
-        table.contains("| tools | tokens | compile → first mask ms"),
+        table.contains("| engine | tools | tokens | compile → first mask ms"),
         "{table}"
     );
 }

@@ -16,9 +16,10 @@ use std::time::Instant;
 
 use serde::Serialize;
 use serde_json::Value;
-use tokensieve::{GrammarCompiler, GrammarMatcher, Precompute, Vocabulary};
+use tokensieve::{GrammarCompiler, Precompute, StructuralTag, Vocabulary};
 use tokensieve_tools::{Tool, ToolCall, ToolCallFormat, ToolChoice};
 
+use super::engine::{Engine, Tokensieve};
 use super::records::{load_records, record_files};
 use super::{BenchError, Encode};
 
@@ -89,6 +90,8 @@ pub fn load_tools(dir: &Path) -> Result<Vec<ToolCase>, BenchError> {
 /// The figures of one tag under one engine.
 #[derive(Clone, Debug, Serialize)]
 pub struct ToolRun {
+    /// The engine (`tokensieve`, `llguidance`).
+    pub engine: &'static str,
     /// Tools in the tag.
     pub tools: usize,
     /// Tokens teacher-forced (the rendered call, then the stop token).
@@ -130,19 +133,25 @@ fn pct(v: &[f64], p: f64) -> f64 {
 
 /// One pass over `tokens` on a fresh matcher: the mask times (µs), mismatches, and
 /// whether every token was accepted.
-fn pass(grammar: &Arc<tokensieve::CompiledGrammar>, tokens: &[u32]) -> (Vec<f64>, usize, bool) {
-    let mut m = GrammarMatcher::new(grammar.clone());
-    let mut mask = vec![0u32; m.bitmask_words()];
+pub fn pass<E: Engine>(
+    engine: &E,
+    grammar: &E::Grammar,
+    tokens: &[u32],
+) -> (Vec<f64>, usize, bool) {
+    let Ok(mut m) = engine.matcher(grammar) else {
+        return (Vec::new(), 0, false);
+    };
+    let mut mask = engine.new_mask();
     let mut times = Vec::with_capacity(tokens.len());
     let mut mismatches = 0;
     for &t in tokens {
         let start = Instant::now();
-        if m.fill_next_token_bitmask(&mut mask).is_err() {
+        if engine.fill(&mut m, &mut mask).is_err() {
             return (times, mismatches, false);
         }
         times.push(start.elapsed().as_secs_f64() * 1e6);
-        let allowed = tokensieve::mask::is_token_allowed(&mask, t);
-        let ok = m.accept_token(t);
+        let allowed = engine.is_allowed(&mask, t);
+        let ok = engine.accept(&mut m, t);
         if ok != allowed {
             mismatches += 1;
         }
@@ -153,18 +162,31 @@ fn pass(grammar: &Arc<tokensieve::CompiledGrammar>, tokens: &[u32]) -> (Vec<f64>
     (times, mismatches, true)
 }
 
-/// Runs the family's tag over the first `n` of `cases` on tokensieve.
+/// One tag to bench: the family's tag over the first `tools` tools, and the tokens of one
+/// rendered call followed by the stop token.
+#[derive(Clone, Debug)]
+pub struct ToolBench {
+    /// Tools in the tag.
+    pub tools: usize,
+    /// The structural tag (`tool_choice` auto, parallel calls).
+    pub tag: StructuralTag,
+    /// The rendered call's token ids, then the stop token.
+    pub tokens: Vec<u32>,
+}
+
+/// The tag over the first `n` of `cases` (all of them when fewer), with the call of the
+/// last of those tools that has one, rendered by `format` and encoded by `encoder`,
+/// followed by `stop`.
 ///
 /// # Errors
-/// The family's or the compiler's message, or the encoder's.
-pub fn run_tokensieve(
-    vocab: &Arc<Vocabulary>,
+/// None of the tools has a call; the family's or the encoder's message.
+pub fn prepare(
     format: &dyn ToolCallFormat,
     cases: &[ToolCase],
     n: usize,
-    precompute: Precompute,
     encoder: &dyn Encode,
-) -> Result<ToolRun, String> {
+    stop: u32,
+) -> Result<ToolBench, String> {
     let n = n.min(cases.len());
     let tools: Vec<Tool> = cases[..n].iter().map(|c| c.tool.clone()).collect();
     // The call: of the last tool among the n that has one, so that a grammar slow in the
@@ -176,56 +198,91 @@ pub fn run_tokensieve(
         .ok_or("none of these tools has a valid call in its record")?;
     let text = format.render_calls(std::slice::from_ref(call));
     let mut tokens = encoder.encode_text(&text)?;
-    let stop = *vocab
-        .stop_tokens()
-        .first()
-        .ok_or("the vocabulary has no stop token")?;
     tokens.push(stop);
     let tag = format
         .structural_tag(&tools, &ToolChoice::Auto, true)
         .map_err(|e| e.to_string())?;
-    // A fresh compiler: no masks or grammars from an earlier N (the vocabulary's trie is
-    // the vocabulary's, built once).
-    let compiler = GrammarCompiler::new(vocab.clone())
-        .with_precompute(precompute)
-        .with_cache_enabled(false);
+    Ok(ToolBench {
+        tools: n,
+        tag,
+        tokens,
+    })
+}
+
+/// Compiles `bench.tag` on `engine` (timing compile → first mask), then teacher-forces
+/// its tokens twice on fresh matchers: the first pass meets the masks cold, the second
+/// warm.
+///
+/// # Errors
+/// The engine's message when the tag does not compile or its first mask fails.
+pub fn run_engine<E: Engine>(engine: &E, bench: &ToolBench) -> Result<ToolRun, String> {
+    let source = engine.tag_source(&bench.tag)?;
     let start = Instant::now();
-    let grammar = compiler
-        .compile_structural_tag(&tag)
-        .map_err(|e| e.to_string())?;
-    let mut m = GrammarMatcher::new(grammar.clone());
-    let mut mask = vec![0u32; m.bitmask_words()];
-    m.fill_next_token_bitmask(&mut mask)
-        .map_err(|e| e.to_string())?;
+    let grammar = compile_first_mask(engine, source)?;
     let compile_ms = start.elapsed().as_secs_f64() * 1e3;
-    drop(m);
-    let (first, mm1, ok1) = pass(&grammar, &tokens);
-    let (second, mm2, ok2) = pass(&grammar, &tokens);
+    let (first, mm1, ok1) = pass(engine, &grammar, &bench.tokens);
+    let (second, mm2, ok2) = pass(engine, &grammar, &bench.tokens);
     // The first mask of the first pass is the one compile → first mask already counted
     // (cold); the figures are over the rest.
     let first_rest = first.get(1..).unwrap_or(&[]);
     Ok(ToolRun {
-        tools: n,
-        tokens: tokens.len(),
+        engine: engine.name(),
+        tools: bench.tools,
+        tokens: bench.tokens.len(),
         compile_ms,
         first_mean_us: mean(first_rest),
         first_p99_us: pct(first_rest, 0.99),
         first_max_us: first_rest.iter().copied().fold(0.0, f64::max),
         second_mean_us: mean(&second),
-        memory_bytes: Some(grammar.memory_bytes()),
+        memory_bytes: engine.memory_bytes(&grammar),
         mask_mismatches: mm1 + mm2,
         accepted: ok1 && ok2,
     })
 }
 
-/// The table `bench --tools` prints, one row per run.
-pub fn render(format: &str, tokenizer: &str, precompute: &str, runs: &[ToolRun]) -> String {
+/// Compiles `source` and fills a first mask on a matcher of it (the span `bench --tools`
+/// times as compile → first mask).
+///
+/// # Errors
+/// The engine's message.
+pub fn compile_first_mask<E: Engine>(
+    engine: &E,
+    source: E::TagSource,
+) -> Result<E::Grammar, String> {
+    let mut mask = engine.new_mask();
+    let grammar = engine.compile_tag(source)?;
+    let mut m = engine.matcher(&grammar)?;
+    engine.fill(&mut m, &mut mask)?;
+    Ok(grammar)
+}
+
+/// tokensieve with a fresh compiler on `vocab` (no masks, grammars or rule automata from an
+/// earlier tag; the vocabulary's trie is the vocabulary's, built once), no whole-grammar
+/// cache.
+pub fn tokensieve_engine(vocab: &Arc<Vocabulary>, precompute: Precompute) -> Tokensieve {
+    let compiler = GrammarCompiler::new(vocab.clone())
+        .with_precompute(precompute)
+        .with_cache_enabled(false);
+    Tokensieve::new(compiler, super::schema_options())
+}
+
+/// The table `bench --tools` prints: one row per run (engine × tools), then, for each
+/// tag both engines ran, tokensieve's figure over llguidance's. `load` is the header's
+/// note of the machine's load.
+pub fn render(
+    format: &str,
+    tokenizer: &str,
+    precompute: &str,
+    load: &str,
+    runs: &[ToolRun],
+) -> String {
     let mut s = format!(
-        "# tool-call tags: {format} (auto, parallel), tokenizer {tokenizer}, precompute \
-         {precompute}, fresh compiler per tag, one rendered call + stop teacher-forced twice\n\n\
-         | tools | tokens | compile → first mask ms | first pass mean µs | p99 µs | max µs | \
-         second pass mean µs | memory MiB | KiB per tool | accepted |\n\
-         |--:|--:|--:|--:|--:|--:|--:|--:|--:|:-:|\n"
+        "# tool-call tags: {format} (auto, parallel), tokenizer {tokenizer}, tokensieve \
+         precompute {precompute}, fresh compiler per tag, one rendered call + stop \
+         teacher-forced twice; {load}\n\n\
+         | engine | tools | tokens | compile → first mask ms | first pass mean µs | p99 µs | \
+         max µs | second pass mean µs | memory MiB | KiB per tool | accepted |\n\
+         |:--|--:|--:|--:|--:|--:|--:|--:|--:|--:|:-:|\n"
     );
     for r in runs {
         let mib = r.memory_bytes.map(|b| b as f64 / (1 << 20) as f64);
@@ -233,7 +290,8 @@ pub fn render(format: &str, tokenizer: &str, precompute: &str, runs: &[ToolRun])
             .memory_bytes
             .map(|b| b as f64 / 1024.0 / r.tools.max(1) as f64);
         s.push_str(&format!(
-            "| {} | {} | {:.2} | {:.1} | {:.1} | {:.1} | {:.1} | {} | {} | {} |\n",
+            "| {} | {} | {} | {:.2} | {:.1} | {:.1} | {:.1} | {:.1} | {} | {} | {} |\n",
+            r.engine,
             r.tools,
             r.tokens,
             r.compile_ms,
@@ -249,6 +307,41 @@ pub fn render(format: &str, tokenizer: &str, precompute: &str, runs: &[ToolRun])
                 format!("NO ({} mismatches)", r.mask_mismatches)
             }
         ));
+    }
+    let pairs: Vec<(&ToolRun, &ToolRun)> = runs
+        .iter()
+        .filter(|a| a.engine == "tokensieve")
+        .filter_map(|a| {
+            runs.iter()
+                .find(|b| b.engine == "llguidance" && b.tools == a.tools)
+                .map(|b| (a, b))
+        })
+        .collect();
+    if !pairs.is_empty() {
+        s.push_str(
+            "\ntokensieve / llguidance (targets of issue 24: compile → first mask ≤ 1.0×, \
+             first-pass mean ≤ 0.5×)\n\n\
+             | tools | compile → first mask | first pass mean | p99 | max | second pass mean |\n\
+             |--:|--:|--:|--:|--:|--:|\n",
+        );
+        let ratio = |a: f64, b: f64| {
+            if b > 0.0 {
+                format!("{:.2}×", a / b)
+            } else {
+                "-".to_string()
+            }
+        };
+        for (a, b) in pairs {
+            s.push_str(&format!(
+                "| {} | {} | {} | {} | {} | {} |\n",
+                a.tools,
+                ratio(a.compile_ms, b.compile_ms),
+                ratio(a.first_mean_us, b.first_mean_us),
+                ratio(a.first_p99_us, b.first_p99_us),
+                ratio(a.first_max_us, b.first_max_us),
+                ratio(a.second_mean_us, b.second_mean_us),
+            ));
+        }
     }
     s
 }
