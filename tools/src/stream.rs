@@ -48,12 +48,25 @@
 
 use super::{PartialOutput, StreamEvent, Tool, ToolCallFormat};
 
+mod resume;
+
+use resume::Resume;
+
 /// Unsettled text up to this length is re-parsed on every delta.
 const EAGER_TAIL: usize = 1024;
 
 /// Beyond `EAGER_TAIL` (1 KiB), the unsettled text is re-parsed once the unparsed bytes reach
 /// this share of it.
 const TAIL_SHARE: usize = 64;
+
+/// Parse work (bytes handed to the format's parser or read by the stream's own scan of an
+/// argument) the stream earns per byte received: unsettled text up to `EAGER_TAIL` is
+/// re-parsed on a delta when the work earned and not yet spent pays for it.
+const WORK_PER_BYTE: usize = 2;
+
+/// The work the stream starts with and may bank at most: short outputs and text that
+/// settles as it arrives (plain content) are parsed on every delta.
+const ALLOWANCE: usize = 4096;
 
 /// Turns output deltas into [`StreamEvent`]s for one format and tool list.
 ///
@@ -90,6 +103,16 @@ pub struct StreamingParser<'a> {
     calls: Vec<SentCall>,
     /// The errors after `base` that were sent.
     sent_errors: usize,
+    /// Parse work earned and not spent (see `WORK_PER_BYTE`); negative after a parse that
+    /// [`StreamingParser::flush`], [`StreamingParser::finish`] or coalescing inside a long
+    /// piece ran beyond it.
+    credit: isize,
+    /// The last call's sent argument text is the whole of its parsed one, not written as
+    /// a JSON string (so [`Resume::infer`] may read it).
+    args_current: bool,
+    /// The open last call's arguments, read by the stream itself (see [`resume`]), and the
+    /// call's index.
+    resume: Option<(Resume, usize)>,
     finished: bool,
 }
 
@@ -121,6 +144,9 @@ impl<'a> StreamingParser<'a> {
             content: Joined::default(),
             calls: Vec::new(),
             sent_errors: 0,
+            credit: ALLOWANCE as isize,
+            args_current: false,
+            resume: None,
             finished: false,
         }
     }
@@ -132,12 +158,42 @@ impl<'a> StreamingParser<'a> {
             return Vec::new();
         }
         self.text.push_str(delta);
-        self.unparsed += delta.len();
-        let tail = self.text.len() - self.base;
-        if tail > EAGER_TAIL && self.unparsed * TAIL_SHARE < tail {
-            return Vec::new();
+        self.credit =
+            (self.credit + (WORK_PER_BYTE * delta.len()) as isize).min(ALLOWANCE as isize);
+        let mut events = Vec::new();
+        match self.resume.as_mut() {
+            Some((r, index)) => {
+                let before = r.scanned();
+                let (args, stop) = r.advance(&self.text);
+                self.scanned += r.scanned() - before;
+                self.credit -= (r.scanned() - before) as isize;
+                if !args.is_empty() {
+                    if let Some(call) = self.calls.last_mut() {
+                        call.sent_args.push_str(&args);
+                    }
+                    events.push(StreamEvent::ToolCallArguments {
+                        index: *index,
+                        delta: args,
+                    });
+                }
+                let Some(at) = stop else { return events };
+                // Left the arguments: the format's parser reads on, paid by the bytes
+                // from here (those scanned were paid once).
+                self.resume = None;
+                self.unparsed = self.text.len() - at;
+            }
+            None => self.unparsed += delta.len(),
         }
-        self.parse(false)
+        let tail = self.text.len() - self.base;
+        let due = if tail <= EAGER_TAIL {
+            self.credit >= tail as isize
+        } else {
+            self.unparsed * TAIL_SHARE >= tail
+        };
+        if due {
+            events.extend(self.parse(false));
+        }
+        events
     }
 
     /// Re-parses now what [`StreamingParser::push`] coalesced (for a stream that pauses
@@ -172,7 +228,9 @@ impl<'a> StreamingParser<'a> {
 
     fn parse(&mut self, at_end: bool) -> Vec<StreamEvent> {
         self.unparsed = 0;
+        self.resume = None;
         self.scanned += self.text.len() - self.base;
+        self.credit -= (self.text.len() - self.base) as isize;
         let partial = self
             .format
             .parse_partial_from(&self.text, &self.from, self.tools, at_end);
@@ -180,6 +238,16 @@ impl<'a> StreamingParser<'a> {
         let events = self.diff(partial);
         if let Some(s) = settled {
             self.settle(s);
+        }
+        let open = self
+            .calls
+            .last()
+            .filter(|c| !c.ended && !c.closed && c.started);
+        if let Some(call) = open.filter(|_| !at_end && self.args_current) {
+            let index = self.base_index + self.calls.iter().filter(|c| c.ended).count();
+            self.scanned += call.sent_args.len();
+            self.credit -= call.sent_args.len() as isize;
+            self.resume = Resume::infer(&self.text, &call.sent_args).map(|r| (r, index));
         }
         events
     }
@@ -252,6 +320,7 @@ impl<'a> StreamingParser<'a> {
             true
         };
         let mut sent_errors = self.sent_errors;
+        let mut args_current = false;
         for (i, call) in p.calls.into_iter().enumerate() {
             if self.calls.len() <= i {
                 self.calls.push(SentCall::default());
@@ -288,11 +357,13 @@ impl<'a> StreamingParser<'a> {
                         name,
                     });
                 }
-                grow(
-                    &streamed_arguments(&call.arguments_text),
-                    &mut sent.sent_args,
-                    |delta| events.push(StreamEvent::ToolCallArguments { index, delta }),
-                );
+                let now = streamed_arguments(&call.arguments_text);
+                grow(&now, &mut sent.sent_args, |delta| {
+                    events.push(StreamEvent::ToolCallArguments { index, delta })
+                });
+                args_current = *now == *sent.sent_args && !call.arguments_text.starts_with('"');
+            } else {
+                args_current = false;
             }
             if let Some(done) = call.complete {
                 if !sent.ended {
@@ -311,6 +382,7 @@ impl<'a> StreamingParser<'a> {
             }
         }
         self.sent_errors = sent_errors;
+        self.args_current = args_current;
         events
     }
 }
@@ -493,6 +565,44 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// Issue 23 item 2: in 8-byte deltas, one call with a 200 KB string argument and
+    /// 200 KB of back-to-back small calls hand the format's parser (and the stream's own
+    /// scan of an argument being resumed) at most 3 times the text, in every registered
+    /// family and the Mistral call array. Work, not time: the count is deterministic.
+    #[test]
+    fn streaming_work_is_at_most_three_times_the_text_in_8_byte_deltas() {
+        let tools = tools();
+        let long = [ToolCall::new("write_file", json!({"text": prose(200_000)}))];
+        let mut formats: Vec<(String, std::sync::Arc<dyn ToolCallFormat>)> = format_names()
+            .into_iter()
+            .map(|n| (n.clone(), format_by_name(&n).unwrap()))
+            .collect();
+        formats.push((
+            "mistral_array".into(),
+            std::sync::Arc::new(super::super::Mistral::array()),
+        ));
+        let mut over = Vec::new();
+        for (name, f) in &formats {
+            let one = f.render_calls(&[ToolCall::new(
+                "write_file",
+                json!({"text": "file 0: lorem"}),
+            )]);
+            let many: Vec<ToolCall> = (0..200_000 / one.len() + 1)
+                .map(|i| ToolCall::new("write_file", json!({"text": format!("file {i}: lorem")})))
+                .collect();
+            for (kind, calls) in [("long", &long[..]), ("calls", &many[..])] {
+                let text = f.render_calls(calls);
+                let scanned = check_stream_chunks(f.as_ref(), &tools, &text, &[8])
+                    .unwrap_or_else(|e| panic!("{name} {kind}: {e}"));
+                let work = scanned as f64 / text.len() as f64;
+                if work > 3.0 {
+                    over.push(format!("{name} {kind}: {work:.2}x"));
+                }
+            }
+        }
+        assert!(over.is_empty(), "work over 3x the text: {over:?}");
     }
 
     /// A call whose start was streamed and which then turns out malformed (bad JSON)
