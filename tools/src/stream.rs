@@ -605,6 +605,103 @@ mod tests {
         assert!(over.is_empty(), "work over 3x the text: {over:?}");
     }
 
+    /// Long arguments the stream reads itself (see [`resume`]) stream as the whole parse
+    /// reads them, in every family, in 1-byte, 8-byte and uneven deltas: escapes (`\"`,
+    /// `\\`, `\u00e9`, a surrogate pair), multi-byte UTF-8 split by the cuts, `<` and
+    /// every family's markers inside the value, trailing (Unicode) whitespace before the
+    /// end, a second argument of nested JSON, and text before and after the calls.
+    #[test]
+    fn long_arguments_read_by_the_stream_stream_as_parsed() {
+        let tools = Tool::list_from_openai(&json!([{"type": "function", "function": {
+            "name": "write_file",
+            "parameters": {"type": "object", "properties": {
+                "text": {"type": "string"}, "more": {"type": "object"}}}}}]))
+        .unwrap();
+        let piece = "é \"q\" \\ 😀\t<tool_call></tool_call>[TOOL_CALLS] a < b <= c <3 \
+                     <|call|><|tool_call_end|><｜tool▁call▁end｜>)]}</parameter></arg_value>\
+                     </function>\u{3000}\u{1}\n";
+        let plain = "é \"q\" \\ 😀\t a < b <= c <3 )]}\u{3000}\u{1}\n";
+        for piece in [piece, plain] {
+            let value = format!("{}{}  \n", piece.repeat(12), prose(1500));
+            let calls = [
+                ToolCall::new("write_file", json!({"text": value})),
+                ToolCall::new(
+                    "write_file",
+                    json!({"text": "x  ", "more": {"a": [1, -2.5e3, true, null, {"b": "}"}], "c": false}}),
+                ),
+            ];
+            let mut formats: Vec<(String, std::sync::Arc<dyn ToolCallFormat>)> = format_names()
+                .into_iter()
+                .map(|n| (n.clone(), format_by_name(&n).unwrap()))
+                .collect();
+            formats.push((
+                "mistral_array".into(),
+                std::sync::Arc::new(super::super::Mistral::array()),
+            ));
+            for (name, f) in &formats {
+                let rendered = f.render_calls(&calls);
+                let escaped =
+                    rendered
+                        .replacen('é', r"\u00e9", 3)
+                        .replacen('😀', r"\ud83d\ude00", 2);
+                for text in [
+                    rendered.clone(),
+                    escaped,
+                    format!("Sure.\n{rendered}\nDone."),
+                ] {
+                    let whole = f.parse(&text, &tools);
+                    if piece == plain && !text.starts_with("Sure") {
+                        assert_eq!(whole.tool_calls.len(), 2, "{name}: {:?}", whole.errors);
+                    }
+                    for sizes in [&[1][..], &[8], &[3, 8, 1, 13, 2]] {
+                        check_stream_chunks(f.as_ref(), &tools, &text, sizes)
+                            .unwrap_or_else(|e| panic!("{name}: {e}"));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Inside a long argument every delta is sent as it arrives (the stream reads the
+    /// argument itself rather than coalescing re-parses): one call with a 64 KB string
+    /// argument in 8-byte deltas, in every family, sends argument text on each push once
+    /// the argument has begun.
+    #[test]
+    fn every_delta_inside_a_long_argument_is_sent() {
+        let tools = tools();
+        let call = ToolCall::new("write_file", json!({"text": prose(64_000)}));
+        for name in format_names() {
+            let f = format_by_name(&name).unwrap();
+            let text = f.render_calls(std::slice::from_ref(&call));
+            let start = text.find("lorem").unwrap() + 1024;
+            let end = text.rfind("lorem").unwrap();
+            let mut s = StreamingParser::new(f.as_ref(), &tools);
+            let (mut pushes, mut with_args) = (0, 0);
+            let mut i = 0;
+            while i < text.len() {
+                let mut j = (i + 8).min(text.len());
+                while !text.is_char_boundary(j) {
+                    j += 1;
+                }
+                let events = s.push(&text[i..j]);
+                let at = std::mem::replace(&mut i, j);
+                if at >= start && j <= end {
+                    pushes += 1;
+                    with_args += usize::from(
+                        events
+                            .iter()
+                            .any(|e| matches!(e, StreamEvent::ToolCallArguments { .. })),
+                    );
+                }
+            }
+            s.finish();
+            assert!(
+                with_args == pushes && pushes > 7000,
+                "{name}: {with_args} of {pushes} pushes sent argument text"
+            );
+        }
+    }
+
     /// A call whose start was streamed and which then turns out malformed (bad JSON)
     /// no longer holds back the settled point: the text after it streams on every delta.
     #[test]
