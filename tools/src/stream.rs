@@ -1,5 +1,5 @@
 //! Streaming parse by re-parsing the unsettled end of the accumulated text and sending what
-//! grew.
+//! grew, reading a call's arguments without the parser while they arrive.
 //!
 //! Per-delta state machines drop calls when a begin marker, a whole call and its end
 //! arrive in one delta (speculative decoding, `stream_interval > 1`); re-parsing the
@@ -34,16 +34,34 @@
 //!   `pythonic` call list keeps the rest of the output, which may still be part of the
 //!   list (the list, not each call, is what closes) — there the text after it is held
 //!   until that marker or the end.
+//! * **The stream reads an argument itself.** When a parse ends inside a call whose
+//!   argument text so far is a plain copy of the output's end (the JSON arguments object
+//!   as written, pythonic keyword arguments) or a JSON string holding it escaped (a raw
+//!   XML parameter value), the stream keeps the lexer state there ([`resume`]) and scans
+//!   the following deltas itself, sending each as an argument delta, without parsing the
+//!   call again, until a character that may end the arguments (the closing bracket, a
+//!   character outside JSON syntax, a `<` that may start a tag). The format's parser then
+//!   reads on. So one call with a 1 MB argument costs one scan of it and one parse when it
+//!   ends, and still streams on every delta.
+//! * **A work budget.** Each byte received earns `WORK_PER_BYTE` (2) bytes of parse work,
+//!   banked up to `ALLOWANCE` (4 KiB, also what a stream starts with); unsettled text up to
+//!   `EAGER_TAIL` (1 KiB) is re-parsed on a delta when the bank pays for it, else once it
+//!   does (a few deltas later). Short outputs, plain content and reasoning thus parse on
+//!   every delta, and back-to-back small calls in tiny deltas cost about twice the text
+//!   (a call's events then come every few deltas rather than on each).
 //! * **Coalescing inside a long unsettled piece.** While the text after the settled point
-//!   (one long call, or text of the kinds just named) is longer than `EAGER_TAIL` (1 KiB),
-//!   it is re-parsed once the bytes arrived since the last parse reach 1/`TAIL_SHARE`
-//!   (1/64) of its length (and always by [`StreamingParser::finish`] and
-//!   [`StreamingParser::flush`]). Each such parse costs at most `TAIL_SHARE` times the
-//!   bytes that paid for it, so a whole stream costs O(n) parse work however small its
-//!   deltas; the price is that inside such a piece events come in pieces of up to 1/64 of
-//!   its length (an 80 KB argument: about 1.25 KB) rather than per delta.
+//!   is longer than `EAGER_TAIL` and not read by the stream (text of the kinds just named,
+//!   a call after its arguments), it is re-parsed once the bytes arrived since the last
+//!   parse reach 1/`TAIL_SHARE` (1/64) of its length (and always by
+//!   [`StreamingParser::finish`] and [`StreamingParser::flush`]). Each such parse costs at
+//!   most `TAIL_SHARE` times the bytes that paid for it, so a whole stream costs O(n) parse
+//!   work however small its deltas; the price is that inside such a piece events come in
+//!   pieces of up to 1/64 of its length (an 80 KB piece: about 1.25 KB) rather than per
+//!   delta.
 //!
-//! Every event still comes from a real parse of a prefix of the output, so the events of a
+//! Every event but the argument deltas the stream reads itself comes from a real parse of a
+//! prefix of the output, and those deltas are the bytes that parse would add (a later parse
+//! extends them, as the tests of every family at every cut check), so the events of a
 //! whole stream add up to the whole-output parse however the text was cut into deltas.
 
 use super::{PartialOutput, StreamEvent, Tool, ToolCallFormat};
@@ -77,10 +95,11 @@ const ALLOWANCE: usize = 4096;
 /// retracted. Call indices are positions in the whole-output parse's `tool_calls`: a
 /// malformed call takes none, and one whose start was sent before it turned out malformed
 /// is ended by its `Malformed` (see [`StreamEvent`]). The parse work of a whole stream is
-/// linear in its length (see the module
-/// notes): a delta re-parses only the text after the last finished call (in plain
-/// content and reasoning, only the held-back tail and the delta), and inside one long
-/// call deltas are coalesced.
+/// linear in its length, about twice the text (see the module notes): a delta re-parses
+/// only the text after the last finished call (in plain content and reasoning, only the
+/// held-back tail and the delta), inside a call's arguments the stream reads the deltas
+/// itself, and re-parses of short unsettled text are spaced to spend at most 2 bytes of
+/// work per byte received (of a long one, as the module notes say).
 pub struct StreamingParser<'a> {
     format: &'a dyn ToolCallFormat,
     tools: &'a [Tool],
@@ -219,8 +238,10 @@ impl<'a> StreamingParser<'a> {
         &self.text
     }
 
-    /// How many bytes of text the format's parser has been handed so far (the stream's
-    /// parse work; tests check it grows linearly).
+    /// How many bytes of text the format's parser has been handed so far, with those the
+    /// stream read itself in a call's arguments (and the pass that checks, after a parse,
+    /// whether it may): the stream's parse work; tests check it stays within 3 times the
+    /// text.
     #[doc(hidden)]
     pub fn scanned_bytes(&self) -> usize {
         self.scanned
