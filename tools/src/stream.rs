@@ -122,10 +122,10 @@ pub struct StreamingParser<'a> {
     calls: Vec<SentCall>,
     /// The errors after `base` that were sent.
     sent_errors: usize,
-    /// Parse work earned and not spent (see `WORK_PER_BYTE`); negative after a parse that
-    /// [`StreamingParser::flush`], [`StreamingParser::finish`] or coalescing inside a long
-    /// piece ran beyond it.
-    credit: isize,
+    /// Parse work earned and not spent (see `WORK_PER_BYTE`). A parse it did not pay for
+    /// ([`StreamingParser::flush`], coalescing inside a long piece, the stream's own scan)
+    /// empties it rather than running a debt, so text after a long piece streams at once.
+    credit: usize,
     /// The last call's sent argument text is the whole of its parsed one, not written as
     /// a JSON string (so [`Resume::infer`] may read it).
     args_current: bool,
@@ -163,7 +163,7 @@ impl<'a> StreamingParser<'a> {
             content: Joined::default(),
             calls: Vec::new(),
             sent_errors: 0,
-            credit: ALLOWANCE as isize,
+            credit: ALLOWANCE,
             args_current: false,
             resume: None,
             finished: false,
@@ -177,15 +177,14 @@ impl<'a> StreamingParser<'a> {
             return Vec::new();
         }
         self.text.push_str(delta);
-        self.credit =
-            (self.credit + (WORK_PER_BYTE * delta.len()) as isize).min(ALLOWANCE as isize);
+        self.credit = (self.credit + WORK_PER_BYTE * delta.len()).min(ALLOWANCE);
         let mut events = Vec::new();
         match self.resume.as_mut() {
             Some((r, index)) => {
                 let before = r.scanned();
                 let (args, stop) = r.advance(&self.text);
                 self.scanned += r.scanned() - before;
-                self.credit -= (r.scanned() - before) as isize;
+                self.credit = self.credit.saturating_sub(r.scanned() - before);
                 if !args.is_empty() {
                     if let Some(call) = self.calls.last_mut() {
                         call.sent_args.push_str(&args);
@@ -205,7 +204,7 @@ impl<'a> StreamingParser<'a> {
         }
         let tail = self.text.len() - self.base;
         let due = if tail <= EAGER_TAIL {
-            self.credit >= tail as isize
+            self.credit >= tail
         } else {
             self.unparsed * TAIL_SHARE >= tail
         };
@@ -216,7 +215,8 @@ impl<'a> StreamingParser<'a> {
     }
 
     /// Re-parses now what [`StreamingParser::push`] coalesced (for a stream that pauses
-    /// inside a long call) and returns what it settled.
+    /// inside a call: a delta there waits for the work budget, or for 1/64 of a long
+    /// piece, see the module notes) and returns what it settled.
     pub fn flush(&mut self) -> Vec<StreamEvent> {
         if self.finished || self.unparsed == 0 {
             return Vec::new();
@@ -251,7 +251,7 @@ impl<'a> StreamingParser<'a> {
         self.unparsed = 0;
         self.resume = None;
         self.scanned += self.text.len() - self.base;
-        self.credit -= (self.text.len() - self.base) as isize;
+        self.credit = self.credit.saturating_sub(self.text.len() - self.base);
         let partial = self
             .format
             .parse_partial_from(&self.text, &self.from, self.tools, at_end);
@@ -267,7 +267,7 @@ impl<'a> StreamingParser<'a> {
         if let Some(call) = open.filter(|_| !at_end && self.args_current) {
             let index = self.base_index + self.calls.iter().filter(|c| c.ended).count();
             self.scanned += call.sent_args.len();
-            self.credit -= call.sent_args.len() as isize;
+            self.credit = self.credit.saturating_sub(call.sent_args.len());
             self.resume = Resume::infer(&self.text, &call.sent_args).map(|r| (r, index));
         }
         events
@@ -721,6 +721,36 @@ mod tests {
                 "{name}: {with_args} of {pushes} pushes sent argument text"
             );
         }
+    }
+
+    /// Re-parses inside a long piece the stream cannot read itself (arguments written as a
+    /// JSON string) are paid outside the work budget, so the content after that call
+    /// streams on every delta once the call has ended, not after a debt is repaid.
+    #[test]
+    fn content_after_a_long_unread_call_streams_on_every_delta() {
+        let tools = tools();
+        let f = format_by_name("hermes").unwrap();
+        let args = serde_json::to_string(&json!({"text": prose(40_000)}).to_string()).unwrap();
+        let call = format!(
+            "<tool_call>\n{{\"name\": \"write_file\", \"arguments\": {args}}}\n</tool_call>"
+        );
+        let text = format!("{call}\n{}", prose(8_000));
+        let mut s = StreamingParser::new(f.as_ref(), &tools);
+        let (mut pushes, mut with_content) = (0, 0);
+        for (i, delta) in text.as_bytes().chunks(8).enumerate() {
+            let events = s.push(std::str::from_utf8(delta).unwrap());
+            if i * 8 > call.len() + 2048 {
+                pushes += 1;
+                with_content +=
+                    usize::from(events.iter().any(|e| matches!(e, StreamEvent::Content(_))));
+            }
+        }
+        s.finish();
+        assert!(
+            pushes > 500 && with_content + 2 >= pushes,
+            "{with_content} of {pushes} pushes after the call sent content"
+        );
+        check_stream_chunks(f.as_ref(), &tools, &text, &[8]).unwrap();
     }
 
     /// A call whose start was streamed and which then turns out malformed (bad JSON)
