@@ -1,5 +1,5 @@
 //! Streaming parse by re-parsing the unsettled end of the accumulated text and sending what
-//! grew.
+//! grew, reading a call's arguments without the parser while they arrive.
 //!
 //! Per-delta state machines drop calls when a begin marker, a whole call and its end
 //! arrive in one delta (speculative decoding, `stream_interval > 1`); re-parsing the
@@ -34,19 +34,41 @@
 //!   `pythonic` call list keeps the rest of the output, which may still be part of the
 //!   list (the list, not each call, is what closes) — there the text after it is held
 //!   until that marker or the end.
+//! * **The stream reads an argument itself.** When a parse ends inside a call whose
+//!   argument text so far is a plain copy of the output's end (the JSON arguments object
+//!   as written, pythonic keyword arguments) or a JSON string holding it escaped (a raw
+//!   XML parameter value), the stream keeps the lexer state there ([`resume`]) and scans
+//!   the following deltas itself, sending each as an argument delta, without parsing the
+//!   call again, until a character that may end the arguments (the closing bracket, a
+//!   character outside JSON syntax, a `<` that may start a tag). The format's parser then
+//!   reads on. So one call with a 1 MB argument costs one scan of it and one parse when it
+//!   ends, and still streams on every delta.
+//! * **A work budget.** Each byte received earns `WORK_PER_BYTE` (2) bytes of parse work,
+//!   banked up to `ALLOWANCE` (4 KiB, also what a stream starts with); unsettled text up to
+//!   `EAGER_TAIL` (1 KiB) is re-parsed on a delta when the bank pays for it, else once it
+//!   does (a few deltas later). Short outputs, plain content and reasoning thus parse on
+//!   every delta, and back-to-back small calls in tiny deltas cost about twice the text
+//!   (a call's events then come every few deltas rather than on each).
 //! * **Coalescing inside a long unsettled piece.** While the text after the settled point
-//!   (one long call, or text of the kinds just named) is longer than `EAGER_TAIL` (1 KiB),
-//!   it is re-parsed once the bytes arrived since the last parse reach 1/`TAIL_SHARE`
-//!   (1/64) of its length (and always by [`StreamingParser::finish`] and
-//!   [`StreamingParser::flush`]). Each such parse costs at most `TAIL_SHARE` times the
-//!   bytes that paid for it, so a whole stream costs O(n) parse work however small its
-//!   deltas; the price is that inside such a piece events come in pieces of up to 1/64 of
-//!   its length (an 80 KB argument: about 1.25 KB) rather than per delta.
+//!   is longer than `EAGER_TAIL` and not read by the stream (text of the kinds just named,
+//!   a call after its arguments), it is re-parsed once the bytes arrived since the last
+//!   parse reach 1/`TAIL_SHARE` (1/64) of its length (and always by
+//!   [`StreamingParser::finish`] and [`StreamingParser::flush`]). Each such parse costs at
+//!   most `TAIL_SHARE` times the bytes that paid for it, so a whole stream costs O(n) parse
+//!   work however small its deltas; the price is that inside such a piece events come in
+//!   pieces of up to 1/64 of its length (an 80 KB piece: about 1.25 KB) rather than per
+//!   delta.
 //!
-//! Every event still comes from a real parse of a prefix of the output, so the events of a
+//! Every event but the argument deltas the stream reads itself comes from a real parse of a
+//! prefix of the output, and those deltas are the bytes that parse would add (a later parse
+//! extends them, as the tests of every family at every cut check), so the events of a
 //! whole stream add up to the whole-output parse however the text was cut into deltas.
 
 use super::{PartialOutput, StreamEvent, Tool, ToolCallFormat};
+
+mod resume;
+
+use resume::Resume;
 
 /// Unsettled text up to this length is re-parsed on every delta.
 const EAGER_TAIL: usize = 1024;
@@ -54,6 +76,15 @@ const EAGER_TAIL: usize = 1024;
 /// Beyond `EAGER_TAIL` (1 KiB), the unsettled text is re-parsed once the unparsed bytes reach
 /// this share of it.
 const TAIL_SHARE: usize = 64;
+
+/// Parse work (bytes handed to the format's parser or read by the stream's own scan of an
+/// argument) the stream earns per byte received: unsettled text up to `EAGER_TAIL` is
+/// re-parsed on a delta when the work earned and not yet spent pays for it.
+const WORK_PER_BYTE: usize = 2;
+
+/// The work the stream starts with and may bank at most: short outputs and text that
+/// settles as it arrives (plain content) are parsed on every delta.
+const ALLOWANCE: usize = 4096;
 
 /// Turns output deltas into [`StreamEvent`]s for one format and tool list.
 ///
@@ -64,10 +95,11 @@ const TAIL_SHARE: usize = 64;
 /// retracted. Call indices are positions in the whole-output parse's `tool_calls`: a
 /// malformed call takes none, and one whose start was sent before it turned out malformed
 /// is ended by its `Malformed` (see [`StreamEvent`]). The parse work of a whole stream is
-/// linear in its length (see the module
-/// notes): a delta re-parses only the text after the last finished call (in plain
-/// content and reasoning, only the held-back tail and the delta), and inside one long
-/// call deltas are coalesced.
+/// linear in its length, about twice the text (see the module notes): a delta re-parses
+/// only the text after the last finished call (in plain content and reasoning, only the
+/// held-back tail and the delta), inside a call's arguments the stream reads the deltas
+/// itself, and re-parses of short unsettled text are spaced to spend at most 2 bytes of
+/// work per byte received (of a long one, as the module notes say).
 pub struct StreamingParser<'a> {
     format: &'a dyn ToolCallFormat,
     tools: &'a [Tool],
@@ -90,6 +122,16 @@ pub struct StreamingParser<'a> {
     calls: Vec<SentCall>,
     /// The errors after `base` that were sent.
     sent_errors: usize,
+    /// Parse work earned and not spent (see `WORK_PER_BYTE`). A parse it did not pay for
+    /// ([`StreamingParser::flush`], coalescing inside a long piece, the stream's own scan)
+    /// empties it rather than running a debt, so text after a long piece streams at once.
+    credit: usize,
+    /// The last call's sent argument text is the whole of its parsed one, not written as
+    /// a JSON string (so [`Resume::infer`] may read it).
+    args_current: bool,
+    /// The open last call's arguments, read by the stream itself (see [`resume`]), and the
+    /// call's index.
+    resume: Option<(Resume, usize)>,
     finished: bool,
 }
 
@@ -121,6 +163,9 @@ impl<'a> StreamingParser<'a> {
             content: Joined::default(),
             calls: Vec::new(),
             sent_errors: 0,
+            credit: ALLOWANCE,
+            args_current: false,
+            resume: None,
             finished: false,
         }
     }
@@ -132,16 +177,46 @@ impl<'a> StreamingParser<'a> {
             return Vec::new();
         }
         self.text.push_str(delta);
-        self.unparsed += delta.len();
-        let tail = self.text.len() - self.base;
-        if tail > EAGER_TAIL && self.unparsed * TAIL_SHARE < tail {
-            return Vec::new();
+        self.credit = (self.credit + WORK_PER_BYTE * delta.len()).min(ALLOWANCE);
+        let mut events = Vec::new();
+        match self.resume.as_mut() {
+            Some((r, index)) => {
+                let before = r.scanned();
+                let (args, stop) = r.advance(&self.text);
+                self.scanned += r.scanned() - before;
+                self.credit = self.credit.saturating_sub(r.scanned() - before);
+                if !args.is_empty() {
+                    if let Some(call) = self.calls.last_mut() {
+                        call.sent_args.push_str(&args);
+                    }
+                    events.push(StreamEvent::ToolCallArguments {
+                        index: *index,
+                        delta: args,
+                    });
+                }
+                let Some(at) = stop else { return events };
+                // Left the arguments: the format's parser reads on, paid by the bytes
+                // from here (those scanned were paid once).
+                self.resume = None;
+                self.unparsed = self.text.len() - at;
+            }
+            None => self.unparsed += delta.len(),
         }
-        self.parse(false)
+        let tail = self.text.len() - self.base;
+        let due = if tail <= EAGER_TAIL {
+            self.credit >= tail
+        } else {
+            self.unparsed * TAIL_SHARE >= tail
+        };
+        if due {
+            events.extend(self.parse(false));
+        }
+        events
     }
 
     /// Re-parses now what [`StreamingParser::push`] coalesced (for a stream that pauses
-    /// inside a long call) and returns what it settled.
+    /// inside a call: a delta there waits for the work budget, or for 1/64 of a long
+    /// piece, see the module notes) and returns what it settled.
     pub fn flush(&mut self) -> Vec<StreamEvent> {
         if self.finished || self.unparsed == 0 {
             return Vec::new();
@@ -163,8 +238,10 @@ impl<'a> StreamingParser<'a> {
         &self.text
     }
 
-    /// How many bytes of text the format's parser has been handed so far (the stream's
-    /// parse work; tests check it grows linearly).
+    /// How many bytes of text the format's parser has been handed so far, with those the
+    /// stream read itself in a call's arguments (and the pass that checks, after a parse,
+    /// whether it may): the stream's parse work; tests check it stays within 3 times the
+    /// text.
     #[doc(hidden)]
     pub fn scanned_bytes(&self) -> usize {
         self.scanned
@@ -172,7 +249,9 @@ impl<'a> StreamingParser<'a> {
 
     fn parse(&mut self, at_end: bool) -> Vec<StreamEvent> {
         self.unparsed = 0;
+        self.resume = None;
         self.scanned += self.text.len() - self.base;
+        self.credit = self.credit.saturating_sub(self.text.len() - self.base);
         let partial = self
             .format
             .parse_partial_from(&self.text, &self.from, self.tools, at_end);
@@ -180,6 +259,16 @@ impl<'a> StreamingParser<'a> {
         let events = self.diff(partial);
         if let Some(s) = settled {
             self.settle(s);
+        }
+        let open = self
+            .calls
+            .last()
+            .filter(|c| !c.ended && !c.closed && c.started);
+        if let Some(call) = open.filter(|_| !at_end && self.args_current) {
+            let index = self.base_index + self.calls.iter().filter(|c| c.ended).count();
+            self.scanned += call.sent_args.len();
+            self.credit = self.credit.saturating_sub(call.sent_args.len());
+            self.resume = Resume::infer(&self.text, &call.sent_args).map(|r| (r, index));
         }
         events
     }
@@ -252,6 +341,7 @@ impl<'a> StreamingParser<'a> {
             true
         };
         let mut sent_errors = self.sent_errors;
+        let mut args_current = false;
         for (i, call) in p.calls.into_iter().enumerate() {
             if self.calls.len() <= i {
                 self.calls.push(SentCall::default());
@@ -288,11 +378,13 @@ impl<'a> StreamingParser<'a> {
                         name,
                     });
                 }
-                grow(
-                    &streamed_arguments(&call.arguments_text),
-                    &mut sent.sent_args,
-                    |delta| events.push(StreamEvent::ToolCallArguments { index, delta }),
-                );
+                let now = streamed_arguments(&call.arguments_text);
+                grow(&now, &mut sent.sent_args, |delta| {
+                    events.push(StreamEvent::ToolCallArguments { index, delta })
+                });
+                args_current = *now == *sent.sent_args && !call.arguments_text.starts_with('"');
+            } else {
+                args_current = false;
             }
             if let Some(done) = call.complete {
                 if !sent.ended {
@@ -311,6 +403,7 @@ impl<'a> StreamingParser<'a> {
             }
         }
         self.sent_errors = sent_errors;
+        self.args_current = args_current;
         events
     }
 }
@@ -493,6 +586,171 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// Issue 23 item 2: in 8-byte deltas, one call with a 200 KB string argument and
+    /// 200 KB of back-to-back small calls hand the format's parser (and the stream's own
+    /// scan of an argument being resumed) at most 3 times the text, in every registered
+    /// family and the Mistral call array. Work, not time: the count is deterministic.
+    #[test]
+    fn streaming_work_is_at_most_three_times_the_text_in_8_byte_deltas() {
+        let tools = tools();
+        let long = [ToolCall::new("write_file", json!({"text": prose(200_000)}))];
+        let mut formats: Vec<(String, std::sync::Arc<dyn ToolCallFormat>)> = format_names()
+            .into_iter()
+            .map(|n| (n.clone(), format_by_name(&n).unwrap()))
+            .collect();
+        formats.push((
+            "mistral_array".into(),
+            std::sync::Arc::new(super::super::Mistral::array()),
+        ));
+        let mut over = Vec::new();
+        for (name, f) in &formats {
+            let one = f.render_calls(&[ToolCall::new(
+                "write_file",
+                json!({"text": "file 0: lorem"}),
+            )]);
+            let many: Vec<ToolCall> = (0..200_000 / one.len() + 1)
+                .map(|i| ToolCall::new("write_file", json!({"text": format!("file {i}: lorem")})))
+                .collect();
+            for (kind, calls) in [("long", &long[..]), ("calls", &many[..])] {
+                let text = f.render_calls(calls);
+                let scanned = check_stream_chunks(f.as_ref(), &tools, &text, &[8])
+                    .unwrap_or_else(|e| panic!("{name} {kind}: {e}"));
+                let work = scanned as f64 / text.len() as f64;
+                if work > 3.0 {
+                    over.push(format!("{name} {kind}: {work:.2}x"));
+                }
+            }
+        }
+        assert!(over.is_empty(), "work over 3x the text: {over:?}");
+    }
+
+    /// Long arguments the stream reads itself (see [`resume`]) stream as the whole parse
+    /// reads them, in every family, in 1-byte, 8-byte and uneven deltas: escapes (`\"`,
+    /// `\\`, `\u00e9`, a surrogate pair), multi-byte UTF-8 split by the cuts, `<` and
+    /// every family's markers inside the value, trailing (Unicode) whitespace before the
+    /// end, a second argument of nested JSON, and text before and after the calls.
+    #[test]
+    fn long_arguments_read_by_the_stream_stream_as_parsed() {
+        let tools = Tool::list_from_openai(&json!([{"type": "function", "function": {
+            "name": "write_file",
+            "parameters": {"type": "object", "properties": {
+                "text": {"type": "string"}, "more": {"type": "object"}}}}}]))
+        .unwrap();
+        let piece = "é \"q\" \\ 😀\t<tool_call></tool_call>[TOOL_CALLS] a < b <= c <3 \
+                     <|call|><|tool_call_end|><｜tool▁call▁end｜>)]}</parameter></arg_value>\
+                     </function>\u{3000}\u{1}\n";
+        let plain = "é \"q\" \\ 😀\t a < b <= c <3 )]}\u{3000}\u{1}\n";
+        for piece in [piece, plain] {
+            let value = format!("{}{}  \n", piece.repeat(12), prose(1500));
+            let calls = [
+                ToolCall::new("write_file", json!({"text": value})),
+                ToolCall::new(
+                    "write_file",
+                    json!({"text": "x  ", "more": {"a": [1, -2.5e3, true, null, {"b": "}"}], "c": false}}),
+                ),
+            ];
+            let mut formats: Vec<(String, std::sync::Arc<dyn ToolCallFormat>)> = format_names()
+                .into_iter()
+                .map(|n| (n.clone(), format_by_name(&n).unwrap()))
+                .collect();
+            formats.push((
+                "mistral_array".into(),
+                std::sync::Arc::new(super::super::Mistral::array()),
+            ));
+            for (name, f) in &formats {
+                let rendered = f.render_calls(&calls);
+                let escaped =
+                    rendered
+                        .replacen('é', r"\u00e9", 3)
+                        .replacen('😀', r"\ud83d\ude00", 2);
+                for text in [
+                    rendered.clone(),
+                    escaped,
+                    format!("Sure.\n{rendered}\nDone."),
+                ] {
+                    let whole = f.parse(&text, &tools);
+                    if piece == plain && !text.starts_with("Sure") {
+                        assert_eq!(whole.tool_calls.len(), 2, "{name}: {:?}", whole.errors);
+                    }
+                    for sizes in [&[1][..], &[8], &[3, 8, 1, 13, 2]] {
+                        check_stream_chunks(f.as_ref(), &tools, &text, sizes)
+                            .unwrap_or_else(|e| panic!("{name}: {e}"));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Inside a long argument every delta is sent as it arrives (the stream reads the
+    /// argument itself rather than coalescing re-parses): one call with a 64 KB string
+    /// argument in 8-byte deltas, in every family, sends argument text on each push once
+    /// the argument has begun.
+    #[test]
+    fn every_delta_inside_a_long_argument_is_sent() {
+        let tools = tools();
+        let call = ToolCall::new("write_file", json!({"text": prose(64_000)}));
+        for name in format_names() {
+            let f = format_by_name(&name).unwrap();
+            let text = f.render_calls(std::slice::from_ref(&call));
+            let start = text.find("lorem").unwrap() + 1024;
+            let end = text.rfind("lorem").unwrap();
+            let mut s = StreamingParser::new(f.as_ref(), &tools);
+            let (mut pushes, mut with_args) = (0, 0);
+            let mut i = 0;
+            while i < text.len() {
+                let mut j = (i + 8).min(text.len());
+                while !text.is_char_boundary(j) {
+                    j += 1;
+                }
+                let events = s.push(&text[i..j]);
+                let at = std::mem::replace(&mut i, j);
+                if at >= start && j <= end {
+                    pushes += 1;
+                    with_args += usize::from(
+                        events
+                            .iter()
+                            .any(|e| matches!(e, StreamEvent::ToolCallArguments { .. })),
+                    );
+                }
+            }
+            s.finish();
+            assert!(
+                with_args == pushes && pushes > 7000,
+                "{name}: {with_args} of {pushes} pushes sent argument text"
+            );
+        }
+    }
+
+    /// Re-parses inside a long piece the stream cannot read itself (arguments written as a
+    /// JSON string) are paid outside the work budget, so the content after that call
+    /// streams on every delta once the call has ended, not after a debt is repaid.
+    #[test]
+    fn content_after_a_long_unread_call_streams_on_every_delta() {
+        let tools = tools();
+        let f = format_by_name("hermes").unwrap();
+        let args = serde_json::to_string(&json!({"text": prose(40_000)}).to_string()).unwrap();
+        let call = format!(
+            "<tool_call>\n{{\"name\": \"write_file\", \"arguments\": {args}}}\n</tool_call>"
+        );
+        let text = format!("{call}\n{}", prose(8_000));
+        let mut s = StreamingParser::new(f.as_ref(), &tools);
+        let (mut pushes, mut with_content) = (0, 0);
+        for (i, delta) in text.as_bytes().chunks(8).enumerate() {
+            let events = s.push(std::str::from_utf8(delta).unwrap());
+            if i * 8 > call.len() + 2048 {
+                pushes += 1;
+                with_content +=
+                    usize::from(events.iter().any(|e| matches!(e, StreamEvent::Content(_))));
+            }
+        }
+        s.finish();
+        assert!(
+            pushes > 500 && with_content + 2 >= pushes,
+            "{with_content} of {pushes} pushes after the call sent content"
+        );
+        check_stream_chunks(f.as_ref(), &tools, &text, &[8]).unwrap();
     }
 
     /// A call whose start was streamed and which then turns out malformed (bad JSON)

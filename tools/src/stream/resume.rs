@@ -1,0 +1,218 @@
+//! The stream's own reading of a call's arguments while they arrive (issue 23): after a
+//! parse that ends inside an open call, the [`StreamingParser`](super::StreamingParser)
+//! checks whether the call's argument text so far is a plain copy of the output's end, and
+//! if so scans the following deltas itself, sending them as argument deltas without
+//! handing the call to the format's parser again, until a byte that may end the arguments.
+//!
+//! Two shapes are resumed, found from the argument text and the output alone (no family
+//! declares anything, so every family whose argument text has one of them is resumed):
+//!
+//! * **Verbatim**: the argument text is the output's last bytes (JSON families: the
+//!   arguments object `{…` as written; pythonic: the keyword arguments `text='…'`). The
+//!   scan keeps the lexer state (bracket depth, the quote of the string it is in, a pending
+//!   backslash) and stops before a closing bracket that would close the arguments, and
+//!   outside strings before any character that is not JSON (or Python keyword-argument)
+//!   syntax, such as the `<` or `[` of a marker.
+//! * **Escaped**: the argument text ends inside a JSON string whose decoded content is
+//!   the output's last bytes, escaped as `serde_json` escapes (XML-style families stream a
+//!   raw parameter value so). Each new byte is sent escaped; the scan stops at a `<`
+//!   followed by anything that may start a tag (`</parameter>`, `</arg_value>`, a DSML
+//!   marker), and holds a `<` that ends the text until the next byte tells.
+//!
+//! Whitespace at the end of what arrived is held back in both (a parser's pending argument
+//! text is trimmed, and XML values drop a newline before their end marker); the real
+//! parse the stream runs once the scan stops sends it if it is the argument's. The checks
+//! at entry cost one pass over the argument text, counted as parse work.
+
+/// How the bytes after the resumed point become argument text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    /// The argument text is the output itself, JSON syntax (`{…`).
+    Json,
+    /// The argument text is the output itself, Python keyword arguments (`name='…', n=2`).
+    Python,
+    /// The output is the content of a JSON string of the argument text, escaped.
+    Escaped,
+}
+
+/// What the scan does with one character.
+enum Step {
+    /// It belongs to the arguments.
+    Take,
+    /// It may end them or not, depending on the next character, which has not arrived.
+    Hold,
+    /// It may end them: the format's parser reads from here.
+    Stop,
+}
+
+/// The state of a resumed argument text (see the module notes).
+#[derive(Debug)]
+pub(super) struct Resume {
+    mode: Mode,
+    /// Bracket depth outside strings (the arguments object's own `{` counts 1).
+    depth: u32,
+    /// The quote of the string the scan is inside.
+    quote: Option<char>,
+    /// The previous character was a backslash inside a string.
+    escape: bool,
+    /// The previous character closed a string with this quote (a third quote in a row
+    /// would open a Python triple-quoted string, which the scan leaves to the parser).
+    closed: Option<char>,
+    /// Where the string the scan is inside began (just after its quote), in the text
+    /// scanned.
+    string_start: usize,
+    /// Offset in the output up to which the scan has read.
+    scanned: usize,
+    /// Offset in the output up to which argument text was sent.
+    sent: usize,
+}
+
+impl Resume {
+    /// The resumption of an open call whose argument text so far (as sent) is `args`, at
+    /// the end of `text`; `None` when `args` is neither a copy of the end of `text` nor a
+    /// JSON string holding it, or holds syntax the scan leaves to the parser.
+    pub(super) fn infer(text: &str, args: &str) -> Option<Self> {
+        let end = text.trim_end().len();
+        let first = args.chars().next()?;
+        let lexed = |mode| {
+            let mut r = Self {
+                mode,
+                depth: 0,
+                quote: None,
+                escape: false,
+                closed: None,
+                string_start: 0,
+                scanned: end,
+                sent: end,
+            };
+            let mut chars = args.char_indices().peekable();
+            while let Some((i, c)) = chars.next() {
+                let next = chars.peek().map(|&(_, n)| n);
+                if !matches!(r.step(i, c, next), Step::Take) {
+                    return None;
+                }
+            }
+            Some(r)
+        };
+        if text[..end].ends_with(args) {
+            let mode = if first == '{' {
+                Mode::Json
+            } else if first.is_ascii_alphabetic() || first == '_' {
+                Mode::Python
+            } else {
+                return None;
+            };
+            return lexed(mode);
+        }
+        // Escaped: inside a JSON string whose content is the output's end.
+        let r = lexed(Mode::Json).filter(|r| first == '{' && r.quote == Some('"') && !r.escape)?;
+        let escaped = &args[r.string_start..];
+        let content: String = serde_json::from_str(&format!("\"{escaped}\"")).ok()?;
+        let last = content.chars().last()?;
+        if last.is_whitespace() || !text[..end].ends_with(&content) || escape(&content) != escaped {
+            return None;
+        }
+        Some(Self {
+            mode: Mode::Escaped,
+            ..r
+        })
+    }
+
+    /// Scans `text` from where the last scan stopped; returns the argument text to send
+    /// and, when the scan reached a character that may end the arguments, its offset (the
+    /// format's parser reads on from the last parse; the stream drops this state).
+    pub(super) fn advance(&mut self, text: &str) -> (String, Option<usize>) {
+        let from = self.scanned;
+        let mut solid = self.sent;
+        let mut stop = None;
+        let mut chars = text[from..].char_indices().peekable();
+        while let Some((i, c)) = chars.next() {
+            let next = chars.peek().map(|&(_, n)| n);
+            match self.step(from + i, c, next) {
+                Step::Take => {
+                    self.scanned = from + i + c.len_utf8();
+                    if !c.is_whitespace() {
+                        solid = self.scanned;
+                    }
+                }
+                Step::Hold => break,
+                Step::Stop => {
+                    stop = Some(from + i);
+                    break;
+                }
+            }
+        }
+        let raw = &text[self.sent..solid];
+        self.sent = solid;
+        let delta = match self.mode {
+            Mode::Escaped => escape(raw),
+            Mode::Json | Mode::Python => raw.to_owned(),
+        };
+        (delta, stop)
+    }
+
+    /// Offset in the output up to which the scan has read.
+    pub(super) fn scanned(&self) -> usize {
+        self.scanned
+    }
+
+    /// One character of the argument text, at offset `at`; `next` is the one after it, if
+    /// it arrived.
+    fn step(&mut self, at: usize, c: char, next: Option<char>) -> Step {
+        if self.mode == Mode::Escaped {
+            return match (c, next) {
+                ('<', None) => Step::Hold,
+                ('<', Some(n)) if !(n.is_whitespace() || n.is_ascii_digit() || n == '=') => {
+                    Step::Stop
+                }
+                _ => Step::Take,
+            };
+        }
+        let closed = self.closed.take();
+        if let Some(q) = self.quote {
+            if self.escape {
+                self.escape = false;
+            } else if c == '\\' {
+                self.escape = true;
+            } else if c == q {
+                self.quote = None;
+                self.closed = Some(q);
+            }
+            return Step::Take;
+        }
+        let python = self.mode == Mode::Python;
+        match c {
+            '"' | '\'' if c == '"' || python => {
+                if closed == Some(c) {
+                    return Step::Stop;
+                }
+                self.quote = Some(c);
+                self.string_start = at + c.len_utf8();
+            }
+            '{' | '[' => self.depth += 1,
+            '(' if python => self.depth += 1,
+            '}' | ']' | ')' if c != ')' || python => {
+                // The arguments' own closer (JSON: the object's `}`; Python: the call's `)`).
+                if self.depth <= u32::from(!python) {
+                    return Step::Stop;
+                }
+                self.depth -= 1;
+            }
+            c if c.is_whitespace() => {}
+            ',' | ':' | '-' | '+' | '.' | '0'..='9' => {}
+            c if python && (c.is_ascii_alphanumeric() || c == '_' || c == '=') => {}
+            't' | 'r' | 'u' | 'e' | 'f' | 'a' | 'l' | 's' | 'n' | 'E' => {}
+            _ => return Step::Stop,
+        }
+        Step::Take
+    }
+}
+
+/// `s` escaped as the content of a JSON string, as `serde_json` writes it.
+fn escape(s: &str) -> String {
+    let quoted = serde_json::to_string(s).unwrap_or_default();
+    quoted
+        .get(1..quoted.len().saturating_sub(1))
+        .unwrap_or_default()
+        .to_owned()
+}
