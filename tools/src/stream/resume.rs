@@ -122,22 +122,41 @@ impl Resume {
     /// and, when the scan reached a character that may end the arguments, its offset (the
     /// format's parser reads on from the last parse; the stream drops this state).
     pub(super) fn advance(&mut self, text: &str) -> (String, Option<usize>) {
-        let from = self.scanned;
         let mut solid = self.sent;
         let mut stop = None;
-        let mut chars = text[from..].char_indices().peekable();
-        while let Some((i, c)) = chars.next() {
-            let next = chars.peek().map(|&(_, n)| n);
-            match self.step(from + i, c, next) {
+        let mut at = self.scanned;
+        while at < text.len() {
+            // Inside a string (or an XML value), jump to the next byte that can change the
+            // state: a quote or a backslash (`<` in a value). All are ASCII, so the jump
+            // lands on a character boundary.
+            if let Some(specials) = self.plain_run() {
+                let rest = &text.as_bytes()[at..];
+                let run = specials.find(rest).unwrap_or(rest.len());
+                if run > 0 {
+                    let span = &text[at..at + run];
+                    let kept = span.trim_end().len();
+                    if kept > 0 {
+                        solid = at + kept;
+                    }
+                    at += run;
+                    self.scanned = at;
+                    continue;
+                }
+            }
+            let mut chars = text[at..].chars();
+            let Some(c) = chars.next() else { break };
+            let next = chars.next();
+            match self.step(at, c, next) {
                 Step::Take => {
-                    self.scanned = from + i + c.len_utf8();
+                    at += c.len_utf8();
+                    self.scanned = at;
                     if !c.is_whitespace() {
-                        solid = self.scanned;
+                        solid = at;
                     }
                 }
                 Step::Hold => break,
                 Step::Stop => {
-                    stop = Some(from + i);
+                    stop = Some(at);
                     break;
                 }
             }
@@ -149,6 +168,17 @@ impl Resume {
             Mode::Json | Mode::Python => raw.to_owned(),
         };
         (delta, stop)
+    }
+
+    /// The bytes that end a run of characters [`Self::step`] takes without a change of
+    /// state (inside a string: its quote and a backslash; in an XML value: `<`), or `None`
+    /// where every character counts.
+    fn plain_run(&self) -> Option<Specials> {
+        match (self.mode, self.quote) {
+            (Mode::Escaped, _) => Some(Specials::One(b'<')),
+            (_, Some(q)) if !self.escape => Some(Specials::Two(q as u8, b'\\')),
+            _ => None,
+        }
     }
 
     /// Offset in the output up to which the scan has read.
@@ -208,11 +238,48 @@ impl Resume {
     }
 }
 
-/// `s` escaped as the content of a JSON string, as `serde_json` writes it.
+/// `s` escaped as the content of a JSON string, as `serde_json` writes it (`\"`, `\\`,
+/// `\b \f \n \r \t`, other control characters as `\u00xx`; the rest raw).
 fn escape(s: &str) -> String {
-    let quoted = serde_json::to_string(s).unwrap_or_default();
-    quoted
-        .get(1..quoted.len().saturating_sub(1))
-        .unwrap_or_default()
-        .to_owned()
+    let mut out = String::with_capacity(s.len());
+    let mut raw = 0;
+    for (i, b) in s.bytes().enumerate() {
+        let short = match b {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            b'\n' => "\\n",
+            b'\r' => "\\r",
+            b'\t' => "\\t",
+            0x08 => "\\b",
+            0x0c => "\\f",
+            0..=0x1f => "",
+            _ => continue,
+        };
+        out.push_str(&s[raw..i]);
+        raw = i + 1;
+        if short.is_empty() {
+            out.push_str(&format!("\\u{b:04x}"));
+        } else {
+            out.push_str(short);
+        }
+    }
+    out.push_str(&s[raw..]);
+    out
+}
+
+/// One or two ASCII bytes to search for.
+#[derive(Clone, Copy)]
+enum Specials {
+    One(u8),
+    Two(u8, u8),
+}
+
+impl Specials {
+    /// The index of the first of the bytes in `hay`.
+    fn find(self, hay: &[u8]) -> Option<usize> {
+        match self {
+            Specials::One(a) => hay.iter().position(|&b| b == a),
+            Specials::Two(a, c) => hay.iter().position(|&b| b == a || b == c),
+        }
+    }
 }
