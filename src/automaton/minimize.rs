@@ -7,14 +7,20 @@
 //! applied to the edge lists as they are, so it holds for the ε-free NFA form too: merged
 //! states are bisimilar, hence accept the same continuations and have the same masks). The
 //! start stays state 0. Cost: one pass over the edges per round, rounds up to the length
-//! of the longest chain of states that only its end tells apart; paid once per rule the
-//! compiler's cache of rule automata does not hold.
+//! of the longest chain of states that only its end tells apart, at most 64 (past that the
+//! automaton is kept as built); paid once per rule the compiler's cache of rule automata
+//! does not hold.
 
 use super::build::Dfa;
 use super::{ByteEdge, CallEdge, TokenEdge};
 use rustc_hash::FxHashMap;
 
-/// `dfa` with equivalent states merged; `dfa` itself when none are.
+/// The most rounds of refinement tried; an automaton that needs more is kept as built
+/// (the cost of a round is one pass over its edges).
+const MAX_ROUNDS: usize = 64;
+
+/// `dfa` with equivalent states merged; `dfa` itself when none are, or when telling its
+/// states apart takes more than [`MAX_ROUNDS`] rounds.
 pub(crate) fn minimize(dfa: Dfa) -> Dfa {
     let n = dfa.states.len();
     if n <= 1 {
@@ -29,7 +35,15 @@ pub(crate) fn minimize(dfa: Dfa) -> Dfa {
     let mut ids: FxHashMap<Vec<u32>, u32> = FxHashMap::default();
     let mut sig = Vec::new();
     let mut scratch = Edges::default();
+    let mut rounds = 0;
     loop {
+        rounds += 1;
+        if rounds > MAX_ROUNDS {
+            // A long chain told apart only at its end (a 20,000-rule chain inlined): the
+            // refinement would be quadratic. Stopping early would merge states that differ,
+            // so keep the automaton as built.
+            return dfa;
+        }
         ids.clear();
         let mut next = Vec::with_capacity(n);
         for s in 0..n {

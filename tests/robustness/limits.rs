@@ -130,10 +130,11 @@ fn rule_states_and_automaton_nodes() {
         max_automaton_nodes: 30,
         ..Limits::default()
     });
-    // Recursive rules are not inlined: three rules of 12 states each.
+    // Recursive rules are not inlined: three rules of 11 states each (three different
+    // words: rules of one word would be one language, kept once).
     let src = "root ::= \"abcdefghijk\" x | \"\"\n\
-               x ::= \"abcdefghijk\" y | \"\"\n\
-               y ::= \"abcdefghijk\" root | \"\"";
+               x ::= \"bcdefghijkl\" y | \"\"\n\
+               y ::= \"cdefghijklm\" root | \"\"";
     let l = expect_limit(&c, src, Limit::AutomatonNodes);
     assert_eq!(l.value, 30);
     assert!(l.actual > 30 && l.actual <= 40, "{l:?}");
