@@ -182,7 +182,12 @@ impl Edges {
 mod tests {
     use super::*;
 
-    fn dfa(states: &[(bool, &[(u8, u8, u32)], &[(u32, u32)])]) -> Dfa {
+    /// A state: finality, byte edges `(lo, hi, target)`, call edges `(rule, target)`.
+    type State<'a> = (bool, &'a [(u8, u8, u32)], &'a [(u32, u32)]);
+    /// The same, owned.
+    type Shape = Vec<(bool, Vec<(u8, u8, u32)>, Vec<(u32, u32)>)>;
+
+    fn dfa(states: &[State]) -> Dfa {
         let mut d = Dfa::default();
         for (fin, bytes, calls) in states {
             d.bytes.extend(
@@ -200,7 +205,7 @@ mod tests {
         d
     }
 
-    fn shape(d: &Dfa) -> Vec<(bool, Vec<(u8, u8, u32)>, Vec<(u32, u32)>)> {
+    fn shape(d: &Dfa) -> Shape {
         d.states
             .iter()
             .map(|s| {
