@@ -1,6 +1,6 @@
 //! Formats → grammar IR.
 
-use super::format::{Delimiter, Format, JsonStyle, StructuralTag, Tag, TokenSpec};
+use super::format::{Delimiter, Format, StructuralTag, Tag, TokenSpec};
 use super::text::text_avoiding;
 use super::StructuralTagError;
 use crate::grammar::builder::GrammarBuilder;
@@ -214,8 +214,8 @@ impl Lowerer<'_> {
                     string_excludes: string_excludes.clone(),
                     ..JsonSchemaOptions::default()
                 };
-                match style {
-                    JsonStyle::Json => {
+                match super::xml::style_of(style) {
+                    None => {
                         let g = json_schema_to_grammar_limited(json_schema, &opts, &self.limits)
                             .map_err(|e| StructuralTagError::Schema {
                                 path: path.to_string(),
@@ -223,17 +223,7 @@ impl Lowerer<'_> {
                             })?;
                         self.embed(&g, "json")
                     }
-                    JsonStyle::QwenXml => super::xml::qwen_xml(self, json_schema, &opts, path)?,
-                    JsonStyle::GlmXml => super::xml::glm_xml(self, json_schema, &opts, path, true)?,
-                    JsonStyle::Glm47Xml => {
-                        super::xml::glm_xml(self, json_schema, &opts, path, false)?
-                    }
-                    JsonStyle::MiniMaxXml => {
-                        super::xml::minimax_xml(self, json_schema, &opts, path)?
-                    }
-                    JsonStyle::DeepSeekXml => {
-                        super::xml::deepseek_xml(self, json_schema, &opts, path)?
-                    }
+                    Some(xml) => super::xml::xml_params(self, json_schema, &opts, path, xml)?,
                 }
             }
             Format::Regex { pattern } => {

@@ -32,6 +32,7 @@
 //! Raw text cannot say which it is: the tool parsers read it as a non-string value when it
 //! is JSON valid under a non-string branch (`null`, `42`), else as the string.
 
+use super::format::JsonStyle;
 use super::lower::Lowerer;
 use super::text::text_avoiding;
 use super::StructuralTagError;
@@ -49,7 +50,7 @@ const DSML_PARAM: &str = "<\u{ff5c}DSML\u{ff5c}parameter name=\"";
 const DSML_CLOSE: &str = "</\u{ff5c}DSML\u{ff5c}parameter>";
 
 /// How one XML-like style writes an item.
-struct XmlStyle {
+pub(super) struct XmlStyle {
     /// The style's name, for messages.
     name: &'static str,
     /// What comes before a property's name.
@@ -139,90 +140,75 @@ fn unsupported(path: &str, keyword: &str, reason: &str) -> StructuralTagError {
     }
 }
 
-pub(super) fn qwen_xml(
-    l: &mut Lowerer<'_>,
-    schema: &Value,
-    opts: &JsonSchemaOptions,
-    path: &str,
-) -> Result<Expr, StructuralTagError> {
-    let style = XmlStyle {
-        name: "qwen_xml",
-        open: "<parameter=",
-        after_name: ">\n",
-        after_name_json: None,
-        after_value: "\n</parameter>",
-        separator: "\n",
-        close: CLOSE,
-    };
-    xml_params(l, schema, opts, path, &style)
-}
+/// Qwen3-Coder's `<parameter=NAME>\nVALUE\n</parameter>` items joined by `\n` (`qwen_xml`).
+pub(super) const QWEN: XmlStyle = XmlStyle {
+    name: "qwen_xml",
+    open: "<parameter=",
+    after_name: ">\n",
+    after_name_json: None,
+    after_value: "\n</parameter>",
+    separator: "\n",
+    close: CLOSE,
+};
 
 /// MiniMax-M2's `<parameter name="NAME">VALUE</parameter>` items joined by `\n`
 /// (`minimax_xml`).
-pub(super) fn minimax_xml(
-    l: &mut Lowerer<'_>,
-    schema: &Value,
-    opts: &JsonSchemaOptions,
-    path: &str,
-) -> Result<Expr, StructuralTagError> {
-    let style = XmlStyle {
-        name: "minimax_xml",
-        open: "<parameter name=\"",
-        after_name: "\">",
-        after_name_json: None,
-        after_value: CLOSE,
-        separator: "\n",
-        close: CLOSE,
-    };
-    xml_params(l, schema, opts, path, &style)
-}
+pub(super) const MINIMAX: XmlStyle = XmlStyle {
+    name: "minimax_xml",
+    open: "<parameter name=\"",
+    after_name: "\">",
+    after_name_json: None,
+    after_value: CLOSE,
+    separator: "\n",
+    close: CLOSE,
+};
 
 /// DeepSeek V3.2 / V4's DSML items joined by `\n` (`deepseek_xml`): `string="true"`
 /// before a raw string value, `string="false"` before a JSON value.
-pub(super) fn deepseek_xml(
-    l: &mut Lowerer<'_>,
-    schema: &Value,
-    opts: &JsonSchemaOptions,
-    path: &str,
-) -> Result<Expr, StructuralTagError> {
-    let style = XmlStyle {
-        name: "deepseek_xml",
-        open: DSML_PARAM,
-        after_name: "\" string=\"true\">",
-        after_name_json: Some("\" string=\"false\">"),
-        after_value: DSML_CLOSE,
-        separator: "\n",
-        close: DSML_CLOSE,
-    };
-    xml_params(l, schema, opts, path, &style)
+pub(super) const DEEPSEEK: XmlStyle = XmlStyle {
+    name: "deepseek_xml",
+    open: DSML_PARAM,
+    after_name: "\" string=\"true\">",
+    after_name_json: Some("\" string=\"false\">"),
+    after_value: DSML_CLOSE,
+    separator: "\n",
+    close: DSML_CLOSE,
+};
+
+/// GLM-4.5/4.6's `<arg_key>`/`<arg_value>` pairs with a `\n` between key and value and
+/// between pairs (`glm_xml`).
+pub(super) const GLM: XmlStyle = XmlStyle {
+    name: "glm_xml",
+    open: "<arg_key>",
+    after_name: "</arg_key>\n<arg_value>",
+    after_name_json: None,
+    after_value: GLM_CLOSE,
+    separator: "\n",
+    close: GLM_CLOSE,
+};
+
+/// GLM-4.7/5's pairs with no newlines (`glm47_xml`).
+pub(super) const GLM47: XmlStyle = XmlStyle {
+    name: "glm47_xml",
+    after_name: "</arg_key><arg_value>",
+    separator: "",
+    ..GLM
+};
+
+/// The XML-like style `style` names; `None` for plain JSON.
+pub(super) fn style_of(style: &JsonStyle) -> Option<&'static XmlStyle> {
+    match style {
+        JsonStyle::Json => None,
+        JsonStyle::QwenXml => Some(&QWEN),
+        JsonStyle::GlmXml => Some(&GLM),
+        JsonStyle::Glm47Xml => Some(&GLM47),
+        JsonStyle::MiniMaxXml => Some(&MINIMAX),
+        JsonStyle::DeepSeekXml => Some(&DEEPSEEK),
+    }
 }
 
-/// GLM's `<arg_key>`/`<arg_value>` pairs: with `newlines` (GLM-4.5/4.6, `glm_xml`) a `\n`
-/// between key and value and between pairs; without (GLM-4.7/5, `glm47_xml`) none.
-pub(super) fn glm_xml(
-    l: &mut Lowerer<'_>,
-    schema: &Value,
-    opts: &JsonSchemaOptions,
-    path: &str,
-    newlines: bool,
-) -> Result<Expr, StructuralTagError> {
-    let style = XmlStyle {
-        name: if newlines { "glm_xml" } else { "glm47_xml" },
-        open: "<arg_key>",
-        after_name: if newlines {
-            "</arg_key>\n<arg_value>"
-        } else {
-            "</arg_key><arg_value>"
-        },
-        after_name_json: None,
-        after_value: GLM_CLOSE,
-        separator: if newlines { "\n" } else { "" },
-        close: GLM_CLOSE,
-    };
-    xml_params(l, schema, opts, path, &style)
-}
-
-fn xml_params(
+/// The arguments object of `schema` written as `style`'s items.
+pub(super) fn xml_params(
     l: &mut Lowerer<'_>,
     schema: &Value,
     opts: &JsonSchemaOptions,
