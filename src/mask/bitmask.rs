@@ -2,7 +2,7 @@
 //! and fill a batch of rows in parallel from anything that fills one row
 //! ([`FillNextTokenBitmask`], which `GrammarMatcher` implements).
 
-use rayon::prelude::*;
+use super::parallel::{for_each_mut, Helpers};
 
 /// One row of a token bitmask filled at a time: what the batch fills need of a matcher.
 /// `GrammarMatcher` implements it (its error is `MatcherError`).
@@ -117,12 +117,14 @@ pub fn apply_token_bitmask_inplace(
     Ok(())
 }
 
-/// Fills row `i` of `bitmask` (`[matchers.len(), words]`) from `matchers[i]`, in parallel on
-/// rayon's thread pool. All matchers must share one vocabulary size.
+/// Fills row `i` of `bitmask` (`[matchers.len(), words]`) from `matchers[i]`, on the
+/// calling thread and the other threads of rayon's current pool, each taking contiguous
+/// chunks of the batch. All matchers must share one vocabulary size.
 ///
 /// # Errors
 /// [`BitmaskError::Length`] when `bitmask` is not exactly `matchers.len() × words` long,
-/// [`BitmaskError::Matcher`] for the first matcher that fails.
+/// [`BitmaskError::Matcher`] for the matcher of lowest index that fails (the other rows are
+/// filled).
 pub fn fill_next_token_bitmask_batch<M: FillNextTokenBitmask>(
     matchers: &mut [M],
     bitmask: &mut [u32],
@@ -138,30 +140,50 @@ pub fn fill_next_token_bitmask_batch<M: FillNextTokenBitmask>(
             what: format!("{} matchers of {} words", matchers.len(), words),
         });
     }
-    matchers
-        .par_iter_mut()
-        .zip(bitmask.par_chunks_mut(words))
-        .enumerate()
-        .try_for_each(|(index, (m, row))| {
-            m.fill_next_token_bitmask(row)
-                .map_err(|source| BitmaskError::Matcher { index, source })
-        })
+    let mut work: Vec<(&mut M, &mut [u32])> =
+        matchers.iter_mut().zip(bitmask.chunks_mut(words)).collect();
+    fill_rows(Helpers::Current, &mut work)
 }
 
 /// Fills, for each `(matcher, row)` pair, row `row` of `bitmask` (`[batch, words]`,
-/// row-major, `words = ceil(vocab_size / 32)`) from `matcher`, in parallel on the current
-/// rayon pool: an engine whose batch holds rows without a grammar (or in another order than
-/// its matchers) fills only its own rows. XGrammar's
-/// `batch_fill_next_token_bitmask(matchers, bitmask, indices)` of its batch matcher. Rows
-/// named by no pair are not touched. All matchers must share one vocabulary size.
+/// row-major, `words = ceil(vocab_size / 32)`) from `matcher`, on the calling thread and the
+/// other threads of rayon's current pool (contiguous chunks of the pairs, taken through one
+/// atomic index: the caller starts at once, a pool thread joins when it wakes): an engine
+/// whose batch holds rows without a grammar (or in another order than its matchers) fills
+/// only its own rows. XGrammar's `batch_fill_next_token_bitmask(matchers, bitmask, indices)`
+/// of its batch matcher. Rows named by no pair are not touched. All matchers must share one
+/// vocabulary size.
 ///
 /// # Errors
 /// Checked before anything is written: [`BitmaskError::Length`] when `bitmask.len()` is not
 /// a multiple of the first matcher's row length (or a matcher's row length differs),
 /// [`BitmaskError::RowOutOfRange`], [`BitmaskError::DuplicateRow`]. Then
-/// [`BitmaskError::Matcher`] for a matcher that fails (its index among the pairs); the
+/// [`BitmaskError::Matcher`] for the failing matcher of lowest index among the pairs; the
 /// other rows are filled.
 pub fn batch_fill_next_token_bitmask<'a, M: FillNextTokenBitmask + 'a>(
+    pairs: impl IntoIterator<Item = (&'a mut M, usize)>,
+    bitmask: &mut [u32],
+) -> Result<(), BitmaskError<M::Error>> {
+    batch_fill(Helpers::Current, pairs, bitmask)
+}
+
+/// [`batch_fill_next_token_bitmask`] with its helpers given: the calling thread fills rows
+/// with every thread of `helpers` (`None`: the calling thread alone, no pool touched), as a
+/// serving engine with its own fill pool wants (a pool of `n - 1` threads for `n` in all).
+///
+/// # Errors
+/// As [`batch_fill_next_token_bitmask`].
+pub fn batch_fill_next_token_bitmask_with<'a, M: FillNextTokenBitmask + 'a>(
+    helpers: Option<&rayon::ThreadPool>,
+    pairs: impl IntoIterator<Item = (&'a mut M, usize)>,
+    bitmask: &mut [u32],
+) -> Result<(), BitmaskError<M::Error>> {
+    batch_fill(helpers.map_or(Helpers::None, Helpers::Pool), pairs, bitmask)
+}
+
+/// The checks and the fill of [`batch_fill_next_token_bitmask`].
+fn batch_fill<'a, M: FillNextTokenBitmask + 'a>(
+    helpers: Helpers<'_>,
     pairs: impl IntoIterator<Item = (&'a mut M, usize)>,
     bitmask: &mut [u32],
 ) -> Result<(), BitmaskError<M::Error>> {
@@ -202,15 +224,21 @@ pub fn batch_fill_next_token_bitmask<'a, M: FillNextTokenBitmask + 'a>(
         }
     }
     let mut slots: Vec<Option<&mut [u32]>> = bitmask.chunks_mut(words).map(Some).collect();
-    let mut work: Vec<(usize, &mut M, &mut [u32])> = Vec::with_capacity(pairs.len());
-    for (index, (m, row)) in pairs.into_iter().enumerate() {
+    let mut work: Vec<(&mut M, &mut [u32])> = Vec::with_capacity(pairs.len());
+    for (m, row) in pairs {
         // Each row was checked to be named once, so its slot is still there.
         if let Some(slot) = slots[row].take() {
-            work.push((index, m, slot));
+            work.push((m, slot));
         }
     }
-    work.into_par_iter().try_for_each(|(index, m, row)| {
-        m.fill_next_token_bitmask(row)
-            .map_err(|source| BitmaskError::Matcher { index, source })
-    })
+    fill_rows(helpers, &mut work)
+}
+
+/// Fills each `(matcher, row)` of `work`; the error names the pair's index.
+fn fill_rows<M: FillNextTokenBitmask>(
+    helpers: Helpers<'_>,
+    work: &mut [(&mut M, &mut [u32])],
+) -> Result<(), BitmaskError<M::Error>> {
+    for_each_mut(helpers, work, |(m, row)| m.fill_next_token_bitmask(row))
+        .map_err(|(index, source)| BitmaskError::Matcher { index, source })
 }

@@ -43,11 +43,12 @@ pub mod trie;
 pub(crate) mod wire;
 
 mod bitmask;
+mod parallel;
 
 pub use background::BackgroundStatus;
 pub use bitmask::{
     allocate_token_bitmask, apply_token_bitmask_inplace, batch_fill_next_token_bitmask,
-    bitmask_words, fill_next_token_bitmask_batch, is_token_allowed, BitmaskError,
-    FillNextTokenBitmask,
+    batch_fill_next_token_bitmask_with, bitmask_words, fill_next_token_bitmask_batch,
+    is_token_allowed, BitmaskError, FillNextTokenBitmask,
 };
 pub use trie::TokenTrie;

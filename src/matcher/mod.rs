@@ -633,7 +633,9 @@ impl GrammarMatcher {
             bitmask.fill(0);
             return Ok(());
         }
-        let compiled = self.compiled.clone();
+        // Borrowed, not cloned: an `Arc` clone per fill is one atomic shared by every thread
+        // filling a matcher of this grammar.
+        let compiled: &CompiledGrammar = &self.compiled;
         let aut = &compiled.aut;
         let pos = self.chart.pos();
         self.chart.refuel(compiled.max_step_items);

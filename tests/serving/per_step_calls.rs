@@ -10,7 +10,9 @@ use crate::maskbench;
 
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use std::sync::Arc;
-use tokensieve::mask::{batch_fill_next_token_bitmask, BitmaskError};
+use tokensieve::mask::{
+    batch_fill_next_token_bitmask, batch_fill_next_token_bitmask_with, BitmaskError,
+};
 use tokensieve::{
     CompiledGrammar, GrammarCompiler, GrammarMatcher, MatcherError, MatcherOptions, Precompute,
     TokenRejection, Vocabulary,
@@ -143,6 +145,57 @@ fn batch_fill_by_rows_fills_only_the_named_rows() {
         batch_fill_next_token_bitmask(ms.iter_mut().zip([0, 1, 2]), &mut odd),
         Err(BitmaskError::Length { .. })
     ));
+}
+
+/// A batch of matchers of three grammars at different states, filled into rows in reverse
+/// order by the calling thread alone, with a pool of one helper and with three: every row
+/// equals the matcher's own mask, whichever thread filled it.
+#[test]
+fn batch_fill_with_helpers_equals_one_matcher_at_a_time() {
+    let grammars = [
+        compile(r#"root ::= ("a" | "x") "b"* "ab"?"#),
+        compile(r#"root ::= "x" "a"* "b""#),
+        compile(r#"root ::= ("ab" | "b")+"#),
+    ];
+    let steps: [&[u32]; 4] = [&[], &[A], &[X, B], &[B, B]];
+    let mut ms: Vec<GrammarMatcher> = Vec::new();
+    for i in 0..67 {
+        let mut m = GrammarMatcher::new(grammars[i % 3].clone());
+        for &t in steps[i % 4] {
+            // Tokens the grammar refuses leave the matcher where it was.
+            m.accept_token(t);
+        }
+        ms.push(m);
+    }
+    let expected: Vec<Vec<u32>> = ms.iter().map(mask_of).collect();
+    let words = ms[0].bitmask_words();
+    let n = ms.len();
+    let one = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap();
+    let three = rayon::ThreadPoolBuilder::new()
+        .num_threads(3)
+        .build()
+        .unwrap();
+    for helpers in [None, Some(&one), Some(&three)] {
+        let threads = 1 + helpers.map_or(0, |p| p.current_num_threads());
+        let mut batch = vec![7u32; (n + 1) * words];
+        let rows = (0..n).map(|i| n - i);
+        batch_fill_next_token_bitmask_with(helpers, ms.iter_mut().zip(rows), &mut batch).unwrap();
+        for (i, want) in expected.iter().enumerate() {
+            let r = n - i;
+            assert_eq!(
+                &batch[r * words..(r + 1) * words],
+                &want[..],
+                "row {r}, {threads} threads"
+            );
+        }
+        assert!(batch[..words].iter().all(|&w| w == 7), "row 0 untouched");
+        let err =
+            batch_fill_next_token_bitmask_with(helpers, ms.iter_mut().zip([0, 0]), &mut batch);
+        assert_eq!(err, Err(BitmaskError::DuplicateRow { index: 1, row: 0 }));
+    }
 }
 
 #[test]

@@ -1,0 +1,234 @@
+//! The batch fills' scheduler: the calling thread and the helpers of a rayon pool take
+//! contiguous chunks of the batch through one atomic index.
+//!
+//! Why not `par_iter`: a warm fill is about a microsecond (one row copied), so a batch of 64
+//! is tens of microseconds, the time a sleeping pool thread takes to wake. Under
+//! `pool.install(par_iter)` the caller sleeps until the pool is done and every item goes
+//! through rayon's binary splitting; here the caller starts on the first chunk at once, a
+//! helper joins when it wakes, and one that wakes after the batch is done finds nothing and
+//! is not waited for.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// Where the helpers of a batch come from.
+#[derive(Clone, Copy)]
+pub(crate) enum Helpers<'p> {
+    /// Rayon's current pool (the global one outside `install`): `current_num_threads() - 1`
+    /// helpers beside the caller.
+    Current,
+    /// This pool: all its threads help the caller.
+    Pool(&'p rayon::ThreadPool),
+    /// The caller alone.
+    None,
+}
+
+impl Helpers<'_> {
+    fn count(self) -> usize {
+        match self {
+            Helpers::Current => rayon::current_num_threads().saturating_sub(1),
+            Helpers::Pool(p) => p.current_num_threads(),
+            Helpers::None => 0,
+        }
+    }
+
+    fn spawn(self, job: impl FnOnce() + Send + 'static) {
+        match self {
+            Helpers::Current => rayon::spawn(job),
+            Helpers::Pool(p) => p.spawn(job),
+            Helpers::None => {}
+        }
+    }
+}
+
+/// What the caller and its helpers share. `run` points at the caller's closure, which lives
+/// until every claimed item is done (`done == n`): a helper dereferences it only after
+/// claiming an item below `n`, and the caller returns only once `done == n`.
+struct Shared {
+    next: AtomicUsize,
+    done: AtomicUsize,
+    n: usize,
+    chunk: usize,
+    panicked: AtomicBool,
+    run: *const (dyn Fn(usize) + Sync + 'static),
+}
+
+// SAFETY: `run` is `Sync` and only called under the claim protocol described on `Shared`.
+unsafe impl Send for Shared {}
+unsafe impl Sync for Shared {}
+
+impl Shared {
+    /// Claims chunks until none is left, running each item of a claimed chunk.
+    fn work(&self) {
+        loop {
+            let start = self.next.fetch_add(self.chunk, Ordering::Relaxed);
+            if start >= self.n {
+                return;
+            }
+            let end = (start + self.chunk).min(self.n);
+            // SAFETY: `start < n`, so the caller waits for this chunk and `run` is alive.
+            let run = unsafe { &*self.run };
+            if catch_unwind(AssertUnwindSafe(|| (start..end).for_each(run))).is_err() {
+                self.panicked.store(true, Ordering::Relaxed);
+            }
+            // Release: the chunk's writes are seen by the caller's Acquire load of `done`.
+            self.done.fetch_add(end - start, Ordering::Release);
+        }
+    }
+}
+
+/// Runs `f` on every item of `items`, on the calling thread and the helpers, in contiguous
+/// chunks (about four per thread, so a late or slow thread is balanced by the others). Every
+/// item is run even when some fail.
+///
+/// # Errors
+/// The error of the failing item of lowest index, with that index.
+///
+/// # Panics
+/// When `f` panicked on some item (after every other item has run).
+pub(crate) fn for_each_mut<T: Send, E: Send>(
+    helpers: Helpers<'_>,
+    items: &mut [T],
+    f: impl Fn(&mut T) -> Result<(), E> + Sync,
+) -> Result<(), (usize, E)> {
+    let n = items.len();
+    let threads = helpers.count().min(n.saturating_sub(1)) + 1;
+    if threads == 1 {
+        // A batch of one, or no helpers: no pool, no atomics.
+        return items
+            .iter_mut()
+            .enumerate()
+            .try_fold((), |(), (i, it)| f(it).map_err(|e| (i, e)));
+    }
+    let first_err: Mutex<Option<(usize, E)>> = Mutex::new(None);
+    let base = items.as_mut_ptr() as usize;
+    let run_item = |i: usize| {
+        // SAFETY: `i < n`, and each index is claimed by exactly one thread (the atomic
+        // `next`), so this is the only reference to item `i`.
+        let item = unsafe { &mut *(base as *mut T).add(i) };
+        if let Err(e) = f(item) {
+            let mut slot = first_err.lock().unwrap_or_else(|p| p.into_inner());
+            if slot.as_ref().map_or(true, |(j, _)| i < *j) {
+                *slot = Some((i, e));
+            }
+        }
+    };
+    let run: &(dyn Fn(usize) + Sync + '_) = &run_item;
+    // SAFETY: only the lifetime is erased; see `Shared` for why `run` outlives its uses.
+    let run: *const (dyn Fn(usize) + Sync + 'static) = unsafe { std::mem::transmute(run) };
+    let shared = Arc::new(Shared {
+        next: AtomicUsize::new(0),
+        done: AtomicUsize::new(0),
+        n,
+        chunk: n.div_ceil(threads * 4),
+        panicked: AtomicBool::new(false),
+        run,
+    });
+    for _ in 1..threads {
+        let s = Arc::clone(&shared);
+        helpers.spawn(move || s.work());
+    }
+    shared.work();
+    // The helpers still running hold claimed chunks; wait for those only (a chunk is a few
+    // fills: spin briefly, then yield the core).
+    let mut spins = 0u32;
+    while shared.done.load(Ordering::Acquire) < n {
+        if spins < 256 {
+            std::hint::spin_loop();
+            spins += 1;
+        } else {
+            std::thread::yield_now();
+        }
+    }
+    if shared.panicked.load(Ordering::Relaxed) {
+        panic!("a fill of the batch panicked");
+    }
+    match first_err.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pool(threads: usize) -> rayon::ThreadPool {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap()
+    }
+
+    /// Every item is run exactly once, whatever the helpers and the batch size.
+    #[test]
+    fn every_item_once() {
+        let p = pool(3);
+        for helpers in [Helpers::None, Helpers::Current, Helpers::Pool(&p)] {
+            for n in [0, 1, 2, 7, 64, 1000] {
+                let mut items = vec![0u32; n];
+                for_each_mut(helpers, &mut items, |x| {
+                    *x += 1;
+                    Ok::<_, ()>(())
+                })
+                .unwrap();
+                assert!(items.iter().all(|&x| x == 1), "n = {n}");
+            }
+        }
+    }
+
+    /// The failure of lowest index is returned, and the other items are still run.
+    #[test]
+    fn lowest_failing_index_and_the_rest_run() {
+        let p = pool(2);
+        let mut items: Vec<(usize, bool)> = (0..200).map(|i| (i, false)).collect();
+        let err = for_each_mut(Helpers::Pool(&p), &mut items, |(i, seen)| {
+            *seen = true;
+            if *i % 50 == 37 {
+                Err(format!("item {i}"))
+            } else {
+                Ok(())
+            }
+        })
+        .unwrap_err();
+        assert_eq!(err, (37, "item 37".to_string()));
+        assert!(items.iter().all(|&(_, seen)| seen));
+    }
+
+    /// Both the caller and a pool thread take part in a batch of slow items.
+    #[test]
+    fn the_caller_and_the_pool_both_work() {
+        let p = pool(1);
+        let caller = std::thread::current().id();
+        let mut items = vec![None; 32];
+        for_each_mut(Helpers::Pool(&p), &mut items, |x| {
+            std::thread::sleep(std::time::Duration::from_millis(2));
+            *x = Some(std::thread::current().id());
+            Ok::<_, ()>(())
+        })
+        .unwrap();
+        let by_caller = items.iter().filter(|t| **t == Some(caller)).count();
+        assert!(
+            by_caller > 0 && by_caller < 32,
+            "caller ran {by_caller} of 32"
+        );
+    }
+
+    /// A panicking item is reported as a panic of the call, after the batch is done.
+    #[test]
+    fn a_panic_is_raised_by_the_caller() {
+        let p = pool(2);
+        let mut items: Vec<(usize, bool)> = (0..64).map(|i| (i, false)).collect();
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            for_each_mut(Helpers::Pool(&p), &mut items, |(i, seen)| {
+                assert_ne!(*i, 10, "boom");
+                *seen = true;
+                Ok::<_, ()>(())
+            })
+        }));
+        assert!(r.is_err());
+        // Item 63 is in another chunk than item 10 (chunks of 6): it ran.
+        assert!(items[63].1 && !items[10].1);
+    }
+}
