@@ -4,7 +4,6 @@ use std::sync::Arc;
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use rayon::prelude::*;
 
 use crate::bitmask::{words_mut, Rows};
 use crate::compiler::pool;
@@ -76,10 +75,11 @@ fn borrow_fill_batch<'py>(matchers: &Bound<'py, PyAny>) -> PyResult<Vec<Borrowed
     Ok(out)
 }
 
-/// A pool of threads for batch fills, kept for the life of a `BatchGrammarMatcher`.
+/// The threads of batch fills, kept for the life of a `BatchGrammarMatcher`: the calling
+/// thread and a pool of `threads - 1` helpers (none for one thread).
 #[pyclass(module = "tokensieve._core", name = "ThreadPool", frozen)]
 pub(crate) struct PyThreadPool {
-    pub(crate) pool: Arc<rayon::ThreadPool>,
+    helpers: Option<Arc<rayon::ThreadPool>>,
 }
 
 #[pymethods]
@@ -87,19 +87,23 @@ impl PyThreadPool {
     #[new]
     fn new(threads: usize) -> PyResult<Self> {
         Ok(Self {
-            pool: pool(threads)?,
+            helpers: match threads {
+                0 | 1 => None,
+                n => Some(pool(n - 1)?),
+            },
         })
     }
 
-    /// The number of threads.
+    /// The number of threads of a fill, the calling thread included.
     #[getter]
     fn threads(&self) -> usize {
-        self.pool.current_num_threads()
+        1 + self.helpers.as_ref().map_or(0, |p| p.current_num_threads())
     }
 }
 
-/// Fills row `indices[i]` (or `i`) of `bitmask` from `matchers[i]` on `pool`, with the GIL
-/// released.
+/// Fills row `indices[i]` (or `i`) of `bitmask` from `matchers[i]` on the calling thread and
+/// the helpers of `pool` (`tokensieve::mask::batch_fill_next_token_bitmask_with`), with the
+/// GIL released.
 #[pyfunction]
 #[pyo3(signature = (matchers, bitmask, pool, indices=None))]
 pub(crate) fn batch_fill_next_token_bitmask(
@@ -149,28 +153,15 @@ pub(crate) fn batch_fill_next_token_bitmask(
             )));
         }
     }
-    let pool = &pool.pool;
+    let helpers = pool.helpers.as_deref();
     let (ptr, total) = (rows.ptr, rows.rows * rows.words);
-    let mut jobs: Vec<(&mut tokensieve::GrammarMatcher, usize)> = ms
-        .iter_mut()
-        .map(|m| m.get_mut())
-        .zip(idx.iter().copied())
-        .collect();
+    let pairs: Vec<(&mut tokensieve::GrammarMatcher, usize)> =
+        ms.iter_mut().map(|m| m.get_mut()).zip(idx).collect();
     py.detach(move || {
-        // SAFETY: see `words_mut`; rows are distinct (checked above), so the slices are too.
+        // SAFETY: see `words_mut`; the rows were checked above.
         let all = unsafe { words_mut(ptr, total) };
-        let mut slots: Vec<Option<&mut [u32]>> = all.chunks_mut(words).map(Some).collect();
-        let mut work: Vec<(&mut tokensieve::GrammarMatcher, &mut [u32], usize)> = jobs
-            .iter_mut()
-            .enumerate()
-            .map(|(i, (m, r))| (&mut **m, slots[*r].take().expect("distinct rows"), i))
-            .collect();
-        pool.install(|| {
-            work.par_iter_mut().try_for_each(|(m, row, i)| {
-                m.fill_next_token_bitmask(row)
-                    .map_err(|e| format!("matcher {i} of the batch: {e}"))
-            })
-        })
+        tokensieve::mask::batch_fill_next_token_bitmask_with(helpers, pairs, all)
+            .map_err(|e| e.to_string())
     })
     .map_err(TokensieveError::new_err)
 }

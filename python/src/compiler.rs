@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use pyo3::exceptions::PyRuntimeError;
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
@@ -105,17 +105,32 @@ impl PyGrammarCompiler {
     /// `mask_cache_bytes`: the bytes of node masks shared across grammars (0: none; None:
     /// the engine's default). `cache_enabled`, `cache_limit_bytes`: the whole-grammar cache
     /// (`with_cache_enabled`, `with_cache_limit_bytes`; None: unlimited); `cache_enabled =
-    /// false` also turns off the rule automata shared across grammars.
+    /// false` also turns off the rule automata shared across grammars. `precompute`: when
+    /// node masks are computed (`tokensieve::Precompute`): "eager" (at compile, the
+    /// default), "lazy" (on first use) or "background" (after compile, on the engine's
+    /// background pool); another value is a ValueError.
     #[new]
-    #[pyo3(signature = (vocabulary, max_threads=8, mask_cache_bytes=None, *, cache_enabled=true, cache_limit_bytes=None))]
+    #[pyo3(signature = (vocabulary, max_threads=8, mask_cache_bytes=None, *, cache_enabled=true, cache_limit_bytes=None, precompute="eager"))]
     fn new(
         vocabulary: &PyVocabulary,
         max_threads: usize,
         mask_cache_bytes: Option<usize>,
         cache_enabled: bool,
         cache_limit_bytes: Option<usize>,
+        precompute: &str,
     ) -> PyResult<Self> {
+        let precompute = match precompute {
+            "eager" => tokensieve::Precompute::Eager,
+            "lazy" => tokensieve::Precompute::Lazy,
+            "background" => tokensieve::Precompute::Background,
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "precompute must be \"eager\", \"lazy\" or \"background\", got {other:?}"
+                )))
+            }
+        };
         let mut inner = tokensieve::GrammarCompiler::new(vocabulary.inner.clone())
+            .with_precompute(precompute)
             .with_cache_enabled(cache_enabled)
             .with_cache_limit_bytes(cache_limit_bytes);
         if let Some(bytes) = mask_cache_bytes {

@@ -128,3 +128,71 @@ def test_batch_and_serving_fills_take_tensors(tiny_info):
     t = torch.zeros(3, 4, dtype=torch.int32)
     _core.batch_fill_next_token_bitmask([m._matcher for m in ms], t, _core.ThreadPool(2), None)
     assert [t[i].tolist() for i in range(3)] == [r.tolist() for r in rows]
+
+
+def masked_reference(logits, bitmask, vocab_size):
+    """``logits`` with -inf where the bit of ``bitmask`` is clear, computed in float32 by
+    hand from the bits (no tokensieve call)."""
+    bits = np.unpackbits(bitmask.numpy().view(np.uint8), bitorder="little").reshape(
+        bitmask.shape[0], -1
+    )[:, :vocab_size]
+    out = logits.float().clone()
+    out[:, :vocab_size][torch.from_numpy(bits == 0)] = float("-inf")
+    return out
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_cpu_logits_are_masked_through_their_memory(matcher, dtype, monkeypatch):
+    """CPU logits of float32, float16 and bfloat16 are masked by the extension itself: no
+    numpy view of the tensor, no torch ops (both are made to fail here), with the rows,
+    ``indices`` and a width past the vocabulary as torch's own masking gives them."""
+    bitmask = torch.zeros(3, 4, dtype=torch.int32)
+    matcher.fill_next_token_bitmask(bitmask, 0)
+    bitmask[1] = -1
+    bitmask[2, 1] = 0x0F0F0F0F
+    logits = torch.randn(3, 130).to(dtype)
+    want = masked_reference(logits, bitmask, 128)
+    want_rows_0_2 = want.clone()
+    want_rows_0_2[1] = logits[1].float()
+    rows_0_2 = logits.clone()
+
+    def fail(*args, **kwargs):
+        raise AssertionError("the CPU path went through numpy or torch's ops")
+
+    monkeypatch.setattr(torch.Tensor, "numpy", fail)
+    monkeypatch.setattr(xgr.matcher, "_torch_apply", fail)
+    xgr.apply_token_bitmask_inplace(logits, bitmask, vocab_size=128)
+    xgr.apply_token_bitmask_inplace(rows_0_2, bitmask, vocab_size=128, indices=[0, 2])
+    monkeypatch.undo()
+    assert logits.dtype == dtype
+    assert torch.equal(logits.float(), want)
+    assert torch.equal(rows_0_2.float(), want)  # row 1 is all ones: nothing masked
+    assert not torch.isinf(logits[:, 128:]).any()
+    # A 1-D row and a tensor requiring grad take the same path.
+    row = logits[0].clone().requires_grad_(True)
+    xgr.apply_token_bitmask_inplace(row, bitmask[0], vocab_size=128)
+    assert torch.equal(row.detach().float(), want[0])
+
+
+def test_logits_of_a_bad_shape_or_dtype(matcher):
+    bitmask = torch.zeros(2, 4, dtype=torch.int32)
+    for dtype in (torch.float32, torch.float16):
+        with pytest.raises(ValueError, match="1 or 2 dimensions"):
+            _core.apply_token_bitmask_inplace_cpu(torch.zeros(2, 1, 128, dtype=dtype), bitmask, 128)
+        with pytest.raises(ValueError, match="logits have 3 rows but the bitmask has 2"):
+            xgr.apply_token_bitmask_inplace(torch.zeros(3, 128, dtype=dtype), bitmask)
+        with pytest.raises(IndexError, match="index 2 is out of range"):
+            xgr.apply_token_bitmask_inplace(torch.zeros(3, 128, dtype=dtype), bitmask, indices=[2])
+        with pytest.raises(ValueError, match="vocab_size 130 exceeds"):
+            _core.apply_token_bitmask_inplace_cpu(torch.zeros(2, 128, dtype=dtype), bitmask, 130)
+        with pytest.raises(ValueError, match="contiguous"):
+            _core.apply_token_bitmask_inplace_cpu(torch.zeros(128, 2, dtype=dtype).t(), bitmask, 128)
+    with pytest.raises(TypeError, match="float32, torch.float16 or torch.bfloat16, got torch.float64"):
+        _core.apply_token_bitmask_inplace_cpu(torch.zeros(2, 128, dtype=torch.float64), bitmask, 128)
+    # float64 and strided tensors still go through torch's own ops in the public function.
+    wide = torch.zeros(2, 128, dtype=torch.float64)
+    xgr.apply_token_bitmask_inplace(wide, bitmask)
+    assert torch.isinf(wide).all()
+    strided = torch.zeros(128, 2).t()
+    xgr.apply_token_bitmask_inplace(strided, bitmask)
+    assert torch.isinf(strided).all()

@@ -125,3 +125,28 @@ def test_compiler_arguments(tiny_info):
     for kw in ({"cache_enabled": False}, {"cache_limit_bytes": 1 << 20}):
         c = xgr.GrammarCompiler(tiny_info, **kw)
         assert accepts(c.compile_regex("a+"), "aaa")
+
+
+def test_precompute_modes(tiny_info):
+    """``precompute`` (a tokensieve extension) changes when masks are computed, never what
+    they are: "lazy" compiles without them (a smaller grammar right after compile), and the
+    matchers of the three modes give the same masks along one text."""
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"}}}
+    text = '{"a": 12, "b": "hello world"}'
+    masks, sizes = {}, {}
+    for mode in ("eager", "lazy", "background"):
+        compiled = xgr.GrammarCompiler(tiny_info, precompute=mode, cache_enabled=False).compile_json_schema(schema)
+        sizes[mode] = compiled.memory_size_bytes
+        m = xgr.GrammarMatcher(compiled)
+        b = xgr.allocate_token_bitmask(1, tiny_info.vocab_size)
+        rows = []
+        for ch in text:
+            m.fill_next_token_bitmask(b)
+            rows.append(b[0].tolist())
+            assert m.accept_string(ch), (mode, ch)
+        masks[mode] = rows
+    assert masks["lazy"] == masks["eager"] and masks["background"] == masks["eager"]
+    assert sizes["lazy"] < sizes["eager"], sizes
+    assert masks["eager"][0] != masks["eager"][3]  # the masks change along the text
+    with pytest.raises(ValueError, match='precompute must be "eager", "lazy" or "background", got "soon"'):
+        xgr.GrammarCompiler(tiny_info, precompute="soon")

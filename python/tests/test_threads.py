@@ -254,3 +254,50 @@ def test_threads_fill_their_own_rows_of_one_shared_bitmask():
     for i in range(len(seqs)):
         assert len(threaded[i]) == len(seqs[i])
         assert all(torch.equal(a[0], b) for a, b in zip(serial[i], threaded[i]))
+
+
+def test_batch_fill_of_several_schemas_on_1_2_3_threads():
+    """A batch as a serving engine has it: matchers of several schemas at different states
+    (some terminated), rows given out of order. Filled by 1, 2 and 3 threads (the caller and
+    its helpers), and as a batch of one, every row is the matcher's own mask; rows named by
+    no matcher are untouched."""
+    model = "qwen3"
+    info = tokenizer_info(model)
+    c = compiler(model)
+    schemas = [
+        SCHEMA,
+        {"type": "array", "items": {"type": "integer"}},
+        {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]},
+    ]
+    prefixes = [
+        ["", '{"name": "', '{"name": "x", "age": 4', '{"name": "y", "age": 5, "tags": ["a"]}'],
+        ["", "[1, ", "[1, 22", "[]"],
+        ["", '{"ok": ', '{"ok": tr', '{"ok": false}'],
+    ]
+    matchers = []
+    for k in range(60):
+        s = k % 3
+        m = xgr.GrammarMatcher(c.compile_json_schema(schemas[s]))
+        p = prefixes[s][(k // 3) % 4]
+        assert p == "" or m.accept_string(p)
+        if p.endswith(("}", "]")):
+            assert m.accept_token(info.stop_token_ids[0]) and m.is_terminated()
+        matchers.append(m)
+    want = []
+    for m in matchers:
+        row = xgr.allocate_token_bitmask(1, info.vocab_size)
+        m.fill_next_token_bitmask(row)
+        want.append(row[0].clone())
+    rows = [len(matchers) - k for k in range(len(matchers))]
+    for threads in (1, 2, 3):
+        batch = xgr.BatchGrammarMatcher(threads)
+        assert batch._pool.threads == threads
+        b = torch.full((len(matchers) + 1, want[0].shape[0]), 7, dtype=torch.int32)
+        for _ in range(2):  # cold, then warm
+            batch.batch_fill_next_token_bitmask(matchers, b, indices=rows)
+            for k, r in enumerate(rows):
+                assert torch.equal(b[r], want[k]), (threads, k)
+            assert (b[0] == 7).all()
+        one = torch.zeros(1, want[0].shape[0], dtype=torch.int32)
+        batch.batch_fill_next_token_bitmask(matchers[4:5], one)
+        assert torch.equal(one[0], want[4])

@@ -95,6 +95,21 @@ pub fn apply_token_bitmask_inplace(
     logits: &mut [f32],
     bitmask: &[u32],
 ) -> Result<(), BitmaskError> {
+    apply_token_bitmask_inplace_with(logits, bitmask, f32::NEG_INFINITY)
+}
+
+/// [`apply_token_bitmask_inplace`] for logits of any element type: `neg_inf` is written
+/// where a bit is clear. For 16-bit floats held as their bits (`u16`), negative infinity is
+/// `0xFC00` in IEEE half precision (`float16`) and `0xFF80` in `bfloat16`.
+///
+/// # Errors
+/// [`BitmaskError::Length`] when the bitmask is shorter than the logits need; nothing is
+/// changed then.
+pub fn apply_token_bitmask_inplace_with<T: Copy>(
+    logits: &mut [T],
+    bitmask: &[u32],
+    neg_inf: T,
+) -> Result<(), BitmaskError> {
     let need = bitmask_words(logits.len());
     if bitmask.len() < need {
         return Err(BitmaskError::Length {
@@ -110,7 +125,7 @@ pub fn apply_token_bitmask_inplace(
         }
         for (j, l) in chunk.iter_mut().enumerate() {
             if word >> j & 1 == 0 {
-                *l = f32::NEG_INFINITY;
+                *l = neg_inf;
             }
         }
     }

@@ -47,8 +47,8 @@ mod parallel;
 
 pub use background::BackgroundStatus;
 pub use bitmask::{
-    allocate_token_bitmask, apply_token_bitmask_inplace, batch_fill_next_token_bitmask,
-    batch_fill_next_token_bitmask_with, bitmask_words, fill_next_token_bitmask_batch,
-    is_token_allowed, BitmaskError, FillNextTokenBitmask,
+    allocate_token_bitmask, apply_token_bitmask_inplace, apply_token_bitmask_inplace_with,
+    batch_fill_next_token_bitmask, batch_fill_next_token_bitmask_with, bitmask_words,
+    fill_next_token_bitmask_batch, is_token_allowed, BitmaskError, FillNextTokenBitmask,
 };
 pub use trie::TokenTrie;

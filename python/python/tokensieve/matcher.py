@@ -22,7 +22,7 @@ except ImportError:  # pragma: no cover - exercised only without torch
 else:
     # The extension then takes a CPU tensor's memory itself (data pointer, shape, dtype)
     # instead of a numpy view built on every fill.
-    _core._register_torch(torch.Tensor, torch.int32)
+    _core._register_torch(torch.Tensor, torch.int32, torch.float32, torch.float16, torch.bfloat16)
 
 __all__ = [
     "GrammarMatcher",
@@ -81,6 +81,10 @@ def reset_token_bitmask(bitmask: Any) -> None:
         bitmask.fill(-1)
 
 
+# The dtypes of CPU tensors the extension masks in place.
+_CPU_LOGITS = () if torch is None else (torch.float32, torch.float16, torch.bfloat16)
+
+
 def _torch_apply(logits: Any, bitmask: Any, vocab_size: int, indices: Optional[List[int]]) -> None:
     """The mask applied with torch's own ops (CUDA tensors, dtypes other than float32)."""
     bitmask = bitmask.to(logits.device)
@@ -113,8 +117,9 @@ def apply_token_bitmask_inplace(
     logits past it are left as they are. ``indices``: the rows to mask (default all; the two
     batch sizes may then differ).
 
-    Contiguous float32 CPU tensors and numpy arrays are masked by the engine with the GIL
-    released; other dtypes and devices (CUDA) by torch's own ops.
+    Contiguous CPU tensors of float32, float16 or bfloat16 and float32 numpy arrays are
+    masked by the engine in place (through their memory) with the GIL released; other
+    dtypes, strided tensors and other devices (CUDA) by torch's own ops.
 
     Raises
     ------
@@ -133,9 +138,12 @@ def apply_token_bitmask_inplace(
             bitmask = torch.from_numpy(np.asarray(bitmask))
         if bitmask.dtype != torch.int32:
             raise TypeError(f"bitmask must have dtype torch.int32, got {bitmask.dtype}")
-        if logits.device.type == "cpu" and logits.dtype == torch.float32 and logits.is_contiguous():
+        if logits.is_cpu and logits.dtype in _CPU_LOGITS and logits.is_contiguous():
+            # The extension takes the tensor's memory itself (its data pointer).
             _core.apply_token_bitmask_inplace_cpu(
-                logits.detach().numpy(), bitmask.cpu().contiguous(), n,
+                logits.detach() if logits.requires_grad else logits,
+                bitmask.cpu().contiguous(),
+                n,
                 None if indices is None else [int(i) for i in indices],
             )
         else:
