@@ -52,6 +52,8 @@ struct Shared {
     chunk: usize,
     panicked: AtomicBool,
     run: *const (dyn Fn(usize) + Sync + 'static),
+    /// Unparked by the helper that completes the batch.
+    caller: std::thread::Thread,
 }
 
 // SAFETY: `run` is `Sync` and only called under the claim protocol described on `Shared`.
@@ -73,7 +75,9 @@ impl Shared {
                 self.panicked.store(true, Ordering::Relaxed);
             }
             // Release: the chunk's writes are seen by the caller's Acquire load of `done`.
-            self.done.fetch_add(end - start, Ordering::Release);
+            if self.done.fetch_add(end - start, Ordering::Release) + (end - start) == self.n {
+                self.caller.unpark();
+            }
         }
     }
 }
@@ -124,21 +128,27 @@ pub(crate) fn for_each_mut<T: Send, E: Send>(
         chunk: n.div_ceil(threads * 4),
         panicked: AtomicBool::new(false),
         run,
+        caller: std::thread::current(),
     });
     for _ in 1..threads {
         let s = Arc::clone(&shared);
         helpers.spawn(move || s.work());
     }
     shared.work();
-    // The helpers still running hold claimed chunks; wait for those only (a chunk is a few
-    // fills: spin briefly, then yield the core).
+    // The helpers still running hold claimed chunks; wait for those only. A warm chunk is a
+    // few microseconds: spin up to `SPIN` (cheaper than a sleep and a wake-up), then sleep
+    // until the helper that completes the batch unparks this thread (cold chunks, a
+    // descheduled helper on a loaded machine).
+    const SPIN: std::time::Duration = std::time::Duration::from_micros(20);
+    let spin_start = std::time::Instant::now();
     let mut spins = 0u32;
     while shared.done.load(Ordering::Acquire) < n {
-        if spins < 256 {
+        spins = spins.wrapping_add(1);
+        if spins % 64 != 0 || spin_start.elapsed() < SPIN {
             std::hint::spin_loop();
-            spins += 1;
         } else {
-            std::thread::yield_now();
+            // `park` may return spuriously (or for an earlier unpark): the loop checks again.
+            std::thread::park();
         }
     }
     if shared.panicked.load(Ordering::Relaxed) {

@@ -754,7 +754,7 @@ impl GrammarMatcher {
             if let Some(pm) = compiled.pair_mask(n, c) {
                 check_tokens(
                     &mut self.chart,
-                    &compiled,
+                    compiled,
                     pm.uncertain.iter().map(by_position),
                     bitmask,
                 );
@@ -771,7 +771,7 @@ impl GrammarMatcher {
             list.dedup();
             check_tokens(
                 &mut self.chart,
-                &compiled,
+                compiled,
                 list.iter().map(by_position),
                 bitmask,
             );
@@ -788,7 +788,7 @@ impl GrammarMatcher {
             }
             check_tokens(
                 &mut self.chart,
-                &compiled,
+                compiled,
                 vocab.start_forms_by_bytes().filter(|&(t, _)| text(t)),
                 bitmask,
             );
