@@ -7,6 +7,7 @@
 //! nodes that are bisimilar under those observations have equal masks. Moore-style
 //! partition refinement finds them; masks are then computed once per class.
 
+use super::refine::{dependents, refine};
 use super::Automaton;
 use rustc_hash::FxHashMap;
 
@@ -23,81 +24,38 @@ impl Automaton {
     /// node's rule), in which nodes of one class have, edge label by edge label, targets in
     /// equal classes (a call edge's label is the class of the callee's start).
     ///
-    /// Moore's refinement with a worklist: a round re-signs only the nodes whose edge
-    /// targets changed class in the round before, and the largest group of a splitting class keeps its id, so the work of a
-    /// round is proportional to what moved, not to the automaton. At most [`MAX_ROUNDS`]
-    /// rounds, then the classes still shared are split into single nodes. `Err` when
-    /// `deadline` passes (looked at every round).
+    /// Moore's refinement with a worklist (`super::refine`): a round re-signs only the
+    /// nodes whose edge targets changed class in the round before, so its work is
+    /// proportional to what moved, not to the automaton. At most [`MAX_ROUNDS`] rounds,
+    /// then the classes still shared are split into single nodes. `Err` when `deadline`
+    /// passes (looked at every round).
     pub(crate) fn mask_classes(
         &self,
         deadline: &crate::limits::Deadline,
     ) -> Result<(Vec<u32>, usize), crate::LimitExceeded> {
-        let n = self.nodes.len();
-        let mut p = Partition::initial(self);
-        let deps = self.dependents();
-        // Per touched class: its signature records `recs[lo..hi]`, (node, arena range).
-        let mut arena: Vec<u64> = Vec::new();
-        let mut recs: Vec<(u32, u32, u32)> = Vec::new();
-        let mut spans: Vec<(u32, usize, usize)> = Vec::new();
-        let mut touched: Vec<u32> = Vec::new();
-        let mut moved: Vec<u32> = Vec::new();
         let mut parts: Vec<(u64, u64)> = Vec::new();
-        for round in 0..MAX_ROUNDS {
-            deadline.check()?;
-            touched.clear();
-            if round == 0 {
-                for v in 0..n as u32 {
-                    p.mark(v, &mut touched);
-                }
-            } else {
-                for &d in &moved {
-                    let (lo, hi) = (deps.0[d as usize] as usize, deps.0[d as usize + 1] as usize);
-                    for &v in &deps.1[lo..hi] {
-                        p.mark(v, &mut touched);
-                    }
-                }
-            }
-            if touched.is_empty() {
-                return Ok((p.class, p.start.len()));
-            }
-            // Sign every marked node against the classes as they were at the start of the
-            // round.
-            arena.clear();
-            recs.clear();
-            spans.clear();
-            for &c in &touched {
-                let (start, len, marked) = p.range(c);
-                let lo = recs.len();
-                for &v in &p.elems[start + len - marked..start + len] {
-                    let a = arena.len() as u32;
-                    self.sign(v, &p.class, &mut parts, &mut arena);
-                    recs.push((v, a, arena.len() as u32));
-                }
-                spans.push((c, lo, recs.len()));
-            }
-            moved.clear();
-            for &(c, lo, hi) in &spans {
-                let group = &mut recs[lo..hi];
-                let slice = |r: &(u32, u32, u32)| &arena[r.1 as usize..r.2 as usize];
-                group.sort_unstable_by(|a, b| slice(a).cmp(slice(b)));
-                p.split(c, group, &arena, &mut moved);
-            }
-        }
-        // Not settled: classes that still hold several nodes become one class per node.
-        let mut class = p.class;
-        let mut count = p.start.len();
-        let mut seen = vec![false; count];
-        for c in class.iter_mut() {
-            if p.len[*c as usize] > 1 {
-                if seen[*c as usize] {
-                    *c = count as u32;
-                    count += 1;
-                } else {
-                    seen[*c as usize] = true;
-                }
-            }
-        }
-        Ok((class, count))
+        let r = refine(
+            self.initial_classes(),
+            &self.dependents(),
+            |v, class, out| self.sign(v, class, &mut parts, out),
+            MAX_ROUNDS,
+            deadline,
+        )?;
+        Ok((r.class, r.count))
+    }
+
+    /// Classes by (finality, follow bytes of the node's rule), ids dense from 0.
+    fn initial_classes(&self) -> Vec<u32> {
+        let mut ids: FxHashMap<[u64; 5], u32> = FxHashMap::default();
+        self.nodes
+            .iter()
+            .map(|node| {
+                let f = &self.follow[node.rule as usize];
+                let key = [node.is_final as u64, f[0], f[1], f[2], f[3]];
+                let next = ids.len() as u32;
+                *ids.entry(key).or_insert(next)
+            })
+            .collect()
     }
 
     /// For every node `m`, the nodes whose signature reads `m`'s class (an edge targets
@@ -122,20 +80,7 @@ impl Automaton {
                 pairs.push((e.target, v));
             }
         }
-        let mut offsets = vec![0u32; n + 1];
-        for &(m, _) in &pairs {
-            offsets[m as usize + 1] += 1;
-        }
-        for i in 0..n {
-            offsets[i + 1] += offsets[i];
-        }
-        let mut fill = offsets.clone();
-        let mut nodes = vec![0u32; pairs.len()];
-        for &(m, v) in &pairs {
-            nodes[fill[m as usize] as usize] = v;
-            fill[m as usize] += 1;
-        }
-        (offsets, nodes)
+        dependents(n, &pairs)
     }
 
     /// Appends node `v`'s signature under `class` to `out`: its byte edges (range, target
@@ -173,156 +118,13 @@ impl Automaton {
     }
 }
 
-/// A partition of the nodes into classes, each class a contiguous range of `elems`; the
-/// marked members of a class (to be signed this round) sit at the end of its range.
-struct Partition {
-    elems: Vec<u32>,
-    pos: Vec<u32>,
-    class: Vec<u32>,
-    start: Vec<u32>,
-    len: Vec<u32>,
-    marked: Vec<u32>,
-}
-
-impl Partition {
-    /// Classes by (finality, follow bytes of the node's rule).
-    fn initial(aut: &Automaton) -> Partition {
-        let mut ids: FxHashMap<[u64; 5], u32> = FxHashMap::default();
-        let mut class: Vec<u32> = Vec::with_capacity(aut.nodes.len());
-        for node in &aut.nodes {
-            let f = &aut.follow[node.rule as usize];
-            let key = [node.is_final as u64, f[0], f[1], f[2], f[3]];
-            let next = ids.len() as u32;
-            class.push(*ids.entry(key).or_insert(next));
-        }
-        let count = ids.len();
-        let mut len = vec![0u32; count];
-        for &c in &class {
-            len[c as usize] += 1;
-        }
-        let mut start = vec![0u32; count];
-        for c in 1..count {
-            start[c] = start[c - 1] + len[c - 1];
-        }
-        let mut fill = start.clone();
-        let mut elems = vec![0u32; class.len()];
-        let mut pos = vec![0u32; class.len()];
-        for (v, &c) in class.iter().enumerate() {
-            let i = fill[c as usize];
-            elems[i as usize] = v as u32;
-            pos[v] = i;
-            fill[c as usize] += 1;
-        }
-        Partition {
-            elems,
-            pos,
-            class,
-            start,
-            len,
-            marked: vec![0; count],
-        }
-    }
-
-    /// `(start, len, marked)` of class `c`, as indices into `elems`.
-    fn range(&self, c: u32) -> (usize, usize, usize) {
-        let c = c as usize;
-        (
-            self.start[c] as usize,
-            self.len[c] as usize,
-            self.marked[c] as usize,
-        )
-    }
-
-    /// Marks node `v` to be signed (unless its class has one node or it is marked), and
-    /// lists its class in `touched` at its first mark.
-    fn mark(&mut self, v: u32, touched: &mut Vec<u32>) {
-        let c = self.class[v as usize] as usize;
-        let (start, len, marked) = (self.start[c], self.len[c], self.marked[c]);
-        let first_marked = start + len - marked;
-        let i = self.pos[v as usize];
-        if len <= 1 || i >= first_marked {
-            return;
-        }
-        let j = first_marked - 1;
-        let w = self.elems[j as usize];
-        self.elems.swap(i as usize, j as usize);
-        self.pos[w as usize] = i;
-        self.pos[v as usize] = j;
-        self.marked[c] += 1;
-        if marked == 0 {
-            touched.push(c as u32);
-        }
-    }
-
-    /// Splits class `c` by the signatures of its marked members, `group` (node, range in
-    /// `arena`), sorted by signature. The unmarked members keep `c`; when all are marked,
-    /// the largest group keeps it. Every other group becomes a new class; its nodes are
-    /// appended to `moved`.
-    ///
-    /// A marked member never signs like an unmarked one: it is marked because an edge
-    /// target (or a callee's start) moved to a class made in the round before, and an
-    /// unmarked member has no edge into such a class. So with unmarked members, every
-    /// group of marked ones is a class of its own.
-    fn split(&mut self, c: u32, group: &[(u32, u32, u32)], arena: &[u64], moved: &mut Vec<u32>) {
-        let ci = c as usize;
-        let sig = |r: &(u32, u32, u32)| &arena[r.1 as usize..r.2 as usize];
-        // Runs of equal signatures: (lo, hi) into `group`.
-        let mut runs: Vec<(usize, usize)> = Vec::new();
-        let mut lo = 0;
-        for i in 1..=group.len() {
-            if i == group.len() || sig(&group[i]) != sig(&group[lo]) {
-                runs.push((lo, i));
-                lo = i;
-            }
-        }
-        self.marked[ci] = 0;
-        let unmarked = self.len[ci] as usize - group.len();
-        let keeper = if unmarked > 0 {
-            None
-        } else if runs.len() == 1 {
-            return;
-        } else {
-            (0..runs.len()).max_by_key(|&k| runs[k].1 - runs[k].0)
-        };
-        let mut at = self.start[ci] as usize + unmarked;
-        let mut place = |p: &mut Partition, run: (usize, usize), class: u32, at: &mut usize| {
-            for r in &group[run.0..run.1] {
-                let v = r.0;
-                p.elems[*at] = v;
-                p.pos[v as usize] = *at as u32;
-                if p.class[v as usize] != class {
-                    p.class[v as usize] = class;
-                    moved.push(v);
-                }
-                *at += 1;
-            }
-        };
-        let mut kept = unmarked;
-        if let Some(k) = keeper {
-            place(self, runs[k], c, &mut at);
-            kept += runs[k].1 - runs[k].0;
-        }
-        self.len[ci] = kept as u32;
-        for (k, &run) in runs.iter().enumerate() {
-            if Some(k) == keeper {
-                continue;
-            }
-            let new = self.start.len() as u32;
-            self.start.push(at as u32);
-            self.len.push((run.1 - run.0) as u32);
-            self.marked.push(0);
-            place(self, run, new, &mut at);
-        }
-    }
-}
-
 #[cfg(test)]
 impl Automaton {
     /// Plain Moore refinement (every round re-signs every node of a shared class): the
     /// reference [`Automaton::mask_classes`] must agree with, class for class.
     fn mask_classes_reference(&self) -> Vec<u32> {
         let n = self.nodes.len();
-        let mut class = Partition::initial(self).class;
+        let mut class = self.initial_classes();
         let mut parts = Vec::new();
         loop {
             let mut ids: FxHashMap<(u32, Vec<u64>), u32> = FxHashMap::default();

@@ -11,6 +11,7 @@ mod classes;
 pub(crate) use classes::KeyBasis;
 pub(crate) mod lower;
 mod minimize;
+mod refine;
 mod regular;
 pub(crate) mod rule_cache;
 
