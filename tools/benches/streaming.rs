@@ -1,6 +1,7 @@
 //! Streaming tool-call parsing against the whole-output parse, per family (issue 23, item 2):
 //! each text is parsed whole (`ToolCallFormat::parse`) and streamed in 8-byte deltas through a
-//! `StreamingParser` (`push` per delta, then `finish`). Two texts per family, written by the
+//! `StreamingParser` (`push_into` one reused event vector, drained after each delta, then
+//! `finish`). Two texts per family, written by the
 //! family's own renderer:
 //!
 //! * `calls`: back-to-back calls of one tool (`{"text": "file N …"}`), about 1 MB;
@@ -20,7 +21,8 @@
 //! taskset -c 1 cargo bench -p tokensieve-tools --bench streaming [-- FILTER]
 //! ```
 //!
-//! `STREAMING_TABLE_ONLY=1` prints the table and skips criterion.
+//! `STREAMING_TABLE_ONLY=1` prints the table and skips criterion; `STREAMING_TEXT=calls` or
+//! `long` limits the table to one text (for a profile, e.g. under callgrind).
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -28,7 +30,9 @@ use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, Throughput};
 use serde_json::json;
-use tokensieve_tools::{format_by_name, format_names, Mistral, Tool, ToolCall, ToolCallFormat};
+use tokensieve_tools::{
+    format_by_name, format_names, Mistral, StreamEvent, Tool, ToolCall, ToolCallFormat,
+};
 
 /// Bytes per delta.
 const DELTA: usize = 8;
@@ -91,15 +95,18 @@ fn long_call(f: &dyn ToolCallFormat) -> String {
     f.render_calls(&[ToolCall::new("write_file", json!({ "text": prose(SIZE) }))])
 }
 
-/// Streams `text` in `DELTA`-byte deltas; returns the calls ended and the parse work.
+/// Streams `text` in `DELTA`-byte deltas as a serving engine would: one event vector for
+/// the whole stream, filled by `StreamingParser::push_into` and drained after each delta;
+/// returns the calls ended and the parse work.
 fn stream(f: &dyn ToolCallFormat, tools: &[Tool], text: &str) -> (usize, usize) {
     let mut p = f.streaming_parser(tools);
     let mut ends = 0;
-    let mut count = |events: Vec<tokensieve_tools::StreamEvent>| {
-        ends += events
-            .iter()
-            .filter(|e| matches!(e, tokensieve_tools::StreamEvent::ToolCallEnd { .. }))
-            .count();
+    let mut events = Vec::new();
+    let mut count = |events: &mut Vec<StreamEvent>| {
+        for e in events.drain(..) {
+            ends += usize::from(matches!(e, StreamEvent::ToolCallEnd { .. }));
+            black_box(e);
+        }
     };
     let mut i = 0;
     while i < text.len() {
@@ -107,10 +114,12 @@ fn stream(f: &dyn ToolCallFormat, tools: &[Tool], text: &str) -> (usize, usize) 
         while !text.is_char_boundary(j) {
             j += 1;
         }
-        count(p.push(&text[i..j]));
+        p.push_into(&text[i..j], &mut events);
+        count(&mut events);
         i = j;
     }
-    count(p.finish());
+    events.extend(p.finish());
+    count(&mut events);
     (ends, p.scanned_bytes())
 }
 
@@ -155,6 +164,7 @@ fn main() {
         .into_iter()
         .filter(|(n, _)| filter.as_ref().map_or(true, |f| n.contains(f.as_str())))
         .collect();
+    let only = std::env::var("STREAMING_TEXT").ok();
     let texts: Vec<(String, String, usize, String)> = families
         .iter()
         .map(|(name, f)| {
@@ -168,6 +178,9 @@ fn main() {
     );
     for ((name, f), (_, calls, n, long)) in families.iter().zip(&texts) {
         for (kind, text, k) in [("calls", calls, *n), ("long", long, 1)] {
+            if only.as_deref().is_some_and(|o| o != kind) {
+                continue;
+            }
             println!(
                 "{name:<14} {kind:<6} {:>9} {}",
                 text.len() / 1024,

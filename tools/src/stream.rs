@@ -171,33 +171,46 @@ impl<'a> StreamingParser<'a> {
     }
 
     /// Adds `delta` (decoded with special tokens kept) and returns what it settled.
-    /// After [`StreamingParser::finish`] deltas are ignored.
+    /// After [`StreamingParser::finish`] deltas are ignored. A thin wrapper of
+    /// [`StreamingParser::push_into`] with a new vector.
     pub fn push(&mut self, delta: &str) -> Vec<StreamEvent> {
+        let mut out = Vec::new();
+        self.push_into(delta, &mut out);
+        out
+    }
+
+    /// Adds `delta` (decoded with special tokens kept) and appends what it settled to
+    /// `out`, the events [`StreamingParser::push`] returns, in the same order. An
+    /// argument delta of the call whose `ToolCallArguments` is the last event in `out`
+    /// is appended to that event's text rather than pushed as a new event (so a caller
+    /// that drains `out` between deltas gets exactly `push`'s events, and one that lets
+    /// events pile up gets each run of a call's argument deltas as one string).
+    ///
+    /// The cheap path for a serving engine: no vector is allocated per delta, and
+    /// inside an argument the stream reads itself (see the module notes) a delta costs
+    /// the scan of its own bytes and the one string of its event, with no copy of the
+    /// argument text kept beside the text received. After [`StreamingParser::finish`]
+    /// deltas are ignored.
+    pub fn push_into(&mut self, delta: &str, out: &mut Vec<StreamEvent>) {
         if self.finished {
-            return Vec::new();
+            return;
         }
         self.text.push_str(delta);
         self.credit = (self.credit + WORK_PER_BYTE * delta.len()).min(ALLOWANCE);
-        let mut events = Vec::new();
         match self.resume.as_mut() {
             Some((r, index)) => {
                 let before = r.scanned();
-                let (args, stop) = r.advance(&self.text);
-                self.scanned += r.scanned() - before;
-                self.credit = self.credit.saturating_sub(r.scanned() - before);
-                if !args.is_empty() {
-                    if let Some(call) = self.calls.last_mut() {
-                        call.sent_args.push_str(&args);
-                    }
-                    events.push(StreamEvent::ToolCallArguments {
-                        index: *index,
-                        delta: args,
-                    });
+                let (sent, stop) = r.advance(&self.text);
+                let read = r.scanned() - before;
+                self.scanned += read;
+                self.credit = self.credit.saturating_sub(read);
+                if !sent.is_empty() {
+                    append_arguments(out, *index, |d| r.render(&self.text[sent], d));
                 }
-                let Some(at) = stop else { return events };
+                let Some(at) = stop else { return };
                 // Left the arguments: the format's parser reads on, paid by the bytes
                 // from here (those scanned were paid once).
-                self.resume = None;
+                self.end_resume();
                 self.unparsed = self.text.len() - at;
             }
             None => self.unparsed += delta.len(),
@@ -209,19 +222,19 @@ impl<'a> StreamingParser<'a> {
             self.unparsed * TAIL_SHARE >= tail
         };
         if due {
-            events.extend(self.parse(false));
+            self.parse(false, out);
         }
-        events
     }
 
     /// Re-parses now what [`StreamingParser::push`] coalesced (for a stream that pauses
     /// inside a call: a delta there waits for the work budget, or for 1/64 of a long
     /// piece, see the module notes) and returns what it settled.
     pub fn flush(&mut self) -> Vec<StreamEvent> {
-        if self.finished || self.unparsed == 0 {
-            return Vec::new();
+        let mut out = Vec::new();
+        if !self.finished && self.unparsed > 0 {
+            self.parse(false, &mut out);
         }
-        self.parse(false)
+        out
     }
 
     /// Ends the stream: releases held-back text and reports calls left unfinished.
@@ -230,7 +243,9 @@ impl<'a> StreamingParser<'a> {
             return Vec::new();
         }
         self.finished = true;
-        self.parse(true)
+        let mut out = Vec::new();
+        self.parse(true, &mut out);
+        out
     }
 
     /// The text received so far.
@@ -247,16 +262,26 @@ impl<'a> StreamingParser<'a> {
         self.scanned
     }
 
-    fn parse(&mut self, at_end: bool) -> Vec<StreamEvent> {
+    /// Ends the stream's own reading of the open call's arguments: what it sent becomes
+    /// part of the call's sent argument text (copied once here, not per delta).
+    fn end_resume(&mut self) {
+        if let Some((r, _)) = self.resume.take() {
+            if let Some(call) = self.calls.last_mut() {
+                r.render(&self.text[r.sent_range()], &mut call.sent_args);
+            }
+        }
+    }
+
+    fn parse(&mut self, at_end: bool, out: &mut Vec<StreamEvent>) {
         self.unparsed = 0;
-        self.resume = None;
+        self.end_resume();
         self.scanned += self.text.len() - self.base;
         self.credit = self.credit.saturating_sub(self.text.len() - self.base);
         let partial = self
             .format
             .parse_partial_from(&self.text, &self.from, self.tools, at_end);
         let settled = partial.settled.filter(|_| !at_end);
-        let events = self.diff(partial);
+        self.diff(partial, out);
         if let Some(s) = settled {
             self.settle(s);
         }
@@ -270,7 +295,6 @@ impl<'a> StreamingParser<'a> {
             self.credit = self.credit.saturating_sub(call.sent_args.len());
             self.resume = Resume::infer(&self.text, &call.sent_args).map(|r| (r, index));
         }
-        events
     }
 
     /// Moves `base` to `s` when everything before it has been sent.
@@ -310,8 +334,7 @@ impl<'a> StreamingParser<'a> {
         self.reasoning.settle(s.reasoning, s.reasoning_open);
     }
 
-    fn diff(&mut self, p: PartialOutput) -> Vec<StreamEvent> {
-        let mut events = Vec::new();
+    fn diff(&mut self, p: PartialOutput, events: &mut Vec<StreamEvent>) {
         self.reasoning
             .grow(&p.reasoning, |d| events.push(StreamEvent::Reasoning(d)));
         self.content
@@ -357,9 +380,7 @@ impl<'a> StreamingParser<'a> {
                 // its `Malformed` ends it and the next call takes its index.
                 if let Some(e) = errors.next() {
                     error_at += 1;
-                    if error_at > sent_errors
-                        && !report(&mut sent_errors, e, &mut events, &mut held)
-                    {
+                    if error_at > sent_errors && !report(&mut sent_errors, e, events, &mut held) {
                         break;
                     }
                     sent.closed = true;
@@ -380,7 +401,7 @@ impl<'a> StreamingParser<'a> {
                 }
                 let now = streamed_arguments(&call.arguments_text);
                 grow(&now, &mut sent.sent_args, |delta| {
-                    events.push(StreamEvent::ToolCallArguments { index, delta })
+                    append_arguments(events, index, |d| d.push_str(delta))
                 });
                 args_current = *now == *sent.sent_args && !call.arguments_text.starts_with('"');
             } else {
@@ -398,13 +419,29 @@ impl<'a> StreamingParser<'a> {
         // Errors without a place among the calls (a user's format may report them so).
         for e in errors {
             error_at += 1;
-            if error_at > sent_errors && !report(&mut sent_errors, e, &mut events, &mut held) {
+            if error_at > sent_errors && !report(&mut sent_errors, e, events, &mut held) {
                 break;
             }
         }
         self.sent_errors = sent_errors;
         self.args_current = args_current;
-        events
+    }
+}
+
+/// Writes more argument text of call `index` with `write`: onto the text of the
+/// `ToolCallArguments` event of that call that ends `events`, else into a new such event
+/// (none if `write` wrote nothing).
+fn append_arguments(events: &mut Vec<StreamEvent>, index: usize, write: impl FnOnce(&mut String)) {
+    if let Some(StreamEvent::ToolCallArguments { index: i, delta }) = events.last_mut() {
+        if *i == index {
+            write(delta);
+            return;
+        }
+    }
+    let mut delta = String::new();
+    write(&mut delta);
+    if !delta.is_empty() {
+        events.push(StreamEvent::ToolCallArguments { index, delta });
     }
 }
 
@@ -480,11 +517,11 @@ pub(crate) fn streamed_arguments(raw: &str) -> std::borrow::Cow<'_, str> {
 
 /// Sends the part of `now` beyond what was `sent`, when `now` extends it (formats keep
 /// their partial output monotone; a violation sends nothing rather than a retraction).
-fn grow(now: &str, sent: &mut String, mut emit: impl FnMut(String)) {
+fn grow(now: &str, sent: &mut String, mut emit: impl FnMut(&str)) {
     if now.len() > sent.len() && now.starts_with(sent.as_str()) {
-        emit(now[sent.len()..].to_owned());
-        sent.clear();
-        sent.push_str(now);
+        let more = &now[sent.len()..];
+        emit(more);
+        sent.push_str(more);
     }
 }
 
@@ -507,7 +544,7 @@ impl Joined {
     fn grow(&mut self, now: &str, mut emit: impl FnMut(String)) {
         let join = self.sent.is_empty() && self.before && !self.open;
         grow(now, &mut self.sent, |d| {
-            emit(if join { format!("\n{d}") } else { d })
+            emit(if join { format!("\n{d}") } else { d.to_owned() })
         });
     }
 

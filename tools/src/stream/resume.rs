@@ -65,6 +65,8 @@ pub(super) struct Resume {
     scanned: usize,
     /// Offset in the output up to which argument text was sent.
     sent: usize,
+    /// Offset in the output where the scan began (its argument text was sent by a parse).
+    origin: usize,
 }
 
 impl Resume {
@@ -84,6 +86,7 @@ impl Resume {
                 string_start: 0,
                 scanned: end,
                 sent: end,
+                origin: end,
             };
             let mut chars = args.char_indices().peekable();
             while let Some((i, c)) = chars.next() {
@@ -118,10 +121,11 @@ impl Resume {
         })
     }
 
-    /// Scans `text` from where the last scan stopped; returns the argument text to send
-    /// and, when the scan reached a character that may end the arguments, its offset (the
-    /// format's parser reads on from the last parse; the stream drops this state).
-    pub(super) fn advance(&mut self, text: &str) -> (String, Option<usize>) {
+    /// Scans `text` from where the last scan stopped; returns the bytes of the output
+    /// whose argument text is now to be sent ([`Self::render`] writes it) and, when the
+    /// scan reached a character that may end the arguments, its offset (the format's
+    /// parser reads on from the last parse; the stream drops this state).
+    pub(super) fn advance(&mut self, text: &str) -> (std::ops::Range<usize>, Option<usize>) {
         let mut solid = self.sent;
         let mut stop = None;
         let mut at = self.scanned;
@@ -161,13 +165,25 @@ impl Resume {
                 }
             }
         }
-        let raw = &text[self.sent..solid];
+        let sent = self.sent..solid;
         self.sent = solid;
-        let delta = match self.mode {
-            Mode::Escaped => escape(raw),
-            Mode::Json | Mode::Python => raw.to_owned(),
-        };
-        (delta, stop)
+        (sent, stop)
+    }
+
+    /// Appends to `out` the argument text of `raw`, bytes of the output this scan read
+    /// (a range [`Self::advance`] or [`Self::sent_range`] returned): the bytes themselves,
+    /// or escaped as JSON string content.
+    pub(super) fn render(&self, raw: &str, out: &mut String) {
+        match self.mode {
+            Mode::Escaped => escape_into(raw, out),
+            Mode::Json | Mode::Python => out.push_str(raw),
+        }
+    }
+
+    /// The bytes of the output whose argument text this scan has sent, from where it
+    /// began.
+    pub(super) fn sent_range(&self) -> std::ops::Range<usize> {
+        self.origin..self.sent
     }
 
     /// The bytes that end a run of characters [`Self::step`] takes without a change of
@@ -242,6 +258,12 @@ impl Resume {
 /// `\b \f \n \r \t`, other control characters as `\u00xx`; the rest raw).
 fn escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
+    escape_into(s, &mut out);
+    out
+}
+
+/// [`escape`] appended to `out`.
+fn escape_into(s: &str, out: &mut String) {
     let mut raw = 0;
     for (i, b) in s.bytes().enumerate() {
         let short = match b {
@@ -258,13 +280,15 @@ fn escape(s: &str) -> String {
         out.push_str(&s[raw..i]);
         raw = i + 1;
         if short.is_empty() {
-            out.push_str(&format!("\\u{b:04x}"));
+            const HEX: &[u8; 16] = b"0123456789abcdef";
+            out.push_str("\\u00");
+            out.push(char::from(HEX[usize::from(b >> 4)]));
+            out.push(char::from(HEX[usize::from(b & 0xf)]));
         } else {
             out.push_str(short);
         }
     }
     out.push_str(&s[raw..]);
-    out
 }
 
 /// One or two ASCII bytes to search for.
