@@ -139,7 +139,11 @@ pub struct StreamingParser<'a> {
 struct SentCall {
     /// A `ToolCallStart` was sent.
     started: bool,
+    /// The argument text sent, but for the last `resumed` bytes.
     sent_args: String,
+    /// Bytes of argument text sent after `sent_args` by the stream's own scan (see
+    /// [`resume`]), not copied: the next parse's argument text holds them.
+    resumed: usize,
     /// Its `ToolCallEnd` was sent.
     ended: bool,
     /// It turned out malformed and its `Malformed` was sent.
@@ -205,12 +209,19 @@ impl<'a> StreamingParser<'a> {
                 self.scanned += read;
                 self.credit = self.credit.saturating_sub(read);
                 if !sent.is_empty() {
-                    append_arguments(out, *index, |d| r.render(&self.text[sent], d));
+                    let raw = &self.text[sent];
+                    let mut wrote = 0;
+                    append_arguments(out, *index, r.rendered_len(raw), |d| {
+                        wrote = r.render(raw, d)
+                    });
+                    if let Some(call) = self.calls.last_mut() {
+                        call.resumed += wrote;
+                    }
                 }
                 let Some(at) = stop else { return };
                 // Left the arguments: the format's parser reads on, paid by the bytes
                 // from here (those scanned were paid once).
-                self.end_resume();
+                self.resume = None;
                 self.unparsed = self.text.len() - at;
             }
             None => self.unparsed += delta.len(),
@@ -262,19 +273,9 @@ impl<'a> StreamingParser<'a> {
         self.scanned
     }
 
-    /// Ends the stream's own reading of the open call's arguments: what it sent becomes
-    /// part of the call's sent argument text (copied once here, not per delta).
-    fn end_resume(&mut self) {
-        if let Some((r, _)) = self.resume.take() {
-            if let Some(call) = self.calls.last_mut() {
-                r.render(&self.text[r.sent_range()], &mut call.sent_args);
-            }
-        }
-    }
-
     fn parse(&mut self, at_end: bool, out: &mut Vec<StreamEvent>) {
         self.unparsed = 0;
-        self.end_resume();
+        self.resume = None;
         self.scanned += self.text.len() - self.base;
         self.credit = self.credit.saturating_sub(self.text.len() - self.base);
         let partial = self
@@ -400,10 +401,24 @@ impl<'a> StreamingParser<'a> {
                     });
                 }
                 let now = streamed_arguments(&call.arguments_text);
-                grow(&now, &mut sent.sent_args, |delta| {
-                    append_arguments(events, index, |d| d.push_str(delta))
-                });
-                args_current = *now == *sent.sent_args && !call.arguments_text.starts_with('"');
+                if sent.resumed > 0 {
+                    // What the stream's scan sent is the parse's text after `sent_args`
+                    // (formats keep their partial output monotone): copied once here.
+                    let total = sent.sent_args.len() + sent.resumed;
+                    let scanned = now.get(..total).filter(|p| p.starts_with(&*sent.sent_args));
+                    if let Some(p) = scanned {
+                        sent.sent_args.push_str(&p[sent.sent_args.len()..]);
+                        sent.resumed = 0;
+                    }
+                }
+                if sent.resumed == 0 {
+                    grow(&now, &mut sent.sent_args, |delta| {
+                        append_arguments(events, index, delta.len(), |d| d.push_str(delta))
+                    });
+                }
+                args_current = sent.resumed == 0
+                    && *now == *sent.sent_args
+                    && !call.arguments_text.starts_with('"');
             } else {
                 args_current = false;
             }
@@ -411,6 +426,7 @@ impl<'a> StreamingParser<'a> {
                 if !sent.ended {
                     sent.ended = true;
                     sent.sent_args = String::new();
+                    sent.resumed = 0;
                     events.push(StreamEvent::ToolCallEnd { index, call: done });
                 }
                 index += 1;
@@ -430,15 +446,20 @@ impl<'a> StreamingParser<'a> {
 
 /// Writes more argument text of call `index` with `write`: onto the text of the
 /// `ToolCallArguments` event of that call that ends `events`, else into a new such event
-/// (none if `write` wrote nothing).
-fn append_arguments(events: &mut Vec<StreamEvent>, index: usize, write: impl FnOnce(&mut String)) {
+/// of `capacity` bytes (none if `write` wrote nothing).
+fn append_arguments(
+    events: &mut Vec<StreamEvent>,
+    index: usize,
+    capacity: usize,
+    write: impl FnOnce(&mut String),
+) {
     if let Some(StreamEvent::ToolCallArguments { index: i, delta }) = events.last_mut() {
         if *i == index {
             write(delta);
             return;
         }
     }
-    let mut delta = String::new();
+    let mut delta = String::with_capacity(capacity);
     write(&mut delta);
     if !delta.is_empty() {
         events.push(StreamEvent::ToolCallArguments { index, delta });

@@ -65,8 +65,6 @@ pub(super) struct Resume {
     scanned: usize,
     /// Offset in the output up to which argument text was sent.
     sent: usize,
-    /// Offset in the output where the scan began (its argument text was sent by a parse).
-    origin: usize,
 }
 
 impl Resume {
@@ -86,7 +84,6 @@ impl Resume {
                 string_start: 0,
                 scanned: end,
                 sent: end,
-                origin: end,
             };
             let mut chars = args.char_indices().peekable();
             while let Some((i, c)) = chars.next() {
@@ -171,19 +168,24 @@ impl Resume {
     }
 
     /// Appends to `out` the argument text of `raw`, bytes of the output this scan read
-    /// (a range [`Self::advance`] or [`Self::sent_range`] returned): the bytes themselves,
-    /// or escaped as JSON string content.
-    pub(super) fn render(&self, raw: &str, out: &mut String) {
+    /// (a range [`Self::advance`] returned): the bytes themselves, or escaped as JSON
+    /// string content; returns its length.
+    pub(super) fn render(&self, raw: &str, out: &mut String) -> usize {
+        let before = out.len();
         match self.mode {
             Mode::Escaped => escape_into(raw, out),
             Mode::Json | Mode::Python => out.push_str(raw),
         }
+        out.len() - before
     }
 
-    /// The bytes of the output whose argument text this scan has sent, from where it
-    /// began.
-    pub(super) fn sent_range(&self) -> std::ops::Range<usize> {
-        self.origin..self.sent
+    /// A bound on the length of the argument text of `raw` for an event's string (escapes
+    /// beyond a few grow it).
+    pub(super) fn rendered_len(&self, raw: &str) -> usize {
+        match self.mode {
+            Mode::Escaped => raw.len() + 16,
+            Mode::Json | Mode::Python => raw.len(),
+        }
     }
 
     /// The bytes that end a run of characters [`Self::step`] takes without a change of
@@ -262,10 +264,15 @@ fn escape(s: &str) -> String {
     out
 }
 
-/// [`escape`] appended to `out`.
+/// [`escape`] appended to `out`: runs of bytes needing no escape are copied whole.
 fn escape_into(s: &str, out: &mut String) {
+    let bytes = s.as_bytes();
     let mut raw = 0;
-    for (i, b) in s.bytes().enumerate() {
+    while let Some(k) = first_to_escape(&bytes[raw..]) {
+        let i = raw + k;
+        out.push_str(&s[raw..i]);
+        raw = i + 1;
+        let b = bytes[i];
         let short = match b {
             b'"' => "\\\"",
             b'\\' => "\\\\",
@@ -274,11 +281,8 @@ fn escape_into(s: &str, out: &mut String) {
             b'\t' => "\\t",
             0x08 => "\\b",
             0x0c => "\\f",
-            0..=0x1f => "",
-            _ => continue,
+            _ => "",
         };
-        out.push_str(&s[raw..i]);
-        raw = i + 1;
         if short.is_empty() {
             const HEX: &[u8; 16] = b"0123456789abcdef";
             out.push_str("\\u00");
@@ -289,6 +293,30 @@ fn escape_into(s: &str, out: &mut String) {
         }
     }
     out.push_str(&s[raw..]);
+}
+
+/// The index of the first byte of `bytes` a JSON string escapes (a control character,
+/// `"`, `\`), reading 8 bytes at a time while none is there (the word tests of "Bit
+/// Twiddling Hacks", S. E. Anderson: a byte less than n, a zero byte).
+fn first_to_escape(bytes: &[u8]) -> Option<usize> {
+    const ONES: u64 = u64::from_le_bytes([1; 8]);
+    const HIGHS: u64 = ONES * 0x80;
+    let less_than = |w: u64, n: u8| w.wrapping_sub(ONES * u64::from(n)) & !w & HIGHS != 0;
+    let has = |w: u64, b: u8| less_than(w ^ (ONES * u64::from(b)), 1);
+    let mut at = 0;
+    for chunk in bytes.chunks_exact(8) {
+        let mut word = [0; 8];
+        word.copy_from_slice(chunk);
+        let w = u64::from_le_bytes(word);
+        if less_than(w, 0x20) || has(w, b'"') || has(w, b'\\') {
+            break;
+        }
+        at += 8;
+    }
+    bytes[at..]
+        .iter()
+        .position(|&b| b < 0x20 || b == b'"' || b == b'\\')
+        .map(|k| at + k)
 }
 
 /// One or two ASCII bytes to search for.
@@ -304,6 +332,22 @@ impl Specials {
         match self {
             Specials::One(a) => hay.iter().position(|&b| b == a),
             Specials::Two(a, c) => hay.iter().position(|&b| b == a || b == c),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The escape of every ASCII character, each at every position of a word of 8 bytes
+    /// (the test reads 8 at a time), among multi-byte characters, is `serde_json`'s.
+    #[test]
+    fn escape_writes_what_serde_json_writes_at_every_position() {
+        for c in (0u8..0x80).map(char::from).chain(['é', '😀', '\u{2028}']) {
+            for pad in 0..17 {
+                let s = format!("{}{c}é{}", "a".repeat(pad), "b".repeat(9));
+                let json = serde_json::to_string(&s).unwrap();
+                assert_eq!(super::escape(&s), json[1..json.len() - 1], "{s:?}");
+            }
         }
     }
 }
