@@ -133,6 +133,11 @@ pub struct StreamingParser<'a> {
     /// call's index.
     resume: Option<(Resume, usize)>,
     finished: bool,
+    /// The events of a [`StreamingParser::push_with`], kept for the next one.
+    scratch: Vec<StreamEvent>,
+    /// The string of an argument event [`StreamingParser::push_with`] has shown (of at
+    /// most `ALLOWANCE` bytes), cleared and reused for the next such event.
+    spare: String,
 }
 
 #[derive(Default)]
@@ -171,6 +176,8 @@ impl<'a> StreamingParser<'a> {
             args_current: false,
             resume: None,
             finished: false,
+            scratch: Vec::new(),
+            spare: String::new(),
         }
     }
 
@@ -211,7 +218,8 @@ impl<'a> StreamingParser<'a> {
                 if !sent.is_empty() {
                     let raw = &self.text[sent];
                     let mut wrote = 0;
-                    append_arguments(out, *index, r.rendered_len(raw), |d| {
+                    let spare = &mut self.spare;
+                    append_arguments(out, spare, *index, r.rendered_len(raw), |d| {
                         wrote = r.render(raw, d)
                     });
                     if let Some(call) = self.calls.last_mut() {
@@ -235,6 +243,27 @@ impl<'a> StreamingParser<'a> {
         if due {
             self.parse(false, out);
         }
+    }
+
+    /// Adds `delta` (decoded with special tokens kept) and shows each event it settled to
+    /// `each`, in the order [`StreamingParser::push`] returns them, without handing them
+    /// over: the cheapest way to forward events (a serving engine writing each into its
+    /// response). The vector of events and the string of an argument delta are kept and
+    /// reused for the next delta, so inside an argument the stream reads itself a delta
+    /// allocates nothing once the stream runs. After [`StreamingParser::finish`] deltas
+    /// are ignored.
+    pub fn push_with(&mut self, delta: &str, mut each: impl FnMut(&StreamEvent)) {
+        let mut events = std::mem::take(&mut self.scratch);
+        self.push_into(delta, &mut events);
+        for event in events.drain(..) {
+            each(&event);
+            if let StreamEvent::ToolCallArguments { delta, .. } = event {
+                if (self.spare.capacity()..=ALLOWANCE).contains(&delta.capacity()) {
+                    self.spare = delta;
+                }
+            }
+        }
+        self.scratch = events;
     }
 
     /// Re-parses now what [`StreamingParser::push`] coalesced (for a stream that pauses
@@ -336,6 +365,7 @@ impl<'a> StreamingParser<'a> {
     }
 
     fn diff(&mut self, p: PartialOutput, events: &mut Vec<StreamEvent>) {
+        let spare = &mut self.spare;
         self.reasoning
             .grow(&p.reasoning, |d| events.push(StreamEvent::Reasoning(d)));
         self.content
@@ -413,7 +443,8 @@ impl<'a> StreamingParser<'a> {
                 }
                 if sent.resumed == 0 {
                     grow(&now, &mut sent.sent_args, |delta| {
-                        append_arguments(events, index, delta.len(), |d| d.push_str(delta))
+                        let spare = &mut *spare;
+                        append_arguments(events, spare, index, delta.len(), |d| d.push_str(delta))
                     });
                 }
                 args_current = sent.resumed == 0
@@ -446,9 +477,10 @@ impl<'a> StreamingParser<'a> {
 
 /// Writes more argument text of call `index` with `write`: onto the text of the
 /// `ToolCallArguments` event of that call that ends `events`, else into a new such event
-/// of `capacity` bytes (none if `write` wrote nothing).
+/// of at least `capacity` bytes, made of `spare` (none if `write` wrote nothing).
 fn append_arguments(
     events: &mut Vec<StreamEvent>,
+    spare: &mut String,
     index: usize,
     capacity: usize,
     write: impl FnOnce(&mut String),
@@ -459,9 +491,13 @@ fn append_arguments(
             return;
         }
     }
-    let mut delta = String::with_capacity(capacity);
+    let mut delta = std::mem::take(spare);
+    delta.clear();
+    delta.reserve(capacity);
     write(&mut delta);
-    if !delta.is_empty() {
+    if delta.is_empty() {
+        *spare = delta;
+    } else {
         events.push(StreamEvent::ToolCallArguments { index, delta });
     }
 }

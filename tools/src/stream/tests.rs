@@ -896,13 +896,14 @@ fn text_after_a_call_known_malformed_streams_in_formats_without_an_end_marker() 
     }
 }
 
-/// `push_into` gives the events of `push`, in every family and the Mistral call array,
-/// over random cuts (1 to 24 bytes) of the adversarial outputs and of calls with a long
-/// argument the stream reads itself: delta by delta when the caller drains its vector
-/// (the same events, in the same order), and, when it never does, those events with each
-/// run of one call's argument deltas joined into one.
+/// `push_into` and `push_with` give the events of `push`, in every family and the
+/// Mistral call array, over random cuts (1 to 24 bytes) of the adversarial outputs and of
+/// calls with a long argument the stream reads itself: delta by delta when the caller
+/// drains its vector, and `push_with` (the same events, in the same order), and, when the
+/// caller of `push_into` never drains, those events with each run of one call's argument
+/// deltas joined into one.
 #[test]
-fn push_into_gives_the_events_of_push_over_random_cuts() {
+fn push_into_and_push_with_give_the_events_of_push_over_random_cuts() {
     use rand::{Rng, SeedableRng};
     let tools = weather_tools();
     let mut rng = rand::rngs::StdRng::seed_from_u64(23);
@@ -939,11 +940,15 @@ fn push_into_gives_the_events_of_push_over_random_cuts() {
                 let mut by_push = StreamingParser::new(f.as_ref(), &tools);
                 let mut drained = StreamingParser::new(f.as_ref(), &tools);
                 let mut piled = StreamingParser::new(f.as_ref(), &tools);
+                let mut shown = StreamingParser::new(f.as_ref(), &tools);
                 let (mut all, mut out, mut pile) = (Vec::new(), Vec::new(), Vec::new());
                 for d in &deltas {
                     let events = by_push.push(d);
                     out.clear();
                     drained.push_into(d, &mut out);
+                    assert_eq!(out, events, "{name}: {text:?} in {deltas:?}, at {d:?}");
+                    out.clear();
+                    shown.push_with(d, |e| out.push(e.clone()));
                     assert_eq!(out, events, "{name}: {text:?} in {deltas:?}, at {d:?}");
                     all.extend(events);
                     piled.push_into(d, &mut pile);
