@@ -210,6 +210,19 @@ impl<'a> StreamingParser<'a> {
         self.credit = (self.credit + WORK_PER_BYTE * delta.len()).min(ALLOWANCE);
         match self.resume.as_mut() {
             Some((r, index)) => {
+                let from = self.text.len() - delta.len();
+                if let Some(sent) = r.advance_plain(&self.text, from) {
+                    // The common case: all of the delta (and whitespace held before it)
+                    // is argument text that needs no escape.
+                    self.scanned += delta.len();
+                    self.credit = self.credit.saturating_sub(delta.len());
+                    let raw = &self.text[sent];
+                    append_arguments(out, &mut self.spare, *index, raw.len(), |d| d.push_str(raw));
+                    if let Some(call) = self.calls.last_mut() {
+                        call.resumed += raw.len();
+                    }
+                    return;
+                }
                 let before = r.scanned();
                 let (sent, stop) = r.advance(&self.text);
                 let read = r.scanned() - before;
@@ -255,14 +268,15 @@ impl<'a> StreamingParser<'a> {
     pub fn push_with(&mut self, delta: &str, mut each: impl FnMut(&StreamEvent)) {
         let mut events = std::mem::take(&mut self.scratch);
         self.push_into(delta, &mut events);
-        for event in events.drain(..) {
-            each(&event);
+        for event in &mut events {
+            each(event);
             if let StreamEvent::ToolCallArguments { delta, .. } = event {
                 if (self.spare.capacity()..=ALLOWANCE).contains(&delta.capacity()) {
-                    self.spare = delta;
+                    self.spare = std::mem::take(delta);
                 }
             }
         }
+        events.clear();
         self.scratch = events;
     }
 

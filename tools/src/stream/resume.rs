@@ -167,6 +167,33 @@ impl Resume {
         (sent, stop)
     }
 
+    /// [`Self::advance`] for a delta the scan's state cannot change on, starting at `from`
+    /// (the end of what was scanned): inside a string or an XML value, a delta ending in a
+    /// printable ASCII byte with none of the bytes that end such a run (a quote, a
+    /// backslash, `<`) or that a JSON string escapes. Returns the bytes whose argument text
+    /// is now to be sent (themselves: nothing in them needs an escape), or `None` where
+    /// [`Self::advance`] must read the delta.
+    pub(super) fn advance_plain(
+        &mut self,
+        text: &str,
+        from: usize,
+    ) -> Option<std::ops::Range<usize>> {
+        let specials = self.plain_run().filter(|_| self.scanned == from)?;
+        let bytes = text.as_bytes();
+        let delta = &bytes[from..];
+        let last = *delta.last()?;
+        if !(b'!'..0x7f).contains(&last)
+            || specials.find(delta).is_some()
+            || first_to_escape(&bytes[self.sent..]).is_some()
+        {
+            return None;
+        }
+        let sent = self.sent..text.len();
+        self.scanned = text.len();
+        self.sent = text.len();
+        Some(sent)
+    }
+
     /// Appends to `out` the argument text of `raw`, bytes of the output this scan read
     /// (a range [`Self::advance`] returned): the bytes themselves, or escaped as JSON
     /// string content; returns its length.
