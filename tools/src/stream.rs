@@ -133,11 +133,9 @@ pub struct StreamingParser<'a> {
     /// call's index.
     resume: Option<(Resume, usize)>,
     finished: bool,
-    /// The events of a [`StreamingParser::push_with`], kept for the next one.
+    /// The events of a [`StreamingParser::push_with`], kept for the next one: empty, or
+    /// the last argument event it showed, its text cleared (of at most `ALLOWANCE` bytes).
     scratch: Vec<StreamEvent>,
-    /// The string of an argument event [`StreamingParser::push_with`] has shown (of at
-    /// most `ALLOWANCE` bytes), cleared and reused for the next such event.
-    spare: String,
 }
 
 #[derive(Default)]
@@ -177,7 +175,6 @@ impl<'a> StreamingParser<'a> {
             resume: None,
             finished: false,
             scratch: Vec::new(),
-            spare: String::new(),
         }
     }
 
@@ -217,7 +214,7 @@ impl<'a> StreamingParser<'a> {
                     self.scanned += delta.len();
                     self.credit = self.credit.saturating_sub(delta.len());
                     let raw = &self.text[sent];
-                    append_arguments(out, &mut self.spare, *index, raw.len(), |d| d.push_str(raw));
+                    append_arguments(out, *index, raw.len(), |d| d.push_str(raw));
                     if let Some(call) = self.calls.last_mut() {
                         call.resumed += raw.len();
                     }
@@ -231,8 +228,7 @@ impl<'a> StreamingParser<'a> {
                 if !sent.is_empty() {
                     let raw = &self.text[sent];
                     let mut wrote = 0;
-                    let spare = &mut self.spare;
-                    append_arguments(out, spare, *index, r.rendered_len(raw), |d| {
+                    append_arguments(out, *index, r.rendered_len(raw), |d| {
                         wrote = r.render(raw, d)
                     });
                     if let Some(call) = self.calls.last_mut() {
@@ -266,20 +262,26 @@ impl<'a> StreamingParser<'a> {
     /// allocates nothing once the stream runs. After [`StreamingParser::finish`] deltas
     /// are ignored.
     pub fn push_with(&mut self, delta: &str, mut each: impl FnMut(&StreamEvent)) {
+        // `scratch` may hold the last argument event shown, emptied: `push_into` appends
+        // the next delta of that call onto it, so a delta inside an argument moves no
+        // event and allocates nothing.
         let mut events = std::mem::take(&mut self.scratch);
         self.push_into(delta, &mut events);
-        for event in &mut events {
-            each(event);
-            if let StreamEvent::ToolCallArguments { delta, .. } = event {
-                if (self.spare.capacity()..=ALLOWANCE).contains(&delta.capacity()) {
-                    self.spare = std::mem::take(delta);
-                }
+        for event in &events {
+            if !matches!(event, StreamEvent::ToolCallArguments { delta, .. } if delta.is_empty()) {
+                each(event);
             }
         }
-        events.clear();
+        match events.last_mut() {
+            Some(StreamEvent::ToolCallArguments { delta, .. }) if delta.capacity() <= ALLOWANCE => {
+                delta.clear();
+                let n = events.len();
+                events.drain(..n - 1);
+            }
+            _ => events.clear(),
+        }
         self.scratch = events;
     }
-
     /// Re-parses now what [`StreamingParser::push`] coalesced (for a stream that pauses
     /// inside a call: a delta there waits for the work budget, or for 1/64 of a long
     /// piece, see the module notes) and returns what it settled.
@@ -379,7 +381,6 @@ impl<'a> StreamingParser<'a> {
     }
 
     fn diff(&mut self, p: PartialOutput, events: &mut Vec<StreamEvent>) {
-        let spare = &mut self.spare;
         self.reasoning
             .grow(&p.reasoning, |d| events.push(StreamEvent::Reasoning(d)));
         self.content
@@ -457,8 +458,7 @@ impl<'a> StreamingParser<'a> {
                 }
                 if sent.resumed == 0 {
                     grow(&now, &mut sent.sent_args, |delta| {
-                        let spare = &mut *spare;
-                        append_arguments(events, spare, index, delta.len(), |d| d.push_str(delta))
+                        append_arguments(events, index, delta.len(), |d| d.push_str(delta))
                     });
                 }
                 args_current = sent.resumed == 0
@@ -491,10 +491,9 @@ impl<'a> StreamingParser<'a> {
 
 /// Writes more argument text of call `index` with `write`: onto the text of the
 /// `ToolCallArguments` event of that call that ends `events`, else into a new such event
-/// of at least `capacity` bytes, made of `spare` (none if `write` wrote nothing).
+/// of `capacity` bytes (none if `write` wrote nothing).
 fn append_arguments(
     events: &mut Vec<StreamEvent>,
-    spare: &mut String,
     index: usize,
     capacity: usize,
     write: impl FnOnce(&mut String),
@@ -505,13 +504,9 @@ fn append_arguments(
             return;
         }
     }
-    let mut delta = std::mem::take(spare);
-    delta.clear();
-    delta.reserve(capacity);
+    let mut delta = String::with_capacity(capacity);
     write(&mut delta);
-    if delta.is_empty() {
-        *spare = delta;
-    } else {
+    if !delta.is_empty() {
         events.push(StreamEvent::ToolCallArguments { index, delta });
     }
 }

@@ -178,14 +178,17 @@ impl Resume {
         text: &str,
         from: usize,
     ) -> Option<std::ops::Range<usize>> {
-        let specials = self.plain_run().filter(|_| self.scanned == from)?;
-        let bytes = text.as_bytes();
-        let delta = &bytes[from..];
-        let last = *delta.last()?;
-        if !(b'!'..0x7f).contains(&last)
-            || specials.find(delta).is_some()
-            || first_to_escape(&bytes[self.sent..]).is_some()
-        {
+        let ends_run = match (self.mode, self.quote) {
+            (Mode::Escaped, _) => b'<',
+            (_, Some(q)) if !self.escape && self.scanned == from => q as u8,
+            _ => return None,
+        };
+        if self.scanned != from {
+            return None;
+        }
+        let bytes = &text.as_bytes()[self.sent..];
+        let last = *bytes.last()?;
+        if !(b'!'..0x7f).contains(&last) || first_to_escape(bytes, ends_run).is_some() {
             return None;
         }
         let sent = self.sent..text.len();
@@ -193,7 +196,6 @@ impl Resume {
         self.sent = text.len();
         Some(sent)
     }
-
     /// Appends to `out` the argument text of `raw`, bytes of the output this scan read
     /// (a range [`Self::advance`] returned): the bytes themselves, or escaped as JSON
     /// string content; returns its length.
@@ -295,7 +297,7 @@ fn escape(s: &str) -> String {
 fn escape_into(s: &str, out: &mut String) {
     let bytes = s.as_bytes();
     let mut raw = 0;
-    while let Some(k) = first_to_escape(&bytes[raw..]) {
+    while let Some(k) = first_to_escape(&bytes[raw..], b'"') {
         let i = raw + k;
         out.push_str(&s[raw..i]);
         raw = i + 1;
@@ -323,9 +325,9 @@ fn escape_into(s: &str, out: &mut String) {
 }
 
 /// The index of the first byte of `bytes` a JSON string escapes (a control character,
-/// `"`, `\`), reading 8 bytes at a time while none is there (the word tests of "Bit
-/// Twiddling Hacks", S. E. Anderson: a byte less than n, a zero byte).
-fn first_to_escape(bytes: &[u8]) -> Option<usize> {
+/// `"`, `\`) or equal to `also`, reading 8 bytes at a time while none is there (the word
+/// tests of "Bit Twiddling Hacks", S. E. Anderson: a byte less than n, a zero byte).
+fn first_to_escape(bytes: &[u8], also: u8) -> Option<usize> {
     const ONES: u64 = u64::from_le_bytes([1; 8]);
     const HIGHS: u64 = ONES * 0x80;
     let less_than = |w: u64, n: u8| w.wrapping_sub(ONES * u64::from(n)) & !w & HIGHS != 0;
@@ -335,14 +337,14 @@ fn first_to_escape(bytes: &[u8]) -> Option<usize> {
         let mut word = [0; 8];
         word.copy_from_slice(chunk);
         let w = u64::from_le_bytes(word);
-        if less_than(w, 0x20) || has(w, b'"') || has(w, b'\\') {
+        if less_than(w, 0x20) || has(w, b'"') || has(w, b'\\') || has(w, also) {
             break;
         }
         at += 8;
     }
     bytes[at..]
         .iter()
-        .position(|&b| b < 0x20 || b == b'"' || b == b'\\')
+        .position(|&b| b < 0x20 || b == b'"' || b == b'\\' || b == also)
         .map(|k| at + k)
 }
 
