@@ -333,19 +333,22 @@ fn first_to_escape(bytes: &[u8], also: u8) -> Option<usize> {
     let less_than = |w: u64, n: u8| w.wrapping_sub(ONES * u64::from(n)) & !w & HIGHS != 0;
     let has = |w: u64, b: u8| less_than(w ^ (ONES * u64::from(b)), 1);
     let mut at = 0;
-    for chunk in bytes.chunks_exact(8) {
-        let mut word = [0; 8];
-        word.copy_from_slice(chunk);
+    while at < bytes.len() {
+        let part = &bytes[at..bytes.len().min(at + 8)];
+        // A short last part is padded with a byte that is never special.
+        let mut word = [b'a'; 8];
+        match <[u8; 8]>::try_from(part) {
+            Ok(whole) => word = whole,
+            Err(_) => word.iter_mut().zip(part).for_each(|(w, b)| *w = *b),
+        }
         let w = u64::from_le_bytes(word);
         if less_than(w, 0x20) || has(w, b'"') || has(w, b'\\') || has(w, also) {
-            break;
+            let special = |&b: &u8| b < 0x20 || b == b'"' || b == b'\\' || b == also;
+            return part.iter().position(special).map(|k| at + k);
         }
-        at += 8;
+        at += part.len();
     }
-    bytes[at..]
-        .iter()
-        .position(|&b| b < 0x20 || b == b'"' || b == b'\\' || b == also)
-        .map(|k| at + k)
+    None
 }
 
 /// One or two ASCII bytes to search for.
