@@ -22,6 +22,8 @@
 //! taskset -c 1 cargo bench -p tokensieve-tools --bench streaming [-- FILTER]
 //! ```
 //!
+//! FILTER: a family's name selects it alone, other text every family whose name holds it.
+//!
 //! `STREAMING_TABLE_ONLY=1` prints the table and skips criterion; `STREAMING_TEXT=calls` or
 //! `long` limits the table to one text (for a profile, e.g. under callgrind).
 
@@ -176,9 +178,17 @@ fn main() {
     let filter: Option<String> = std::env::args()
         .skip(1)
         .find(|a| !a.starts_with('-') && a != "streaming");
-    let families: Vec<_> = families()
+    // A filter naming a family exactly selects it alone (`glm4`, not `glm45`), else every
+    // family whose name contains it.
+    let all = families();
+    let exact = filter.as_ref().filter(|f| all.iter().any(|(n, _)| n == *f));
+    let families: Vec<_> = all
         .into_iter()
-        .filter(|(n, _)| filter.as_ref().map_or(true, |f| n.contains(f.as_str())))
+        .filter(|(n, _)| match (exact, &filter) {
+            (Some(f), _) => n == f,
+            (None, Some(f)) => n.contains(f.as_str()),
+            (None, None) => true,
+        })
         .collect();
     let only = std::env::var("STREAMING_TEXT").ok();
     let texts: Vec<(String, String, usize, String)> = families
