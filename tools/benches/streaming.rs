@@ -1,6 +1,8 @@
 //! Streaming tool-call parsing against the whole-output parse, per family (issue 23, item 2):
 //! each text is parsed whole (`ToolCallFormat::parse`) and streamed in 8-byte deltas through a
-//! `StreamingParser` (`push` per delta, then `finish`). Two texts per family, written by the
+//! `StreamingParser`, each event forwarded after its delta, in two ways: `push_with` (events
+//! shown by reference, buffers reused: the cheapest) and `push_into` one vector drained after
+//! each delta (the events owned); then `finish`. Two texts per family, written by the
 //! family's own renderer:
 //!
 //! * `calls`: back-to-back calls of one tool (`{"text": "file N …"}`), about 1 MB;
@@ -12,15 +14,18 @@
 //! and `json_array`, and are skipped.
 //!
 //! Before criterion runs, a table is printed: per family and text, the median of `ROUNDS`
-//! whole parses and streams timed side by side, their ratio, and the stream's parse work
-//! (bytes handed to the format's parser per byte of text,
+//! whole parses and streams of each way timed side by side, their ratios, and the stream's
+//! parse work (bytes handed to the format's parser per byte of text,
 //! `StreamingParser::scanned_bytes`). The target is a ratio of at most 3.
 //!
 //! ```text
 //! taskset -c 1 cargo bench -p tokensieve-tools --bench streaming [-- FILTER]
 //! ```
 //!
-//! `STREAMING_TABLE_ONLY=1` prints the table and skips criterion.
+//! FILTER: a family's name selects it alone, other text every family whose name holds it.
+//!
+//! `STREAMING_TABLE_ONLY=1` prints the table and skips criterion; `STREAMING_TEXT=calls` or
+//! `long` limits the table to one text (for a profile, e.g. under callgrind).
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -28,7 +33,9 @@ use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, Throughput};
 use serde_json::json;
-use tokensieve_tools::{format_by_name, format_names, Mistral, Tool, ToolCall, ToolCallFormat};
+use tokensieve_tools::{
+    format_by_name, format_names, Mistral, StreamEvent, Tool, ToolCall, ToolCallFormat,
+};
 
 /// Bytes per delta.
 const DELTA: usize = 8;
@@ -91,15 +98,24 @@ fn long_call(f: &dyn ToolCallFormat) -> String {
     f.render_calls(&[ToolCall::new("write_file", json!({ "text": prose(SIZE) }))])
 }
 
-/// Streams `text` in `DELTA`-byte deltas; returns the calls ended and the parse work.
-fn stream(f: &dyn ToolCallFormat, tools: &[Tool], text: &str) -> (usize, usize) {
+/// How the stream hands its events over.
+#[derive(Clone, Copy)]
+enum Api {
+    /// `StreamingParser::push_with`: each event shown by reference, its buffers reused.
+    With,
+    /// `StreamingParser::push_into` one vector, drained (the events owned) after each delta.
+    Into,
+}
+
+/// Streams `text` in `DELTA`-byte deltas as a serving engine would, forwarding each event
+/// after each delta (here: counting the ends); returns the calls ended and the parse work.
+fn stream(f: &dyn ToolCallFormat, tools: &[Tool], text: &str, api: Api) -> (usize, usize) {
     let mut p = f.streaming_parser(tools);
     let mut ends = 0;
-    let mut count = |events: Vec<tokensieve_tools::StreamEvent>| {
-        ends += events
-            .iter()
-            .filter(|e| matches!(e, tokensieve_tools::StreamEvent::ToolCallEnd { .. }))
-            .count();
+    let mut events = Vec::new();
+    let mut forward = |e: &StreamEvent| {
+        ends += usize::from(matches!(e, StreamEvent::ToolCallEnd { .. }));
+        black_box(e);
     };
     let mut i = 0;
     while i < text.len() {
@@ -107,10 +123,16 @@ fn stream(f: &dyn ToolCallFormat, tools: &[Tool], text: &str) -> (usize, usize) 
         while !text.is_char_boundary(j) {
             j += 1;
         }
-        count(p.push(&text[i..j]));
+        match api {
+            Api::With => p.push_with(&text[i..j], &mut forward),
+            Api::Into => {
+                p.push_into(&text[i..j], &mut events);
+                events.drain(..).for_each(|e| forward(&e));
+            }
+        }
         i = j;
     }
-    count(p.finish());
+    p.finish().iter().for_each(forward);
     (ends, p.scanned_bytes())
 }
 
@@ -119,29 +141,34 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-/// One row of the table: whole (ms), streamed (ms), ratio, work per byte.
+/// One row of the table: whole (ms), streamed with `push_with` (ms), ratio, with
+/// `push_into` (ms), ratio, work per byte.
 fn row(f: &dyn ToolCallFormat, tools: &[Tool], text: &str, calls: usize) -> String {
-    let (mut whole, mut streamed) = (Vec::new(), Vec::new());
+    let (mut whole, mut with, mut into) = (Vec::new(), Vec::new(), Vec::new());
     let mut work = 0;
     let mut note = "";
     for _ in 0..ROUNDS {
         let t = Instant::now();
         let parsed = black_box(f.parse(black_box(text), tools));
         whole.push(t.elapsed().as_secs_f64());
-        let t = Instant::now();
-        let (ends, scanned) = stream(f, tools, black_box(text));
-        streamed.push(t.elapsed().as_secs_f64());
-        work = scanned;
-        if parsed.tool_calls.len() != calls || ends != calls {
-            note = "  CALLS DIFFER";
+        for (api, times) in [(Api::With, &mut with), (Api::Into, &mut into)] {
+            let t = Instant::now();
+            let (ends, scanned) = stream(f, tools, black_box(text), api);
+            times.push(t.elapsed().as_secs_f64());
+            work = scanned;
+            if parsed.tool_calls.len() != calls || ends != calls {
+                note = "  CALLS DIFFER";
+            }
         }
     }
-    let (w, s) = (median(whole), median(streamed));
+    let (w, s, o) = (median(whole), median(with), median(into));
     format!(
-        "{:>10.1} {:>10.1} {:>7.2} {:>6.1}x{note}",
+        "{:>9.1} {:>9.1} {:>6.2} {:>9.1} {:>6.2} {:>5.1}x{note}",
         w * 1e3,
         s * 1e3,
         s / w,
+        o * 1e3,
+        o / w,
         work as f64 / text.len() as f64
     )
 }
@@ -151,10 +178,19 @@ fn main() {
     let filter: Option<String> = std::env::args()
         .skip(1)
         .find(|a| !a.starts_with('-') && a != "streaming");
-    let families: Vec<_> = families()
+    // A filter naming a family exactly selects it alone (`glm4`, not `glm45`), else every
+    // family whose name contains it.
+    let all = families();
+    let exact = filter.as_ref().filter(|f| all.iter().any(|(n, _)| n == *f));
+    let families: Vec<_> = all
         .into_iter()
-        .filter(|(n, _)| filter.as_ref().map_or(true, |f| n.contains(f.as_str())))
+        .filter(|(n, _)| match (exact, &filter) {
+            (Some(f), _) => n == f,
+            (None, Some(f)) => n.contains(f.as_str()),
+            (None, None) => true,
+        })
         .collect();
+    let only = std::env::var("STREAMING_TEXT").ok();
     let texts: Vec<(String, String, usize, String)> = families
         .iter()
         .map(|(name, f)| {
@@ -163,13 +199,16 @@ fn main() {
         })
         .collect();
     println!(
-        "{:<14} {:<6} {:>9} {:>10} {:>10} {:>7} {:>7}",
-        "family", "text", "KB", "whole ms", "8B ms", "ratio", "work"
+        "{:<19} {:<6} {:>5} {:>9} {:>9} {:>6} {:>9} {:>6} {:>6}",
+        "family", "text", "KB", "whole ms", "with ms", "ratio", "into ms", "ratio", "work"
     );
     for ((name, f), (_, calls, n, long)) in families.iter().zip(&texts) {
         for (kind, text, k) in [("calls", calls, *n), ("long", long, 1)] {
+            if only.as_deref().is_some_and(|o| o != kind) {
+                continue;
+            }
             println!(
-                "{name:<14} {kind:<6} {:>9} {}",
+                "{name:<19} {kind:<6} {:>5} {}",
                 text.len() / 1024,
                 row(f.as_ref(), &tools, text, k)
             );
@@ -190,8 +229,11 @@ fn main() {
             g.bench_with_input(BenchmarkId::new("whole", kind), text, |b, t| {
                 b.iter(|| f.parse(black_box(t), &tools))
             });
-            g.bench_with_input(BenchmarkId::new("8B deltas", kind), text, |b, t| {
-                b.iter(|| stream(f.as_ref(), &tools, black_box(t)))
+            g.bench_with_input(BenchmarkId::new("8B push_with", kind), text, |b, t| {
+                b.iter(|| stream(f.as_ref(), &tools, black_box(t), Api::With))
+            });
+            g.bench_with_input(BenchmarkId::new("8B push_into", kind), text, |b, t| {
+                b.iter(|| stream(f.as_ref(), &tools, black_box(t), Api::Into))
             });
         }
         g.finish();

@@ -59,6 +59,18 @@
 //!   pieces of up to 1/64 of its length (an 80 KB piece: about 1.25 KB) rather than per
 //!   delta.
 //!
+//! * **The cost of a delta.** Beyond parse work, a delta costs its bookkeeping, which
+//!   in 8-byte deltas is of the order of a whole parse of the same text (issue 23: 1 MB
+//!   parses whole in 1–7 ms, that is 8–50 ns per 8 bytes). Inside an argument the stream
+//!   reads itself, a delta of plain text (no quote, backslash, `<` or control character,
+//!   ending in printable ASCII) is sent as it is after one 8-byte word test, and the
+//!   argument text sent is counted, not copied, until the next parse holds it. Three ways
+//!   to take the events: [`StreamingParser::push_with`] shows them by reference and keeps
+//!   the event vector and the last argument event's string for the next delta (nothing
+//!   allocated per delta inside an argument: the cheapest);
+//!   [`StreamingParser::push_into`] fills the caller's vector (one string per argument
+//!   event); [`StreamingParser::push`] returns a new vector.
+//!
 //! Every event but the argument deltas the stream reads itself comes from a real parse of a
 //! prefix of the output, and those deltas are the bytes that parse would add (a later parse
 //! extends them, as the tests of every family at every cut check), so the events of a
@@ -133,13 +145,20 @@ pub struct StreamingParser<'a> {
     /// call's index.
     resume: Option<(Resume, usize)>,
     finished: bool,
+    /// The events of a [`StreamingParser::push_with`], kept for the next one: empty, or
+    /// the last argument event it showed, its text cleared (of at most `ALLOWANCE` bytes).
+    scratch: Vec<StreamEvent>,
 }
 
 #[derive(Default)]
 struct SentCall {
     /// A `ToolCallStart` was sent.
     started: bool,
+    /// The argument text sent, but for the last `resumed` bytes.
     sent_args: String,
+    /// Bytes of argument text sent after `sent_args` by the stream's own scan (see
+    /// [`resume`]), not copied: the next parse's argument text holds them.
+    resumed: usize,
     /// Its `ToolCallEnd` was sent.
     ended: bool,
     /// It turned out malformed and its `Malformed` was sent.
@@ -167,34 +186,68 @@ impl<'a> StreamingParser<'a> {
             args_current: false,
             resume: None,
             finished: false,
+            scratch: Vec::new(),
         }
     }
 
     /// Adds `delta` (decoded with special tokens kept) and returns what it settled.
-    /// After [`StreamingParser::finish`] deltas are ignored.
+    /// After [`StreamingParser::finish`] deltas are ignored. A thin wrapper of
+    /// [`StreamingParser::push_into`] with a new vector.
     pub fn push(&mut self, delta: &str) -> Vec<StreamEvent> {
+        let mut out = Vec::new();
+        self.push_into(delta, &mut out);
+        out
+    }
+
+    /// Adds `delta` (decoded with special tokens kept) and appends what it settled to
+    /// `out`, the events [`StreamingParser::push`] returns, in the same order. An
+    /// argument delta of the call whose `ToolCallArguments` is the last event in `out`
+    /// is appended to that event's text rather than pushed as a new event (so a caller
+    /// that drains `out` between deltas gets exactly `push`'s events, and one that lets
+    /// events pile up gets each run of a call's argument deltas as one string).
+    ///
+    /// The cheap path for a serving engine: no vector is allocated per delta, and
+    /// inside an argument the stream reads itself (see the module notes) a delta costs
+    /// the scan of its own bytes and the one string of its event, with no copy of the
+    /// argument text kept beside the text received. After [`StreamingParser::finish`]
+    /// deltas are ignored.
+    pub fn push_into(&mut self, delta: &str, out: &mut Vec<StreamEvent>) {
         if self.finished {
-            return Vec::new();
+            return;
         }
         self.text.push_str(delta);
         self.credit = (self.credit + WORK_PER_BYTE * delta.len()).min(ALLOWANCE);
-        let mut events = Vec::new();
         match self.resume.as_mut() {
             Some((r, index)) => {
-                let before = r.scanned();
-                let (args, stop) = r.advance(&self.text);
-                self.scanned += r.scanned() - before;
-                self.credit = self.credit.saturating_sub(r.scanned() - before);
-                if !args.is_empty() {
+                let from = self.text.len() - delta.len();
+                if let Some(sent) = r.advance_plain(&self.text, from) {
+                    // The common case: all of the delta (and whitespace held before it)
+                    // is argument text that needs no escape.
+                    self.scanned += delta.len();
+                    self.credit = self.credit.saturating_sub(delta.len());
+                    let raw = &self.text[sent];
+                    append_arguments(out, *index, raw.len(), |d| d.push_str(raw));
                     if let Some(call) = self.calls.last_mut() {
-                        call.sent_args.push_str(&args);
+                        call.resumed += raw.len();
                     }
-                    events.push(StreamEvent::ToolCallArguments {
-                        index: *index,
-                        delta: args,
-                    });
+                    return;
                 }
-                let Some(at) = stop else { return events };
+                let before = r.scanned();
+                let (sent, stop) = r.advance(&self.text);
+                let read = r.scanned() - before;
+                self.scanned += read;
+                self.credit = self.credit.saturating_sub(read);
+                if !sent.is_empty() {
+                    let raw = &self.text[sent];
+                    let mut wrote = 0;
+                    append_arguments(out, *index, r.rendered_len(raw), |d| {
+                        wrote = r.render(raw, d)
+                    });
+                    if let Some(call) = self.calls.last_mut() {
+                        call.resumed += wrote;
+                    }
+                }
+                let Some(at) = stop else { return };
                 // Left the arguments: the format's parser reads on, paid by the bytes
                 // from here (those scanned were paid once).
                 self.resume = None;
@@ -209,19 +262,47 @@ impl<'a> StreamingParser<'a> {
             self.unparsed * TAIL_SHARE >= tail
         };
         if due {
-            events.extend(self.parse(false));
+            self.parse(false, out);
         }
-        events
     }
 
+    /// Adds `delta` (decoded with special tokens kept) and shows each event it settled to
+    /// `each`, in the order [`StreamingParser::push`] returns them, without handing them
+    /// over: the cheapest way to forward events (a serving engine writing each into its
+    /// response). The vector of events and the string of an argument delta are kept and
+    /// reused for the next delta, so inside an argument the stream reads itself a delta
+    /// allocates nothing once the stream runs. After [`StreamingParser::finish`] deltas
+    /// are ignored.
+    pub fn push_with(&mut self, delta: &str, mut each: impl FnMut(&StreamEvent)) {
+        // `scratch` may hold the last argument event shown, emptied: `push_into` appends
+        // the next delta of that call onto it, so a delta inside an argument moves no
+        // event and allocates nothing.
+        let mut events = std::mem::take(&mut self.scratch);
+        self.push_into(delta, &mut events);
+        for event in &events {
+            if !matches!(event, StreamEvent::ToolCallArguments { delta, .. } if delta.is_empty()) {
+                each(event);
+            }
+        }
+        match events.last_mut() {
+            Some(StreamEvent::ToolCallArguments { delta, .. }) if delta.capacity() <= ALLOWANCE => {
+                delta.clear();
+                let n = events.len();
+                events.drain(..n - 1);
+            }
+            _ => events.clear(),
+        }
+        self.scratch = events;
+    }
     /// Re-parses now what [`StreamingParser::push`] coalesced (for a stream that pauses
     /// inside a call: a delta there waits for the work budget, or for 1/64 of a long
     /// piece, see the module notes) and returns what it settled.
     pub fn flush(&mut self) -> Vec<StreamEvent> {
-        if self.finished || self.unparsed == 0 {
-            return Vec::new();
+        let mut out = Vec::new();
+        if !self.finished && self.unparsed > 0 {
+            self.parse(false, &mut out);
         }
-        self.parse(false)
+        out
     }
 
     /// Ends the stream: releases held-back text and reports calls left unfinished.
@@ -230,7 +311,9 @@ impl<'a> StreamingParser<'a> {
             return Vec::new();
         }
         self.finished = true;
-        self.parse(true)
+        let mut out = Vec::new();
+        self.parse(true, &mut out);
+        out
     }
 
     /// The text received so far.
@@ -247,7 +330,7 @@ impl<'a> StreamingParser<'a> {
         self.scanned
     }
 
-    fn parse(&mut self, at_end: bool) -> Vec<StreamEvent> {
+    fn parse(&mut self, at_end: bool, out: &mut Vec<StreamEvent>) {
         self.unparsed = 0;
         self.resume = None;
         self.scanned += self.text.len() - self.base;
@@ -256,7 +339,7 @@ impl<'a> StreamingParser<'a> {
             .format
             .parse_partial_from(&self.text, &self.from, self.tools, at_end);
         let settled = partial.settled.filter(|_| !at_end);
-        let events = self.diff(partial);
+        self.diff(partial, out);
         if let Some(s) = settled {
             self.settle(s);
         }
@@ -270,7 +353,6 @@ impl<'a> StreamingParser<'a> {
             self.credit = self.credit.saturating_sub(call.sent_args.len());
             self.resume = Resume::infer(&self.text, &call.sent_args).map(|r| (r, index));
         }
-        events
     }
 
     /// Moves `base` to `s` when everything before it has been sent.
@@ -310,8 +392,7 @@ impl<'a> StreamingParser<'a> {
         self.reasoning.settle(s.reasoning, s.reasoning_open);
     }
 
-    fn diff(&mut self, p: PartialOutput) -> Vec<StreamEvent> {
-        let mut events = Vec::new();
+    fn diff(&mut self, p: PartialOutput, events: &mut Vec<StreamEvent>) {
         self.reasoning
             .grow(&p.reasoning, |d| events.push(StreamEvent::Reasoning(d)));
         self.content
@@ -357,9 +438,7 @@ impl<'a> StreamingParser<'a> {
                 // its `Malformed` ends it and the next call takes its index.
                 if let Some(e) = errors.next() {
                     error_at += 1;
-                    if error_at > sent_errors
-                        && !report(&mut sent_errors, e, &mut events, &mut held)
-                    {
+                    if error_at > sent_errors && !report(&mut sent_errors, e, events, &mut held) {
                         break;
                     }
                     sent.closed = true;
@@ -379,10 +458,24 @@ impl<'a> StreamingParser<'a> {
                     });
                 }
                 let now = streamed_arguments(&call.arguments_text);
-                grow(&now, &mut sent.sent_args, |delta| {
-                    events.push(StreamEvent::ToolCallArguments { index, delta })
-                });
-                args_current = *now == *sent.sent_args && !call.arguments_text.starts_with('"');
+                if sent.resumed > 0 {
+                    // What the stream's scan sent is the parse's text after `sent_args`
+                    // (formats keep their partial output monotone): copied once here.
+                    let total = sent.sent_args.len() + sent.resumed;
+                    let scanned = now.get(..total).filter(|p| p.starts_with(&*sent.sent_args));
+                    if let Some(p) = scanned {
+                        sent.sent_args.push_str(&p[sent.sent_args.len()..]);
+                        sent.resumed = 0;
+                    }
+                }
+                if sent.resumed == 0 {
+                    grow(&now, &mut sent.sent_args, |delta| {
+                        append_arguments(events, index, delta.len(), |d| d.push_str(delta))
+                    });
+                }
+                args_current = sent.resumed == 0
+                    && *now == *sent.sent_args
+                    && !call.arguments_text.starts_with('"');
             } else {
                 args_current = false;
             }
@@ -390,6 +483,7 @@ impl<'a> StreamingParser<'a> {
                 if !sent.ended {
                     sent.ended = true;
                     sent.sent_args = String::new();
+                    sent.resumed = 0;
                     events.push(StreamEvent::ToolCallEnd { index, call: done });
                 }
                 index += 1;
@@ -398,13 +492,34 @@ impl<'a> StreamingParser<'a> {
         // Errors without a place among the calls (a user's format may report them so).
         for e in errors {
             error_at += 1;
-            if error_at > sent_errors && !report(&mut sent_errors, e, &mut events, &mut held) {
+            if error_at > sent_errors && !report(&mut sent_errors, e, events, &mut held) {
                 break;
             }
         }
         self.sent_errors = sent_errors;
         self.args_current = args_current;
-        events
+    }
+}
+
+/// Writes more argument text of call `index` with `write`: onto the text of the
+/// `ToolCallArguments` event of that call that ends `events`, else into a new such event
+/// of `capacity` bytes (none if `write` wrote nothing).
+fn append_arguments(
+    events: &mut Vec<StreamEvent>,
+    index: usize,
+    capacity: usize,
+    write: impl FnOnce(&mut String),
+) {
+    if let Some(StreamEvent::ToolCallArguments { index: i, delta }) = events.last_mut() {
+        if *i == index {
+            write(delta);
+            return;
+        }
+    }
+    let mut delta = String::with_capacity(capacity);
+    write(&mut delta);
+    if !delta.is_empty() {
+        events.push(StreamEvent::ToolCallArguments { index, delta });
     }
 }
 
@@ -480,11 +595,11 @@ pub(crate) fn streamed_arguments(raw: &str) -> std::borrow::Cow<'_, str> {
 
 /// Sends the part of `now` beyond what was `sent`, when `now` extends it (formats keep
 /// their partial output monotone; a violation sends nothing rather than a retraction).
-fn grow(now: &str, sent: &mut String, mut emit: impl FnMut(String)) {
+fn grow(now: &str, sent: &mut String, mut emit: impl FnMut(&str)) {
     if now.len() > sent.len() && now.starts_with(sent.as_str()) {
-        emit(now[sent.len()..].to_owned());
-        sent.clear();
-        sent.push_str(now);
+        let more = &now[sent.len()..];
+        emit(more);
+        sent.push_str(more);
     }
 }
 
@@ -507,7 +622,7 @@ impl Joined {
     fn grow(&mut self, now: &str, mut emit: impl FnMut(String)) {
         let join = self.sent.is_empty() && self.before && !self.open;
         grow(now, &mut self.sent, |d| {
-            emit(if join { format!("\n{d}") } else { d })
+            emit(if join { format!("\n{d}") } else { d.to_owned() })
         });
     }
 

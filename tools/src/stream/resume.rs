@@ -118,10 +118,11 @@ impl Resume {
         })
     }
 
-    /// Scans `text` from where the last scan stopped; returns the argument text to send
-    /// and, when the scan reached a character that may end the arguments, its offset (the
-    /// format's parser reads on from the last parse; the stream drops this state).
-    pub(super) fn advance(&mut self, text: &str) -> (String, Option<usize>) {
+    /// Scans `text` from where the last scan stopped; returns the bytes of the output
+    /// whose argument text is now to be sent ([`Self::render`] writes it) and, when the
+    /// scan reached a character that may end the arguments, its offset (the format's
+    /// parser reads on from the last parse; the stream drops this state).
+    pub(super) fn advance(&mut self, text: &str) -> (std::ops::Range<usize>, Option<usize>) {
         let mut solid = self.sent;
         let mut stop = None;
         let mut at = self.scanned;
@@ -161,13 +162,59 @@ impl Resume {
                 }
             }
         }
-        let raw = &text[self.sent..solid];
+        let sent = self.sent..solid;
         self.sent = solid;
-        let delta = match self.mode {
-            Mode::Escaped => escape(raw),
-            Mode::Json | Mode::Python => raw.to_owned(),
+        (sent, stop)
+    }
+
+    /// [`Self::advance`] for a delta the scan's state cannot change on, starting at `from`
+    /// (the end of what was scanned): inside a string or an XML value, a delta ending in a
+    /// printable ASCII byte with none of the bytes that end such a run (a quote, a
+    /// backslash, `<`) or that a JSON string escapes. Returns the bytes whose argument text
+    /// is now to be sent (themselves: nothing in them needs an escape), or `None` where
+    /// [`Self::advance`] must read the delta.
+    pub(super) fn advance_plain(
+        &mut self,
+        text: &str,
+        from: usize,
+    ) -> Option<std::ops::Range<usize>> {
+        let ends_run = match (self.mode, self.quote) {
+            (Mode::Escaped, _) => b'<',
+            (_, Some(q)) if !self.escape && self.scanned == from => q as u8,
+            _ => return None,
         };
-        (delta, stop)
+        if self.scanned != from {
+            return None;
+        }
+        let bytes = &text.as_bytes()[self.sent..];
+        let last = *bytes.last()?;
+        if !(b'!'..0x7f).contains(&last) || first_to_escape(bytes, ends_run).is_some() {
+            return None;
+        }
+        let sent = self.sent..text.len();
+        self.scanned = text.len();
+        self.sent = text.len();
+        Some(sent)
+    }
+    /// Appends to `out` the argument text of `raw`, bytes of the output this scan read
+    /// (a range [`Self::advance`] returned): the bytes themselves, or escaped as JSON
+    /// string content; returns its length.
+    pub(super) fn render(&self, raw: &str, out: &mut String) -> usize {
+        let before = out.len();
+        match self.mode {
+            Mode::Escaped => escape_into(raw, out),
+            Mode::Json | Mode::Python => out.push_str(raw),
+        }
+        out.len() - before
+    }
+
+    /// A bound on the length of the argument text of `raw` for an event's string (escapes
+    /// beyond a few grow it).
+    pub(super) fn rendered_len(&self, raw: &str) -> usize {
+        match self.mode {
+            Mode::Escaped => raw.len() + 16,
+            Mode::Json | Mode::Python => raw.len(),
+        }
     }
 
     /// The bytes that end a run of characters [`Self::step`] takes without a change of
@@ -242,8 +289,19 @@ impl Resume {
 /// `\b \f \n \r \t`, other control characters as `\u00xx`; the rest raw).
 fn escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
+    escape_into(s, &mut out);
+    out
+}
+
+/// [`escape`] appended to `out`: runs of bytes needing no escape are copied whole.
+fn escape_into(s: &str, out: &mut String) {
+    let bytes = s.as_bytes();
     let mut raw = 0;
-    for (i, b) in s.bytes().enumerate() {
+    while let Some(k) = first_to_escape(&bytes[raw..], b'"') {
+        let i = raw + k;
+        out.push_str(&s[raw..i]);
+        raw = i + 1;
+        let b = bytes[i];
         let short = match b {
             b'"' => "\\\"",
             b'\\' => "\\\\",
@@ -252,19 +310,45 @@ fn escape(s: &str) -> String {
             b'\t' => "\\t",
             0x08 => "\\b",
             0x0c => "\\f",
-            0..=0x1f => "",
-            _ => continue,
+            _ => "",
         };
-        out.push_str(&s[raw..i]);
-        raw = i + 1;
         if short.is_empty() {
-            out.push_str(&format!("\\u{b:04x}"));
+            const HEX: &[u8; 16] = b"0123456789abcdef";
+            out.push_str("\\u00");
+            out.push(char::from(HEX[usize::from(b >> 4)]));
+            out.push(char::from(HEX[usize::from(b & 0xf)]));
         } else {
             out.push_str(short);
         }
     }
     out.push_str(&s[raw..]);
-    out
+}
+
+/// The index of the first byte of `bytes` a JSON string escapes (a control character,
+/// `"`, `\`) or equal to `also`, reading 8 bytes at a time while none is there (the word
+/// tests of "Bit Twiddling Hacks", S. E. Anderson: a byte less than n, a zero byte).
+fn first_to_escape(bytes: &[u8], also: u8) -> Option<usize> {
+    const ONES: u64 = u64::from_le_bytes([1; 8]);
+    const HIGHS: u64 = ONES * 0x80;
+    let less_than = |w: u64, n: u8| w.wrapping_sub(ONES * u64::from(n)) & !w & HIGHS != 0;
+    let has = |w: u64, b: u8| less_than(w ^ (ONES * u64::from(b)), 1);
+    let mut at = 0;
+    while at < bytes.len() {
+        let part = &bytes[at..bytes.len().min(at + 8)];
+        // A short last part is padded with a byte that is never special.
+        let mut word = [b'a'; 8];
+        match <[u8; 8]>::try_from(part) {
+            Ok(whole) => word = whole,
+            Err(_) => word.iter_mut().zip(part).for_each(|(w, b)| *w = *b),
+        }
+        let w = u64::from_le_bytes(word);
+        if less_than(w, 0x20) || has(w, b'"') || has(w, b'\\') || has(w, also) {
+            let special = |&b: &u8| b < 0x20 || b == b'"' || b == b'\\' || b == also;
+            return part.iter().position(special).map(|k| at + k);
+        }
+        at += part.len();
+    }
+    None
 }
 
 /// One or two ASCII bytes to search for.
@@ -280,6 +364,22 @@ impl Specials {
         match self {
             Specials::One(a) => hay.iter().position(|&b| b == a),
             Specials::Two(a, c) => hay.iter().position(|&b| b == a || b == c),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The escape of every ASCII character, each at every position of a word of 8 bytes
+    /// (the test reads 8 at a time), among multi-byte characters, is `serde_json`'s.
+    #[test]
+    fn escape_writes_what_serde_json_writes_at_every_position() {
+        for c in (0u8..0x80).map(char::from).chain(['é', '😀', '\u{2028}']) {
+            for pad in 0..17 {
+                let s = format!("{}{c}é{}", "a".repeat(pad), "b".repeat(9));
+                let json = serde_json::to_string(&s).unwrap();
+                assert_eq!(super::escape(&s), json[1..json.len() - 1], "{s:?}");
+            }
         }
     }
 }

@@ -895,3 +895,92 @@ fn text_after_a_call_known_malformed_streams_in_formats_without_an_end_marker() 
         check_stream_chunks(f.as_ref(), &tools, &text, &[4, 1, 7]).unwrap();
     }
 }
+
+/// `push_into` and `push_with` give the events of `push`, in every family and the
+/// Mistral call array, over random cuts (1 to 24 bytes) of the adversarial outputs and of
+/// calls with a long argument the stream reads itself: delta by delta when the caller
+/// drains its vector, and `push_with` (the same events, in the same order), and, when the
+/// caller of `push_into` never drains, those events with each run of one call's argument
+/// deltas joined into one.
+#[test]
+fn push_into_and_push_with_give_the_events_of_push_over_random_cuts() {
+    use rand::{Rng, SeedableRng};
+    let tools = weather_tools();
+    let mut rng = rand::rngs::StdRng::seed_from_u64(23);
+    let mut formats: Vec<(String, std::sync::Arc<dyn ToolCallFormat>)> = format_names()
+        .into_iter()
+        .map(|n| (n.clone(), format_by_name(&n).unwrap()))
+        .collect();
+    formats.push((
+        "mistral_array".into(),
+        std::sync::Arc::new(super::super::Mistral::array()),
+    ));
+    let long = ToolCall::new(
+        "get_weather",
+        json!({"city": format!("é \"q\" \\ 😀 a < b\u{1}\n{}", prose(6000))}),
+    );
+    let short = ToolCall::new("get_time", json!({"tz": "UTC"}));
+    let mut joined_runs = 0;
+    for (name, f) in &formats {
+        let mut texts = adversarial_texts(f.as_ref());
+        let calls = f.render_calls(&[long.clone(), short.clone()]);
+        texts.push(format!("Sure.\n{calls}\nDone."));
+        for text in &texts {
+            for _ in 0..3 {
+                let mut deltas = Vec::new();
+                let mut i = 0;
+                while i < text.len() {
+                    let mut j = (i + rng.gen_range(1..=24)).min(text.len());
+                    while !text.is_char_boundary(j) {
+                        j += 1;
+                    }
+                    deltas.push(&text[i..j]);
+                    i = j;
+                }
+                let mut by_push = StreamingParser::new(f.as_ref(), &tools);
+                let mut drained = StreamingParser::new(f.as_ref(), &tools);
+                let mut piled = StreamingParser::new(f.as_ref(), &tools);
+                let mut shown = StreamingParser::new(f.as_ref(), &tools);
+                let (mut all, mut out, mut pile) = (Vec::new(), Vec::new(), Vec::new());
+                for d in &deltas {
+                    let events = by_push.push(d);
+                    out.clear();
+                    drained.push_into(d, &mut out);
+                    assert_eq!(out, events, "{name}: {text:?} in {deltas:?}, at {d:?}");
+                    out.clear();
+                    shown.push_with(d, |e| out.push(e.clone()));
+                    assert_eq!(out, events, "{name}: {text:?} in {deltas:?}, at {d:?}");
+                    all.extend(events);
+                    piled.push_into(d, &mut pile);
+                }
+                all.extend(by_push.finish());
+                let joined = join_arguments(&pile);
+                assert_eq!(joined.len(), pile.len(), "{name}: unjoined {pile:?}");
+                pile.extend(piled.finish());
+                let whole = join_arguments(&all);
+                joined_runs += all.len() - whole.len();
+                assert_eq!(
+                    join_arguments(&pile),
+                    whole,
+                    "{name}: {text:?} in {deltas:?}"
+                );
+            }
+        }
+    }
+    assert!(joined_runs > 1000, "{joined_runs} argument deltas joined");
+}
+
+/// `events` with each run of one call's argument deltas joined into one event.
+fn join_arguments(events: &[StreamEvent]) -> Vec<StreamEvent> {
+    let mut joined: Vec<StreamEvent> = Vec::new();
+    for e in events {
+        match (joined.last_mut(), e) {
+            (
+                Some(StreamEvent::ToolCallArguments { index: i, delta }),
+                StreamEvent::ToolCallArguments { index, delta: more },
+            ) if *i == *index => delta.push_str(more),
+            (_, e) => joined.push(e.clone()),
+        }
+    }
+    joined
+}
