@@ -158,13 +158,7 @@ fn one_two_three(family: &str) {
         }
         assert!(pending.is_empty());
         events.extend(p.finish());
-        let streamed: Vec<ToolCall> = events
-            .iter()
-            .filter_map(|e| match e {
-                tokensieve_tools::StreamEvent::ToolCallEnd { call, .. } => Some(call.clone()),
-                _ => None,
-            })
-            .collect();
+        let streamed: Vec<ToolCall> = crate::events::ended_calls(&events);
         assert_eq!(
             tool_check::names_and_args(&streamed),
             tool_check::names_and_args(calls),

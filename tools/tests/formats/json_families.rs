@@ -64,14 +64,7 @@ fn stream_events(f: &dyn ToolCallFormat, tools: &[Tool], chunks: &[&str]) -> Vec
     ev
 }
 
-fn ended(ev: &[StreamEvent]) -> Vec<ToolCall> {
-    ev.iter()
-        .filter_map(|e| match e {
-            StreamEvent::ToolCallEnd { call, .. } => Some(call.clone()),
-            _ => None,
-        })
-        .collect()
-}
+use crate::events::ended_calls as ended;
 
 /// Adversarial text for llama3_json, each with its documented result.
 #[test]
@@ -463,13 +456,7 @@ fn json_adversarial() {
     );
     let events = stream_events(&f, &tools, &[&two[..40], &two[40..70], &two[70..]]);
     assert_eq!(ended(&events).len(), 1);
-    let streamed: String = events
-        .iter()
-        .filter_map(|e| match e {
-            StreamEvent::Content(c) => Some(c.as_str()),
-            _ => None,
-        })
-        .collect();
+    let streamed: String = crate::events::streamed_content(&events);
     assert_eq!(streamed, r#"[{"name": "nope", "arguments": {}}]"#);
     let out = f.parse(r#"[{"name": "get_time", "arguments": {"tz": }}]"#, &tools);
     assert!(matches!(

@@ -219,32 +219,20 @@ fn renderers_write_each_family_form() {
     }
 }
 
-/// Round trip on the family's real vocabulary: 1 to 3 random BFCL calls rendered, accepted
-/// token by token (mask checked before every token) by the required, auto and named tags,
-/// parsed back whole and streamed.
+/// Each family on its real vocabulary: round trips of 1 to 3 random BFCL calls rendered,
+/// accepted token by token (mask checked before every token) by the required, auto and named
+/// tags, parsed back whole and streamed; constrained random walks give only valid calls to
+/// offered tools; under `none` no call appears.
 #[test]
-fn round_trip_on_real_vocabularies() {
+fn round_trips_and_walks_on_real_vocabularies() {
     for (i, (name, tok)) in FAMILIES.iter().enumerate() {
         let Some(tok) = RealTokenizer::load(tok) else {
             continue;
         };
         let f = format(name);
-        let seed = 700 + 2 * i as u64;
-        tool_check::round_trips(f.as_ref(), &tok, 15, [seed, seed + 1]);
-    }
-}
-
-/// Constrained random walks on the real vocabularies give only valid calls to offered
-/// tools; under `none` no call appears.
-#[test]
-fn walks_on_real_vocabularies() {
-    for (i, (name, tok)) in FAMILIES.iter().enumerate() {
-        let Some(tok) = RealTokenizer::load(tok) else {
-            continue;
-        };
-        let f = format(name);
-        let seed = 800 + 2 * i as u64;
-        tool_check::walks_and_none(f.as_ref(), &tok, (40, 15), [seed, seed + 1], &[]);
+        let (rt, walk) = (700 + 2 * i as u64, 800 + 2 * i as u64);
+        tool_check::round_trips(f.as_ref(), &tok, 15, [rt, rt + 1]);
+        tool_check::walks_and_none(f.as_ref(), &tok, (40, 15), [walk, walk + 1], &[]);
     }
 }
 

@@ -36,6 +36,34 @@ fn wire_arguments(args: &str) -> Value {
     serde_json::from_str(args).unwrap_or_else(|_| json!({ "code": args }))
 }
 
+/// The calls of each assistant message of an OpenAI-style `messages` array, as (name,
+/// arguments) pairs, the arguments read from the wire form by `arguments`.
+fn assistant_calls(
+    messages: &Value,
+    arguments: impl Fn(&Value) -> Value,
+) -> Vec<Vec<(String, Value)>> {
+    let assistant = messages
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "assistant");
+    assistant
+        .map(|m| {
+            let calls = m["tool_calls"]
+                .as_array()
+                .map(Vec::as_slice)
+                .unwrap_or_default();
+            calls
+                .iter()
+                .map(|c| {
+                    let name = c["function"]["name"].as_str().unwrap().to_owned();
+                    (name, arguments(&c["function"]["arguments"]))
+                })
+                .collect()
+        })
+        .collect()
+}
+
 fn names_and_args(calls: &[ToolCall]) -> Vec<(String, Value)> {
     tool_check::names_and_args(calls)
 }
@@ -76,27 +104,8 @@ fn deepseek_r1_prompt_fixture() {
     tools_json.push(json!({"type": "function", "function": {"name": "python",
         "parameters": {"type": "object", "properties": {"code": {"type": "string"}}}}}));
     let tools = Tool::list_from_openai(&Value::Array(tools_json)).unwrap();
-    let expected_turns: Vec<Vec<(String, Value)>> = case["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "assistant")
-        .map(|m| {
-            m["tool_calls"]
-                .as_array()
-                .map(|cs| {
-                    cs.iter()
-                        .map(|c| {
-                            (
-                                c["function"]["name"].as_str().unwrap().to_owned(),
-                                wire_arguments(c["function"]["arguments"].as_str().unwrap()),
-                            )
-                        })
-                        .collect()
-                })
-                .unwrap_or_default()
-        })
-        .collect();
+    let expected_turns =
+        assistant_calls(&case["messages"], |a| wire_arguments(a.as_str().unwrap()));
     let f = DeepSeek::v3();
     let mut files = 0;
     for entry in std::fs::read_dir(&dir).unwrap() {
@@ -501,27 +510,7 @@ fn mistral_ollama_fixture() {
     .unwrap();
     let messages: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("messages.json")).unwrap()).unwrap();
-    let expected: Vec<Vec<(String, Value)>> = messages
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "assistant")
-        .map(|m| {
-            m["tool_calls"]
-                .as_array()
-                .map(|cs| {
-                    cs.iter()
-                        .map(|c| {
-                            (
-                                c["function"]["name"].as_str().unwrap().to_owned(),
-                                c["function"]["arguments"].clone(),
-                            )
-                        })
-                        .collect()
-                })
-                .unwrap_or_default()
-        })
-        .collect();
+    let expected = assistant_calls(&messages, Value::clone);
     // Assistant turns: after `[/INST]` or `[/TOOL_RESULTS]`, up to `</s>`.
     let mut turns = Vec::new();
     let mut rest = text.as_str();

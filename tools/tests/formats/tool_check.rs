@@ -10,7 +10,7 @@ use rand::{Rng, SeedableRng};
 use serde_json::{json, Map, Value};
 use tokensieve::mask::is_token_allowed;
 use tokensieve::{CompiledGrammar, GrammarMatcher};
-use tokensieve_tools::{StreamEvent, Tool, ToolCall, ToolCallFormat, ToolChoice};
+use tokensieve_tools::{ParsedOutput, StreamEvent, Tool, ToolCall, ToolCallFormat, ToolChoice};
 
 use crate::common::{self, RealTokenizer};
 
@@ -492,6 +492,23 @@ pub fn check_family(
     walks_and_none(format, tok, (200, 30), walk_seeds, hints);
 }
 
+/// `format.parse(text, tools)`; panics, naming the format and the text, when the parse
+/// reports an error.
+pub fn parse_without_errors(
+    format: &dyn ToolCallFormat,
+    text: &str,
+    tools: &[Tool],
+) -> ParsedOutput {
+    let parsed = format.parse(text, tools);
+    assert!(
+        parsed.errors.is_empty(),
+        "{}: {:?} in {text:?}",
+        format.name(),
+        parsed.errors
+    );
+    parsed
+}
+
 /// The round-trip property for one format on one vocabulary: `cases` random BFCL tool
 /// lists (from `files`) with random valid calls → render → the `required` grammar (and,
 /// for one call, the named grammar) accepts the text token by token → parse and
@@ -567,13 +584,7 @@ pub fn round_trip(
                 );
             }
         }
-        let parsed = format.parse(&text, tools);
-        assert!(
-            parsed.errors.is_empty(),
-            "{}: {:?} in {text:?}",
-            format.name(),
-            parsed.errors
-        );
+        let parsed = parse_without_errors(format, &text, tools);
         assert_eq!(
             names_and_args(&parsed.tool_calls),
             names_and_args(&calls),
@@ -656,13 +667,7 @@ pub fn constrained_walks_hinted(
             }
             continue;
         }
-        let parsed = format.parse(&text, tools);
-        assert!(
-            parsed.errors.is_empty(),
-            "{}: {:?} in {text:?}",
-            format.name(),
-            parsed.errors
-        );
+        let parsed = parse_without_errors(format, &text, tools);
         assert!(
             !parsed.tool_calls.is_empty(),
             "{}: no call in {text:?}",
