@@ -478,42 +478,37 @@ fn matcher_section() -> Section {
     let c = GrammarCompiler::new(voc);
     let g = c.compile_grammar("root ::= \"ab\"").unwrap();
     let fresh = || GrammarMatcher::new(g.clone());
-    s.add(
-        "OutOfRange",
-        "try_accept_token(1000) (vocab_size 300)",
-        fresh().try_accept_token(1000),
-        debug,
-    );
-    s.add(
-        "Padding",
-        "try_accept_token(280) (tokenizer of 259 tokens, vocab_size 300)",
-        fresh().try_accept_token(280),
-        debug,
-    );
-    s.add(
-        "StopNotAllowed",
-        "try_accept_token(257) (`<eos>`) before \"ab\"",
-        fresh().try_accept_token(257),
-        debug,
-    );
-    s.add(
-        "SpecialNotAllowed",
-        "try_accept_token(256) (`<|sep|>`)",
-        fresh().try_accept_token(256),
-        debug,
-    );
-    s.add(
-        "Empty",
-        "try_accept_token(258) (a token with no bytes)",
-        fresh().try_accept_token(258),
-        debug,
-    );
-    s.add(
-        "Bytes",
-        "try_accept_token(b'x' as u32)",
-        fresh().try_accept_token(b'x' as u32),
-        debug,
-    );
+    let rejected_tokens = [
+        (
+            "OutOfRange",
+            "try_accept_token(1000) (vocab_size 300)",
+            1000,
+        ),
+        (
+            "Padding",
+            "try_accept_token(280) (tokenizer of 259 tokens, vocab_size 300)",
+            280,
+        ),
+        (
+            "StopNotAllowed",
+            "try_accept_token(257) (`<eos>`) before \"ab\"",
+            257,
+        ),
+        (
+            "SpecialNotAllowed",
+            "try_accept_token(256) (`<|sep|>`)",
+            256,
+        ),
+        (
+            "Empty",
+            "try_accept_token(258) (a token with no bytes)",
+            258,
+        ),
+        ("Bytes", "try_accept_token(b'x' as u32)", b'x' as u32),
+    ];
+    for (name, call, token) in rejected_tokens {
+        s.add(name, call, fresh().try_accept_token(token), debug);
+    }
     s.add(
         "DuplicateKey",
         "grammar of `compile_json_schema` for `{\"additionalProperties\": true}`, after `{\"a\":1,`: try_accept_bytes of `\"\\u0061\"`",
@@ -895,22 +890,14 @@ fn tool_section() -> Section {
         failing.execute(&paris, &ctx),
         debug,
     );
-    s.add(
-        "DuplicateFormat",
-        r#"register_format("hermes", ..)"#,
-        register_format("hermes", |_: &FormatOptions| {
-            format_by_name("hermes").unwrap()
-        }),
-        debug,
-    );
-    s.add(
-        "InvalidFormatName",
-        r#"register_format("Hermes", ..)"#,
-        register_format("Hermes", |_: &FormatOptions| {
-            format_by_name("hermes").unwrap()
-        }),
-        debug,
-    );
+    for (name, registered) in [
+        ("DuplicateFormat", "hermes"),
+        ("InvalidFormatName", "Hermes"),
+    ] {
+        let hermes = |_: &FormatOptions| format_by_name("hermes").unwrap();
+        let call = format!("register_format({registered:?}, ..)");
+        s.add(name, &call, register_format(registered, hermes), debug);
+    }
     s
 }
 

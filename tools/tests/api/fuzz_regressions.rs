@@ -16,6 +16,13 @@ fn weather_tool() -> Vec<Tool> {
     .unwrap()
 }
 
+/// The whole-output Hermes parse of `text` with [`weather_tool`].
+fn hermes_parse(text: &str) -> ParsedOutput {
+    format_by_name("hermes")
+        .unwrap()
+        .parse(text, &weather_tool())
+}
+
 /// Streams `chunks` through `format` and returns the malformed calls reported and the
 /// content sent.
 fn stream(format: &str, tools: &[Tool], chunks: &[&str]) -> (Vec<StreamEvent>, ParsedOutput) {
@@ -47,22 +54,9 @@ fn hermes_malformed_call_reported_with_its_whole_text() {
             name: "country_info_capital".into()
         }
     );
-    let malformed: Vec<_> = events
-        .iter()
-        .filter_map(|e| match e {
-            StreamEvent::Malformed(m) => Some(m.clone()),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(malformed, whole.errors);
-    let content: String = events
-        .iter()
-        .filter_map(|e| match e {
-            StreamEvent::Content(d) => Some(d.as_str()),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(Some(content), whole.content);
+    let sums = crate::events::sums(&events);
+    assert_eq!(sums.malformed, whole.errors);
+    assert_eq!(Some(sums.content), whole.content);
 }
 
 /// `tool_parsers` target: text after a call's JSON (here another JSON object, then the
@@ -73,9 +67,7 @@ fn hermes_malformed_call_reported_with_its_whole_text() {
 #[test]
 fn hermes_text_after_call_json_is_content_streamed_or_whole() {
     let text = "<tool_call>{\"name\": \"get_weather\", \"arguments\": {\"city\": \"a</tool_call>\"}}{\"name\": \"x\"}</tool_call>tail";
-    let whole = format_by_name("hermes")
-        .unwrap()
-        .parse(text, &weather_tool());
+    let whole = hermes_parse(text);
     assert!(whole.errors.is_empty(), "{whole:?}");
     assert_eq!(whole.tool_calls.len(), 1);
     assert_eq!(whole.tool_calls[0].arguments["city"], "a</tool_call>");
@@ -89,21 +81,12 @@ fn hermes_text_after_call_json_is_content_streamed_or_whole() {
         }
         let (events, whole2) = stream("hermes", &weather_tool(), &[&text[..cut], &text[cut..]]);
         assert_eq!(whole2, whole);
-        let calls: Vec<_> = events
-            .iter()
-            .filter_map(|e| match e {
-                StreamEvent::ToolCallEnd { call, .. } => Some(call.clone()),
-                _ => None,
-            })
-            .collect();
-        assert_eq!(calls, whole.tool_calls, "cut at {cut}");
-        let content: String = events
-            .iter()
-            .filter_map(|e| match e {
-                StreamEvent::Content(c) => Some(c.as_str()),
-                _ => None,
-            })
-            .collect();
+        assert_eq!(
+            crate::events::ended_calls(&events),
+            whole.tool_calls,
+            "cut at {cut}"
+        );
+        let content = crate::events::streamed_content(&events);
         assert_eq!(Some(content), whole.content, "cut at {cut}");
     }
 }
@@ -114,21 +97,16 @@ fn hermes_text_after_call_json_is_content_streamed_or_whole() {
 #[test]
 fn hermes_back_to_back_blocks_streamed_in_any_cut() {
     let text = "<tool_call>{\"name\": \"get_weather\", \"arguments\": {\"city\": \"P\"}}<tool_call>{\"name\": \"get_weather\", \"arguments\": {}}</tool_call>";
-    let whole = format_by_name("hermes")
-        .unwrap()
-        .parse(text, &weather_tool());
+    let whole = hermes_parse(text);
     assert_eq!(whole.tool_calls.len(), 2, "{whole:?}");
     assert!(whole.errors.is_empty());
     for cut in 1..text.len() {
         let (events, _) = stream("hermes", &weather_tool(), &[&text[..cut], &text[cut..]]);
-        let calls: Vec<_> = events
-            .iter()
-            .filter_map(|e| match e {
-                StreamEvent::ToolCallEnd { call, .. } => Some(call.clone()),
-                _ => None,
-            })
-            .collect();
-        assert_eq!(calls, whole.tool_calls, "cut at {cut}");
+        assert_eq!(
+            crate::events::ended_calls(&events),
+            whole.tool_calls,
+            "cut at {cut}"
+        );
         assert!(
             !events
                 .iter()

@@ -5,6 +5,8 @@
 
 #[path = "../../../tests/common/mod.rs"]
 mod common;
+#[path = "../events/mod.rs"]
+mod events;
 
 mod error_catalogue;
 mod fuzz_regressions;

@@ -56,18 +56,24 @@ fn tools() -> &'static Vec<Tool> {
     })
 }
 
+/// Fragments every family's output holds: reasoning markers, whitespace, text.
+const FRAGMENTS: &[&str] = &["<think>", "</think>", "\n", " ", "Sure.", "é"];
+
 /// Pieces of model output: every registered family's markers, call bodies, fragments.
-const PIECES: &[&str] = &[
+fn pieces() -> Vec<&'static str> {
+    [PIECES_BEFORE, FRAGMENTS, PIECES_AFTER].concat()
+}
+
+/// The pieces of [`pieces`] before [`FRAGMENTS`].
+const PIECES_BEFORE: &[&str] = &[
     "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>",
     "<tool_call>{\"arguments\": {\"queries\": [\"x\"]}, \"name\": \"search\"}</tool_call>",
     "<tool_call>",
     "</tool_call>",
-    "<think>",
-    "</think>",
-    "\n",
-    " ",
-    "Sure.",
-    "é",
+];
+
+/// The pieces of [`pieces`] after [`FRAGMENTS`].
+const PIECES_AFTER: &[&str] = &[
     "<",
     "<tool_",
     "</tool",
@@ -170,16 +176,20 @@ fn stream_checked_formats() -> Vec<String> {
     format_names()
 }
 
-/// For every registered tool-call format, any text parses without a panic, and streaming
-/// it in random chunks (empty ones included) gives what the whole-output parse gives.
-#[test]
-fn tool_parsers_stream_as_whole() {
+/// The property of the two stream tests below: 3000 texts of up to 14 pieces drawn from
+/// `piece`, streamed to each of `formats` (with and without reasoning and tools) in random
+/// chunks of fewer than `max_chunk` bytes (empty ones included), give what the whole-output
+/// parse gives; with `deltas`, a call's argument deltas also add up to the last partial
+/// parse's. At least 300 of the texts must hold calls.
+fn check_streams_as_whole(
+    piece: BoxedStrategy<String>,
+    max_chunk: usize,
+    formats: &[String],
+    deltas: bool,
+) {
     let strategy = (
-        prop::collection::vec(
-            prop_oneof![4 => prop::sample::select(PIECES).prop_map(String::from), 1 => "[ -~]{0,6}"],
-            0..14,
-        ),
-        prop::collection::vec(0usize..9, 1..40),
+        prop::collection::vec(piece, 0..14),
+        prop::collection::vec(0usize..max_chunk, 1..40),
         any::<bool>(),
         any::<bool>(),
     );
@@ -196,12 +206,17 @@ fn tool_parsers_stream_as_whole() {
                 ..FormatOptions::default()
             };
             let mut calls = false;
-            for name in stream_checked_formats() {
-                let format = format_by_name_with(&name, &options).expect("a registered name");
+            for name in formats {
+                let format = format_by_name_with(name, &options).expect("a registered name");
                 let whole = format.parse(&text, tools);
                 calls |= !whole.tool_calls.is_empty();
                 let events = stream_in_chunks(&*format, tools, &text, &chunks)?;
                 prop_assert_eq!(collect(&events)?, whole, "{}: {:?}", name, text);
+                if deltas {
+                    let last = format.parse_partial(&text, tools, true);
+                    check_call_deltas(&events, &last.calls)
+                        .map_err(|e| TestCaseError::fail(format!("{name}: {e} in {text:?}")))?;
+                }
             }
             Ok((calls, false))
         },
@@ -213,8 +228,17 @@ fn tool_parsers_stream_as_whole() {
     );
 }
 
+/// For every registered tool-call format, any text parses without a panic, and streaming
+/// it in random chunks (empty ones included) gives what the whole-output parse gives.
+#[test]
+fn tool_parsers_stream_as_whole() {
+    let piece =
+        prop_oneof![4 => prop::sample::select(pieces()).prop_map(String::from), 1 => "[ -~]{0,6}"];
+    check_streams_as_whole(piece.boxed(), 9, &stream_checked_formats(), false);
+}
+
 /// Whole calls in the shapes of DeepSeek V3.1, DeepSeek V3, Kimi K2 and Harmony (the
-/// general [`PIECES`] almost never line up into one).
+/// general [`pieces`] almost never line up into one).
 const SECTION_FAMILY_CALLS: &[&str] = &[
     "<｜tool▁call▁begin｜>search<｜tool▁sep｜>{\"queries\": [\"x\"]}<｜tool▁call▁end｜>",
     "<｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n{\"city\": \"Paris\"}\n```<｜tool▁call▁end｜>",
@@ -224,7 +248,12 @@ const SECTION_FAMILY_CALLS: &[&str] = &[
 
 /// Pieces of DeepSeek, Kimi K2 and Harmony output besides whole calls: their markers,
 /// headers and argument objects, and fragments.
-const SECTION_FAMILY_PIECES: &[&str] = &[
+fn section_family_pieces() -> Vec<&'static str> {
+    [SECTION_PIECES_BEFORE, FRAGMENTS, SECTION_PIECES_AFTER].concat()
+}
+
+/// The pieces of [`section_family_pieces`] before [`FRAGMENTS`].
+const SECTION_PIECES_BEFORE: &[&str] = &[
     // DeepSeek V3.1 and V3 calls, sections, markers.
     "<｜tool▁calls▁begin｜>",
     "<｜tool▁calls▁end｜>",
@@ -268,12 +297,10 @@ const SECTION_FAMILY_PIECES: &[&str] = &[
     "{",
     "}",
     "\"",
-    "<think>",
-    "</think>",
-    "\n",
-    " ",
-    "Sure.",
-    "é",
+];
+
+/// The pieces of [`section_family_pieces`] after [`FRAGMENTS`].
+const SECTION_PIECES_AFTER: &[&str] = &[
     "\t",
     "\u{a0}",
     "\r\n",
@@ -299,53 +326,16 @@ const SECTION_FAMILIES: &[&str] = &[
 /// calls actually occur).
 #[test]
 fn tool_parsers_stream_section_families() {
-    let strategy = (
-        prop::collection::vec(
-            prop_oneof![
-                2 => prop::sample::select(SECTION_FAMILY_CALLS).prop_map(String::from),
-                6 => prop::sample::select(SECTION_FAMILY_PIECES).prop_map(String::from),
-                1 => "[ -~]{0,6}"
-            ],
-            0..14,
-        ),
-        prop::collection::vec(0usize..12, 1..40),
-        any::<bool>(),
-        any::<bool>(),
-    );
+    let piece = prop_oneof![
+        2 => prop::sample::select(SECTION_FAMILY_CALLS).prop_map(String::from),
+        6 => prop::sample::select(section_family_pieces()).prop_map(String::from),
+        1 => "[ -~]{0,6}"
+    ];
     let formats: Vec<String> = match std::env::var("TOOL_FORMATS") {
         Ok(list) => list.split(',').map(str::to_owned).collect(),
         Err(_) => SECTION_FAMILIES.iter().map(|s| s.to_string()).collect(),
     };
-    let (with_calls, _) = run(
-        3000,
-        strategy,
-        |(pieces, mut chunks, reasoning, no_tools)| {
-            let text = pieces.concat();
-            chunks.push(1);
-            let tools: &[Tool] = if no_tools { &[] } else { tools() };
-            let options = FormatOptions {
-                reasoning,
-                ..FormatOptions::default()
-            };
-            let mut calls = false;
-            for name in &formats {
-                let format = format_by_name_with(name, &options).expect("a registered name");
-                let whole = format.parse(&text, tools);
-                calls |= !whole.tool_calls.is_empty();
-                let events = stream_in_chunks(&*format, tools, &text, &chunks)?;
-                prop_assert_eq!(collect(&events)?, whole, "{}: {:?}", name, text);
-                let last = format.parse_partial(&text, tools, true);
-                check_call_deltas(&events, &last.calls)
-                    .map_err(|e| TestCaseError::fail(format!("{name}: {e} in {text:?}")))?;
-            }
-            Ok((calls, false))
-        },
-    );
-    println!("{with_calls} of 3000 texts had calls");
-    assert!(
-        with_calls >= 300,
-        "only {with_calls} of 3000 texts had calls"
-    );
+    check_streams_as_whole(piece.boxed(), 12, &formats, true);
 }
 
 /// The events of `text` pushed through a [`StreamingParser`] in deltas of the sizes in
@@ -434,7 +424,7 @@ fn tool_parsers_stream_mutated_renders() {
     let edit = (
         any::<prop::sample::Index>(),
         0usize..12,
-        prop::sample::select(SECTION_FAMILY_PIECES),
+        prop::sample::select(section_family_pieces()),
     );
     let strategy = (
         prop::sample::select(SECTION_FAMILIES),

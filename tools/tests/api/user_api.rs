@@ -148,6 +148,15 @@ fn openai_tools_and_tool_choice_round_trip() {
     assert_eq!(ToolChoice::Auto.resolve(&[]).unwrap().0, CallMode::None);
 }
 
+/// The structural tag of the test formats below: any text (`format` names the format in an
+/// error).
+fn any_text_tag(format: &str) -> Result<StructuralTag, ToolError> {
+    StructuralTag::from_json(&json!({"type": "any_text"})).map_err(|e| ToolError::Unsupported {
+        format: format.into(),
+        reason: e.to_string(),
+    })
+}
+
 /// A user's own format: `CALL name {json}` lines.
 struct LineFormat;
 
@@ -161,10 +170,7 @@ impl ToolCallFormat for LineFormat {
         _choice: &ToolChoice,
         _parallel: bool,
     ) -> Result<StructuralTag, ToolError> {
-        StructuralTag::from_json(&json!({"type": "any_text"})).map_err(|e| ToolError::Unsupported {
-            format: "my_lines".into(),
-            reason: e.to_string(),
-        })
+        any_text_tag("my_lines")
     }
     fn parse_partial(&self, text: &str, _tools: &[Tool], at_end: bool) -> PartialOutput {
         let mut out = PartialOutput::default();
@@ -195,11 +201,15 @@ impl ToolCallFormat for LineFormat {
             .map(|c| format!("CALL {} {}\n", c.name, c.arguments))
             .collect()
     }
-    fn render_tool_result(&self, _call: &ToolCall, result: &Value) -> String {
-        result.to_string()
+    fn render_tool_result(&self, call: &ToolCall, result: &Value) -> String {
+        format!("RESULT {} {result}\n", call.name)
     }
-    fn render_tools_prompt(&self, _tools: &[Tool]) -> String {
-        String::new()
+    fn render_tools_prompt(&self, tools: &[Tool]) -> String {
+        let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+        format!(
+            "Call one of {} with a line `CALL name {{json}}`.",
+            names.join(", ")
+        )
     }
 }
 
@@ -684,10 +694,7 @@ impl ToolCallFormat for TagFormat {
         _choice: &ToolChoice,
         _parallel: bool,
     ) -> Result<StructuralTag, ToolError> {
-        StructuralTag::from_json(&json!({"type": "any_text"})).map_err(|e| ToolError::Unsupported {
-            format: "my_tags".into(),
-            reason: e.to_string(),
-        })
+        any_text_tag("my_tags")
     }
     fn parse_partial(&self, text: &str, _tools: &[Tool], at_end: bool) -> PartialOutput {
         let mut out = PartialOutput::default();
@@ -728,10 +735,10 @@ impl ToolCallFormat for TagFormat {
             .collect()
     }
     fn render_tool_result(&self, _call: &ToolCall, result: &Value) -> String {
-        result.to_string()
+        format!("<result>{result}</result>")
     }
     fn render_tools_prompt(&self, _tools: &[Tool]) -> String {
-        String::new()
+        "Write <call>NAME ARGS</call> to call a tool.".to_owned()
     }
 }
 

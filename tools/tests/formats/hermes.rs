@@ -7,35 +7,12 @@ use crate::common;
 use crate::tool_check;
 
 use common::RealTokenizer;
-use tokensieve_tools::{format_by_name, Hermes};
+use tokensieve_tools::Hermes;
 
-/// BFCL files whose `function` lists are the tools.
-const FILES: &[&str] = &[
-    "BFCL_v4_simple_python.json",
-    "BFCL_v4_multiple.json",
-    "BFCL_v4_parallel.json",
-    "BFCL_v4_parallel_multiple.json",
-];
-
-/// Hermes on Qwen3: round trip for single and parallel calls under every tool_choice.
+/// Hermes on Qwen3: round trips of single and parallel calls under every tool_choice, 200
+/// constrained walks whose calls validate, and no call under `none`.
 #[test]
-fn hermes_round_trip_qwen3() {
-    let Some(tok) = RealTokenizer::load("qwen3") else {
-        return;
-    };
-    let f = Hermes::default();
-    assert_eq!(tool_check::round_trip(&f, &tok, FILES, 25, false, 1), 25);
-    assert_eq!(tool_check::round_trip(&f, &tok, FILES, 25, true, 2), 25);
-}
-
-/// Hermes on Qwen3: 200 constrained walks, every call validates.
-#[test]
-fn hermes_walks_qwen3() {
-    let Some(tok) = RealTokenizer::load("qwen3") else {
-        return;
-    };
-    let f = format_by_name("hermes").expect("registered");
-    let done = tool_check::constrained_walks(f.as_ref(), &tok, FILES, 200, 3);
-    assert!(done >= 200, "only {done} walks stopped");
-    tool_check::none_never_calls(f.as_ref(), &tok, 30, 4);
+fn hermes_on_qwen3() {
+    let tok = RealTokenizer::load("qwen3");
+    tool_check::check_family(tok.as_ref(), &Hermes::default(), [1, 2], [3, 4], &[]);
 }

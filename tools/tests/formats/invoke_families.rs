@@ -13,14 +13,6 @@ use serde_json::json;
 use tokensieve::GrammarMatcher;
 use tokensieve_tools::{format_by_name, format_by_name_with, FormatOptions, ToolCall, ToolChoice};
 
-/// BFCL files whose `function` lists are the tools.
-const FILES: &[&str] = &[
-    "BFCL_v4_simple_python.json",
-    "BFCL_v4_multiple.json",
-    "BFCL_v4_parallel.json",
-    "BFCL_v4_parallel_multiple.json",
-];
-
 /// The vocabulary each family is tested on.
 fn tokenizer(family: &str) -> Option<RealTokenizer> {
     RealTokenizer::load(if family == "minimax_m2" {
@@ -34,14 +26,7 @@ fn tokenizer(family: &str) -> Option<RealTokenizer> {
 fn round_trip(family: &str, seed: u64) {
     let Some(tok) = tokenizer(family) else { return };
     let f = format_by_name(family).expect("registered");
-    assert_eq!(
-        tool_check::round_trip(f.as_ref(), &tok, FILES, 25, false, seed),
-        25
-    );
-    assert_eq!(
-        tool_check::round_trip(f.as_ref(), &tok, FILES, 25, true, seed + 1),
-        25
-    );
+    tool_check::round_trips(f.as_ref(), &tok, 25, [seed, seed + 1]);
 }
 
 #[test]
@@ -66,9 +51,7 @@ fn walks(family: &str, hints: &[&str], seed: u64) {
     let f = format_by_name(family).expect("registered");
     // 60 walks (not the older families' 200): each DSML walk is long, and the round-trip
     // walks of tests/formats/round_trip.rs cover every tool_choice besides.
-    let done = tool_check::constrained_walks_hinted(f.as_ref(), &tok, FILES, 60, seed, hints);
-    assert!(done >= 60, "{family}: only {done} walks stopped");
-    tool_check::none_never_calls(f.as_ref(), &tok, 30, seed + 1);
+    tool_check::walks_and_none(f.as_ref(), &tok, (60, 30), [seed, seed + 1], hints);
 }
 
 #[test]
@@ -175,13 +158,7 @@ fn one_two_three(family: &str) {
         }
         assert!(pending.is_empty());
         events.extend(p.finish());
-        let streamed: Vec<ToolCall> = events
-            .iter()
-            .filter_map(|e| match e {
-                tokensieve_tools::StreamEvent::ToolCallEnd { call, .. } => Some(call.clone()),
-                _ => None,
-            })
-            .collect();
+        let streamed: Vec<ToolCall> = crate::events::ended_calls(&events);
         assert_eq!(
             tool_check::names_and_args(&streamed),
             tool_check::names_and_args(calls),

@@ -15,17 +15,11 @@ use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
 use tokensieve::CompiledGrammar;
 use tokensieve_tools::{
-    format_by_name, JsonArray, Llama3Json, ParsedOutput, Pythonic, StreamEvent, Tool, ToolCall,
-    ToolCallFormat, ToolChoice, ToolParseError,
+    JsonArray, Llama3Json, ParsedOutput, Pythonic, StreamEvent, Tool, ToolCall, ToolCallFormat,
+    ToolChoice, ToolParseError,
 };
 
-/// BFCL files whose `function` lists are the tools.
-const FILES: &[&str] = &[
-    "BFCL_v4_simple_python.json",
-    "BFCL_v4_multiple.json",
-    "BFCL_v4_parallel.json",
-    "BFCL_v4_parallel_multiple.json",
-];
+use tool_check::BFCL_FILES as FILES;
 
 fn llama() -> Option<RealTokenizer> {
     RealTokenizer::load("llama3_1")
@@ -34,23 +28,12 @@ fn llama() -> Option<RealTokenizer> {
 // ---------------------------------------------------------------------------------------
 // llama3_json
 
-/// llama3_json on Llama 3.1: round trip for single and parallel (`; `-joined) calls.
+/// llama3_json on Llama 3.1: round trips of single and parallel (`; `-joined) calls, 200
+/// constrained walks (required and named), no call under `none`.
 #[test]
-fn llama3_json_round_trip() {
-    let Some(tok) = llama() else { return };
+fn llama3_json_on_llama() {
     let f = Llama3Json::default();
-    assert_eq!(tool_check::round_trip(&f, &tok, FILES, 25, false, 11), 25);
-    assert_eq!(tool_check::round_trip(&f, &tok, FILES, 25, true, 12), 25);
-}
-
-/// llama3_json on Llama 3.1: 200 constrained walks (required and named), `none` never calls.
-#[test]
-fn llama3_json_walks() {
-    let Some(tok) = llama() else { return };
-    let f = format_by_name("llama3_json").expect("registered");
-    let done = tool_check::constrained_walks(f.as_ref(), &tok, FILES, 200, 13);
-    assert!(done >= 200, "only {done} walks stopped");
-    tool_check::none_never_calls(f.as_ref(), &tok, 30, 14);
+    tool_check::check_family(llama().as_ref(), &f, [11, 12], [13, 14], &[]);
 }
 
 /// The format notes' 4.4 worked example, with `<|python_tag|>` and `<|eom_id|>` written as
@@ -81,14 +64,7 @@ fn stream_events(f: &dyn ToolCallFormat, tools: &[Tool], chunks: &[&str]) -> Vec
     ev
 }
 
-fn ended(ev: &[StreamEvent]) -> Vec<ToolCall> {
-    ev.iter()
-        .filter_map(|e| match e {
-            StreamEvent::ToolCallEnd { call, .. } => Some(call.clone()),
-            _ => None,
-        })
-        .collect()
-}
+use crate::events::ended_calls as ended;
 
 /// Adversarial text for llama3_json, each with its documented result.
 #[test]
@@ -165,24 +141,13 @@ fn llama3_json_adversarial() {
 // ---------------------------------------------------------------------------------------
 // pythonic
 
-/// pythonic on Llama 3.1: round trip for single and parallel calls (BFCL tools whose
-/// schemas a Python-literal grammar cannot express are refused, and skipped here).
+/// pythonic on Llama 3.1: round trips of single and parallel calls (BFCL tools whose
+/// schemas a Python-literal grammar cannot express are refused, and skipped here), 200
+/// constrained walks, no call under `none`.
 #[test]
-fn pythonic_round_trip() {
-    let Some(tok) = llama() else { return };
+fn pythonic_on_llama() {
     let f = SkipUnsupported(Pythonic::default());
-    assert_eq!(tool_check::round_trip(&f, &tok, FILES, 25, false, 21), 25);
-    assert_eq!(tool_check::round_trip(&f, &tok, FILES, 25, true, 22), 25);
-}
-
-/// pythonic on Llama 3.1: 200 constrained walks, `none` never calls.
-#[test]
-fn pythonic_walks() {
-    let Some(tok) = llama() else { return };
-    let f = SkipUnsupported(Pythonic::default());
-    let done = tool_check::constrained_walks(&f, &tok, FILES, 200, 23);
-    assert!(done >= 200, "only {done} walks stopped");
-    tool_check::none_never_calls(&Pythonic::default(), &tok, 30, 24);
+    tool_check::check_family(llama().as_ref(), &f, [21, 22], [23, 24], &[]);
 }
 
 /// Pythonic refuses schemas it cannot express; the shared checks expect a tag for every
@@ -491,13 +456,7 @@ fn json_adversarial() {
     );
     let events = stream_events(&f, &tools, &[&two[..40], &two[40..70], &two[70..]]);
     assert_eq!(ended(&events).len(), 1);
-    let streamed: String = events
-        .iter()
-        .filter_map(|e| match e {
-            StreamEvent::Content(c) => Some(c.as_str()),
-            _ => None,
-        })
-        .collect();
+    let streamed: String = crate::events::streamed_content(&events);
     assert_eq!(streamed, r#"[{"name": "nope", "arguments": {}}]"#);
     let out = f.parse(r#"[{"name": "get_time", "arguments": {"tz": }}]"#, &tools);
     assert!(matches!(

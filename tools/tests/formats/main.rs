@@ -6,6 +6,8 @@
 
 #[path = "../../../tests/common/mod.rs"]
 mod common;
+#[path = "../events/mod.rs"]
+mod events;
 mod tool_check;
 
 mod hermes;

@@ -19,14 +19,6 @@ use serde_json::json;
 use tokensieve::GrammarMatcher;
 use tokensieve_tools::{format_by_name, Tool, ToolCall, ToolCallFormat, ToolChoice};
 
-/// BFCL files whose `function` lists are the tools.
-const FILES: &[&str] = &[
-    "BFCL_v4_simple_python.json",
-    "BFCL_v4_multiple.json",
-    "BFCL_v4_parallel.json",
-    "BFCL_v4_parallel_multiple.json",
-];
-
 /// The registry names of the families, with the shared tokenizer their round trip runs on.
 const FAMILIES: &[(&str, &str)] = &[
     ("granite", "gptoss"),
@@ -227,41 +219,20 @@ fn renderers_write_each_family_form() {
     }
 }
 
-/// Round trip on the family's real vocabulary: 1 to 3 random BFCL calls rendered, accepted
-/// token by token (mask checked before every token) by the required, auto and named tags,
-/// parsed back whole and streamed.
+/// Each family on its real vocabulary: round trips of 1 to 3 random BFCL calls rendered,
+/// accepted token by token (mask checked before every token) by the required, auto and named
+/// tags, parsed back whole and streamed; constrained random walks give only valid calls to
+/// offered tools; under `none` no call appears.
 #[test]
-fn round_trip_on_real_vocabularies() {
+fn round_trips_and_walks_on_real_vocabularies() {
     for (i, (name, tok)) in FAMILIES.iter().enumerate() {
         let Some(tok) = RealTokenizer::load(tok) else {
             continue;
         };
         let f = format(name);
-        let seed = 700 + 2 * i as u64;
-        assert_eq!(
-            tool_check::round_trip(f.as_ref(), &tok, FILES, 15, false, seed),
-            15
-        );
-        assert_eq!(
-            tool_check::round_trip(f.as_ref(), &tok, FILES, 15, true, seed + 1),
-            15
-        );
-    }
-}
-
-/// Constrained random walks on the real vocabularies give only valid calls to offered
-/// tools; under `none` no call appears.
-#[test]
-fn walks_on_real_vocabularies() {
-    for (i, (name, tok)) in FAMILIES.iter().enumerate() {
-        let Some(tok) = RealTokenizer::load(tok) else {
-            continue;
-        };
-        let f = format(name);
-        let seed = 800 + 2 * i as u64;
-        let done = tool_check::constrained_walks(f.as_ref(), &tok, FILES, 40, seed);
-        assert!(done >= 40, "{name}: only {done} walks stopped");
-        tool_check::none_never_calls(f.as_ref(), &tok, 15, seed + 1);
+        let (rt, walk) = (700 + 2 * i as u64, 800 + 2 * i as u64);
+        tool_check::round_trips(f.as_ref(), &tok, 15, [rt, rt + 1]);
+        tool_check::walks_and_none(f.as_ref(), &tok, (40, 15), [walk, walk + 1], &[]);
     }
 }
 

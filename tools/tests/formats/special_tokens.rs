@@ -12,13 +12,7 @@ use common::RealTokenizer;
 use serde_json::{json, Value};
 use tokensieve_tools::{format_by_name, DeepSeek, Tool, ToolCall, ToolCallFormat};
 
-/// BFCL files whose `function` lists are the tools.
-const FILES: &[&str] = &[
-    "BFCL_v4_simple_python.json",
-    "BFCL_v4_multiple.json",
-    "BFCL_v4_parallel.json",
-    "BFCL_v4_parallel_multiple.json",
-];
+use tool_check::BFCL_FILES as FILES;
 
 /// Recovered / expected calls of one recorded source, printed as a table row.
 fn report(source: &str, recovered: usize, expected: usize, failures: &[String]) {
@@ -42,55 +36,52 @@ fn wire_arguments(args: &str) -> Value {
     serde_json::from_str(args).unwrap_or_else(|_| json!({ "code": args }))
 }
 
+/// The calls of each assistant message of an OpenAI-style `messages` array, as (name,
+/// arguments) pairs, the arguments read from the wire form by `arguments`.
+fn assistant_calls(
+    messages: &Value,
+    arguments: impl Fn(&Value) -> Value,
+) -> Vec<Vec<(String, Value)>> {
+    let assistant = messages
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "assistant");
+    assistant
+        .map(|m| {
+            let calls = m["tool_calls"]
+                .as_array()
+                .map(Vec::as_slice)
+                .unwrap_or_default();
+            calls
+                .iter()
+                .map(|c| {
+                    let name = c["function"]["name"].as_str().unwrap().to_owned();
+                    (name, arguments(&c["function"]["arguments"]))
+                })
+                .collect()
+        })
+        .collect()
+}
+
 fn names_and_args(calls: &[ToolCall]) -> Vec<(String, Value)> {
     tool_check::names_and_args(calls)
 }
 
 // ---------------------------------------------------------------- DeepSeek
 
-/// DeepSeek V3 on the DeepSeek V3 vocabulary: round trip, single and parallel.
+/// DeepSeek V3 and V3.1 on the DeepSeek V3 vocabulary: round trips (single and parallel),
+/// 200 constrained walks (required and named) whose calls validate, no call under `none`.
 #[test]
-fn deepseek_v3_round_trip() {
-    let Some(tok) = RealTokenizer::load("deepseek_v3") else {
-        return;
-    };
-    let f = DeepSeek::v3();
-    assert_eq!(tool_check::round_trip(&f, &tok, FILES, 25, false, 10), 25);
-    assert_eq!(tool_check::round_trip(&f, &tok, FILES, 25, true, 11), 25);
-}
-
-/// DeepSeek V3.1 on the DeepSeek V3 vocabulary: round trip, single and parallel.
-#[test]
-fn deepseek_v31_round_trip() {
-    let Some(tok) = RealTokenizer::load("deepseek_v3") else {
-        return;
-    };
-    let f = DeepSeek::v31();
-    assert_eq!(tool_check::round_trip(&f, &tok, FILES, 25, false, 12), 25);
-    assert_eq!(tool_check::round_trip(&f, &tok, FILES, 25, true, 13), 25);
-}
-
-fn deepseek_walks(name: &str, seed: u64) {
-    let Some(tok) = RealTokenizer::load("deepseek_v3") else {
-        return;
-    };
-    let f = format_by_name(name).expect("registered");
-    let done = tool_check::constrained_walks(f.as_ref(), &tok, FILES, 200, seed);
-    assert!(done >= 200, "{name}: only {done} walks stopped");
-    tool_check::none_never_calls(f.as_ref(), &tok, 30, seed + 1);
-}
-
-/// DeepSeek V3: 200 constrained walks (required and named), all valid; `none` never calls.
-#[test]
-fn deepseek_v3_walks() {
-    deepseek_walks("deepseek_v3", 20);
-}
-
-/// DeepSeek V3.1: 200 constrained walks (required and named), all valid; `none` never
-/// calls.
-#[test]
-fn deepseek_v31_walks() {
-    deepseek_walks("deepseek_v31", 30);
+fn deepseek_v3_and_v31() {
+    let tok = RealTokenizer::load("deepseek_v3");
+    for (f, seeds) in [
+        (DeepSeek::v3(), [10, 11, 20, 21]),
+        (DeepSeek::v31(), [12, 13, 30, 31]),
+    ] {
+        let [r0, r1, w0, w1] = seeds;
+        tool_check::check_family(tok.as_ref(), &f, [r0, r1], [w0, w1], &[]);
+    }
 }
 
 /// functionary's DeepSeek R1 rendered prompt: every assistant turn parses to the calls the
@@ -113,27 +104,8 @@ fn deepseek_r1_prompt_fixture() {
     tools_json.push(json!({"type": "function", "function": {"name": "python",
         "parameters": {"type": "object", "properties": {"code": {"type": "string"}}}}}));
     let tools = Tool::list_from_openai(&Value::Array(tools_json)).unwrap();
-    let expected_turns: Vec<Vec<(String, Value)>> = case["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "assistant")
-        .map(|m| {
-            m["tool_calls"]
-                .as_array()
-                .map(|cs| {
-                    cs.iter()
-                        .map(|c| {
-                            (
-                                c["function"]["name"].as_str().unwrap().to_owned(),
-                                wire_arguments(c["function"]["arguments"].as_str().unwrap()),
-                            )
-                        })
-                        .collect()
-                })
-                .unwrap_or_default()
-        })
-        .collect();
+    let expected_turns =
+        assistant_calls(&case["messages"], |a| wire_arguments(a.as_str().unwrap()));
     let f = DeepSeek::v3();
     let mut files = 0;
     for entry in std::fs::read_dir(&dir).unwrap() {
@@ -220,27 +192,13 @@ pub(crate) fn kimi_tokenizer() -> Option<RealTokenizer> {
     Some(tok)
 }
 
-/// Kimi K2 on the built Kimi vocabulary: round trip, single and parallel.
+/// Kimi K2 on the built Kimi vocabulary: round trips (single and parallel), 200
+/// constrained walks (required and named) whose calls validate, no call under `none`.
 #[test]
-fn kimi_round_trip() {
-    let Some(tok) = kimi_tokenizer() else {
-        return;
-    };
+fn kimi_on_its_vocabulary() {
+    let tok = kimi_tokenizer();
     let f = tokensieve_tools::KimiK2::default();
-    assert_eq!(tool_check::round_trip(&f, &tok, FILES, 25, false, 40), 25);
-    assert_eq!(tool_check::round_trip(&f, &tok, FILES, 25, true, 41), 25);
-}
-
-/// Kimi K2: 200 constrained walks (required and named), all valid; `none` never calls.
-#[test]
-fn kimi_walks() {
-    let Some(tok) = kimi_tokenizer() else {
-        return;
-    };
-    let f = format_by_name("kimi_k2").expect("registered");
-    let done = tool_check::constrained_walks(f.as_ref(), &tok, FILES, 200, 42);
-    assert!(done >= 200, "only {done} walks stopped");
-    tool_check::none_never_calls(f.as_ref(), &tok, 30, 43);
+    tool_check::check_family(tok.as_ref(), &f, [40, 41], [42, 43], &[]);
 }
 
 /// Moonshot's K2-Vendor-Verifier recordings hold responses already parsed by the serving
@@ -521,8 +479,7 @@ fn mistral_round_trip_tekken() {
     };
     let f = tokensieve_tools::Mistral::for_vocabulary(&tok.vocab, Default::default());
     assert_eq!(f.syntax(), tokensieve_tools::MistralSyntax::Array);
-    assert_eq!(tool_check::round_trip(&f, &tok, FILES, 25, false, 50), 25);
-    assert_eq!(tool_check::round_trip(&f, &tok, FILES, 25, true, 51), 25);
+    tool_check::round_trips(&f, &tok, 25, [50, 51]);
     let f = tokensieve_tools::Mistral::name_args();
     assert_eq!(tool_check::round_trip(&f, &tok, FILES, 10, true, 52), 10);
 }
@@ -534,9 +491,7 @@ fn mistral_walks_tekken() {
         return;
     };
     let f = tokensieve_tools::Mistral::array();
-    let done = tool_check::constrained_walks(&f, &tok, FILES, 200, 53);
-    assert!(done >= 200, "only {done} walks stopped");
-    tool_check::none_never_calls(&f, &tok, 30, 54);
+    tool_check::walks_and_none(&f, &tok, (200, 30), [53, 54], &[]);
     let f = format_by_name("mistral").expect("registered");
     tool_check::none_never_calls(f.as_ref(), &tok, 10, 55);
 }
@@ -555,27 +510,7 @@ fn mistral_ollama_fixture() {
     .unwrap();
     let messages: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("messages.json")).unwrap()).unwrap();
-    let expected: Vec<Vec<(String, Value)>> = messages
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "assistant")
-        .map(|m| {
-            m["tool_calls"]
-                .as_array()
-                .map(|cs| {
-                    cs.iter()
-                        .map(|c| {
-                            (
-                                c["function"]["name"].as_str().unwrap().to_owned(),
-                                c["function"]["arguments"].clone(),
-                            )
-                        })
-                        .collect()
-                })
-                .unwrap_or_default()
-        })
-        .collect();
+    let expected = assistant_calls(&messages, Value::clone);
     // Assistant turns: after `[/INST]` or `[/TOOL_RESULTS]`, up to `</s>`.
     let mut turns = Vec::new();
     let mut rest = text.as_str();
@@ -630,29 +565,15 @@ fn gptoss_tokenizer() -> Option<RealTokenizer> {
     RealTokenizer::load("gptoss")
 }
 
-/// Harmony on gpt-oss: round trip, single and parallel (calls as messages of their own,
-/// after `<|start|>assistant`).
+/// Harmony on gpt-oss (registered as `openai` and `harmony`): round trips, single and
+/// parallel (calls as messages of their own, after `<|start|>assistant`), 200 constrained
+/// walks whose calls validate, no call under `none`.
 #[test]
-fn harmony_round_trip() {
-    let Some(tok) = gptoss_tokenizer() else {
-        return;
-    };
-    let f = tokensieve_tools::Harmony::default();
-    assert_eq!(tool_check::round_trip(&f, &tok, FILES, 25, false, 60), 25);
-    assert_eq!(tool_check::round_trip(&f, &tok, FILES, 25, true, 63), 25);
-}
-
-/// Harmony on gpt-oss: 200 constrained walks, all valid; `none` never calls.
-#[test]
-fn harmony_walks() {
-    let Some(tok) = gptoss_tokenizer() else {
-        return;
-    };
+fn harmony_on_gptoss() {
     for name in ["openai", "harmony"] {
         assert!(format_by_name(name).is_some(), "{name} registered");
     }
-    let f = format_by_name("openai").expect("registered");
-    let done = tool_check::constrained_walks(f.as_ref(), &tok, FILES, 200, 61);
-    assert!(done >= 200, "only {done} walks stopped");
-    tool_check::none_never_calls(f.as_ref(), &tok, 30, 62);
+    let tok = gptoss_tokenizer();
+    let f = tokensieve_tools::Harmony::default();
+    tool_check::check_family(tok.as_ref(), &f, [60, 63], [61, 62], &[]);
 }

@@ -10,7 +10,7 @@ use rand::{Rng, SeedableRng};
 use serde_json::{json, Map, Value};
 use tokensieve::mask::is_token_allowed;
 use tokensieve::{CompiledGrammar, GrammarMatcher};
-use tokensieve_tools::{StreamEvent, Tool, ToolCall, ToolCallFormat, ToolChoice};
+use tokensieve_tools::{ParsedOutput, StreamEvent, Tool, ToolCall, ToolCallFormat, ToolChoice};
 
 use crate::common::{self, RealTokenizer};
 
@@ -426,6 +426,89 @@ pub fn names_and_args(calls: &[ToolCall]) -> Vec<(String, Value)> {
         .collect()
 }
 
+/// The BFCL files whose `function` lists are the tools every family's checks draw from.
+pub const BFCL_FILES: &[&str] = &[
+    "BFCL_v4_simple_python.json",
+    "BFCL_v4_multiple.json",
+    "BFCL_v4_parallel.json",
+    "BFCL_v4_parallel_multiple.json",
+];
+
+/// [`round_trip`] over [`BFCL_FILES`]: `cases` single calls with seed `seeds[0]`, then
+/// `cases` parallel calls with seed `seeds[1]`; panics, naming the format and vocabulary,
+/// when fewer cases could be checked.
+pub fn round_trips(
+    format: &dyn ToolCallFormat,
+    tok: &RealTokenizer,
+    cases: usize,
+    seeds: [u64; 2],
+) {
+    for (parallel, seed) in [(false, seeds[0]), (true, seeds[1])] {
+        let checked = round_trip(format, tok, BFCL_FILES, cases, parallel, seed);
+        assert_eq!(
+            checked,
+            cases,
+            "{} on {}: {checked} of {cases} round trips (parallel: {parallel})",
+            format.name(),
+            tok.name
+        );
+    }
+}
+
+/// [`constrained_walks_hinted`] over [`BFCL_FILES`] with seed `seeds[0]`: all `walks.0`
+/// walks must stop (panics naming the format otherwise); then [`none_never_calls`] with
+/// `walks.1` walks and seed `seeds[1]`.
+pub fn walks_and_none(
+    format: &dyn ToolCallFormat,
+    tok: &RealTokenizer,
+    walks: (usize, usize),
+    seeds: [u64; 2],
+    hints: &[&str],
+) {
+    let done = constrained_walks_hinted(format, tok, BFCL_FILES, walks.0, seeds[0], hints);
+    assert!(
+        done >= walks.0,
+        "{} on {}: only {done} of {} walks stopped",
+        format.name(),
+        tok.name,
+        walks.0
+    );
+    none_never_calls(format, tok, walks.1, seeds[1]);
+}
+
+/// A family's checks on its real vocabulary, where `tok` is loaded (`None`: the vocabulary is
+/// missing outside CI, and the load said so): [`round_trips`] of 25 cases with
+/// `round_trip_seeds`, then [`walks_and_none`] with 200 walks and 30 under `none`,
+/// `walk_seeds` and `hints`.
+pub fn check_family(
+    tok: Option<&RealTokenizer>,
+    format: &dyn ToolCallFormat,
+    round_trip_seeds: [u64; 2],
+    walk_seeds: [u64; 2],
+    hints: &[&str],
+) {
+    let Some(tok) = tok else { return };
+    round_trips(format, tok, 25, round_trip_seeds);
+    walks_and_none(format, tok, (200, 30), walk_seeds, hints);
+}
+
+/// `format.parse(text, tools)`; panics, naming the format and the text, when the parse
+/// reports an error.
+pub fn parse_without_errors(
+    format: &dyn ToolCallFormat,
+    text: &str,
+    tools: &[Tool],
+) -> ParsedOutput {
+    let parsed = format.parse(text, tools);
+    assert!(
+        parsed.errors.is_empty(),
+        "{}: {:?} in {text:?}",
+        format.name(),
+        parsed.errors
+    );
+    parsed
+}
+
 /// The round-trip property for one format on one vocabulary: `cases` random BFCL tool
 /// lists (from `files`) with random valid calls → render → the `required` grammar (and,
 /// for one call, the named grammar) accepts the text token by token → parse and
@@ -501,13 +584,7 @@ pub fn round_trip(
                 );
             }
         }
-        let parsed = format.parse(&text, tools);
-        assert!(
-            parsed.errors.is_empty(),
-            "{}: {:?} in {text:?}",
-            format.name(),
-            parsed.errors
-        );
+        let parsed = parse_without_errors(format, &text, tools);
         assert_eq!(
             names_and_args(&parsed.tool_calls),
             names_and_args(&calls),
@@ -590,13 +667,7 @@ pub fn constrained_walks_hinted(
             }
             continue;
         }
-        let parsed = format.parse(&text, tools);
-        assert!(
-            parsed.errors.is_empty(),
-            "{}: {:?} in {text:?}",
-            format.name(),
-            parsed.errors
-        );
+        let parsed = parse_without_errors(format, &text, tools);
         assert!(
             !parsed.tool_calls.is_empty(),
             "{}: no call in {text:?}",

@@ -13,46 +13,22 @@ use tokensieve_tools::{
     format_by_name, format_by_name_with, FormatOptions, Glm, Glm4, Qwen3Coder, Tool, ToolCallFormat,
 };
 
-/// BFCL files whose `function` lists are the tools.
-const FILES: &[&str] = &[
-    "BFCL_v4_simple_python.json",
-    "BFCL_v4_multiple.json",
-    "BFCL_v4_parallel.json",
-    "BFCL_v4_parallel_multiple.json",
-];
-
-/// Qwen3-Coder on Qwen3: round trip for single and parallel calls under every tool_choice.
+/// Qwen3-Coder on Qwen3: round trips of single and parallel calls under every tool_choice,
+/// 200 constrained walks (required and named) whose calls validate, no call under `none`.
 #[test]
-fn qwen3_coder_round_trip_qwen3() {
-    let Some(tok) = RealTokenizer::load("qwen3") else {
-        return;
-    };
-    let f = Qwen3Coder::default();
-    assert_eq!(tool_check::round_trip(&f, &tok, FILES, 25, false, 11), 25);
-    assert_eq!(tool_check::round_trip(&f, &tok, FILES, 25, true, 12), 25);
-}
-
-/// Qwen3-Coder on Qwen3: 200 constrained walks (required and named), every call
-/// validates; under `none` no call.
-#[test]
-fn qwen3_coder_walks_qwen3() {
-    let Some(tok) = RealTokenizer::load("qwen3") else {
-        return;
-    };
-    let f = format_by_name("qwen3_xml").expect("registered");
-    let done = tool_check::constrained_walks_hinted(
-        f.as_ref(),
-        &tok,
-        FILES,
-        200,
-        13,
-        &[
-            "\n</parameter>\n",
-            "\n</parameter>\n</function>\n</tool_call>",
-        ],
+fn qwen3_coder_on_qwen3() {
+    let tok = RealTokenizer::load("qwen3");
+    let hints = [
+        "\n</parameter>\n",
+        "\n</parameter>\n</function>\n</tool_call>",
+    ];
+    tool_check::check_family(
+        tok.as_ref(),
+        &Qwen3Coder::default(),
+        [11, 12],
+        [13, 14],
+        &hints,
     );
-    assert!(done >= 200, "only {done} walks stopped");
-    tool_check::none_never_calls(f.as_ref(), &tok, 30, 14);
 }
 
 /// A GLM test vocabulary: Qwen3's tokenizer with GLM's markers as special tokens (the
@@ -119,66 +95,22 @@ fn glm_markers_are_tokens() {
     );
 }
 
-/// GLM-4.5 on the GLM test vocabulary: round trip for single and parallel calls.
+/// GLM-4.5, GLM-4.7 and GLM-4-9b's `NAME\n{JSON}` syntax on the GLM test vocabulary:
+/// round trips of single and parallel calls, 200 constrained walks whose calls validate, no
+/// call under `none`.
 #[test]
-fn glm45_round_trip() {
-    let Some(tok) = glm_tokenizer() else {
-        return;
-    };
-    let f = Glm::glm45(FormatOptions::default());
-    assert_eq!(tool_check::round_trip(&f, &tok, FILES, 25, false, 21), 25);
-    assert_eq!(tool_check::round_trip(&f, &tok, FILES, 25, true, 22), 25);
-}
-
-/// GLM-4.7 on the GLM test vocabulary: round trip for single and parallel calls.
-#[test]
-fn glm47_round_trip() {
-    let Some(tok) = glm_tokenizer() else {
-        return;
-    };
-    let f = Glm::glm47(FormatOptions::default());
-    assert_eq!(tool_check::round_trip(&f, &tok, FILES, 25, false, 31), 25);
-    assert_eq!(tool_check::round_trip(&f, &tok, FILES, 25, true, 32), 25);
-}
-
-/// GLM-4.5 and 4.7: 200 constrained walks each, every call validates; under `none` no
-/// call.
-#[test]
-fn glm_walks() {
-    let Some(tok) = glm_tokenizer() else {
-        return;
-    };
-    for (name, seed) in [("glm45", 23), ("glm47", 33)] {
-        let f = format_by_name(name).expect("registered");
-        let done = tool_check::constrained_walks_hinted(
-            f.as_ref(),
-            &tok,
-            FILES,
-            200,
-            seed,
-            &[
-                "</arg_value>\n",
-                "</arg_value>\n</tool_call>",
-                "</arg_value></tool_call>",
-            ],
-        );
-        assert!(done >= 200, "{name}: only {done} walks stopped");
-        tool_check::none_never_calls(f.as_ref(), &tok, 30, seed + 1);
-    }
-}
-
-/// GLM-4-9b's `NAME\n{JSON}` syntax on the GLM test vocabulary: round trip and walks.
-#[test]
-fn glm4_round_trip_and_walks() {
-    let Some(tok) = glm_tokenizer() else {
-        return;
-    };
-    let f = Glm4::default();
-    assert_eq!(tool_check::round_trip(&f, &tok, FILES, 25, false, 41), 25);
-    assert_eq!(tool_check::round_trip(&f, &tok, FILES, 25, true, 42), 25);
-    let done = tool_check::constrained_walks(&f, &tok, FILES, 200, 43);
-    assert!(done >= 200, "only {done} walks stopped");
-    tool_check::none_never_calls(&f, &tok, 30, 44);
+fn glm_on_its_vocabulary() {
+    let tok = glm_tokenizer();
+    let hints = [
+        "</arg_value>\n",
+        "</arg_value>\n</tool_call>",
+        "</arg_value></tool_call>",
+    ];
+    let glm45 = Glm::glm45(FormatOptions::default());
+    tool_check::check_family(tok.as_ref(), &glm45, [21, 22], [23, 24], &hints);
+    let glm47 = Glm::glm47(FormatOptions::default());
+    tool_check::check_family(tok.as_ref(), &glm47, [31, 32], [33, 34], &hints);
+    tool_check::check_family(tok.as_ref(), &Glm4::default(), [41, 42], [43, 44], &[]);
 }
 
 /// The worked examples of sections 4.2 and 4.8 parse to the notes' JSON through the
