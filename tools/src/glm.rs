@@ -187,9 +187,7 @@ impl ToolCallFormat for Glm {
         })
     }
 
-    fn parse_partial(&self, text: &str, tools: &[Tool], at_end: bool) -> PartialOutput {
-        self.parse_partial_from(text, &Settled::default(), tools, at_end)
-    }
+    parse_partial_from_start!();
 
     fn parse_partial_from(
         &self,
@@ -545,17 +543,10 @@ impl ToolCallFormat for Glm4 {
             CallMode::Auto => json!({"type": "or", "elements": [text, block]}),
             CallMode::Required | CallMode::Forced => block,
         };
-        StructuralTag::from_json(&json!({"type": "structural_tag", "format": format})).map_err(
-            |e| ToolError::Unsupported {
-                format: "glm4".into(),
-                reason: e.to_string(),
-            },
-        )
+        tags::structural_tag(format, "glm4")
     }
 
-    fn parse_partial(&self, text: &str, tools: &[Tool], at_end: bool) -> PartialOutput {
-        self.parse_partial_from(text, &Settled::default(), tools, at_end)
-    }
+    parse_partial_from_start!();
 
     fn parse_partial_from(
         &self,
@@ -564,17 +555,13 @@ impl ToolCallFormat for Glm4 {
         tools: &[Tool],
         at_end: bool,
     ) -> PartialOutput {
-        let mut out = PartialOutput::default();
-        let mut content = Content::resumed(from.content_open);
-        let mut pos = from.offset;
         if from.content_open {
             // Settled inside a text message, which runs to the end: the rest of it.
-            if let Some(n) = content.push_tail(&text[pos..], &[ASSISTANT], at_end) {
-                scan::settle_open(&mut out, &content, pos + n);
-            }
-            out.content = content.into_string();
-            return out;
+            return scan::rest_as_content(text, from, &[ASSISTANT], at_end);
         }
+        let mut out = PartialOutput::default();
+        let mut content = Content::default();
+        let mut pos = from.offset;
         loop {
             // An optional `<|assistant|>` before each message.
             let j = skip_ws(text, pos);

@@ -138,9 +138,7 @@ impl ToolCallFormat for Granite {
         })
     }
 
-    fn parse_partial(&self, text: &str, tools: &[Tool], at_end: bool) -> PartialOutput {
-        self.parse_partial_from(text, &Settled::default(), tools, at_end)
-    }
+    parse_partial_from_start!();
 
     fn parse_partial_from(
         &self,
@@ -189,30 +187,17 @@ impl ToolCallFormat for Granite {
     }
 }
 
-/// IBM granite-20b-functioncalling (`granite-20b-fc`).
-///
-/// * Grammar: each call is `<function_call> {"name": "NAME", "arguments": ARGS}`, calls
-///   joined by `\n`; `required` and named start with the first call; `auto` is free text
-///   (never holding `<function_call>`), then optionally the calls.
-/// * Parser: Hermes' JSON-object reader under the marker `<function_call>`, with no end
-///   marker: a call ends with its JSON object; whitespace and text between calls, and text
-///   before the first (vLLM keeps it as content), are content. A call whose JSON does not
-///   parse runs to the next `<function_call>` or the end of the output.
-#[derive(Clone, Debug, Default)]
-pub struct Granite20bFc {
-    options: FormatOptions,
-}
-
-impl Granite20bFc {
-    /// The format with `options`.
-    pub fn new(options: FormatOptions) -> Self {
-        Self { options }
-    }
-
-    /// The options.
-    pub fn options(&self) -> &FormatOptions {
-        &self.options
-    }
+format_with_options! {
+    /// IBM granite-20b-functioncalling (`granite-20b-fc`).
+    ///
+    /// * Grammar: each call is `<function_call> {"name": "NAME", "arguments": ARGS}`, calls
+    ///   joined by `\n`; `required` and named start with the first call; `auto` is free text
+    ///   (never holding `<function_call>`), then optionally the calls.
+    /// * Parser: Hermes' JSON-object reader under the marker `<function_call>`, with no end
+    ///   marker: a call ends with its JSON object; whitespace and text between calls, and text
+    ///   before the first (vLLM keeps it as content), are content. A call whose JSON does not
+    ///   parse runs to the next `<function_call>` or the end of the output.
+    pub struct Granite20bFc;
 }
 
 impl ToolCallFormat for Granite20bFc {
@@ -245,9 +230,7 @@ impl ToolCallFormat for Granite20bFc {
         })
     }
 
-    fn parse_partial(&self, text: &str, tools: &[Tool], at_end: bool) -> PartialOutput {
-        self.parse_partial_from(text, &Settled::default(), tools, at_end)
-    }
+    parse_partial_from_start!();
 
     fn parse_partial_from(
         &self,

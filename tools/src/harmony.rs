@@ -33,49 +33,36 @@ pub const CALL: &str = "<|call|>";
 
 const MARKERS: &[&str] = &[START, END, MESSAGE, CHANNEL, CONSTRAIN, RETURN, CALL];
 
-/// The Harmony format (`openai`, `harmony`).
-///
-/// * Grammar: an `analysis` message first (required with [`FormatOptions::reasoning`],
-///   optional without), ended by `<|end|><|start|>assistant`; then, by tool_choice:
-///   `none` a `final` message; `auto` a `final` message or calls; `required` calls;
-///   named exactly one call. A call is
-///   `<|channel|>commentary to=functions.NAME <|constrain|>json<|message|>ARGS<|call|>`
-///   (the recipient in the channel part, as the gpt-oss docs write it). With `parallel`
-///   on, a call may be followed by more, each a message of its own after
-///   `<|start|>assistant` (what [`ToolCallFormat::render_calls`] writes, and how
-///   XGrammar's harmony builtin separates messages); without it, one call. A server
-///   that stops generation at `<|call|>` (gpt-oss's own stop token, so the tool can run)
-///   gets one call per generation either way; the others come in later turns. All
-///   markers are special tokens of the gpt-oss vocabulary and are matched as those
-///   tokens; free text never contains one.
-/// * Parser: messages split at `<|start|>`; the recipient `to=functions.NAME` is read in
-///   the role part or the channel part, on any channel (`commentary` or `analysis`),
-///   with `<|constrain|>json`, ` json` or no content type; a call's body is one JSON
-///   object ended by `<|call|>`, `<|end|>` or the end of the output (the stop token may
-///   have been cut off). `analysis` text is reasoning; `final` text and a `commentary`
-///   preamble without recipient are content. Other recipients (built-in tools such as
-///   `python`) are calls by that name, so they are errors when the tool list lacks them.
-///   A header that never reaches `<|message|>` is content, and so is text in a header
-///   that is none of its parts (prose before `<|channel|>`, a stray `<think>…</think>`,
-///   a role other than `assistant`, a channel other than `analysis`, `commentary` and
-///   `final`, a content type other than `json` and `code`; section 4.9: keep unknown
-///   header text as content). A message on an unknown channel is content. A malformed
-///   call's error quotes its whole message, header included.
-#[derive(Clone, Debug, Default)]
-pub struct Harmony {
-    options: FormatOptions,
-}
-
-impl Harmony {
-    /// The format with `options`.
-    pub fn new(options: FormatOptions) -> Self {
-        Self { options }
-    }
-
-    /// The options.
-    pub fn options(&self) -> &FormatOptions {
-        &self.options
-    }
+format_with_options! {
+    /// The Harmony format (`openai`, `harmony`).
+    ///
+    /// * Grammar: an `analysis` message first (required with [`FormatOptions::reasoning`],
+    ///   optional without), ended by `<|end|><|start|>assistant`; then, by tool_choice:
+    ///   `none` a `final` message; `auto` a `final` message or calls; `required` calls;
+    ///   named exactly one call. A call is
+    ///   `<|channel|>commentary to=functions.NAME <|constrain|>json<|message|>ARGS<|call|>`
+    ///   (the recipient in the channel part, as the gpt-oss docs write it). With `parallel`
+    ///   on, a call may be followed by more, each a message of its own after
+    ///   `<|start|>assistant` (what [`ToolCallFormat::render_calls`] writes, and how
+    ///   XGrammar's harmony builtin separates messages); without it, one call. A server
+    ///   that stops generation at `<|call|>` (gpt-oss's own stop token, so the tool can run)
+    ///   gets one call per generation either way; the others come in later turns. All
+    ///   markers are special tokens of the gpt-oss vocabulary and are matched as those
+    ///   tokens; free text never contains one.
+    /// * Parser: messages split at `<|start|>`; the recipient `to=functions.NAME` is read in
+    ///   the role part or the channel part, on any channel (`commentary` or `analysis`),
+    ///   with `<|constrain|>json`, ` json` or no content type; a call's body is one JSON
+    ///   object ended by `<|call|>`, `<|end|>` or the end of the output (the stop token may
+    ///   have been cut off). `analysis` text is reasoning; `final` text and a `commentary`
+    ///   preamble without recipient are content. Other recipients (built-in tools such as
+    ///   `python`) are calls by that name, so they are errors when the tool list lacks them.
+    ///   A header that never reaches `<|message|>` is content, and so is text in a header
+    ///   that is none of its parts (prose before `<|channel|>`, a stray `<think>…</think>`,
+    ///   a role other than `assistant`, a channel other than `analysis`, `commentary` and
+    ///   `final`, a content type other than `json` and `code`; section 4.9: keep unknown
+    ///   header text as content). A message on an unknown channel is content. A malformed
+    ///   call's error quotes its whole message, header included.
+    pub struct Harmony;
 }
 
 fn call_header(name: &str) -> String {
@@ -154,17 +141,10 @@ impl ToolCallFormat for Harmony {
             json!({"type": "or", "elements": [body.clone(),
                 {"type": "sequence", "elements": [analysis, body]}]})
         };
-        StructuralTag::from_json(&json!({"type": "structural_tag", "format": format})).map_err(
-            |e| ToolError::Unsupported {
-                format: "harmony".into(),
-                reason: e.to_string(),
-            },
-        )
+        tags::structural_tag(format, "harmony")
     }
 
-    fn parse_partial(&self, text: &str, tools: &[Tool], at_end: bool) -> PartialOutput {
-        self.parse_partial_from(text, &Settled::default(), tools, at_end)
-    }
+    parse_partial_from_start!();
 
     fn parse_partial_from(
         &self,

@@ -25,37 +25,26 @@ const END: &str = "</tool_call>";
 const THINK: &str = "<think>";
 const THINK_END: &str = "</think>";
 
-/// The Hermes / Qwen format (`hermes`).
-///
-/// * Grammar: each call is `<tool_call>\n{"name": "NAME", "arguments": ARGS}\n</tool_call>`
-///   (the Qwen template's exact spacing; `ARGS` follows the tool's input schema), calls
-///   joined by `\n`; content may precede the first call (also under `required`); with
-///   [`FormatOptions::reasoning`], a `<think>…</think>\n\n` block comes first. On Qwen
-///   vocabularies `<tool_call>` is one added (not special) token, so the marker may be
-///   that token or its spelling.
-/// * Parser: `name` and `arguments` in either order (Hermes 2 Pro history puts
-///   `arguments` first); `"parameters"` accepted for `"arguments"`; a string holding a
-///   JSON object accepted as arguments; a repeated `"name"` or arguments member, or an argument given twice, makes
-///   the call malformed (as in `llama3_json` and `json`); a call is streamed once its name is
-///   complete and offered (a name not offered is never started); a block whose end marker is missing (at the end,
-///   or before text or the next block) accepted when its JSON is complete; text between
-///   and after calls kept in content.
-#[derive(Clone, Debug, Default)]
-pub struct Hermes {
-    options: FormatOptions,
+format_with_options! {
+    /// The Hermes / Qwen format (`hermes`).
+    ///
+    /// * Grammar: each call is `<tool_call>\n{"name": "NAME", "arguments": ARGS}\n</tool_call>`
+    ///   (the Qwen template's exact spacing; `ARGS` follows the tool's input schema), calls
+    ///   joined by `\n`; content may precede the first call (also under `required`); with
+    ///   [`FormatOptions::reasoning`], a `<think>…</think>\n\n` block comes first. On Qwen
+    ///   vocabularies `<tool_call>` is one added (not special) token, so the marker may be
+    ///   that token or its spelling.
+    /// * Parser: `name` and `arguments` in either order (Hermes 2 Pro history puts
+    ///   `arguments` first); `"parameters"` accepted for `"arguments"`; a string holding a
+    ///   JSON object accepted as arguments; a repeated `"name"` or arguments member, or an argument given twice, makes
+    ///   the call malformed (as in `llama3_json` and `json`); a call is streamed once its name is
+    ///   complete and offered (a name not offered is never started); a block whose end marker is missing (at the end,
+    ///   or before text or the next block) accepted when its JSON is complete; text between
+    ///   and after calls kept in content.
+    pub struct Hermes;
 }
 
 impl Hermes {
-    /// The format with `options`.
-    pub fn new(options: FormatOptions) -> Self {
-        Self { options }
-    }
-
-    /// The options.
-    pub fn options(&self) -> &FormatOptions {
-        &self.options
-    }
-
     fn envelope(&self) -> Envelope {
         Envelope {
             trigger: BEGIN.into(),
@@ -90,9 +79,7 @@ impl ToolCallFormat for Hermes {
         })
     }
 
-    fn parse_partial(&self, text: &str, tools: &[Tool], at_end: bool) -> PartialOutput {
-        self.parse_partial_from(text, &Settled::default(), tools, at_end)
-    }
+    parse_partial_from_start!();
 
     fn parse_partial_from(
         &self,
@@ -290,16 +277,7 @@ mod tests {
     use super::*;
     use crate::StreamEvent;
 
-    fn tools() -> Vec<Tool> {
-        Tool::list_from_openai(&json!([
-            {"type": "function", "function": {"name": "get_weather", "parameters": {
-                "type": "object", "properties": {"city": {"type": "string"},
-                "unit": {"enum": ["celsius", "fahrenheit"]}}, "required": ["city"]}}},
-            {"type": "function", "function": {"name": "get_time", "parameters": {
-                "type": "object", "properties": {"tz": {"type": "string"}}, "required": ["tz"]}}}
-        ]))
-        .unwrap()
-    }
+    use crate::test_support::weather_and_time as tools;
 
     const WORKED: &str = "I'll look up both.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"unit\": \"celsius\"}}\n</tool_call>\n<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"tz\": \"Europe/Paris\"}}\n</tool_call>";
 

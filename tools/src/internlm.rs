@@ -33,32 +33,19 @@ const BLOCK: JsonBlock = JsonBlock {
 
 static FAMILY: LazyLock<Family> = LazyLock::new(|| Family::new(&[ACTION_START], driver::THINK));
 
-/// InternLM2.5 (`internlm`).
-///
-/// * Grammar: each call is `<|action_start|><|plugin|>\n{"name": "NAME", "parameters":
-///   ARGS}<|action_end|>`; parallel calls follow each other with nothing between (as the
-///   template renders a turn's calls; the model itself writes one call per turn, and
-///   vLLM's streaming parser reads only the first); content may precede the first call,
-///   also under `required` (the model writes text before its action); free text never
-///   holds `<|action_start|>`.
-/// * Parser: Hermes' reader under InternLM's markers: `"parameters"` or `"arguments"`, a
-///   string holding a JSON object accepted as arguments, a missing `<|action_end|>`
-///   tolerated once the JSON is complete, text around calls kept in content.
-#[derive(Clone, Debug, Default)]
-pub struct InternLm {
-    options: FormatOptions,
-}
-
-impl InternLm {
-    /// The format with `options`.
-    pub fn new(options: FormatOptions) -> Self {
-        Self { options }
-    }
-
-    /// The options.
-    pub fn options(&self) -> &FormatOptions {
-        &self.options
-    }
+format_with_options! {
+    /// InternLM2.5 (`internlm`).
+    ///
+    /// * Grammar: each call is `<|action_start|><|plugin|>\n{"name": "NAME", "parameters":
+    ///   ARGS}<|action_end|>`; parallel calls follow each other with nothing between (as the
+    ///   template renders a turn's calls; the model itself writes one call per turn, and
+    ///   vLLM's streaming parser reads only the first); content may precede the first call,
+    ///   also under `required` (the model writes text before its action); free text never
+    ///   holds `<|action_start|>`.
+    /// * Parser: Hermes' reader under InternLM's markers: `"parameters"` or `"arguments"`, a
+    ///   string holding a JSON object accepted as arguments, a missing `<|action_end|>`
+    ///   tolerated once the JSON is complete, text around calls kept in content.
+    pub struct InternLm;
 }
 
 impl ToolCallFormat for InternLm {
@@ -95,9 +82,7 @@ impl ToolCallFormat for InternLm {
         })
     }
 
-    fn parse_partial(&self, text: &str, tools: &[Tool], at_end: bool) -> PartialOutput {
-        self.parse_partial_from(text, &Settled::default(), tools, at_end)
-    }
+    parse_partial_from_start!();
 
     fn parse_partial_from(
         &self,

@@ -182,36 +182,25 @@ impl Dsml {
     }
 }
 
-/// MiniMax-M2 (`minimax_m2`; also M2.1, M2.5, M2.7).
-///
-/// * Grammar (the exact text of MiniMax-M2's chat template): content, then
-///   `\n<minimax:tool_call>\n`, the calls back to back, each `<invoke name="NAME">\n` +
-///   one `<parameter name="KEY">VALUE</parameter>\n` per argument + `</invoke>\n`, then
-///   `</minimax:tool_call>` and the end of the turn. String values are raw text never
-///   holding `</parameter>`, others JSON (the `minimax_xml` structural-tag style), in the
-///   schema's declared order. `required` allows content before the section; with
-///   [`FormatOptions::reasoning`] the output opens inside the reasoning block (the
-///   prompt ends with `<think>\n`) and `</think>\n\n` closes it.
-/// * Parser: values end at the first `</parameter>` and are typed by the tool's schema
-///   (`type: "string"` raw, else JSON, else a Python literal, else text; undeclared
-///   parameters text), as vLLM's `minimax_m2` parser does.
-/// * Rendering and streaming as [`Dsml`] (without the `string` attribute).
-#[derive(Clone, Debug, Default)]
-pub struct MiniMaxM2 {
-    options: FormatOptions,
+format_with_options! {
+    /// MiniMax-M2 (`minimax_m2`; also M2.1, M2.5, M2.7).
+    ///
+    /// * Grammar (the exact text of MiniMax-M2's chat template): content, then
+    ///   `\n<minimax:tool_call>\n`, the calls back to back, each `<invoke name="NAME">\n` +
+    ///   one `<parameter name="KEY">VALUE</parameter>\n` per argument + `</invoke>\n`, then
+    ///   `</minimax:tool_call>` and the end of the turn. String values are raw text never
+    ///   holding `</parameter>`, others JSON (the `minimax_xml` structural-tag style), in the
+    ///   schema's declared order. `required` allows content before the section; with
+    ///   [`FormatOptions::reasoning`] the output opens inside the reasoning block (the
+    ///   prompt ends with `<think>\n`) and `</think>\n\n` closes it.
+    /// * Parser: values end at the first `</parameter>` and are typed by the tool's schema
+    ///   (`type: "string"` raw, else JSON, else a Python literal, else text; undeclared
+    ///   parameters text), as vLLM's `minimax_m2` parser does.
+    /// * Rendering and streaming as [`Dsml`] (without the `string` attribute).
+    pub struct MiniMaxM2;
 }
 
 impl MiniMaxM2 {
-    /// The format with `options`.
-    pub fn new(options: FormatOptions) -> Self {
-        Self { options }
-    }
-
-    /// The options.
-    pub fn options(&self) -> &FormatOptions {
-        &self.options
-    }
-
     fn dialect(&self) -> &'static Dialect {
         &MINIMAX
     }
@@ -234,9 +223,7 @@ macro_rules! invoke_format {
                 structural_tag(self.dialect(), &self.options, tools, choice, parallel)
             }
 
-            fn parse_partial(&self, text: &str, tools: &[Tool], at_end: bool) -> PartialOutput {
-                self.parse_partial_from(text, &Settled::default(), tools, at_end)
-            }
+            parse_partial_from_start!();
 
             fn parse_partial_from(
                 &self,

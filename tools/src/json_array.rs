@@ -201,11 +201,7 @@ impl ToolCallFormat for JsonArray {
                 )));
             }
             let format = json_format(tags::argument_schema(allowed[0], &self.options));
-            return StructuralTag::from_json(&json!({"type": "structural_tag", "format": format}))
-                .map_err(|e| ToolError::Unsupported {
-                    format: "json".into(),
-                    reason: e.to_string(),
-                });
+            return tags::structural_tag(format, "json");
         }
         let format = match mode {
             // Text the parser reads as content only: not opening (after whitespace) with
@@ -217,17 +213,10 @@ impl ToolCallFormat for JsonArray {
             CallMode::Required => json_format(self.array_schema(&allowed, 1, parallel)),
             CallMode::Auto => json_format(self.array_schema(&allowed, 0, parallel)),
         };
-        StructuralTag::from_json(&json!({"type": "structural_tag", "format": format})).map_err(
-            |e| ToolError::Unsupported {
-                format: "json".into(),
-                reason: e.to_string(),
-            },
-        )
+        tags::structural_tag(format, "json")
     }
 
-    fn parse_partial(&self, text: &str, tools: &[Tool], at_end: bool) -> PartialOutput {
-        self.parse_partial_from(text, &Settled::default(), tools, at_end)
-    }
+    parse_partial_from_start!();
 
     fn parse_partial_from(
         &self,
@@ -236,16 +225,12 @@ impl ToolCallFormat for JsonArray {
         tools: &[Tool],
         at_end: bool,
     ) -> PartialOutput {
-        let mut out = PartialOutput::default();
-        let mut content = Content::resumed(from.content_open);
         if from.content_open {
             // Settled inside an output that is all text: the rest of it.
-            if let Some(n) = content.push_tail(&text[from.offset..], &[], at_end) {
-                scan::settle_open(&mut out, &content, from.offset + n);
-            }
-            out.content = content.into_string();
-            return out;
+            return scan::rest_as_content(text, from, &[], at_end);
         }
+        let mut out = PartialOutput::default();
+        let mut content = Content::default();
         let lead = text.len() - text.trim_start().len();
         let rest = &text[lead..];
         // Other settled points lie in the call array, just after an element. An output
@@ -562,16 +547,7 @@ fn cut_off_object(
 mod tests {
     use super::*;
 
-    fn tools() -> Vec<Tool> {
-        Tool::list_from_openai(&json!([
-            {"type": "function", "function": {"name": "get_weather", "parameters": {
-                "type": "object", "properties": {"city": {"type": "string"},
-                "unit": {"enum": ["celsius", "fahrenheit"]}}, "required": ["city"]}}},
-            {"type": "function", "function": {"name": "get_time", "parameters": {
-                "type": "object", "properties": {"tz": {"type": "string"}}, "required": ["tz"]}}}
-        ]))
-        .unwrap()
-    }
+    use crate::test_support::weather_and_time as tools;
 
     #[test]
     fn array_wrapper_and_single_object() {

@@ -64,6 +64,46 @@ use thiserror::Error;
 
 use tokensieve::StructuralTag;
 
+/// The `parse_partial` of a built-in format: its `parse_partial_from` from the start
+/// (every built-in format implements the resumable parse, so the plain one is this line
+/// in each family's impl rather than the same three lines written per family).
+macro_rules! parse_partial_from_start {
+    () => {
+        fn parse_partial(
+            &self,
+            text: &str,
+            tools: &[$crate::Tool],
+            at_end: bool,
+        ) -> $crate::PartialOutput {
+            self.parse_partial_from(text, &$crate::Settled::default(), tools, at_end)
+        }
+    };
+}
+
+/// Declares a built-in format that holds only its [`FormatOptions`]: the struct (with the
+/// doc comment given), `new(options)` and `options()`.
+macro_rules! format_with_options {
+    ($(#[$attr:meta])* pub struct $name:ident;) => {
+        $(#[$attr])*
+        #[derive(Clone, Debug, Default)]
+        pub struct $name {
+            options: FormatOptions,
+        }
+
+        impl $name {
+            /// The format with `options`.
+            pub fn new(options: FormatOptions) -> Self {
+                Self { options }
+            }
+
+            /// The options.
+            pub fn options(&self) -> &FormatOptions {
+                &self.options
+            }
+        }
+    };
+}
+
 mod call_array;
 mod deepseek;
 pub(crate) mod driver;

@@ -46,39 +46,26 @@ fn is_builtin(name: &str) -> bool {
     BUILTIN_TOOLS.contains(&name)
 }
 
-/// Llama 3.1 custom and built-in tool calls (`llama3_function_tag`; no vLLM parser).
-///
-/// * Grammar: a call to a built-in tool ([`BUILTIN_TOOLS`]) is
-///   `<|python_tag|>NAME.call(KEY="VALUE", …)`: its required properties in schema order,
-///   each a string without `"`, `\` or a newline (how Meta's template writes them; a
-///   built-in tool with another kind of required property is [`ToolError::Unsupported`]);
-///   any other call is `<function=NAME>ARGS</function>` with `ARGS` the tool's input
-///   schema. Parallel calls follow each other with nothing between (the template allows
-///   one call per turn: parallel off is what it asks for). `required` and named start
-///   with the call (the prompt asks for the call only); `auto` is free text, then
-///   optionally the calls; free text never holds `<function=` or `<|python_tag|>`.
-/// * Parser: `<function=NAME>` then one JSON object, then `</function>` (a missing end
-///   marker is tolerated once the JSON is complete); `<|python_tag|>` then `NAME.call(`
-///   keyword arguments `)` with Python literal values; `<|eom_id|>` and `<|eot_id|>`
-///   are dropped; text around calls is content. A name not offered, an argument given
-///   twice, JSON that does not parse or a `<|python_tag|>` not followed by a call is an
-///   error, its text kept in content (a bad custom call up to `</function>`, a bad
-///   built-in call up to the next call or the end).
-#[derive(Clone, Debug, Default)]
-pub struct Llama3FunctionTag {
-    options: FormatOptions,
-}
-
-impl Llama3FunctionTag {
-    /// The format with `options`.
-    pub fn new(options: FormatOptions) -> Self {
-        Self { options }
-    }
-
-    /// The options.
-    pub fn options(&self) -> &FormatOptions {
-        &self.options
-    }
+format_with_options! {
+    /// Llama 3.1 custom and built-in tool calls (`llama3_function_tag`; no vLLM parser).
+    ///
+    /// * Grammar: a call to a built-in tool ([`BUILTIN_TOOLS`]) is
+    ///   `<|python_tag|>NAME.call(KEY="VALUE", …)`: its required properties in schema order,
+    ///   each a string without `"`, `\` or a newline (how Meta's template writes them; a
+    ///   built-in tool with another kind of required property is [`ToolError::Unsupported`]);
+    ///   any other call is `<function=NAME>ARGS</function>` with `ARGS` the tool's input
+    ///   schema. Parallel calls follow each other with nothing between (the template allows
+    ///   one call per turn: parallel off is what it asks for). `required` and named start
+    ///   with the call (the prompt asks for the call only); `auto` is free text, then
+    ///   optionally the calls; free text never holds `<function=` or `<|python_tag|>`.
+    /// * Parser: `<function=NAME>` then one JSON object, then `</function>` (a missing end
+    ///   marker is tolerated once the JSON is complete); `<|python_tag|>` then `NAME.call(`
+    ///   keyword arguments `)` with Python literal values; `<|eom_id|>` and `<|eot_id|>`
+    ///   are dropped; text around calls is content. A name not offered, an argument given
+    ///   twice, JSON that does not parse or a `<|python_tag|>` not followed by a call is an
+    ///   error, its text kept in content (a bad custom call up to `</function>`, a bad
+    ///   built-in call up to the next call or the end).
+    pub struct Llama3FunctionTag;
 }
 
 /// The grammar of a built-in tool's keyword arguments: its required string properties, in
@@ -157,9 +144,7 @@ impl ToolCallFormat for Llama3FunctionTag {
         })
     }
 
-    fn parse_partial(&self, text: &str, tools: &[Tool], at_end: bool) -> PartialOutput {
-        self.parse_partial_from(text, &Settled::default(), tools, at_end)
-    }
+    parse_partial_from_start!();
 
     fn parse_partial_from(
         &self,

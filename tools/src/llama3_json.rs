@@ -24,44 +24,33 @@ const TRIGGER: &str = "{\"name\": ";
 /// Written between parallel calls (vLLM's parser accepts `;` with optional whitespace).
 pub const SEPARATOR: &str = "; ";
 
-/// The Llama 3.x JSON format (`llama3_json`).
-///
-/// * Grammar: each call is `{"name": "NAME", "parameters": ARGS}` (XGrammar's `llama`
-///   builtin: trigger `{"name": `, `ARGS` the tool's input schema); parallel calls are
-///   joined by `; ` (the official template has no parallel calls; `; ` is what vLLM's
-///   parser reads). `required` and named start with the call (no text before: the
-///   template asks for JSON only); `auto` is free text, then optionally the calls;
-///   after the calls comes only the end of turn (`<|eot_id|>`, the stop token).
-///   Free text never contains `"name"`, so the parser cannot find a call in it (and
-///   `none` is free text only). `<|python_tag|>` is not generated: it introduces
-///   built-in tools' Python calls.
-/// * Parser: a call is a JSON object with a string `"name"` and a `"parameters"` or
-///   `"arguments"` member (vLLM's rule; other JSON objects in prose stay content),
-///   anywhere in the text, string-aware (braces and `{"name": ` inside JSON strings are
-///   not calls); a leading `<|python_tag|>` and a final `<|eom_id|>`/`<|eot_id|>` are
-///   dropped; calls may be separated by `;` and/or whitespace; text around them is
-///   content. An unknown name, a repeated `"name"` or arguments member, an argument given twice, or a
-///   call-looking object that is not valid JSON (from its `{` to the next `{"name"` or
-///   the end), is an error with its text kept in content.
-///   Streaming: a `{` followed by a key holds the content back until the object is
-///   decided, and a final `<|python_tag|>` is held back (a call may follow); a call is
-///   reported once its name and the start of its arguments have arrived.
-#[derive(Clone, Debug, Default)]
-pub struct Llama3Json {
-    options: FormatOptions,
+format_with_options! {
+    /// The Llama 3.x JSON format (`llama3_json`).
+    ///
+    /// * Grammar: each call is `{"name": "NAME", "parameters": ARGS}` (XGrammar's `llama`
+    ///   builtin: trigger `{"name": `, `ARGS` the tool's input schema); parallel calls are
+    ///   joined by `; ` (the official template has no parallel calls; `; ` is what vLLM's
+    ///   parser reads). `required` and named start with the call (no text before: the
+    ///   template asks for JSON only); `auto` is free text, then optionally the calls;
+    ///   after the calls comes only the end of turn (`<|eot_id|>`, the stop token).
+    ///   Free text never contains `"name"`, so the parser cannot find a call in it (and
+    ///   `none` is free text only). `<|python_tag|>` is not generated: it introduces
+    ///   built-in tools' Python calls.
+    /// * Parser: a call is a JSON object with a string `"name"` and a `"parameters"` or
+    ///   `"arguments"` member (vLLM's rule; other JSON objects in prose stay content),
+    ///   anywhere in the text, string-aware (braces and `{"name": ` inside JSON strings are
+    ///   not calls); a leading `<|python_tag|>` and a final `<|eom_id|>`/`<|eot_id|>` are
+    ///   dropped; calls may be separated by `;` and/or whitespace; text around them is
+    ///   content. An unknown name, a repeated `"name"` or arguments member, an argument given twice, or a
+    ///   call-looking object that is not valid JSON (from its `{` to the next `{"name"` or
+    ///   the end), is an error with its text kept in content.
+    ///   Streaming: a `{` followed by a key holds the content back until the object is
+    ///   decided, and a final `<|python_tag|>` is held back (a call may follow); a call is
+    ///   reported once its name and the start of its arguments have arrived.
+    pub struct Llama3Json;
 }
 
 impl Llama3Json {
-    /// The format with `options`.
-    pub fn new(options: FormatOptions) -> Self {
-        Self { options }
-    }
-
-    /// The options.
-    pub fn options(&self) -> &FormatOptions {
-        &self.options
-    }
-
     fn envelope(&self) -> Envelope {
         Envelope {
             trigger: TRIGGER.into(),
@@ -175,9 +164,7 @@ impl ToolCallFormat for Llama3Json {
         })
     }
 
-    fn parse_partial(&self, text: &str, tools: &[Tool], at_end: bool) -> PartialOutput {
-        self.parse_partial_from(text, &Settled::default(), tools, at_end)
-    }
+    parse_partial_from_start!();
 
     fn parse_partial_from(
         &self,
@@ -367,16 +354,7 @@ fn indented_json(value: &Value) -> String {
 mod tests {
     use super::*;
 
-    fn tools() -> Vec<Tool> {
-        Tool::list_from_openai(&json!([
-            {"type": "function", "function": {"name": "get_weather", "parameters": {
-                "type": "object", "properties": {"city": {"type": "string"},
-                "unit": {"enum": ["celsius", "fahrenheit"]}}, "required": ["city"]}}},
-            {"type": "function", "function": {"name": "get_time", "parameters": {
-                "type": "object", "properties": {"tz": {"type": "string"}}, "required": ["tz"]}}}
-        ]))
-        .unwrap()
-    }
+    use crate::test_support::weather_and_time as tools;
 
     #[test]
     fn parses_the_worked_example() {

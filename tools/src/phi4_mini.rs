@@ -27,31 +27,18 @@ const BEGIN: &str = "functools[";
 
 static FAMILY: LazyLock<Family> = LazyLock::new(|| Family::new(&[BEGIN], driver::THINK));
 
-/// Phi-4-mini (`phi4_mini_json`).
-///
-/// * Grammar: `functools[{"name": "NAME", "arguments": ARGS}, …]` (elements joined by
-///   `, `; one when `parallel` is off), then the end of the turn; `required` and named
-///   start with `functools[` (vLLM's parser drops the content of an output with calls);
-///   `auto` is free text (never holding `functools`), then optionally the array.
-/// * Parser: Mistral's array reader after `functools[` (string-aware, so arrays inside
-///   the arguments are read whole, where vLLM's `functools\[(.*?)\]` stops at the first
-///   `]`): `"parameters"` accepted for `"arguments"`, a bad element reported with its
-///   text while the others stay calls, text around the array kept in content.
-#[derive(Clone, Debug, Default)]
-pub struct Phi4Mini {
-    options: FormatOptions,
-}
-
-impl Phi4Mini {
-    /// The format with `options`.
-    pub fn new(options: FormatOptions) -> Self {
-        Self { options }
-    }
-
-    /// The options.
-    pub fn options(&self) -> &FormatOptions {
-        &self.options
-    }
+format_with_options! {
+    /// Phi-4-mini (`phi4_mini_json`).
+    ///
+    /// * Grammar: `functools[{"name": "NAME", "arguments": ARGS}, …]` (elements joined by
+    ///   `, `; one when `parallel` is off), then the end of the turn; `required` and named
+    ///   start with `functools[` (vLLM's parser drops the content of an output with calls);
+    ///   `auto` is free text (never holding `functools`), then optionally the array.
+    /// * Parser: Mistral's array reader after `functools[` (string-aware, so arrays inside
+    ///   the arguments are read whole, where vLLM's `functools\[(.*?)\]` stops at the first
+    ///   `]`): `"parameters"` accepted for `"arguments"`, a bad element reported with its
+    ///   text while the others stay calls, text around the array kept in content.
+    pub struct Phi4Mini;
 }
 
 impl ToolCallFormat for Phi4Mini {
@@ -81,9 +68,7 @@ impl ToolCallFormat for Phi4Mini {
         })
     }
 
-    fn parse_partial(&self, text: &str, tools: &[Tool], at_end: bool) -> PartialOutput {
-        self.parse_partial_from(text, &Settled::default(), tools, at_end)
-    }
+    parse_partial_from_start!();
 
     fn parse_partial_from(
         &self,

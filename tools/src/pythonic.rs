@@ -855,17 +855,10 @@ impl ToolCallFormat for Pythonic {
                 grammar
             }
         };
-        StructuralTag::from_json(&json!({"type": "structural_tag", "format": format})).map_err(
-            |e| ToolError::Unsupported {
-                format: "pythonic".into(),
-                reason: e.to_string(),
-            },
-        )
+        tags::structural_tag(format, "pythonic")
     }
 
-    fn parse_partial(&self, text: &str, tools: &[Tool], at_end: bool) -> PartialOutput {
-        self.parse_partial_from(text, &Settled::default(), tools, at_end)
-    }
+    parse_partial_from_start!();
 
     fn parse_partial_from(
         &self,
@@ -874,16 +867,12 @@ impl ToolCallFormat for Pythonic {
         tools: &[Tool],
         at_end: bool,
     ) -> PartialOutput {
-        let mut out = PartialOutput::default();
-        let mut content = Content::resumed(from.content_open);
         if from.content_open {
             // Settled inside an output that is all text: the rest of it.
-            if let Some(n) = content.push_tail(&text[from.offset..], &[], at_end) {
-                scan::settle_open(&mut out, &content, from.offset + n);
-            }
-            out.content = content.into_string();
-            return out;
+            return scan::rest_as_content(text, from, &[], at_end);
         }
+        let mut out = PartialOutput::default();
+        let mut content = Content::default();
         if from.offset > 0 {
             let bracketed = from.state == BRACKETED;
             let end = self.read_calls(

@@ -37,71 +37,60 @@ const CLOSE: &str = "</parameter>";
 const THINK: &str = "<think>";
 const THINK_END: &str = "</think>";
 
-/// The Qwen3-Coder XML format (`qwen3_coder`, also registered as `qwen3_xml`).
-///
-/// * Grammar (the Qwen3-Coder chat template's exact whitespace): each call is
-///   `<tool_call>\n<function=NAME>\n`, then per argument
-///   `<parameter=KEY>\nVALUE\n</parameter>\n`, then `</function>\n</tool_call>`, calls
-///   joined by `\n`; string-typed values are raw text
-///   that never contains `</parameter>` (`minLength`/`maxLength` count its characters,
-///   `pattern`/`format` match it; a keyword the style cannot express makes
-///   [`ToolCallFormat::structural_tag`] fail with [`ToolError::Unsupported`] naming the
-///   tool, the parameter and the keyword), other values JSON under their schema (the
-///   `qwen_xml` structural-tag style), in the schema's declared order; a tool whose
-///   arguments are unconstrained (no properties, see [`super::ArgumentSchemas`]) takes any
-///   parameter names with raw values. Content may precede the first call (also under
-///   `required`); free text never contains `<tool_call>` or `<function=`. With
-///   [`FormatOptions::reasoning`] (Qwen3.5/3.6) a `<think>…</think>\n\n` block comes first.
-///   [`FormatOptions::any_order`] does not apply (the style has a fixed order).
-/// * Parser: values lose exactly one leading and one trailing `\n` and are typed by the
-///   tool's schema (`scan::typed_xml_value`: `type: "string"` raw, else JSON, else a
-///   Python literal such as `True`/`None`, else text; undeclared parameters stay text;
-///   schemas admitting strings among other values as below).
-///   A `</parameter>` is structural only when, after whitespace, `<parameter=KEY>` with a
-///   KEY of the schema, `</function>`, `</tool_call>` or the end of the output follows
-///   (vLLM's rule), so values may contain the closing tag's text; a missing
-///   `</parameter>` is recovered at the next undeclared-so-far `<parameter=KEY>` of the
-///   schema or at `</function>`. Literal nested `<parameter=` opens are not depth-counted
-///   (the grammar lets values contain that text). A missing `<tool_call>` wrapper (a bare
-///   `<function=`) and a missing `</tool_call>` before the next call or the end are
-///   tolerated.
-/// * Rendering: strings raw, other values JSON (`</` written `<\/`); a string value
-///   holding a closing tag cannot be written — [`Qwen3Coder::try_render_calls`] refuses
-///   it, [`ToolCallFormat::render_calls`] writes it raw and it does not parse back.
-/// * Streaming: string values stream as JSON-escaped text inside the arguments' JSON
-///   (`{"city": "Par`), other values once complete; a value not yet closed streams only
-///   as far as it is certain to reach (never past a `</parameter>` not yet known to be
-///   structural, nor past a place where a missing `</parameter>` would be recovered, nor
-///   with whitespace that either end may drop). A parameter given twice makes the call
-///   malformed (`argument "KEY" given twice`, its text kept in content), as in every
-///   family.
-/// * Properties admitting strings among other values (schemars' `Option<String>`,
-///   `"type": ["string", "null"]`; `["integer", "string"]`; an `anyOf`/`oneOf` with a
-///   string branch, through local `$ref`s, such as `Option` of a string enum): the grammar
-///   takes the raw text of the string branches (with their `enum`/`const`) or the JSON of
-///   the other branches, as the template writes them; the parser reads the text as a
-///   non-string value only when it is JSON valid under a non-string branch, else as the
-///   string (`null` is null for an `Option<String>`, `None` and `true` stay strings; `42`
-///   is 42 for `["integer", "string"]`, `4.5` and `abc` strings). The ambiguity is
-///   inherent to raw values: the string `"42"` of an `["integer", "string"]` property
-///   renders as `42` and reads back as the integer, the string `"null"` of an
-///   `Option<String>` reads back as null. Such values stream once whole.
-#[derive(Clone, Debug, Default)]
-pub struct Qwen3Coder {
-    options: FormatOptions,
+format_with_options! {
+    /// The Qwen3-Coder XML format (`qwen3_coder`, also registered as `qwen3_xml`).
+    ///
+    /// * Grammar (the Qwen3-Coder chat template's exact whitespace): each call is
+    ///   `<tool_call>\n<function=NAME>\n`, then per argument
+    ///   `<parameter=KEY>\nVALUE\n</parameter>\n`, then `</function>\n</tool_call>`, calls
+    ///   joined by `\n`; string-typed values are raw text
+    ///   that never contains `</parameter>` (`minLength`/`maxLength` count its characters,
+    ///   `pattern`/`format` match it; a keyword the style cannot express makes
+    ///   [`ToolCallFormat::structural_tag`] fail with [`ToolError::Unsupported`] naming the
+    ///   tool, the parameter and the keyword), other values JSON under their schema (the
+    ///   `qwen_xml` structural-tag style), in the schema's declared order; a tool whose
+    ///   arguments are unconstrained (no properties, see [`super::ArgumentSchemas`]) takes any
+    ///   parameter names with raw values. Content may precede the first call (also under
+    ///   `required`); free text never contains `<tool_call>` or `<function=`. With
+    ///   [`FormatOptions::reasoning`] (Qwen3.5/3.6) a `<think>…</think>\n\n` block comes first.
+    ///   [`FormatOptions::any_order`] does not apply (the style has a fixed order).
+    /// * Parser: values lose exactly one leading and one trailing `\n` and are typed by the
+    ///   tool's schema (`scan::typed_xml_value`: `type: "string"` raw, else JSON, else a
+    ///   Python literal such as `True`/`None`, else text; undeclared parameters stay text;
+    ///   schemas admitting strings among other values as below).
+    ///   A `</parameter>` is structural only when, after whitespace, `<parameter=KEY>` with a
+    ///   KEY of the schema, `</function>`, `</tool_call>` or the end of the output follows
+    ///   (vLLM's rule), so values may contain the closing tag's text; a missing
+    ///   `</parameter>` is recovered at the next undeclared-so-far `<parameter=KEY>` of the
+    ///   schema or at `</function>`. Literal nested `<parameter=` opens are not depth-counted
+    ///   (the grammar lets values contain that text). A missing `<tool_call>` wrapper (a bare
+    ///   `<function=`) and a missing `</tool_call>` before the next call or the end are
+    ///   tolerated.
+    /// * Rendering: strings raw, other values JSON (`</` written `<\/`); a string value
+    ///   holding a closing tag cannot be written — [`Qwen3Coder::try_render_calls`] refuses
+    ///   it, [`ToolCallFormat::render_calls`] writes it raw and it does not parse back.
+    /// * Streaming: string values stream as JSON-escaped text inside the arguments' JSON
+    ///   (`{"city": "Par`), other values once complete; a value not yet closed streams only
+    ///   as far as it is certain to reach (never past a `</parameter>` not yet known to be
+    ///   structural, nor past a place where a missing `</parameter>` would be recovered, nor
+    ///   with whitespace that either end may drop). A parameter given twice makes the call
+    ///   malformed (`argument "KEY" given twice`, its text kept in content), as in every
+    ///   family.
+    /// * Properties admitting strings among other values (schemars' `Option<String>`,
+    ///   `"type": ["string", "null"]`; `["integer", "string"]`; an `anyOf`/`oneOf` with a
+    ///   string branch, through local `$ref`s, such as `Option` of a string enum): the grammar
+    ///   takes the raw text of the string branches (with their `enum`/`const`) or the JSON of
+    ///   the other branches, as the template writes them; the parser reads the text as a
+    ///   non-string value only when it is JSON valid under a non-string branch, else as the
+    ///   string (`null` is null for an `Option<String>`, `None` and `true` stay strings; `42`
+    ///   is 42 for `["integer", "string"]`, `4.5` and `abc` strings). The ambiguity is
+    ///   inherent to raw values: the string `"42"` of an `["integer", "string"]` property
+    ///   renders as `42` and reads back as the integer, the string `"null"` of an
+    ///   `Option<String>` reads back as null. Such values stream once whole.
+    pub struct Qwen3Coder;
 }
 
 impl Qwen3Coder {
-    /// The format with `options`.
-    pub fn new(options: FormatOptions) -> Self {
-        Self { options }
-    }
-
-    /// The options.
-    pub fn options(&self) -> &FormatOptions {
-        &self.options
-    }
-
     /// `calls` as [`ToolCallFormat::render_calls`] writes them, refusing what would not
     /// parse back. String values are raw text with no escape (section 4.2 of the
     /// tool-call format notes), so one holding `</parameter>`, `</function>` or
@@ -244,9 +233,7 @@ impl ToolCallFormat for Qwen3Coder {
         })
     }
 
-    fn parse_partial(&self, text: &str, tools: &[Tool], at_end: bool) -> PartialOutput {
-        self.parse_partial_from(text, &Settled::default(), tools, at_end)
-    }
+    parse_partial_from_start!();
 
     fn parse_partial_from(
         &self,

@@ -203,9 +203,19 @@ pub fn assemble(
         }
         _ => body,
     };
+    structural_tag(format, "structural tag")
+}
+
+/// The structural tag whose format is `format` (a structural-tag format value), built for
+/// `family`.
+///
+/// # Errors
+/// [`ToolError::Unsupported`] naming `family`, with the builder's reason, when the tag
+/// does not build.
+pub fn structural_tag(format: Value, family: &str) -> Result<StructuralTag, ToolError> {
     StructuralTag::from_json(&json!({"type": "structural_tag", "format": format})).map_err(|e| {
         ToolError::Unsupported {
-            format: "structural tag".into(),
+            format: family.into(),
             reason: e.to_string(),
         }
     })

@@ -2,6 +2,8 @@
 //! trips through a family's grammar, an ASCII vocabulary to compile tags on, and the
 //! proptest settings of the streaming checks.
 
+use serde_json::json;
+
 use crate::Tool;
 
 /// Test helper: panics with the first difference [`check_streams_as_whole`] finds.
@@ -212,4 +214,28 @@ pub(crate) fn stream_check_config(cases: u32) -> proptest::test_runner::Config {
         config.rng_seed = RngSeed::Fixed(20_261_130);
     }
     config
+}
+
+/// Test fixture: `get_weather` (`city`, required; `unit`, `celsius` or `fahrenheit`) and
+/// `get_time` (`tz`, required).
+pub(crate) fn weather_and_time() -> Vec<Tool> {
+    Tool::list_from_openai(&json!([
+        {"type": "function", "function": {"name": "get_weather", "parameters": {
+            "type": "object", "properties": {"city": {"type": "string"},
+            "unit": {"enum": ["celsius", "fahrenheit"]}}, "required": ["city"]}}},
+        {"type": "function", "function": {"name": "get_time", "parameters": {
+            "type": "object", "properties": {"tz": {"type": "string"}}, "required": ["tz"]}}}
+    ]))
+    .unwrap()
+}
+
+/// Test fixture: `get_weather` (`city`, required) and `get_time` (`tz`, required).
+pub(crate) fn city_weather_and_time() -> Vec<Tool> {
+    Tool::list_from_openai(&json!([
+        {"type": "function", "function": {"name": "get_weather", "parameters": {
+            "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}},
+        {"type": "function", "function": {"name": "get_time", "parameters": {
+            "type": "object", "properties": {"tz": {"type": "string"}}, "required": ["tz"]}}}
+    ]))
+    .unwrap()
 }
