@@ -14,6 +14,32 @@ use super::scan::{self, Content, JsonRead};
 use super::tags;
 use super::{FormatOptions, PartialCall, PartialOutput, Tool, ToolCall, ToolParseError};
 
+/// The partial parse (see [`crate::ToolCallFormat::parse_partial_from`]) of a family whose
+/// calls are a JSON array after one of `family`'s begin markers: a parse settled between
+/// the elements of an array that has a call resumes inside it; `marker_len(i)` is the
+/// length of begin marker `i` (an array's `[` may be part of the marker).
+pub(crate) fn parse_marked_arrays(
+    family: &driver::Family,
+    text: &str,
+    from: &crate::Settled,
+    implicit_reasoning: bool,
+    tools: &[Tool],
+    at_end: bool,
+    marker_len: impl Fn(usize) -> usize,
+) -> PartialOutput {
+    let resume = |turn: &mut driver::Turn<'_>, pos: usize| {
+        resume_array(turn, from, pos, tools, &family.begins)
+    };
+    family.drive_resumed(
+        text,
+        from,
+        implicit_reasoning,
+        at_end,
+        resume,
+        |turn, start, m| read_marked_array(turn, start, marker_len(m), tools, &family.begins),
+    )
+}
+
 /// Reads, in a family whose calls are a JSON array after a marker, the array that follows
 /// the marker at `start` (of `marker_len` bytes) after optional whitespace; text there
 /// that is not `[` makes a malformed run up to the next marker (or the end of the output).

@@ -26,8 +26,8 @@ use serde_json::{json, Value};
 use super::scan::{self, CallRead, Sections};
 use super::tags::{self, Envelope};
 use super::{
-    FormatOptions, PartialCall, PartialOutput, Settled, StructuralTag, Tool, ToolCall,
-    ToolCallFormat, ToolChoice, ToolError, ToolParseError,
+    FormatOptions, PartialCall, StructuralTag, Tool, ToolCall, ToolCallFormat, ToolChoice,
+    ToolError, ToolParseError,
 };
 
 /// `<｜tool▁calls▁begin｜>`: opens the section holding a turn's calls.
@@ -184,20 +184,7 @@ impl ToolCallFormat for DeepSeek {
         })
     }
 
-    parse_partial_from_start!();
-
-    fn parse_partial_from(
-        &self,
-        text: &str,
-        from: &Settled,
-        tools: &[Tool],
-        at_end: bool,
-    ) -> PartialOutput {
-        let reasoning = self.options.reasoning;
-        scan::parse_sectioned(text, from, reasoning, &SECTIONS, at_end, |body| {
-            read_call(body, tools, at_end)
-        })
-    }
+    parse_with_driver!(sections: SECTIONS, read_call);
 
     fn render_calls(&self, calls: &[ToolCall]) -> String {
         let sep = match self.version {

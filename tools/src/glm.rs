@@ -187,25 +187,7 @@ impl ToolCallFormat for Glm {
         })
     }
 
-    parse_partial_from_start!();
-
-    fn parse_partial_from(
-        &self,
-        text: &str,
-        from: &Settled,
-        tools: &[Tool],
-        at_end: bool,
-    ) -> PartialOutput {
-        let reasoning = self.options.reasoning;
-        FAMILY.parse(
-            text,
-            from,
-            reasoning,
-            tools,
-            at_end,
-            |s, _, tools, at_end| read_call(s, tools, at_end),
-        )
-    }
+    parse_with_driver!(calls: FAMILY, |s, _, tools, at_end| read_call(s, tools, at_end));
 
     fn render_calls(&self, calls: &[ToolCall]) -> String {
         let nl = if self.newlines { "\n" } else { "" };

@@ -19,10 +19,7 @@ use super::driver::{self, Family};
 use super::hermes::{read_json_block, render_json_blocks, JsonBlock};
 use super::scan;
 use super::tags::{self, Envelope};
-use super::{
-    FormatOptions, PartialOutput, Settled, StructuralTag, Tool, ToolCall, ToolCallFormat,
-    ToolChoice, ToolError,
-};
+use super::{FormatOptions, StructuralTag, Tool, ToolCall, ToolCallFormat, ToolChoice, ToolError};
 
 /// Granite 3.0's begin marker (a special token).
 pub const TOOL_CALL_TOKEN: &str = "<|tool_call|>";
@@ -138,32 +135,7 @@ impl ToolCallFormat for Granite {
         })
     }
 
-    parse_partial_from_start!();
-
-    fn parse_partial_from(
-        &self,
-        text: &str,
-        from: &Settled,
-        tools: &[Tool],
-        at_end: bool,
-    ) -> PartialOutput {
-        let family = &*GRANITE;
-        let markers = [TOOL_CALL_TOKEN, TOOL_CALL];
-        // Settled between the elements of a call array that has a call: the rest of it.
-        let resume = |turn: &mut driver::Turn<'_>, pos: usize| {
-            call_array::resume_array(turn, from, pos, tools, &family.begins)
-        };
-        family.drive_resumed(
-            text,
-            from,
-            self.options.reasoning,
-            at_end,
-            resume,
-            |turn, start, m| {
-                call_array::read_marked_array(turn, start, markers[m].len(), tools, &family.begins)
-            },
-        )
-    }
+    parse_with_driver!(arrays: GRANITE, |m| [TOOL_CALL_TOKEN, TOOL_CALL][m].len());
 
     fn render_calls(&self, calls: &[ToolCall]) -> String {
         call_array::render(self.written_marker(), calls)
@@ -230,24 +202,7 @@ impl ToolCallFormat for Granite20bFc {
         })
     }
 
-    parse_partial_from_start!();
-
-    fn parse_partial_from(
-        &self,
-        text: &str,
-        from: &Settled,
-        tools: &[Tool],
-        at_end: bool,
-    ) -> PartialOutput {
-        GRANITE_20B.parse(
-            text,
-            from,
-            self.options.reasoning,
-            tools,
-            at_end,
-            |s, _, tools, at_end| read_json_block(s, GRANITE_20B_BLOCK, tools, at_end),
-        )
-    }
+    parse_with_driver!(calls: GRANITE_20B, |s, _, tools, at_end| read_json_block(s, GRANITE_20B_BLOCK, tools, at_end));
 
     fn render_calls(&self, calls: &[ToolCall]) -> String {
         render_json_blocks(calls, &format!("{FUNCTION_CALL} "), "arguments", "", "\n")

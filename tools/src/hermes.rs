@@ -16,8 +16,8 @@ use super::driver::{self, Family, Step};
 use super::scan::{self, JsonRead};
 use super::tags::{self, Envelope};
 use super::{
-    FormatOptions, PartialCall, PartialOutput, Settled, StructuralTag, Tool, ToolCall,
-    ToolCallFormat, ToolChoice, ToolError, ToolParseError,
+    FormatOptions, PartialCall, StructuralTag, Tool, ToolCall, ToolCallFormat, ToolChoice,
+    ToolError, ToolParseError,
 };
 
 const BEGIN: &str = "<tool_call>";
@@ -79,25 +79,7 @@ impl ToolCallFormat for Hermes {
         })
     }
 
-    parse_partial_from_start!();
-
-    fn parse_partial_from(
-        &self,
-        text: &str,
-        from: &Settled,
-        tools: &[Tool],
-        at_end: bool,
-    ) -> PartialOutput {
-        let reasoning = self.options.reasoning;
-        FAMILY.parse(
-            text,
-            from,
-            reasoning,
-            tools,
-            at_end,
-            |s, _, tools, at_end| read_json_block(s, HERMES, tools, at_end),
-        )
-    }
+    parse_with_driver!(calls: FAMILY, |s, _, tools, at_end| read_json_block(s, HERMES, tools, at_end));
 
     fn render_calls(&self, calls: &[ToolCall]) -> String {
         render_json_blocks(

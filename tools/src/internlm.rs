@@ -16,10 +16,7 @@ use super::driver::{self, Family};
 use super::hermes::{read_json_block, render_json_blocks, JsonBlock};
 use super::scan;
 use super::tags::{self, Envelope};
-use super::{
-    FormatOptions, PartialOutput, Settled, StructuralTag, Tool, ToolCall, ToolCallFormat,
-    ToolChoice, ToolError,
-};
+use super::{FormatOptions, StructuralTag, Tool, ToolCall, ToolCallFormat, ToolChoice, ToolError};
 
 /// Begins a call: `<|action_start|>` then the `<|plugin|>` channel (both special tokens).
 pub const ACTION_START: &str = "<|action_start|><|plugin|>";
@@ -82,24 +79,7 @@ impl ToolCallFormat for InternLm {
         })
     }
 
-    parse_partial_from_start!();
-
-    fn parse_partial_from(
-        &self,
-        text: &str,
-        from: &Settled,
-        tools: &[Tool],
-        at_end: bool,
-    ) -> PartialOutput {
-        FAMILY.parse(
-            text,
-            from,
-            self.options.reasoning,
-            tools,
-            at_end,
-            |s, _, tools, at_end| read_json_block(s, BLOCK, tools, at_end),
-        )
-    }
+    parse_with_driver!(calls: FAMILY, |s, _, tools, at_end| read_json_block(s, BLOCK, tools, at_end));
 
     fn render_calls(&self, calls: &[ToolCall]) -> String {
         render_json_blocks(

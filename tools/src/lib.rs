@@ -80,6 +80,54 @@ macro_rules! parse_partial_from_start {
     };
 }
 
+/// The `parse_partial` and `parse_partial_from` of a family that the shared driver runs
+/// (its reasoning block opening the output when `self.options.reasoning` is on):
+/// * `calls: FAMILY, read` — calls begin at the markers of the [`driver::Family`]
+///   `FAMILY`; `read(text from the marker, marker index, tools, at_end)` reads one call
+///   ([`driver::Family::parse`]);
+/// * `sections: SECTIONS, read` — calls sit in a section ([`scan::parse_sectioned`]);
+///   `read(call body, tools, at_end)` reads one;
+/// * `arrays: FAMILY, marker_len` — each marker opens a JSON array of calls
+///   ([`call_array::parse_marked_arrays`]); `marker_len(marker index)` is its length.
+macro_rules! parse_with_driver {
+    (calls: $family:expr, $read:expr) => {
+        parse_with_driver!(@parse |f: &Self, text, from, tools, at_end| {
+            $family.parse(text, from, f.options.reasoning, tools, at_end, $read)
+        });
+    };
+    (sections: $sections:expr, $read:expr) => {
+        parse_with_driver!(@parse |f: &Self, text, from, tools: &[$crate::Tool], at_end| {
+            let read = $read;
+            let reasoning = f.options.reasoning;
+            $crate::scan::parse_sectioned(text, from, reasoning, &$sections, at_end, |body| {
+                read(body, tools, at_end)
+            })
+        });
+    };
+    (arrays: $family:expr, $marker_len:expr) => {
+        parse_with_driver!(@parse |f: &Self, text, from, tools, at_end| {
+            let reasoning = f.options.reasoning;
+            $crate::call_array::parse_marked_arrays(
+                &$family, text, from, reasoning, tools, at_end, $marker_len,
+            )
+        });
+    };
+    (@parse $parse:expr) => {
+        parse_partial_from_start!();
+
+        fn parse_partial_from(
+            &self,
+            text: &str,
+            from: &$crate::Settled,
+            tools: &[$crate::Tool],
+            at_end: bool,
+        ) -> $crate::PartialOutput {
+            let parse = $parse;
+            parse(self, text, from, tools, at_end)
+        }
+    };
+}
+
 /// Declares a built-in format that holds only its [`FormatOptions`]: the struct (with the
 /// doc comment given), `new(options)` and `options()`.
 macro_rules! format_with_options {

@@ -16,8 +16,7 @@ use super::driver::{self, Family};
 use super::scan;
 use super::tags::Envelope;
 use super::{
-    tags, FormatOptions, PartialOutput, Settled, StructuralTag, Tool, ToolCall, ToolCallFormat,
-    ToolChoice, ToolError,
+    tags, FormatOptions, StructuralTag, Tool, ToolCall, ToolCallFormat, ToolChoice, ToolError,
 };
 
 /// The prefix of the call array. The marker the parser looks for includes the `[`, so
@@ -68,32 +67,8 @@ impl ToolCallFormat for Phi4Mini {
         })
     }
 
-    parse_partial_from_start!();
-
-    fn parse_partial_from(
-        &self,
-        text: &str,
-        from: &Settled,
-        tools: &[Tool],
-        at_end: bool,
-    ) -> PartialOutput {
-        let family = &*FAMILY;
-        // Settled between the elements of a call array that has a call: the rest of it.
-        let resume = |turn: &mut driver::Turn<'_>, pos: usize| {
-            call_array::resume_array(turn, from, pos, tools, &family.begins)
-        };
-        family.drive_resumed(
-            text,
-            from,
-            self.options.reasoning,
-            at_end,
-            resume,
-            |turn, start, _| {
-                // The marker's `[` opens the array.
-                call_array::read_marked_array(turn, start, FUNCTOOLS.len(), tools, &family.begins)
-            },
-        )
-    }
+    // The marker's `[` opens the array.
+    parse_with_driver!(arrays: FAMILY, |_| FUNCTOOLS.len());
 
     fn render_calls(&self, calls: &[ToolCall]) -> String {
         call_array::render(FUNCTOOLS, calls)

@@ -24,8 +24,8 @@ use super::driver::{self, Family, Step};
 use super::scan;
 use super::tags::{self, Envelope};
 use super::{
-    FormatOptions, PartialCall, PartialOutput, Settled, StructuralTag, Tool, ToolCall,
-    ToolCallFormat, ToolChoice, ToolError, ToolParseError,
+    FormatOptions, PartialCall, StructuralTag, Tool, ToolCall, ToolCallFormat, ToolChoice,
+    ToolError, ToolParseError,
 };
 
 const BEGIN: &str = "<tool_call>";
@@ -233,25 +233,7 @@ impl ToolCallFormat for Qwen3Coder {
         })
     }
 
-    parse_partial_from_start!();
-
-    fn parse_partial_from(
-        &self,
-        text: &str,
-        from: &Settled,
-        tools: &[Tool],
-        at_end: bool,
-    ) -> PartialOutput {
-        let reasoning = self.options.reasoning;
-        FAMILY.parse(
-            text,
-            from,
-            reasoning,
-            tools,
-            at_end,
-            |s, marker, tools, at_end| read_call(s, marker == 0, tools, at_end),
-        )
-    }
+    parse_with_driver!(calls: FAMILY, |s, marker, tools, at_end| read_call(s, marker == 0, tools, at_end));
 
     fn render_calls(&self, calls: &[ToolCall]) -> String {
         calls
