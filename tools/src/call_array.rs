@@ -7,7 +7,7 @@
 //! <tool_call>[{"name": "get_weather", "arguments": {"city": "Paris"}}, {"name": "get_time", "arguments": {"tz": "UTC"}}]
 //! ```
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::driver::{self, Markers};
 use super::scan::{self, Content, JsonRead};
@@ -113,11 +113,7 @@ pub(crate) fn resume_array(
 /// One call object of the array families, as their grammar writes it:
 /// `{"name": "NAME", "arguments": ARGS}`.
 pub(crate) fn call_tag(t: &Tool, options: &FormatOptions) -> Value {
-    let name = serde_json::to_string(&t.name).unwrap_or_default();
-    json!({"type": "tag",
-        "begin": format!("{{\"name\": {name}, \"arguments\": "),
-        "content": tags::json_arguments(t, options),
-        "end": "}"})
+    tags::json_call_object(t, options, "", "arguments", "")
 }
 
 /// The calls as the array families write them: `PREFIX[{"name": …, "arguments": …}, …]`.

@@ -23,6 +23,7 @@
 
 use serde_json::{json, Value};
 
+use super::driver;
 use super::scan::{self, CallRead, Sections};
 use super::tags::{self, Envelope};
 use super::{
@@ -42,8 +43,6 @@ pub const CALL_END: &str = "<\u{ff5c}tool\u{2581}call\u{2581}end\u{ff5c}>";
 pub const SEP: &str = "<\u{ff5c}tool\u{2581}sep\u{ff5c}>";
 const OUTPUT_BEGIN: &str = "<\u{ff5c}tool\u{2581}output\u{2581}begin\u{ff5c}>";
 const OUTPUT_END: &str = "<\u{ff5c}tool\u{2581}output\u{2581}end\u{ff5c}>";
-const THINK: &str = "<think>";
-const THINK_END: &str = "</think>";
 
 const SECTIONS: Sections<'static> = Sections {
     section_begins: &[CALLS_BEGIN],
@@ -120,13 +119,13 @@ impl DeepSeek {
             },
             section: Some((CALLS_BEGIN.into(), CALLS_END.into())),
             leading_text_in_required: true,
-            reasoning: Some((THINK.into(), THINK_END.into(), "\n\n".into())),
+            reasoning: driver::THINK.written_with("\n\n"),
             excludes: vec![
                 CALLS_END.into(),
                 CALL_END.into(),
                 SEP.into(),
-                THINK.into(),
-                THINK_END.into(),
+                driver::THINK.begin.into(),
+                driver::THINK.end.into(),
             ],
             markers: Vec::new(),
         }
@@ -196,10 +195,7 @@ impl ToolCallFormat for DeepSeek {
     }
 
     fn render_tool_result(&self, _call: &ToolCall, result: &Value) -> String {
-        let body = match result {
-            Value::String(s) => s.clone(),
-            other => scan::python_json(other),
-        };
+        let body = scan::result_text(result);
         format!("{OUTPUT_BEGIN}{body}{OUTPUT_END}")
     }
 
@@ -389,13 +385,7 @@ mod tests {
         assert_eq!(ev, vec![StreamEvent::Content("Let me check.".into())]);
         let mut ev = p.push(&text[cut..]);
         ev.extend(p.finish());
-        let ends: Vec<ToolCall> = ev
-            .iter()
-            .filter_map(|e| match e {
-                StreamEvent::ToolCallEnd { call, .. } => Some(call.clone()),
-                _ => None,
-            })
-            .collect();
+        let ends = crate::test_support::ended_calls(&ev);
         assert_eq!(ends, f.parse(&text, &ts).tool_calls);
         assert_eq!(ends.len(), 2);
     }

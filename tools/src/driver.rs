@@ -110,6 +110,19 @@ pub struct Reasoning {
     pub end: &'static str,
 }
 
+impl Reasoning {
+    /// The block as [`super::tags::Envelope::reasoning`] writes it: begin, end, and
+    /// `after`, what the chat template writes after the block.
+    pub fn written_with(&self, after: &str) -> Option<(String, String, String)> {
+        Some((self.begin.into(), self.end.into(), after.into()))
+    }
+
+    /// The begin and end markers, as strings free text excludes.
+    pub fn markers(&self) -> Vec<String> {
+        vec![self.begin.into(), self.end.into()]
+    }
+}
+
 /// The `<think>…</think>` block of the Qwen, Hermes and GLM families.
 pub const THINK: Reasoning = Reasoning {
     begin: "<think>",

@@ -23,14 +23,12 @@ use super::{
     ToolCallFormat, ToolChoice, ToolError, ToolParseError,
 };
 
-const BEGIN: &str = "<tool_call>";
-const END: &str = "</tool_call>";
+// The Hermes `<tool_call>` block, with this family's body inside.
+use super::hermes::{BEGIN, END};
 const KEY: &str = "<arg_key>";
 const KEY_END: &str = "</arg_key>";
 const VALUE: &str = "<arg_value>";
 const VALUE_END: &str = "</arg_value>";
-const THINK: &str = "<think>";
-const THINK_END: &str = "</think>";
 
 /// GLM-4.5/4.6 (`glm45`) and GLM-4.7/5 (`glm47`) calls.
 ///
@@ -138,11 +136,19 @@ impl Glm {
             separator: if self.newlines { "\n" } else { "" }.into(),
             section: None,
             leading_text_in_required: true,
-            reasoning: Some((THINK.into(), THINK_END.into(), after_think.into())),
-            excludes: [END, KEY, KEY_END, VALUE, VALUE_END, THINK, THINK_END]
-                .iter()
-                .map(|s| s.to_string())
-                .collect(),
+            reasoning: driver::THINK.written_with(after_think),
+            excludes: [
+                END,
+                KEY,
+                KEY_END,
+                VALUE,
+                VALUE_END,
+                driver::THINK.begin,
+                driver::THINK.end,
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
             markers: [BEGIN, END, KEY, KEY_END, VALUE, VALUE_END]
                 .iter()
                 .map(|s| s.to_string())
@@ -213,10 +219,7 @@ impl ToolCallFormat for Glm {
     }
 
     fn render_tool_result(&self, _call: &ToolCall, result: &Value) -> String {
-        let body = match result {
-            Value::String(s) => s.clone(),
-            other => scan::python_json(other),
-        };
+        let body = scan::result_text(result);
         format!("<tool_response>\n{body}\n</tool_response>")
     }
 
@@ -369,13 +372,7 @@ fn read_call(s: &str, tools: &[Tool], at_end: bool) -> Step {
     if let Err(e) = scan::check_call_name(name, tools) {
         return bad(s, i, at_end, e);
     }
-    let root = tools
-        .iter()
-        .find(|t| t.name == name)
-        .and_then(|t| t.input_schema.as_object());
-    let props = root
-        .and_then(|r| r.get("properties"))
-        .and_then(Value::as_object);
+    let (root, props) = scan::tool_schema(tools, name);
     let mut call = Call {
         name: name.to_owned(),
         props,
@@ -680,10 +677,7 @@ impl ToolCallFormat for Glm4 {
     }
 
     fn render_tool_result(&self, _call: &ToolCall, result: &Value) -> String {
-        match result {
-            Value::String(s) => s.clone(),
-            other => scan::python_json(other),
-        }
+        scan::result_text(result)
     }
 
     fn render_tools_prompt(&self, tools: &[Tool]) -> String {

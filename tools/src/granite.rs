@@ -43,14 +43,6 @@ const GRANITE_20B_BLOCK: JsonBlock = JsonBlock {
     end: "",
 };
 
-/// A tool result as text: a string as is, anything else as JSON.
-fn result_text(result: &Value) -> String {
-    match result {
-        Value::String(s) => s.clone(),
-        other => scan::python_json(other),
-    }
-}
-
 /// Which Granite marker the grammar and the renderer write (the parser reads both).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum GraniteMarker {
@@ -144,7 +136,7 @@ impl ToolCallFormat for Granite {
     fn render_tool_result(&self, _call: &ToolCall, result: &Value) -> String {
         format!(
             "<|start_of_role|>tool_response<|end_of_role|>{}<|end_of_text|>",
-            result_text(result)
+            scan::result_text(result)
         )
     }
 
@@ -194,11 +186,8 @@ impl ToolCallFormat for Granite20bFc {
         };
         let options = &self.options;
         tags::assemble(&env, tools, choice, parallel, options, |t| {
-            let name = serde_json::to_string(&t.name).unwrap_or_default();
-            Ok(json!({"type": "tag",
-                "begin": format!("{FUNCTION_CALL} {{\"name\": {name}, \"arguments\": "),
-                "content": tags::json_arguments(t, options),
-                "end": "}"}))
+            let open = format!("{FUNCTION_CALL} ");
+            Ok(tags::json_call_object(t, options, &open, "arguments", ""))
         })
     }
 
@@ -209,7 +198,7 @@ impl ToolCallFormat for Granite20bFc {
     }
 
     fn render_tool_result(&self, _call: &ToolCall, result: &Value) -> String {
-        format!("<function_response> {}", result_text(result))
+        format!("<function_response> {}", scan::result_text(result))
     }
 
     fn render_tools_prompt(&self, tools: &[Tool]) -> String {

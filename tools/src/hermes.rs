@@ -8,7 +8,7 @@
 //! </tool_call>
 //! ```
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use std::sync::LazyLock;
 
@@ -20,10 +20,11 @@ use super::{
     ToolError, ToolParseError,
 };
 
-const BEGIN: &str = "<tool_call>";
-const END: &str = "</tool_call>";
-const THINK: &str = "<think>";
-const THINK_END: &str = "</think>";
+/// The `<tool_call>` block's begin marker. Qwen3-Coder and GLM-4.5 are Hermes with
+/// another body in the same block: they take its markers from here.
+pub(crate) const BEGIN: &str = "<tool_call>";
+/// The block's end marker.
+pub(crate) const END: &str = "</tool_call>";
 
 format_with_options! {
     /// The Hermes / Qwen format (`hermes`).
@@ -51,8 +52,8 @@ impl Hermes {
             separator: "\n".into(),
             section: None,
             leading_text_in_required: true,
-            reasoning: Some((THINK.into(), THINK_END.into(), "\n\n".into())),
-            excludes: vec![THINK.into(), THINK_END.into()],
+            reasoning: driver::THINK.written_with("\n\n"),
+            excludes: driver::THINK.markers(),
             markers: vec![BEGIN.into(), END.into()],
         }
     }
@@ -71,11 +72,14 @@ impl ToolCallFormat for Hermes {
     ) -> Result<StructuralTag, ToolError> {
         let options = &self.options;
         tags::assemble(&self.envelope(), tools, choice, parallel, options, |t| {
-            let name = serde_json::to_string(&t.name).unwrap_or_default();
-            Ok(json!({"type": "tag",
-                "begin": format!("{BEGIN}\n{{\"name\": {name}, \"arguments\": "),
-                "content": tags::json_arguments(t, options),
-                "end": format!("}}\n{END}")}))
+            let (open, close) = (format!("{BEGIN}\n"), format!("\n{END}"));
+            Ok(tags::json_call_object(
+                t,
+                options,
+                &open,
+                "arguments",
+                &close,
+            ))
         })
     }
 
@@ -92,10 +96,7 @@ impl ToolCallFormat for Hermes {
     }
 
     fn render_tool_result(&self, _call: &ToolCall, result: &Value) -> String {
-        let body = match result {
-            Value::String(s) => s.clone(),
-            other => scan::python_json(other),
-        };
+        let body = scan::result_text(result);
         format!("<tool_response>\n{body}\n</tool_response>")
     }
 
@@ -258,6 +259,7 @@ fn call_arguments_text(body: &str, call: &ToolCall) -> String {
 mod tests {
     use super::*;
     use crate::StreamEvent;
+    use serde_json::json;
 
     use crate::test_support::weather_and_time as tools;
 
@@ -301,13 +303,7 @@ mod tests {
             all.extend(p.push(std::str::from_utf8(chunk).unwrap()));
         }
         all.extend(p.finish());
-        let ends: Vec<ToolCall> = all
-            .iter()
-            .filter_map(|e| match e {
-                StreamEvent::ToolCallEnd { call, .. } => Some(call.clone()),
-                _ => None,
-            })
-            .collect();
+        let ends = crate::test_support::ended_calls(&all);
         assert_eq!(ends, h.parse(WORKED, &ts).tool_calls);
         let args: String = all
             .iter()

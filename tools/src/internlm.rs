@@ -10,7 +10,7 @@
 
 use std::sync::LazyLock;
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::driver::{self, Family};
 use super::hermes::{read_json_block, render_json_blocks, JsonBlock};
@@ -71,11 +71,14 @@ impl ToolCallFormat for InternLm {
         };
         let options = &self.options;
         tags::assemble(&env, tools, choice, parallel, options, |t| {
-            let name = serde_json::to_string(&t.name).unwrap_or_default();
-            Ok(json!({"type": "tag",
-                "begin": format!("{ACTION_START}\n{{\"name\": {name}, \"parameters\": "),
-                "content": tags::json_arguments(t, options),
-                "end": format!("}}{ACTION_END}")}))
+            let open = format!("{ACTION_START}\n");
+            Ok(tags::json_call_object(
+                t,
+                options,
+                &open,
+                "parameters",
+                ACTION_END,
+            ))
         })
     }
 
@@ -92,10 +95,7 @@ impl ToolCallFormat for InternLm {
     }
 
     fn render_tool_result(&self, _call: &ToolCall, result: &Value) -> String {
-        let body = match result {
-            Value::String(s) => s.clone(),
-            other => scan::python_json(other),
-        };
+        let body = scan::result_text(result);
         format!("<|im_start|>environment name=<|plugin|>\n{body}<|im_end|>")
     }
 

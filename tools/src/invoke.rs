@@ -412,10 +412,7 @@ fn render_calls(d: &Dialect, calls: &[ToolCall]) -> String {
 /// One tool result as the templates write it: V3.2 `<function_results>` holding a
 /// `<result>`, V4 `<tool_result>`, MiniMax `<response>`.
 fn render_tool_result(d: &Dialect, result: &Value) -> String {
-    let body = match result {
-        Value::String(s) => s.clone(),
-        other => scan::python_json(other),
-    };
+    let body = scan::result_text(result);
     match d.family {
         "deepseek_v32" => {
             format!("<function_results>\n<result>{body}</result>\n</function_results>")
@@ -603,13 +600,7 @@ fn read_call(d: &'static Dialect, body: &str, tools: &[Tool], at_end: bool) -> C
     if let Err(e) = scan::check_call_name(name, tools) {
         return bad(d, body, i, at_end, e);
     }
-    let root = tools
-        .iter()
-        .find(|t| t.name == name)
-        .and_then(|t| t.input_schema.as_object());
-    let props = root
-        .and_then(|r| r.get("properties"))
-        .and_then(Value::as_object);
+    let (root, props) = scan::tool_schema(tools, name);
     let mut w = Walk {
         d,
         name,

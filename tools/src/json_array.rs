@@ -404,16 +404,8 @@ fn parse_array(
         match scan::read_json_value(&rest[i..]) {
             JsonRead::Complete { value, end } => {
                 let piece = &rest[i..i + end];
-                match scan::check_call_members(piece)
-                    .and_then(|()| scan::call_from_json(&value, tools))
-                {
-                    Ok(call) => {
-                        let (mut partial, _) = scan::call_parts(piece);
-                        partial.name = Some(call.name.clone());
-                        partial.complete = Some(call);
-                        out.calls.push(partial);
-                    }
-                    Err(e) => scan::push_malformed_element(out, content, piece, lead + i, e),
+                if let Err(e) = scan::push_json_call(out, piece, &value, tools) {
+                    scan::push_malformed_element(out, content, piece, lead + i, e);
                 }
                 last_end = i + end;
                 i = skip_ws(i + end);
@@ -488,14 +480,8 @@ fn parse_object(
             ),
         }
     } else if value.get("name").is_some() {
-        match scan::check_call_members(piece).and_then(|()| scan::call_from_json(&value, tools)) {
-            Ok(call) => {
-                let (mut partial, _) = scan::call_parts(piece);
-                partial.name = Some(call.name.clone());
-                partial.complete = Some(call);
-                out.calls.push(partial);
-            }
-            Err(e) => scan::push_malformed(out, content, piece, lead, e),
+        if let Err(e) = scan::push_json_call(out, piece, &value, tools) {
+            scan::push_malformed(out, content, piece, lead, e);
         }
     } else {
         content.push(piece);

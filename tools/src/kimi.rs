@@ -8,6 +8,7 @@
 
 use serde_json::{json, Value};
 
+use super::driver;
 use super::scan::{self, CallRead, Sections};
 use super::tags::{self, Envelope};
 use super::{
@@ -27,8 +28,6 @@ pub const CALL_BEGIN: &str = "<|tool_call_begin|>";
 pub const ARGUMENT_BEGIN: &str = "<|tool_call_argument_begin|>";
 /// Closes one call.
 pub const CALL_END: &str = "<|tool_call_end|>";
-const THINK: &str = "<think>";
-const THINK_END: &str = "</think>";
 
 const SECTIONS: Sections<'static> = Sections {
     section_begins: &[SECTION_BEGIN, SECTION_BEGIN_SINGULAR],
@@ -84,14 +83,14 @@ impl KimiK2 {
             separator: String::new(),
             section: Some((SECTION_BEGIN.into(), SECTION_END.into())),
             leading_text_in_required: true,
-            reasoning: Some((THINK.into(), THINK_END.into(), String::new())),
+            reasoning: driver::THINK.written_with(""),
             excludes: vec![
                 SECTION_BEGIN_SINGULAR.into(),
                 SECTION_END.into(),
                 ARGUMENT_BEGIN.into(),
                 CALL_END.into(),
-                THINK.into(),
-                THINK_END.into(),
+                driver::THINK.begin.into(),
+                driver::THINK.end.into(),
             ],
             markers: Vec::new(),
         }
@@ -289,13 +288,7 @@ mod tests {
         assert_eq!(ev, vec![StreamEvent::Content("Checking both.".into())]);
         ev.extend(p.push(&WORKED["Checking both.<|tool_calls_sec".len()..]));
         ev.extend(p.finish());
-        let ends: Vec<ToolCall> = ev
-            .iter()
-            .filter_map(|e| match e {
-                StreamEvent::ToolCallEnd { call, .. } => Some(call.clone()),
-                _ => None,
-            })
-            .collect();
+        let ends = crate::test_support::ended_calls(&ev);
         assert_eq!(ends, f.parse(WORKED, &ts).tool_calls);
     }
 

@@ -196,10 +196,7 @@ impl ToolCallFormat for Llama3FunctionTag {
 
     fn render_tool_result(&self, _call: &ToolCall, result: &Value) -> String {
         // The body of the `ipython` turn.
-        match result {
-            Value::String(s) => s.clone(),
-            other => scan::python_json(other),
-        }
+        scan::result_text(result)
     }
 
     fn render_tools_prompt(&self, tools: &[Tool]) -> String {

@@ -6,7 +6,7 @@
 //! {"name": "get_weather", "parameters": {"city": "Paris"}}<|eot_id|>
 //! ```
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::scan::{self, Content, JsonRead};
 use super::tags::{self, Envelope};
@@ -156,11 +156,7 @@ impl ToolCallFormat for Llama3Json {
     ) -> Result<StructuralTag, ToolError> {
         let options = &self.options;
         tags::assemble(&self.envelope(), tools, choice, parallel, options, |t| {
-            let name = serde_json::to_string(&t.name).unwrap_or_default();
-            Ok(json!({"type": "tag",
-                "begin": format!("{TRIGGER}{name}, \"parameters\": "),
-                "content": tags::json_arguments(t, options),
-                "end": "}"}))
+            Ok(tags::json_call_object(t, options, "", "parameters", ""))
         })
     }
 
@@ -208,16 +204,8 @@ impl ToolCallFormat for Llama3Json {
                     }
                     push_before_call(&mut content, &text[seg..s]);
                     let piece = &text[s..s + end];
-                    match scan::check_call_members(piece)
-                        .and_then(|()| scan::call_from_json(&value, tools))
-                    {
-                        Ok(call) => {
-                            let (mut partial, _) = scan::call_parts(piece);
-                            partial.name = Some(call.name.clone());
-                            partial.complete = Some(call);
-                            out.calls.push(partial);
-                        }
-                        Err(e) => scan::push_malformed(&mut out, &mut content, piece, s, e),
+                    if let Err(e) = scan::push_json_call(&mut out, piece, &value, tools) {
+                        scan::push_malformed(&mut out, &mut content, piece, s, e);
                     }
                     seg = after_separators(text, s + end, &mut out, &content);
                     i = seg;
@@ -317,10 +305,7 @@ impl ToolCallFormat for Llama3Json {
 
     fn render_tool_result(&self, _call: &ToolCall, result: &Value) -> String {
         // The body of the `ipython` turn.
-        match result {
-            Value::String(s) => s.clone(),
-            other => scan::python_json(other),
-        }
+        scan::result_text(result)
     }
 
     fn render_tools_prompt(&self, tools: &[Tool]) -> String {
@@ -353,6 +338,7 @@ fn indented_json(value: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     use crate::test_support::weather_and_time as tools;
 

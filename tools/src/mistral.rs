@@ -269,10 +269,7 @@ impl ToolCallFormat for Mistral {
                 format!("[TOOL_RESULTS]{}[/TOOL_RESULTS]", scan::python_json(&body))
             }
             MistralSyntax::NameArgs => {
-                let body = match result {
-                    Value::String(s) => s.clone(),
-                    other => scan::python_json(other),
-                };
+                let body = scan::result_text(result);
                 format!("[TOOL_RESULTS]{body}[/TOOL_RESULTS]")
             }
         }
@@ -546,13 +543,7 @@ mod tests {
         assert_eq!(ev, vec![StreamEvent::Content("Checking both.".into())]);
         ev.extend(p.push(&WORKED["Checking both.[TOOL_CA".len()..]));
         ev.extend(p.finish());
-        let ends: Vec<ToolCall> = ev
-            .iter()
-            .filter_map(|e| match e {
-                StreamEvent::ToolCallEnd { call, .. } => Some(call.clone()),
-                _ => None,
-            })
-            .collect();
+        let ends = crate::test_support::ended_calls(&ev);
         assert_eq!(ends, worked_calls());
     }
 

@@ -75,13 +75,7 @@ impl ToolCallFormat for Phi4Mini {
     }
 
     fn render_tool_result(&self, _call: &ToolCall, result: &Value) -> String {
-        format!(
-            "{{\"result\": {}}}",
-            match result {
-                Value::String(s) => s.clone(),
-                other => scan::python_json(other),
-            }
-        )
+        format!("{{\"result\": {}}}", scan::result_text(result))
     }
 
     fn render_tools_prompt(&self, tools: &[Tool]) -> String {

@@ -971,10 +971,7 @@ impl ToolCallFormat for Pythonic {
     }
 
     fn render_tool_result(&self, _call: &ToolCall, result: &Value) -> String {
-        match result {
-            Value::String(s) => s.clone(),
-            other => scan::python_json(other),
-        }
+        scan::result_text(result)
     }
 
     fn render_tools_prompt(&self, tools: &[Tool]) -> String {

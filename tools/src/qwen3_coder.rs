@@ -28,14 +28,12 @@ use super::{
     ToolError, ToolParseError,
 };
 
-const BEGIN: &str = "<tool_call>";
-const END: &str = "</tool_call>";
+// The Hermes `<tool_call>` block, with this family's body inside.
+use super::hermes::{BEGIN, END};
 const FUNC: &str = "<function=";
 const FUNC_END: &str = "</function>";
 const PARAM: &str = "<parameter=";
 const CLOSE: &str = "</parameter>";
-const THINK: &str = "<think>";
-const THINK_END: &str = "</think>";
 
 format_with_options! {
     /// The Qwen3-Coder XML format (`qwen3_coder`, also registered as `qwen3_xml`).
@@ -132,8 +130,12 @@ impl Qwen3Coder {
             separator: "\n".into(),
             section: None,
             leading_text_in_required: true,
-            reasoning: Some((THINK.into(), THINK_END.into(), "\n\n".into())),
-            excludes: vec![FUNC.into(), THINK.into(), THINK_END.into()],
+            reasoning: driver::THINK.written_with("\n\n"),
+            excludes: vec![
+                FUNC.into(),
+                driver::THINK.begin.into(),
+                driver::THINK.end.into(),
+            ],
             markers: [BEGIN, END, FUNC, FUNC_END, PARAM, CLOSE]
                 .iter()
                 .map(|s| s.to_string())
@@ -388,13 +390,7 @@ fn read_call(s: &str, wrapped: bool, tools: &[Tool], at_end: bool) -> Step {
         return bad(s, i, wrapped, at_end, e);
     }
     i += gt + 1;
-    let root = tools
-        .iter()
-        .find(|t| t.name == name)
-        .and_then(|t| t.input_schema.as_object());
-    let props: Option<&Map<String, Value>> = root
-        .and_then(|r| r.get("properties"))
-        .and_then(Value::as_object);
+    let (root, props) = scan::tool_schema(tools, name);
     let mut w = Walk {
         name: name.to_owned(),
         props,

@@ -42,6 +42,23 @@ pub fn json_arguments(tool: &Tool, options: &FormatOptions) -> Value {
     f
 }
 
+/// The tag of one call written as a JSON object, `{"name": NAME, "MEMBER": ARGS}` with
+/// `member` `arguments` or `parameters` and `ARGS` under [`json_arguments`], between
+/// `open` and `close`.
+pub fn json_call_object(
+    tool: &Tool,
+    options: &FormatOptions,
+    open: &str,
+    member: &str,
+    close: &str,
+) -> Value {
+    let name = serde_json::to_string(&tool.name).unwrap_or_default();
+    json!({"type": "tag",
+        "begin": format!("{open}{{\"name\": {name}, \"{member}\": "),
+        "content": json_arguments(tool, options),
+        "end": format!("}}{close}")})
+}
+
 /// Sets the whitespace and digit caps of `options` on the `json_schema` format `f`.
 pub fn set_json_limits(f: &mut Value, options: &FormatOptions) {
     if let Some(n) = options.max_whitespace {

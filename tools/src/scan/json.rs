@@ -5,6 +5,15 @@
 #[allow(unused_imports)]
 use super::*;
 
+/// A tool result as the text a tool turn holds: a string as is, any other value as
+/// [`python_json`].
+pub fn result_text(result: &Value) -> String {
+    match result {
+        Value::String(s) => s.clone(),
+        other => python_json(other),
+    }
+}
+
 /// JSON text as Python's `json.dumps(value, ensure_ascii=False)` writes it (`", "` and
 /// `": "` separators), which is what Hermes/Qwen, Llama and DeepSeek templates render.
 pub fn python_json(value: &Value) -> String {
