@@ -51,6 +51,20 @@ impl Markers {
     }
 }
 
+/// One call of [`super::ToolCallFormat::parse_partial_from`]: the text, the settled point
+/// the parse restarts at, the offered tools, and whether the output is complete.
+#[derive(Clone, Copy, Debug)]
+pub struct Parse<'a> {
+    /// The whole text parsed.
+    pub text: &'a str,
+    /// Where the parse restarts.
+    pub from: &'a Settled,
+    /// The offered tools.
+    pub tools: &'a [Tool],
+    /// The output is complete.
+    pub at_end: bool,
+}
+
 /// What a family's body codec made of the text from a call's begin marker on.
 #[derive(Debug)]
 pub enum Step {

@@ -19,7 +19,7 @@ use super::qwen3_coder::{arguments_json_text, typed_arguments, xml_arguments};
 use super::scan::{self, Content, JsonRead};
 use super::tags::{self, Envelope};
 use super::{
-    CallMode, FormatOptions, PartialCall, PartialOutput, Settled, StructuralTag, Tool, ToolCall,
+    CallMode, FormatOptions, PartialCall, PartialOutput, StructuralTag, Tool, ToolCall,
     ToolCallFormat, ToolChoice, ToolError, ToolParseError,
 };
 
@@ -525,15 +525,38 @@ impl ToolCallFormat for Glm4 {
         tags::structural_tag(format, "glm4")
     }
 
-    parse_partial_from_start!();
+    parse_with_driver!(own: parse_turn);
 
-    fn parse_partial_from(
-        &self,
-        text: &str,
-        from: &Settled,
-        tools: &[Tool],
-        at_end: bool,
-    ) -> PartialOutput {
+    fn render_calls(&self, calls: &[ToolCall]) -> String {
+        calls
+            .iter()
+            .map(|c| format!("{}\n{}", c.name, scan::python_json(&c.arguments)))
+            .collect::<Vec<_>>()
+            .join(ASSISTANT)
+    }
+
+    fn render_tool_result(&self, _call: &ToolCall, result: &Value) -> String {
+        scan::result_text(result)
+    }
+
+    fn render_tools_prompt(&self, tools: &[Tool]) -> String {
+        let mut s = String::from("# Available tools");
+        for t in tools {
+            s.push_str(&format!(
+                "\n\n## {}\n\n{}\nCall it by writing its name on one line and its arguments \
+                 as a JSON object on the next.",
+                t.name,
+                scan::python_json(&t.to_openai()["function"])
+            ));
+        }
+        s
+    }
+}
+
+impl Glm4 {
+    /// The parse behind [`ToolCallFormat::parse_partial_from`].
+    fn parse_turn(&self, parse: driver::Parse<'_>) -> PartialOutput {
+        let (text, from, tools, at_end) = (parse.text, parse.from, parse.tools, parse.at_end);
         if from.content_open {
             // Settled inside a text message, which runs to the end: the rest of it.
             return scan::rest_as_content(text, from, &[ASSISTANT], at_end);
@@ -666,31 +689,6 @@ impl ToolCallFormat for Glm4 {
         }
         out.content = content.into_string();
         out
-    }
-
-    fn render_calls(&self, calls: &[ToolCall]) -> String {
-        calls
-            .iter()
-            .map(|c| format!("{}\n{}", c.name, scan::python_json(&c.arguments)))
-            .collect::<Vec<_>>()
-            .join(ASSISTANT)
-    }
-
-    fn render_tool_result(&self, _call: &ToolCall, result: &Value) -> String {
-        scan::result_text(result)
-    }
-
-    fn render_tools_prompt(&self, tools: &[Tool]) -> String {
-        let mut s = String::from("# Available tools");
-        for t in tools {
-            s.push_str(&format!(
-                "\n\n## {}\n\n{}\nCall it by writing its name on one line and its arguments \
-                 as a JSON object on the next.",
-                t.name,
-                scan::python_json(&t.to_openai()["function"])
-            ));
-        }
-        s
     }
 }
 

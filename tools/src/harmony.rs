@@ -9,10 +9,11 @@
 
 use serde_json::{json, Value};
 
+use super::driver;
 use super::scan::{self, ArgsRead, Content};
 use super::tags;
 use super::{
-    CallMode, FormatOptions, PartialCall, PartialOutput, Settled, StructuralTag, Tool, ToolCall,
+    CallMode, FormatOptions, PartialCall, PartialOutput, StructuralTag, Tool, ToolCall,
     ToolCallFormat, ToolChoice, ToolError, ToolParseError,
 };
 
@@ -144,15 +145,70 @@ impl ToolCallFormat for Harmony {
         tags::structural_tag(format, "harmony")
     }
 
-    parse_partial_from_start!();
+    parse_with_driver!(own: parse_turn);
 
-    fn parse_partial_from(
-        &self,
-        text: &str,
-        from: &Settled,
-        tools: &[Tool],
-        at_end: bool,
-    ) -> PartialOutput {
+    fn render_calls(&self, calls: &[ToolCall]) -> String {
+        calls
+            .iter()
+            .map(|c| format!("{}{}{CALL}", call_header(&c.name), c.arguments))
+            .collect::<Vec<_>>()
+            .join(&format!("{START}assistant"))
+    }
+
+    fn render_tool_result(&self, call: &ToolCall, result: &Value) -> String {
+        let body = match result {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        format!(
+            "{START}functions.{} to=assistant{CHANNEL}commentary{MESSAGE}{body}{END}",
+            call.name
+        )
+    }
+
+    fn render_tools_prompt(&self, tools: &[Tool]) -> String {
+        let mut s = String::from("# Tools\n\n## functions\n\nnamespace functions {\n\n");
+        for t in tools {
+            if !t.description.is_empty() {
+                for line in t.description.lines() {
+                    s.push_str(&format!("// {line}\n"));
+                }
+            }
+            let props = t.input_schema.get("properties").and_then(Value::as_object);
+            match props {
+                Some(p) if !p.is_empty() => {
+                    let required: Vec<&str> = t
+                        .input_schema
+                        .get("required")
+                        .and_then(Value::as_array)
+                        .map(|r| r.iter().filter_map(Value::as_str).collect())
+                        .unwrap_or_default();
+                    s.push_str(&format!("type {} = (_: {{\n", t.name));
+                    for (k, v) in p {
+                        if let Some(d) = v.get("description").and_then(Value::as_str) {
+                            s.push_str(&format!("// {d}\n"));
+                        }
+                        let opt = if required.contains(&k.as_str()) {
+                            ""
+                        } else {
+                            "?"
+                        };
+                        s.push_str(&format!("{k}{opt}: {},\n", ts_type(v)));
+                    }
+                    s.push_str("}) => any;\n\n");
+                }
+                _ => s.push_str(&format!("type {} = () => any;\n\n", t.name)),
+            }
+        }
+        s.push_str("} // namespace functions");
+        s
+    }
+}
+
+impl Harmony {
+    /// The parse behind [`ToolCallFormat::parse_partial_from`].
+    fn parse_turn(&self, parse: driver::Parse<'_>) -> PartialOutput {
+        let (text, from, tools, at_end) = (parse.text, parse.from, parse.tools, parse.at_end);
         let mut out = PartialOutput::default();
         let mut reasoning = Content::resumed(from.reasoning_open);
         let mut content = Content::resumed(from.content_open);
@@ -299,63 +355,6 @@ impl ToolCallFormat for Harmony {
         out.reasoning = reasoning.into_string();
         out.content = content.into_string();
         out
-    }
-
-    fn render_calls(&self, calls: &[ToolCall]) -> String {
-        calls
-            .iter()
-            .map(|c| format!("{}{}{CALL}", call_header(&c.name), c.arguments))
-            .collect::<Vec<_>>()
-            .join(&format!("{START}assistant"))
-    }
-
-    fn render_tool_result(&self, call: &ToolCall, result: &Value) -> String {
-        let body = match result {
-            Value::String(s) => s.clone(),
-            other => other.to_string(),
-        };
-        format!(
-            "{START}functions.{} to=assistant{CHANNEL}commentary{MESSAGE}{body}{END}",
-            call.name
-        )
-    }
-
-    fn render_tools_prompt(&self, tools: &[Tool]) -> String {
-        let mut s = String::from("# Tools\n\n## functions\n\nnamespace functions {\n\n");
-        for t in tools {
-            if !t.description.is_empty() {
-                for line in t.description.lines() {
-                    s.push_str(&format!("// {line}\n"));
-                }
-            }
-            let props = t.input_schema.get("properties").and_then(Value::as_object);
-            match props {
-                Some(p) if !p.is_empty() => {
-                    let required: Vec<&str> = t
-                        .input_schema
-                        .get("required")
-                        .and_then(Value::as_array)
-                        .map(|r| r.iter().filter_map(Value::as_str).collect())
-                        .unwrap_or_default();
-                    s.push_str(&format!("type {} = (_: {{\n", t.name));
-                    for (k, v) in p {
-                        if let Some(d) = v.get("description").and_then(Value::as_str) {
-                            s.push_str(&format!("// {d}\n"));
-                        }
-                        let opt = if required.contains(&k.as_str()) {
-                            ""
-                        } else {
-                            "?"
-                        };
-                        s.push_str(&format!("{k}{opt}: {},\n", ts_type(v)));
-                    }
-                    s.push_str("}) => any;\n\n");
-                }
-                _ => s.push_str(&format!("type {} = () => any;\n\n", t.name)),
-            }
-        }
-        s.push_str("} // namespace functions");
-        s
     }
 }
 

@@ -10,10 +10,11 @@
 
 use serde_json::{json, Map, Value};
 
+use super::driver;
 use super::scan::{self, Content, JsonRead};
 use super::tags;
 use super::{
-    CallMode, FormatOptions, PartialCall, PartialOutput, Settled, StructuralTag, Tool, ToolCall,
+    CallMode, FormatOptions, PartialCall, PartialOutput, StructuralTag, Tool, ToolCall,
     ToolCallFormat, ToolChoice, ToolError, ToolParseError,
 };
 
@@ -216,41 +217,7 @@ impl ToolCallFormat for JsonArray {
         tags::structural_tag(format, "json")
     }
 
-    parse_partial_from_start!();
-
-    fn parse_partial_from(
-        &self,
-        text: &str,
-        from: &Settled,
-        tools: &[Tool],
-        at_end: bool,
-    ) -> PartialOutput {
-        if from.content_open {
-            // Settled inside an output that is all text: the rest of it.
-            return scan::rest_as_content(text, from, &[], at_end);
-        }
-        let mut out = PartialOutput::default();
-        let mut content = Content::default();
-        let lead = text.len() - text.trim_start().len();
-        let rest = &text[lead..];
-        // Other settled points lie in the call array, just after an element. An output
-        // that starts as JSON (`[`, `{`, or any output with a forced call) may be a call
-        // until it ends, so its text is only ever content at the end: it has no settled
-        // point in free text and, while it arrives, is re-parsed in coalesced steps.
-        let resume = (from.offset > 0).then(|| from.offset - lead);
-        if let Some(name) = &self.forced {
-            parse_forced(name, rest, lead, tools, at_end, &mut out, &mut content);
-        } else if rest.starts_with('[') {
-            parse_array(rest, lead, resume, tools, at_end, &mut out, &mut content);
-        } else if rest.starts_with('{') {
-            parse_object(rest, lead, tools, at_end, &mut out, &mut content);
-        } else if let Some(n) = content.push_tail(rest, &[], at_end) {
-            // Text, not a call: all of it is content.
-            scan::settle_open(&mut out, &content, lead + n);
-        }
-        out.content = content.into_string();
-        out
-    }
+    parse_with_driver!(own: parse_turn);
 
     fn render_calls(&self, calls: &[ToolCall]) -> String {
         if self.forced.is_some() {
@@ -282,6 +249,38 @@ impl ToolCallFormat for JsonArray {
              [{\"name\": \"f\", \"arguments\": {\"x\": 1}}]. Answer [] to call none.",
         );
         s
+    }
+}
+
+impl JsonArray {
+    /// The parse behind [`ToolCallFormat::parse_partial_from`].
+    fn parse_turn(&self, parse: driver::Parse<'_>) -> PartialOutput {
+        let (text, from, tools, at_end) = (parse.text, parse.from, parse.tools, parse.at_end);
+        if from.content_open {
+            // Settled inside an output that is all text: the rest of it.
+            return scan::rest_as_content(text, from, &[], at_end);
+        }
+        let mut out = PartialOutput::default();
+        let mut content = Content::default();
+        let lead = text.len() - text.trim_start().len();
+        let rest = &text[lead..];
+        // Other settled points lie in the call array, just after an element. An output
+        // that starts as JSON (`[`, `{`, or any output with a forced call) may be a call
+        // until it ends, so its text is only ever content at the end: it has no settled
+        // point in free text and, while it arrives, is re-parsed in coalesced steps.
+        let resume = (from.offset > 0).then(|| from.offset - lead);
+        if let Some(name) = &self.forced {
+            parse_forced(name, rest, lead, tools, at_end, &mut out, &mut content);
+        } else if rest.starts_with('[') {
+            parse_array(rest, lead, resume, tools, at_end, &mut out, &mut content);
+        } else if rest.starts_with('{') {
+            parse_object(rest, lead, tools, at_end, &mut out, &mut content);
+        } else if let Some(n) = content.push_tail(rest, &[], at_end) {
+            // Text, not a call: all of it is content.
+            scan::settle_open(&mut out, &content, lead + n);
+        }
+        out.content = content.into_string();
+        out
     }
 }
 

@@ -88,7 +88,8 @@ macro_rules! parse_partial_from_start {
 /// * `sections: SECTIONS, read` — calls sit in a section ([`scan::parse_sectioned`]);
 ///   `read(call body, tools, at_end)` reads one;
 /// * `arrays: FAMILY, marker_len` — each marker opens a JSON array of calls
-///   ([`call_array::parse_marked_arrays`]); `marker_len(marker index)` is its length.
+///   ([`call_array::parse_marked_arrays`]); `marker_len(marker index)` is its length;
+/// * `own: METHOD` — the family's own `METHOD(&self, driver::Parse) -> PartialOutput`.
 macro_rules! parse_with_driver {
     (calls: $family:expr, $read:expr) => {
         parse_with_driver!(@parse |f: &Self, text, from, tools, at_end| {
@@ -110,6 +111,11 @@ macro_rules! parse_with_driver {
             $crate::call_array::parse_marked_arrays(
                 &$family, text, from, reasoning, tools, at_end, $marker_len,
             )
+        });
+    };
+    (own: $method:ident) => {
+        parse_with_driver!(@parse |f: &Self, text, from, tools, at_end| {
+            f.$method($crate::driver::Parse { text, from, tools, at_end })
         });
     };
     (@parse $parse:expr) => {

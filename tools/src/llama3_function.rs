@@ -20,8 +20,8 @@ use super::pythonic::reader::{Py, Stop};
 use super::scan::{self, JsonRead};
 use super::tags::{self, Envelope};
 use super::{
-    FormatOptions, PartialCall, PartialOutput, Settled, StructuralTag, Tool, ToolCall,
-    ToolCallFormat, ToolChoice, ToolError, ToolParseError,
+    FormatOptions, PartialCall, PartialOutput, StructuralTag, Tool, ToolCall, ToolCallFormat,
+    ToolChoice, ToolError, ToolParseError,
 };
 
 /// Begins a custom-tool call; the name runs to the next `>`.
@@ -144,32 +144,7 @@ impl ToolCallFormat for Llama3FunctionTag {
         })
     }
 
-    parse_partial_from_start!();
-
-    fn parse_partial_from(
-        &self,
-        text: &str,
-        from: &Settled,
-        tools: &[Tool],
-        at_end: bool,
-    ) -> PartialOutput {
-        FAMILY.drive(
-            text,
-            from,
-            self.options.reasoning,
-            at_end,
-            |turn, start, marker| {
-                let s = &turn.text[start..];
-                let step = match marker {
-                    0 => read_function(s, tools, turn.at_end),
-                    1 => read_builtin(s, tools, turn.at_end),
-                    // `<|eom_id|>` / `<|eot_id|>`: nothing.
-                    m => return Some(start + MARKERS[m].len()),
-                };
-                turn.record(start, step)
-            },
-        )
-    }
+    parse_with_driver!(own: parse_turn);
 
     fn render_calls(&self, calls: &[ToolCall]) -> String {
         calls
@@ -227,6 +202,29 @@ impl ToolCallFormat for Llama3FunctionTag {
             ));
         }
         s
+    }
+}
+
+impl Llama3FunctionTag {
+    /// The parse behind [`ToolCallFormat::parse_partial_from`].
+    fn parse_turn(&self, parse: driver::Parse<'_>) -> PartialOutput {
+        let (text, from, tools, at_end) = (parse.text, parse.from, parse.tools, parse.at_end);
+        FAMILY.drive(
+            text,
+            from,
+            self.options.reasoning,
+            at_end,
+            |turn, start, marker| {
+                let s = &turn.text[start..];
+                let step = match marker {
+                    0 => read_function(s, tools, turn.at_end),
+                    1 => read_builtin(s, tools, turn.at_end),
+                    // `<|eom_id|>` / `<|eot_id|>`: nothing.
+                    m => return Some(start + MARKERS[m].len()),
+                };
+                turn.record(start, step)
+            },
+        )
     }
 }
 

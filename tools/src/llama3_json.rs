@@ -8,11 +8,12 @@
 
 use serde_json::Value;
 
+use super::driver;
 use super::scan::{self, Content, JsonRead};
 use super::tags::{self, Envelope};
 use super::{
-    FormatOptions, PartialOutput, Settled, StructuralTag, Tool, ToolCall, ToolCallFormat,
-    ToolChoice, ToolError, ToolParseError,
+    FormatOptions, PartialOutput, StructuralTag, Tool, ToolCall, ToolCallFormat, ToolChoice,
+    ToolError, ToolParseError,
 };
 
 /// The prefix Llama 3.1 sometimes writes before a call (special token 128010; the shared
@@ -160,15 +161,46 @@ impl ToolCallFormat for Llama3Json {
         })
     }
 
-    parse_partial_from_start!();
+    parse_with_driver!(own: parse_turn);
 
-    fn parse_partial_from(
-        &self,
-        text: &str,
-        from: &Settled,
-        tools: &[Tool],
-        at_end: bool,
-    ) -> PartialOutput {
+    fn render_calls(&self, calls: &[ToolCall]) -> String {
+        calls
+            .iter()
+            .map(|c| {
+                let name = serde_json::to_string(&c.name).unwrap_or_default();
+                format!(
+                    "{TRIGGER}{name}, \"parameters\": {}}}",
+                    scan::python_json(&c.arguments)
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(SEPARATOR)
+    }
+
+    fn render_tool_result(&self, _call: &ToolCall, result: &Value) -> String {
+        // The body of the `ipython` turn.
+        scan::result_text(result)
+    }
+
+    fn render_tools_prompt(&self, tools: &[Tool]) -> String {
+        let mut s = String::from(
+            "You can call the functions below. To call one, reply with only a JSON object \
+             of the form {\"name\": <function name>, \"parameters\": <object of argument \
+             names and values>}, using literal values rather than variables.\n",
+        );
+        for t in tools {
+            s.push('\n');
+            s.push_str(&indented_json(&t.to_openai()));
+            s.push('\n');
+        }
+        s
+    }
+}
+
+impl Llama3Json {
+    /// The parse behind [`ToolCallFormat::parse_partial_from`].
+    fn parse_turn(&self, parse: driver::Parse<'_>) -> PartialOutput {
+        let (text, from, tools, at_end) = (parse.text, parse.from, parse.tools, parse.at_end);
         let mut out = PartialOutput::default();
         let mut content = Content::resumed(from.content_open);
         let b = text.as_bytes();
@@ -287,39 +319,6 @@ impl ToolCallFormat for Llama3Json {
         }
         out.content = content.into_string();
         out
-    }
-
-    fn render_calls(&self, calls: &[ToolCall]) -> String {
-        calls
-            .iter()
-            .map(|c| {
-                let name = serde_json::to_string(&c.name).unwrap_or_default();
-                format!(
-                    "{TRIGGER}{name}, \"parameters\": {}}}",
-                    scan::python_json(&c.arguments)
-                )
-            })
-            .collect::<Vec<_>>()
-            .join(SEPARATOR)
-    }
-
-    fn render_tool_result(&self, _call: &ToolCall, result: &Value) -> String {
-        // The body of the `ipython` turn.
-        scan::result_text(result)
-    }
-
-    fn render_tools_prompt(&self, tools: &[Tool]) -> String {
-        let mut s = String::from(
-            "You can call the functions below. To call one, reply with only a JSON object \
-             of the form {\"name\": <function name>, \"parameters\": <object of argument \
-             names and values>}, using literal values rather than variables.\n",
-        );
-        for t in tools {
-            s.push('\n');
-            s.push_str(&indented_json(&t.to_openai()));
-            s.push('\n');
-        }
-        s
     }
 }
 

@@ -16,8 +16,8 @@ use serde_json::{json, Value};
 use super::scan::{self, Content, JsonRead};
 use super::tags::{self, Envelope};
 use super::{
-    FormatOptions, PartialCall, PartialOutput, Settled, StructuralTag, Tool, ToolCall,
-    ToolCallFormat, ToolChoice, ToolError, ToolParseError,
+    FormatOptions, PartialCall, PartialOutput, StructuralTag, Tool, ToolCall, ToolCallFormat,
+    ToolChoice, ToolError, ToolParseError,
 };
 use tokensieve::Vocabulary;
 
@@ -178,55 +178,7 @@ impl ToolCallFormat for Mistral {
         })
     }
 
-    parse_partial_from_start!();
-
-    fn parse_partial_from(
-        &self,
-        text: &str,
-        from: &Settled,
-        tools: &[Tool],
-        at_end: bool,
-    ) -> PartialOutput {
-        let reasoning = self.options.reasoning;
-        // Settled between the elements of a call array that has a call: the rest of it.
-        let resume = |turn: &mut driver::Turn<'_>, pos: usize| {
-            call_array::resume_array(turn, from, pos, tools, &FAMILY.begins)
-        };
-        FAMILY.drive_resumed(text, from, reasoning, at_end, resume, |turn, start, _| {
-            let (out, content) = (&mut turn.out, &mut turn.content);
-            let after = start + TOOL_CALLS.len();
-            let ws = text[after..].len() - text[after..].trim_start().len();
-            let body = after + ws;
-            if body == text.len() {
-                if at_end {
-                    let error = ToolParseError::Unterminated;
-                    scan::push_malformed(out, content, &text[start..], start, error);
-                }
-                return None;
-            }
-            // `[` starts an array, unless it is a v11+ marker (`[TOOL_CALLS][ARGS]`: a
-            // call without a name).
-            let b = &text[body..];
-            if b.starts_with('[') && !b.starts_with(ARGS) && !b.starts_with(CALL_ID) {
-                let array = call_array::Array {
-                    start,
-                    resume: None,
-                };
-                call_array::read_array(
-                    text,
-                    array,
-                    body,
-                    tools,
-                    at_end,
-                    out,
-                    content,
-                    &FAMILY.begins,
-                )
-            } else {
-                read_name_args(text, start, body, tools, at_end, out, content)
-            }
-        })
-    }
+    parse_with_driver!(own: parse_turn);
 
     fn render_calls(&self, calls: &[ToolCall]) -> String {
         match self.syntax {
@@ -290,6 +242,52 @@ impl ToolCallFormat for Mistral {
             "[AVAILABLE_TOOLS]{}[/AVAILABLE_TOOLS]",
             scan::python_json(&Value::Array(list))
         )
+    }
+}
+
+impl Mistral {
+    /// The parse behind [`ToolCallFormat::parse_partial_from`].
+    fn parse_turn(&self, parse: driver::Parse<'_>) -> PartialOutput {
+        let (text, from, tools, at_end) = (parse.text, parse.from, parse.tools, parse.at_end);
+        let reasoning = self.options.reasoning;
+        // Settled between the elements of a call array that has a call: the rest of it.
+        let resume = |turn: &mut driver::Turn<'_>, pos: usize| {
+            call_array::resume_array(turn, from, pos, tools, &FAMILY.begins)
+        };
+        FAMILY.drive_resumed(text, from, reasoning, at_end, resume, |turn, start, _| {
+            let (out, content) = (&mut turn.out, &mut turn.content);
+            let after = start + TOOL_CALLS.len();
+            let ws = text[after..].len() - text[after..].trim_start().len();
+            let body = after + ws;
+            if body == text.len() {
+                if at_end {
+                    let error = ToolParseError::Unterminated;
+                    scan::push_malformed(out, content, &text[start..], start, error);
+                }
+                return None;
+            }
+            // `[` starts an array, unless it is a v11+ marker (`[TOOL_CALLS][ARGS]`: a
+            // call without a name).
+            let b = &text[body..];
+            if b.starts_with('[') && !b.starts_with(ARGS) && !b.starts_with(CALL_ID) {
+                let array = call_array::Array {
+                    start,
+                    resume: None,
+                };
+                call_array::read_array(
+                    text,
+                    array,
+                    body,
+                    tools,
+                    at_end,
+                    out,
+                    content,
+                    &FAMILY.begins,
+                )
+            } else {
+                read_name_args(text, start, body, tools, at_end, out, content)
+            }
+        })
     }
 }
 

@@ -8,11 +8,12 @@
 
 use serde_json::{json, Map, Number, Value};
 
+use super::driver;
 use super::scan::{self, Content};
 use super::tags;
 use super::{
-    ArgumentSchemas, CallMode, FormatOptions, PartialCall, PartialOutput, Settled, StructuralTag,
-    Tool, ToolCall, ToolCallFormat, ToolChoice, ToolError, ToolParseError,
+    ArgumentSchemas, CallMode, FormatOptions, PartialCall, PartialOutput, StructuralTag, Tool,
+    ToolCall, ToolCallFormat, ToolChoice, ToolError, ToolParseError,
 };
 
 const PY_START: &str = "<|python_start|>";
@@ -858,15 +859,47 @@ impl ToolCallFormat for Pythonic {
         tags::structural_tag(format, "pythonic")
     }
 
-    parse_partial_from_start!();
+    parse_with_driver!(own: parse_turn);
 
-    fn parse_partial_from(
-        &self,
-        text: &str,
-        from: &Settled,
-        tools: &[Tool],
-        at_end: bool,
-    ) -> PartialOutput {
+    fn render_calls(&self, calls: &[ToolCall]) -> String {
+        let items: Vec<String> = calls
+            .iter()
+            .map(|c| {
+                let args: Vec<String> = match &c.arguments {
+                    Value::Object(m) => m
+                        .iter()
+                        .map(|(k, v)| format!("{k}={}", python_literal(v)))
+                        .collect(),
+                    _ => Vec::new(),
+                };
+                format!("{}({})", c.name, args.join(", "))
+            })
+            .collect();
+        format!("[{}]", items.join(", "))
+    }
+
+    fn render_tool_result(&self, _call: &ToolCall, result: &Value) -> String {
+        scan::result_text(result)
+    }
+
+    fn render_tools_prompt(&self, tools: &[Tool]) -> String {
+        let mut s = String::from(
+            "The functions below are available, as JSON. To call any of them, reply with \
+             nothing but a Python list of calls with keyword arguments and literal \
+             values, such as [name1(a=1, b='x'), name2(c=True)].\n",
+        );
+        for t in tools {
+            s.push('\n');
+            s.push_str(&scan::python_json(&t.to_openai()));
+        }
+        s
+    }
+}
+
+impl Pythonic {
+    /// The parse behind [`ToolCallFormat::parse_partial_from`].
+    fn parse_turn(&self, parse: driver::Parse<'_>) -> PartialOutput {
+        let (text, from, tools, at_end) = (parse.text, parse.from, parse.tools, parse.at_end);
         if from.content_open {
             // Settled inside an output that is all text: the rest of it.
             return scan::rest_as_content(text, from, &[], at_end);
@@ -951,40 +984,6 @@ impl ToolCallFormat for Pythonic {
         self.push_after_calls(text, end, at_end, &mut content);
         out.content = content.into_string();
         out
-    }
-
-    fn render_calls(&self, calls: &[ToolCall]) -> String {
-        let items: Vec<String> = calls
-            .iter()
-            .map(|c| {
-                let args: Vec<String> = match &c.arguments {
-                    Value::Object(m) => m
-                        .iter()
-                        .map(|(k, v)| format!("{k}={}", python_literal(v)))
-                        .collect(),
-                    _ => Vec::new(),
-                };
-                format!("{}({})", c.name, args.join(", "))
-            })
-            .collect();
-        format!("[{}]", items.join(", "))
-    }
-
-    fn render_tool_result(&self, _call: &ToolCall, result: &Value) -> String {
-        scan::result_text(result)
-    }
-
-    fn render_tools_prompt(&self, tools: &[Tool]) -> String {
-        let mut s = String::from(
-            "The functions below are available, as JSON. To call any of them, reply with \
-             nothing but a Python list of calls with keyword arguments and literal \
-             values, such as [name1(a=1, b='x'), name2(c=True)].\n",
-        );
-        for t in tools {
-            s.push('\n');
-            s.push_str(&scan::python_json(&t.to_openai()));
-        }
-        s
     }
 }
 
