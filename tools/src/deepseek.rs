@@ -27,8 +27,7 @@ use super::driver;
 use super::scan::{self, CallRead, Sections};
 use super::tags::{self, Envelope};
 use super::{
-    FormatOptions, PartialCall, StructuralTag, Tool, ToolCall, ToolCallFormat, ToolChoice,
-    ToolError, ToolParseError,
+    FormatOptions, PartialCall, Tool, ToolCall, ToolCallFormat, ToolError, ToolParseError,
 };
 
 /// `<｜tool▁calls▁begin｜>`: opens the section holding a turn's calls.
@@ -151,37 +150,29 @@ impl ToolCallFormat for DeepSeek {
         }
     }
 
-    fn structural_tag(
-        &self,
-        tools: &[Tool],
-        choice: &ToolChoice,
-        parallel: bool,
-    ) -> Result<StructuralTag, ToolError> {
-        let options = &self.options;
-        let version = self.version;
-        tags::assemble(&self.envelope(), tools, choice, parallel, options, |t| {
-            if version == DeepSeekVersion::V3 && t.name.contains('`') {
-                // The V3 parser ends the name at the fence that may follow it unspaced.
-                return Err(ToolError::Unsupported {
-                    format: "deepseek_v3".into(),
-                    reason: format!(
-                        "tool {:?}: its name holds the character '`', which ends a name \
+    structural_tag_from_envelope!(|f, options, t| {
+        let version = f.version;
+        if version == DeepSeekVersion::V3 && t.name.contains('`') {
+            // The V3 parser ends the name at the fence that may follow it unspaced.
+            return Err(ToolError::Unsupported {
+                format: "deepseek_v3".into(),
+                reason: format!(
+                    "tool {:?}: its name holds the character '`', which ends a name \
                          in DeepSeek V3's call header (the json fence)",
-                        t.name
-                    ),
-                });
-            }
-            let (begin, end) = match version {
-                DeepSeekVersion::V3 => (
-                    format!("{CALL_BEGIN}function{SEP}{}\n```json\n", t.name),
-                    format!("\n```{CALL_END}"),
+                    t.name
                 ),
-                DeepSeekVersion::V31 => (format!("{CALL_BEGIN}{}{SEP}", t.name), CALL_END.into()),
-            };
-            Ok(json!({"type": "tag", "begin": begin,
+            });
+        }
+        let (begin, end) = match version {
+            DeepSeekVersion::V3 => (
+                format!("{CALL_BEGIN}function{SEP}{}\n```json\n", t.name),
+                format!("\n```{CALL_END}"),
+            ),
+            DeepSeekVersion::V31 => (format!("{CALL_BEGIN}{}{SEP}", t.name), CALL_END.into()),
+        };
+        Ok(json!({"type": "tag", "begin": begin,
                 "content": tags::json_arguments(t, options), "end": end}))
-        })
-    }
+    });
 
     parse_with_driver!(sections: SECTIONS, read_call);
 
@@ -276,6 +267,7 @@ fn read_call(body: &str, tools: &[Tool], at_end: bool) -> CallRead {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ToolChoice;
     use crate::{StreamEvent, StreamingParser};
 
     use crate::test_support::weather_and_time as tools;

@@ -172,26 +172,18 @@ impl ToolCallFormat for Glm {
         }
     }
 
-    fn structural_tag(
-        &self,
-        tools: &[Tool],
-        choice: &ToolChoice,
-        parallel: bool,
-    ) -> Result<StructuralTag, ToolError> {
-        let options = &self.options;
-        let nl = if self.newlines { "\n" } else { "" };
-        let (style, middle) = if self.newlines {
+    structural_tag_from_envelope!(|f, options, t| {
+        let nl = if f.newlines { "\n" } else { "" };
+        let (style, middle) = if f.newlines {
             ("glm_xml", "</arg_key>\n<arg_value>")
         } else {
             ("glm47_xml", "</arg_key><arg_value>")
         };
-        tags::assemble(&self.envelope(), tools, choice, parallel, options, |t| {
-            Ok(json!({"type": "tag",
+        Ok(json!({"type": "tag",
                 "begin": format!("{BEGIN}{}{nl}", t.name),
-                "content": xml_arguments(t, options, self.name(), style, nl, (KEY, middle, VALUE_END))?,
+                "content": xml_arguments(t, options, f.name(), style, nl, (KEY, middle, VALUE_END))?,
                 "end": END}))
-        })
-    }
+    });
 
     parse_with_driver!(calls: FAMILY, |s, _, tools, at_end| read_call(s, tools, at_end));
 

@@ -15,10 +15,7 @@ use std::sync::LazyLock;
 use super::driver::{self, Family, Step};
 use super::scan::{self, JsonRead};
 use super::tags::{self, Envelope};
-use super::{
-    FormatOptions, PartialCall, StructuralTag, Tool, ToolCall, ToolCallFormat, ToolChoice,
-    ToolError, ToolParseError,
-};
+use super::{FormatOptions, PartialCall, Tool, ToolCall, ToolCallFormat, ToolParseError};
 
 /// The `<tool_call>` block's begin marker. Qwen3-Coder and GLM-4.5 are Hermes with
 /// another body in the same block: they take its markers from here.
@@ -64,24 +61,16 @@ impl ToolCallFormat for Hermes {
         "hermes"
     }
 
-    fn structural_tag(
-        &self,
-        tools: &[Tool],
-        choice: &ToolChoice,
-        parallel: bool,
-    ) -> Result<StructuralTag, ToolError> {
-        let options = &self.options;
-        tags::assemble(&self.envelope(), tools, choice, parallel, options, |t| {
-            let (open, close) = (format!("{BEGIN}\n"), format!("\n{END}"));
-            Ok(tags::json_call_object(
-                t,
-                options,
-                &open,
-                "arguments",
-                &close,
-            ))
-        })
-    }
+    structural_tag_from_envelope!(|_, options, t| {
+        let (open, close) = (format!("{BEGIN}\n"), format!("\n{END}"));
+        Ok(tags::json_call_object(
+            t,
+            options,
+            &open,
+            "arguments",
+            &close,
+        ))
+    });
 
     parse_with_driver!(calls: FAMILY, |s, _, tools, at_end| read_json_block(s, HERMES, tools, at_end));
 
@@ -259,6 +248,7 @@ fn call_arguments_text(body: &str, call: &ToolCall) -> String {
 mod tests {
     use super::*;
     use crate::StreamEvent;
+    use crate::ToolChoice;
     use serde_json::json;
 
     use crate::test_support::weather_and_time as tools;

@@ -11,10 +11,7 @@ use serde_json::{json, Value};
 use super::driver;
 use super::scan::{self, CallRead, Sections};
 use super::tags::{self, Envelope};
-use super::{
-    FormatOptions, PartialCall, StructuralTag, Tool, ToolCall, ToolCallFormat, ToolChoice,
-    ToolError, ToolParseError,
-};
+use super::{FormatOptions, PartialCall, Tool, ToolCall, ToolCallFormat, ToolParseError};
 
 /// Opens the section holding a turn's calls.
 pub const SECTION_BEGIN: &str = "<|tool_calls_section_begin|>";
@@ -129,23 +126,15 @@ impl ToolCallFormat for KimiK2 {
         "kimi_k2"
     }
 
-    fn structural_tag(
-        &self,
-        tools: &[Tool],
-        choice: &ToolChoice,
-        parallel: bool,
-    ) -> Result<StructuralTag, ToolError> {
-        let options = &self.options;
-        tags::assemble(&self.envelope(), tools, choice, parallel, options, |t| {
-            Ok(json!({"type": "tag",
+    structural_tag_from_envelope!(|_, options, t| {
+        Ok(json!({"type": "tag",
                 "begin": format!("{CALL_BEGIN}functions.{}:", t.name),
                 "content": {"type": "sequence", "elements": [
                     {"type": "regex", "pattern": "[0-9]{1,6}"},
                     {"type": "const_string", "value": ARGUMENT_BEGIN},
                     tags::json_arguments(t, options)]},
                 "end": CALL_END}))
-        })
-    }
+    });
 
     parse_with_driver!(sections: SECTIONS, read_call);
 

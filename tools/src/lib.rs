@@ -134,6 +134,25 @@ macro_rules! parse_with_driver {
     };
 }
 
+/// The `structural_tag` of a family assembled from its envelope ([`tags::assemble`] over
+/// `self.envelope()` and `self.options`): `|f, options, t| { … }` gives the tag of one
+/// call to the tool `t` (`f` is `self`, or `_`).
+macro_rules! structural_tag_from_envelope {
+    (|$f:pat_param, $options:ident, $t:pat_param| $body:block) => {
+        fn structural_tag(
+            &self,
+            tools: &[$crate::Tool],
+            choice: &$crate::ToolChoice,
+            parallel: bool,
+        ) -> Result<$crate::StructuralTag, $crate::ToolError> {
+            let $f = self;
+            let $options = &self.options;
+            let envelope = self.envelope();
+            $crate::tags::assemble(&envelope, tools, choice, parallel, $options, |$t| $body)
+        }
+    };
+}
+
 /// Declares a built-in format that holds only its [`FormatOptions`]: the struct (with the
 /// doc comment given), `new(options)` and `options()`.
 macro_rules! format_with_options {

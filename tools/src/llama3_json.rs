@@ -11,10 +11,7 @@ use serde_json::Value;
 use super::driver;
 use super::scan::{self, Content, JsonRead};
 use super::tags::{self, Envelope};
-use super::{
-    FormatOptions, PartialOutput, StructuralTag, Tool, ToolCall, ToolCallFormat, ToolChoice,
-    ToolError, ToolParseError,
-};
+use super::{FormatOptions, PartialOutput, Tool, ToolCall, ToolCallFormat, ToolParseError};
 
 /// The prefix Llama 3.1 sometimes writes before a call (special token 128010; the shared
 /// Llama 3.1 tokenizer file names that id `<|reserved_special_token_5|>`).
@@ -149,17 +146,9 @@ impl ToolCallFormat for Llama3Json {
         "llama3_json"
     }
 
-    fn structural_tag(
-        &self,
-        tools: &[Tool],
-        choice: &ToolChoice,
-        parallel: bool,
-    ) -> Result<StructuralTag, ToolError> {
-        let options = &self.options;
-        tags::assemble(&self.envelope(), tools, choice, parallel, options, |t| {
-            Ok(tags::json_call_object(t, options, "", "parameters", ""))
-        })
-    }
+    structural_tag_from_envelope!(|_, options, t| {
+        Ok(tags::json_call_object(t, options, "", "parameters", ""))
+    });
 
     parse_with_driver!(own: parse_turn);
 

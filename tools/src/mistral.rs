@@ -16,8 +16,7 @@ use serde_json::{json, Value};
 use super::scan::{self, Content, JsonRead};
 use super::tags::{self, Envelope};
 use super::{
-    FormatOptions, PartialCall, PartialOutput, StructuralTag, Tool, ToolCall, ToolCallFormat,
-    ToolChoice, ToolError, ToolParseError,
+    FormatOptions, PartialCall, PartialOutput, Tool, ToolCall, ToolCallFormat, ToolParseError,
 };
 use tokensieve::Vocabulary;
 
@@ -153,30 +152,22 @@ impl ToolCallFormat for Mistral {
         "mistral"
     }
 
-    fn structural_tag(
-        &self,
-        tools: &[Tool],
-        choice: &ToolChoice,
-        parallel: bool,
-    ) -> Result<StructuralTag, ToolError> {
-        let options = &self.options;
-        let syntax = self.syntax;
-        tags::assemble(&self.envelope(), tools, choice, parallel, options, |t| {
-            let name = serde_json::to_string(&t.name).unwrap_or_default();
-            Ok(match syntax {
-                MistralSyntax::Array => json!({"type": "tag",
+    structural_tag_from_envelope!(|f, options, t| {
+        let syntax = f.syntax;
+        let name = serde_json::to_string(&t.name).unwrap_or_default();
+        Ok(match syntax {
+            MistralSyntax::Array => json!({"type": "tag",
                     "begin": format!("{{\"name\": {name}, \"arguments\": "),
                     "content": {"type": "sequence", "elements": [
                         tags::json_arguments(t, options),
                         {"type": "optional", "content": {"type": "regex",
                             "pattern": format!(", \"id\": \"{ID_PATTERN}\"")}}]},
                     "end": "}"}),
-                MistralSyntax::NameArgs => json!({"type": "tag",
+            MistralSyntax::NameArgs => json!({"type": "tag",
                     "begin": format!("{TOOL_CALLS}{}{ARGS}", t.name),
                     "content": tags::json_arguments(t, options), "end": ""}),
-            })
         })
-    }
+    });
 
     parse_with_driver!(own: parse_turn);
 

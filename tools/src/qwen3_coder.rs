@@ -24,8 +24,8 @@ use super::driver::{self, Family, Step};
 use super::scan;
 use super::tags::{self, Envelope};
 use super::{
-    FormatOptions, PartialCall, StructuralTag, Tool, ToolCall, ToolCallFormat, ToolChoice,
-    ToolError, ToolParseError,
+    FormatOptions, PartialCall, StructuralTag, Tool, ToolCall, ToolCallFormat, ToolError,
+    ToolParseError,
 };
 
 // The Hermes `<tool_call>` block, with this family's body inside.
@@ -220,20 +220,12 @@ impl ToolCallFormat for Qwen3Coder {
         "qwen3_coder"
     }
 
-    fn structural_tag(
-        &self,
-        tools: &[Tool],
-        choice: &ToolChoice,
-        parallel: bool,
-    ) -> Result<StructuralTag, ToolError> {
-        let options = &self.options;
-        tags::assemble(&self.envelope(), tools, choice, parallel, options, |t| {
-            Ok(json!({"type": "tag",
+    structural_tag_from_envelope!(|_, options, t| {
+        Ok(json!({"type": "tag",
                 "begin": format!("{BEGIN}\n{FUNC}{}>\n", t.name),
                 "content": xml_arguments(t, options, "qwen3_coder", "qwen_xml", "\n", (PARAM, ">\n", "\n</parameter>"))?,
                 "end": format!("{FUNC_END}\n{END}")}))
-        })
-    }
+    });
 
     parse_with_driver!(calls: FAMILY, |s, marker, tools, at_end| read_call(s, marker == 0, tools, at_end));
 

@@ -1,7 +1,7 @@
 //! Unit tests of the qwen3_coder family.
 
 use super::*;
-use crate::{StreamEvent, StreamingParser};
+use crate::{StreamEvent, StreamingParser, ToolChoice};
 
 fn tools() -> Vec<Tool> {
     Tool::list_from_openai(&json!([
