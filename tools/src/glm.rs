@@ -134,7 +134,6 @@ impl Glm {
         Envelope {
             trigger: BEGIN.into(),
             separator: if self.newlines { "\n" } else { "" }.into(),
-            section: None,
             leading_text_in_required: true,
             reasoning: driver::THINK.written_with(after_think),
             excludes: [
@@ -153,6 +152,7 @@ impl Glm {
                 .iter()
                 .map(|s| s.to_string())
                 .collect(),
+            ..Envelope::default()
         }
     }
 }
@@ -487,20 +487,14 @@ impl ToolCallFormat for Glm4 {
         "glm4"
     }
 
-    fn structural_tag(
-        &self,
-        tools: &[Tool],
-        choice: &ToolChoice,
-        parallel: bool,
-    ) -> Result<StructuralTag, ToolError> {
-        let (mode, allowed) = choice.resolve(tools)?;
+    structural_tag_from_choice!(|f, _, mode, allowed, parallel| {
         let text = json!({"type": "sequence", "elements": [
             {"type": "const_string", "value": "\n"}, {"type": "any_text"}]});
         let calls: Vec<Value> = allowed
             .iter()
             .map(|t| {
                 json!({"type": "tag", "begin": format!("{}\n", t.name),
-                   "content": tags::json_arguments(t, &self.options), "end": ""})
+                   "content": tags::json_arguments(t, &f.options), "end": ""})
             })
             .collect();
         let block = if parallel && mode != CallMode::Forced {
@@ -514,10 +508,10 @@ impl ToolCallFormat for Glm4 {
             CallMode::Auto => json!({"type": "or", "elements": [text, block]}),
             CallMode::Required | CallMode::Forced => block,
         };
-        tags::structural_tag(format, "glm4")
-    }
+        Ok(format)
+    });
 
-    parse_with_driver!(own: parse_turn);
+    parse_with_driver!(own: parse_turn, text_to_end: &[ASSISTANT]);
 
     fn render_calls(&self, calls: &[ToolCall]) -> String {
         calls
@@ -549,10 +543,6 @@ impl Glm4 {
     /// The parse behind [`ToolCallFormat::parse_partial_from`].
     fn parse_turn(&self, parse: driver::Parse<'_>) -> PartialOutput {
         let (text, from, tools, at_end) = (parse.text, parse.from, parse.tools, parse.at_end);
-        if from.content_open {
-            // Settled inside a text message, which runs to the end: the rest of it.
-            return scan::rest_as_content(text, from, &[ASSISTANT], at_end);
-        }
         let mut out = PartialOutput::default();
         let mut content = Content::default();
         let mut pos = from.offset;

@@ -105,27 +105,7 @@ impl ToolCallFormat for Granite {
         "granite"
     }
 
-    fn structural_tag(
-        &self,
-        tools: &[Tool],
-        choice: &ToolChoice,
-        parallel: bool,
-    ) -> Result<StructuralTag, ToolError> {
-        let marker = self.written_marker();
-        let env = Envelope {
-            trigger: marker.into(),
-            separator: ", ".into(),
-            section: Some((format!("{marker}["), "]".into())),
-            leading_text_in_required: false,
-            reasoning: None,
-            excludes: vec![TOOL_CALL_TOKEN.into(), TOOL_CALL.into()],
-            markers: vec![TOOL_CALL_TOKEN.into(), TOOL_CALL.into()],
-        };
-        let options = &self.options;
-        tags::assemble(&env, tools, choice, parallel, options, |t| {
-            Ok(call_array::call_tag(t, options))
-        })
-    }
+    structural_tag_from_envelope!(|_, options, t| { Ok(call_array::call_tag(t, options)) });
 
     parse_with_driver!(arrays: GRANITE, |m| [TOOL_CALL_TOKEN, TOOL_CALL][m].len());
 
@@ -151,6 +131,21 @@ impl ToolCallFormat for Granite {
     }
 }
 
+impl Granite {
+    /// The family's call syntax, for the shared assembler.
+    fn envelope(&self) -> Envelope {
+        let marker = self.written_marker();
+        Envelope {
+            trigger: marker.into(),
+            separator: ", ".into(),
+            section: Some((format!("{marker}["), "]".into())),
+            excludes: vec![TOOL_CALL_TOKEN.into(), TOOL_CALL.into()],
+            markers: vec![TOOL_CALL_TOKEN.into(), TOOL_CALL.into()],
+            ..Envelope::default()
+        }
+    }
+}
+
 format_with_options! {
     /// IBM granite-20b-functioncalling (`granite-20b-fc`).
     ///
@@ -169,27 +164,10 @@ impl ToolCallFormat for Granite20bFc {
         "granite-20b-fc"
     }
 
-    fn structural_tag(
-        &self,
-        tools: &[Tool],
-        choice: &ToolChoice,
-        parallel: bool,
-    ) -> Result<StructuralTag, ToolError> {
-        let env = Envelope {
-            trigger: FUNCTION_CALL.into(),
-            separator: "\n".into(),
-            section: None,
-            leading_text_in_required: false,
-            reasoning: None,
-            excludes: Vec::new(),
-            markers: vec![FUNCTION_CALL.into()],
-        };
-        let options = &self.options;
-        tags::assemble(&env, tools, choice, parallel, options, |t| {
-            let open = format!("{FUNCTION_CALL} ");
-            Ok(tags::json_call_object(t, options, &open, "arguments", ""))
-        })
-    }
+    structural_tag_from_envelope!(|_, options, t| {
+        let open = format!("{FUNCTION_CALL} ");
+        Ok(tags::json_call_object(t, options, &open, "arguments", ""))
+    });
 
     parse_with_driver!(calls: GRANITE_20B, |s, _, tools, at_end| read_json_block(s, GRANITE_20B_BLOCK, tools, at_end));
 
@@ -214,6 +192,18 @@ impl ToolCallFormat for Granite20bFc {
              \"name\" and its \"arguments\"; when no function fits, answer in plain text.",
         );
         s
+    }
+}
+
+impl Granite20bFc {
+    /// The family's call syntax, for the shared assembler.
+    fn envelope(&self) -> Envelope {
+        Envelope {
+            trigger: FUNCTION_CALL.into(),
+            separator: "\n".into(),
+            markers: vec![FUNCTION_CALL.into()],
+            ..Envelope::default()
+        }
     }
 }
 

@@ -101,14 +101,8 @@ impl ToolCallFormat for Harmony {
         "harmony"
     }
 
-    fn structural_tag(
-        &self,
-        tools: &[Tool],
-        choice: &ToolChoice,
-        parallel: bool,
-    ) -> Result<StructuralTag, ToolError> {
-        let (mode, allowed) = choice.resolve(tools)?;
-        let options = &self.options;
+    structural_tag_from_choice!(|f, _, mode, allowed, parallel| {
+        let options = &f.options;
         let calls: Vec<Value> = allowed
             .iter()
             .map(|t| {
@@ -142,8 +136,8 @@ impl ToolCallFormat for Harmony {
             json!({"type": "or", "elements": [body.clone(),
                 {"type": "sequence", "elements": [analysis, body]}]})
         };
-        tags::structural_tag(format, "harmony")
-    }
+        Ok(format)
+    });
 
     parse_with_driver!(own: parse_turn);
 
@@ -177,12 +171,7 @@ impl ToolCallFormat for Harmony {
             let props = t.input_schema.get("properties").and_then(Value::as_object);
             match props {
                 Some(p) if !p.is_empty() => {
-                    let required: Vec<&str> = t
-                        .input_schema
-                        .get("required")
-                        .and_then(Value::as_array)
-                        .map(|r| r.iter().filter_map(Value::as_str).collect())
-                        .unwrap_or_default();
+                    let required = t.required_arguments();
                     s.push_str(&format!("type {} = (_: {{\n", t.name));
                     for (k, v) in p {
                         if let Some(d) = v.get("description").and_then(Value::as_str) {

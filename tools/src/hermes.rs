@@ -47,11 +47,11 @@ impl Hermes {
         Envelope {
             trigger: BEGIN.into(),
             separator: "\n".into(),
-            section: None,
             leading_text_in_required: true,
             reasoning: driver::THINK.written_with("\n\n"),
             excludes: driver::THINK.markers(),
             markers: vec![BEGIN.into(), END.into()],
+            ..Envelope::default()
         }
     }
 }

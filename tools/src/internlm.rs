@@ -50,37 +50,16 @@ impl ToolCallFormat for InternLm {
         "internlm"
     }
 
-    fn structural_tag(
-        &self,
-        tools: &[Tool],
-        choice: &ToolChoice,
-        parallel: bool,
-    ) -> Result<StructuralTag, ToolError> {
-        let env = Envelope {
-            trigger: ACTION_START.into(),
-            separator: String::new(),
-            section: None,
-            leading_text_in_required: true,
-            reasoning: None,
-            excludes: vec!["<|action_start|>".into(), ACTION_END.into()],
-            markers: vec![
-                "<|action_start|>".into(),
-                "<|plugin|>".into(),
-                ACTION_END.into(),
-            ],
-        };
-        let options = &self.options;
-        tags::assemble(&env, tools, choice, parallel, options, |t| {
-            let open = format!("{ACTION_START}\n");
-            Ok(tags::json_call_object(
-                t,
-                options,
-                &open,
-                "parameters",
-                ACTION_END,
-            ))
-        })
-    }
+    structural_tag_from_envelope!(|_, options, t| {
+        let open = format!("{ACTION_START}\n");
+        Ok(tags::json_call_object(
+            t,
+            options,
+            &open,
+            "parameters",
+            ACTION_END,
+        ))
+    });
 
     parse_with_driver!(calls: FAMILY, |s, _, tools, at_end| read_json_block(s, BLOCK, tools, at_end));
 
@@ -111,5 +90,22 @@ impl ToolCallFormat for InternLm {
             "<|im_start|>system name=<|plugin|>\n[{}]<|im_end|>",
             list.join(", ")
         )
+    }
+}
+
+impl InternLm {
+    /// The family's call syntax, for the shared assembler.
+    fn envelope(&self) -> Envelope {
+        Envelope {
+            trigger: ACTION_START.into(),
+            leading_text_in_required: true,
+            excludes: vec!["<|action_start|>".into(), ACTION_END.into()],
+            markers: vec![
+                "<|action_start|>".into(),
+                "<|plugin|>".into(),
+                ACTION_END.into(),
+            ],
+            ..Envelope::default()
+        }
     }
 }

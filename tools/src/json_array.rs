@@ -179,20 +179,14 @@ impl ToolCallFormat for JsonArray {
         "json"
     }
 
-    fn structural_tag(
-        &self,
-        tools: &[Tool],
-        choice: &ToolChoice,
-        parallel: bool,
-    ) -> Result<StructuralTag, ToolError> {
-        let (mode, allowed) = choice.resolve(tools)?;
+    structural_tag_from_choice!(|this, choice, mode, allowed, parallel| {
         let json_format = |schema: Value| {
             let mut f = json!({"type": "json_schema", "json_schema": schema,
-                   "any_order": self.options.any_order});
-            super::tags::set_json_limits(&mut f, &self.options);
+                   "any_order": this.options.any_order});
+            super::tags::set_json_limits(&mut f, &this.options);
             f
         };
-        if let Some(name) = &self.forced {
+        if let Some(name) = &this.forced {
             // The forced parser reads a bare arguments object: any other tag would not
             // parse back.
             if mode != CallMode::Forced || &allowed[0].name != name {
@@ -201,8 +195,8 @@ impl ToolCallFormat for JsonArray {
                      for {name:?} (got {choice:?}); use JsonArray::new for other choices"
                 )));
             }
-            let format = json_format(tags::argument_schema(allowed[0], &self.options));
-            return tags::structural_tag(format, "json");
+            let format = json_format(tags::argument_schema(allowed[0], &this.options));
+            return Ok(format);
         }
         let format = match mode {
             // Text the parser reads as content only: not opening (after whitespace) with
@@ -210,14 +204,14 @@ impl ToolCallFormat for JsonArray {
             CallMode::None => tags::text_not_opening_with("\\[{"),
             // The same envelope as `required`: exactly one call, to the named tool, which
             // this format's parser reads back.
-            CallMode::Forced => json_format(self.array_schema(&allowed, 1, false)),
-            CallMode::Required => json_format(self.array_schema(&allowed, 1, parallel)),
-            CallMode::Auto => json_format(self.array_schema(&allowed, 0, parallel)),
+            CallMode::Forced => json_format(this.array_schema(&allowed, 1, false)),
+            CallMode::Required => json_format(this.array_schema(&allowed, 1, parallel)),
+            CallMode::Auto => json_format(this.array_schema(&allowed, 0, parallel)),
         };
-        tags::structural_tag(format, "json")
-    }
+        Ok(format)
+    });
 
-    parse_with_driver!(own: parse_turn);
+    parse_with_driver!(own: parse_turn, text_to_end: &[]);
 
     fn render_calls(&self, calls: &[ToolCall]) -> String {
         if self.forced.is_some() {
@@ -256,10 +250,6 @@ impl JsonArray {
     /// The parse behind [`ToolCallFormat::parse_partial_from`].
     fn parse_turn(&self, parse: driver::Parse<'_>) -> PartialOutput {
         let (text, from, tools, at_end) = (parse.text, parse.from, parse.tools, parse.at_end);
-        if from.content_open {
-            // Settled inside an output that is all text: the rest of it.
-            return scan::rest_as_content(text, from, &[], at_end);
-        }
         let mut out = PartialOutput::default();
         let mut content = Content::default();
         let lead = text.len() - text.trim_start().len();

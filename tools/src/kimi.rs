@@ -77,7 +77,6 @@ impl KimiK2 {
     fn envelope(&self) -> Envelope {
         Envelope {
             trigger: CALL_BEGIN.into(),
-            separator: String::new(),
             section: Some((SECTION_BEGIN.into(), SECTION_END.into())),
             leading_text_in_required: true,
             reasoning: driver::THINK.written_with(""),
@@ -90,6 +89,7 @@ impl KimiK2 {
                 driver::THINK.end.into(),
             ],
             markers: Vec::new(),
+            ..Envelope::default()
         }
     }
 }

@@ -81,12 +81,7 @@ fn builtin_arguments(t: &Tool) -> Result<Value, ToolError> {
         .and_then(Value::as_object)
         .cloned()
         .unwrap_or_default();
-    let required: Vec<&str> = t
-        .input_schema
-        .get("required")
-        .and_then(Value::as_array)
-        .map(|r| r.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
+    let required = t.required_arguments();
     let mut elements = Vec::new();
     for (key, schema) in &props {
         if !required.contains(&key.as_str()) {
@@ -113,36 +108,19 @@ impl ToolCallFormat for Llama3FunctionTag {
         "llama3_function_tag"
     }
 
-    fn structural_tag(
-        &self,
-        tools: &[Tool],
-        choice: &ToolChoice,
-        parallel: bool,
-    ) -> Result<StructuralTag, ToolError> {
-        let custom = Envelope {
-            trigger: FUNCTION.into(),
-            separator: String::new(),
-            section: None,
-            leading_text_in_required: false,
-            reasoning: None,
-            excludes: vec![PYTHON_TAG.into(), FUNCTION_END.into()],
-            markers: vec![FUNCTION.into(), FUNCTION_END.into()],
-        };
-        let options = &self.options;
-        tags::assemble(&custom, tools, choice, parallel, options, |t| {
-            Ok(if is_builtin(&t.name) {
-                json!({"type": "tag",
+    structural_tag_from_envelope!(|_, options, t| {
+        Ok(if is_builtin(&t.name) {
+            json!({"type": "tag",
                     "begin": format!("{PYTHON_TAG}{}.call(", t.name),
                     "content": builtin_arguments(t)?,
                     "end": ")"})
-            } else {
-                json!({"type": "tag",
+        } else {
+            json!({"type": "tag",
                     "begin": format!("{FUNCTION}{}>", t.name),
                     "content": tags::json_arguments(t, options),
                     "end": FUNCTION_END})
-            })
         })
-    }
+    });
 
     parse_with_driver!(own: parse_turn);
 
@@ -202,6 +180,18 @@ impl ToolCallFormat for Llama3FunctionTag {
             ));
         }
         s
+    }
+}
+
+impl Llama3FunctionTag {
+    /// The family's call syntax, for the shared assembler.
+    fn envelope(&self) -> Envelope {
+        Envelope {
+            trigger: FUNCTION.into(),
+            excludes: vec![PYTHON_TAG.into(), FUNCTION_END.into()],
+            markers: vec![FUNCTION.into(), FUNCTION_END.into()],
+            ..Envelope::default()
+        }
     }
 }
 

@@ -53,11 +53,9 @@ impl Llama3Json {
         Envelope {
             trigger: TRIGGER.into(),
             separator: SEPARATOR.into(),
-            section: None,
-            leading_text_in_required: false,
-            reasoning: None,
             excludes: vec!["\"name\"".into()],
             markers: Vec::new(),
+            ..Envelope::default()
         }
     }
 }

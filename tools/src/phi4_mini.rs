@@ -45,27 +45,7 @@ impl ToolCallFormat for Phi4Mini {
         "phi4_mini_json"
     }
 
-    fn structural_tag(
-        &self,
-        tools: &[Tool],
-        choice: &ToolChoice,
-        parallel: bool,
-    ) -> Result<StructuralTag, ToolError> {
-        let env = Envelope {
-            trigger: FUNCTOOLS.into(),
-            separator: ", ".into(),
-            section: Some((BEGIN.into(), "]".into())),
-            leading_text_in_required: false,
-            reasoning: None,
-            excludes: Vec::new(),
-            // `functools[` is ordinary text in code: strings may hold it.
-            markers: Vec::new(),
-        };
-        let options = &self.options;
-        tags::assemble(&env, tools, choice, parallel, options, |t| {
-            Ok(call_array::call_tag(t, options))
-        })
-    }
+    structural_tag_from_envelope!(|_, options, t| { Ok(call_array::call_tag(t, options)) });
 
     // The marker's `[` opens the array.
     parse_with_driver!(arrays: FAMILY, |_| FUNCTOOLS.len());
@@ -90,5 +70,19 @@ impl ToolCallFormat for Phi4Mini {
             s.push_str("\n\n");
         }
         s
+    }
+}
+
+impl Phi4Mini {
+    /// The family's call syntax, for the shared assembler.
+    fn envelope(&self) -> Envelope {
+        Envelope {
+            trigger: FUNCTOOLS.into(),
+            separator: ", ".into(),
+            section: Some((BEGIN.into(), "]".into())),
+            // `functools[` is ordinary text in code: strings may hold it.
+            markers: Vec::new(),
+            ..Envelope::default()
+        }
     }
 }

@@ -567,39 +567,18 @@ fn literal_alternatives(v: &Value) -> String {
 /// one and no double quote; `True`/`False`/`None`; `, ` and `: ` separators).
 pub fn python_literal(value: &Value) -> String {
     let mut out = String::new();
-    write_literal(value, &mut out);
+    scan::write_spaced(value, &mut out, write_scalar);
     out
 }
 
-fn write_literal(value: &Value, out: &mut String) {
+/// A scalar as a Python literal (arrays and objects go through [`scan::write_spaced`]).
+fn write_scalar(value: &Value, out: &mut String) {
     match value {
         Value::Null => out.push_str("None"),
         Value::Bool(true) => out.push_str("True"),
         Value::Bool(false) => out.push_str("False"),
-        Value::Number(n) => out.push_str(&n.to_string()),
         Value::String(s) => write_py_str(s, out),
-        Value::Array(items) => {
-            out.push('[');
-            for (i, v) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                write_literal(v, out);
-            }
-            out.push(']');
-        }
-        Value::Object(map) => {
-            out.push('{');
-            for (i, (k, v)) in map.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                write_py_str(k, out);
-                out.push_str(": ");
-                write_literal(v, out);
-            }
-            out.push('}');
-        }
+        other => out.push_str(&other.to_string()),
     }
 }
 
@@ -817,13 +796,7 @@ impl ToolCallFormat for Pythonic {
         "pythonic"
     }
 
-    fn structural_tag(
-        &self,
-        tools: &[Tool],
-        choice: &ToolChoice,
-        parallel: bool,
-    ) -> Result<StructuralTag, ToolError> {
-        let (mode, allowed) = choice.resolve(tools)?;
+    structural_tag_from_choice!(|f, _, mode, allowed, parallel| {
         // Free text that the parser never reads as calls: empty, or not starting with `[`.
         let text = tags::text_not_opening_with("\\[");
         let format = if mode == CallMode::None {
@@ -831,7 +804,7 @@ impl ToolCallFormat for Pythonic {
         } else {
             let mut g = Gen {
                 rules: Vec::new(),
-                options: &self.options,
+                options: &f.options,
             };
             let mut calls = Vec::new();
             for t in &allowed {
@@ -856,10 +829,10 @@ impl ToolCallFormat for Pythonic {
                 grammar
             }
         };
-        tags::structural_tag(format, "pythonic")
-    }
+        Ok(format)
+    });
 
-    parse_with_driver!(own: parse_turn);
+    parse_with_driver!(own: parse_turn, text_to_end: &[]);
 
     fn render_calls(&self, calls: &[ToolCall]) -> String {
         let items: Vec<String> = calls
@@ -900,10 +873,6 @@ impl Pythonic {
     /// The parse behind [`ToolCallFormat::parse_partial_from`].
     fn parse_turn(&self, parse: driver::Parse<'_>) -> PartialOutput {
         let (text, from, tools, at_end) = (parse.text, parse.from, parse.tools, parse.at_end);
-        if from.content_open {
-            // Settled inside an output that is all text: the rest of it.
-            return scan::rest_as_content(text, from, &[], at_end);
-        }
         let mut out = PartialOutput::default();
         let mut content = Content::default();
         if from.offset > 0 {

@@ -128,7 +128,6 @@ impl Qwen3Coder {
         Envelope {
             trigger: BEGIN.into(),
             separator: "\n".into(),
-            section: None,
             leading_text_in_required: true,
             reasoning: driver::THINK.written_with("\n\n"),
             excludes: vec![
@@ -140,6 +139,7 @@ impl Qwen3Coder {
                 .iter()
                 .map(|s| s.to_string())
                 .collect(),
+            ..Envelope::default()
         }
     }
 }
@@ -261,12 +261,7 @@ impl ToolCallFormat for Qwen3Coder {
                 s.push_str(&format!("\n<description>{}</description>", t.description));
             }
             s.push_str("\n<parameters>");
-            let required: Vec<&str> = t
-                .input_schema
-                .get("required")
-                .and_then(Value::as_array)
-                .map(|r| r.iter().filter_map(Value::as_str).collect())
-                .unwrap_or_default();
+            let required = t.required_arguments();
             if let Some(props) = t.input_schema.get("properties").and_then(Value::as_object) {
                 for (name, p) in props {
                     s.push_str(&format!("\n<parameter>\n<name>{name}</name>"));
