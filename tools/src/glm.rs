@@ -19,8 +19,8 @@ use super::qwen3_coder::{arguments_json_text, typed_arguments, xml_arguments};
 use super::scan::{self, Content, JsonRead};
 use super::tags::{self, Envelope};
 use super::{
-    CallMode, FormatOptions, PartialCall, PartialOutput, StructuralTag, Tool, ToolCall,
-    ToolCallFormat, ToolChoice, ToolError, ToolParseError,
+    CallMode, FormatOptions, PartialCall, PartialOutput, Tool, ToolCall, ToolCallFormat, ToolError,
+    ToolParseError,
 };
 
 // The Hermes `<tool_call>` block, with this family's body inside.

@@ -19,7 +19,7 @@ use super::driver::{self, Family};
 use super::hermes::{read_json_block, render_json_blocks, JsonBlock};
 use super::scan;
 use super::tags::{self, Envelope};
-use super::{FormatOptions, StructuralTag, Tool, ToolCall, ToolCallFormat, ToolChoice, ToolError};
+use super::{FormatOptions, Tool, ToolCall, ToolCallFormat};
 
 /// Granite 3.0's begin marker (a special token).
 pub const TOOL_CALL_TOKEN: &str = "<|tool_call|>";

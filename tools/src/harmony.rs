@@ -13,8 +13,8 @@ use super::driver;
 use super::scan::{self, ArgsRead, Content};
 use super::tags;
 use super::{
-    CallMode, FormatOptions, PartialCall, PartialOutput, StructuralTag, Tool, ToolCall,
-    ToolCallFormat, ToolChoice, ToolError, ToolParseError,
+    CallMode, FormatOptions, PartialCall, PartialOutput, Tool, ToolCall, ToolCallFormat,
+    ToolParseError,
 };
 
 /// Starts a message (then the role).

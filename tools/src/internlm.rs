@@ -16,7 +16,7 @@ use super::driver::{self, Family};
 use super::hermes::{read_json_block, render_json_blocks, JsonBlock};
 use super::scan;
 use super::tags::{self, Envelope};
-use super::{FormatOptions, StructuralTag, Tool, ToolCall, ToolCallFormat, ToolChoice, ToolError};
+use super::{FormatOptions, Tool, ToolCall, ToolCallFormat};
 
 /// Begins a call: `<|action_start|>` then the `<|plugin|>` channel (both special tokens).
 pub const ACTION_START: &str = "<|action_start|><|plugin|>";

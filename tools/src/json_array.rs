@@ -14,8 +14,8 @@ use super::driver;
 use super::scan::{self, Content, JsonRead};
 use super::tags;
 use super::{
-    CallMode, FormatOptions, PartialCall, PartialOutput, StructuralTag, Tool, ToolCall,
-    ToolCallFormat, ToolChoice, ToolError, ToolParseError,
+    CallMode, FormatOptions, PartialCall, PartialOutput, Tool, ToolCall, ToolCallFormat, ToolError,
+    ToolParseError,
 };
 
 /// The JSON-array format (`json`, also registered as `json_array`).
@@ -521,6 +521,7 @@ fn cut_off_object(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ToolChoice;
 
     use crate::test_support::weather_and_time as tools;
 

@@ -20,8 +20,8 @@ use super::pythonic::reader::{Py, Stop};
 use super::scan::{self, JsonRead};
 use super::tags::{self, Envelope};
 use super::{
-    FormatOptions, PartialCall, PartialOutput, StructuralTag, Tool, ToolCall, ToolCallFormat,
-    ToolChoice, ToolError, ToolParseError,
+    FormatOptions, PartialCall, PartialOutput, Tool, ToolCall, ToolCallFormat, ToolError,
+    ToolParseError,
 };
 
 /// Begins a custom-tool call; the name runs to the next `>`.
@@ -352,6 +352,7 @@ fn read_builtin(s: &str, tools: &[Tool], at_end: bool) -> Step {
 mod tests {
     use super::*;
     use crate::test_support::assert_streams_as_whole;
+    use crate::ToolChoice;
 
     fn tools() -> Vec<Tool> {
         Tool::list_from_openai(&json!([

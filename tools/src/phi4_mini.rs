@@ -15,9 +15,7 @@ use super::call_array;
 use super::driver::{self, Family};
 use super::scan;
 use super::tags::Envelope;
-use super::{
-    tags, FormatOptions, StructuralTag, Tool, ToolCall, ToolCallFormat, ToolChoice, ToolError,
-};
+use super::{FormatOptions, Tool, ToolCall, ToolCallFormat};
 
 /// The prefix of the call array. The marker the parser looks for includes the `[`, so
 /// that prose naming Python's `functools` module is not a call.

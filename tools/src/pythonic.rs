@@ -12,8 +12,8 @@ use super::driver;
 use super::scan::{self, Content};
 use super::tags;
 use super::{
-    ArgumentSchemas, CallMode, FormatOptions, PartialCall, PartialOutput, StructuralTag, Tool,
-    ToolCall, ToolCallFormat, ToolChoice, ToolError, ToolParseError,
+    ArgumentSchemas, CallMode, FormatOptions, PartialCall, PartialOutput, Tool, ToolCall,
+    ToolCallFormat, ToolError, ToolParseError,
 };
 
 const PY_START: &str = "<|python_start|>";

@@ -1,6 +1,7 @@
 //! Unit tests of the glm family.
 
 use super::*;
+use crate::ToolChoice;
 use crate::{StreamEvent, StreamingParser};
 
 fn tools() -> Vec<Tool> {
