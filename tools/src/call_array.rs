@@ -7,12 +7,38 @@
 //! <tool_call>[{"name": "get_weather", "arguments": {"city": "Paris"}}, {"name": "get_time", "arguments": {"tz": "UTC"}}]
 //! ```
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::driver::{self, Markers};
 use super::scan::{self, Content, JsonRead};
 use super::tags;
 use super::{FormatOptions, PartialCall, PartialOutput, Tool, ToolCall, ToolParseError};
+
+/// The partial parse (see [`crate::ToolCallFormat::parse_partial_from`]) of a family whose
+/// calls are a JSON array after one of `family`'s begin markers: a parse settled between
+/// the elements of an array that has a call resumes inside it; `marker_len(i)` is the
+/// length of begin marker `i` (an array's `[` may be part of the marker).
+pub(crate) fn parse_marked_arrays(
+    family: &driver::Family,
+    text: &str,
+    from: &crate::Settled,
+    implicit_reasoning: bool,
+    tools: &[Tool],
+    at_end: bool,
+    marker_len: impl Fn(usize) -> usize,
+) -> PartialOutput {
+    let resume = |turn: &mut driver::Turn<'_>, pos: usize| {
+        resume_array(turn, from, pos, tools, &family.begins)
+    };
+    family.drive_resumed(
+        text,
+        from,
+        implicit_reasoning,
+        at_end,
+        resume,
+        |turn, start, m| read_marked_array(turn, start, marker_len(m), tools, &family.begins),
+    )
+}
 
 /// Reads, in a family whose calls are a JSON array after a marker, the array that follows
 /// the marker at `start` (of `marker_len` bytes) after optional whitespace; text there
@@ -87,11 +113,7 @@ pub(crate) fn resume_array(
 /// One call object of the array families, as their grammar writes it:
 /// `{"name": "NAME", "arguments": ARGS}`.
 pub(crate) fn call_tag(t: &Tool, options: &FormatOptions) -> Value {
-    let name = serde_json::to_string(&t.name).unwrap_or_default();
-    json!({"type": "tag",
-        "begin": format!("{{\"name\": {name}, \"arguments\": "),
-        "content": tags::json_arguments(t, options),
-        "end": "}"})
+    tags::json_call_object(t, options, "", "arguments", "")
 }
 
 /// The calls as the array families write them: `PREFIX[{"name": …, "arguments": …}, …]`.

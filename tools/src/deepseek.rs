@@ -23,11 +23,11 @@
 
 use serde_json::{json, Value};
 
+use super::driver;
 use super::scan::{self, CallRead, Sections};
 use super::tags::{self, Envelope};
 use super::{
-    FormatOptions, PartialCall, PartialOutput, Settled, StructuralTag, Tool, ToolCall,
-    ToolCallFormat, ToolChoice, ToolError, ToolParseError,
+    FormatOptions, PartialCall, Tool, ToolCall, ToolCallFormat, ToolError, ToolParseError,
 };
 
 /// `<｜tool▁calls▁begin｜>`: opens the section holding a turn's calls.
@@ -42,8 +42,6 @@ pub const CALL_END: &str = "<\u{ff5c}tool\u{2581}call\u{2581}end\u{ff5c}>";
 pub const SEP: &str = "<\u{ff5c}tool\u{2581}sep\u{ff5c}>";
 const OUTPUT_BEGIN: &str = "<\u{ff5c}tool\u{2581}output\u{2581}begin\u{ff5c}>";
 const OUTPUT_END: &str = "<\u{ff5c}tool\u{2581}output\u{2581}end\u{ff5c}>";
-const THINK: &str = "<think>";
-const THINK_END: &str = "</think>";
 
 const SECTIONS: Sections<'static> = Sections {
     section_begins: &[CALLS_BEGIN],
@@ -120,13 +118,13 @@ impl DeepSeek {
             },
             section: Some((CALLS_BEGIN.into(), CALLS_END.into())),
             leading_text_in_required: true,
-            reasoning: Some((THINK.into(), THINK_END.into(), "\n\n".into())),
+            reasoning: driver::THINK.written_with("\n\n"),
             excludes: vec![
                 CALLS_END.into(),
                 CALL_END.into(),
                 SEP.into(),
-                THINK.into(),
-                THINK_END.into(),
+                driver::THINK.begin.into(),
+                driver::THINK.end.into(),
             ],
             markers: Vec::new(),
         }
@@ -152,54 +150,31 @@ impl ToolCallFormat for DeepSeek {
         }
     }
 
-    fn structural_tag(
-        &self,
-        tools: &[Tool],
-        choice: &ToolChoice,
-        parallel: bool,
-    ) -> Result<StructuralTag, ToolError> {
-        let options = &self.options;
-        let version = self.version;
-        tags::assemble(&self.envelope(), tools, choice, parallel, options, |t| {
-            if version == DeepSeekVersion::V3 && t.name.contains('`') {
-                // The V3 parser ends the name at the fence that may follow it unspaced.
-                return Err(ToolError::Unsupported {
-                    format: "deepseek_v3".into(),
-                    reason: format!(
-                        "tool {:?}: its name holds the character '`', which ends a name \
+    structural_tag_from_envelope!(|f, options, t| {
+        let version = f.version;
+        if version == DeepSeekVersion::V3 && t.name.contains('`') {
+            // The V3 parser ends the name at the fence that may follow it unspaced.
+            return Err(ToolError::Unsupported {
+                format: "deepseek_v3".into(),
+                reason: format!(
+                    "tool {:?}: its name holds the character '`', which ends a name \
                          in DeepSeek V3's call header (the json fence)",
-                        t.name
-                    ),
-                });
-            }
-            let (begin, end) = match version {
-                DeepSeekVersion::V3 => (
-                    format!("{CALL_BEGIN}function{SEP}{}\n```json\n", t.name),
-                    format!("\n```{CALL_END}"),
+                    t.name
                 ),
-                DeepSeekVersion::V31 => (format!("{CALL_BEGIN}{}{SEP}", t.name), CALL_END.into()),
-            };
-            Ok(json!({"type": "tag", "begin": begin,
+            });
+        }
+        let (begin, end) = match version {
+            DeepSeekVersion::V3 => (
+                format!("{CALL_BEGIN}function{SEP}{}\n```json\n", t.name),
+                format!("\n```{CALL_END}"),
+            ),
+            DeepSeekVersion::V31 => (format!("{CALL_BEGIN}{}{SEP}", t.name), CALL_END.into()),
+        };
+        Ok(json!({"type": "tag", "begin": begin,
                 "content": tags::json_arguments(t, options), "end": end}))
-        })
-    }
+    });
 
-    fn parse_partial(&self, text: &str, tools: &[Tool], at_end: bool) -> PartialOutput {
-        self.parse_partial_from(text, &Settled::default(), tools, at_end)
-    }
-
-    fn parse_partial_from(
-        &self,
-        text: &str,
-        from: &Settled,
-        tools: &[Tool],
-        at_end: bool,
-    ) -> PartialOutput {
-        let reasoning = self.options.reasoning;
-        scan::parse_sectioned(text, from, reasoning, &SECTIONS, at_end, |body| {
-            read_call(body, tools, at_end)
-        })
-    }
+    parse_with_driver!(sections: SECTIONS, read_call);
 
     fn render_calls(&self, calls: &[ToolCall]) -> String {
         let sep = match self.version {
@@ -211,10 +186,7 @@ impl ToolCallFormat for DeepSeek {
     }
 
     fn render_tool_result(&self, _call: &ToolCall, result: &Value) -> String {
-        let body = match result {
-            Value::String(s) => s.clone(),
-            other => scan::python_json(other),
-        };
+        let body = scan::result_text(result);
         format!("{OUTPUT_BEGIN}{body}{OUTPUT_END}")
     }
 
@@ -295,18 +267,10 @@ fn read_call(body: &str, tools: &[Tool], at_end: bool) -> CallRead {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ToolChoice;
     use crate::{StreamEvent, StreamingParser};
 
-    fn tools() -> Vec<Tool> {
-        Tool::list_from_openai(&json!([
-            {"type": "function", "function": {"name": "get_weather", "parameters": {
-                "type": "object", "properties": {"city": {"type": "string"},
-                "unit": {"enum": ["celsius", "fahrenheit"]}}, "required": ["city"]}}},
-            {"type": "function", "function": {"name": "get_time", "parameters": {
-                "type": "object", "properties": {"tz": {"type": "string"}}, "required": ["tz"]}}}
-        ]))
-        .unwrap()
-    }
+    use crate::test_support::weather_and_time as tools;
 
     fn v31_worked() -> String {
         format!(
@@ -413,13 +377,7 @@ mod tests {
         assert_eq!(ev, vec![StreamEvent::Content("Let me check.".into())]);
         let mut ev = p.push(&text[cut..]);
         ev.extend(p.finish());
-        let ends: Vec<ToolCall> = ev
-            .iter()
-            .filter_map(|e| match e {
-                StreamEvent::ToolCallEnd { call, .. } => Some(call.clone()),
-                _ => None,
-            })
-            .collect();
+        let ends = crate::test_support::ended_calls(&ev);
         assert_eq!(ends, f.parse(&text, &ts).tool_calls);
         assert_eq!(ends.len(), 2);
     }

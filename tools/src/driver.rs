@@ -51,6 +51,20 @@ impl Markers {
     }
 }
 
+/// One call of [`super::ToolCallFormat::parse_partial_from`]: the text, the settled point
+/// the parse restarts at, the offered tools, and whether the output is complete.
+#[derive(Clone, Copy, Debug)]
+pub struct Parse<'a> {
+    /// The whole text parsed.
+    pub text: &'a str,
+    /// Where the parse restarts.
+    pub from: &'a Settled,
+    /// The offered tools.
+    pub tools: &'a [Tool],
+    /// The output is complete.
+    pub at_end: bool,
+}
+
 /// What a family's body codec made of the text from a call's begin marker on.
 #[derive(Debug)]
 pub enum Step {
@@ -108,6 +122,19 @@ pub struct Reasoning {
     pub begin: &'static str,
     /// Its end marker (`</think>`).
     pub end: &'static str,
+}
+
+impl Reasoning {
+    /// The block as [`super::tags::Envelope::reasoning`] writes it: begin, end, and
+    /// `after`, what the chat template writes after the block.
+    pub fn written_with(&self, after: &str) -> Option<(String, String, String)> {
+        Some((self.begin.into(), self.end.into(), after.into()))
+    }
+
+    /// The begin and end markers, as strings free text excludes.
+    pub fn markers(&self) -> Vec<String> {
+        vec![self.begin.into(), self.end.into()]
+    }
 }
 
 /// The `<think>…</think>` block of the Qwen, Hermes and GLM families.

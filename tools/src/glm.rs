@@ -19,18 +19,16 @@ use super::qwen3_coder::{arguments_json_text, typed_arguments, xml_arguments};
 use super::scan::{self, Content, JsonRead};
 use super::tags::{self, Envelope};
 use super::{
-    CallMode, FormatOptions, PartialCall, PartialOutput, Settled, StructuralTag, Tool, ToolCall,
-    ToolCallFormat, ToolChoice, ToolError, ToolParseError,
+    CallMode, FormatOptions, PartialCall, PartialOutput, Tool, ToolCall, ToolCallFormat, ToolError,
+    ToolParseError,
 };
 
-const BEGIN: &str = "<tool_call>";
-const END: &str = "</tool_call>";
+// The Hermes `<tool_call>` block, with this family's body inside.
+use super::hermes::{BEGIN, END};
 const KEY: &str = "<arg_key>";
 const KEY_END: &str = "</arg_key>";
 const VALUE: &str = "<arg_value>";
 const VALUE_END: &str = "</arg_value>";
-const THINK: &str = "<think>";
-const THINK_END: &str = "</think>";
 
 /// GLM-4.5/4.6 (`glm45`) and GLM-4.7/5 (`glm47`) calls.
 ///
@@ -136,17 +134,25 @@ impl Glm {
         Envelope {
             trigger: BEGIN.into(),
             separator: if self.newlines { "\n" } else { "" }.into(),
-            section: None,
             leading_text_in_required: true,
-            reasoning: Some((THINK.into(), THINK_END.into(), after_think.into())),
-            excludes: [END, KEY, KEY_END, VALUE, VALUE_END, THINK, THINK_END]
-                .iter()
-                .map(|s| s.to_string())
-                .collect(),
+            reasoning: driver::THINK.written_with(after_think),
+            excludes: [
+                END,
+                KEY,
+                KEY_END,
+                VALUE,
+                VALUE_END,
+                driver::THINK.begin,
+                driver::THINK.end,
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
             markers: [BEGIN, END, KEY, KEY_END, VALUE, VALUE_END]
                 .iter()
                 .map(|s| s.to_string())
                 .collect(),
+            ..Envelope::default()
         }
     }
 }
@@ -166,48 +172,20 @@ impl ToolCallFormat for Glm {
         }
     }
 
-    fn structural_tag(
-        &self,
-        tools: &[Tool],
-        choice: &ToolChoice,
-        parallel: bool,
-    ) -> Result<StructuralTag, ToolError> {
-        let options = &self.options;
-        let nl = if self.newlines { "\n" } else { "" };
-        let (style, middle) = if self.newlines {
+    structural_tag_from_envelope!(|f, options, t| {
+        let nl = if f.newlines { "\n" } else { "" };
+        let (style, middle) = if f.newlines {
             ("glm_xml", "</arg_key>\n<arg_value>")
         } else {
             ("glm47_xml", "</arg_key><arg_value>")
         };
-        tags::assemble(&self.envelope(), tools, choice, parallel, options, |t| {
-            Ok(json!({"type": "tag",
+        Ok(json!({"type": "tag",
                 "begin": format!("{BEGIN}{}{nl}", t.name),
-                "content": xml_arguments(t, options, self.name(), style, nl, (KEY, middle, VALUE_END))?,
+                "content": xml_arguments(t, options, f.name(), style, nl, (KEY, middle, VALUE_END))?,
                 "end": END}))
-        })
-    }
+    });
 
-    fn parse_partial(&self, text: &str, tools: &[Tool], at_end: bool) -> PartialOutput {
-        self.parse_partial_from(text, &Settled::default(), tools, at_end)
-    }
-
-    fn parse_partial_from(
-        &self,
-        text: &str,
-        from: &Settled,
-        tools: &[Tool],
-        at_end: bool,
-    ) -> PartialOutput {
-        let reasoning = self.options.reasoning;
-        FAMILY.parse(
-            text,
-            from,
-            reasoning,
-            tools,
-            at_end,
-            |s, _, tools, at_end| read_call(s, tools, at_end),
-        )
-    }
+    parse_with_driver!(calls: FAMILY, |s, _, tools, at_end| read_call(s, tools, at_end));
 
     fn render_calls(&self, calls: &[ToolCall]) -> String {
         let nl = if self.newlines { "\n" } else { "" };
@@ -233,10 +211,7 @@ impl ToolCallFormat for Glm {
     }
 
     fn render_tool_result(&self, _call: &ToolCall, result: &Value) -> String {
-        let body = match result {
-            Value::String(s) => s.clone(),
-            other => scan::python_json(other),
-        };
+        let body = scan::result_text(result);
         format!("<tool_response>\n{body}\n</tool_response>")
     }
 
@@ -389,13 +364,7 @@ fn read_call(s: &str, tools: &[Tool], at_end: bool) -> Step {
     if let Err(e) = scan::check_call_name(name, tools) {
         return bad(s, i, at_end, e);
     }
-    let root = tools
-        .iter()
-        .find(|t| t.name == name)
-        .and_then(|t| t.input_schema.as_object());
-    let props = root
-        .and_then(|r| r.get("properties"))
-        .and_then(Value::as_object);
+    let (root, props) = scan::tool_schema(tools, name);
     let mut call = Call {
         name: name.to_owned(),
         props,
@@ -518,20 +487,14 @@ impl ToolCallFormat for Glm4 {
         "glm4"
     }
 
-    fn structural_tag(
-        &self,
-        tools: &[Tool],
-        choice: &ToolChoice,
-        parallel: bool,
-    ) -> Result<StructuralTag, ToolError> {
-        let (mode, allowed) = choice.resolve(tools)?;
+    structural_tag_from_choice!(|f, _, mode, allowed, parallel| {
         let text = json!({"type": "sequence", "elements": [
             {"type": "const_string", "value": "\n"}, {"type": "any_text"}]});
         let calls: Vec<Value> = allowed
             .iter()
             .map(|t| {
                 json!({"type": "tag", "begin": format!("{}\n", t.name),
-                   "content": tags::json_arguments(t, &self.options), "end": ""})
+                   "content": tags::json_arguments(t, &f.options), "end": ""})
             })
             .collect();
         let block = if parallel && mode != CallMode::Forced {
@@ -545,36 +508,44 @@ impl ToolCallFormat for Glm4 {
             CallMode::Auto => json!({"type": "or", "elements": [text, block]}),
             CallMode::Required | CallMode::Forced => block,
         };
-        StructuralTag::from_json(&json!({"type": "structural_tag", "format": format})).map_err(
-            |e| ToolError::Unsupported {
-                format: "glm4".into(),
-                reason: e.to_string(),
-            },
-        )
+        Ok(format)
+    });
+
+    parse_with_driver!(own: parse_turn, text_to_end: &[ASSISTANT]);
+
+    fn render_calls(&self, calls: &[ToolCall]) -> String {
+        calls
+            .iter()
+            .map(|c| format!("{}\n{}", c.name, scan::python_json(&c.arguments)))
+            .collect::<Vec<_>>()
+            .join(ASSISTANT)
     }
 
-    fn parse_partial(&self, text: &str, tools: &[Tool], at_end: bool) -> PartialOutput {
-        self.parse_partial_from(text, &Settled::default(), tools, at_end)
+    fn render_tool_result(&self, _call: &ToolCall, result: &Value) -> String {
+        scan::result_text(result)
     }
 
-    fn parse_partial_from(
-        &self,
-        text: &str,
-        from: &Settled,
-        tools: &[Tool],
-        at_end: bool,
-    ) -> PartialOutput {
-        let mut out = PartialOutput::default();
-        let mut content = Content::resumed(from.content_open);
-        let mut pos = from.offset;
-        if from.content_open {
-            // Settled inside a text message, which runs to the end: the rest of it.
-            if let Some(n) = content.push_tail(&text[pos..], &[ASSISTANT], at_end) {
-                scan::settle_open(&mut out, &content, pos + n);
-            }
-            out.content = content.into_string();
-            return out;
+    fn render_tools_prompt(&self, tools: &[Tool]) -> String {
+        let mut s = String::from("# Available tools");
+        for t in tools {
+            s.push_str(&format!(
+                "\n\n## {}\n\n{}\nCall it by writing its name on one line and its arguments \
+                 as a JSON object on the next.",
+                t.name,
+                scan::python_json(&t.to_openai()["function"])
+            ));
         }
+        s
+    }
+}
+
+impl Glm4 {
+    /// The parse behind [`ToolCallFormat::parse_partial_from`].
+    fn parse_turn(&self, parse: driver::Parse<'_>) -> PartialOutput {
+        let (text, from, tools, at_end) = (parse.text, parse.from, parse.tools, parse.at_end);
+        let mut out = PartialOutput::default();
+        let mut content = Content::default();
+        let mut pos = from.offset;
         loop {
             // An optional `<|assistant|>` before each message.
             let j = skip_ws(text, pos);
@@ -700,34 +671,6 @@ impl ToolCallFormat for Glm4 {
         }
         out.content = content.into_string();
         out
-    }
-
-    fn render_calls(&self, calls: &[ToolCall]) -> String {
-        calls
-            .iter()
-            .map(|c| format!("{}\n{}", c.name, scan::python_json(&c.arguments)))
-            .collect::<Vec<_>>()
-            .join(ASSISTANT)
-    }
-
-    fn render_tool_result(&self, _call: &ToolCall, result: &Value) -> String {
-        match result {
-            Value::String(s) => s.clone(),
-            other => scan::python_json(other),
-        }
-    }
-
-    fn render_tools_prompt(&self, tools: &[Tool]) -> String {
-        let mut s = String::from("# Available tools");
-        for t in tools {
-            s.push_str(&format!(
-                "\n\n## {}\n\n{}\nCall it by writing its name on one line and its arguments \
-                 as a JSON object on the next.",
-                t.name,
-                scan::python_json(&t.to_openai()["function"])
-            ));
-        }
-        s
     }
 }
 

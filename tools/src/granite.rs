@@ -19,10 +19,7 @@ use super::driver::{self, Family};
 use super::hermes::{read_json_block, render_json_blocks, JsonBlock};
 use super::scan;
 use super::tags::{self, Envelope};
-use super::{
-    FormatOptions, PartialOutput, Settled, StructuralTag, Tool, ToolCall, ToolCallFormat,
-    ToolChoice, ToolError,
-};
+use super::{FormatOptions, Tool, ToolCall, ToolCallFormat};
 
 /// Granite 3.0's begin marker (a special token).
 pub const TOOL_CALL_TOKEN: &str = "<|tool_call|>";
@@ -45,14 +42,6 @@ const GRANITE_20B_BLOCK: JsonBlock = JsonBlock {
     begin: FUNCTION_CALL,
     end: "",
 };
-
-/// A tool result as text: a string as is, anything else as JSON.
-fn result_text(result: &Value) -> String {
-    match result {
-        Value::String(s) => s.clone(),
-        other => scan::python_json(other),
-    }
-}
 
 /// Which Granite marker the grammar and the renderer write (the parser reads both).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -116,56 +105,9 @@ impl ToolCallFormat for Granite {
         "granite"
     }
 
-    fn structural_tag(
-        &self,
-        tools: &[Tool],
-        choice: &ToolChoice,
-        parallel: bool,
-    ) -> Result<StructuralTag, ToolError> {
-        let marker = self.written_marker();
-        let env = Envelope {
-            trigger: marker.into(),
-            separator: ", ".into(),
-            section: Some((format!("{marker}["), "]".into())),
-            leading_text_in_required: false,
-            reasoning: None,
-            excludes: vec![TOOL_CALL_TOKEN.into(), TOOL_CALL.into()],
-            markers: vec![TOOL_CALL_TOKEN.into(), TOOL_CALL.into()],
-        };
-        let options = &self.options;
-        tags::assemble(&env, tools, choice, parallel, options, |t| {
-            Ok(call_array::call_tag(t, options))
-        })
-    }
+    structural_tag_from_envelope!(|_, options, t| { Ok(call_array::call_tag(t, options)) });
 
-    fn parse_partial(&self, text: &str, tools: &[Tool], at_end: bool) -> PartialOutput {
-        self.parse_partial_from(text, &Settled::default(), tools, at_end)
-    }
-
-    fn parse_partial_from(
-        &self,
-        text: &str,
-        from: &Settled,
-        tools: &[Tool],
-        at_end: bool,
-    ) -> PartialOutput {
-        let family = &*GRANITE;
-        let markers = [TOOL_CALL_TOKEN, TOOL_CALL];
-        // Settled between the elements of a call array that has a call: the rest of it.
-        let resume = |turn: &mut driver::Turn<'_>, pos: usize| {
-            call_array::resume_array(turn, from, pos, tools, &family.begins)
-        };
-        family.drive_resumed(
-            text,
-            from,
-            self.options.reasoning,
-            at_end,
-            resume,
-            |turn, start, m| {
-                call_array::read_marked_array(turn, start, markers[m].len(), tools, &family.begins)
-            },
-        )
-    }
+    parse_with_driver!(arrays: GRANITE, |m| [TOOL_CALL_TOKEN, TOOL_CALL][m].len());
 
     fn render_calls(&self, calls: &[ToolCall]) -> String {
         call_array::render(self.written_marker(), calls)
@@ -174,7 +116,7 @@ impl ToolCallFormat for Granite {
     fn render_tool_result(&self, _call: &ToolCall, result: &Value) -> String {
         format!(
             "<|start_of_role|>tool_response<|end_of_role|>{}<|end_of_text|>",
-            result_text(result)
+            scan::result_text(result)
         )
     }
 
@@ -189,30 +131,32 @@ impl ToolCallFormat for Granite {
     }
 }
 
-/// IBM granite-20b-functioncalling (`granite-20b-fc`).
-///
-/// * Grammar: each call is `<function_call> {"name": "NAME", "arguments": ARGS}`, calls
-///   joined by `\n`; `required` and named start with the first call; `auto` is free text
-///   (never holding `<function_call>`), then optionally the calls.
-/// * Parser: Hermes' JSON-object reader under the marker `<function_call>`, with no end
-///   marker: a call ends with its JSON object; whitespace and text between calls, and text
-///   before the first (vLLM keeps it as content), are content. A call whose JSON does not
-///   parse runs to the next `<function_call>` or the end of the output.
-#[derive(Clone, Debug, Default)]
-pub struct Granite20bFc {
-    options: FormatOptions,
+impl Granite {
+    /// The family's call syntax, for the shared assembler.
+    fn envelope(&self) -> Envelope {
+        let marker = self.written_marker();
+        Envelope {
+            trigger: marker.into(),
+            separator: ", ".into(),
+            section: Some((format!("{marker}["), "]".into())),
+            excludes: vec![TOOL_CALL_TOKEN.into(), TOOL_CALL.into()],
+            markers: vec![TOOL_CALL_TOKEN.into(), TOOL_CALL.into()],
+            ..Envelope::default()
+        }
+    }
 }
 
-impl Granite20bFc {
-    /// The format with `options`.
-    pub fn new(options: FormatOptions) -> Self {
-        Self { options }
-    }
-
-    /// The options.
-    pub fn options(&self) -> &FormatOptions {
-        &self.options
-    }
+format_with_options! {
+    /// IBM granite-20b-functioncalling (`granite-20b-fc`).
+    ///
+    /// * Grammar: each call is `<function_call> {"name": "NAME", "arguments": ARGS}`, calls
+    ///   joined by `\n`; `required` and named start with the first call; `auto` is free text
+    ///   (never holding `<function_call>`), then optionally the calls.
+    /// * Parser: Hermes' JSON-object reader under the marker `<function_call>`, with no end
+    ///   marker: a call ends with its JSON object; whitespace and text between calls, and text
+    ///   before the first (vLLM keeps it as content), are content. A call whose JSON does not
+    ///   parse runs to the next `<function_call>` or the end of the output.
+    pub struct Granite20bFc;
 }
 
 impl ToolCallFormat for Granite20bFc {
@@ -220,58 +164,19 @@ impl ToolCallFormat for Granite20bFc {
         "granite-20b-fc"
     }
 
-    fn structural_tag(
-        &self,
-        tools: &[Tool],
-        choice: &ToolChoice,
-        parallel: bool,
-    ) -> Result<StructuralTag, ToolError> {
-        let env = Envelope {
-            trigger: FUNCTION_CALL.into(),
-            separator: "\n".into(),
-            section: None,
-            leading_text_in_required: false,
-            reasoning: None,
-            excludes: Vec::new(),
-            markers: vec![FUNCTION_CALL.into()],
-        };
-        let options = &self.options;
-        tags::assemble(&env, tools, choice, parallel, options, |t| {
-            let name = serde_json::to_string(&t.name).unwrap_or_default();
-            Ok(json!({"type": "tag",
-                "begin": format!("{FUNCTION_CALL} {{\"name\": {name}, \"arguments\": "),
-                "content": tags::json_arguments(t, options),
-                "end": "}"}))
-        })
-    }
+    structural_tag_from_envelope!(|_, options, t| {
+        let open = format!("{FUNCTION_CALL} ");
+        Ok(tags::json_call_object(t, options, &open, "arguments", ""))
+    });
 
-    fn parse_partial(&self, text: &str, tools: &[Tool], at_end: bool) -> PartialOutput {
-        self.parse_partial_from(text, &Settled::default(), tools, at_end)
-    }
-
-    fn parse_partial_from(
-        &self,
-        text: &str,
-        from: &Settled,
-        tools: &[Tool],
-        at_end: bool,
-    ) -> PartialOutput {
-        GRANITE_20B.parse(
-            text,
-            from,
-            self.options.reasoning,
-            tools,
-            at_end,
-            |s, _, tools, at_end| read_json_block(s, GRANITE_20B_BLOCK, tools, at_end),
-        )
-    }
+    parse_with_driver!(calls: GRANITE_20B, |s, _, tools, at_end| read_json_block(s, GRANITE_20B_BLOCK, tools, at_end));
 
     fn render_calls(&self, calls: &[ToolCall]) -> String {
         render_json_blocks(calls, &format!("{FUNCTION_CALL} "), "arguments", "", "\n")
     }
 
     fn render_tool_result(&self, _call: &ToolCall, result: &Value) -> String {
-        format!("<function_response> {}", result_text(result))
+        format!("<function_response> {}", scan::result_text(result))
     }
 
     fn render_tools_prompt(&self, tools: &[Tool]) -> String {
@@ -287,6 +192,18 @@ impl ToolCallFormat for Granite20bFc {
              \"name\" and its \"arguments\"; when no function fits, answer in plain text.",
         );
         s
+    }
+}
+
+impl Granite20bFc {
+    /// The family's call syntax, for the shared assembler.
+    fn envelope(&self) -> Envelope {
+        Envelope {
+            trigger: FUNCTION_CALL.into(),
+            separator: "\n".into(),
+            markers: vec![FUNCTION_CALL.into()],
+            ..Envelope::default()
+        }
     }
 }
 

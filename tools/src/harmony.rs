@@ -9,11 +9,12 @@
 
 use serde_json::{json, Value};
 
+use super::driver;
 use super::scan::{self, ArgsRead, Content};
 use super::tags;
 use super::{
-    CallMode, FormatOptions, PartialCall, PartialOutput, Settled, StructuralTag, Tool, ToolCall,
-    ToolCallFormat, ToolChoice, ToolError, ToolParseError,
+    CallMode, FormatOptions, PartialCall, PartialOutput, Tool, ToolCall, ToolCallFormat,
+    ToolParseError,
 };
 
 /// Starts a message (then the role).
@@ -33,49 +34,36 @@ pub const CALL: &str = "<|call|>";
 
 const MARKERS: &[&str] = &[START, END, MESSAGE, CHANNEL, CONSTRAIN, RETURN, CALL];
 
-/// The Harmony format (`openai`, `harmony`).
-///
-/// * Grammar: an `analysis` message first (required with [`FormatOptions::reasoning`],
-///   optional without), ended by `<|end|><|start|>assistant`; then, by tool_choice:
-///   `none` a `final` message; `auto` a `final` message or calls; `required` calls;
-///   named exactly one call. A call is
-///   `<|channel|>commentary to=functions.NAME <|constrain|>json<|message|>ARGS<|call|>`
-///   (the recipient in the channel part, as the gpt-oss docs write it). With `parallel`
-///   on, a call may be followed by more, each a message of its own after
-///   `<|start|>assistant` (what [`ToolCallFormat::render_calls`] writes, and how
-///   XGrammar's harmony builtin separates messages); without it, one call. A server
-///   that stops generation at `<|call|>` (gpt-oss's own stop token, so the tool can run)
-///   gets one call per generation either way; the others come in later turns. All
-///   markers are special tokens of the gpt-oss vocabulary and are matched as those
-///   tokens; free text never contains one.
-/// * Parser: messages split at `<|start|>`; the recipient `to=functions.NAME` is read in
-///   the role part or the channel part, on any channel (`commentary` or `analysis`),
-///   with `<|constrain|>json`, ` json` or no content type; a call's body is one JSON
-///   object ended by `<|call|>`, `<|end|>` or the end of the output (the stop token may
-///   have been cut off). `analysis` text is reasoning; `final` text and a `commentary`
-///   preamble without recipient are content. Other recipients (built-in tools such as
-///   `python`) are calls by that name, so they are errors when the tool list lacks them.
-///   A header that never reaches `<|message|>` is content, and so is text in a header
-///   that is none of its parts (prose before `<|channel|>`, a stray `<think>…</think>`,
-///   a role other than `assistant`, a channel other than `analysis`, `commentary` and
-///   `final`, a content type other than `json` and `code`; section 4.9: keep unknown
-///   header text as content). A message on an unknown channel is content. A malformed
-///   call's error quotes its whole message, header included.
-#[derive(Clone, Debug, Default)]
-pub struct Harmony {
-    options: FormatOptions,
-}
-
-impl Harmony {
-    /// The format with `options`.
-    pub fn new(options: FormatOptions) -> Self {
-        Self { options }
-    }
-
-    /// The options.
-    pub fn options(&self) -> &FormatOptions {
-        &self.options
-    }
+format_with_options! {
+    /// The Harmony format (`openai`, `harmony`).
+    ///
+    /// * Grammar: an `analysis` message first (required with [`FormatOptions::reasoning`],
+    ///   optional without), ended by `<|end|><|start|>assistant`; then, by tool_choice:
+    ///   `none` a `final` message; `auto` a `final` message or calls; `required` calls;
+    ///   named exactly one call. A call is
+    ///   `<|channel|>commentary to=functions.NAME <|constrain|>json<|message|>ARGS<|call|>`
+    ///   (the recipient in the channel part, as the gpt-oss docs write it). With `parallel`
+    ///   on, a call may be followed by more, each a message of its own after
+    ///   `<|start|>assistant` (what [`ToolCallFormat::render_calls`] writes, and how
+    ///   XGrammar's harmony builtin separates messages); without it, one call. A server
+    ///   that stops generation at `<|call|>` (gpt-oss's own stop token, so the tool can run)
+    ///   gets one call per generation either way; the others come in later turns. All
+    ///   markers are special tokens of the gpt-oss vocabulary and are matched as those
+    ///   tokens; free text never contains one.
+    /// * Parser: messages split at `<|start|>`; the recipient `to=functions.NAME` is read in
+    ///   the role part or the channel part, on any channel (`commentary` or `analysis`),
+    ///   with `<|constrain|>json`, ` json` or no content type; a call's body is one JSON
+    ///   object ended by `<|call|>`, `<|end|>` or the end of the output (the stop token may
+    ///   have been cut off). `analysis` text is reasoning; `final` text and a `commentary`
+    ///   preamble without recipient are content. Other recipients (built-in tools such as
+    ///   `python`) are calls by that name, so they are errors when the tool list lacks them.
+    ///   A header that never reaches `<|message|>` is content, and so is text in a header
+    ///   that is none of its parts (prose before `<|channel|>`, a stray `<think>…</think>`,
+    ///   a role other than `assistant`, a channel other than `analysis`, `commentary` and
+    ///   `final`, a content type other than `json` and `code`; section 4.9: keep unknown
+    ///   header text as content). A message on an unknown channel is content. A malformed
+    ///   call's error quotes its whole message, header included.
+    pub struct Harmony;
 }
 
 fn call_header(name: &str) -> String {
@@ -113,14 +101,8 @@ impl ToolCallFormat for Harmony {
         "harmony"
     }
 
-    fn structural_tag(
-        &self,
-        tools: &[Tool],
-        choice: &ToolChoice,
-        parallel: bool,
-    ) -> Result<StructuralTag, ToolError> {
-        let (mode, allowed) = choice.resolve(tools)?;
-        let options = &self.options;
+    structural_tag_from_choice!(|f, _, mode, allowed, parallel| {
+        let options = &f.options;
         let calls: Vec<Value> = allowed
             .iter()
             .map(|t| {
@@ -154,25 +136,68 @@ impl ToolCallFormat for Harmony {
             json!({"type": "or", "elements": [body.clone(),
                 {"type": "sequence", "elements": [analysis, body]}]})
         };
-        StructuralTag::from_json(&json!({"type": "structural_tag", "format": format})).map_err(
-            |e| ToolError::Unsupported {
-                format: "harmony".into(),
-                reason: e.to_string(),
-            },
+        Ok(format)
+    });
+
+    parse_with_driver!(own: parse_turn);
+
+    fn render_calls(&self, calls: &[ToolCall]) -> String {
+        calls
+            .iter()
+            .map(|c| format!("{}{}{CALL}", call_header(&c.name), c.arguments))
+            .collect::<Vec<_>>()
+            .join(&format!("{START}assistant"))
+    }
+
+    fn render_tool_result(&self, call: &ToolCall, result: &Value) -> String {
+        let body = match result {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        format!(
+            "{START}functions.{} to=assistant{CHANNEL}commentary{MESSAGE}{body}{END}",
+            call.name
         )
     }
 
-    fn parse_partial(&self, text: &str, tools: &[Tool], at_end: bool) -> PartialOutput {
-        self.parse_partial_from(text, &Settled::default(), tools, at_end)
+    fn render_tools_prompt(&self, tools: &[Tool]) -> String {
+        let mut s = String::from("# Tools\n\n## functions\n\nnamespace functions {\n\n");
+        for t in tools {
+            if !t.description.is_empty() {
+                for line in t.description.lines() {
+                    s.push_str(&format!("// {line}\n"));
+                }
+            }
+            let props = t.input_schema.get("properties").and_then(Value::as_object);
+            match props {
+                Some(p) if !p.is_empty() => {
+                    let required = t.required_arguments();
+                    s.push_str(&format!("type {} = (_: {{\n", t.name));
+                    for (k, v) in p {
+                        if let Some(d) = v.get("description").and_then(Value::as_str) {
+                            s.push_str(&format!("// {d}\n"));
+                        }
+                        let opt = if required.contains(&k.as_str()) {
+                            ""
+                        } else {
+                            "?"
+                        };
+                        s.push_str(&format!("{k}{opt}: {},\n", ts_type(v)));
+                    }
+                    s.push_str("}) => any;\n\n");
+                }
+                _ => s.push_str(&format!("type {} = () => any;\n\n", t.name)),
+            }
+        }
+        s.push_str("} // namespace functions");
+        s
     }
+}
 
-    fn parse_partial_from(
-        &self,
-        text: &str,
-        from: &Settled,
-        tools: &[Tool],
-        at_end: bool,
-    ) -> PartialOutput {
+impl Harmony {
+    /// The parse behind [`ToolCallFormat::parse_partial_from`].
+    fn parse_turn(&self, parse: driver::Parse<'_>) -> PartialOutput {
+        let (text, from, tools, at_end) = (parse.text, parse.from, parse.tools, parse.at_end);
         let mut out = PartialOutput::default();
         let mut reasoning = Content::resumed(from.reasoning_open);
         let mut content = Content::resumed(from.content_open);
@@ -319,63 +344,6 @@ impl ToolCallFormat for Harmony {
         out.reasoning = reasoning.into_string();
         out.content = content.into_string();
         out
-    }
-
-    fn render_calls(&self, calls: &[ToolCall]) -> String {
-        calls
-            .iter()
-            .map(|c| format!("{}{}{CALL}", call_header(&c.name), c.arguments))
-            .collect::<Vec<_>>()
-            .join(&format!("{START}assistant"))
-    }
-
-    fn render_tool_result(&self, call: &ToolCall, result: &Value) -> String {
-        let body = match result {
-            Value::String(s) => s.clone(),
-            other => other.to_string(),
-        };
-        format!(
-            "{START}functions.{} to=assistant{CHANNEL}commentary{MESSAGE}{body}{END}",
-            call.name
-        )
-    }
-
-    fn render_tools_prompt(&self, tools: &[Tool]) -> String {
-        let mut s = String::from("# Tools\n\n## functions\n\nnamespace functions {\n\n");
-        for t in tools {
-            if !t.description.is_empty() {
-                for line in t.description.lines() {
-                    s.push_str(&format!("// {line}\n"));
-                }
-            }
-            let props = t.input_schema.get("properties").and_then(Value::as_object);
-            match props {
-                Some(p) if !p.is_empty() => {
-                    let required: Vec<&str> = t
-                        .input_schema
-                        .get("required")
-                        .and_then(Value::as_array)
-                        .map(|r| r.iter().filter_map(Value::as_str).collect())
-                        .unwrap_or_default();
-                    s.push_str(&format!("type {} = (_: {{\n", t.name));
-                    for (k, v) in p {
-                        if let Some(d) = v.get("description").and_then(Value::as_str) {
-                            s.push_str(&format!("// {d}\n"));
-                        }
-                        let opt = if required.contains(&k.as_str()) {
-                            ""
-                        } else {
-                            "?"
-                        };
-                        s.push_str(&format!("{k}{opt}: {},\n", ts_type(v)));
-                    }
-                    s.push_str("}) => any;\n\n");
-                }
-                _ => s.push_str(&format!("type {} = () => any;\n\n", t.name)),
-            }
-        }
-        s.push_str("} // namespace functions");
-        s
     }
 }
 

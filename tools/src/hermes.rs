@@ -8,63 +8,50 @@
 //! </tool_call>
 //! ```
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use std::sync::LazyLock;
 
 use super::driver::{self, Family, Step};
 use super::scan::{self, JsonRead};
 use super::tags::{self, Envelope};
-use super::{
-    FormatOptions, PartialCall, PartialOutput, Settled, StructuralTag, Tool, ToolCall,
-    ToolCallFormat, ToolChoice, ToolError, ToolParseError,
-};
+use super::{FormatOptions, PartialCall, Tool, ToolCall, ToolCallFormat, ToolParseError};
 
-const BEGIN: &str = "<tool_call>";
-const END: &str = "</tool_call>";
-const THINK: &str = "<think>";
-const THINK_END: &str = "</think>";
+/// The `<tool_call>` block's begin marker. Qwen3-Coder and GLM-4.5 are Hermes with
+/// another body in the same block: they take its markers from here.
+pub(crate) const BEGIN: &str = "<tool_call>";
+/// The block's end marker.
+pub(crate) const END: &str = "</tool_call>";
 
-/// The Hermes / Qwen format (`hermes`).
-///
-/// * Grammar: each call is `<tool_call>\n{"name": "NAME", "arguments": ARGS}\n</tool_call>`
-///   (the Qwen template's exact spacing; `ARGS` follows the tool's input schema), calls
-///   joined by `\n`; content may precede the first call (also under `required`); with
-///   [`FormatOptions::reasoning`], a `<think>…</think>\n\n` block comes first. On Qwen
-///   vocabularies `<tool_call>` is one added (not special) token, so the marker may be
-///   that token or its spelling.
-/// * Parser: `name` and `arguments` in either order (Hermes 2 Pro history puts
-///   `arguments` first); `"parameters"` accepted for `"arguments"`; a string holding a
-///   JSON object accepted as arguments; a repeated `"name"` or arguments member, or an argument given twice, makes
-///   the call malformed (as in `llama3_json` and `json`); a call is streamed once its name is
-///   complete and offered (a name not offered is never started); a block whose end marker is missing (at the end,
-///   or before text or the next block) accepted when its JSON is complete; text between
-///   and after calls kept in content.
-#[derive(Clone, Debug, Default)]
-pub struct Hermes {
-    options: FormatOptions,
+format_with_options! {
+    /// The Hermes / Qwen format (`hermes`).
+    ///
+    /// * Grammar: each call is `<tool_call>\n{"name": "NAME", "arguments": ARGS}\n</tool_call>`
+    ///   (the Qwen template's exact spacing; `ARGS` follows the tool's input schema), calls
+    ///   joined by `\n`; content may precede the first call (also under `required`); with
+    ///   [`FormatOptions::reasoning`], a `<think>…</think>\n\n` block comes first. On Qwen
+    ///   vocabularies `<tool_call>` is one added (not special) token, so the marker may be
+    ///   that token or its spelling.
+    /// * Parser: `name` and `arguments` in either order (Hermes 2 Pro history puts
+    ///   `arguments` first); `"parameters"` accepted for `"arguments"`; a string holding a
+    ///   JSON object accepted as arguments; a repeated `"name"` or arguments member, or an argument given twice, makes
+    ///   the call malformed (as in `llama3_json` and `json`); a call is streamed once its name is
+    ///   complete and offered (a name not offered is never started); a block whose end marker is missing (at the end,
+    ///   or before text or the next block) accepted when its JSON is complete; text between
+    ///   and after calls kept in content.
+    pub struct Hermes;
 }
 
 impl Hermes {
-    /// The format with `options`.
-    pub fn new(options: FormatOptions) -> Self {
-        Self { options }
-    }
-
-    /// The options.
-    pub fn options(&self) -> &FormatOptions {
-        &self.options
-    }
-
     fn envelope(&self) -> Envelope {
         Envelope {
             trigger: BEGIN.into(),
             separator: "\n".into(),
-            section: None,
             leading_text_in_required: true,
-            reasoning: Some((THINK.into(), THINK_END.into(), "\n\n".into())),
-            excludes: vec![THINK.into(), THINK_END.into()],
+            reasoning: driver::THINK.written_with("\n\n"),
+            excludes: driver::THINK.markers(),
             markers: vec![BEGIN.into(), END.into()],
+            ..Envelope::default()
         }
     }
 }
@@ -74,43 +61,18 @@ impl ToolCallFormat for Hermes {
         "hermes"
     }
 
-    fn structural_tag(
-        &self,
-        tools: &[Tool],
-        choice: &ToolChoice,
-        parallel: bool,
-    ) -> Result<StructuralTag, ToolError> {
-        let options = &self.options;
-        tags::assemble(&self.envelope(), tools, choice, parallel, options, |t| {
-            let name = serde_json::to_string(&t.name).unwrap_or_default();
-            Ok(json!({"type": "tag",
-                "begin": format!("{BEGIN}\n{{\"name\": {name}, \"arguments\": "),
-                "content": tags::json_arguments(t, options),
-                "end": format!("}}\n{END}")}))
-        })
-    }
+    structural_tag_from_envelope!(|_, options, t| {
+        let (open, close) = (format!("{BEGIN}\n"), format!("\n{END}"));
+        Ok(tags::json_call_object(
+            t,
+            options,
+            &open,
+            "arguments",
+            &close,
+        ))
+    });
 
-    fn parse_partial(&self, text: &str, tools: &[Tool], at_end: bool) -> PartialOutput {
-        self.parse_partial_from(text, &Settled::default(), tools, at_end)
-    }
-
-    fn parse_partial_from(
-        &self,
-        text: &str,
-        from: &Settled,
-        tools: &[Tool],
-        at_end: bool,
-    ) -> PartialOutput {
-        let reasoning = self.options.reasoning;
-        FAMILY.parse(
-            text,
-            from,
-            reasoning,
-            tools,
-            at_end,
-            |s, _, tools, at_end| read_json_block(s, HERMES, tools, at_end),
-        )
-    }
+    parse_with_driver!(calls: FAMILY, |s, _, tools, at_end| read_json_block(s, HERMES, tools, at_end));
 
     fn render_calls(&self, calls: &[ToolCall]) -> String {
         render_json_blocks(
@@ -123,10 +85,7 @@ impl ToolCallFormat for Hermes {
     }
 
     fn render_tool_result(&self, _call: &ToolCall, result: &Value) -> String {
-        let body = match result {
-            Value::String(s) => s.clone(),
-            other => scan::python_json(other),
-        };
+        let body = scan::result_text(result);
         format!("<tool_response>\n{body}\n</tool_response>")
     }
 
@@ -289,17 +248,10 @@ fn call_arguments_text(body: &str, call: &ToolCall) -> String {
 mod tests {
     use super::*;
     use crate::StreamEvent;
+    use crate::ToolChoice;
+    use serde_json::json;
 
-    fn tools() -> Vec<Tool> {
-        Tool::list_from_openai(&json!([
-            {"type": "function", "function": {"name": "get_weather", "parameters": {
-                "type": "object", "properties": {"city": {"type": "string"},
-                "unit": {"enum": ["celsius", "fahrenheit"]}}, "required": ["city"]}}},
-            {"type": "function", "function": {"name": "get_time", "parameters": {
-                "type": "object", "properties": {"tz": {"type": "string"}}, "required": ["tz"]}}}
-        ]))
-        .unwrap()
-    }
+    use crate::test_support::weather_and_time as tools;
 
     const WORKED: &str = "I'll look up both.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"unit\": \"celsius\"}}\n</tool_call>\n<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"tz\": \"Europe/Paris\"}}\n</tool_call>";
 
@@ -341,13 +293,7 @@ mod tests {
             all.extend(p.push(std::str::from_utf8(chunk).unwrap()));
         }
         all.extend(p.finish());
-        let ends: Vec<ToolCall> = all
-            .iter()
-            .filter_map(|e| match e {
-                StreamEvent::ToolCallEnd { call, .. } => Some(call.clone()),
-                _ => None,
-            })
-            .collect();
+        let ends = crate::test_support::ended_calls(&all);
         assert_eq!(ends, h.parse(WORKED, &ts).tool_calls);
         let args: String = all
             .iter()

@@ -10,16 +10,13 @@
 
 use std::sync::LazyLock;
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::driver::{self, Family};
 use super::hermes::{read_json_block, render_json_blocks, JsonBlock};
 use super::scan;
 use super::tags::{self, Envelope};
-use super::{
-    FormatOptions, PartialOutput, Settled, StructuralTag, Tool, ToolCall, ToolCallFormat,
-    ToolChoice, ToolError,
-};
+use super::{FormatOptions, Tool, ToolCall, ToolCallFormat};
 
 /// Begins a call: `<|action_start|>` then the `<|plugin|>` channel (both special tokens).
 pub const ACTION_START: &str = "<|action_start|><|plugin|>";
@@ -33,32 +30,19 @@ const BLOCK: JsonBlock = JsonBlock {
 
 static FAMILY: LazyLock<Family> = LazyLock::new(|| Family::new(&[ACTION_START], driver::THINK));
 
-/// InternLM2.5 (`internlm`).
-///
-/// * Grammar: each call is `<|action_start|><|plugin|>\n{"name": "NAME", "parameters":
-///   ARGS}<|action_end|>`; parallel calls follow each other with nothing between (as the
-///   template renders a turn's calls; the model itself writes one call per turn, and
-///   vLLM's streaming parser reads only the first); content may precede the first call,
-///   also under `required` (the model writes text before its action); free text never
-///   holds `<|action_start|>`.
-/// * Parser: Hermes' reader under InternLM's markers: `"parameters"` or `"arguments"`, a
-///   string holding a JSON object accepted as arguments, a missing `<|action_end|>`
-///   tolerated once the JSON is complete, text around calls kept in content.
-#[derive(Clone, Debug, Default)]
-pub struct InternLm {
-    options: FormatOptions,
-}
-
-impl InternLm {
-    /// The format with `options`.
-    pub fn new(options: FormatOptions) -> Self {
-        Self { options }
-    }
-
-    /// The options.
-    pub fn options(&self) -> &FormatOptions {
-        &self.options
-    }
+format_with_options! {
+    /// InternLM2.5 (`internlm`).
+    ///
+    /// * Grammar: each call is `<|action_start|><|plugin|>\n{"name": "NAME", "parameters":
+    ///   ARGS}<|action_end|>`; parallel calls follow each other with nothing between (as the
+    ///   template renders a turn's calls; the model itself writes one call per turn, and
+    ///   vLLM's streaming parser reads only the first); content may precede the first call,
+    ///   also under `required` (the model writes text before its action); free text never
+    ///   holds `<|action_start|>`.
+    /// * Parser: Hermes' reader under InternLM's markers: `"parameters"` or `"arguments"`, a
+    ///   string holding a JSON object accepted as arguments, a missing `<|action_end|>`
+    ///   tolerated once the JSON is complete, text around calls kept in content.
+    pub struct InternLm;
 }
 
 impl ToolCallFormat for InternLm {
@@ -66,55 +50,18 @@ impl ToolCallFormat for InternLm {
         "internlm"
     }
 
-    fn structural_tag(
-        &self,
-        tools: &[Tool],
-        choice: &ToolChoice,
-        parallel: bool,
-    ) -> Result<StructuralTag, ToolError> {
-        let env = Envelope {
-            trigger: ACTION_START.into(),
-            separator: String::new(),
-            section: None,
-            leading_text_in_required: true,
-            reasoning: None,
-            excludes: vec!["<|action_start|>".into(), ACTION_END.into()],
-            markers: vec![
-                "<|action_start|>".into(),
-                "<|plugin|>".into(),
-                ACTION_END.into(),
-            ],
-        };
-        let options = &self.options;
-        tags::assemble(&env, tools, choice, parallel, options, |t| {
-            let name = serde_json::to_string(&t.name).unwrap_or_default();
-            Ok(json!({"type": "tag",
-                "begin": format!("{ACTION_START}\n{{\"name\": {name}, \"parameters\": "),
-                "content": tags::json_arguments(t, options),
-                "end": format!("}}{ACTION_END}")}))
-        })
-    }
+    structural_tag_from_envelope!(|_, options, t| {
+        let open = format!("{ACTION_START}\n");
+        Ok(tags::json_call_object(
+            t,
+            options,
+            &open,
+            "parameters",
+            ACTION_END,
+        ))
+    });
 
-    fn parse_partial(&self, text: &str, tools: &[Tool], at_end: bool) -> PartialOutput {
-        self.parse_partial_from(text, &Settled::default(), tools, at_end)
-    }
-
-    fn parse_partial_from(
-        &self,
-        text: &str,
-        from: &Settled,
-        tools: &[Tool],
-        at_end: bool,
-    ) -> PartialOutput {
-        FAMILY.parse(
-            text,
-            from,
-            self.options.reasoning,
-            tools,
-            at_end,
-            |s, _, tools, at_end| read_json_block(s, BLOCK, tools, at_end),
-        )
-    }
+    parse_with_driver!(calls: FAMILY, |s, _, tools, at_end| read_json_block(s, BLOCK, tools, at_end));
 
     fn render_calls(&self, calls: &[ToolCall]) -> String {
         render_json_blocks(
@@ -127,10 +74,7 @@ impl ToolCallFormat for InternLm {
     }
 
     fn render_tool_result(&self, _call: &ToolCall, result: &Value) -> String {
-        let body = match result {
-            Value::String(s) => s.clone(),
-            other => scan::python_json(other),
-        };
+        let body = scan::result_text(result);
         format!("<|im_start|>environment name=<|plugin|>\n{body}<|im_end|>")
     }
 
@@ -146,5 +90,22 @@ impl ToolCallFormat for InternLm {
             "<|im_start|>system name=<|plugin|>\n[{}]<|im_end|>",
             list.join(", ")
         )
+    }
+}
+
+impl InternLm {
+    /// The family's call syntax, for the shared assembler.
+    fn envelope(&self) -> Envelope {
+        Envelope {
+            trigger: ACTION_START.into(),
+            leading_text_in_required: true,
+            excludes: vec!["<|action_start|>".into(), ACTION_END.into()],
+            markers: vec![
+                "<|action_start|>".into(),
+                "<|plugin|>".into(),
+                ACTION_END.into(),
+            ],
+            ..Envelope::default()
+        }
     }
 }

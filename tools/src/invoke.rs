@@ -182,36 +182,25 @@ impl Dsml {
     }
 }
 
-/// MiniMax-M2 (`minimax_m2`; also M2.1, M2.5, M2.7).
-///
-/// * Grammar (the exact text of MiniMax-M2's chat template): content, then
-///   `\n<minimax:tool_call>\n`, the calls back to back, each `<invoke name="NAME">\n` +
-///   one `<parameter name="KEY">VALUE</parameter>\n` per argument + `</invoke>\n`, then
-///   `</minimax:tool_call>` and the end of the turn. String values are raw text never
-///   holding `</parameter>`, others JSON (the `minimax_xml` structural-tag style), in the
-///   schema's declared order. `required` allows content before the section; with
-///   [`FormatOptions::reasoning`] the output opens inside the reasoning block (the
-///   prompt ends with `<think>\n`) and `</think>\n\n` closes it.
-/// * Parser: values end at the first `</parameter>` and are typed by the tool's schema
-///   (`type: "string"` raw, else JSON, else a Python literal, else text; undeclared
-///   parameters text), as vLLM's `minimax_m2` parser does.
-/// * Rendering and streaming as [`Dsml`] (without the `string` attribute).
-#[derive(Clone, Debug, Default)]
-pub struct MiniMaxM2 {
-    options: FormatOptions,
+format_with_options! {
+    /// MiniMax-M2 (`minimax_m2`; also M2.1, M2.5, M2.7).
+    ///
+    /// * Grammar (the exact text of MiniMax-M2's chat template): content, then
+    ///   `\n<minimax:tool_call>\n`, the calls back to back, each `<invoke name="NAME">\n` +
+    ///   one `<parameter name="KEY">VALUE</parameter>\n` per argument + `</invoke>\n`, then
+    ///   `</minimax:tool_call>` and the end of the turn. String values are raw text never
+    ///   holding `</parameter>`, others JSON (the `minimax_xml` structural-tag style), in the
+    ///   schema's declared order. `required` allows content before the section; with
+    ///   [`FormatOptions::reasoning`] the output opens inside the reasoning block (the
+    ///   prompt ends with `<think>\n`) and `</think>\n\n` closes it.
+    /// * Parser: values end at the first `</parameter>` and are typed by the tool's schema
+    ///   (`type: "string"` raw, else JSON, else a Python literal, else text; undeclared
+    ///   parameters text), as vLLM's `minimax_m2` parser does.
+    /// * Rendering and streaming as [`Dsml`] (without the `string` attribute).
+    pub struct MiniMaxM2;
 }
 
 impl MiniMaxM2 {
-    /// The format with `options`.
-    pub fn new(options: FormatOptions) -> Self {
-        Self { options }
-    }
-
-    /// The options.
-    pub fn options(&self) -> &FormatOptions {
-        &self.options
-    }
-
     fn dialect(&self) -> &'static Dialect {
         &MINIMAX
     }
@@ -234,9 +223,7 @@ macro_rules! invoke_format {
                 structural_tag(self.dialect(), &self.options, tools, choice, parallel)
             }
 
-            fn parse_partial(&self, text: &str, tools: &[Tool], at_end: bool) -> PartialOutput {
-                self.parse_partial_from(text, &Settled::default(), tools, at_end)
-            }
+            parse_partial_from_start!();
 
             fn parse_partial_from(
                 &self,
@@ -425,10 +412,7 @@ fn render_calls(d: &Dialect, calls: &[ToolCall]) -> String {
 /// One tool result as the templates write it: V3.2 `<function_results>` holding a
 /// `<result>`, V4 `<tool_result>`, MiniMax `<response>`.
 fn render_tool_result(d: &Dialect, result: &Value) -> String {
-    let body = match result {
-        Value::String(s) => s.clone(),
-        other => scan::python_json(other),
-    };
+    let body = scan::result_text(result);
     match d.family {
         "deepseek_v32" => {
             format!("<function_results>\n<result>{body}</result>\n</function_results>")
@@ -616,13 +600,7 @@ fn read_call(d: &'static Dialect, body: &str, tools: &[Tool], at_end: bool) -> C
     if let Err(e) = scan::check_call_name(name, tools) {
         return bad(d, body, i, at_end, e);
     }
-    let root = tools
-        .iter()
-        .find(|t| t.name == name)
-        .and_then(|t| t.input_schema.as_object());
-    let props = root
-        .and_then(|r| r.get("properties"))
-        .and_then(Value::as_object);
+    let (root, props) = scan::tool_schema(tools, name);
     let mut w = Walk {
         d,
         name,

@@ -10,11 +10,12 @@
 
 use serde_json::{json, Map, Value};
 
+use super::driver;
 use super::scan::{self, Content, JsonRead};
 use super::tags;
 use super::{
-    CallMode, FormatOptions, PartialCall, PartialOutput, Settled, StructuralTag, Tool, ToolCall,
-    ToolCallFormat, ToolChoice, ToolError, ToolParseError,
+    CallMode, FormatOptions, PartialCall, PartialOutput, Tool, ToolCall, ToolCallFormat, ToolError,
+    ToolParseError,
 };
 
 /// The JSON-array format (`json`, also registered as `json_array`).
@@ -178,20 +179,14 @@ impl ToolCallFormat for JsonArray {
         "json"
     }
 
-    fn structural_tag(
-        &self,
-        tools: &[Tool],
-        choice: &ToolChoice,
-        parallel: bool,
-    ) -> Result<StructuralTag, ToolError> {
-        let (mode, allowed) = choice.resolve(tools)?;
+    structural_tag_from_choice!(|this, choice, mode, allowed, parallel| {
         let json_format = |schema: Value| {
             let mut f = json!({"type": "json_schema", "json_schema": schema,
-                   "any_order": self.options.any_order});
-            super::tags::set_json_limits(&mut f, &self.options);
+                   "any_order": this.options.any_order});
+            super::tags::set_json_limits(&mut f, &this.options);
             f
         };
-        if let Some(name) = &self.forced {
+        if let Some(name) = &this.forced {
             // The forced parser reads a bare arguments object: any other tag would not
             // parse back.
             if mode != CallMode::Forced || &allowed[0].name != name {
@@ -200,12 +195,8 @@ impl ToolCallFormat for JsonArray {
                      for {name:?} (got {choice:?}); use JsonArray::new for other choices"
                 )));
             }
-            let format = json_format(tags::argument_schema(allowed[0], &self.options));
-            return StructuralTag::from_json(&json!({"type": "structural_tag", "format": format}))
-                .map_err(|e| ToolError::Unsupported {
-                    format: "json".into(),
-                    reason: e.to_string(),
-                });
+            let format = json_format(tags::argument_schema(allowed[0], &this.options));
+            return Ok(format);
         }
         let format = match mode {
             // Text the parser reads as content only: not opening (after whitespace) with
@@ -213,59 +204,14 @@ impl ToolCallFormat for JsonArray {
             CallMode::None => tags::text_not_opening_with("\\[{"),
             // The same envelope as `required`: exactly one call, to the named tool, which
             // this format's parser reads back.
-            CallMode::Forced => json_format(self.array_schema(&allowed, 1, false)),
-            CallMode::Required => json_format(self.array_schema(&allowed, 1, parallel)),
-            CallMode::Auto => json_format(self.array_schema(&allowed, 0, parallel)),
+            CallMode::Forced => json_format(this.array_schema(&allowed, 1, false)),
+            CallMode::Required => json_format(this.array_schema(&allowed, 1, parallel)),
+            CallMode::Auto => json_format(this.array_schema(&allowed, 0, parallel)),
         };
-        StructuralTag::from_json(&json!({"type": "structural_tag", "format": format})).map_err(
-            |e| ToolError::Unsupported {
-                format: "json".into(),
-                reason: e.to_string(),
-            },
-        )
-    }
+        Ok(format)
+    });
 
-    fn parse_partial(&self, text: &str, tools: &[Tool], at_end: bool) -> PartialOutput {
-        self.parse_partial_from(text, &Settled::default(), tools, at_end)
-    }
-
-    fn parse_partial_from(
-        &self,
-        text: &str,
-        from: &Settled,
-        tools: &[Tool],
-        at_end: bool,
-    ) -> PartialOutput {
-        let mut out = PartialOutput::default();
-        let mut content = Content::resumed(from.content_open);
-        if from.content_open {
-            // Settled inside an output that is all text: the rest of it.
-            if let Some(n) = content.push_tail(&text[from.offset..], &[], at_end) {
-                scan::settle_open(&mut out, &content, from.offset + n);
-            }
-            out.content = content.into_string();
-            return out;
-        }
-        let lead = text.len() - text.trim_start().len();
-        let rest = &text[lead..];
-        // Other settled points lie in the call array, just after an element. An output
-        // that starts as JSON (`[`, `{`, or any output with a forced call) may be a call
-        // until it ends, so its text is only ever content at the end: it has no settled
-        // point in free text and, while it arrives, is re-parsed in coalesced steps.
-        let resume = (from.offset > 0).then(|| from.offset - lead);
-        if let Some(name) = &self.forced {
-            parse_forced(name, rest, lead, tools, at_end, &mut out, &mut content);
-        } else if rest.starts_with('[') {
-            parse_array(rest, lead, resume, tools, at_end, &mut out, &mut content);
-        } else if rest.starts_with('{') {
-            parse_object(rest, lead, tools, at_end, &mut out, &mut content);
-        } else if let Some(n) = content.push_tail(rest, &[], at_end) {
-            // Text, not a call: all of it is content.
-            scan::settle_open(&mut out, &content, lead + n);
-        }
-        out.content = content.into_string();
-        out
-    }
+    parse_with_driver!(own: parse_turn, text_to_end: &[]);
 
     fn render_calls(&self, calls: &[ToolCall]) -> String {
         if self.forced.is_some() {
@@ -297,6 +243,34 @@ impl ToolCallFormat for JsonArray {
              [{\"name\": \"f\", \"arguments\": {\"x\": 1}}]. Answer [] to call none.",
         );
         s
+    }
+}
+
+impl JsonArray {
+    /// The parse behind [`ToolCallFormat::parse_partial_from`].
+    fn parse_turn(&self, parse: driver::Parse<'_>) -> PartialOutput {
+        let (text, from, tools, at_end) = (parse.text, parse.from, parse.tools, parse.at_end);
+        let mut out = PartialOutput::default();
+        let mut content = Content::default();
+        let lead = text.len() - text.trim_start().len();
+        let rest = &text[lead..];
+        // Other settled points lie in the call array, just after an element. An output
+        // that starts as JSON (`[`, `{`, or any output with a forced call) may be a call
+        // until it ends, so its text is only ever content at the end: it has no settled
+        // point in free text and, while it arrives, is re-parsed in coalesced steps.
+        let resume = (from.offset > 0).then(|| from.offset - lead);
+        if let Some(name) = &self.forced {
+            parse_forced(name, rest, lead, tools, at_end, &mut out, &mut content);
+        } else if rest.starts_with('[') {
+            parse_array(rest, lead, resume, tools, at_end, &mut out, &mut content);
+        } else if rest.starts_with('{') {
+            parse_object(rest, lead, tools, at_end, &mut out, &mut content);
+        } else if let Some(n) = content.push_tail(rest, &[], at_end) {
+            // Text, not a call: all of it is content.
+            scan::settle_open(&mut out, &content, lead + n);
+        }
+        out.content = content.into_string();
+        out
     }
 }
 
@@ -419,16 +393,8 @@ fn parse_array(
         match scan::read_json_value(&rest[i..]) {
             JsonRead::Complete { value, end } => {
                 let piece = &rest[i..i + end];
-                match scan::check_call_members(piece)
-                    .and_then(|()| scan::call_from_json(&value, tools))
-                {
-                    Ok(call) => {
-                        let (mut partial, _) = scan::call_parts(piece);
-                        partial.name = Some(call.name.clone());
-                        partial.complete = Some(call);
-                        out.calls.push(partial);
-                    }
-                    Err(e) => scan::push_malformed_element(out, content, piece, lead + i, e),
+                if let Err(e) = scan::push_json_call(out, piece, &value, tools) {
+                    scan::push_malformed_element(out, content, piece, lead + i, e);
                 }
                 last_end = i + end;
                 i = skip_ws(i + end);
@@ -503,14 +469,8 @@ fn parse_object(
             ),
         }
     } else if value.get("name").is_some() {
-        match scan::check_call_members(piece).and_then(|()| scan::call_from_json(&value, tools)) {
-            Ok(call) => {
-                let (mut partial, _) = scan::call_parts(piece);
-                partial.name = Some(call.name.clone());
-                partial.complete = Some(call);
-                out.calls.push(partial);
-            }
-            Err(e) => scan::push_malformed(out, content, piece, lead, e),
+        if let Err(e) = scan::push_json_call(out, piece, &value, tools) {
+            scan::push_malformed(out, content, piece, lead, e);
         }
     } else {
         content.push(piece);
@@ -561,17 +521,9 @@ fn cut_off_object(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ToolChoice;
 
-    fn tools() -> Vec<Tool> {
-        Tool::list_from_openai(&json!([
-            {"type": "function", "function": {"name": "get_weather", "parameters": {
-                "type": "object", "properties": {"city": {"type": "string"},
-                "unit": {"enum": ["celsius", "fahrenheit"]}}, "required": ["city"]}}},
-            {"type": "function", "function": {"name": "get_time", "parameters": {
-                "type": "object", "properties": {"tz": {"type": "string"}}, "required": ["tz"]}}}
-        ]))
-        .unwrap()
-    }
+    use crate::test_support::weather_and_time as tools;
 
     #[test]
     fn array_wrapper_and_single_object() {

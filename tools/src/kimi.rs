@@ -8,12 +8,10 @@
 
 use serde_json::{json, Value};
 
+use super::driver;
 use super::scan::{self, CallRead, Sections};
 use super::tags::{self, Envelope};
-use super::{
-    FormatOptions, PartialCall, PartialOutput, Settled, StructuralTag, Tool, ToolCall,
-    ToolCallFormat, ToolChoice, ToolError, ToolParseError,
-};
+use super::{FormatOptions, PartialCall, Tool, ToolCall, ToolCallFormat, ToolParseError};
 
 /// Opens the section holding a turn's calls.
 pub const SECTION_BEGIN: &str = "<|tool_calls_section_begin|>";
@@ -27,8 +25,6 @@ pub const CALL_BEGIN: &str = "<|tool_call_begin|>";
 pub const ARGUMENT_BEGIN: &str = "<|tool_call_argument_begin|>";
 /// Closes one call.
 pub const CALL_END: &str = "<|tool_call_end|>";
-const THINK: &str = "<think>";
-const THINK_END: &str = "</think>";
 
 const SECTIONS: Sections<'static> = Sections {
     section_begins: &[SECTION_BEGIN, SECTION_BEGIN_SINGULAR],
@@ -81,19 +77,19 @@ impl KimiK2 {
     fn envelope(&self) -> Envelope {
         Envelope {
             trigger: CALL_BEGIN.into(),
-            separator: String::new(),
             section: Some((SECTION_BEGIN.into(), SECTION_END.into())),
             leading_text_in_required: true,
-            reasoning: Some((THINK.into(), THINK_END.into(), String::new())),
+            reasoning: driver::THINK.written_with(""),
             excludes: vec![
                 SECTION_BEGIN_SINGULAR.into(),
                 SECTION_END.into(),
                 ARGUMENT_BEGIN.into(),
                 CALL_END.into(),
-                THINK.into(),
-                THINK_END.into(),
+                driver::THINK.begin.into(),
+                driver::THINK.end.into(),
             ],
             markers: Vec::new(),
+            ..Envelope::default()
         }
     }
 }
@@ -130,40 +126,17 @@ impl ToolCallFormat for KimiK2 {
         "kimi_k2"
     }
 
-    fn structural_tag(
-        &self,
-        tools: &[Tool],
-        choice: &ToolChoice,
-        parallel: bool,
-    ) -> Result<StructuralTag, ToolError> {
-        let options = &self.options;
-        tags::assemble(&self.envelope(), tools, choice, parallel, options, |t| {
-            Ok(json!({"type": "tag",
+    structural_tag_from_envelope!(|_, options, t| {
+        Ok(json!({"type": "tag",
                 "begin": format!("{CALL_BEGIN}functions.{}:", t.name),
                 "content": {"type": "sequence", "elements": [
                     {"type": "regex", "pattern": "[0-9]{1,6}"},
                     {"type": "const_string", "value": ARGUMENT_BEGIN},
                     tags::json_arguments(t, options)]},
                 "end": CALL_END}))
-        })
-    }
+    });
 
-    fn parse_partial(&self, text: &str, tools: &[Tool], at_end: bool) -> PartialOutput {
-        self.parse_partial_from(text, &Settled::default(), tools, at_end)
-    }
-
-    fn parse_partial_from(
-        &self,
-        text: &str,
-        from: &Settled,
-        tools: &[Tool],
-        at_end: bool,
-    ) -> PartialOutput {
-        let reasoning = self.options.reasoning;
-        scan::parse_sectioned(text, from, reasoning, &SECTIONS, at_end, |body| {
-            read_call(body, tools, at_end)
-        })
-    }
+    parse_with_driver!(sections: SECTIONS, read_call);
 
     fn render_calls(&self, calls: &[ToolCall]) -> String {
         let mut s = String::from(SECTION_BEGIN);
@@ -228,15 +201,7 @@ mod tests {
     use super::*;
     use crate::{StreamEvent, StreamingParser};
 
-    fn tools() -> Vec<Tool> {
-        Tool::list_from_openai(&json!([
-            {"type": "function", "function": {"name": "get_weather", "parameters": {
-                "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}},
-            {"type": "function", "function": {"name": "get_time", "parameters": {
-                "type": "object", "properties": {"tz": {"type": "string"}}, "required": ["tz"]}}}
-        ]))
-        .unwrap()
-    }
+    use crate::test_support::city_weather_and_time as tools;
 
     const WORKED: &str = "Checking both.<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:1<|tool_call_argument_begin|>{\"city\": \"Paris\"}<|tool_call_end|><|tool_call_begin|>functions.get_time:2<|tool_call_argument_begin|>{\"tz\": \"Europe/Paris\"}<|tool_call_end|><|tool_calls_section_end|>";
 
@@ -312,13 +277,7 @@ mod tests {
         assert_eq!(ev, vec![StreamEvent::Content("Checking both.".into())]);
         ev.extend(p.push(&WORKED["Checking both.<|tool_calls_sec".len()..]));
         ev.extend(p.finish());
-        let ends: Vec<ToolCall> = ev
-            .iter()
-            .filter_map(|e| match e {
-                StreamEvent::ToolCallEnd { call, .. } => Some(call.clone()),
-                _ => None,
-            })
-            .collect();
+        let ends = crate::test_support::ended_calls(&ev);
         assert_eq!(ends, f.parse(WORKED, &ts).tool_calls);
     }
 

@@ -64,6 +64,9 @@ use thiserror::Error;
 
 use tokensieve::StructuralTag;
 
+#[macro_use]
+mod macros;
+
 mod call_array;
 mod deepseek;
 pub(crate) mod driver;

@@ -20,8 +20,8 @@ use super::pythonic::reader::{Py, Stop};
 use super::scan::{self, JsonRead};
 use super::tags::{self, Envelope};
 use super::{
-    FormatOptions, PartialCall, PartialOutput, Settled, StructuralTag, Tool, ToolCall,
-    ToolCallFormat, ToolChoice, ToolError, ToolParseError,
+    FormatOptions, PartialCall, PartialOutput, Tool, ToolCall, ToolCallFormat, ToolError,
+    ToolParseError,
 };
 
 /// Begins a custom-tool call; the name runs to the next `>`.
@@ -46,39 +46,26 @@ fn is_builtin(name: &str) -> bool {
     BUILTIN_TOOLS.contains(&name)
 }
 
-/// Llama 3.1 custom and built-in tool calls (`llama3_function_tag`; no vLLM parser).
-///
-/// * Grammar: a call to a built-in tool ([`BUILTIN_TOOLS`]) is
-///   `<|python_tag|>NAME.call(KEY="VALUE", …)`: its required properties in schema order,
-///   each a string without `"`, `\` or a newline (how Meta's template writes them; a
-///   built-in tool with another kind of required property is [`ToolError::Unsupported`]);
-///   any other call is `<function=NAME>ARGS</function>` with `ARGS` the tool's input
-///   schema. Parallel calls follow each other with nothing between (the template allows
-///   one call per turn: parallel off is what it asks for). `required` and named start
-///   with the call (the prompt asks for the call only); `auto` is free text, then
-///   optionally the calls; free text never holds `<function=` or `<|python_tag|>`.
-/// * Parser: `<function=NAME>` then one JSON object, then `</function>` (a missing end
-///   marker is tolerated once the JSON is complete); `<|python_tag|>` then `NAME.call(`
-///   keyword arguments `)` with Python literal values; `<|eom_id|>` and `<|eot_id|>`
-///   are dropped; text around calls is content. A name not offered, an argument given
-///   twice, JSON that does not parse or a `<|python_tag|>` not followed by a call is an
-///   error, its text kept in content (a bad custom call up to `</function>`, a bad
-///   built-in call up to the next call or the end).
-#[derive(Clone, Debug, Default)]
-pub struct Llama3FunctionTag {
-    options: FormatOptions,
-}
-
-impl Llama3FunctionTag {
-    /// The format with `options`.
-    pub fn new(options: FormatOptions) -> Self {
-        Self { options }
-    }
-
-    /// The options.
-    pub fn options(&self) -> &FormatOptions {
-        &self.options
-    }
+format_with_options! {
+    /// Llama 3.1 custom and built-in tool calls (`llama3_function_tag`; no vLLM parser).
+    ///
+    /// * Grammar: a call to a built-in tool ([`BUILTIN_TOOLS`]) is
+    ///   `<|python_tag|>NAME.call(KEY="VALUE", …)`: its required properties in schema order,
+    ///   each a string without `"`, `\` or a newline (how Meta's template writes them; a
+    ///   built-in tool with another kind of required property is [`ToolError::Unsupported`]);
+    ///   any other call is `<function=NAME>ARGS</function>` with `ARGS` the tool's input
+    ///   schema. Parallel calls follow each other with nothing between (the template allows
+    ///   one call per turn: parallel off is what it asks for). `required` and named start
+    ///   with the call (the prompt asks for the call only); `auto` is free text, then
+    ///   optionally the calls; free text never holds `<function=` or `<|python_tag|>`.
+    /// * Parser: `<function=NAME>` then one JSON object, then `</function>` (a missing end
+    ///   marker is tolerated once the JSON is complete); `<|python_tag|>` then `NAME.call(`
+    ///   keyword arguments `)` with Python literal values; `<|eom_id|>` and `<|eot_id|>`
+    ///   are dropped; text around calls is content. A name not offered, an argument given
+    ///   twice, JSON that does not parse or a `<|python_tag|>` not followed by a call is an
+    ///   error, its text kept in content (a bad custom call up to `</function>`, a bad
+    ///   built-in call up to the next call or the end).
+    pub struct Llama3FunctionTag;
 }
 
 /// The grammar of a built-in tool's keyword arguments: its required string properties, in
@@ -94,12 +81,7 @@ fn builtin_arguments(t: &Tool) -> Result<Value, ToolError> {
         .and_then(Value::as_object)
         .cloned()
         .unwrap_or_default();
-    let required: Vec<&str> = t
-        .input_schema
-        .get("required")
-        .and_then(Value::as_array)
-        .map(|r| r.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
+    let required = t.required_arguments();
     let mut elements = Vec::new();
     for (key, schema) in &props {
         if !required.contains(&key.as_str()) {
@@ -126,65 +108,21 @@ impl ToolCallFormat for Llama3FunctionTag {
         "llama3_function_tag"
     }
 
-    fn structural_tag(
-        &self,
-        tools: &[Tool],
-        choice: &ToolChoice,
-        parallel: bool,
-    ) -> Result<StructuralTag, ToolError> {
-        let custom = Envelope {
-            trigger: FUNCTION.into(),
-            separator: String::new(),
-            section: None,
-            leading_text_in_required: false,
-            reasoning: None,
-            excludes: vec![PYTHON_TAG.into(), FUNCTION_END.into()],
-            markers: vec![FUNCTION.into(), FUNCTION_END.into()],
-        };
-        let options = &self.options;
-        tags::assemble(&custom, tools, choice, parallel, options, |t| {
-            Ok(if is_builtin(&t.name) {
-                json!({"type": "tag",
+    structural_tag_from_envelope!(|_, options, t| {
+        Ok(if is_builtin(&t.name) {
+            json!({"type": "tag",
                     "begin": format!("{PYTHON_TAG}{}.call(", t.name),
                     "content": builtin_arguments(t)?,
                     "end": ")"})
-            } else {
-                json!({"type": "tag",
+        } else {
+            json!({"type": "tag",
                     "begin": format!("{FUNCTION}{}>", t.name),
                     "content": tags::json_arguments(t, options),
                     "end": FUNCTION_END})
-            })
         })
-    }
+    });
 
-    fn parse_partial(&self, text: &str, tools: &[Tool], at_end: bool) -> PartialOutput {
-        self.parse_partial_from(text, &Settled::default(), tools, at_end)
-    }
-
-    fn parse_partial_from(
-        &self,
-        text: &str,
-        from: &Settled,
-        tools: &[Tool],
-        at_end: bool,
-    ) -> PartialOutput {
-        FAMILY.drive(
-            text,
-            from,
-            self.options.reasoning,
-            at_end,
-            |turn, start, marker| {
-                let s = &turn.text[start..];
-                let step = match marker {
-                    0 => read_function(s, tools, turn.at_end),
-                    1 => read_builtin(s, tools, turn.at_end),
-                    // `<|eom_id|>` / `<|eot_id|>`: nothing.
-                    m => return Some(start + MARKERS[m].len()),
-                };
-                turn.record(start, step)
-            },
-        )
-    }
+    parse_with_driver!(own: parse_turn);
 
     fn render_calls(&self, calls: &[ToolCall]) -> String {
         calls
@@ -211,10 +149,7 @@ impl ToolCallFormat for Llama3FunctionTag {
 
     fn render_tool_result(&self, _call: &ToolCall, result: &Value) -> String {
         // The body of the `ipython` turn.
-        match result {
-            Value::String(s) => s.clone(),
-            other => scan::python_json(other),
-        }
+        scan::result_text(result)
     }
 
     fn render_tools_prompt(&self, tools: &[Tool]) -> String {
@@ -245,6 +180,41 @@ impl ToolCallFormat for Llama3FunctionTag {
             ));
         }
         s
+    }
+}
+
+impl Llama3FunctionTag {
+    /// The family's call syntax, for the shared assembler.
+    fn envelope(&self) -> Envelope {
+        Envelope {
+            trigger: FUNCTION.into(),
+            excludes: vec![PYTHON_TAG.into(), FUNCTION_END.into()],
+            markers: vec![FUNCTION.into(), FUNCTION_END.into()],
+            ..Envelope::default()
+        }
+    }
+}
+
+impl Llama3FunctionTag {
+    /// The parse behind [`ToolCallFormat::parse_partial_from`].
+    fn parse_turn(&self, parse: driver::Parse<'_>) -> PartialOutput {
+        let (text, from, tools, at_end) = (parse.text, parse.from, parse.tools, parse.at_end);
+        FAMILY.drive(
+            text,
+            from,
+            self.options.reasoning,
+            at_end,
+            |turn, start, marker| {
+                let s = &turn.text[start..];
+                let step = match marker {
+                    0 => read_function(s, tools, turn.at_end),
+                    1 => read_builtin(s, tools, turn.at_end),
+                    // `<|eom_id|>` / `<|eot_id|>`: nothing.
+                    m => return Some(start + MARKERS[m].len()),
+                };
+                turn.record(start, step)
+            },
+        )
     }
 }
 
@@ -382,6 +352,7 @@ fn read_builtin(s: &str, tools: &[Tool], at_end: bool) -> Step {
 mod tests {
     use super::*;
     use crate::test_support::assert_streams_as_whole;
+    use crate::ToolChoice;
 
     fn tools() -> Vec<Tool> {
         Tool::list_from_openai(&json!([

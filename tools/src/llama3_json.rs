@@ -6,14 +6,12 @@
 //! {"name": "get_weather", "parameters": {"city": "Paris"}}<|eot_id|>
 //! ```
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
+use super::driver;
 use super::scan::{self, Content, JsonRead};
 use super::tags::{self, Envelope};
-use super::{
-    FormatOptions, PartialOutput, Settled, StructuralTag, Tool, ToolCall, ToolCallFormat,
-    ToolChoice, ToolError, ToolParseError,
-};
+use super::{FormatOptions, PartialOutput, Tool, ToolCall, ToolCallFormat, ToolParseError};
 
 /// The prefix Llama 3.1 sometimes writes before a call (special token 128010; the shared
 /// Llama 3.1 tokenizer file names that id `<|reserved_special_token_5|>`).
@@ -24,53 +22,40 @@ const TRIGGER: &str = "{\"name\": ";
 /// Written between parallel calls (vLLM's parser accepts `;` with optional whitespace).
 pub const SEPARATOR: &str = "; ";
 
-/// The Llama 3.x JSON format (`llama3_json`).
-///
-/// * Grammar: each call is `{"name": "NAME", "parameters": ARGS}` (XGrammar's `llama`
-///   builtin: trigger `{"name": `, `ARGS` the tool's input schema); parallel calls are
-///   joined by `; ` (the official template has no parallel calls; `; ` is what vLLM's
-///   parser reads). `required` and named start with the call (no text before: the
-///   template asks for JSON only); `auto` is free text, then optionally the calls;
-///   after the calls comes only the end of turn (`<|eot_id|>`, the stop token).
-///   Free text never contains `"name"`, so the parser cannot find a call in it (and
-///   `none` is free text only). `<|python_tag|>` is not generated: it introduces
-///   built-in tools' Python calls.
-/// * Parser: a call is a JSON object with a string `"name"` and a `"parameters"` or
-///   `"arguments"` member (vLLM's rule; other JSON objects in prose stay content),
-///   anywhere in the text, string-aware (braces and `{"name": ` inside JSON strings are
-///   not calls); a leading `<|python_tag|>` and a final `<|eom_id|>`/`<|eot_id|>` are
-///   dropped; calls may be separated by `;` and/or whitespace; text around them is
-///   content. An unknown name, a repeated `"name"` or arguments member, an argument given twice, or a
-///   call-looking object that is not valid JSON (from its `{` to the next `{"name"` or
-///   the end), is an error with its text kept in content.
-///   Streaming: a `{` followed by a key holds the content back until the object is
-///   decided, and a final `<|python_tag|>` is held back (a call may follow); a call is
-///   reported once its name and the start of its arguments have arrived.
-#[derive(Clone, Debug, Default)]
-pub struct Llama3Json {
-    options: FormatOptions,
+format_with_options! {
+    /// The Llama 3.x JSON format (`llama3_json`).
+    ///
+    /// * Grammar: each call is `{"name": "NAME", "parameters": ARGS}` (XGrammar's `llama`
+    ///   builtin: trigger `{"name": `, `ARGS` the tool's input schema); parallel calls are
+    ///   joined by `; ` (the official template has no parallel calls; `; ` is what vLLM's
+    ///   parser reads). `required` and named start with the call (no text before: the
+    ///   template asks for JSON only); `auto` is free text, then optionally the calls;
+    ///   after the calls comes only the end of turn (`<|eot_id|>`, the stop token).
+    ///   Free text never contains `"name"`, so the parser cannot find a call in it (and
+    ///   `none` is free text only). `<|python_tag|>` is not generated: it introduces
+    ///   built-in tools' Python calls.
+    /// * Parser: a call is a JSON object with a string `"name"` and a `"parameters"` or
+    ///   `"arguments"` member (vLLM's rule; other JSON objects in prose stay content),
+    ///   anywhere in the text, string-aware (braces and `{"name": ` inside JSON strings are
+    ///   not calls); a leading `<|python_tag|>` and a final `<|eom_id|>`/`<|eot_id|>` are
+    ///   dropped; calls may be separated by `;` and/or whitespace; text around them is
+    ///   content. An unknown name, a repeated `"name"` or arguments member, an argument given twice, or a
+    ///   call-looking object that is not valid JSON (from its `{` to the next `{"name"` or
+    ///   the end), is an error with its text kept in content.
+    ///   Streaming: a `{` followed by a key holds the content back until the object is
+    ///   decided, and a final `<|python_tag|>` is held back (a call may follow); a call is
+    ///   reported once its name and the start of its arguments have arrived.
+    pub struct Llama3Json;
 }
 
 impl Llama3Json {
-    /// The format with `options`.
-    pub fn new(options: FormatOptions) -> Self {
-        Self { options }
-    }
-
-    /// The options.
-    pub fn options(&self) -> &FormatOptions {
-        &self.options
-    }
-
     fn envelope(&self) -> Envelope {
         Envelope {
             trigger: TRIGGER.into(),
             separator: SEPARATOR.into(),
-            section: None,
-            leading_text_in_required: false,
-            reasoning: None,
             excludes: vec!["\"name\"".into()],
             markers: Vec::new(),
+            ..Envelope::default()
         }
     }
 }
@@ -159,33 +144,50 @@ impl ToolCallFormat for Llama3Json {
         "llama3_json"
     }
 
-    fn structural_tag(
-        &self,
-        tools: &[Tool],
-        choice: &ToolChoice,
-        parallel: bool,
-    ) -> Result<StructuralTag, ToolError> {
-        let options = &self.options;
-        tags::assemble(&self.envelope(), tools, choice, parallel, options, |t| {
-            let name = serde_json::to_string(&t.name).unwrap_or_default();
-            Ok(json!({"type": "tag",
-                "begin": format!("{TRIGGER}{name}, \"parameters\": "),
-                "content": tags::json_arguments(t, options),
-                "end": "}"}))
-        })
+    structural_tag_from_envelope!(|_, options, t| {
+        Ok(tags::json_call_object(t, options, "", "parameters", ""))
+    });
+
+    parse_with_driver!(own: parse_turn);
+
+    fn render_calls(&self, calls: &[ToolCall]) -> String {
+        calls
+            .iter()
+            .map(|c| {
+                let name = serde_json::to_string(&c.name).unwrap_or_default();
+                format!(
+                    "{TRIGGER}{name}, \"parameters\": {}}}",
+                    scan::python_json(&c.arguments)
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(SEPARATOR)
     }
 
-    fn parse_partial(&self, text: &str, tools: &[Tool], at_end: bool) -> PartialOutput {
-        self.parse_partial_from(text, &Settled::default(), tools, at_end)
+    fn render_tool_result(&self, _call: &ToolCall, result: &Value) -> String {
+        // The body of the `ipython` turn.
+        scan::result_text(result)
     }
 
-    fn parse_partial_from(
-        &self,
-        text: &str,
-        from: &Settled,
-        tools: &[Tool],
-        at_end: bool,
-    ) -> PartialOutput {
+    fn render_tools_prompt(&self, tools: &[Tool]) -> String {
+        let mut s = String::from(
+            "You can call the functions below. To call one, reply with only a JSON object \
+             of the form {\"name\": <function name>, \"parameters\": <object of argument \
+             names and values>}, using literal values rather than variables.\n",
+        );
+        for t in tools {
+            s.push('\n');
+            s.push_str(&indented_json(&t.to_openai()));
+            s.push('\n');
+        }
+        s
+    }
+}
+
+impl Llama3Json {
+    /// The parse behind [`ToolCallFormat::parse_partial_from`].
+    fn parse_turn(&self, parse: driver::Parse<'_>) -> PartialOutput {
+        let (text, from, tools, at_end) = (parse.text, parse.from, parse.tools, parse.at_end);
         let mut out = PartialOutput::default();
         let mut content = Content::resumed(from.content_open);
         let b = text.as_bytes();
@@ -221,16 +223,8 @@ impl ToolCallFormat for Llama3Json {
                     }
                     push_before_call(&mut content, &text[seg..s]);
                     let piece = &text[s..s + end];
-                    match scan::check_call_members(piece)
-                        .and_then(|()| scan::call_from_json(&value, tools))
-                    {
-                        Ok(call) => {
-                            let (mut partial, _) = scan::call_parts(piece);
-                            partial.name = Some(call.name.clone());
-                            partial.complete = Some(call);
-                            out.calls.push(partial);
-                        }
-                        Err(e) => scan::push_malformed(&mut out, &mut content, piece, s, e),
+                    if let Err(e) = scan::push_json_call(&mut out, piece, &value, tools) {
+                        scan::push_malformed(&mut out, &mut content, piece, s, e);
                     }
                     seg = after_separators(text, s + end, &mut out, &content);
                     i = seg;
@@ -313,42 +307,6 @@ impl ToolCallFormat for Llama3Json {
         out.content = content.into_string();
         out
     }
-
-    fn render_calls(&self, calls: &[ToolCall]) -> String {
-        calls
-            .iter()
-            .map(|c| {
-                let name = serde_json::to_string(&c.name).unwrap_or_default();
-                format!(
-                    "{TRIGGER}{name}, \"parameters\": {}}}",
-                    scan::python_json(&c.arguments)
-                )
-            })
-            .collect::<Vec<_>>()
-            .join(SEPARATOR)
-    }
-
-    fn render_tool_result(&self, _call: &ToolCall, result: &Value) -> String {
-        // The body of the `ipython` turn.
-        match result {
-            Value::String(s) => s.clone(),
-            other => scan::python_json(other),
-        }
-    }
-
-    fn render_tools_prompt(&self, tools: &[Tool]) -> String {
-        let mut s = String::from(
-            "You can call the functions below. To call one, reply with only a JSON object \
-             of the form {\"name\": <function name>, \"parameters\": <object of argument \
-             names and values>}, using literal values rather than variables.\n",
-        );
-        for t in tools {
-            s.push('\n');
-            s.push_str(&indented_json(&t.to_openai()));
-            s.push('\n');
-        }
-        s
-    }
 }
 
 /// JSON with 4-space indentation (how the Llama 3.1 template lists tools).
@@ -366,17 +324,9 @@ fn indented_json(value: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
-    fn tools() -> Vec<Tool> {
-        Tool::list_from_openai(&json!([
-            {"type": "function", "function": {"name": "get_weather", "parameters": {
-                "type": "object", "properties": {"city": {"type": "string"},
-                "unit": {"enum": ["celsius", "fahrenheit"]}}, "required": ["city"]}}},
-            {"type": "function", "function": {"name": "get_time", "parameters": {
-                "type": "object", "properties": {"tz": {"type": "string"}}, "required": ["tz"]}}}
-        ]))
-        .unwrap()
-    }
+    use crate::test_support::weather_and_time as tools;
 
     #[test]
     fn parses_the_worked_example() {

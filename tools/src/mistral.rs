@@ -16,8 +16,7 @@ use serde_json::{json, Value};
 use super::scan::{self, Content, JsonRead};
 use super::tags::{self, Envelope};
 use super::{
-    FormatOptions, PartialCall, PartialOutput, Settled, StructuralTag, Tool, ToolCall,
-    ToolCallFormat, ToolChoice, ToolError, ToolParseError,
+    FormatOptions, PartialCall, PartialOutput, Tool, ToolCall, ToolCallFormat, ToolParseError,
 };
 use tokensieve::Vocabulary;
 
@@ -153,82 +152,24 @@ impl ToolCallFormat for Mistral {
         "mistral"
     }
 
-    fn structural_tag(
-        &self,
-        tools: &[Tool],
-        choice: &ToolChoice,
-        parallel: bool,
-    ) -> Result<StructuralTag, ToolError> {
-        let options = &self.options;
-        let syntax = self.syntax;
-        tags::assemble(&self.envelope(), tools, choice, parallel, options, |t| {
-            let name = serde_json::to_string(&t.name).unwrap_or_default();
-            Ok(match syntax {
-                MistralSyntax::Array => json!({"type": "tag",
+    structural_tag_from_envelope!(|f, options, t| {
+        let syntax = f.syntax;
+        let name = serde_json::to_string(&t.name).unwrap_or_default();
+        Ok(match syntax {
+            MistralSyntax::Array => json!({"type": "tag",
                     "begin": format!("{{\"name\": {name}, \"arguments\": "),
                     "content": {"type": "sequence", "elements": [
                         tags::json_arguments(t, options),
                         {"type": "optional", "content": {"type": "regex",
                             "pattern": format!(", \"id\": \"{ID_PATTERN}\"")}}]},
                     "end": "}"}),
-                MistralSyntax::NameArgs => json!({"type": "tag",
+            MistralSyntax::NameArgs => json!({"type": "tag",
                     "begin": format!("{TOOL_CALLS}{}{ARGS}", t.name),
                     "content": tags::json_arguments(t, options), "end": ""}),
-            })
         })
-    }
+    });
 
-    fn parse_partial(&self, text: &str, tools: &[Tool], at_end: bool) -> PartialOutput {
-        self.parse_partial_from(text, &Settled::default(), tools, at_end)
-    }
-
-    fn parse_partial_from(
-        &self,
-        text: &str,
-        from: &Settled,
-        tools: &[Tool],
-        at_end: bool,
-    ) -> PartialOutput {
-        let reasoning = self.options.reasoning;
-        // Settled between the elements of a call array that has a call: the rest of it.
-        let resume = |turn: &mut driver::Turn<'_>, pos: usize| {
-            call_array::resume_array(turn, from, pos, tools, &FAMILY.begins)
-        };
-        FAMILY.drive_resumed(text, from, reasoning, at_end, resume, |turn, start, _| {
-            let (out, content) = (&mut turn.out, &mut turn.content);
-            let after = start + TOOL_CALLS.len();
-            let ws = text[after..].len() - text[after..].trim_start().len();
-            let body = after + ws;
-            if body == text.len() {
-                if at_end {
-                    let error = ToolParseError::Unterminated;
-                    scan::push_malformed(out, content, &text[start..], start, error);
-                }
-                return None;
-            }
-            // `[` starts an array, unless it is a v11+ marker (`[TOOL_CALLS][ARGS]`: a
-            // call without a name).
-            let b = &text[body..];
-            if b.starts_with('[') && !b.starts_with(ARGS) && !b.starts_with(CALL_ID) {
-                let array = call_array::Array {
-                    start,
-                    resume: None,
-                };
-                call_array::read_array(
-                    text,
-                    array,
-                    body,
-                    tools,
-                    at_end,
-                    out,
-                    content,
-                    &FAMILY.begins,
-                )
-            } else {
-                read_name_args(text, start, body, tools, at_end, out, content)
-            }
-        })
-    }
+    parse_with_driver!(own: parse_turn);
 
     fn render_calls(&self, calls: &[ToolCall]) -> String {
         match self.syntax {
@@ -271,10 +212,7 @@ impl ToolCallFormat for Mistral {
                 format!("[TOOL_RESULTS]{}[/TOOL_RESULTS]", scan::python_json(&body))
             }
             MistralSyntax::NameArgs => {
-                let body = match result {
-                    Value::String(s) => s.clone(),
-                    other => scan::python_json(other),
-                };
+                let body = scan::result_text(result);
                 format!("[TOOL_RESULTS]{body}[/TOOL_RESULTS]")
             }
         }
@@ -295,6 +233,52 @@ impl ToolCallFormat for Mistral {
             "[AVAILABLE_TOOLS]{}[/AVAILABLE_TOOLS]",
             scan::python_json(&Value::Array(list))
         )
+    }
+}
+
+impl Mistral {
+    /// The parse behind [`ToolCallFormat::parse_partial_from`].
+    fn parse_turn(&self, parse: driver::Parse<'_>) -> PartialOutput {
+        let (text, from, tools, at_end) = (parse.text, parse.from, parse.tools, parse.at_end);
+        let reasoning = self.options.reasoning;
+        // Settled between the elements of a call array that has a call: the rest of it.
+        let resume = |turn: &mut driver::Turn<'_>, pos: usize| {
+            call_array::resume_array(turn, from, pos, tools, &FAMILY.begins)
+        };
+        FAMILY.drive_resumed(text, from, reasoning, at_end, resume, |turn, start, _| {
+            let (out, content) = (&mut turn.out, &mut turn.content);
+            let after = start + TOOL_CALLS.len();
+            let ws = text[after..].len() - text[after..].trim_start().len();
+            let body = after + ws;
+            if body == text.len() {
+                if at_end {
+                    let error = ToolParseError::Unterminated;
+                    scan::push_malformed(out, content, &text[start..], start, error);
+                }
+                return None;
+            }
+            // `[` starts an array, unless it is a v11+ marker (`[TOOL_CALLS][ARGS]`: a
+            // call without a name).
+            let b = &text[body..];
+            if b.starts_with('[') && !b.starts_with(ARGS) && !b.starts_with(CALL_ID) {
+                let array = call_array::Array {
+                    start,
+                    resume: None,
+                };
+                call_array::read_array(
+                    text,
+                    array,
+                    body,
+                    tools,
+                    at_end,
+                    out,
+                    content,
+                    &FAMILY.begins,
+                )
+            } else {
+                read_name_args(text, start, body, tools, at_end, out, content)
+            }
+        })
     }
 }
 
@@ -417,15 +401,7 @@ mod tests {
     use super::*;
     use crate::{StreamEvent, StreamingParser};
 
-    fn tools() -> Vec<Tool> {
-        Tool::list_from_openai(&json!([
-            {"type": "function", "function": {"name": "get_weather", "parameters": {
-                "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}},
-            {"type": "function", "function": {"name": "get_time", "parameters": {
-                "type": "object", "properties": {"tz": {"type": "string"}}, "required": ["tz"]}}}
-        ]))
-        .unwrap()
-    }
+    use crate::test_support::city_weather_and_time as tools;
 
     const WORKED: &str = "Checking both.[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Paris\"}[TOOL_CALLS]get_time[ARGS]{\"tz\": \"Europe/Paris\"}";
 
@@ -556,13 +532,7 @@ mod tests {
         assert_eq!(ev, vec![StreamEvent::Content("Checking both.".into())]);
         ev.extend(p.push(&WORKED["Checking both.[TOOL_CA".len()..]));
         ev.extend(p.finish());
-        let ends: Vec<ToolCall> = ev
-            .iter()
-            .filter_map(|e| match e {
-                StreamEvent::ToolCallEnd { call, .. } => Some(call.clone()),
-                _ => None,
-            })
-            .collect();
+        let ends = crate::test_support::ended_calls(&ev);
         assert_eq!(ends, worked_calls());
     }
 

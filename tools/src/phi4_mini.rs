@@ -15,10 +15,7 @@ use super::call_array;
 use super::driver::{self, Family};
 use super::scan;
 use super::tags::Envelope;
-use super::{
-    tags, FormatOptions, PartialOutput, Settled, StructuralTag, Tool, ToolCall, ToolCallFormat,
-    ToolChoice, ToolError,
-};
+use super::{FormatOptions, Tool, ToolCall, ToolCallFormat};
 
 /// The prefix of the call array. The marker the parser looks for includes the `[`, so
 /// that prose naming Python's `functools` module is not a call.
@@ -27,31 +24,18 @@ const BEGIN: &str = "functools[";
 
 static FAMILY: LazyLock<Family> = LazyLock::new(|| Family::new(&[BEGIN], driver::THINK));
 
-/// Phi-4-mini (`phi4_mini_json`).
-///
-/// * Grammar: `functools[{"name": "NAME", "arguments": ARGS}, …]` (elements joined by
-///   `, `; one when `parallel` is off), then the end of the turn; `required` and named
-///   start with `functools[` (vLLM's parser drops the content of an output with calls);
-///   `auto` is free text (never holding `functools`), then optionally the array.
-/// * Parser: Mistral's array reader after `functools[` (string-aware, so arrays inside
-///   the arguments are read whole, where vLLM's `functools\[(.*?)\]` stops at the first
-///   `]`): `"parameters"` accepted for `"arguments"`, a bad element reported with its
-///   text while the others stay calls, text around the array kept in content.
-#[derive(Clone, Debug, Default)]
-pub struct Phi4Mini {
-    options: FormatOptions,
-}
-
-impl Phi4Mini {
-    /// The format with `options`.
-    pub fn new(options: FormatOptions) -> Self {
-        Self { options }
-    }
-
-    /// The options.
-    pub fn options(&self) -> &FormatOptions {
-        &self.options
-    }
+format_with_options! {
+    /// Phi-4-mini (`phi4_mini_json`).
+    ///
+    /// * Grammar: `functools[{"name": "NAME", "arguments": ARGS}, …]` (elements joined by
+    ///   `, `; one when `parallel` is off), then the end of the turn; `required` and named
+    ///   start with `functools[` (vLLM's parser drops the content of an output with calls);
+    ///   `auto` is free text (never holding `functools`), then optionally the array.
+    /// * Parser: Mistral's array reader after `functools[` (string-aware, so arrays inside
+    ///   the arguments are read whole, where vLLM's `functools\[(.*?)\]` stops at the first
+    ///   `]`): `"parameters"` accepted for `"arguments"`, a bad element reported with its
+    ///   text while the others stay calls, text around the array kept in content.
+    pub struct Phi4Mini;
 }
 
 impl ToolCallFormat for Phi4Mini {
@@ -59,69 +43,17 @@ impl ToolCallFormat for Phi4Mini {
         "phi4_mini_json"
     }
 
-    fn structural_tag(
-        &self,
-        tools: &[Tool],
-        choice: &ToolChoice,
-        parallel: bool,
-    ) -> Result<StructuralTag, ToolError> {
-        let env = Envelope {
-            trigger: FUNCTOOLS.into(),
-            separator: ", ".into(),
-            section: Some((BEGIN.into(), "]".into())),
-            leading_text_in_required: false,
-            reasoning: None,
-            excludes: Vec::new(),
-            // `functools[` is ordinary text in code: strings may hold it.
-            markers: Vec::new(),
-        };
-        let options = &self.options;
-        tags::assemble(&env, tools, choice, parallel, options, |t| {
-            Ok(call_array::call_tag(t, options))
-        })
-    }
+    structural_tag_from_envelope!(|_, options, t| { Ok(call_array::call_tag(t, options)) });
 
-    fn parse_partial(&self, text: &str, tools: &[Tool], at_end: bool) -> PartialOutput {
-        self.parse_partial_from(text, &Settled::default(), tools, at_end)
-    }
-
-    fn parse_partial_from(
-        &self,
-        text: &str,
-        from: &Settled,
-        tools: &[Tool],
-        at_end: bool,
-    ) -> PartialOutput {
-        let family = &*FAMILY;
-        // Settled between the elements of a call array that has a call: the rest of it.
-        let resume = |turn: &mut driver::Turn<'_>, pos: usize| {
-            call_array::resume_array(turn, from, pos, tools, &family.begins)
-        };
-        family.drive_resumed(
-            text,
-            from,
-            self.options.reasoning,
-            at_end,
-            resume,
-            |turn, start, _| {
-                // The marker's `[` opens the array.
-                call_array::read_marked_array(turn, start, FUNCTOOLS.len(), tools, &family.begins)
-            },
-        )
-    }
+    // The marker's `[` opens the array.
+    parse_with_driver!(arrays: FAMILY, |_| FUNCTOOLS.len());
 
     fn render_calls(&self, calls: &[ToolCall]) -> String {
         call_array::render(FUNCTOOLS, calls)
     }
 
     fn render_tool_result(&self, _call: &ToolCall, result: &Value) -> String {
-        format!(
-            "{{\"result\": {}}}",
-            match result {
-                Value::String(s) => s.clone(),
-                other => scan::python_json(other),
-            }
-        )
+        format!("{{\"result\": {}}}", scan::result_text(result))
     }
 
     fn render_tools_prompt(&self, tools: &[Tool]) -> String {
@@ -136,5 +68,19 @@ impl ToolCallFormat for Phi4Mini {
             s.push_str("\n\n");
         }
         s
+    }
+}
+
+impl Phi4Mini {
+    /// The family's call syntax, for the shared assembler.
+    fn envelope(&self) -> Envelope {
+        Envelope {
+            trigger: FUNCTOOLS.into(),
+            separator: ", ".into(),
+            section: Some((BEGIN.into(), "]".into())),
+            // `functools[` is ordinary text in code: strings may hold it.
+            markers: Vec::new(),
+            ..Envelope::default()
+        }
     }
 }

@@ -8,11 +8,12 @@
 
 use serde_json::{json, Map, Number, Value};
 
+use super::driver;
 use super::scan::{self, Content};
 use super::tags;
 use super::{
-    ArgumentSchemas, CallMode, FormatOptions, PartialCall, PartialOutput, Settled, StructuralTag,
-    Tool, ToolCall, ToolCallFormat, ToolChoice, ToolError, ToolParseError,
+    ArgumentSchemas, CallMode, FormatOptions, PartialCall, PartialOutput, Tool, ToolCall,
+    ToolCallFormat, ToolError, ToolParseError,
 };
 
 const PY_START: &str = "<|python_start|>";
@@ -566,39 +567,18 @@ fn literal_alternatives(v: &Value) -> String {
 /// one and no double quote; `True`/`False`/`None`; `, ` and `: ` separators).
 pub fn python_literal(value: &Value) -> String {
     let mut out = String::new();
-    write_literal(value, &mut out);
+    scan::write_spaced(value, &mut out, write_scalar);
     out
 }
 
-fn write_literal(value: &Value, out: &mut String) {
+/// A scalar as a Python literal (arrays and objects go through [`scan::write_spaced`]).
+fn write_scalar(value: &Value, out: &mut String) {
     match value {
         Value::Null => out.push_str("None"),
         Value::Bool(true) => out.push_str("True"),
         Value::Bool(false) => out.push_str("False"),
-        Value::Number(n) => out.push_str(&n.to_string()),
         Value::String(s) => write_py_str(s, out),
-        Value::Array(items) => {
-            out.push('[');
-            for (i, v) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                write_literal(v, out);
-            }
-            out.push(']');
-        }
-        Value::Object(map) => {
-            out.push('{');
-            for (i, (k, v)) in map.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                write_py_str(k, out);
-                out.push_str(": ");
-                write_literal(v, out);
-            }
-            out.push('}');
-        }
+        other => out.push_str(&other.to_string()),
     }
 }
 
@@ -816,13 +796,7 @@ impl ToolCallFormat for Pythonic {
         "pythonic"
     }
 
-    fn structural_tag(
-        &self,
-        tools: &[Tool],
-        choice: &ToolChoice,
-        parallel: bool,
-    ) -> Result<StructuralTag, ToolError> {
-        let (mode, allowed) = choice.resolve(tools)?;
+    structural_tag_from_choice!(|f, _, mode, allowed, parallel| {
         // Free text that the parser never reads as calls: empty, or not starting with `[`.
         let text = tags::text_not_opening_with("\\[");
         let format = if mode == CallMode::None {
@@ -830,7 +804,7 @@ impl ToolCallFormat for Pythonic {
         } else {
             let mut g = Gen {
                 rules: Vec::new(),
-                options: &self.options,
+                options: &f.options,
             };
             let mut calls = Vec::new();
             for t in &allowed {
@@ -855,35 +829,52 @@ impl ToolCallFormat for Pythonic {
                 grammar
             }
         };
-        StructuralTag::from_json(&json!({"type": "structural_tag", "format": format})).map_err(
-            |e| ToolError::Unsupported {
-                format: "pythonic".into(),
-                reason: e.to_string(),
-            },
-        )
+        Ok(format)
+    });
+
+    parse_with_driver!(own: parse_turn, text_to_end: &[]);
+
+    fn render_calls(&self, calls: &[ToolCall]) -> String {
+        let items: Vec<String> = calls
+            .iter()
+            .map(|c| {
+                let args: Vec<String> = match &c.arguments {
+                    Value::Object(m) => m
+                        .iter()
+                        .map(|(k, v)| format!("{k}={}", python_literal(v)))
+                        .collect(),
+                    _ => Vec::new(),
+                };
+                format!("{}({})", c.name, args.join(", "))
+            })
+            .collect();
+        format!("[{}]", items.join(", "))
     }
 
-    fn parse_partial(&self, text: &str, tools: &[Tool], at_end: bool) -> PartialOutput {
-        self.parse_partial_from(text, &Settled::default(), tools, at_end)
+    fn render_tool_result(&self, _call: &ToolCall, result: &Value) -> String {
+        scan::result_text(result)
     }
 
-    fn parse_partial_from(
-        &self,
-        text: &str,
-        from: &Settled,
-        tools: &[Tool],
-        at_end: bool,
-    ) -> PartialOutput {
-        let mut out = PartialOutput::default();
-        let mut content = Content::resumed(from.content_open);
-        if from.content_open {
-            // Settled inside an output that is all text: the rest of it.
-            if let Some(n) = content.push_tail(&text[from.offset..], &[], at_end) {
-                scan::settle_open(&mut out, &content, from.offset + n);
-            }
-            out.content = content.into_string();
-            return out;
+    fn render_tools_prompt(&self, tools: &[Tool]) -> String {
+        let mut s = String::from(
+            "The functions below are available, as JSON. To call any of them, reply with \
+             nothing but a Python list of calls with keyword arguments and literal \
+             values, such as [name1(a=1, b='x'), name2(c=True)].\n",
+        );
+        for t in tools {
+            s.push('\n');
+            s.push_str(&scan::python_json(&t.to_openai()));
         }
+        s
+    }
+}
+
+impl Pythonic {
+    /// The parse behind [`ToolCallFormat::parse_partial_from`].
+    fn parse_turn(&self, parse: driver::Parse<'_>) -> PartialOutput {
+        let (text, from, tools, at_end) = (parse.text, parse.from, parse.tools, parse.at_end);
+        let mut out = PartialOutput::default();
+        let mut content = Content::default();
         if from.offset > 0 {
             let bracketed = from.state == BRACKETED;
             let end = self.read_calls(
@@ -962,43 +953,6 @@ impl ToolCallFormat for Pythonic {
         self.push_after_calls(text, end, at_end, &mut content);
         out.content = content.into_string();
         out
-    }
-
-    fn render_calls(&self, calls: &[ToolCall]) -> String {
-        let items: Vec<String> = calls
-            .iter()
-            .map(|c| {
-                let args: Vec<String> = match &c.arguments {
-                    Value::Object(m) => m
-                        .iter()
-                        .map(|(k, v)| format!("{k}={}", python_literal(v)))
-                        .collect(),
-                    _ => Vec::new(),
-                };
-                format!("{}({})", c.name, args.join(", "))
-            })
-            .collect();
-        format!("[{}]", items.join(", "))
-    }
-
-    fn render_tool_result(&self, _call: &ToolCall, result: &Value) -> String {
-        match result {
-            Value::String(s) => s.clone(),
-            other => scan::python_json(other),
-        }
-    }
-
-    fn render_tools_prompt(&self, tools: &[Tool]) -> String {
-        let mut s = String::from(
-            "The functions below are available, as JSON. To call any of them, reply with \
-             nothing but a Python list of calls with keyword arguments and literal \
-             values, such as [name1(a=1, b='x'), name2(c=True)].\n",
-        );
-        for t in tools {
-            s.push('\n');
-            s.push_str(&scan::python_json(&t.to_openai()));
-        }
-        s
     }
 }
 

@@ -24,84 +24,71 @@ use super::driver::{self, Family, Step};
 use super::scan;
 use super::tags::{self, Envelope};
 use super::{
-    FormatOptions, PartialCall, PartialOutput, Settled, StructuralTag, Tool, ToolCall,
-    ToolCallFormat, ToolChoice, ToolError, ToolParseError,
+    FormatOptions, PartialCall, StructuralTag, Tool, ToolCall, ToolCallFormat, ToolError,
+    ToolParseError,
 };
 
-const BEGIN: &str = "<tool_call>";
-const END: &str = "</tool_call>";
+// The Hermes `<tool_call>` block, with this family's body inside.
+use super::hermes::{BEGIN, END};
 const FUNC: &str = "<function=";
 const FUNC_END: &str = "</function>";
 const PARAM: &str = "<parameter=";
 const CLOSE: &str = "</parameter>";
-const THINK: &str = "<think>";
-const THINK_END: &str = "</think>";
 
-/// The Qwen3-Coder XML format (`qwen3_coder`, also registered as `qwen3_xml`).
-///
-/// * Grammar (the Qwen3-Coder chat template's exact whitespace): each call is
-///   `<tool_call>\n<function=NAME>\n`, then per argument
-///   `<parameter=KEY>\nVALUE\n</parameter>\n`, then `</function>\n</tool_call>`, calls
-///   joined by `\n`; string-typed values are raw text
-///   that never contains `</parameter>` (`minLength`/`maxLength` count its characters,
-///   `pattern`/`format` match it; a keyword the style cannot express makes
-///   [`ToolCallFormat::structural_tag`] fail with [`ToolError::Unsupported`] naming the
-///   tool, the parameter and the keyword), other values JSON under their schema (the
-///   `qwen_xml` structural-tag style), in the schema's declared order; a tool whose
-///   arguments are unconstrained (no properties, see [`super::ArgumentSchemas`]) takes any
-///   parameter names with raw values. Content may precede the first call (also under
-///   `required`); free text never contains `<tool_call>` or `<function=`. With
-///   [`FormatOptions::reasoning`] (Qwen3.5/3.6) a `<think>…</think>\n\n` block comes first.
-///   [`FormatOptions::any_order`] does not apply (the style has a fixed order).
-/// * Parser: values lose exactly one leading and one trailing `\n` and are typed by the
-///   tool's schema (`scan::typed_xml_value`: `type: "string"` raw, else JSON, else a
-///   Python literal such as `True`/`None`, else text; undeclared parameters stay text;
-///   schemas admitting strings among other values as below).
-///   A `</parameter>` is structural only when, after whitespace, `<parameter=KEY>` with a
-///   KEY of the schema, `</function>`, `</tool_call>` or the end of the output follows
-///   (vLLM's rule), so values may contain the closing tag's text; a missing
-///   `</parameter>` is recovered at the next undeclared-so-far `<parameter=KEY>` of the
-///   schema or at `</function>`. Literal nested `<parameter=` opens are not depth-counted
-///   (the grammar lets values contain that text). A missing `<tool_call>` wrapper (a bare
-///   `<function=`) and a missing `</tool_call>` before the next call or the end are
-///   tolerated.
-/// * Rendering: strings raw, other values JSON (`</` written `<\/`); a string value
-///   holding a closing tag cannot be written — [`Qwen3Coder::try_render_calls`] refuses
-///   it, [`ToolCallFormat::render_calls`] writes it raw and it does not parse back.
-/// * Streaming: string values stream as JSON-escaped text inside the arguments' JSON
-///   (`{"city": "Par`), other values once complete; a value not yet closed streams only
-///   as far as it is certain to reach (never past a `</parameter>` not yet known to be
-///   structural, nor past a place where a missing `</parameter>` would be recovered, nor
-///   with whitespace that either end may drop). A parameter given twice makes the call
-///   malformed (`argument "KEY" given twice`, its text kept in content), as in every
-///   family.
-/// * Properties admitting strings among other values (schemars' `Option<String>`,
-///   `"type": ["string", "null"]`; `["integer", "string"]`; an `anyOf`/`oneOf` with a
-///   string branch, through local `$ref`s, such as `Option` of a string enum): the grammar
-///   takes the raw text of the string branches (with their `enum`/`const`) or the JSON of
-///   the other branches, as the template writes them; the parser reads the text as a
-///   non-string value only when it is JSON valid under a non-string branch, else as the
-///   string (`null` is null for an `Option<String>`, `None` and `true` stay strings; `42`
-///   is 42 for `["integer", "string"]`, `4.5` and `abc` strings). The ambiguity is
-///   inherent to raw values: the string `"42"` of an `["integer", "string"]` property
-///   renders as `42` and reads back as the integer, the string `"null"` of an
-///   `Option<String>` reads back as null. Such values stream once whole.
-#[derive(Clone, Debug, Default)]
-pub struct Qwen3Coder {
-    options: FormatOptions,
+format_with_options! {
+    /// The Qwen3-Coder XML format (`qwen3_coder`, also registered as `qwen3_xml`).
+    ///
+    /// * Grammar (the Qwen3-Coder chat template's exact whitespace): each call is
+    ///   `<tool_call>\n<function=NAME>\n`, then per argument
+    ///   `<parameter=KEY>\nVALUE\n</parameter>\n`, then `</function>\n</tool_call>`, calls
+    ///   joined by `\n`; string-typed values are raw text
+    ///   that never contains `</parameter>` (`minLength`/`maxLength` count its characters,
+    ///   `pattern`/`format` match it; a keyword the style cannot express makes
+    ///   [`ToolCallFormat::structural_tag`] fail with [`ToolError::Unsupported`] naming the
+    ///   tool, the parameter and the keyword), other values JSON under their schema (the
+    ///   `qwen_xml` structural-tag style), in the schema's declared order; a tool whose
+    ///   arguments are unconstrained (no properties, see [`super::ArgumentSchemas`]) takes any
+    ///   parameter names with raw values. Content may precede the first call (also under
+    ///   `required`); free text never contains `<tool_call>` or `<function=`. With
+    ///   [`FormatOptions::reasoning`] (Qwen3.5/3.6) a `<think>…</think>\n\n` block comes first.
+    ///   [`FormatOptions::any_order`] does not apply (the style has a fixed order).
+    /// * Parser: values lose exactly one leading and one trailing `\n` and are typed by the
+    ///   tool's schema (`scan::typed_xml_value`: `type: "string"` raw, else JSON, else a
+    ///   Python literal such as `True`/`None`, else text; undeclared parameters stay text;
+    ///   schemas admitting strings among other values as below).
+    ///   A `</parameter>` is structural only when, after whitespace, `<parameter=KEY>` with a
+    ///   KEY of the schema, `</function>`, `</tool_call>` or the end of the output follows
+    ///   (vLLM's rule), so values may contain the closing tag's text; a missing
+    ///   `</parameter>` is recovered at the next undeclared-so-far `<parameter=KEY>` of the
+    ///   schema or at `</function>`. Literal nested `<parameter=` opens are not depth-counted
+    ///   (the grammar lets values contain that text). A missing `<tool_call>` wrapper (a bare
+    ///   `<function=`) and a missing `</tool_call>` before the next call or the end are
+    ///   tolerated.
+    /// * Rendering: strings raw, other values JSON (`</` written `<\/`); a string value
+    ///   holding a closing tag cannot be written — [`Qwen3Coder::try_render_calls`] refuses
+    ///   it, [`ToolCallFormat::render_calls`] writes it raw and it does not parse back.
+    /// * Streaming: string values stream as JSON-escaped text inside the arguments' JSON
+    ///   (`{"city": "Par`), other values once complete; a value not yet closed streams only
+    ///   as far as it is certain to reach (never past a `</parameter>` not yet known to be
+    ///   structural, nor past a place where a missing `</parameter>` would be recovered, nor
+    ///   with whitespace that either end may drop). A parameter given twice makes the call
+    ///   malformed (`argument "KEY" given twice`, its text kept in content), as in every
+    ///   family.
+    /// * Properties admitting strings among other values (schemars' `Option<String>`,
+    ///   `"type": ["string", "null"]`; `["integer", "string"]`; an `anyOf`/`oneOf` with a
+    ///   string branch, through local `$ref`s, such as `Option` of a string enum): the grammar
+    ///   takes the raw text of the string branches (with their `enum`/`const`) or the JSON of
+    ///   the other branches, as the template writes them; the parser reads the text as a
+    ///   non-string value only when it is JSON valid under a non-string branch, else as the
+    ///   string (`null` is null for an `Option<String>`, `None` and `true` stay strings; `42`
+    ///   is 42 for `["integer", "string"]`, `4.5` and `abc` strings). The ambiguity is
+    ///   inherent to raw values: the string `"42"` of an `["integer", "string"]` property
+    ///   renders as `42` and reads back as the integer, the string `"null"` of an
+    ///   `Option<String>` reads back as null. Such values stream once whole.
+    pub struct Qwen3Coder;
 }
 
 impl Qwen3Coder {
-    /// The format with `options`.
-    pub fn new(options: FormatOptions) -> Self {
-        Self { options }
-    }
-
-    /// The options.
-    pub fn options(&self) -> &FormatOptions {
-        &self.options
-    }
-
     /// `calls` as [`ToolCallFormat::render_calls`] writes them, refusing what would not
     /// parse back. String values are raw text with no escape (section 4.2 of the
     /// tool-call format notes), so one holding `</parameter>`, `</function>` or
@@ -141,14 +128,18 @@ impl Qwen3Coder {
         Envelope {
             trigger: BEGIN.into(),
             separator: "\n".into(),
-            section: None,
             leading_text_in_required: true,
-            reasoning: Some((THINK.into(), THINK_END.into(), "\n\n".into())),
-            excludes: vec![FUNC.into(), THINK.into(), THINK_END.into()],
+            reasoning: driver::THINK.written_with("\n\n"),
+            excludes: vec![
+                FUNC.into(),
+                driver::THINK.begin.into(),
+                driver::THINK.end.into(),
+            ],
             markers: [BEGIN, END, FUNC, FUNC_END, PARAM, CLOSE]
                 .iter()
                 .map(|s| s.to_string())
                 .collect(),
+            ..Envelope::default()
         }
     }
 }
@@ -229,42 +220,14 @@ impl ToolCallFormat for Qwen3Coder {
         "qwen3_coder"
     }
 
-    fn structural_tag(
-        &self,
-        tools: &[Tool],
-        choice: &ToolChoice,
-        parallel: bool,
-    ) -> Result<StructuralTag, ToolError> {
-        let options = &self.options;
-        tags::assemble(&self.envelope(), tools, choice, parallel, options, |t| {
-            Ok(json!({"type": "tag",
+    structural_tag_from_envelope!(|_, options, t| {
+        Ok(json!({"type": "tag",
                 "begin": format!("{BEGIN}\n{FUNC}{}>\n", t.name),
                 "content": xml_arguments(t, options, "qwen3_coder", "qwen_xml", "\n", (PARAM, ">\n", "\n</parameter>"))?,
                 "end": format!("{FUNC_END}\n{END}")}))
-        })
-    }
+    });
 
-    fn parse_partial(&self, text: &str, tools: &[Tool], at_end: bool) -> PartialOutput {
-        self.parse_partial_from(text, &Settled::default(), tools, at_end)
-    }
-
-    fn parse_partial_from(
-        &self,
-        text: &str,
-        from: &Settled,
-        tools: &[Tool],
-        at_end: bool,
-    ) -> PartialOutput {
-        let reasoning = self.options.reasoning;
-        FAMILY.parse(
-            text,
-            from,
-            reasoning,
-            tools,
-            at_end,
-            |s, marker, tools, at_end| read_call(s, marker == 0, tools, at_end),
-        )
-    }
+    parse_with_driver!(calls: FAMILY, |s, marker, tools, at_end| read_call(s, marker == 0, tools, at_end));
 
     fn render_calls(&self, calls: &[ToolCall]) -> String {
         calls
@@ -298,12 +261,7 @@ impl ToolCallFormat for Qwen3Coder {
                 s.push_str(&format!("\n<description>{}</description>", t.description));
             }
             s.push_str("\n<parameters>");
-            let required: Vec<&str> = t
-                .input_schema
-                .get("required")
-                .and_then(Value::as_array)
-                .map(|r| r.iter().filter_map(Value::as_str).collect())
-                .unwrap_or_default();
+            let required = t.required_arguments();
             if let Some(props) = t.input_schema.get("properties").and_then(Value::as_object) {
                 for (name, p) in props {
                     s.push_str(&format!("\n<parameter>\n<name>{name}</name>"));
@@ -419,13 +377,7 @@ fn read_call(s: &str, wrapped: bool, tools: &[Tool], at_end: bool) -> Step {
         return bad(s, i, wrapped, at_end, e);
     }
     i += gt + 1;
-    let root = tools
-        .iter()
-        .find(|t| t.name == name)
-        .and_then(|t| t.input_schema.as_object());
-    let props: Option<&Map<String, Value>> = root
-        .and_then(|r| r.get("properties"))
-        .and_then(Value::as_object);
+    let (root, props) = scan::tool_schema(tools, name);
     let mut w = Walk {
         name: name.to_owned(),
         props,

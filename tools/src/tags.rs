@@ -42,6 +42,23 @@ pub fn json_arguments(tool: &Tool, options: &FormatOptions) -> Value {
     f
 }
 
+/// The tag of one call written as a JSON object, `{"name": NAME, "MEMBER": ARGS}` with
+/// `member` `arguments` or `parameters` and `ARGS` under [`json_arguments`], between
+/// `open` and `close`.
+pub fn json_call_object(
+    tool: &Tool,
+    options: &FormatOptions,
+    open: &str,
+    member: &str,
+    close: &str,
+) -> Value {
+    let name = serde_json::to_string(&tool.name).unwrap_or_default();
+    json!({"type": "tag",
+        "begin": format!("{open}{{\"name\": {name}, \"{member}\": "),
+        "content": json_arguments(tool, options),
+        "end": format!("}}{close}")})
+}
+
 /// Sets the whitespace and digit caps of `options` on the `json_schema` format `f`.
 pub fn set_json_limits(f: &mut Value, options: &FormatOptions) {
     if let Some(n) = options.max_whitespace {
@@ -203,9 +220,19 @@ pub fn assemble(
         }
         _ => body,
     };
+    structural_tag(format, "structural tag")
+}
+
+/// The structural tag whose format is `format` (a structural-tag format value), built for
+/// `family`.
+///
+/// # Errors
+/// [`ToolError::Unsupported`] naming `family`, with the builder's reason, when the tag
+/// does not build.
+pub fn structural_tag(format: Value, family: &str) -> Result<StructuralTag, ToolError> {
     StructuralTag::from_json(&json!({"type": "structural_tag", "format": format})).map_err(|e| {
         ToolError::Unsupported {
-            format: "structural tag".into(),
+            format: family.into(),
             reason: e.to_string(),
         }
     })

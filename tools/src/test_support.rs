@@ -2,6 +2,8 @@
 //! trips through a family's grammar, an ASCII vocabulary to compile tags on, and the
 //! proptest settings of the streaming checks.
 
+use serde_json::json;
+
 use crate::Tool;
 
 /// Test helper: panics with the first difference [`check_streams_as_whole`] finds.
@@ -212,4 +214,63 @@ pub(crate) fn stream_check_config(cases: u32) -> proptest::test_runner::Config {
         config.rng_seed = RngSeed::Fixed(20_261_130);
     }
     config
+}
+
+/// Test fixture: `get_weather` (`city`, required; `unit`, `celsius` or `fahrenheit`) and
+/// `get_time` (`tz`, required).
+pub(crate) fn weather_and_time() -> Vec<Tool> {
+    Tool::list_from_openai(&json!([
+        {"type": "function", "function": {"name": "get_weather", "parameters": {
+            "type": "object", "properties": {"city": {"type": "string"},
+            "unit": {"enum": ["celsius", "fahrenheit"]}}, "required": ["city"]}}},
+        {"type": "function", "function": {"name": "get_time", "parameters": {
+            "type": "object", "properties": {"tz": {"type": "string"}}, "required": ["tz"]}}}
+    ]))
+    .unwrap()
+}
+
+/// Test fixture: `get_weather` (`city`, required) and `get_time` (`tz`, required).
+pub(crate) fn city_weather_and_time() -> Vec<Tool> {
+    Tool::list_from_openai(&json!([
+        {"type": "function", "function": {"name": "get_weather", "parameters": {
+            "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}},
+        {"type": "function", "function": {"name": "get_time", "parameters": {
+            "type": "object", "properties": {"tz": {"type": "string"}}, "required": ["tz"]}}}
+    ]))
+    .unwrap()
+}
+
+/// Test helper: the calls of the `ToolCallEnd` events among `events`, in order.
+pub(crate) fn ended_calls(events: &[crate::StreamEvent]) -> Vec<crate::ToolCall> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            crate::StreamEvent::ToolCallEnd { call, .. } => Some(call.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Test helper: `format` parses every cut of `text` — each prefix, partial and whole, and
+/// each suffix — without panicking (bad input never panics).
+pub(crate) fn parse_every_cut(format: &dyn crate::ToolCallFormat, text: &str, tools: &[Tool]) {
+    for i in (0..=text.len()).filter(|&i| text.is_char_boundary(i)) {
+        let _ = format.parse_partial(&text[..i], tools, false);
+        let _ = format.parse(&text[..i], tools);
+        let _ = format.parse(&text[i..], tools);
+    }
+}
+
+/// Test strategy: texts of up to 11 pieces, each one of `soup` (6 times in 7) or up to 4
+/// printable ASCII characters — a family's markers and fragments mixed at random.
+pub(crate) fn soup_text(
+    soup: &'static [&'static str],
+) -> impl proptest::strategy::Strategy<Value = String> {
+    use proptest::prelude::*;
+    prop::collection::vec(
+        prop_oneof![6 => prop::sample::select(soup).prop_map(String::from),
+                    1 => "[ -~]{0,4}"],
+        0..12,
+    )
+    .prop_map(|v| v.concat())
 }

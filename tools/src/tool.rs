@@ -415,6 +415,15 @@ impl Tool {
         Tool::from_openai(&v)
     }
 
+    /// The names the input schema's `required` lists (empty when it has none).
+    pub(crate) fn required_arguments(&self) -> Vec<&str> {
+        self.input_schema
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|r| r.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default()
+    }
+
     /// The OpenAI `tools` entry for this tool (`{"type": "function", "function": {...}}`;
     /// `meta` and the function are not part of it).
     pub fn to_openai(&self) -> Value {

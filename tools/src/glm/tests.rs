@@ -1,6 +1,7 @@
 //! Unit tests of the glm family.
 
 use super::*;
+use crate::ToolChoice;
 use crate::{StreamEvent, StreamingParser};
 
 fn tools() -> Vec<Tool> {
@@ -122,13 +123,7 @@ fn streaming_holds_back_and_reads_several_calls_in_one_chunk() {
     );
     let mut ev = p.push(&WORKED["<think>Both need tools.</think>\nLet me check.\n<tool_".len()..]);
     ev.extend(p.finish());
-    let ends: Vec<ToolCall> = ev
-        .iter()
-        .filter_map(|e| match e {
-            StreamEvent::ToolCallEnd { call, .. } => Some(call.clone()),
-            _ => None,
-        })
-        .collect();
+    let ends = crate::test_support::ended_calls(&ev);
     assert_eq!(ends.len(), 2);
     let mut p = StreamingParser::new(&f, &ts);
     let mut args = String::new();
@@ -184,13 +179,7 @@ fn bad_input_never_panics() {
         &Glm4::default(),
     ] {
         for text in [WORKED, "get_time\n{\"tz\": \"é\"}<|assistant|>get_time\n{"] {
-            for i in 0..=text.len() {
-                if text.is_char_boundary(i) {
-                    let _ = f.parse_partial(&text[..i], &ts, false);
-                    let _ = f.parse(&text[..i], &ts);
-                    let _ = f.parse(&text[i..], &ts);
-                }
-            }
+            crate::test_support::parse_every_cut(f, text, &ts);
         }
     }
 }
@@ -262,13 +251,9 @@ fn soup() -> impl proptest::strategy::Strategy<Value = (String, bool, bool)> {
     (
         (
             prop::sample::select(GLM4_STARTS),
-            prop::collection::vec(
-                prop_oneof![6 => prop::sample::select(SOUP).prop_map(String::from),
-                            1 => "[ -~]{0,4}"],
-                0..12,
-            ),
+            crate::test_support::soup_text(SOUP),
         )
-            .prop_map(|(start, v)| format!("{start}{}", v.concat())),
+            .prop_map(|(start, v)| format!("{start}{v}")),
         any::<bool>(),
         any::<bool>(),
     )

@@ -1,6 +1,7 @@
 //! Unit tests of the pythonic family.
 
 use super::*;
+use crate::ToolChoice;
 
 fn tools() -> Vec<Tool> {
     Tool::list_from_openai(&json!([

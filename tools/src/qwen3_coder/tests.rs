@@ -1,7 +1,7 @@
 //! Unit tests of the qwen3_coder family.
 
 use super::*;
-use crate::{StreamEvent, StreamingParser};
+use crate::{StreamEvent, StreamingParser, ToolChoice};
 
 fn tools() -> Vec<Tool> {
     Tool::list_from_openai(&json!([
@@ -152,14 +152,8 @@ fn streams_string_values_and_holds_back_partial_markers() {
     assert_eq!(args, "{\"city\": \"Paris");
     all.extend(p.push("eter>\n<parameter=days>\n3\n</parameter>\n</function>\n</tool_call>"));
     all.extend(p.finish());
-    let ends: Vec<&ToolCall> = all
-        .iter()
-        .filter_map(|e| match e {
-            StreamEvent::ToolCallEnd { call, .. } => Some(call),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(ends, vec![&f.parse(WORKED, &ts).tool_calls[0]]);
+    let ends = crate::test_support::ended_calls(&all);
+    assert_eq!(ends, vec![f.parse(WORKED, &ts).tool_calls[0].clone()]);
     let args: String = all
         .iter()
         .filter_map(|e| match e {
@@ -181,14 +175,7 @@ fn several_calls_in_one_chunk() {
     let mut p = StreamingParser::new(&f, &ts);
     let mut ev = p.push(&format!("Both.\n\n{}", f.render_calls(&calls)));
     ev.extend(p.finish());
-    let ends: Vec<ToolCall> = ev
-        .into_iter()
-        .filter_map(|e| match e {
-            StreamEvent::ToolCallEnd { call, .. } => Some(call),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(ends, calls);
+    assert_eq!(crate::test_support::ended_calls(&ev), calls);
 }
 
 #[test]
@@ -196,13 +183,7 @@ fn bad_input_never_panics() {
     let f = Qwen3Coder::default();
     let ts = tools();
     let text = "x<tool_call>\n<function=get_weather>\n<parameter=city>\né</parameter>\n</function>\n</tool_call>";
-    for i in 0..=text.len() {
-        if text.is_char_boundary(i) {
-            let _ = f.parse_partial(&text[..i], &ts, false);
-            let _ = f.parse(&text[..i], &ts);
-            let _ = f.parse(&text[i..], &ts);
-        }
-    }
+    crate::test_support::parse_every_cut(&f, text, &ts);
 }
 
 /// Qwen3-Coder markers, names, values and fragments, for random texts.
@@ -253,12 +234,7 @@ fn streams_random_text_as_whole() {
     use proptest::prelude::*;
     let ts = tools();
     let strategy = (
-        prop::collection::vec(
-            prop_oneof![6 => prop::sample::select(SOUP).prop_map(String::from),
-                        1 => "[ -~]{0,4}"],
-            0..12,
-        )
-        .prop_map(|v| v.concat()),
+        crate::test_support::soup_text(SOUP),
         any::<bool>(),
         any::<bool>(),
     );

@@ -215,3 +215,42 @@ pub fn call_from_json(value: &Value, tools: &[Tool]) -> Result<crate::ToolCall, 
         arguments: args,
     })
 }
+
+/// Pushes the call object `value`, written as `piece`, to `out` as a whole call: its
+/// members checked ([`check_call_members`]) and its name offered ([`call_from_json`]).
+///
+/// # Errors
+/// What makes the call malformed; nothing is pushed then.
+pub fn push_json_call(
+    out: &mut PartialOutput,
+    piece: &str,
+    value: &Value,
+    tools: &[Tool],
+) -> Result<(), ToolParseError> {
+    check_call_members(piece)?;
+    let call = call_from_json(value, tools)?;
+    let (mut partial, _) = call_parts(piece);
+    partial.name = Some(call.name.clone());
+    partial.complete = Some(call);
+    out.calls.push(partial);
+    Ok(())
+}
+
+/// A JSON object.
+pub type JsonObject = serde_json::Map<String, Value>;
+
+/// The input schema of the offered tool `name`, when it is an object, and that schema's
+/// `properties` (each `None` where absent or not an object).
+pub fn tool_schema<'t>(
+    tools: &'t [Tool],
+    name: &str,
+) -> (Option<&'t JsonObject>, Option<&'t JsonObject>) {
+    let root = tools
+        .iter()
+        .find(|t| t.name == name)
+        .and_then(|t| t.input_schema.as_object());
+    let props = root
+        .and_then(|r| r.get("properties"))
+        .and_then(Value::as_object);
+    (root, props)
+}

@@ -197,6 +197,25 @@ pub fn settle_open(out: &mut PartialOutput, content: &Content, offset: usize) {
     }
 }
 
+/// The parse from a point settled inside text that runs to the end of the output
+/// ([`crate::Settled::content_open`]): the rest of `text` from `from.offset` is content,
+/// its tail that may start one of `holds` held back while the output is still arriving
+/// (the parse settles again before that tail).
+pub fn rest_as_content(
+    text: &str,
+    from: &crate::Settled,
+    holds: &[&str],
+    at_end: bool,
+) -> PartialOutput {
+    let mut out = PartialOutput::default();
+    let mut content = Content::resumed(true);
+    if let Some(n) = content.push_tail(&text[from.offset..], holds, at_end) {
+        settle_open(&mut out, &content, from.offset + n);
+    }
+    out.content = content.into_string();
+    out
+}
+
 /// The leading reasoning block (`begin`…`end`, see [`split_reasoning`]) of `text` parsed
 /// from `from`: sets `out.reasoning` and returns where the rest starts, or `None` while
 /// the block is open (or not yet known to be one). In an open block it settles the parse

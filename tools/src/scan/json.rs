@@ -5,15 +5,26 @@
 #[allow(unused_imports)]
 use super::*;
 
+/// A tool result as the text a tool turn holds: a string as is, any other value as
+/// [`python_json`].
+pub fn result_text(result: &Value) -> String {
+    match result {
+        Value::String(s) => s.clone(),
+        other => python_json(other),
+    }
+}
+
 /// JSON text as Python's `json.dumps(value, ensure_ascii=False)` writes it (`", "` and
 /// `": "` separators), which is what Hermes/Qwen, Llama and DeepSeek templates render.
 pub fn python_json(value: &Value) -> String {
     let mut out = String::new();
-    write_python_json(value, &mut out);
+    write_spaced(value, &mut out, |v, out| out.push_str(&v.to_string()));
     out
 }
 
-fn write_python_json(value: &Value, out: &mut String) {
+/// Writes `value` with Python's `, ` and `: ` separators (as `json.dumps` and `repr` both
+/// space them); `scalar` writes every other value, object keys included (as strings).
+pub fn write_spaced(value: &Value, out: &mut String, scalar: fn(&Value, &mut String)) {
     match value {
         Value::Array(items) => {
             out.push('[');
@@ -21,7 +32,7 @@ fn write_python_json(value: &Value, out: &mut String) {
                 if i > 0 {
                     out.push_str(", ");
                 }
-                write_python_json(v, out);
+                write_spaced(v, out, scalar);
             }
             out.push(']');
         }
@@ -31,13 +42,13 @@ fn write_python_json(value: &Value, out: &mut String) {
                 if i > 0 {
                     out.push_str(", ");
                 }
-                out.push_str(&Value::String(k.clone()).to_string());
+                scalar(&Value::String(k.clone()), out);
                 out.push_str(": ");
-                write_python_json(v, out);
+                write_spaced(v, out, scalar);
             }
             out.push('}');
         }
-        other => out.push_str(&other.to_string()),
+        other => scalar(other, out),
     }
 }
 

@@ -73,7 +73,13 @@ pub fn parse_sectioned(
 ) -> PartialOutput {
     let mut out = PartialOutput::default();
     let Some(rest) = leading_reasoning(
-        text, from, "<think>", "</think>", reasoning, at_end, &mut out,
+        text,
+        from,
+        crate::driver::THINK.begin,
+        crate::driver::THINK.end,
+        reasoning,
+        at_end,
+        &mut out,
     ) else {
         return out;
     };
