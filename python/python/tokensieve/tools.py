@@ -12,6 +12,8 @@ parser reads::
 """
 
 import json
+import secrets
+import string
 from typing import Any, Dict, List, Optional, Union
 
 from . import _core
@@ -51,6 +53,23 @@ def _tool_choice_text(tool_choice: Union[str, Dict[str, Any], None]) -> str:
     return json.dumps("auto" if tool_choice is None else tool_choice)
 
 
+_ID_ALPHABET = string.ascii_letters + string.digits
+
+
+def _call_id() -> str:
+    """A generated OpenAI-style tool call id: ``call_`` and 24 random letters and digits."""
+    return "call_" + "".join(secrets.choice(_ID_ALPHABET) for _ in range(24))
+
+
+def _with_id(call: Dict[str, Any], call_id: Optional[str] = None) -> Dict[str, Any]:
+    """``call`` in OpenAI's key order with an ``id``: its own (the model's) when it has one,
+    else ``call_id``, else a new generated one."""
+    own = call.get("id")
+    out = {"id": own if own is not None else (call_id or _call_id())}
+    out.update((k, v) for k, v in call.items() if k != "id")
+    return out
+
+
 class StreamingParser:
     """Reads a streamed output delta by delta. :meth:`push` and :meth:`finish` return the
     events settled so far, dicts with a ``type`` of ``content``, ``reasoning``,
@@ -61,14 +80,29 @@ class StreamingParser:
 
     def __init__(self, core: "_core.StreamingParser") -> None:
         self._parser = core
+        self._ids: Dict[int, str] = {}
+
+    def _identify(self, events: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+        """Gives every call an id (the model's, else a generated ``call_…``), the same in its
+        ``tool_call_start`` and ``tool_call_end`` events."""
+        for event in events:
+            kind = event.get("type")
+            if kind == "tool_call_start":
+                if event.get("id") is None:
+                    event["id"] = self._ids.setdefault(event["index"], _call_id())
+                else:
+                    self._ids[event["index"]] = event["id"]
+            elif kind == "tool_call_end":
+                event["tool_call"] = _with_id(event["tool_call"], self._ids.get(event["index"]))
+        return events
 
     def push(self, delta: str) -> List[Dict[str, Any]]:
         """Feeds more output."""
-        return json.loads(self._parser.push(delta))
+        return self._identify(json.loads(self._parser.push(delta)))
 
     def finish(self) -> List[Dict[str, Any]]:
         """Ends the output: the remaining events."""
-        return json.loads(self._parser.finish())
+        return self._identify(json.loads(self._parser.finish()))
 
     @property
     def text(self) -> str:
@@ -144,10 +178,13 @@ class ToolCallFormat:
 
     def parse(self, text: str) -> Dict[str, Any]:
         """Parses a whole output: ``{"content", "reasoning", "tool_calls", "errors"}`` with
-        ``tool_calls`` in OpenAI's shape (``{"id"?, "type": "function", "function": {"name",
-        "arguments": JSON text}}``). Never raises: unreadable calls are in ``errors`` and
-        their text stays in ``content``."""
-        return json.loads(self._format.parse(text))
+        ``tool_calls`` in OpenAI's shape (``{"id", "type": "function", "function": {"name",
+        "arguments": JSON text}}``; ``id`` is the model's when the format writes one, else a
+        generated ``call_…``). Never raises: unreadable calls are in ``errors`` and their
+        text stays in ``content``."""
+        message = json.loads(self._format.parse(text))
+        message["tool_calls"] = [_with_id(c) for c in message.get("tool_calls") or []]
+        return message
 
     def streaming_parser(self) -> StreamingParser:
         """A new :class:`StreamingParser` for one output."""
