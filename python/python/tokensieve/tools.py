@@ -199,7 +199,7 @@ def get_model_structural_tag(
     model: str,
     tools: Optional[List[Dict[str, Any]]] = None,
     tool_choice: Union[str, Dict[str, Any], None] = "auto",
-    reasoning: bool = True,
+    reasoning: Union[bool, str] = "enabled",
     force_reasoning: bool = False,
     any_order: bool = False,
     exclude_special_tokens: bool = True,
@@ -208,8 +208,11 @@ def get_model_structural_tag(
     """XGrammar's ``get_model_structural_tag`` for the model names of :data:`MODEL_FORMATS`:
     the structural tag (a dict) of the family's tool calls under ``tool_choice``.
 
-    ``reasoning`` opens the output with the family's reasoning block for the families that
-    have one (Qwen3, DeepSeek, Kimi, GLM, harmony). ``force_reasoning`` and
+    ``reasoning``, as XGrammar's, for the families with a reasoning block (Qwen3, DeepSeek,
+    Kimi, GLM, harmony): ``"enabled"`` (the default; also ``True``) starts INSIDE the block,
+    whose opener the chat template already wrote into the prompt (the output is
+    ``…</think>\n\n`` then the answer); ``"auto"`` allows a complete block or none;
+    ``"disabled"`` (also ``False``) has none. ``force_reasoning`` and
     ``exclude_special_tokens=False`` are not supported (ValueError).
 
     Raises
@@ -223,14 +226,42 @@ def get_model_structural_tag(
             f"model {model!r} is not covered; covered: {sorted(MODEL_FORMATS)} "
             f"(or use ToolCallFormat with one of {format_names()})"
         )
+    if isinstance(reasoning, bool):
+        mode = "enabled" if reasoning else "disabled"
+    elif reasoning in ("enabled", "disabled", "auto"):
+        mode = reasoning
+    else:
+        raise ValueError(
+            f"reasoning must be a bool or one of 'enabled', 'disabled', 'auto', not {reasoning!r}"
+        )
     if force_reasoning or not exclude_special_tokens:
         raise ValueError("force_reasoning and exclude_special_tokens=False are not supported")
     fmt_name = MODEL_FORMATS[model]
     fmt = ToolCallFormat(
         fmt_name,
         tools or [],
-        reasoning=reasoning and model != "llama",
+        reasoning=mode != "disabled" and model != "llama",
         any_order=any_order,
         max_whitespace_cnt=max_whitespace_cnt,
     )
-    return fmt.structural_tag(tool_choice)
+    tag = fmt.structural_tag(tool_choice)
+    # llama has no reasoning block: its first element may be a tool call's tag.
+    return tag if model == "llama" else _reasoning_mode(tag, mode)
+
+
+def _reasoning_mode(tag: Dict[str, Any], mode: str) -> Dict[str, Any]:
+    """Rewrites the leading reasoning block of ``tag`` (the first element of its top-level
+    sequence, a ``tag``, and what precedes the answer) for XGrammar's ``mode``: "enabled"
+    drops the block's opener (the prompt holds it), "auto" makes the whole block optional.
+    A tag without a reasoning block is returned as it is."""
+    fmt = tag.get("format", {})
+    elements = fmt.get("elements") if fmt.get("type") == "sequence" else None
+    if mode == "disabled" or not elements or elements[0].get("type") != "tag":
+        return tag
+    block, rest = elements[:-1], elements[-1:]
+    if mode == "enabled":
+        block[0] = {**block[0], "begin": ""}
+    else:
+        block = [{"type": "optional", "content": {"type": "sequence", "elements": block}}]
+    fmt["elements"] = block + rest
+    return tag
