@@ -66,3 +66,14 @@ def test_rollback_past_max_rollback_tokens_names_the_bound(grammar):
         m.rollback(3)
     m.rollback(2)
     assert m.accept_string('"a":')
+
+
+def test_lenient_compiles_an_unsupported_format(tiny_info):
+    # tokensieve refuses a format it cannot enforce; lenient=True ignores it (XGrammar
+    # accepts any string there).
+    compiler = xgr.GrammarCompiler(tiny_info)
+    schema = {"type": "string", "format": "no-such-format"}
+    with pytest.raises(xgr.exception.InvalidJSONSchemaError, match="format"):
+        compiler.compile_json_schema(schema)
+    m = xgr.GrammarMatcher(compiler.compile_json_schema(schema, lenient=True))
+    assert m.accept_string('"ab"') and m.is_completed()
