@@ -190,8 +190,11 @@ impl PyGrammarCompiler {
         }
     }
 
-    /// Compiles a JSON Schema given as JSON text.
-    #[pyo3(signature = (schema, any_whitespace=true, max_whitespace_cnt=None, strict_mode=true, any_order=false))]
+    /// Compiles a JSON Schema given as JSON text; with `lenient`, keywords (formats
+    /// included) that are not enforced are ignored instead of refused
+    /// (`JsonSchemaOptions::lenient`).
+    #[pyo3(signature = (schema, any_whitespace=true, max_whitespace_cnt=None, strict_mode=true, any_order=false, lenient=false))]
+    #[allow(clippy::too_many_arguments)]
     fn compile_json_schema(
         &self,
         py: Python<'_>,
@@ -200,9 +203,11 @@ impl PyGrammarCompiler {
         max_whitespace_cnt: Option<u32>,
         strict_mode: bool,
         any_order: bool,
+        lenient: bool,
     ) -> PyResult<PyCompiledGrammar> {
         let value = json_value(schema)?;
-        let opts = schema_options(any_whitespace, max_whitespace_cnt, strict_mode, any_order)?;
+        let mut opts = schema_options(any_whitespace, max_whitespace_cnt, strict_mode, any_order)?;
+        opts.lenient = lenient;
         self.run(
             py,
             |c| c.compile_json_schema(&value, &opts),

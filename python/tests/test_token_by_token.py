@@ -98,9 +98,9 @@ def test_mask_agrees_with_accept_token(model, case):
         assert matcher.accept_token(token)
     assert matcher.is_terminated()
     assert checked > 150 * len(ids)
-    # After termination every bit is clear.
-    matcher.fill_next_token_bitmask(bitmask)
-    assert not bitmask.any()
+    # After termination a fill is an error, as XGrammar's.
+    with pytest.raises(RuntimeError, match="terminated"):
+        matcher.fill_next_token_bitmask(bitmask)
 
 
 def test_numpy_bitmask_equals_torch_bitmask(model):

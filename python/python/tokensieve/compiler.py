@@ -211,6 +211,7 @@ class GrammarCompiler:
         strict_mode: bool = True,
         max_whitespace_cnt: Optional[int] = None,
         any_order: bool = False,
+        lenient: bool = False,
     ) -> CompiledGrammar:
         """Compiles a JSON Schema (a JSON string, a dict, or a pydantic model class).
 
@@ -227,6 +228,10 @@ class GrammarCompiler:
             The most whitespace characters in one place.
         any_order : bool, default False
             Properties in any order.
+        lenient : bool, default False
+            (tokensieve's, not XGrammar's) Ignore keywords that are not enforced, such as a
+            ``format`` outside the supported list, instead of raising; the grammar then
+            accepts more than the schema.
 
         Raises
         ------
@@ -238,7 +243,7 @@ class GrammarCompiler:
         _check_layout(any_whitespace, indent, separators)
         return self._wrap(
             self._compiler.compile_json_schema(
-                _schema_text(schema), any_whitespace, max_whitespace_cnt, strict_mode, any_order
+                _schema_text(schema), any_whitespace, max_whitespace_cnt, strict_mode, any_order, lenient
             )
         )
 

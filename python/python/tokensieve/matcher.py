@@ -171,6 +171,33 @@ def _stop_token_list(override_stop_tokens: Any) -> Optional[List[int]]:
     return [operator.index(t) for t in override_stop_tokens]
 
 
+def _token_ids(tokens: Any, vocab_size: int) -> List[Optional[int]]:
+    """The ids of ``tokens`` as ints, None for one outside ``[0, vocab_size)`` (XGrammar
+    rejects those); TypeError for a float or other non-integer (not truncated)."""
+    ids = [operator.index(t) for t in tokens]
+    return [t if 0 <= t < vocab_size else None for t in ids]
+
+
+def _check_not_terminated(matcher: "GrammarMatcher") -> None:
+    """RuntimeError, as XGrammar's, for a fill after a stop token was accepted (the mask of
+    a finished sequence is meaningless; XGrammar checks ``!IsStopTokenAccepted()``)."""
+    if matcher._matcher.is_terminated() and not matcher._terminate_without_stop_token:
+        raise RuntimeError(
+            "GrammarMatcher has terminated after accepting the stop token, but is trying to"
+            " find the next token mask (roll back or reset it first)"
+        )
+
+
+def _check_rollback_bound(matcher: "GrammarMatcher", num_tokens: int) -> None:
+    """ValueError naming ``max_rollback_tokens`` when ``num_tokens`` is past it."""
+    bound = matcher._matcher.max_rollback_tokens
+    if bound is not None and num_tokens > bound:
+        raise ValueError(
+            f"can roll back at most {bound} tokens (max_rollback_tokens={bound});"
+            f" {num_tokens} requested"
+        )
+
+
 class GrammarMatcher:
     """Matches one sequence against a compiled grammar, token by token.
 
@@ -222,10 +249,16 @@ class GrammarMatcher:
             raise ValueError(
                 f"max_rollback_tokens must be -1 (unlimited) or a count, got {max_rollback_tokens}"
             )
+        stop_tokens = _stop_token_list(override_stop_tokens)
+        if stop_tokens is not None and not stop_tokens:
+            # XGrammar refuses it too: a matcher with no stop token could never terminate.
+            raise ValueError("override_stop_tokens should not be empty (None: the tokenizer's)")
         self._compiled = compiled_grammar
+        self._vocab_size = compiled_grammar.tokenizer_info.vocab_size
+        self._terminate_without_stop_token = bool(terminate_without_stop_token)
         self._matcher = _core.GrammarMatcher(
             compiled_grammar._compiled,
-            override_stop_tokens=_stop_token_list(override_stop_tokens),
+            override_stop_tokens=stop_tokens,
             terminate_without_stop_token=bool(terminate_without_stop_token),
             max_rollback_tokens=None if max_rollback_tokens == -1 else max_rollback_tokens,
         )
@@ -234,21 +267,29 @@ class GrammarMatcher:
     def _from_core(cls, compiled: CompiledGrammar, core: "_core.GrammarMatcher"):
         self = cls.__new__(cls)
         self._compiled, self._matcher = compiled, core
+        self._vocab_size = compiled.tokenizer_info.vocab_size
+        self._terminate_without_stop_token = core.terminate_without_stop_token
         return self
 
     def accept_token(self, token_id: int, *, debug_print: bool = False) -> bool:
-        """Accepts a token if the grammar allows it; False (state unchanged) otherwise.
+        """Accepts a token if the grammar allows it; False (state unchanged) otherwise,
+        as XGrammar, also for an id outside ``[0, vocab_size)``.
 
         Raises
         ------
-        ValueError
-            For an id at or past the vocabulary size; OverflowError for a negative id.
+        TypeError
+            For a token id that is not an int (a float is not truncated).
         """
+        (tid,) = _token_ids((token_id,), self._vocab_size)
+        if tid is None:
+            if debug_print:
+                print(f"tokensieve: token id {token_id} is outside [0, {self._vocab_size})")
+            return False
         if debug_print:
-            reason = self._matcher.rejection_reason(int(token_id))
+            reason = self._matcher.rejection_reason(tid)
             if reason is not None:
                 print(f"tokensieve: {reason}")
-        return self._matcher.accept_token(int(token_id))
+        return self._matcher.accept_token(tid)
 
     def accept_string(self, input_str: Union[str, bytes], *, debug_print: bool = False) -> bool:
         """Accepts the bytes of a string as one step (for rollback), all or nothing."""
@@ -269,7 +310,11 @@ class GrammarMatcher:
         TypeError, ValueError, IndexError
             For a bitmask of the wrong dtype, device, shape or contiguity, or an index out
             of range.
+        RuntimeError
+            After a stop token was accepted (as XGrammar; not with
+            ``terminate_without_stop_token``).
         """
+        _check_not_terminated(self)
         # The extension checks the bitmask and the index (this call is the whole cost the
         # binding adds per step: keep Python work out of it).
         return self._matcher.fill_next_token_bitmask(bitmask, index)
@@ -279,8 +324,11 @@ class GrammarMatcher:
         return self._matcher.find_jump_forward_string()
 
     def rollback(self, num_tokens: int = 1) -> None:
-        """Undoes the last ``num_tokens`` accepted steps (ValueError past what was accepted)."""
-        self._matcher.rollback(int(num_tokens))
+        """Undoes the last ``num_tokens`` accepted steps (ValueError past what was accepted
+        or past ``max_rollback_tokens``)."""
+        num_tokens = operator.index(num_tokens)
+        _check_rollback_bound(self, num_tokens)
+        self._matcher.rollback(num_tokens)
 
     def is_terminated(self) -> bool:
         """True once a stop token has been accepted; with ``terminate_without_stop_token``,
@@ -363,6 +411,8 @@ class BatchGrammarMatcher:
         TypeError, ValueError, IndexError
             For a bad bitmask, indices out of range or repeated, one matcher twice.
         """
+        for m in matchers:
+            _check_not_terminated(m)
         _core.batch_fill_next_token_bitmask(
             [m._matcher for m in matchers],
             bitmask,
@@ -374,8 +424,20 @@ class BatchGrammarMatcher:
     def batch_accept_token(
         matchers: List[GrammarMatcher], tokens: List[int], debug_print: bool = False
     ) -> List[bool]:
-        """``matchers[i].accept_token(tokens[i])`` for each i."""
-        return _core.batch_accept_token([m._matcher for m in matchers], [int(t) for t in tokens])
+        """``matchers[i].accept_token(tokens[i])`` for each i (False for an id outside the
+        vocabulary, TypeError for one that is not an int)."""
+        tokens = list(tokens)
+        if len(tokens) != len(matchers):
+            raise ValueError(f"{len(tokens)} tokens for {len(matchers)} matchers")
+        ids = [_token_ids((t,), m._vocab_size)[0] for m, t in zip(matchers, tokens)]
+        inside = [i for i, t in enumerate(ids) if t is not None]
+        accepted = _core.batch_accept_token(
+            [matchers[i]._matcher for i in inside], [ids[i] for i in inside]
+        )
+        result = [False] * len(matchers)
+        for i, ok in zip(inside, accepted):
+            result[i] = ok
+        return result
 
     @staticmethod
     def batch_accept_string(
@@ -390,4 +452,7 @@ class BatchGrammarMatcher:
         every matcher before any changes."""
         if isinstance(num_tokens, int):
             num_tokens = [num_tokens] * len(matchers)
-        _core.batch_rollback([m._matcher for m in matchers], [int(n) for n in num_tokens])
+        num_tokens = [operator.index(n) for n in num_tokens]
+        for m, n in zip(matchers, num_tokens):
+            _check_rollback_bound(m, n)
+        _core.batch_rollback([m._matcher for m in matchers], num_tokens)

@@ -12,6 +12,8 @@ parser reads::
 """
 
 import json
+import secrets
+import string
 from typing import Any, Dict, List, Optional, Union
 
 from . import _core
@@ -51,6 +53,23 @@ def _tool_choice_text(tool_choice: Union[str, Dict[str, Any], None]) -> str:
     return json.dumps("auto" if tool_choice is None else tool_choice)
 
 
+_ID_ALPHABET = string.ascii_letters + string.digits
+
+
+def _call_id() -> str:
+    """A generated OpenAI-style tool call id: ``call_`` and 24 random letters and digits."""
+    return "call_" + "".join(secrets.choice(_ID_ALPHABET) for _ in range(24))
+
+
+def _with_id(call: Dict[str, Any], call_id: Optional[str] = None) -> Dict[str, Any]:
+    """``call`` in OpenAI's key order with an ``id``: its own (the model's) when it has one,
+    else ``call_id``, else a new generated one."""
+    own = call.get("id")
+    out = {"id": own if own is not None else (call_id or _call_id())}
+    out.update((k, v) for k, v in call.items() if k != "id")
+    return out
+
+
 class StreamingParser:
     """Reads a streamed output delta by delta. :meth:`push` and :meth:`finish` return the
     events settled so far, dicts with a ``type`` of ``content``, ``reasoning``,
@@ -61,14 +80,29 @@ class StreamingParser:
 
     def __init__(self, core: "_core.StreamingParser") -> None:
         self._parser = core
+        self._ids: Dict[int, str] = {}
+
+    def _identify(self, events: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+        """Gives every call an id (the model's, else a generated ``call_…``), the same in its
+        ``tool_call_start`` and ``tool_call_end`` events."""
+        for event in events:
+            kind = event.get("type")
+            if kind == "tool_call_start":
+                if event.get("id") is None:
+                    event["id"] = self._ids.setdefault(event["index"], _call_id())
+                else:
+                    self._ids[event["index"]] = event["id"]
+            elif kind == "tool_call_end":
+                event["tool_call"] = _with_id(event["tool_call"], self._ids.get(event["index"]))
+        return events
 
     def push(self, delta: str) -> List[Dict[str, Any]]:
         """Feeds more output."""
-        return json.loads(self._parser.push(delta))
+        return self._identify(json.loads(self._parser.push(delta)))
 
     def finish(self) -> List[Dict[str, Any]]:
         """Ends the output: the remaining events."""
-        return json.loads(self._parser.finish())
+        return self._identify(json.loads(self._parser.finish()))
 
     @property
     def text(self) -> str:
@@ -144,10 +178,13 @@ class ToolCallFormat:
 
     def parse(self, text: str) -> Dict[str, Any]:
         """Parses a whole output: ``{"content", "reasoning", "tool_calls", "errors"}`` with
-        ``tool_calls`` in OpenAI's shape (``{"id"?, "type": "function", "function": {"name",
-        "arguments": JSON text}}``). Never raises: unreadable calls are in ``errors`` and
-        their text stays in ``content``."""
-        return json.loads(self._format.parse(text))
+        ``tool_calls`` in OpenAI's shape (``{"id", "type": "function", "function": {"name",
+        "arguments": JSON text}}``; ``id`` is the model's when the format writes one, else a
+        generated ``call_…``). Never raises: unreadable calls are in ``errors`` and their
+        text stays in ``content``."""
+        message = json.loads(self._format.parse(text))
+        message["tool_calls"] = [_with_id(c) for c in message.get("tool_calls") or []]
+        return message
 
     def streaming_parser(self) -> StreamingParser:
         """A new :class:`StreamingParser` for one output."""
@@ -162,7 +199,7 @@ def get_model_structural_tag(
     model: str,
     tools: Optional[List[Dict[str, Any]]] = None,
     tool_choice: Union[str, Dict[str, Any], None] = "auto",
-    reasoning: bool = True,
+    reasoning: Union[bool, str] = "enabled",
     force_reasoning: bool = False,
     any_order: bool = False,
     exclude_special_tokens: bool = True,
@@ -171,8 +208,11 @@ def get_model_structural_tag(
     """XGrammar's ``get_model_structural_tag`` for the model names of :data:`MODEL_FORMATS`:
     the structural tag (a dict) of the family's tool calls under ``tool_choice``.
 
-    ``reasoning`` opens the output with the family's reasoning block for the families that
-    have one (Qwen3, DeepSeek, Kimi, GLM, harmony). ``force_reasoning`` and
+    ``reasoning``, as XGrammar's, for the families with a reasoning block (Qwen3, DeepSeek,
+    Kimi, GLM, harmony): ``"enabled"`` (the default; also ``True``) starts INSIDE the block,
+    whose opener the chat template already wrote into the prompt (the output is
+    ``…</think>\n\n`` then the answer); ``"auto"`` allows a complete block or none;
+    ``"disabled"`` (also ``False``) has none. ``force_reasoning`` and
     ``exclude_special_tokens=False`` are not supported (ValueError).
 
     Raises
@@ -186,14 +226,42 @@ def get_model_structural_tag(
             f"model {model!r} is not covered; covered: {sorted(MODEL_FORMATS)} "
             f"(or use ToolCallFormat with one of {format_names()})"
         )
+    if isinstance(reasoning, bool):
+        mode = "enabled" if reasoning else "disabled"
+    elif reasoning in ("enabled", "disabled", "auto"):
+        mode = reasoning
+    else:
+        raise ValueError(
+            f"reasoning must be a bool or one of 'enabled', 'disabled', 'auto', not {reasoning!r}"
+        )
     if force_reasoning or not exclude_special_tokens:
         raise ValueError("force_reasoning and exclude_special_tokens=False are not supported")
     fmt_name = MODEL_FORMATS[model]
     fmt = ToolCallFormat(
         fmt_name,
         tools or [],
-        reasoning=reasoning and model != "llama",
+        reasoning=mode != "disabled" and model != "llama",
         any_order=any_order,
         max_whitespace_cnt=max_whitespace_cnt,
     )
-    return fmt.structural_tag(tool_choice)
+    tag = fmt.structural_tag(tool_choice)
+    # llama has no reasoning block: its first element may be a tool call's tag.
+    return tag if model == "llama" else _reasoning_mode(tag, mode)
+
+
+def _reasoning_mode(tag: Dict[str, Any], mode: str) -> Dict[str, Any]:
+    """Rewrites the leading reasoning block of ``tag`` (the first element of its top-level
+    sequence, a ``tag``, and what precedes the answer) for XGrammar's ``mode``: "enabled"
+    drops the block's opener (the prompt holds it), "auto" makes the whole block optional.
+    A tag without a reasoning block is returned as it is."""
+    fmt = tag.get("format", {})
+    elements = fmt.get("elements") if fmt.get("type") == "sequence" else None
+    if mode == "disabled" or not elements or elements[0].get("type") != "tag":
+        return tag
+    block, rest = elements[:-1], elements[-1:]
+    if mode == "enabled":
+        block[0] = {**block[0], "begin": ""}
+    else:
+        block = [{"type": "optional", "content": {"type": "sequence", "elements": block}}]
+    fmt["elements"] = block + rest
+    return tag

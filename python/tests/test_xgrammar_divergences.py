@@ -1,0 +1,79 @@
+"""Issue 27: behaviours where XGrammar 0.2.9 code must run unchanged after changing the
+import. Each case was checked against the installed xgrammar on the same input first."""
+
+import numpy as np
+import pytest
+
+import tokensieve as xgr
+
+
+@pytest.fixture
+def grammar(tiny_info):
+    return xgr.GrammarCompiler(tiny_info).compile_builtin_json_grammar()
+
+
+def test_accept_token_out_of_range_is_false(grammar, tiny_info):
+    # XGrammar: "the token id is out of range" is one of accept_token's False cases.
+    m = xgr.GrammarMatcher(grammar)
+    assert m.accept_token(tiny_info.vocab_size) is False
+    assert m.accept_token(tiny_info.vocab_size + 5) is False
+    assert m.accept_token(2**31) is False
+    assert m.accept_token(-1) is False
+    assert m.accept_token(-(2**40)) is False
+    assert m.accept_string("{}")  # the state is unchanged by the rejected ids
+    others = [xgr.GrammarMatcher(grammar) for _ in range(3)]
+    assert xgr.BatchGrammarMatcher.batch_accept_token(
+        others, [tiny_info.vocab_size + 3, -1, 10**6]
+    ) == [False, False, False]
+
+
+def test_float_token_id_is_a_type_error(grammar):
+    # XGrammar raises TypeError ("Mismatched type") for 90.0; it is not truncated.
+    m = xgr.GrammarMatcher(grammar)
+    with pytest.raises(TypeError, match="int"):
+        m.accept_token(1.0)
+    with pytest.raises(TypeError, match="int"):
+        xgr.BatchGrammarMatcher.batch_accept_token([m], [1.0])
+    assert m.accept_token(np.int64(10**6)) is False
+
+
+def test_fill_after_termination_raises(grammar, tiny_info):
+    m = xgr.GrammarMatcher(grammar)
+    assert m.accept_string("{}")
+    assert m.accept_token(m.stop_token_ids[0])
+    assert m.is_terminated()
+    bitmask = xgr.allocate_token_bitmask(1, tiny_info.vocab_size)
+    with pytest.raises(RuntimeError, match="terminated"):
+        m.fill_next_token_bitmask(bitmask)
+    with pytest.raises(RuntimeError, match="terminated"):
+        xgr.BatchGrammarMatcher().batch_fill_next_token_bitmask([m], bitmask)
+    m.rollback(1)
+    assert m.fill_next_token_bitmask(bitmask) is True
+
+
+def test_empty_override_stop_tokens_is_refused(grammar):
+    with pytest.raises(ValueError, match="should not be empty"):
+        xgr.GrammarMatcher(grammar, override_stop_tokens=[])
+
+
+def test_rollback_past_max_rollback_tokens_names_the_bound(grammar):
+    m = xgr.GrammarMatcher(grammar, max_rollback_tokens=2)
+    assert m.accept_string("{") and m.accept_string('"a"') and m.accept_string(":")
+    with pytest.raises(
+        ValueError,
+        match=r"can roll back at most 2 tokens \(max_rollback_tokens=2\); 3 requested",
+    ):
+        m.rollback(3)
+    m.rollback(2)
+    assert m.accept_string('"a":')
+
+
+def test_lenient_compiles_an_unsupported_format(tiny_info):
+    # tokensieve refuses a format it cannot enforce; lenient=True ignores it (XGrammar
+    # accepts any string there).
+    compiler = xgr.GrammarCompiler(tiny_info)
+    schema = {"type": "string", "format": "no-such-format"}
+    with pytest.raises(xgr.exception.InvalidJSONSchemaError, match="format"):
+        compiler.compile_json_schema(schema)
+    m = xgr.GrammarMatcher(compiler.compile_json_schema(schema, lenient=True))
+    assert m.accept_string('"ab"') and m.is_completed()
