@@ -59,6 +59,18 @@ fn streaming_work_is_linear_for_every_format() {
     }
 }
 
+/// Every registered format by its name, and the Mistral call array (`mistral_array`), which
+/// the registry's `mistral` picks only on a vocabulary without `[ARGS]`.
+fn registered_and_mistral_array() -> Vec<(String, std::sync::Arc<dyn ToolCallFormat>)> {
+    let mut formats: Vec<(String, std::sync::Arc<dyn ToolCallFormat>)> = format_names()
+        .into_iter()
+        .map(|n| (n.clone(), format_by_name(&n).unwrap()))
+        .collect();
+    let array = std::sync::Arc::new(super::super::Mistral::array());
+    formats.push(("mistral_array".into(), array));
+    formats
+}
+
 /// Issue 23 item 2: in 8-byte deltas, one call with a 200 KB string argument and
 /// 200 KB of back-to-back small calls hand the format's parser (and the stream's own
 /// scan of an argument being resumed) at most 3 times the text, in every registered
@@ -67,14 +79,7 @@ fn streaming_work_is_linear_for_every_format() {
 fn streaming_work_is_at_most_three_times_the_text_in_8_byte_deltas() {
     let tools = tools();
     let long = [ToolCall::new("write_file", json!({"text": prose(200_000)}))];
-    let mut formats: Vec<(String, std::sync::Arc<dyn ToolCallFormat>)> = format_names()
-        .into_iter()
-        .map(|n| (n.clone(), format_by_name(&n).unwrap()))
-        .collect();
-    formats.push((
-        "mistral_array".into(),
-        std::sync::Arc::new(super::super::Mistral::array()),
-    ));
+    let formats = registered_and_mistral_array();
     let mut over = Vec::new();
     for (name, f) in &formats {
         let one = f.render_calls(&[ToolCall::new(
@@ -907,14 +912,7 @@ fn push_into_and_push_with_give_the_events_of_push_over_random_cuts() {
     use rand::{Rng, SeedableRng};
     let tools = weather_tools();
     let mut rng = rand::rngs::StdRng::seed_from_u64(23);
-    let mut formats: Vec<(String, std::sync::Arc<dyn ToolCallFormat>)> = format_names()
-        .into_iter()
-        .map(|n| (n.clone(), format_by_name(&n).unwrap()))
-        .collect();
-    formats.push((
-        "mistral_array".into(),
-        std::sync::Arc::new(super::super::Mistral::array()),
-    ));
+    let formats = registered_and_mistral_array();
     let long = ToolCall::new(
         "get_weather",
         json!({"city": format!("é \"q\" \\ 😀 a < b\u{1}\n{}", prose(6000))}),
