@@ -37,7 +37,7 @@ pub struct JsonSchemaOptions {
     /// open-ended (`additionalProperties` not `false`, no `patternProperties` but `.*`-like
     /// ones, no `propertyNames`) and that have no `maxProperties` take every order, whatever the number of properties (the
     /// matcher forbids repeated keys, so the grammar only counts the required names
-    /// written). Other objects, and the grammar of [`json_schema_to_grammar`], are exact
+    /// written). Other objects, and the grammar of [`json_schema_to_grammar`](super::json_schema_to_grammar), are exact
     /// for objects of up to 8 named properties, required names that `properties` does not
     /// declare included (fewer with `minProperties` or `maxProperties`: it has a state per
     /// set of written properties and count, at most 512); larger objects are cut into chunks
@@ -49,11 +49,11 @@ pub struct JsonSchemaOptions {
     pub strict: bool,
     /// Ignore properties of schema objects that are not JSON Schema keywords of any draft
     /// (vendor extensions such as `x-kubernetes-group-version-kind`, or `example`), which
-    /// assert nothing; they are listed in [`JsonSchemaGrammar::ignored`]. Off by default:
+    /// assert nothing; they are listed in [`JsonSchemaGrammar::ignored`](super::JsonSchemaGrammar::ignored). Off by default:
     /// every keyword that is not enforced is then an error, misspellings included.
     pub ignore_unknown_keywords: bool,
     /// Ignore keywords that are not enforced instead of failing (they are listed in
-    /// [`JsonSchemaGrammar::ignored`]). The grammar then accepts more than the schema.
+    /// [`JsonSchemaGrammar::ignored`](super::JsonSchemaGrammar::ignored)). The grammar then accepts more than the schema.
     pub lenient: bool,
     /// Declared property names may be written in every spelling JSON allows (RFC 8259 §7):
     /// each character raw, as a two-character escape where one exists, or as `\uHHHH` in
