@@ -47,7 +47,7 @@ pub enum CompileError {
     /// The automata exceed a hard size limit.
     #[error(transparent)]
     Automaton(AutomatonError),
-    /// The input exceeds one of the compiler's [`Limits`] (the error names the limit, its
+    /// The input exceeds one of the compiler's [`Limits`](crate::Limits) (the error names the limit, its
     /// value and the input's value).
     #[error(transparent)]
     Limit(#[from] LimitExceeded),

@@ -50,7 +50,7 @@ pub enum JsonSchemaError {
     /// An option that is not supported yet.
     #[error("unsupported option `{0}`")]
     UnsupportedOption(&'static str),
-    /// The schema exceeds one of the [`Limits`] (the error names the limit, its value, the
+    /// The schema exceeds one of the [`Limits`](crate::Limits) (the error names the limit, its value, the
     /// schema's value and its JSON pointer).
     #[error(transparent)]
     Limit(#[from] LimitExceeded),

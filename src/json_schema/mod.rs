@@ -114,7 +114,9 @@
 //!   character (raw, unless JSON requires an escape).
 //! * Strings reject escaped lone surrogates (`"\ud800"`), which are not Unicode text.
 //! * Declared object keys are written in the canonical escaping of `serde_json` (so
-//!   `{"\u0061": 1}` is refused for a declared `a`). Extra keys (allowed by
+//!   `{"\u0061": 1}` is refused for a declared `a`), unless
+//!   [`JsonSchemaOptions::escaped_declared_keys`] asks for every spelling (then it is the
+//!   declared `a`, its value checked against `a`'s schema). Extra keys (allowed by
 //!   `additionalProperties`) may hold every JSON escape; they are compared with the
 //!   declared names decoded, so `"\u0061"` is never an extra key beside a declared `a`.
 //!   (Keys of `patternProperties` and `propertyNames` take the canonical escaping only.)

@@ -436,6 +436,7 @@ impl Builder<'_> {
                     && min_props as usize <= n
                     && max_props.map_or(true, |m| m as usize >= n)
                     && member_names.iter().all(|m| plain_name(m))
+                    && !self.opts.escaped_declared_keys
                 {
                     return Ok(self.any_order_closed(
                         &members,
@@ -775,17 +776,22 @@ impl Builder<'_> {
         Some(Expr::Rule(id))
     }
 
-    /// `"name" ws ":" ws value ws`.
+    /// `"name" ws ":" ws value ws`; the name in its canonical spelling, or in every
+    /// spelling under [`JsonSchemaOptions::escaped_declared_keys`](super::JsonSchemaOptions::escaped_declared_keys).
     fn member(&mut self, name: &str, value: Expr) -> Expr {
         let ws = self.ws();
-        seq(vec![
-            lit(&Value::String(name.to_string()).to_string()),
-            ws.clone(),
-            lit(":"),
-            ws.clone(),
-            value,
-            ws,
-        ])
+        let key = if self.opts.escaped_declared_keys {
+            let mut parts = vec![lit("\"")];
+            for c in name.chars() {
+                let cp = c as u32;
+                parts.extend(super::extra_keys::char_spellings(&[(cp, cp)]));
+            }
+            parts.push(lit("\""));
+            seq(parts)
+        } else {
+            lit(&Value::String(name.to_string()).to_string())
+        };
+        seq(vec![key, ws.clone(), lit(":"), ws.clone(), value, ws])
     }
 }
 

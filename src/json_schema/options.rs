@@ -37,7 +37,7 @@ pub struct JsonSchemaOptions {
     /// open-ended (`additionalProperties` not `false`, no `patternProperties` but `.*`-like
     /// ones, no `propertyNames`) and that have no `maxProperties` take every order, whatever the number of properties (the
     /// matcher forbids repeated keys, so the grammar only counts the required names
-    /// written). Other objects, and the grammar of [`json_schema_to_grammar`], are exact
+    /// written). Other objects, and the grammar of [`json_schema_to_grammar`](super::json_schema_to_grammar), are exact
     /// for objects of up to 8 named properties, required names that `properties` does not
     /// declare included (fewer with `minProperties` or `maxProperties`: it has a state per
     /// set of written properties and count, at most 512); larger objects are cut into chunks
@@ -49,12 +49,24 @@ pub struct JsonSchemaOptions {
     pub strict: bool,
     /// Ignore properties of schema objects that are not JSON Schema keywords of any draft
     /// (vendor extensions such as `x-kubernetes-group-version-kind`, or `example`), which
-    /// assert nothing; they are listed in [`JsonSchemaGrammar::ignored`]. Off by default:
+    /// assert nothing; they are listed in [`JsonSchemaGrammar::ignored`](super::JsonSchemaGrammar::ignored). Off by default:
     /// every keyword that is not enforced is then an error, misspellings included.
     pub ignore_unknown_keywords: bool,
     /// Ignore keywords that are not enforced instead of failing (they are listed in
-    /// [`JsonSchemaGrammar::ignored`]). The grammar then accepts more than the schema.
+    /// [`JsonSchemaGrammar::ignored`](super::JsonSchemaGrammar::ignored)). The grammar then accepts more than the schema.
     pub lenient: bool,
+    /// Declared property names may be written in every spelling JSON allows (RFC 8259 §7):
+    /// each character raw, as a two-character escape where one exists, or as `\uHHHH` in
+    /// either case (a surrogate pair past U+FFFF), so `{"\u0061": 1}` is the declared
+    /// property `a`, its value checked against `a`'s schema. Default `false`: declared names
+    /// are written in their canonical spelling only (`serde_json`'s, as XGrammar and
+    /// llguidance write them), which is what models write; the escaped spellings cost about
+    /// five more automaton states per character of each name. Either way an undeclared key
+    /// that decodes to a declared name is never an extra key, and no key appears twice
+    /// decoded. With this option, a closed `any_order` object of more than 8 declared names
+    /// takes the orders of its chunks only (the matcher's narrowing of keys to the names
+    /// left reads names as written, not decoded).
+    pub escaped_declared_keys: bool,
     /// Strings that never occur, as written, inside a JSON string the grammar writes freely
     /// (default none): string values without `pattern`, `format`, `minLength` or
     /// `maxLength`, keys of objects that declare no property, and strings and keys inside
@@ -81,6 +93,7 @@ impl Default for JsonSchemaOptions {
             strict: false,
             ignore_unknown_keywords: false,
             lenient: false,
+            escaped_declared_keys: false,
             string_excludes: Vec::new(),
             documents: Vec::new(),
         }

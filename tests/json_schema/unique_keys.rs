@@ -376,6 +376,83 @@ fn undeclared_keys_may_hold_every_escape() {
 }
 
 #[test]
+fn declared_keys_are_matched_decoded_under_escaped_declared_keys() {
+    // Issue 23, item 6: "keep declared keys matched after decoding too (`"\u0061"` is the
+    // key `a`)". By default declared names take their canonical spelling only (as XGrammar
+    // and llguidance write them); `escaped_declared_keys` accepts every spelling, and the
+    // value is checked against the declared property's schema. (Names in sorted order, so
+    // the declared order is the same whether or not serde_json keeps the schema's order.)
+    let schema = json!({"type": "object",
+        "properties": {"a": {"type": "string"}, "b/\"é": {"type": "integer"}, "id": {"type": "integer"}},
+        "required": ["id"]});
+    let escaped = JsonSchemaOptions {
+        escaped_declared_keys: true,
+        ..Default::default()
+    };
+    let spelled = [
+        r#"{"\u0061": "x", "id": 1}"#,
+        r#"{"a": "x", "\u0069\u0064": 1}"#,
+        r#"{"i\u0064": 1}"#,
+        r#"{"b\/\"\u00e9": 2, "id": 1}"#,
+        r#"{"\u0062/\u0022\u00E9": 2, "\u0069d": 1}"#,
+    ];
+    let bad = [
+        // The value is the declared property's: `a` is a string, `id` an integer.
+        r#"{"\u0061": 1, "id": 1}"#,
+        r#"{"\u0069d": "x"}"#,
+        // Once, however it is spelled.
+        r#"{"a": "x", "\u0061": "y", "id": 1}"#,
+        r#"{"id": 1, "\u0069d": 2}"#,
+        // Still required, and still not a surrogate.
+        r#"{"\u0061": "x"}"#,
+        r#"{"\ud800": 1, "id": 1}"#,
+    ];
+    let oracle = jsonschema::validator_for(&schema).unwrap();
+    for s in spelled {
+        let v: serde_json::Value = serde_json::from_str(s).unwrap();
+        assert!(oracle.is_valid(&v), "{s}");
+    }
+    // (The repeats parse as valid JSON to a last-one-wins parser: not asked of the oracle.)
+    for s in [bad[0], bad[1], bad[4]] {
+        let v: serde_json::Value = serde_json::from_str(s).unwrap();
+        assert!(!oracle.is_valid(&v), "{s}");
+    }
+    let plain = [
+        r#"{"a": "x", "id": 1}"#,
+        r#"{"id": 1, "extra\u0041": true}"#,
+    ];
+    let all: Vec<&str> = plain.iter().chain(&spelled).copied().collect();
+    check_with(schema.clone(), &escaped, &all, &bad);
+    let both = JsonSchemaOptions {
+        any_order: true,
+        ..escaped.clone()
+    };
+    check_with(schema.clone(), &both, &all, &bad);
+    // The default keeps the canonical spelling only (documented).
+    let mut refused = bad.to_vec();
+    refused.extend(spelled);
+    check_with(
+        schema.clone(),
+        &JsonSchemaOptions::default(),
+        &plain,
+        &refused,
+    );
+    // Mask and accept agree at every step of escaped declared names (in any order, so
+    // the text does not depend on the order of the schema's map).
+    let Some((rt, compiler)) = llama() else {
+        return;
+    };
+    let g = compiler.compile_json_schema(&schema, &both).unwrap();
+    let mut m = GrammarMatcher::new(g);
+    for &t in &rt.encode_exact(r#"{"\u0069d": 1, "\u0062/\u0022\u00E9": 2, "\u0061": "x"}"#) {
+        let (_, bad) = check_all_tokens(&m, &rt.vocab);
+        assert!(bad.is_empty(), "{:?}", &bad[..bad.len().min(5)]);
+        assert!(m.accept_token(t));
+    }
+    assert!(m.is_completed());
+}
+
+#[test]
 fn any_order_takes_every_order_of_a_large_closed_object() {
     // Issue 23, item 9: past 8 declared properties, a closed object only took the orders
     // of its 6-member chunks. Now the matcher restricts each key to the names not yet
