@@ -247,6 +247,7 @@ fn call_arguments_text(body: &str, call: &ToolCall) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_support::{assert_calls, calls};
     use crate::StreamEvent;
     use crate::ToolChoice;
     use serde_json::json;
@@ -260,12 +261,12 @@ mod tests {
         let out = Hermes::default().parse(WORKED, &tools());
         assert_eq!(out.content.as_deref(), Some("I'll look up both."));
         assert_eq!(out.reasoning, None);
-        assert_eq!(
-            out.tool_calls,
-            vec![
-                ToolCall::new("get_weather", json!({"city": "Paris", "unit": "celsius"})),
-                ToolCall::new("get_time", json!({"tz": "Europe/Paris"})),
-            ]
+        assert_calls(
+            &out,
+            &[
+                ("get_weather", json!({"city": "Paris", "unit": "celsius"})),
+                ("get_time", json!({"tz": "Europe/Paris"})),
+            ],
         );
         assert!(out.errors.is_empty());
     }
@@ -273,10 +274,10 @@ mod tests {
     #[test]
     fn render_then_parse_gives_the_calls_back() {
         let h = Hermes::default();
-        let calls = vec![
-            ToolCall::new("get_time", json!({"tz": "UTC"})),
-            ToolCall::new("get_weather", json!({"city": "</tool_call> <tool_call>"})),
-        ];
+        let calls = calls(&[
+            ("get_time", json!({"tz": "UTC"})),
+            ("get_weather", json!({"city": "</tool_call> <tool_call>"})),
+        ]);
         let text = h.render_calls(&calls);
         assert_eq!(h.parse(&text, &tools()).tool_calls, calls);
     }
@@ -326,15 +327,10 @@ mod tests {
 
     #[test]
     fn reasoning_is_split_off_and_calls_inside_it_are_not_calls() {
-        let h = Hermes::new(FormatOptions {
-            reasoning: true,
-            ..FormatOptions::default()
-        });
+        let h = Hermes::new(crate::test_support::with_reasoning());
         let text = "<think>\nmaybe <tool_call>{\"name\": \"get_time\"}</tool_call>\n</think>\n\nok";
-        let out = h.parse(text, &tools());
-        assert!(out.tool_calls.is_empty());
-        assert_eq!(out.content.as_deref(), Some("ok"));
-        assert!(out.reasoning.unwrap().starts_with("maybe"));
+        let reasoning = crate::test_support::reasoning_without_calls(&h, text, &tools(), "ok");
+        assert!(reasoning.starts_with("maybe"));
     }
 
     #[test]

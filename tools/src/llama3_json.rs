@@ -324,6 +324,7 @@ fn indented_json(value: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_support::assert_calls;
     use serde_json::json;
 
     use crate::test_support::weather_and_time as tools;
@@ -333,12 +334,9 @@ mod tests {
         let text = "<|python_tag|>{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\", \"unit\": \"celsius\"}}<|eom_id|>";
         let out = Llama3Json::default().parse(text, &tools());
         assert_eq!(out.content, None);
-        assert_eq!(
-            out.tool_calls,
-            vec![ToolCall::new(
-                "get_weather",
-                json!({"city": "Paris", "unit": "celsius"})
-            )]
+        assert_calls(
+            &out,
+            &[("get_weather", json!({"city": "Paris", "unit": "celsius"}))],
         );
         assert!(out.errors.is_empty());
     }
@@ -350,21 +348,6 @@ mod tests {
         let out = f.parse(text, &tools());
         assert!(out.tool_calls.is_empty() && out.errors.is_empty());
         assert_eq!(out.content.as_deref(), Some(text));
-    }
-
-    #[test]
-    fn python_tag_before_a_call_is_never_streamed_as_content() {
-        // A complete `<|python_tag|>` at the end of what has arrived may belong to a call
-        // that follows: held back, as the whole-output parse drops it.
-        let f = Llama3Json::default();
-        let ts = tools();
-        for text in [
-            "<|python_tag|>{\"name\": \"get_time\", \"parameters\": {\"tz\": \"UTC\"}}",
-            "Hi <|python_tag|> {\"name\": \"get_time\", \"parameters\": {\"tz\": \"UTC\"}}",
-            "Hi <|python_tag|> there<|eot_id|>",
-        ] {
-            crate::test_support::assert_streams_as_whole(&f, text, &ts);
-        }
     }
 
     #[test]
