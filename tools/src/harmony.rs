@@ -505,13 +505,13 @@ mod tests {
 
     #[test]
     fn recipient_in_role_and_analysis_channel() {
-        let f = Harmony::default();
+        let ts = tools();
         for text in [
             "<|start|>assistant to=functions.get_weather<|channel|>commentary <|constrain|>json<|message|>{\"city\":\"Oslo\"}<|call|>",
             " to=functions.get_weather<|channel|>commentary json<|message|>{\"city\":\"Oslo\"}",
             "<|channel|>analysis to=functions.get_weather<|message|>{\"city\":\"Oslo\"}<|call|>",
         ] {
-            let out = f.parse(text, &tools());
+            let out = Harmony::default().parse(text, &ts);
             assert_eq!(
                 out.tool_calls,
                 calls(&[("get_weather", json!({"city": "Oslo"}))]),
@@ -522,8 +522,7 @@ mod tests {
 
     #[test]
     fn final_channel_is_content() {
-        let text = "<|channel|>analysis<|message|>easy<|end|><|start|>assistant<|channel|>final<|message|>It is sunny.<|return|>";
-        let out = Harmony::default().parse(text, &tools());
+        let out = Harmony::default().parse("<|channel|>analysis<|message|>easy<|end|><|start|>assistant<|channel|>final<|message|>It is sunny.<|return|>", &tools());
         assert_eq!(out.reasoning.as_deref(), Some("easy"));
         assert_eq!(out.content.as_deref(), Some("It is sunny."));
         assert!(out.tool_calls.is_empty());
@@ -561,8 +560,10 @@ mod tests {
         // is kept as content (section 4.9: "keep unknown text as content").
         let f = Harmony::default();
         let ts = tools();
-        let text = "Let me check.<|channel|>final<|message|>It is sunny.<|return|>";
-        let out = f.parse(text, &ts);
+        let out = f.parse(
+            "Let me check.<|channel|>final<|message|>It is sunny.<|return|>",
+            &ts,
+        );
         assert_eq!(out.content.as_deref(), Some("Let me check.\nIt is sunny."));
         let text = "<|channel|>analysis<|message|>ok<|end|><|start|>assistant Now the call.<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\":\"Oslo\"}<|call|>";
         let out = f.parse(text, &ts);
@@ -609,31 +610,32 @@ mod tests {
         assert_calls(&out, &[("get_weather", json!({"city": "Oslo"}))]);
         crate::test_support::assert_streams_as_whole(&f, text, &ts);
         // The known words stay out of content.
-        let text = "<|start|>assistant<|channel|>final<|message|>hi<|return|>";
-        let out = f.parse(text, &ts);
+        let out = f.parse(
+            "<|start|>assistant<|channel|>final<|message|>hi<|return|>",
+            &ts,
+        );
         assert_eq!(out.content.as_deref(), Some("hi"));
     }
 
     #[test]
     fn a_stray_think_block_is_content() {
-        let f = Harmony::default();
-        let ts = tools();
-        let text = "<think>Paris, so call it.</think><|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\":\"Paris\"}<|call|>";
-        let out = f.parse(text, &ts);
+        let (f, ts) = (Harmony::default(), tools());
+        let out = f.parse("<think>Paris, so call it.</think><|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\":\"Paris\"}<|call|>", &ts);
         assert_eq!(
             out.content.as_deref(),
             Some("<think>Paris, so call it.</think>")
         );
         assert_calls(&out, &[("get_weather", json!({"city": "Paris"}))]);
-        let text = "<|start|>assistant<think>hmm</think><|channel|>final<|message|>Sunny.";
-        let out = f.parse(text, &ts);
+        let out = f.parse(
+            "<|start|>assistant<think>hmm</think><|channel|>final<|message|>Sunny.",
+            &ts,
+        );
         assert_eq!(out.content.as_deref(), Some("<think>hmm</think>\nSunny."));
     }
 
     #[test]
     fn a_malformed_call_quotes_its_stray_header_text_once() {
-        let f = Harmony::default();
-        let ts = tools();
+        let (f, ts) = (Harmony::default(), tools());
         // A malformed call quotes its stray text once, in the error and in content.
         let bad = "Hi <|channel|>commentary to=functions.get_weather json<|message|>{\"city\": Paris}<|call|>";
         let out = f.parse(bad, &ts);
@@ -643,8 +645,7 @@ mod tests {
 
     #[test]
     fn adversarial_inputs() {
-        let f = Harmony::default();
-        let ts = tools();
+        let (f, ts) = (Harmony::default(), tools());
         // Marker text inside a JSON string is part of the string.
         let text = "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\":\"<|call|><|end|>\"}<|call|>";
         let out = f.parse(text, &ts);
@@ -659,13 +660,10 @@ mod tests {
         let out = f.parse(bad, &ts);
         assert_eq!(
             out.errors[0].error,
-            ToolParseError::UnknownTool {
-                name: "nope".into()
-            }
+            crate::test_support::unknown_tool("nope")
         );
         assert_eq!(out.content.as_deref(), Some(bad));
-        let text = "<|channel|>commentary to=functions.get_weather json<|message|>{\"city\": Paris}<|call|>";
-        let out = f.parse(text, &ts);
+        let out = f.parse("<|channel|>commentary to=functions.get_weather json<|message|>{\"city\": Paris}<|call|>", &ts);
         crate::test_support::assert_invalid_json_and_no_calls(&out);
     }
 

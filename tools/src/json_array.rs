@@ -528,8 +528,7 @@ mod tests {
 
     #[test]
     fn array_wrapper_and_single_object() {
-        let f = JsonArray::default();
-        let ts = tools();
+        let (f, ts) = (JsonArray::default(), tools());
         let want = calls(&[
             ("get_weather", json!({"city": "Paris"})),
             ("get_time", json!({"tz": "UTC"})),

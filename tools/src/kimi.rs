@@ -237,14 +237,15 @@ mod tests {
     #[test]
     fn render_keeps_ids_and_parses_back() {
         let f = KimiK2::default();
-        let calls = vec![
-            crate::test_support::call_with_id(
-                "functions.get_time:7",
+        // The first call keeps its id; the second, without one, is numbered.
+        let mut calls = crate::test_support::calls(&[
+            (
                 "get_time",
                 json!({"tz": "<|tool_call_end|><|tool_calls_section_end|>"}),
             ),
-            ToolCall::new("get_weather", json!({"city": "Oslo"})),
-        ];
+            ("get_weather", json!({"city": "Oslo"})),
+        ]);
+        calls[0].id = Some("functions.get_time:7".into());
         let text = f.render_calls(&calls);
         let out = f.parse(&text, &tools());
         assert_eq!(out.tool_calls[0], calls[0]);
@@ -270,8 +271,7 @@ mod tests {
 
     #[test]
     fn streaming_agrees_with_whole_parse() {
-        let f = KimiK2::default();
-        let ts = tools();
+        let (f, ts) = (KimiK2::default(), tools());
         let cut = "Checking both.<|tool_calls_sec".len();
         let (first, all) = crate::test_support::stream_cut_at(&f, &ts, WORKED, cut);
         assert_eq!(first, [StreamEvent::Content("Checking both.".into())]);

@@ -357,9 +357,7 @@ mod tests {
 
     #[test]
     fn builtin_code_that_is_not_a_call_is_an_error_kept_in_content() {
-        let f = Llama3FunctionTag::default();
-        let ts = tools();
-        let out = f.parse("<|python_tag|>print(1)<|eom_id|>", &ts);
+        let out = Llama3FunctionTag::default().parse("<|python_tag|>print(1)<|eom_id|>", &tools());
         assert!(out.tool_calls.is_empty());
         assert_eq!(out.errors.len(), 1);
         assert_eq!(out.content.as_deref(), Some("<|python_tag|>print(1)"));

@@ -355,8 +355,7 @@ mod tests {
         // The partial parse saw a call (first `name` a string); the whole parse used to
         // read the JSON value, whose last `name` is not a string, and call it prose,
         // shifting the next call into the streamed call's index.
-        let f = Llama3Json::default();
-        let ts = tools();
+        let (f, ts) = (Llama3Json::default(), tools());
         let text = "{\"name\": \"get_time\", \"name\": 1, \"parameters\": {}} {\"name\": \"get_weather\", \"parameters\": {\"city\": \"P\"}}";
         let out = f.parse(text, &ts);
         assert_eq!(out.tool_calls.len(), 1);

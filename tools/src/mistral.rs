@@ -471,9 +471,7 @@ mod tests {
         let out = f.parse("[TOOL_CALLS]nope[ARGS]{}", &tools());
         assert_eq!(
             out.errors[0].error,
-            ToolParseError::UnknownTool {
-                name: "nope".into()
-            }
+            crate::test_support::unknown_tool("nope")
         );
         assert_eq!(out.content.as_deref(), Some("[TOOL_CALLS]nope[ARGS]{}"));
         let out = f.parse("[TOOL_CALLS]get_time[ARGS]{\"tz\": ]", &tools());
@@ -484,8 +482,7 @@ mod tests {
     fn a_call_without_a_name_is_malformed_with_its_text() {
         // `[TOOL_CALLS][ARGS]` was read as the start of a JSON array and lost its marker
         // text: it is a v11+ call with an empty name, reported with all of its text.
-        let f = Mistral::default();
-        let ts = tools();
+        let (f, ts) = (Mistral::default(), tools());
         let out = f.parse("[TOOL_CALLS][ARGS]x", &ts);
         assert!(out.tool_calls.is_empty());
         assert_eq!(out.errors.len(), 1);
@@ -550,8 +547,7 @@ mod tests {
     fn a_repeated_arguments_member_makes_an_element_malformed() {
         // The streamed element showed its first arguments (and the final one its
         // first); JSON would keep the last.
-        let f = Mistral::default();
-        let ts = tools();
+        let (f, ts) = (Mistral::default(), tools());
         let text = "[TOOL_CALLS][{\"name\": \"get_time\", \"arguments\": {}, \"arguments\": {\"tz\": \"X\"}}]";
         let out = f.parse(text, &ts);
         assert!(out.tool_calls.is_empty());
@@ -593,9 +589,7 @@ mod tests {
             assert_eq!(out.content.as_deref(), Some(content), "{text}");
             assert_eq!(
                 out.errors[0].error,
-                ToolParseError::UnknownTool {
-                    name: "nosuch".into()
-                }
+                crate::test_support::unknown_tool("nosuch")
             );
             assert_eq!(out.errors[0].text, "{\"name\":\"nosuch\",\"arguments\":{}}");
             crate::test_support::assert_streams_as_whole(&f, text, &ts);

@@ -273,14 +273,19 @@ pub(crate) fn parse_every_cut(format: &dyn crate::ToolCallFormat, text: &str, to
     }
 }
 
-/// Test strategy: texts of up to 11 pieces, each one of `soup` (6 times in 7) or up to 4
-/// printable ASCII characters — a family's markers and fragments mixed at random.
+/// The pieces [`soup_text`] adds after a family's: a marker prefix, whitespace and text.
+const SOUP_FRAGMENTS: &[&str] = &["<tool_", "\n", "\n", " ", "\r", "é", "Sure."];
+
+/// Test strategy: texts of up to 11 pieces, each one of `soup` then [`SOUP_FRAGMENTS`] (6
+/// times in 7) or up to 4 printable ASCII characters — a family's markers and fragments
+/// mixed at random.
 pub(crate) fn soup_text(
     soup: &'static [&'static str],
 ) -> impl proptest::strategy::Strategy<Value = String> {
     use proptest::prelude::*;
+    let pieces = [soup, SOUP_FRAGMENTS].concat();
     prop::collection::vec(
-        prop_oneof![6 => prop::sample::select(soup).prop_map(String::from),
+        prop_oneof![6 => prop::sample::select(pieces).prop_map(String::from),
                     1 => "[ -~]{0,4}"],
         0..12,
     )
@@ -436,4 +441,19 @@ pub(crate) fn call_with_id(id: &str, name: &str, arguments: serde_json::Value) -
         id: Some(id.into()),
         ..crate::ToolCall::new(name, arguments)
     }
+}
+
+/// Test helper: the error of a call to the tool `name`, which is not offered.
+pub(crate) fn unknown_tool(name: &str) -> crate::ToolParseError {
+    crate::ToolParseError::UnknownTool { name: name.into() }
+}
+
+/// Test helper: `calls` rendered by `format` parse back to exactly `calls`.
+pub(crate) fn assert_parses_back(
+    format: &dyn crate::ToolCallFormat,
+    calls: &[crate::ToolCall],
+    tools: &[Tool],
+) {
+    let text = format.render_calls(calls);
+    assert_eq!(format.parse(&text, tools).tool_calls, calls, "{text}");
 }

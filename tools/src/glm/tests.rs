@@ -86,9 +86,7 @@ fn unknown_tool_and_unterminated_are_errors() {
     let out = f.parse(&format!("Hi.\n{bad}"), &tools());
     assert_eq!(
         out.errors[0].error,
-        ToolParseError::UnknownTool {
-            name: "nope".into()
-        }
+        crate::test_support::unknown_tool("nope")
     );
     assert_eq!(out.content.unwrap(), format!("Hi.\n{bad}"));
     let cut = "<tool_call>get_time\n<arg_key>tz</arg_key>\n<arg_value>UT";
@@ -105,8 +103,7 @@ fn unknown_tool_and_unterminated_are_errors() {
 
 #[test]
 fn streaming_holds_back_and_reads_several_calls_in_one_chunk() {
-    let f = Glm::default();
-    let ts = tools();
+    let (f, ts) = (Glm::default(), tools());
     // The worked example without its reasoning, cut inside `<tool_call>`.
     let head = "Let me check.\n<tool_";
     let skip = "<think>Both need tools.</think>\n".len() + head.len();
@@ -128,8 +125,7 @@ fn streaming_holds_back_and_reads_several_calls_in_one_chunk() {
 
 #[test]
 fn glm4_name_and_json() {
-    let f = Glm4::default();
-    let ts = tools();
+    let (f, ts) = (Glm4::default(), tools());
     let out = f.parse("get_time\n{\"tz\": \"UTC\"}", &ts);
     assert_calls(&out, &[("get_time", json!({"tz": "UTC"}))]);
     let out = f.parse("\nIt is sunny.", &ts);
@@ -166,7 +162,8 @@ fn bad_input_never_panics() {
     }
 }
 
-/// GLM markers, names, values and fragments, for random texts.
+/// GLM markers, names, values and fragments, for random texts (with the fragments
+/// `soup_text` adds).
 const SOUP: &[&str] = &[
     "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n</tool_call>",
     "<tool_call>get_time<arg_key>tz</arg_key><arg_value>UTC</arg_value></tool_call>",
@@ -208,13 +205,6 @@ const SOUP: &[&str] = &[
     "</",
     "<arg",
     "</arg_",
-    "<tool_",
-    "\n",
-    "\n",
-    " ",
-    "\r",
-    "é",
-    "Sure.",
 ];
 
 /// How GLM-4 outputs start: a call, part of one, or text.

@@ -74,8 +74,7 @@ fn render_round_trips() {
         ),
         ("get_time", json!({"tz": "東\n"})),
     ]);
-    let text = f.render_calls(&calls);
-    assert_eq!(f.parse(&text, &tools()).tool_calls, calls);
+    crate::test_support::assert_parses_back(&f, &calls, &tools());
 }
 
 #[test]
@@ -89,9 +88,7 @@ fn positional_and_unknown_are_errors() {
     assert_eq!(out.tool_calls.len(), 1);
     assert_eq!(
         out.errors[0].error,
-        ToolParseError::UnknownTool {
-            name: "nope".into()
-        }
+        crate::test_support::unknown_tool("nope")
     );
     let out = f.parse("[1] is a citation", &tools());
     assert!(out.tool_calls.is_empty() && out.errors.is_empty());

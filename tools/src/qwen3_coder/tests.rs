@@ -65,8 +65,7 @@ fn closing_tags_inside_values() {
         ("get_weather", json!({"city": city, "days": 2})),
         ("get_time", json!({"tz": "<parameter=x>\n"})),
     ]);
-    let text = f.render_calls(&calls);
-    assert_eq!(f.parse(&text, &ts).tool_calls, calls);
+    crate::test_support::assert_parses_back(&f, &calls, &ts);
 }
 
 #[test]
@@ -159,7 +158,8 @@ fn bad_input_never_panics() {
     crate::test_support::parse_every_cut(&f, text, &ts);
 }
 
-/// Qwen3-Coder markers, names, values and fragments, for random texts.
+/// Qwen3-Coder markers, names, values and fragments, for random texts (with the
+/// fragments `soup_text` adds).
 const SOUP: &[&str] = &[
     "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call>",
     "<function=get_time>\n<parameter=tz>\nUTC\n</parameter>\n</function>",
@@ -193,13 +193,6 @@ const SOUP: &[&str] = &[
     "</",
     "<param",
     "</func",
-    "<tool_",
-    "\n",
-    "\n",
-    " ",
-    "\r",
-    "é",
-    "Sure.",
 ];
 
 #[test]

@@ -298,7 +298,13 @@ fn hard_texts_of_each_family_stream_as_they_parse() {
     use crate::test_support::{city_weather_and_time, weather_and_time};
     let weather = || weather_and_time()[..1].to_vec();
     let time = || weather_and_time()[1..].to_vec();
-    let cases: Vec<(Box<dyn crate::ToolCallFormat>, Vec<Tool>, &[&str])> = vec![
+    /// A format, the tools it is given, and its texts.
+    type Case = (
+        Box<dyn crate::ToolCallFormat>,
+        Vec<Tool>,
+        &'static [&'static str],
+    );
+    let cases: Vec<Case> = vec![
         // Mistral: a call without a name, malformed with all of its text.
         (
             Box::new(crate::Mistral::default()),
