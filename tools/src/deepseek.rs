@@ -267,8 +267,9 @@ fn read_call(body: &str, tools: &[Tool], at_end: bool) -> CallRead {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_support::{assert_calls, calls};
+    use crate::StreamEvent;
     use crate::ToolChoice;
-    use crate::{StreamEvent, StreamingParser};
 
     use crate::test_support::weather_and_time as tools;
 
@@ -303,31 +304,28 @@ mod tests {
     fn parses_the_worked_examples() {
         let out = DeepSeek::v31().parse(&v31_worked(), &tools());
         assert_eq!(out.content.as_deref(), Some("Let me check."));
-        assert_eq!(
-            out.tool_calls,
-            vec![
-                ToolCall::new("get_weather", json!({"city": "Paris"})),
-                ToolCall::new("get_time", json!({"tz": "Europe/Paris"})),
-            ]
+        assert_calls(
+            &out,
+            &[
+                ("get_weather", json!({"city": "Paris"})),
+                ("get_time", json!({"tz": "Europe/Paris"})),
+            ],
         );
         assert!(out.errors.is_empty());
         let out = DeepSeek::v3().parse(&v3_example(), &tools());
         assert_eq!(out.content, None);
-        assert_eq!(
-            out.tool_calls,
-            vec![ToolCall::new("get_weather", json!({"city": "Paris"}))]
-        );
+        assert_calls(&out, &[("get_weather", json!({"city": "Paris"}))]);
     }
 
     #[test]
     fn render_then_parse_both_versions() {
-        let calls = vec![
-            ToolCall::new("get_time", json!({"tz": "UTC"})),
-            ToolCall::new(
+        let calls = calls(&[
+            ("get_time", json!({"tz": "UTC"})),
+            (
                 "get_weather",
                 json!({"city": format!("{CALL_END}{CALLS_END} ```")}),
             ),
-        ];
+        ]);
         for f in [DeepSeek::v3(), DeepSeek::v31()] {
             let text = f.render_calls(&calls);
             let out = f.parse(&text, &tools());
@@ -371,13 +369,10 @@ mod tests {
         let f = DeepSeek::v31();
         let ts = tools();
         let text = v31_worked();
-        let mut p = StreamingParser::new(&f, &ts);
         let cut = "Let me check.".len() + 5;
-        let ev = p.push(&text[..cut]);
-        assert_eq!(ev, vec![StreamEvent::Content("Let me check.".into())]);
-        let mut ev = p.push(&text[cut..]);
-        ev.extend(p.finish());
-        let ends = crate::test_support::ended_calls(&ev);
+        let (first, all) = crate::test_support::stream_cut_at(&f, &ts, &text, cut);
+        assert_eq!(first, [StreamEvent::Content("Let me check.".into())]);
+        let ends = crate::test_support::ended_calls(&all);
         assert_eq!(ends, f.parse(&text, &ts).tool_calls);
         assert_eq!(ends.len(), 2);
     }
@@ -404,21 +399,12 @@ mod tests {
             "{CALLS_BEGIN}{CALL_BEGIN}function{SEP}python\n```python\nl.remove(3)\nl\n```{CALL_END}{CALLS_END}"
         );
         let out = DeepSeek::v3().parse(&text, &[]);
-        assert_eq!(
-            out.tool_calls,
-            vec![ToolCall::new("python", json!({"code": "l.remove(3)\nl"}))]
-        );
+        assert_calls(&out, &[("python", json!({"code": "l.remove(3)\nl"}))]);
     }
 
     #[test]
     fn markers_inside_reasoning_are_not_calls() {
-        let f = DeepSeek::new(
-            DeepSeekVersion::V31,
-            FormatOptions {
-                reasoning: true,
-                ..FormatOptions::default()
-            },
-        );
+        let f = DeepSeek::new(DeepSeekVersion::V31, crate::test_support::with_reasoning());
         let text = format!(
             "<think>maybe {CALLS_BEGIN}{CALL_BEGIN}get_time{SEP}{{\"tz\": \"UTC\"}}{CALL_END}{CALLS_END}</think>\n\nok"
         );
@@ -432,10 +418,8 @@ mod tests {
     #[test]
     fn names_round_trip_or_are_refused_naming_the_character() {
         use tokensieve::GrammarMatcher;
-        let tool = |name: &str| {
-            Tool::from_openai(&json!({"type": "function", "function": {"name": name,
-                "parameters": {"type": "object", "properties": {"x": {"type": "integer"}}}}}))
-            .unwrap()
+        let tool = |name| {
+            crate::test_support::tool_with_properties(name, json!({"x": {"type": "integer"}}))
         };
         for f in [DeepSeek::v3(), DeepSeek::v31()] {
             for name in [
@@ -463,16 +447,8 @@ mod tests {
         }
         // V3 ends the name at the fence: a name with a backtick cannot be carried.
         let ts = vec![tool("a`b")];
-        match DeepSeek::v3().structural_tag(&ts, &ToolChoice::Required, true) {
-            Err(ToolError::Unsupported { format, reason }) => {
-                assert_eq!(format, "deepseek_v3");
-                assert!(
-                    reason.contains("\"a`b\"") && reason.contains("'`'"),
-                    "{reason}"
-                );
-            }
-            other => panic!("{other:?}"),
-        }
+        let tag = DeepSeek::v3().structural_tag(&ts, &ToolChoice::Required, true);
+        crate::test_support::assert_unsupported(tag, "deepseek_v3", &["\"a`b\"", "'`'"]);
     }
 
     #[test]
@@ -515,10 +491,7 @@ mod tests {
             "{CALLS_BEGIN}{bad}{CALL_BEGIN}get_time{SEP}{{\"tz\": \"UTC\"}}{CALL_END}{CALLS_END}"
         );
         let out = f.parse(&text, &ts);
-        assert_eq!(
-            out.tool_calls,
-            vec![ToolCall::new("get_time", json!({"tz": "UTC"}))]
-        );
+        assert_calls(&out, &[("get_time", json!({"tz": "UTC"}))]);
         assert_eq!(out.content.as_deref(), Some(bad.as_str()));
         assert_eq!(out.errors.len(), 1);
         crate::test_support::assert_streams_as_whole(&f, &text, &ts);

@@ -478,15 +478,12 @@ fn ts_type(schema: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{StreamEvent, StreamingParser};
+    use crate::test_support::{assert_calls, calls};
+    use crate::StreamEvent;
 
+    /// `get_weather` alone (`city`, required; `unit`, `celsius` or `fahrenheit`).
     fn tools() -> Vec<Tool> {
-        Tool::list_from_openai(&json!([
-            {"type": "function", "function": {"name": "get_weather", "parameters": {
-                "type": "object", "properties": {"city": {"type": "string"},
-                "unit": {"enum": ["celsius", "fahrenheit"]}}, "required": ["city"]}}}
-        ]))
-        .unwrap()
+        crate::test_support::weather_and_time()[..1].to_vec()
     }
 
     const WORKED: &str = "<|channel|>analysis<|message|>User wants Paris weather; call the tool.<|end|><|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\":\"Paris\",\"unit\":\"celsius\"}<|call|>";
@@ -499,28 +496,25 @@ mod tests {
             Some("User wants Paris weather; call the tool.")
         );
         assert_eq!(out.content, None);
-        assert_eq!(
-            out.tool_calls,
-            vec![ToolCall::new(
-                "get_weather",
-                json!({"city": "Paris", "unit": "celsius"})
-            )]
+        assert_calls(
+            &out,
+            &[("get_weather", json!({"city": "Paris", "unit": "celsius"}))],
         );
         assert!(out.errors.is_empty());
     }
 
     #[test]
     fn recipient_in_role_and_analysis_channel() {
-        let f = Harmony::default();
+        let ts = tools();
         for text in [
             "<|start|>assistant to=functions.get_weather<|channel|>commentary <|constrain|>json<|message|>{\"city\":\"Oslo\"}<|call|>",
             " to=functions.get_weather<|channel|>commentary json<|message|>{\"city\":\"Oslo\"}",
             "<|channel|>analysis to=functions.get_weather<|message|>{\"city\":\"Oslo\"}<|call|>",
         ] {
-            let out = f.parse(text, &tools());
+            let out = Harmony::default().parse(text, &ts);
             assert_eq!(
                 out.tool_calls,
-                vec![ToolCall::new("get_weather", json!({"city": "Oslo"}))],
+                calls(&[("get_weather", json!({"city": "Oslo"}))]),
                 "{text}"
             );
         }
@@ -528,10 +522,7 @@ mod tests {
 
     #[test]
     fn final_channel_is_content() {
-        let out = Harmony::default().parse(
-            "<|channel|>analysis<|message|>easy<|end|><|start|>assistant<|channel|>final<|message|>It is sunny.<|return|>",
-            &tools(),
-        );
+        let out = Harmony::default().parse("<|channel|>analysis<|message|>easy<|end|><|start|>assistant<|channel|>final<|message|>It is sunny.<|return|>", &tools());
         assert_eq!(out.reasoning.as_deref(), Some("easy"));
         assert_eq!(out.content.as_deref(), Some("It is sunny."));
         assert!(out.tool_calls.is_empty());
@@ -541,14 +532,12 @@ mod tests {
     fn streaming_holds_partial_markers() {
         let f = Harmony::default();
         let ts = tools();
-        let mut p = StreamingParser::new(&f, &ts);
-        let ev = p.push("<|channel|>analysis<|message|>User wants<|en");
-        assert_eq!(ev, vec![StreamEvent::Reasoning("User wants".into())]);
-        let mut ev = p.push(&WORKED["<|channel|>analysis<|message|>User wants<|en".len()..]);
-        ev.extend(p.finish());
-        assert!(ev
-            .iter()
-            .any(|e| matches!(e, StreamEvent::ToolCallEnd { .. })));
+        // A cut marker (`<|en`), then the rest of the worked example.
+        let head = "<|channel|>analysis<|message|>User wants<|en";
+        let text = format!("{head}{}", &WORKED[head.len()..]);
+        let (first, all) = crate::test_support::stream_cut_at(&f, &ts, &text, head.len());
+        assert_eq!(first, [StreamEvent::Reasoning("User wants".into())]);
+        assert!(!crate::test_support::ended_calls(&all).is_empty());
     }
 
     #[test]
@@ -576,16 +565,11 @@ mod tests {
             &ts,
         );
         assert_eq!(out.content.as_deref(), Some("Let me check.\nIt is sunny."));
-        let out = f.parse(
-            "<|channel|>analysis<|message|>ok<|end|><|start|>assistant Now the call.<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\":\"Oslo\"}<|call|>",
-            &ts,
-        );
+        let text = "<|channel|>analysis<|message|>ok<|end|><|start|>assistant Now the call.<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\":\"Oslo\"}<|call|>";
+        let out = f.parse(text, &ts);
         assert_eq!(out.reasoning.as_deref(), Some("ok"));
         assert_eq!(out.content.as_deref(), Some("Now the call."));
-        assert_eq!(
-            out.tool_calls,
-            vec![ToolCall::new("get_weather", json!({"city": "Oslo"}))]
-        );
+        assert_calls(&out, &[("get_weather", json!({"city": "Oslo"}))]);
         // The known parts of a header are not content.
         for text in [WORKED, "<|start|>assistant to=functions.get_weather<|channel|>commentary json<|message|>{\"city\":\"Oslo\"}<|call|>"] {
             assert_eq!(f.parse(text, &ts).content, None, "{text}");
@@ -623,10 +607,7 @@ mod tests {
         let text = "<|start|>zq to=functions.get_weather<|channel|>commentary json<|message|>{\"city\":\"Oslo\"}<|call|>";
         let out = f.parse(text, &ts);
         assert_eq!(out.content.as_deref(), Some("zq"));
-        assert_eq!(
-            out.tool_calls,
-            vec![ToolCall::new("get_weather", json!({"city": "Oslo"}))]
-        );
+        assert_calls(&out, &[("get_weather", json!({"city": "Oslo"}))]);
         crate::test_support::assert_streams_as_whole(&f, text, &ts);
         // The known words stay out of content.
         let out = f.parse(
@@ -638,20 +619,13 @@ mod tests {
 
     #[test]
     fn a_stray_think_block_is_content() {
-        let f = Harmony::default();
-        let ts = tools();
-        let out = f.parse(
-            "<think>Paris, so call it.</think><|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\":\"Paris\"}<|call|>",
-            &ts,
-        );
+        let (f, ts) = (Harmony::default(), tools());
+        let out = f.parse("<think>Paris, so call it.</think><|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\":\"Paris\"}<|call|>", &ts);
         assert_eq!(
             out.content.as_deref(),
             Some("<think>Paris, so call it.</think>")
         );
-        assert_eq!(
-            out.tool_calls,
-            vec![ToolCall::new("get_weather", json!({"city": "Paris"}))]
-        );
+        assert_calls(&out, &[("get_weather", json!({"city": "Paris"}))]);
         let out = f.parse(
             "<|start|>assistant<think>hmm</think><|channel|>final<|message|>Sunny.",
             &ts,
@@ -660,17 +634,8 @@ mod tests {
     }
 
     #[test]
-    fn stray_header_text_streams_as_whole() {
-        let f = Harmony::default();
-        let ts = tools();
-        for text in [
-            "Let me check.<|channel|>final<|message|>It is sunny.<|return|>",
-            "<think>x</think><|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\":\"Paris\"}<|call|>",
-            "Hi <|channel|>commentary to=functions.get_weather json<|message|>{\"city\": Paris}<|call|>",
-            "<|start|>assistant x<|channel|>analysis<|message|>r<|end|><|start|>assistant<|channel|>final y<|message|>z",
-        ] {
-            crate::test_support::assert_streams_as_whole(&f, text, &ts);
-        }
+    fn a_malformed_call_quotes_its_stray_header_text_once() {
+        let (f, ts) = (Harmony::default(), tools());
         // A malformed call quotes its stray text once, in the error and in content.
         let bad = "Hi <|channel|>commentary to=functions.get_weather json<|message|>{\"city\": Paris}<|call|>";
         let out = f.parse(bad, &ts);
@@ -680,25 +645,14 @@ mod tests {
 
     #[test]
     fn adversarial_inputs() {
-        let f = Harmony::default();
-        let ts = tools();
+        let (f, ts) = (Harmony::default(), tools());
         // Marker text inside a JSON string is part of the string.
-        let out = f.parse(
-            "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\":\"<|call|><|end|>\"}<|call|>",
-            &ts,
-        );
-        assert_eq!(
-            out.tool_calls,
-            vec![ToolCall::new(
-                "get_weather",
-                json!({"city": "<|call|><|end|>"})
-            )]
-        );
+        let text = "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\":\"<|call|><|end|>\"}<|call|>";
+        let out = f.parse(text, &ts);
+        assert_calls(&out, &[("get_weather", json!({"city": "<|call|><|end|>"}))]);
         // A recipient named inside analysis text is reasoning, not a call.
-        let out = f.parse(
-            "<|channel|>analysis<|message|>send to=functions.get_weather {\"city\":\"x\"}<|end|><|start|>assistant<|channel|>final<|message|>done<|return|>",
-            &ts,
-        );
+        let text = "<|channel|>analysis<|message|>send to=functions.get_weather {\"city\":\"x\"}<|end|><|start|>assistant<|channel|>final<|message|>done<|return|>";
+        let out = f.parse(text, &ts);
         assert!(out.tool_calls.is_empty());
         assert_eq!(out.content.as_deref(), Some("done"));
         // Unknown tool and invalid JSON: errors, text kept in content.
@@ -706,20 +660,11 @@ mod tests {
         let out = f.parse(bad, &ts);
         assert_eq!(
             out.errors[0].error,
-            ToolParseError::UnknownTool {
-                name: "nope".into()
-            }
+            crate::test_support::unknown_tool("nope")
         );
         assert_eq!(out.content.as_deref(), Some(bad));
-        let out = f.parse(
-            "<|channel|>commentary to=functions.get_weather json<|message|>{\"city\": Paris}<|call|>",
-            &ts,
-        );
-        assert!(matches!(
-            out.errors[0].error,
-            ToolParseError::InvalidJson(_)
-        ));
-        assert!(out.tool_calls.is_empty());
+        let out = f.parse("<|channel|>commentary to=functions.get_weather json<|message|>{\"city\": Paris}<|call|>", &ts);
+        crate::test_support::assert_invalid_json_and_no_calls(&out);
     }
 
     #[test]
@@ -727,10 +672,7 @@ mod tests {
         let ts = tools();
         for h in [
             Harmony::default(),
-            Harmony::new(FormatOptions {
-                reasoning: true,
-                ..FormatOptions::default()
-            }),
+            Harmony::new(crate::test_support::with_reasoning()),
         ] {
             for text in [
             "<|channel|>analysis<|message|>Need the weather.<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\":\"Paris\"}<|call|>",
@@ -739,10 +681,7 @@ mod tests {
         ] {
         let out = h.parse(text, &ts);
         assert_eq!(out.reasoning.as_deref(), Some("Need the weather."));
-        assert_eq!(
-            out.tool_calls,
-            vec![ToolCall::new("get_weather", json!({"city": "Paris"}))]
-        );
+        assert_calls(&out, &[("get_weather", json!({"city": "Paris"}))]);
         assert!(out.errors.is_empty(), "{:?}", out.errors);
         assert_eq!(out.content, None);
         crate::test_support::assert_streams_as_whole(&h, text, &ts);

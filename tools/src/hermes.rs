@@ -247,6 +247,7 @@ fn call_arguments_text(body: &str, call: &ToolCall) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_support::{assert_calls, calls};
     use crate::StreamEvent;
     use crate::ToolChoice;
     use serde_json::json;
@@ -260,12 +261,12 @@ mod tests {
         let out = Hermes::default().parse(WORKED, &tools());
         assert_eq!(out.content.as_deref(), Some("I'll look up both."));
         assert_eq!(out.reasoning, None);
-        assert_eq!(
-            out.tool_calls,
-            vec![
-                ToolCall::new("get_weather", json!({"city": "Paris", "unit": "celsius"})),
-                ToolCall::new("get_time", json!({"tz": "Europe/Paris"})),
-            ]
+        assert_calls(
+            &out,
+            &[
+                ("get_weather", json!({"city": "Paris", "unit": "celsius"})),
+                ("get_time", json!({"tz": "Europe/Paris"})),
+            ],
         );
         assert!(out.errors.is_empty());
     }
@@ -273,12 +274,11 @@ mod tests {
     #[test]
     fn render_then_parse_gives_the_calls_back() {
         let h = Hermes::default();
-        let calls = vec![
-            ToolCall::new("get_time", json!({"tz": "UTC"})),
-            ToolCall::new("get_weather", json!({"city": "</tool_call> <tool_call>"})),
-        ];
-        let text = h.render_calls(&calls);
-        assert_eq!(h.parse(&text, &tools()).tool_calls, calls);
+        let calls = calls(&[
+            ("get_time", json!({"tz": "UTC"})),
+            ("get_weather", json!({"city": "</tool_call> <tool_call>"})),
+        ]);
+        crate::test_support::assert_parses_back(&h, &calls, &tools());
     }
 
     #[test]
@@ -315,9 +315,7 @@ mod tests {
         assert_eq!(out.errors.len(), 1);
         assert_eq!(
             out.errors[0].error,
-            ToolParseError::UnknownTool {
-                name: "nope".into()
-            }
+            crate::test_support::unknown_tool("nope")
         );
         assert_eq!(out.content.as_deref(), Some(bad));
         let out = h.parse("<tool_call>\n{\"name\": \"get_time\", \"argu", &ts);
@@ -326,35 +324,26 @@ mod tests {
 
     #[test]
     fn reasoning_is_split_off_and_calls_inside_it_are_not_calls() {
-        let h = Hermes::new(FormatOptions {
-            reasoning: true,
-            ..FormatOptions::default()
-        });
         let text = "<think>\nmaybe <tool_call>{\"name\": \"get_time\"}</tool_call>\n</think>\n\nok";
-        let out = h.parse(text, &tools());
-        assert!(out.tool_calls.is_empty());
-        assert_eq!(out.content.as_deref(), Some("ok"));
-        assert!(out.reasoning.unwrap().starts_with("maybe"));
+        let h = Hermes::new(crate::test_support::with_reasoning());
+        let reasoning = crate::test_support::reasoning_without_calls(&h, text, &tools(), "ok");
+        assert!(reasoning.starts_with("maybe"));
     }
 
     #[test]
     fn a_repeated_name_or_arguments_member_is_malformed() {
         let ts = tools();
         let h = Hermes::default();
-        for (text, msg) in [
-            (
-                "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"a\"}, \"name\": \"get_time\"}\n</tool_call>",
-                "the call gives \"name\" more than once",
-            ),
-            (
-                "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"tz\": \"a\"}, \"arguments\": {\"tz\": \"b\"}}\n</tool_call>",
-                "the call gives its arguments more than once",
-            ),
-            (
-                "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"tz\": \"a\"}, \"parameters\": {\"tz\": \"b\"}}\n</tool_call>",
-                "the call gives its arguments more than once",
-            ),
-        ] {
+        let name_twice = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"a\"}, \"name\": \"get_time\"}\n</tool_call>";
+        // `arguments` twice, or `arguments` and `parameters` (its other spelling).
+        let arguments_twice = [
+            "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"tz\": \"a\"}, \"arguments\": {\"tz\": \"b\"}}\n</tool_call>",
+            "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"tz\": \"a\"}, \"parameters\": {\"tz\": \"b\"}}\n</tool_call>",
+        ];
+        let cases = [(name_twice, "the call gives \"name\" more than once")]
+            .into_iter()
+            .chain(arguments_twice.map(|t| (t, "the call gives its arguments more than once")));
+        for (text, msg) in cases {
             let out = h.parse(text, &ts);
             assert!(out.tool_calls.is_empty(), "{text}");
             assert_eq!(out.errors.len(), 1, "{text}");
@@ -383,9 +372,7 @@ mod tests {
                 StreamEvent::Malformed(crate::MalformedToolCall {
                     text: text.into(),
                     offset: 0,
-                    error: ToolParseError::UnknownTool {
-                        name: "nosuch".into()
-                    },
+                    error: crate::test_support::unknown_tool("nosuch"),
                 }),
             ]
         );

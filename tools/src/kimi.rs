@@ -199,7 +199,7 @@ fn read_call(body: &str, tools: &[Tool], at_end: bool) -> CallRead {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{StreamEvent, StreamingParser};
+    use crate::StreamEvent;
 
     use crate::test_support::city_weather_and_time as tools;
 
@@ -212,16 +212,16 @@ mod tests {
         assert_eq!(
             out.tool_calls,
             vec![
-                ToolCall {
-                    id: Some("functions.get_weather:1".into()),
-                    name: "get_weather".into(),
-                    arguments: json!({"city": "Paris"})
-                },
-                ToolCall {
-                    id: Some("functions.get_time:2".into()),
-                    name: "get_time".into(),
-                    arguments: json!({"tz": "Europe/Paris"})
-                },
+                crate::test_support::call_with_id(
+                    "functions.get_weather:1",
+                    "get_weather",
+                    json!({"city": "Paris"})
+                ),
+                crate::test_support::call_with_id(
+                    "functions.get_time:2",
+                    "get_time",
+                    json!({"tz": "Europe/Paris"})
+                ),
             ]
         );
         assert!(out.errors.is_empty());
@@ -237,14 +237,15 @@ mod tests {
     #[test]
     fn render_keeps_ids_and_parses_back() {
         let f = KimiK2::default();
-        let calls = vec![
-            ToolCall {
-                id: Some("functions.get_time:7".into()),
-                name: "get_time".into(),
-                arguments: json!({"tz": "<|tool_call_end|><|tool_calls_section_end|>"}),
-            },
-            ToolCall::new("get_weather", json!({"city": "Oslo"})),
-        ];
+        // The first call keeps its id; the second, without one, is numbered.
+        let mut calls = crate::test_support::calls(&[
+            (
+                "get_time",
+                json!({"tz": "<|tool_call_end|><|tool_calls_section_end|>"}),
+            ),
+            ("get_weather", json!({"city": "Oslo"})),
+        ]);
+        calls[0].id = Some("functions.get_time:7".into());
         let text = f.render_calls(&calls);
         let out = f.parse(&text, &tools());
         assert_eq!(out.tool_calls[0], calls[0]);
@@ -270,14 +271,11 @@ mod tests {
 
     #[test]
     fn streaming_agrees_with_whole_parse() {
-        let f = KimiK2::default();
-        let ts = tools();
-        let mut p = StreamingParser::new(&f, &ts);
-        let mut ev = p.push("Checking both.<|tool_calls_sec");
-        assert_eq!(ev, vec![StreamEvent::Content("Checking both.".into())]);
-        ev.extend(p.push(&WORKED["Checking both.<|tool_calls_sec".len()..]));
-        ev.extend(p.finish());
-        let ends = crate::test_support::ended_calls(&ev);
+        let (f, ts) = (KimiK2::default(), tools());
+        let cut = "Checking both.<|tool_calls_sec".len();
+        let (first, all) = crate::test_support::stream_cut_at(&f, &ts, WORKED, cut);
+        assert_eq!(first, [StreamEvent::Content("Checking both.".into())]);
+        let ends = crate::test_support::ended_calls(&all);
         assert_eq!(ends, f.parse(WORKED, &ts).tool_calls);
     }
 
@@ -293,21 +291,12 @@ mod tests {
 
     #[test]
     fn adversarial_reasoning_and_invalid_json() {
-        let f = KimiK2::new(FormatOptions {
-            reasoning: true,
-            ..FormatOptions::default()
-        });
+        let f = KimiK2::new(crate::test_support::with_reasoning());
         let text = "<think>try <|tool_calls_section_begin|><|tool_call_begin|>functions.get_time:0<|tool_call_argument_begin|>{\"tz\": \"UTC\"}<|tool_call_end|><|tool_calls_section_end|></think>fine";
-        let out = f.parse(text, &tools());
-        assert!(out.tool_calls.is_empty());
-        assert_eq!(out.content.as_deref(), Some("fine"));
+        crate::test_support::reasoning_without_calls(&f, text, &tools(), "fine");
         let text = "<|tool_calls_section_begin|><|tool_call_begin|>functions.get_time:0<|tool_call_argument_begin|>{\"tz\": UTC}<|tool_call_end|><|tool_calls_section_end|>";
         let out = KimiK2::default().parse(text, &tools());
-        assert!(out.tool_calls.is_empty());
-        assert!(matches!(
-            out.errors[0].error,
-            ToolParseError::InvalidJson(_)
-        ));
+        crate::test_support::assert_invalid_json_and_no_calls(&out);
         assert!(out.content.unwrap().contains("{\"tz\": UTC}"));
     }
 }

@@ -351,35 +351,13 @@ fn read_builtin(s: &str, tools: &[Tool], at_end: bool) -> Step {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_support::assert_streams_as_whole;
     use crate::ToolChoice;
 
-    fn tools() -> Vec<Tool> {
-        Tool::list_from_openai(&json!([
-            {"type": "function", "function": {"name": "get_time", "parameters": {
-                "type": "object", "properties": {"tz": {"type": "string"}}, "required": ["tz"]}}},
-            {"type": "function", "function": {"name": "brave_search", "parameters": {
-                "type": "object", "properties": {"query": {"type": "string"}},
-                "required": ["query"]}}}
-        ]))
-        .unwrap()
-    }
+    use crate::test_support::time_and_search as tools;
 
     #[test]
-    fn both_forms_stream_as_they_parse() {
-        let f = Llama3FunctionTag::default();
-        let ts = tools();
-        for text in [
-            "<function=get_time>{\"tz\": \"UTC\"}</function><|eom_id|>",
-            "Let me see. <function=get_time>{\"tz\": \"</function>\"}</function> ok<|eot_id|>",
-            "<|python_tag|>brave_search.call(query=\"a, b\")<|eom_id|>",
-            "<|python_tag|>print(1)<|eom_id|>",
-            "<function=nope>{}</function><function=get_time>{\"tz\": \"X\"}",
-            "<function=get_time>{\"tz\": 1,}</function>",
-        ] {
-            assert_streams_as_whole(&f, text, &ts);
-        }
-        let out = f.parse("<|python_tag|>print(1)<|eom_id|>", &ts);
+    fn builtin_code_that_is_not_a_call_is_an_error_kept_in_content() {
+        let out = Llama3FunctionTag::default().parse("<|python_tag|>print(1)<|eom_id|>", &tools());
         assert!(out.tool_calls.is_empty());
         assert_eq!(out.errors.len(), 1);
         assert_eq!(out.content.as_deref(), Some("<|python_tag|>print(1)"));

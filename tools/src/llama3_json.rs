@@ -324,6 +324,7 @@ fn indented_json(value: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_support::assert_calls;
     use serde_json::json;
 
     use crate::test_support::weather_and_time as tools;
@@ -333,12 +334,9 @@ mod tests {
         let text = "<|python_tag|>{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\", \"unit\": \"celsius\"}}<|eom_id|>";
         let out = Llama3Json::default().parse(text, &tools());
         assert_eq!(out.content, None);
-        assert_eq!(
-            out.tool_calls,
-            vec![ToolCall::new(
-                "get_weather",
-                json!({"city": "Paris", "unit": "celsius"})
-            )]
+        assert_calls(
+            &out,
+            &[("get_weather", json!({"city": "Paris", "unit": "celsius"}))],
         );
         assert!(out.errors.is_empty());
     }
@@ -353,27 +351,11 @@ mod tests {
     }
 
     #[test]
-    fn python_tag_before_a_call_is_never_streamed_as_content() {
-        // A complete `<|python_tag|>` at the end of what has arrived may belong to a call
-        // that follows: held back, as the whole-output parse drops it.
-        let f = Llama3Json::default();
-        let ts = tools();
-        for text in [
-            "<|python_tag|>{\"name\": \"get_time\", \"parameters\": {\"tz\": \"UTC\"}}",
-            "Hi <|python_tag|> {\"name\": \"get_time\", \"parameters\": {\"tz\": \"UTC\"}}",
-            "Hi <|python_tag|> there<|eot_id|>",
-        ] {
-            crate::test_support::assert_streams_as_whole(&f, text, &ts);
-        }
-    }
-
-    #[test]
     fn a_repeated_name_is_decided_by_the_members_as_written() {
         // The partial parse saw a call (first `name` a string); the whole parse used to
         // read the JSON value, whose last `name` is not a string, and call it prose,
         // shifting the next call into the streamed call's index.
-        let f = Llama3Json::default();
-        let ts = tools();
+        let (f, ts) = (Llama3Json::default(), tools());
         let text = "{\"name\": \"get_time\", \"name\": 1, \"parameters\": {}} {\"name\": \"get_weather\", \"parameters\": {\"city\": \"P\"}}";
         let out = f.parse(text, &ts);
         assert_eq!(out.tool_calls.len(), 1);

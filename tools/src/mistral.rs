@@ -399,17 +399,18 @@ fn read_name_args(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{StreamEvent, StreamingParser};
+    use crate::test_support::{assert_calls, calls};
+    use crate::StreamEvent;
 
     use crate::test_support::city_weather_and_time as tools;
 
     const WORKED: &str = "Checking both.[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Paris\"}[TOOL_CALLS]get_time[ARGS]{\"tz\": \"Europe/Paris\"}";
 
     fn worked_calls() -> Vec<ToolCall> {
-        vec![
-            ToolCall::new("get_weather", json!({"city": "Paris"})),
-            ToolCall::new("get_time", json!({"tz": "Europe/Paris"})),
-        ]
+        calls(&[
+            ("get_weather", json!({"city": "Paris"})),
+            ("get_time", json!({"tz": "Europe/Paris"})),
+        ])
     }
 
     #[test]
@@ -439,11 +440,11 @@ mod tests {
     #[test]
     fn render_then_parse_both_shapes() {
         let calls = vec![
-            ToolCall {
-                id: Some("abcDEF123".into()),
-                name: "get_time".into(),
-                arguments: json!({"tz": "[TOOL_CALLS]x[ARGS]{}"}),
-            },
+            crate::test_support::call_with_id(
+                "abcDEF123",
+                "get_time",
+                json!({"tz": "[TOOL_CALLS]x[ARGS]{}"}),
+            ),
             ToolCall::new("get_weather", json!({"city": "] }"})),
         ];
         let f = Mistral::array();
@@ -470,25 +471,18 @@ mod tests {
         let out = f.parse("[TOOL_CALLS]nope[ARGS]{}", &tools());
         assert_eq!(
             out.errors[0].error,
-            ToolParseError::UnknownTool {
-                name: "nope".into()
-            }
+            crate::test_support::unknown_tool("nope")
         );
         assert_eq!(out.content.as_deref(), Some("[TOOL_CALLS]nope[ARGS]{}"));
         let out = f.parse("[TOOL_CALLS]get_time[ARGS]{\"tz\": ]", &tools());
-        assert!(matches!(
-            out.errors[0].error,
-            ToolParseError::InvalidJson(_)
-        ));
-        assert!(out.tool_calls.is_empty());
+        crate::test_support::assert_invalid_json_and_no_calls(&out);
     }
 
     #[test]
     fn a_call_without_a_name_is_malformed_with_its_text() {
         // `[TOOL_CALLS][ARGS]` was read as the start of a JSON array and lost its marker
         // text: it is a v11+ call with an empty name, reported with all of its text.
-        let f = Mistral::default();
-        let ts = tools();
+        let (f, ts) = (Mistral::default(), tools());
         let out = f.parse("[TOOL_CALLS][ARGS]x", &ts);
         assert!(out.tool_calls.is_empty());
         assert_eq!(out.errors.len(), 1);
@@ -512,28 +506,16 @@ mod tests {
         assert_eq!(out.content.as_deref(), Some("[TOOL_CALLS][x"));
         let out = f.parse("[TOOL_CALLS][{\"name\": ", &ts);
         assert_eq!(out.errors[0].text, "[TOOL_CALLS][{\"name\": ");
-        for text in [
-            "[TOOL_CALLS][ARGS]x",
-            "[TOOL_CALLS][ARGS]{\"tz\": \"UTC\"}[TOOL_CALLS]get_time[ARGS]{}",
-            "[TOOL_CALLS][CALL_ID]a1B2c3D4e[ARGS]{} more",
-            "[TOOL_CALLS][x [TOOL_CALLS]get_time[ARGS]{}",
-            "[TOOL_CALLS][{\"name\": ",
-        ] {
-            crate::test_support::assert_streams_as_whole(&f, text, &ts);
-        }
     }
 
     #[test]
     fn streaming_agrees_and_holds_partial_marker() {
         let f = Mistral::default();
         let ts = tools();
-        let mut p = StreamingParser::new(&f, &ts);
-        let mut ev = p.push("Checking both.[TOOL_CA");
-        assert_eq!(ev, vec![StreamEvent::Content("Checking both.".into())]);
-        ev.extend(p.push(&WORKED["Checking both.[TOOL_CA".len()..]));
-        ev.extend(p.finish());
-        let ends = crate::test_support::ended_calls(&ev);
-        assert_eq!(ends, worked_calls());
+        let cut = "Checking both.[TOOL_CA".len();
+        let (first, all) = crate::test_support::stream_cut_at(&f, &ts, WORKED, cut);
+        assert_eq!(first, [StreamEvent::Content("Checking both.".into())]);
+        assert_eq!(crate::test_support::ended_calls(&all), worked_calls());
     }
 
     #[test]
@@ -542,14 +524,6 @@ mod tests {
         // streaming, it is held back until then, not reported cut short.
         let f = Mistral::default();
         let ts = tools();
-        for text in [
-            "[TOOL_CALLS]{\"name\": \"get_weather\", \"arguments\": ]{\"name\": \"x\"} \n more",
-            "[TOOL_CALLS]get_time[ARGS]{\"tz\": ]  x y[TOOL_CALLS]get_time[ARGS]{\"tz\": \"UTC\"}",
-            "[TOOL_CALLS][{\"name\": \"get_time\", \"arguments\": {\"tz\": \"UTC\"}} x  y z",
-            "[TOOL_CALLS][{\"name\": ] \n x[TOOL_CALLS]get_time[ARGS]{}",
-        ] {
-            crate::test_support::assert_streams_as_whole(&f, text, &ts);
-        }
         let out = f.parse("[TOOL_CALLS]get_time[ARGS]{\"tz\": ] x \n", &ts);
         assert_eq!(out.errors[0].text, "[TOOL_CALLS]get_time[ARGS]{\"tz\": ] x");
     }
@@ -573,8 +547,7 @@ mod tests {
     fn a_repeated_arguments_member_makes_an_element_malformed() {
         // The streamed element showed its first arguments (and the final one its
         // first); JSON would keep the last.
-        let f = Mistral::default();
-        let ts = tools();
+        let (f, ts) = (Mistral::default(), tools());
         let text = "[TOOL_CALLS][{\"name\": \"get_time\", \"arguments\": {}, \"arguments\": {\"tz\": \"X\"}}]";
         let out = f.parse(text, &ts);
         assert!(out.tool_calls.is_empty());
@@ -586,10 +559,7 @@ mod tests {
     fn calls_inside_reasoning_are_not_calls() {
         let f = Mistral::new(
             MistralSyntax::NameArgs,
-            FormatOptions {
-                reasoning: true,
-                ..FormatOptions::default()
-            },
+            crate::test_support::with_reasoning(),
         );
         let out = f.parse(
             "[THINK]maybe [TOOL_CALLS]get_time[ARGS]{\"tz\": \"UTC\"}[/THINK]no call",
@@ -619,9 +589,7 @@ mod tests {
             assert_eq!(out.content.as_deref(), Some(content), "{text}");
             assert_eq!(
                 out.errors[0].error,
-                ToolParseError::UnknownTool {
-                    name: "nosuch".into()
-                }
+                crate::test_support::unknown_tool("nosuch")
             );
             assert_eq!(out.errors[0].text, "{\"name\":\"nosuch\",\"arguments\":{}}");
             crate::test_support::assert_streams_as_whole(&f, text, &ts);
@@ -639,10 +607,7 @@ mod tests {
             ),
         ] {
             let out = f.parse(text, &ts);
-            assert_eq!(
-                out.tool_calls,
-                vec![ToolCall::new("get_time", json!({"tz": "UTC"}))]
-            );
+            assert_calls(&out, &[("get_time", json!({"tz": "UTC"}))]);
             assert_eq!(out.content.as_deref(), Some(content), "{text}");
             crate::test_support::assert_streams_as_whole(&f, text, &ts);
         }

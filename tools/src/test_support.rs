@@ -229,15 +229,27 @@ pub(crate) fn weather_and_time() -> Vec<Tool> {
     .unwrap()
 }
 
+/// Test fixture: the tool `name` whose one parameter, `param`, is a required string.
+pub(crate) fn string_tool(name: &str, param: &str) -> Tool {
+    let parameters = json!({"type": "object", "properties": {param: {"type": "string"}},
+        "required": [param]});
+    openai_tool(name, parameters)
+}
+
+/// Test fixture: the tool `name` with the JSON Schema `parameters`, read as OpenAI's
+/// `tools` entries are.
+pub(crate) fn openai_tool(name: &str, parameters: serde_json::Value) -> Tool {
+    Tool::from_openai(&json!({"type": "function", "function": {"name": name,
+        "parameters": parameters}}))
+    .unwrap()
+}
+
 /// Test fixture: `get_weather` (`city`, required) and `get_time` (`tz`, required).
 pub(crate) fn city_weather_and_time() -> Vec<Tool> {
-    Tool::list_from_openai(&json!([
-        {"type": "function", "function": {"name": "get_weather", "parameters": {
-            "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}},
-        {"type": "function", "function": {"name": "get_time", "parameters": {
-            "type": "object", "properties": {"tz": {"type": "string"}}, "required": ["tz"]}}}
-    ]))
-    .unwrap()
+    vec![
+        string_tool("get_weather", "city"),
+        string_tool("get_time", "tz"),
+    ]
 }
 
 /// Test helper: the calls of the `ToolCallEnd` events among `events`, in order.
@@ -261,16 +273,187 @@ pub(crate) fn parse_every_cut(format: &dyn crate::ToolCallFormat, text: &str, to
     }
 }
 
-/// Test strategy: texts of up to 11 pieces, each one of `soup` (6 times in 7) or up to 4
-/// printable ASCII characters — a family's markers and fragments mixed at random.
+/// The pieces [`soup_text`] adds after a family's: a marker prefix, whitespace and text.
+const SOUP_FRAGMENTS: &[&str] = &["<tool_", "\n", "\n", " ", "\r", "é", "Sure."];
+
+/// Test strategy: texts of up to 11 pieces, each one of `soup` then [`SOUP_FRAGMENTS`] (6
+/// times in 7) or up to 4 printable ASCII characters — a family's markers and fragments
+/// mixed at random.
 pub(crate) fn soup_text(
     soup: &'static [&'static str],
 ) -> impl proptest::strategy::Strategy<Value = String> {
     use proptest::prelude::*;
+    let pieces = [soup, SOUP_FRAGMENTS].concat();
     prop::collection::vec(
-        prop_oneof![6 => prop::sample::select(soup).prop_map(String::from),
+        prop_oneof![6 => prop::sample::select(pieces).prop_map(String::from),
                     1 => "[ -~]{0,4}"],
         0..12,
     )
     .prop_map(|v| v.concat())
+}
+
+/// Test helper: the calls `(name, arguments)`, in order, as [`crate::ToolCall`]s.
+pub(crate) fn calls(list: &[(&str, serde_json::Value)]) -> Vec<crate::ToolCall> {
+    list.iter()
+        .map(|(name, args)| crate::ToolCall::new(*name, args.clone()))
+        .collect()
+}
+
+/// Test helper: [`assert_streams_as_whole`] for each of `texts`.
+pub(crate) fn assert_each_streams_as_whole(
+    format: &dyn crate::ToolCallFormat,
+    texts: &[&str],
+    tools: &[Tool],
+) {
+    for text in texts {
+        assert_streams_as_whole(format, text, tools);
+    }
+}
+
+/// Test fixture: the default [`crate::FormatOptions`] with `reasoning` on.
+pub(crate) fn with_reasoning() -> crate::FormatOptions {
+    crate::FormatOptions {
+        reasoning: true,
+        ..crate::FormatOptions::default()
+    }
+}
+
+/// Test helper: `out`'s first error is invalid JSON and it has no calls.
+pub(crate) fn assert_invalid_json_and_no_calls(out: &crate::ParsedOutput) {
+    let first = out.errors.first().map(|e| &e.error);
+    assert!(
+        matches!(first, Some(crate::ToolParseError::InvalidJson(_))),
+        "{first:?}"
+    );
+    assert!(out.tool_calls.is_empty(), "{:?}", out.tool_calls);
+}
+
+/// Test fixture: one tool per name, each taking any object (`{"type": "object"}`).
+pub(crate) fn object_tools(names: &[&str]) -> Vec<Tool> {
+    names
+        .iter()
+        .map(|name| tool_with_properties(name, json!({})))
+        .collect()
+}
+
+/// Test fixture: the tool `name` whose parameters are an object with `properties` (none
+/// required).
+pub(crate) fn tool_with_properties(name: &str, properties: serde_json::Value) -> Tool {
+    let parameters = if properties == json!({}) {
+        json!({"type": "object"})
+    } else {
+        json!({"type": "object", "properties": properties})
+    };
+    openai_tool(name, parameters)
+}
+
+/// Test helper: `text` streamed through `format` in two pushes cut at byte `cut`, then
+/// finished. Returns the events of the first push and all the events.
+pub(crate) fn stream_cut_at(
+    format: &dyn crate::ToolCallFormat,
+    tools: &[Tool],
+    text: &str,
+    cut: usize,
+) -> (Vec<crate::StreamEvent>, Vec<crate::StreamEvent>) {
+    let mut p = crate::StreamingParser::new(format, tools);
+    let first = p.push(&text[..cut]);
+    let mut all = first.clone();
+    all.extend(p.push(&text[cut..]));
+    all.extend(p.finish());
+    (first, all)
+}
+
+/// Test helper: `result` is [`crate::ToolError::Unsupported`] for `format`, with a reason
+/// that quotes each of `needles`.
+pub(crate) fn assert_unsupported<T: std::fmt::Debug>(
+    result: Result<T, crate::ToolError>,
+    format: &str,
+    needles: &[&str],
+) {
+    match result {
+        Err(crate::ToolError::Unsupported { format: f, reason }) => {
+            assert_eq!(f, format);
+            assert!(needles.iter().all(|n| reason.contains(n)), "{reason}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+/// Test helper: `out`'s calls are exactly `want` (`(name, arguments)`, in order).
+pub(crate) fn assert_calls(out: &crate::ParsedOutput, want: &[(&str, serde_json::Value)]) {
+    assert_eq!(out.tool_calls, calls(want));
+}
+
+/// Test helper: the arguments of `out`'s first call are `want`.
+pub(crate) fn assert_first_args(out: &crate::ParsedOutput, want: serde_json::Value) {
+    assert_eq!(out.tool_calls[0].arguments, want);
+}
+
+/// Test helper: the `ToolCallArguments` deltas among `events` joined, in order.
+pub(crate) fn streamed_arguments_text(events: &[crate::StreamEvent]) -> String {
+    let mut text = String::new();
+    for e in events {
+        if let crate::StreamEvent::ToolCallArguments { delta, .. } = e {
+            text.push_str(delta);
+        }
+    }
+    text
+}
+
+/// Test helper: `format` reads `text` with no calls and the content `content` (the calls
+/// in it are inside reasoning). Returns its reasoning (empty where it has none).
+pub(crate) fn reasoning_without_calls(
+    format: &dyn crate::ToolCallFormat,
+    text: &str,
+    tools: &[Tool],
+    content: &str,
+) -> String {
+    let out = format.parse(text, tools);
+    assert!(out.tool_calls.is_empty(), "{text}: {:?}", out.tool_calls);
+    assert_eq!(out.content.as_deref(), Some(content), "{text}");
+    out.reasoning.unwrap_or_default()
+}
+
+/// Test fixture: `get_time` (`tz`, required) and `brave_search` (`query`, required), the
+/// tools of the Llama 3 function-tag tests.
+pub(crate) fn time_and_search() -> Vec<Tool> {
+    vec![
+        string_tool("get_time", "tz"),
+        string_tool("brave_search", "query"),
+    ]
+}
+
+/// Test support: the structural tag `format` writes for `tools` under
+/// `tool_choice: required` (parallel calls allowed), compiled by [`compile_on_ascii`].
+pub(crate) fn compile_required_on_ascii(
+    format: &dyn crate::ToolCallFormat,
+    tools: &[Tool],
+) -> std::sync::Arc<tokensieve::CompiledGrammar> {
+    let tag = format
+        .structural_tag(tools, &crate::ToolChoice::Required, true)
+        .unwrap();
+    compile_on_ascii(&tag)
+}
+
+/// Test helper: the call `name` with `arguments` and the id `id`.
+pub(crate) fn call_with_id(id: &str, name: &str, arguments: serde_json::Value) -> crate::ToolCall {
+    crate::ToolCall {
+        id: Some(id.into()),
+        ..crate::ToolCall::new(name, arguments)
+    }
+}
+
+/// Test helper: the error of a call to the tool `name`, which is not offered.
+pub(crate) fn unknown_tool(name: &str) -> crate::ToolParseError {
+    crate::ToolParseError::UnknownTool { name: name.into() }
+}
+
+/// Test helper: `calls` rendered by `format` parse back to exactly `calls`.
+pub(crate) fn assert_parses_back(
+    format: &dyn crate::ToolCallFormat,
+    calls: &[crate::ToolCall],
+    tools: &[Tool],
+) {
+    let text = format.render_calls(calls);
+    assert_eq!(format.parse(&text, tools).tool_calls, calls, "{text}");
 }

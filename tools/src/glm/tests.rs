@@ -1,7 +1,7 @@
 //! Unit tests of the glm family.
 
 use super::*;
-use crate::ToolChoice;
+use crate::test_support::{assert_calls, assert_first_args, calls};
 use crate::{StreamEvent, StreamingParser};
 
 fn tools() -> Vec<Tool> {
@@ -22,19 +22,16 @@ const WORKED: &str = "<think>Both need tools.</think>\nLet me check.\n<tool_call
 
 #[test]
 fn parses_the_worked_example() {
-    let f = Glm::glm45(FormatOptions {
-        reasoning: true,
-        ..FormatOptions::default()
-    });
+    let f = Glm::glm45(crate::test_support::with_reasoning());
     let out = f.parse(WORKED, &tools());
     assert_eq!(out.reasoning.as_deref(), Some("Both need tools."));
     assert_eq!(out.content.as_deref(), Some("Let me check."));
-    assert_eq!(
-        out.tool_calls,
-        vec![
-            ToolCall::new("get_weather", json!({"city": "Paris"})),
-            ToolCall::new("get_time", json!({"tz": "Europe/Paris"})),
-        ]
+    assert_calls(
+        &out,
+        &[
+            ("get_weather", json!({"city": "Paris"})),
+            ("get_time", json!({"tz": "Europe/Paris"})),
+        ],
     );
     // The 4.7 reader is the same: it reads 4.5 output too.
     assert_eq!(
@@ -51,15 +48,15 @@ fn glm47_zero_argument_and_typed_values() {
     let text = "<tool_call>get_current_time</tool_call><tool_call>get_weather<arg_key>city</arg_key><arg_value>10</arg_value><arg_key>days</arg_key><arg_value>3</arg_value><arg_key>hours</arg_key><arg_value>[1, 2]</arg_value><arg_key>x</arg_key><arg_value>true</arg_value></tool_call>";
     let out = f.parse(text, &tools());
     assert!(out.errors.is_empty(), "{:?}", out.errors);
-    assert_eq!(
-        out.tool_calls,
-        vec![
-            ToolCall::new("get_current_time", json!({})),
-            ToolCall::new(
+    assert_calls(
+        &out,
+        &[
+            ("get_current_time", json!({})),
+            (
                 "get_weather",
-                json!({"city": "10", "days": 3, "hours": [1, 2], "x": true})
+                json!({"city": "10", "days": 3, "hours": [1, 2], "x": true}),
             ),
-        ]
+        ],
     );
     let calls = out.tool_calls;
     assert_eq!(f.parse(&f.render_calls(&calls), &tools()).tool_calls, calls);
@@ -67,14 +64,11 @@ fn glm47_zero_argument_and_typed_values() {
 
 #[test]
 fn markers_inside_values_and_reasoning() {
-    let f = Glm::glm45(FormatOptions {
-        reasoning: true,
-        ..FormatOptions::default()
-    });
-    let calls = vec![ToolCall::new(
+    let f = Glm::glm45(crate::test_support::with_reasoning());
+    let calls = calls(&[(
         "get_weather",
         json!({"city": "a </arg_value> b <tool_call>x</tool_call>"}),
-    )];
+    )]);
     let text = format!(
         "<think>try <tool_call>get_time\n<arg_key>tz</arg_key>\n<arg_value>UTC</arg_value>\n</tool_call></think>\n{}",
         f.render_calls(&calls)
@@ -92,9 +86,7 @@ fn unknown_tool_and_unterminated_are_errors() {
     let out = f.parse(&format!("Hi.\n{bad}"), &tools());
     assert_eq!(
         out.errors[0].error,
-        ToolParseError::UnknownTool {
-            name: "nope".into()
-        }
+        crate::test_support::unknown_tool("nope")
     );
     assert_eq!(out.content.unwrap(), format!("Hi.\n{bad}"));
     let cut = "<tool_call>get_time\n<arg_key>tz</arg_key>\n<arg_value>UT";
@@ -106,57 +98,43 @@ fn unknown_tool_and_unterminated_are_errors() {
         "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>x</arg_value>\n<arg_key>hours</arg_key>\n<arg_value>[1, </arg_value>\n</tool_call>",
         &tools(),
     );
-    assert_eq!(
-        out.tool_calls[0].arguments,
-        json!({"city": "x", "hours": "[1, "})
-    );
+    assert_first_args(&out, json!({"city": "x", "hours": "[1, "}));
 }
 
 #[test]
 fn streaming_holds_back_and_reads_several_calls_in_one_chunk() {
-    let f = Glm::default();
-    let ts = tools();
+    let (f, ts) = (Glm::default(), tools());
+    // The worked example without its reasoning, cut inside `<tool_call>`.
+    let head = "Let me check.\n<tool_";
+    let skip = "<think>Both need tools.</think>\n".len() + head.len();
+    let text = format!("{head}{}", &WORKED[skip..]);
+    let (first, all) = crate::test_support::stream_cut_at(&f, &ts, &text, head.len());
+    assert_eq!(first, [StreamEvent::Content("Let me check.".into())]);
+    assert_eq!(crate::test_support::ended_calls(&all).len(), 2);
+    // A value cut inside its closing tag streams whole.
     let mut p = StreamingParser::new(&f, &ts);
-    assert_eq!(
-        p.push("Let me check.\n<tool_"),
-        vec![StreamEvent::Content("Let me check.".into())]
-    );
-    let mut ev = p.push(&WORKED["<think>Both need tools.</think>\nLet me check.\n<tool_".len()..]);
-    ev.extend(p.finish());
-    let ends = crate::test_support::ended_calls(&ev);
-    assert_eq!(ends.len(), 2);
-    let mut p = StreamingParser::new(&f, &ts);
-    let mut args = String::new();
-    for chunk in [
+    let chunks = [
         "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Pa",
         "ris</arg_val",
         "ue>\n</tool_call>",
-    ] {
-        for e in p.push(chunk) {
-            if let StreamEvent::ToolCallArguments { delta, .. } = e {
-                args.push_str(&delta);
-            }
-        }
-    }
+    ];
+    let events: Vec<StreamEvent> = chunks.iter().flat_map(|c| p.push(c)).collect();
+    let args = crate::test_support::streamed_arguments_text(&events);
     assert_eq!(args, "{\"city\": \"Paris\"}");
 }
 
 #[test]
 fn glm4_name_and_json() {
-    let f = Glm4::default();
-    let ts = tools();
+    let (f, ts) = (Glm4::default(), tools());
     let out = f.parse("get_time\n{\"tz\": \"UTC\"}", &ts);
-    assert_eq!(
-        out.tool_calls,
-        vec![ToolCall::new("get_time", json!({"tz": "UTC"}))]
-    );
+    assert_calls(&out, &[("get_time", json!({"tz": "UTC"}))]);
     let out = f.parse("\nIt is sunny.", &ts);
     assert_eq!(out.content.as_deref(), Some("It is sunny."));
     assert!(out.tool_calls.is_empty());
-    let calls = vec![
-        ToolCall::new("get_time", json!({"tz": "UTC"})),
-        ToolCall::new("get_weather", json!({"city": "Oslo"})),
-    ];
+    let calls = calls(&[
+        ("get_time", json!({"tz": "UTC"})),
+        ("get_weather", json!({"city": "Oslo"})),
+    ]);
     assert_eq!(f.parse(&f.render_calls(&calls), &ts).tool_calls, calls);
     let out = f.parse("nope\n{}", &ts);
     assert!(matches!(
@@ -184,7 +162,8 @@ fn bad_input_never_panics() {
     }
 }
 
-/// GLM markers, names, values and fragments, for random texts.
+/// GLM markers, names, values and fragments, for random texts (with the fragments
+/// `soup_text` adds).
 const SOUP: &[&str] = &[
     "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n</tool_call>",
     "<tool_call>get_time<arg_key>tz</arg_key><arg_value>UTC</arg_value></tool_call>",
@@ -226,13 +205,6 @@ const SOUP: &[&str] = &[
     "</",
     "<arg",
     "</arg_",
-    "<tool_",
-    "\n",
-    "\n",
-    " ",
-    "\r",
-    "é",
-    "Sure.",
 ];
 
 /// How GLM-4 outputs start: a call, part of one, or text.
@@ -344,7 +316,7 @@ fn glm4_name_line_ending_in_carriage_return() {
     let text = "get_time\r\n{\"tz\": \"UTC\"}";
     assert_eq!(
         f.parse(text, &tools()).tool_calls,
-        vec![ToolCall::new("get_time", json!({"tz": "UTC"}))]
+        calls(&[("get_time", json!({"tz": "UTC"}))])
     );
     crate::test_support::check_streams_as_whole(&f, &tools(), text).unwrap();
 }
@@ -356,8 +328,7 @@ fn ref_string_enums_render_as_the_grammar_writes_them() {
         Glm::glm45(FormatOptions::default()),
         Glm::glm47(FormatOptions::default()),
     ] {
-        let tag = f.structural_tag(&ts, &ToolChoice::Required, true).unwrap();
-        let g = crate::test_support::compile_on_ascii(&tag);
+        let g = crate::test_support::compile_required_on_ascii(&f, &ts);
         for args in [
             json!({"unit": "celsius", "level": "1"}),
             json!({"unit": "fahrenheit", "level": "true", "note": "3"}),
@@ -370,21 +341,16 @@ fn ref_string_enums_render_as_the_grammar_writes_them() {
 #[test]
 fn strings_of_mixed_schemas_render_as_the_grammar_writes_them() {
     use crate::qwen3_coder::tests::{mixed_string_calls, mixed_string_tools};
-    use tokensieve::GrammarMatcher;
     let ts = mixed_string_tools();
     for f in [
         Glm::glm45(FormatOptions::default()),
         Glm::glm47(FormatOptions::default()),
     ] {
-        let tag = f.structural_tag(&ts, &ToolChoice::Required, true).unwrap();
-        let g = crate::test_support::compile_on_ascii(&tag);
+        let g = crate::test_support::compile_required_on_ascii(&f, &ts);
         for args in mixed_string_calls() {
             let call = ToolCall::new("paint", args);
-            let text = f.try_render_calls(std::slice::from_ref(&call)).unwrap();
-            let mut m = GrammarMatcher::new(g.clone());
-            assert!(m.accept_string(&text) && m.is_completed(), "{text}");
-            assert_eq!(f.parse(&text, &ts).tool_calls, vec![call], "{text}");
-            crate::test_support::assert_streams_as_whole(&f, &text, &ts);
+            f.try_render_calls(std::slice::from_ref(&call)).unwrap();
+            crate::test_support::assert_round_trips(&f, &g, &call, &ts);
         }
         let call = ToolCall::new("paint", json!({"label": "null", "id": "42"}));
         assert_eq!(

@@ -1,6 +1,7 @@
 //! Unit tests of the pythonic family.
 
 use super::*;
+use crate::test_support::{assert_calls, assert_first_args, calls};
 use crate::ToolChoice;
 
 fn tools() -> Vec<Tool> {
@@ -42,12 +43,12 @@ fn parses_the_worked_example() {
     let out = Pythonic::default().parse(text, &tools());
     assert_eq!(out.content, None);
     assert!(out.errors.is_empty());
-    assert_eq!(
-        out.tool_calls,
-        vec![
-            ToolCall::new("get_weather", json!({"city": "Paris", "unit": "celsius"})),
-            ToolCall::new("get_time", json!({"tz": "Europe/Paris"})),
-        ]
+    assert_calls(
+        &out,
+        &[
+            ("get_weather", json!({"city": "Paris", "unit": "celsius"})),
+            ("get_time", json!({"tz": "Europe/Paris"})),
+        ],
     );
 }
 
@@ -56,10 +57,7 @@ fn literals_convert_to_json() {
     let text = r#"[get_weather(city='a\'b\n\x41\u00e9', days=-3, unit=None), get_time(tz={'k': [True, false, null, 1.5e3, "x"]})]"#;
     let out = Pythonic::new(FormatOptions::default()).parse(text, &[]);
     assert!(out.errors.is_empty(), "{:?}", out.errors);
-    assert_eq!(
-        out.tool_calls[0].arguments,
-        json!({"city": "a'b\nAé", "days": -3, "unit": null})
-    );
+    assert_first_args(&out, json!({"city": "a'b\nAé", "days": -3, "unit": null}));
     assert_eq!(
         out.tool_calls[1].arguments,
         json!({"tz": {"k": [true, false, null, 1500.0, "x"]}})
@@ -69,15 +67,14 @@ fn literals_convert_to_json() {
 #[test]
 fn render_round_trips() {
     let f = Pythonic::default();
-    let calls = vec![
-        ToolCall::new(
+    let calls = calls(&[
+        (
             "get_weather",
             json!({"city": "it's \"q\" \\ ] )", "days": 3}),
         ),
-        ToolCall::new("get_time", json!({"tz": "東\n"})),
-    ];
-    let text = f.render_calls(&calls);
-    assert_eq!(f.parse(&text, &tools()).tool_calls, calls);
+        ("get_time", json!({"tz": "東\n"})),
+    ]);
+    crate::test_support::assert_parses_back(&f, &calls, &tools());
 }
 
 #[test]
@@ -91,9 +88,7 @@ fn positional_and_unknown_are_errors() {
     assert_eq!(out.tool_calls.len(), 1);
     assert_eq!(
         out.errors[0].error,
-        ToolParseError::UnknownTool {
-            name: "nope".into()
-        }
+        crate::test_support::unknown_tool("nope")
     );
     let out = f.parse("[1] is a citation", &tools());
     assert!(out.tool_calls.is_empty() && out.errors.is_empty());
@@ -112,12 +107,8 @@ fn bare_calls_when_asked() {
 
 #[test]
 fn a_cut_off_call_after_a_complete_one_is_an_error() {
-    let ts = Tool::list_from_openai(&json!([
-        {"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}},
-        {"type": "function", "function": {"name": "g", "parameters": {"type": "object"}}}
-    ]))
-    .unwrap();
-    let f_call = vec![ToolCall::new("f", json!({"a": 1}))];
+    let ts = crate::test_support::object_tools(&["f", "g"]);
+    let f_call = calls(&[("f", json!({"a": 1}))]);
     let cases: [(Pythonic, &str, &str, usize); 5] = [
         (Pythonic::default(), "[f(a=1), g(b=", "g(b=", 9),
         (Pythonic::default(), "[f(a=1), g", "g", 9),
@@ -215,11 +206,8 @@ fn from_types_with_an_unsigned_field_builds_a_tag() {
 
 #[test]
 fn names_the_syntax_cannot_carry_are_refused_naming_the_character() {
-    let tool = |name: &str| {
-        Tool::from_openai(&json!({"type": "function", "function": {"name": name,
-            "parameters": {"type": "object", "properties": {"x": {"type": "integer"}}}}}))
-        .unwrap()
-    };
+    let tool =
+        |name| crate::test_support::tool_with_properties(name, json!({"x": {"type": "integer"}}));
     let f = Pythonic::default();
     for (name, ch) in [
         ("get-weather", '-'),
@@ -227,14 +215,9 @@ fn names_the_syntax_cannot_carry_are_refused_naming_the_character() {
         ("a..b", '.'),
         ("1st", '1'),
     ] {
-        match f.structural_tag(&[tool(name)], &ToolChoice::Required, true) {
-            Err(ToolError::Unsupported { format, reason }) => {
-                assert_eq!(format, "pythonic");
-                assert!(reason.contains(&format!("{name:?}")), "{reason}");
-                assert!(reason.contains(&format!("{ch:?}")), "{reason}");
-            }
-            other => panic!("{name}: {other:?}"),
-        }
+        let tag = f.structural_tag(&[tool(name)], &ToolChoice::Required, true);
+        let quoted = [format!("{name:?}"), format!("{ch:?}")];
+        crate::test_support::assert_unsupported(tag, "pythonic", &[&quoted[0], &quoted[1]]);
     }
     // A dotted name round-trips.
     let ts = vec![tool("a.b")];
@@ -263,7 +246,7 @@ fn extreme_numbers_round_trip_and_fit_the_grammar() {
         (json!(0), json!(-1.7976931348623157e308)),
     ];
     for (i, x) in values {
-        let calls = vec![ToolCall::new("f", json!({"i": i, "x": x}))];
+        let calls = calls(&[("f", json!({"i": i, "x": x}))]);
         let text = f.render_calls(&calls);
         assert_eq!(f.parse(&text, &ts).tool_calls, calls, "{text}");
         let mut m = GrammarMatcher::new(g.clone());
@@ -276,8 +259,5 @@ fn extreme_numbers_round_trip_and_fit_the_grammar() {
     // Beyond `f64`: clamped, not an error (the grammar allows 3-digit exponents).
     let out = f.parse("[f(x=89389218700677833022e450, i=-9e999)]", &ts);
     assert!(out.errors.is_empty(), "{:?}", out.errors);
-    assert_eq!(
-        out.tool_calls,
-        vec![ToolCall::new("f", json!({"x": 1e308, "i": -1e308}))]
-    );
+    assert_calls(&out, &[("f", json!({"x": 1e308, "i": -1e308}))]);
 }

@@ -1,6 +1,7 @@
 //! Unit tests of the qwen3_coder family.
 
 use super::*;
+use crate::test_support::{assert_calls, assert_first_args, calls};
 use crate::{StreamEvent, StreamingParser, ToolChoice};
 
 fn tools() -> Vec<Tool> {
@@ -23,20 +24,14 @@ const WORKED: &str = "I'll check the forecast.\n\n<tool_call>\n<function=get_wea
 fn parses_the_worked_example() {
     let out = Qwen3Coder::default().parse(WORKED, &tools());
     assert_eq!(out.content.as_deref(), Some("I'll check the forecast."));
-    assert_eq!(
-        out.tool_calls,
-        vec![ToolCall::new(
-            "get_weather",
-            json!({"city": "Paris", "days": 3})
-        )]
+    assert_calls(
+        &out,
+        &[("get_weather", json!({"city": "Paris", "days": 3}))],
     );
     assert!(out.errors.is_empty());
     // Without a schema `days` stays text.
     let out = Qwen3Coder::default().parse(WORKED, &[]);
-    assert_eq!(
-        out.tool_calls[0].arguments,
-        json!({"city": "Paris", "days": "3"})
-    );
+    assert_first_args(&out, json!({"city": "Paris", "days": "3"}));
 }
 
 #[test]
@@ -44,24 +39,21 @@ fn python_spellings_and_bad_values() {
     let text = "<tool_call>\n<function=get_weather>\n<parameter=city>\nNone\n</parameter>\n<parameter=detail>\nTrue\n</parameter>\n<parameter=days>\n2026-01-15\n</parameter>\n<parameter=hours>\n[1, 2]\n</parameter>\n</function>\n</tool_call>";
     let out = Qwen3Coder::default().parse(text, &tools());
     assert!(out.errors.is_empty(), "{:?}", out.errors);
-    assert_eq!(
-        out.tool_calls[0].arguments,
-        json!({"city": "None", "detail": true, "days": "2026-01-15", "hours": [1, 2]})
+    assert_first_args(
+        &out,
+        json!({"city": "None", "detail": true, "days": "2026-01-15", "hours": [1, 2]}),
     );
     // vLLM's rule: a `</parameter>` followed by an undeclared `<parameter=` is text, so
     // an undeclared parameter after a declared one stays inside its value.
     let text = "<tool_call>\n<function=get_time>\n<parameter=tz>\nUTC\n</parameter>\n<parameter=extra>\n5\n</parameter>\n</function>\n</tool_call>";
     let out = Qwen3Coder::default().parse(text, &tools());
-    assert_eq!(
-        out.tool_calls[0].arguments,
-        json!({"tz": "UTC\n</parameter>\n<parameter=extra>\n5"})
+    assert_first_args(
+        &out,
+        json!({"tz": "UTC\n</parameter>\n<parameter=extra>\n5"}),
     );
     // First, or for a tool without a schema, it is a parameter (kept as text).
     let out = Qwen3Coder::default().parse(text, &[]);
-    assert_eq!(
-        out.tool_calls[0].arguments,
-        json!({"tz": "UTC", "extra": "5"})
-    );
+    assert_first_args(&out, json!({"tz": "UTC", "extra": "5"}));
 }
 
 #[test]
@@ -69,24 +61,20 @@ fn closing_tags_inside_values() {
     let f = Qwen3Coder::default();
     let ts = tools();
     let city = "a </parameter> b\n</parameter>\nc </function></tool_call> <tool_call>";
-    let calls = vec![
-        ToolCall::new("get_weather", json!({"city": city, "days": 2})),
-        ToolCall::new("get_time", json!({"tz": "<parameter=x>\n"})),
-    ];
-    let text = f.render_calls(&calls);
-    assert_eq!(f.parse(&text, &ts).tool_calls, calls);
+    let calls = calls(&[
+        ("get_weather", json!({"city": city, "days": 2})),
+        ("get_time", json!({"tz": "<parameter=x>\n"})),
+    ]);
+    crate::test_support::assert_parses_back(&f, &calls, &ts);
 }
 
 #[test]
 fn missing_close_and_missing_wrapper_are_tolerated() {
     let text = "<function=get_weather>\n<parameter=city>\nParis\n<parameter=days>\n3\n</function>";
     let out = Qwen3Coder::default().parse(text, &tools());
-    assert_eq!(
-        out.tool_calls,
-        vec![ToolCall::new(
-            "get_weather",
-            json!({"city": "Paris", "days": 3})
-        )]
+    assert_calls(
+        &out,
+        &[("get_weather", json!({"city": "Paris", "days": 3}))],
     );
     assert_eq!(out.content, None);
 }
@@ -119,15 +107,10 @@ fn unknown_tool_and_unterminated_calls_are_errors_kept_in_content() {
 
 #[test]
 fn reasoning_hides_calls() {
-    let f = Qwen3Coder::new(FormatOptions {
-        reasoning: true,
-        ..FormatOptions::default()
-    });
+    let f = Qwen3Coder::new(crate::test_support::with_reasoning());
     let text = "<think>\nmaybe <tool_call>\n<function=get_time>\n<parameter=tz>\nUTC\n</parameter>\n</function>\n</tool_call>\n</think>\n\nok";
-    let out = f.parse(text, &tools());
-    assert!(out.tool_calls.is_empty());
-    assert_eq!(out.content.as_deref(), Some("ok"));
-    assert!(out.reasoning.unwrap().contains("<function=get_time>"));
+    let reasoning = crate::test_support::reasoning_without_calls(&f, text, &tools(), "ok");
+    assert!(reasoning.contains("<function=get_time>"));
 }
 
 #[test]
@@ -135,32 +118,21 @@ fn streams_string_values_and_holds_back_partial_markers() {
     let f = Qwen3Coder::default();
     let ts = tools();
     let mut p = StreamingParser::new(&f, &ts);
+    let first = p.push("I'll check the forecast.\n\n<tool_");
     assert_eq!(
-        p.push("I'll check the forecast.\n\n<tool_"),
-        vec![StreamEvent::Content("I'll check the forecast.".into())]
+        first,
+        [StreamEvent::Content("I'll check the forecast.".into())]
     );
     let mut all = Vec::new();
     all.extend(p.push("call>\n<function=get_weather>\n<parameter=city>\nPa"));
     all.extend(p.push("ris\n</param"));
-    let args: String = all
-        .iter()
-        .filter_map(|e| match e {
-            StreamEvent::ToolCallArguments { delta, .. } => Some(delta.as_str()),
-            _ => None,
-        })
-        .collect();
+    let args = crate::test_support::streamed_arguments_text(&all);
     assert_eq!(args, "{\"city\": \"Paris");
     all.extend(p.push("eter>\n<parameter=days>\n3\n</parameter>\n</function>\n</tool_call>"));
     all.extend(p.finish());
     let ends = crate::test_support::ended_calls(&all);
     assert_eq!(ends, vec![f.parse(WORKED, &ts).tool_calls[0].clone()]);
-    let args: String = all
-        .iter()
-        .filter_map(|e| match e {
-            StreamEvent::ToolCallArguments { delta, .. } => Some(delta.as_str()),
-            _ => None,
-        })
-        .collect();
+    let args = crate::test_support::streamed_arguments_text(&all);
     assert_eq!(args, "{\"city\": \"Paris\", \"days\": 3}");
 }
 
@@ -168,10 +140,10 @@ fn streams_string_values_and_holds_back_partial_markers() {
 fn several_calls_in_one_chunk() {
     let f = Qwen3Coder::default();
     let ts = tools();
-    let calls = vec![
-        ToolCall::new("get_time", json!({"tz": "UTC"})),
-        ToolCall::new("get_weather", json!({"city": "Oslo", "days": 1})),
-    ];
+    let calls = calls(&[
+        ("get_time", json!({"tz": "UTC"})),
+        ("get_weather", json!({"city": "Oslo", "days": 1})),
+    ]);
     let mut p = StreamingParser::new(&f, &ts);
     let mut ev = p.push(&format!("Both.\n\n{}", f.render_calls(&calls)));
     ev.extend(p.finish());
@@ -186,7 +158,8 @@ fn bad_input_never_panics() {
     crate::test_support::parse_every_cut(&f, text, &ts);
 }
 
-/// Qwen3-Coder markers, names, values and fragments, for random texts.
+/// Qwen3-Coder markers, names, values and fragments, for random texts (with the
+/// fragments `soup_text` adds).
 const SOUP: &[&str] = &[
     "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call>",
     "<function=get_time>\n<parameter=tz>\nUTC\n</parameter>\n</function>",
@@ -220,13 +193,6 @@ const SOUP: &[&str] = &[
     "</",
     "<param",
     "</func",
-    "<tool_",
-    "\n",
-    "\n",
-    " ",
-    "\r",
-    "é",
-    "Sure.",
 ];
 
 #[test]
@@ -284,10 +250,7 @@ fn value_missing_its_close_streams_only_what_it_keeps() {
     assert_eq!(out.calls[0].arguments_text, r#"{"city": "Paris"#);
     assert_eq!(
         f.parse(text, &tools()).tool_calls,
-        vec![ToolCall::new(
-            "get_weather",
-            json!({"city": "Paris", "days": 3})
-        )]
+        calls(&[("get_weather", json!({"city": "Paris", "days": 3}))])
     );
     crate::test_support::check_streams_as_whole(&f, &tools(), text).unwrap();
 }
@@ -336,8 +299,7 @@ fn ref_string_enums_render_as_the_grammar_writes_them() {
     use tokensieve::GrammarMatcher;
     let f = Qwen3Coder::default();
     let ts = ref_enum_tools();
-    let tag = f.structural_tag(&ts, &ToolChoice::Required, true).unwrap();
-    let g = crate::test_support::compile_on_ascii(&tag);
+    let g = crate::test_support::compile_required_on_ascii(&f, &ts);
     for args in [
         json!({"unit": "celsius", "level": "1"}),
         json!({"unit": "fahrenheit", "level": "true", "note": "3"}),
@@ -385,11 +347,8 @@ fn strings_of_mixed_schemas_render_as_the_grammar_writes_them() {
     let g = crate::test_support::compile_on_ascii(&tag);
     for args in mixed_string_calls() {
         let call = ToolCall::new("paint", args);
-        let text = f.try_render_calls(std::slice::from_ref(&call)).unwrap();
-        let mut m = GrammarMatcher::new(g.clone());
-        assert!(m.accept_string(&text) && m.is_completed(), "{text}");
-        assert_eq!(f.parse(&text, &ts).tool_calls, vec![call], "{text}");
-        crate::test_support::assert_streams_as_whole(&f, &text, &ts);
+        f.try_render_calls(std::slice::from_ref(&call)).unwrap();
+        crate::test_support::assert_round_trips(&f, &g, &call, &ts);
     }
     // The JSON spelling of a non-string branch and the raw strings are both allowed;
     // a string outside the enum is not.
@@ -415,8 +374,7 @@ fn strings_of_mixed_schemas_render_as_the_grammar_writes_them() {
         "name": "t", "parameters": {"type": "object", "properties": {
             "s": {"type": ["string", "null"], "maxLength": 3}}}}}]))
     .unwrap();
-    let tag = f.structural_tag(&ts, &ToolChoice::Required, true).unwrap();
-    let g = crate::test_support::compile_on_ascii(&tag);
+    let g = crate::test_support::compile_required_on_ascii(&f, &ts);
     let head = "<tool_call>\n<function=t>\n<parameter=s>\n";
     for (value, ok) in [("abc", true), ("null", true), ("abcd", false), ("", true)] {
         let mut m = GrammarMatcher::new(g.clone());

@@ -59,69 +59,67 @@ fn tools() -> &'static Vec<Tool> {
 /// Fragments every family's output holds: reasoning markers, whitespace, text.
 const FRAGMENTS: &[&str] = &["<think>", "</think>", "\n", " ", "Sure.", "é"];
 
-/// Pieces of model output: every registered family's markers, call bodies, fragments.
-fn pieces() -> Vec<&'static str> {
-    [PIECES_BEFORE, FRAGMENTS, PIECES_AFTER].concat()
-}
-
-/// The pieces of [`pieces`] before [`FRAGMENTS`].
-const PIECES_BEFORE: &[&str] = &[
-    "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>",
-    "<tool_call>{\"arguments\": {\"queries\": [\"x\"]}, \"name\": \"search\"}</tool_call>",
-    "<tool_call>",
-    "</tool_call>",
-];
-
-/// The pieces of [`pieces`] after [`FRAGMENTS`].
-const PIECES_AFTER: &[&str] = &[
-    "<",
-    "<tool_",
-    "</tool",
-    "{",
-    "}",
-    "\"",
-    "\\\"",
-    "{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}",
-    "{\"name\": \"search\", \"arguments\": {\"queries\": [\"a</tool_call>\"]}}",
-    "{\"name\": \"nope\", \"arguments\": {}}",
-    "{\"name\": \"get_weather\", \"arguments\": ",
-    "{\"name\": \"\", \"arguments\": {}}",
-    "{\"arguments\": {}, \"name\": \"search\"}",
-    "[1, 2",
-    "<function=get_weather>",
-    "</function>",
-    "<parameter=city>",
-    "</parameter>",
-    "[TOOL_CALLS]",
-    "<|python_tag|>",
-    "<|tool_calls_section_begin|>",
-    "<|tool_call_begin|>",
-    "functions.search:0",
-    "<|tool_call_argument_begin|>",
-    "<|tool_call_end|>",
-    "<|tool_calls_section_end|>",
-    "<｜tool▁calls▁begin｜>",
-    "<｜tool▁call▁begin｜>",
-    "<｜tool▁sep｜>",
-    "<｜tool▁call▁end｜>",
-    "<｜tool▁calls▁end｜>",
-    "<arg_key>",
-    "</arg_key>",
-    "<arg_value>",
-    "</arg_value>",
-    "<|channel|>",
-    "commentary to=functions.search",
-    "<|message|>",
-    "<|call|>",
-    // Mistral v11+, pythonic lists and Llama 3 JSON, which random soup rarely assembles.
-    "[TOOL_CALLS]search[ARGS]{\"queries\": [\"x\"]}",
-    "get_weather[ARGS]",
-    "[ARGS]",
-    "[get_weather(city='Paris'), search(queries=[\"a)\"])]",
-    "[search(queries=['",
-    "get_weather(city=",
-    ")]",
-    "{\"name\": \"search\", \"parameters\": {}}",
+/// Pieces of model output: every registered family's markers and call bodies, then
+/// [`FRAGMENTS`], then more markers, argument objects and marker prefixes (the order is
+/// the strategy's order, which fixed seeds depend on).
+const PIECES: [&[&str]; 3] = [
+    &[
+        "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>",
+        "<tool_call>{\"arguments\": {\"queries\": [\"x\"]}, \"name\": \"search\"}</tool_call>",
+        "<tool_call>",
+        "</tool_call>",
+    ],
+    FRAGMENTS,
+    &[
+        "<",
+        "<tool_",
+        "</tool",
+        "{",
+        "}",
+        "\"",
+        "\\\"",
+        "{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}",
+        "{\"name\": \"search\", \"arguments\": {\"queries\": [\"a</tool_call>\"]}}",
+        "{\"name\": \"nope\", \"arguments\": {}}",
+        "{\"name\": \"get_weather\", \"arguments\": ",
+        "{\"name\": \"\", \"arguments\": {}}",
+        "{\"arguments\": {}, \"name\": \"search\"}",
+        "[1, 2",
+        "<function=get_weather>",
+        "</function>",
+        "<parameter=city>",
+        "</parameter>",
+        "[TOOL_CALLS]",
+        "<|python_tag|>",
+        "<|tool_calls_section_begin|>",
+        "<|tool_call_begin|>",
+        "functions.search:0",
+        "<|tool_call_argument_begin|>",
+        "<|tool_call_end|>",
+        "<|tool_calls_section_end|>",
+        "<｜tool▁calls▁begin｜>",
+        "<｜tool▁call▁begin｜>",
+        "<｜tool▁sep｜>",
+        "<｜tool▁call▁end｜>",
+        "<｜tool▁calls▁end｜>",
+        "<arg_key>",
+        "</arg_key>",
+        "<arg_value>",
+        "</arg_value>",
+        "<|channel|>",
+        "commentary to=functions.search",
+        "<|message|>",
+        "<|call|>",
+        // Mistral v11+, pythonic lists and Llama 3 JSON, which random soup rarely assembles.
+        "[TOOL_CALLS]search[ARGS]{\"queries\": [\"x\"]}",
+        "get_weather[ARGS]",
+        "[ARGS]",
+        "[get_weather(city='Paris'), search(queries=[\"a)\"])]",
+        "[search(queries=['",
+        "get_weather(city=",
+        ")]",
+        "{\"name\": \"search\", \"parameters\": {}}",
+    ],
 ];
 
 /// What a stream of events adds up to, in the whole-output parse's shape; checks that calls
@@ -232,13 +230,12 @@ fn check_streams_as_whole(
 /// it in random chunks (empty ones included) gives what the whole-output parse gives.
 #[test]
 fn tool_parsers_stream_as_whole() {
-    let piece =
-        prop_oneof![4 => prop::sample::select(pieces()).prop_map(String::from), 1 => "[ -~]{0,6}"];
+    let piece = prop_oneof![4 => prop::sample::select(PIECES.concat()).prop_map(String::from), 1 => "[ -~]{0,6}"];
     check_streams_as_whole(piece.boxed(), 9, &stream_checked_formats(), false);
 }
 
 /// Whole calls in the shapes of DeepSeek V3.1, DeepSeek V3, Kimi K2 and Harmony (the
-/// general [`pieces`] almost never line up into one).
+/// general [`PIECES`] almost never line up into one).
 const SECTION_FAMILY_CALLS: &[&str] = &[
     "<｜tool▁call▁begin｜>search<｜tool▁sep｜>{\"queries\": [\"x\"]}<｜tool▁call▁end｜>",
     "<｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n{\"city\": \"Paris\"}\n```<｜tool▁call▁end｜>",
@@ -247,68 +244,64 @@ const SECTION_FAMILY_CALLS: &[&str] = &[
 ];
 
 /// Pieces of DeepSeek, Kimi K2 and Harmony output besides whole calls: their markers,
-/// headers and argument objects, and fragments.
-fn section_family_pieces() -> Vec<&'static str> {
-    [SECTION_PIECES_BEFORE, FRAGMENTS, SECTION_PIECES_AFTER].concat()
-}
-
-/// The pieces of [`section_family_pieces`] before [`FRAGMENTS`].
-const SECTION_PIECES_BEFORE: &[&str] = &[
-    // DeepSeek V3.1 and V3 calls, sections, markers.
-    "<｜tool▁calls▁begin｜>",
-    "<｜tool▁calls▁end｜>",
-    "<｜tool▁call▁begin｜>",
-    "<｜tool▁sep｜>",
-    "<｜tool▁call▁end｜>",
-    "<｜tool▁",
-    "function",
-    "get_weather",
-    "\n```json\n",
-    "\n```",
-    "```python\nx\n```",
-    // Kimi K2 calls, sections, markers.
-    "<|tool_calls_section_begin|>",
-    "<|tool_call_section_begin|>",
-    "<|tool_calls_section_end|>",
-    "<|tool_call_begin|>",
-    "functions.get_weather:1",
-    "<|tool_call_argument_begin|>",
-    "<|tool_call_end|>",
-    "<|tool_",
-    // Harmony messages and markers.
-    "<|channel|>analysis<|message|>hm<|end|>",
-    "<|start|>assistant",
-    "<|start|>assistant to=functions.get_weather",
-    "<|channel|>",
-    "commentary to=functions.get_weather",
-    " <|constrain|>json",
-    "<|message|>",
-    "<|call|>",
-    "<|end|>",
-    "<|return|>",
-    "final",
-    "<|",
-    // Arguments, reasoning and fragments.
-    "{\"city\": \"Paris\"}",
-    "{\"queries\": [\"<|call|>\"]}",
-    "{\"city\": ",
-    "{}",
-    "[1]",
-    "{",
-    "}",
-    "\"",
-];
-
-/// The pieces of [`section_family_pieces`] after [`FRAGMENTS`].
-const SECTION_PIECES_AFTER: &[&str] = &[
-    "\t",
-    "\u{a0}",
-    "\r\n",
-    "functions.",
-    ":0",
-    "\"{\\\"city\\\": \\\"Oslo\\\"}\"",
-    "12",
-    "```json\n{\"city\": \"Rome\"}\n```",
+/// headers and argument objects, then [`FRAGMENTS`], then more whitespace and fragments.
+const SECTION_PIECES: [&[&str]; 3] = [
+    &[
+        // DeepSeek V3.1 and V3 calls, sections, markers.
+        "<｜tool▁calls▁begin｜>",
+        "<｜tool▁calls▁end｜>",
+        "<｜tool▁call▁begin｜>",
+        "<｜tool▁sep｜>",
+        "<｜tool▁call▁end｜>",
+        "<｜tool▁",
+        "function",
+        "get_weather",
+        "\n```json\n",
+        "\n```",
+        "```python\nx\n```",
+        // Kimi K2 calls, sections, markers.
+        "<|tool_calls_section_begin|>",
+        "<|tool_call_section_begin|>",
+        "<|tool_calls_section_end|>",
+        "<|tool_call_begin|>",
+        "functions.get_weather:1",
+        "<|tool_call_argument_begin|>",
+        "<|tool_call_end|>",
+        "<|tool_",
+        // Harmony messages and markers.
+        "<|channel|>analysis<|message|>hm<|end|>",
+        "<|start|>assistant",
+        "<|start|>assistant to=functions.get_weather",
+        "<|channel|>",
+        "commentary to=functions.get_weather",
+        " <|constrain|>json",
+        "<|message|>",
+        "<|call|>",
+        "<|end|>",
+        "<|return|>",
+        "final",
+        "<|",
+        // Arguments, reasoning and fragments.
+        "{\"city\": \"Paris\"}",
+        "{\"queries\": [\"<|call|>\"]}",
+        "{\"city\": ",
+        "{}",
+        "[1]",
+        "{",
+        "}",
+        "\"",
+    ],
+    FRAGMENTS,
+    &[
+        "\t",
+        "\u{a0}",
+        "\r\n",
+        "functions.",
+        ":0",
+        "\"{\\\"city\\\": \\\"Oslo\\\"}\"",
+        "12",
+        "```json\n{\"city\": \"Rome\"}\n```",
+    ],
 ];
 
 /// The formats [`tool_parsers_stream_section_families`] checks.
@@ -328,7 +321,7 @@ const SECTION_FAMILIES: &[&str] = &[
 fn tool_parsers_stream_section_families() {
     let piece = prop_oneof![
         2 => prop::sample::select(SECTION_FAMILY_CALLS).prop_map(String::from),
-        6 => prop::sample::select(section_family_pieces()).prop_map(String::from),
+        6 => prop::sample::select(SECTION_PIECES.concat()).prop_map(String::from),
         1 => "[ -~]{0,6}"
     ];
     let formats: Vec<String> = match std::env::var("TOOL_FORMATS") {
@@ -424,7 +417,7 @@ fn tool_parsers_stream_mutated_renders() {
     let edit = (
         any::<prop::sample::Index>(),
         0usize..12,
-        prop::sample::select(section_family_pieces()),
+        prop::sample::select(SECTION_PIECES.concat()),
     );
     let strategy = (
         prop::sample::select(SECTION_FAMILIES),

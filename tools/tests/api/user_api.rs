@@ -148,31 +148,62 @@ fn openai_tools_and_tool_choice_round_trip() {
     assert_eq!(ToolChoice::Auto.resolve(&[]).unwrap().0, CallMode::None);
 }
 
-/// The structural tag of the test formats below: any text (`format` names the format in an
-/// error).
-fn any_text_tag(format: &str) -> Result<StructuralTag, ToolError> {
-    StructuralTag::from_json(&json!({"type": "any_text"})).map_err(|e| ToolError::Unsupported {
-        format: format.into(),
-        reason: e.to_string(),
-    })
+/// A user's own format, as the tests below write one: its name, and plain functions for
+/// the parse and the renderings the trait asks for. Its structural tag is any text.
+struct UserFormat {
+    name: &'static str,
+    parse_partial: fn(&str, bool) -> PartialOutput,
+    render_call: fn(&ToolCall) -> String,
+    render_tool_result: fn(&ToolCall, &Value) -> String,
+    render_tools_prompt: fn(&[Tool]) -> String,
 }
 
-/// A user's own format: `CALL name {json}` lines.
-struct LineFormat;
-
-impl ToolCallFormat for LineFormat {
+impl ToolCallFormat for UserFormat {
     fn name(&self) -> &str {
-        "my_lines"
+        self.name
     }
     fn structural_tag(
         &self,
-        _tools: &[Tool],
-        _choice: &ToolChoice,
-        _parallel: bool,
+        _: &[Tool],
+        _: &ToolChoice,
+        _: bool,
     ) -> Result<StructuralTag, ToolError> {
-        any_text_tag("my_lines")
+        StructuralTag::from_json(&json!({"type": "any_text"})).map_err(|e| ToolError::Unsupported {
+            format: self.name.into(),
+            reason: e.to_string(),
+        })
     }
     fn parse_partial(&self, text: &str, _tools: &[Tool], at_end: bool) -> PartialOutput {
+        (self.parse_partial)(text, at_end)
+    }
+    fn render_calls(&self, calls: &[ToolCall]) -> String {
+        calls.iter().map(self.render_call).collect()
+    }
+    fn render_tool_result(&self, call: &ToolCall, result: &Value) -> String {
+        (self.render_tool_result)(call, result)
+    }
+    fn render_tools_prompt(&self, tools: &[Tool]) -> String {
+        (self.render_tools_prompt)(tools)
+    }
+}
+
+/// A complete call `name` with the arguments text `args` (`{}` where it is not JSON).
+fn complete_call(name: &str, args: &str) -> tokensieve_tools::PartialCall {
+    tokensieve_tools::PartialCall {
+        id: None,
+        name: Some(name.into()),
+        arguments_text: args.into(),
+        complete: Some(ToolCall::new(
+            name,
+            serde_json::from_str(args).unwrap_or(json!({})),
+        )),
+    }
+}
+
+/// A user's own format: `CALL name {json}` lines.
+const LINE_FORMAT: UserFormat = UserFormat {
+    name: "my_lines",
+    parse_partial: |text, at_end| {
         let mut out = PartialOutput::default();
         let complete = if at_end {
             text
@@ -182,36 +213,21 @@ impl ToolCallFormat for LineFormat {
         for line in complete.lines() {
             if let Some(rest) = line.strip_prefix("CALL ") {
                 let (name, args) = rest.split_once(' ').unwrap_or((rest, "{}"));
-                out.calls.push(tokensieve_tools::PartialCall {
-                    id: None,
-                    name: Some(name.into()),
-                    arguments_text: args.into(),
-                    complete: Some(ToolCall::new(
-                        name,
-                        serde_json::from_str(args).unwrap_or(json!({})),
-                    )),
-                });
+                out.calls.push(complete_call(name, args));
             }
         }
         out
-    }
-    fn render_calls(&self, calls: &[ToolCall]) -> String {
-        calls
-            .iter()
-            .map(|c| format!("CALL {} {}\n", c.name, c.arguments))
-            .collect()
-    }
-    fn render_tool_result(&self, call: &ToolCall, result: &Value) -> String {
-        format!("RESULT {} {result}\n", call.name)
-    }
-    fn render_tools_prompt(&self, tools: &[Tool]) -> String {
+    },
+    render_call: |c| format!("CALL {} {}\n", c.name, c.arguments),
+    render_tool_result: |call, result| format!("RESULT {} {result}\n", call.name),
+    render_tools_prompt: |tools| {
         let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
         format!(
             "Call one of {} with a line `CALL name {{json}}`.",
             names.join(", ")
         )
-    }
-}
+    },
+};
 
 #[test]
 fn registry_has_hermes_and_takes_user_formats() {
@@ -219,11 +235,11 @@ fn registry_has_hermes_and_takes_user_formats() {
     assert_eq!(format_by_name("hermes").unwrap().name(), "hermes");
     assert!(format_by_name("no_such_format").is_none());
     register_format("my_lines", |_o: &FormatOptions| {
-        Arc::new(LineFormat) as Arc<dyn ToolCallFormat>
+        Arc::new(LINE_FORMAT) as Arc<dyn ToolCallFormat>
     })
     .unwrap();
     assert!(matches!(
-        register_format("my_lines", |_o: &FormatOptions| Arc::new(LineFormat)
+        register_format("my_lines", |_o: &FormatOptions| Arc::new(LINE_FORMAT)
             as Arc<dyn ToolCallFormat>),
         Err(ToolError::DuplicateFormat(_))
     ));
@@ -248,7 +264,7 @@ fn registry_has_hermes_and_takes_user_formats() {
 /// what was wrong and the registry is unchanged.
 #[test]
 fn registry_rejects_empty_and_case_variant_names() {
-    let make = |_o: &FormatOptions| Arc::new(LineFormat) as Arc<dyn ToolCallFormat>;
+    let make = |_o: &FormatOptions| Arc::new(LINE_FORMAT) as Arc<dyn ToolCallFormat>;
     let err = register_format("", make).unwrap_err();
     assert_eq!(
         err,
@@ -304,11 +320,12 @@ fn hermes_adversarial_text() {
     // A marker inside a JSON string argument is text.
     let text = "<tool_call>\n{\"name\": \"run_code\", \"arguments\": {\"code\": \"print('</tool_call><tool_call>')\"}}\n</tool_call>";
     let out = h.parse(text, &tools);
-    assert_eq!(out.tool_calls.len(), 1);
-    assert_eq!(
-        out.tool_calls[0].arguments["code"],
-        json!("print('</tool_call><tool_call>')")
-    );
+    let codes: Vec<&Value> = out
+        .tool_calls
+        .iter()
+        .map(|c| &c.arguments["code"])
+        .collect();
+    assert_eq!(codes, [&json!("print('</tool_call><tool_call>')")]);
     assert_eq!(out.content, None);
 
     // Inside reasoning: not a call (reasoning on).
@@ -364,14 +381,12 @@ fn hermes_adversarial_text() {
         "<tool_call>\n{\"name\": \"run_code\", \"arguments\": {\"code\": x}}\n</tool_call>\n<tool_call>\n{\"name\": \"run_code\", \"arguments\": {\"code\": \"y\"}}\n</tool_call>",
         &tools,
     );
-    assert!(matches!(
-        out.errors[0].error,
-        ToolParseError::InvalidJson(_)
-    ));
-    assert_eq!(out.errors[0].offset, 0);
+    let first = &out.errors[0];
+    assert!(matches!(first.error, ToolParseError::InvalidJson(_)));
+    assert_eq!(first.offset, 0);
     assert_eq!(
         out.tool_calls,
-        vec![ToolCall::new("run_code", json!({"code": "y"}))]
+        [ToolCall::new("run_code", json!({"code": "y"}))]
     );
 
     // Hermes 2 Pro order (arguments first), missing end marker at the end, trailing text.
@@ -399,15 +414,7 @@ fn started_then_malformed_call_gives_its_index_to_the_next_call() {
         ev.extend(s.push(&ch.to_string()));
     }
     ev.extend(s.finish());
-    let kinds: Vec<String> = ev
-        .iter()
-        .filter_map(|e| match e {
-            StreamEvent::ToolCallStart { index, .. } => Some(format!("start {index}")),
-            StreamEvent::ToolCallEnd { index, .. } => Some(format!("end {index}")),
-            StreamEvent::Malformed(_) => Some("malformed".to_owned()),
-            _ => None,
-        })
-        .collect();
+    let kinds = crate::events::call_kinds(&ev);
     assert_eq!(kinds, ["start 0", "malformed", "start 0", "end 0"]);
     let whole = h.parse(text, &tools);
     assert_eq!(whole.tool_calls.len(), 1);
@@ -682,21 +689,9 @@ fn tool_new_refuses_non_object_and_false_input_schemas() {
 /// A custom format: `<call>NAME ARGS</call>` anywhere in free text. It holds back a
 /// partial `<call>` at the end with `stable_len` while the output is arriving, and leaves
 /// `settled` `None`, as the trait's docs ask.
-struct TagFormat;
-
-impl ToolCallFormat for TagFormat {
-    fn name(&self) -> &str {
-        "my_tags"
-    }
-    fn structural_tag(
-        &self,
-        _tools: &[Tool],
-        _choice: &ToolChoice,
-        _parallel: bool,
-    ) -> Result<StructuralTag, ToolError> {
-        any_text_tag("my_tags")
-    }
-    fn parse_partial(&self, text: &str, _tools: &[Tool], at_end: bool) -> PartialOutput {
+const TAG_FORMAT: UserFormat = UserFormat {
+    name: "my_tags",
+    parse_partial: |text, at_end| {
         let mut out = PartialOutput::default();
         let mut rest = text;
         loop {
@@ -718,35 +713,20 @@ impl ToolCallFormat for TagFormat {
                 return out;
             };
             let (name, args) = body[..j].split_once(' ').unwrap_or((&body[..j], "{}"));
-            let call = ToolCall::new(name, serde_json::from_str(args).unwrap_or(json!({})));
-            out.calls.push(tokensieve_tools::PartialCall {
-                id: None,
-                name: Some(name.into()),
-                arguments_text: args.into(),
-                complete: Some(call),
-            });
+            out.calls.push(complete_call(name, args));
             rest = &body[j + "</call>".len()..];
         }
-    }
-    fn render_calls(&self, calls: &[ToolCall]) -> String {
-        calls
-            .iter()
-            .map(|c| format!("<call>{} {}</call>", c.name, c.arguments))
-            .collect()
-    }
-    fn render_tool_result(&self, _call: &ToolCall, result: &Value) -> String {
-        format!("<result>{result}</result>")
-    }
-    fn render_tools_prompt(&self, _tools: &[Tool]) -> String {
-        "Write <call>NAME ARGS</call> to call a tool.".to_owned()
-    }
-}
+    },
+    render_call: |c| format!("<call>{} {}</call>", c.name, c.arguments),
+    render_tool_result: |_call, result| format!("<result>{result}</result>"),
+    render_tools_prompt: |_tools| "Write <call>NAME ARGS</call> to call a tool.".to_owned(),
+};
 
 /// A custom format that holds back partial markers with `stable_len` streams, in any
 /// chunk sizes, the same content and calls as it parses.
 #[test]
 fn custom_format_streams_as_it_parses() {
-    let f = TagFormat;
+    let f = TAG_FORMAT;
     for text in [
         "Hi <b>x</b> <call>f {\"a\": 1}</call> and <call>g {}</call> bye <cal",
         "<ca<call>f {}</call><",

@@ -45,3 +45,19 @@ pub fn streamed_content(events: &[StreamEvent]) -> String {
 pub fn malformed_calls(events: &[StreamEvent]) -> Vec<MalformedToolCall> {
     sums(events).malformed
 }
+
+/// The stream's call events in order, one word each: `start N`, `end N` (N the call's
+/// index) or `malformed`.
+pub fn call_kinds(events: &[StreamEvent]) -> Vec<String> {
+    events
+        .iter()
+        .filter_map(|e| {
+            Some(match e {
+                StreamEvent::ToolCallStart { index, .. } => format!("start {index}"),
+                StreamEvent::ToolCallEnd { index, .. } => format!("end {index}"),
+                StreamEvent::Malformed(_) => "malformed".to_owned(),
+                _ => return None,
+            })
+        })
+        .collect()
+}

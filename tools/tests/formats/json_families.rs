@@ -215,12 +215,8 @@ fn pythonic_adversarial() {
     let tools = tool_check::weather_tools();
     let f = Pythonic::default();
     // Call syntax inside a string argument is part of the argument.
-    let call = ToolCall::new(
-        "get_weather",
-        json!({"city": "x'), get_time(tz='UTC')]", "days": 2}),
-    );
-    let text = f.render_calls(std::slice::from_ref(&call));
-    assert_eq!(f.parse(&text, &tools).tool_calls, vec![call]);
+    let args = json!({"city": "x'), get_time(tz='UTC')]", "days": 2});
+    tool_check::parses_back(&f, ToolCall::new("get_weather", args), &tools);
     // No reasoning block: output that starts with `<think>` is content, calls included.
     let out = f.parse("<think>[get_time(tz='UTC')]</think>", &tools);
     assert!(out.tool_calls.is_empty() && out.errors.is_empty());
@@ -417,12 +413,8 @@ fn json_walks() {
 fn json_adversarial() {
     let tools = tool_check::weather_tools();
     let f = JsonArray::default();
-    let call = ToolCall::new(
-        "get_weather",
-        json!({"city": "[{\"name\": \"get_time\", \"arguments\": {}}]"}),
-    );
-    let text = f.render_calls(std::slice::from_ref(&call));
-    assert_eq!(f.parse(&text, &tools).tool_calls, vec![call]);
+    let args = json!({"city": "[{\"name\": \"get_time\", \"arguments\": {}}]"});
+    tool_check::parses_back(&f, ToolCall::new("get_weather", args), &tools);
     // Reasoning is not part of this format: `<think>` output is content.
     let out = f.parse("<think>[]</think>", &tools);
     assert_eq!(out.content.as_deref(), Some("<think>[]</think>"));
@@ -459,11 +451,8 @@ fn json_adversarial() {
     let streamed: String = crate::events::streamed_content(&events);
     assert_eq!(streamed, r#"[{"name": "nope", "arguments": {}}]"#);
     let out = f.parse(r#"[{"name": "get_time", "arguments": {"tz": }}]"#, &tools);
-    assert!(matches!(
-        out.errors[0].error,
-        ToolParseError::InvalidJson(_)
-    ));
-    assert!(out.tool_calls.is_empty());
+    let first = &out.errors[0].error;
+    assert!(matches!(first, ToolParseError::InvalidJson(_)) && out.tool_calls.is_empty());
 }
 
 /// Tools whose schemas carry `$defs` (as schemars writes them), two with the same `Unit`

@@ -707,3 +707,10 @@ pub fn none_never_calls(format: &dyn ToolCallFormat, tok: &RealTokenizer, walks:
         );
     }
 }
+
+/// `call` rendered by `format` parses back to exactly `call` (panics with the text
+/// otherwise).
+pub fn parses_back(format: &dyn ToolCallFormat, call: ToolCall, tools: &[Tool]) {
+    let text = format.render_calls(std::slice::from_ref(&call));
+    assert_eq!(format.parse(&text, tools).tool_calls, vec![call], "{text}");
+}
