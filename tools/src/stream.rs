@@ -221,14 +221,17 @@ impl<'a> StreamingParser<'a> {
             Some((r, index)) => {
                 let from = self.text.len() - delta.len();
                 if let Some(sent) = r.advance_plain(&self.text, from) {
-                    // The common case: all of the delta (and whitespace held before it)
-                    // is argument text that needs no escape.
+                    // The common case: all of the delta stays inside the string or value
+                    // being read; it (and whitespace held before it) is argument text.
                     self.scanned += delta.len();
                     self.credit = self.credit.saturating_sub(delta.len());
                     let raw = &self.text[sent];
-                    append_arguments(out, *index, raw.len(), |d| d.push_str(raw));
+                    let mut wrote = 0;
+                    append_arguments(out, *index, r.rendered_len(raw), |d| {
+                        wrote = r.render(raw, d)
+                    });
                     if let Some(call) = self.calls.last_mut() {
-                        call.resumed += raw.len();
+                        call.resumed += wrote;
                     }
                     return;
                 }

@@ -46,7 +46,7 @@ enum Step {
 }
 
 /// The state of a resumed argument text (see the module notes).
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(super) struct Resume {
     mode: Mode,
     /// Bracket depth outside strings (the arguments object's own `{` counts 1).
@@ -167,35 +167,61 @@ impl Resume {
         (sent, stop)
     }
 
-    /// [`Self::advance`] for a delta the scan's state cannot change on, starting at `from`
-    /// (the end of what was scanned): inside a string or an XML value, a delta ending in a
-    /// printable ASCII byte with none of the bytes that end such a run (a quote, a
-    /// backslash, `<`) or that a JSON string escapes. Returns the bytes whose argument text
-    /// is now to be sent (themselves: nothing in them needs an escape), or `None` where
-    /// [`Self::advance`] must read the delta.
+    /// [`Self::advance`] for a delta that stays inside the string or XML value the scan is
+    /// in, starting at `from` (the end of what was scanned): in an XML value, a delta
+    /// without `<`; in a JSON or Python string, one without its quote (backslashes are
+    /// followed here). Whitespace at its end is held back as [`Self::advance`] holds it,
+    /// when the last byte before it is ASCII. Returns the bytes of the output whose
+    /// argument text is now to be sent ([`Self::render`] writes it), or `None` where
+    /// [`Self::advance`] must read the delta (the state is then unchanged). One pass over
+    /// the delta's bytes and none over what came before it: the cost of a delta inside a
+    /// long argument.
     pub(super) fn advance_plain(
         &mut self,
         text: &str,
         from: usize,
     ) -> Option<std::ops::Range<usize>> {
-        let ends_run = match (self.mode, self.quote) {
-            (Mode::Escaped, _) => b'<',
-            (_, Some(q)) if !self.escape && self.scanned == from => q as u8,
-            _ => return None,
-        };
         if self.scanned != from {
             return None;
         }
-        let bytes = &text.as_bytes()[self.sent..];
-        let last = *bytes.last()?;
-        if !(b'!'..0x7f).contains(&last) || first_to_escape(bytes, ends_run).is_some() {
-            return None;
+        let bytes = text.as_bytes();
+        let delta = &bytes[from..];
+        let mut escape = self.escape;
+        match (self.mode, self.quote) {
+            (Mode::Escaped, _) => {
+                if delta.contains(&b'<') {
+                    return None;
+                }
+            }
+            (_, Some(q)) => {
+                let q = q as u8;
+                for &b in delta {
+                    if escape {
+                        escape = false;
+                    } else if b == b'\\' {
+                        escape = true;
+                    } else if b == q {
+                        return None;
+                    }
+                }
+            }
+            _ => return None,
         }
-        let sent = self.sent..text.len();
+        // What is held back: the whitespace the output ends with (as `str::trim_end`
+        // reads it), decided here only where the byte before it is ASCII.
+        let pending = &bytes[self.sent..];
+        let solid = match pending.iter().rposition(|&b| !is_ascii_space(b)) {
+            Some(k) if pending[k].is_ascii() => self.sent + k + 1,
+            Some(_) => return None,
+            None => self.sent,
+        };
+        self.escape = escape;
         self.scanned = text.len();
-        self.sent = text.len();
+        let sent = self.sent..solid;
+        self.sent = solid;
         Some(sent)
     }
+
     /// Appends to `out` the argument text of `raw`, bytes of the output this scan read
     /// (a range [`Self::advance`] returned): the bytes themselves, or escaped as JSON
     /// string content; returns its length.
@@ -332,6 +358,11 @@ fn first_to_escape(bytes: &[u8], also: u8) -> Option<usize> {
     const HIGHS: u64 = ONES * 0x80;
     let less_than = |w: u64, n: u8| w.wrapping_sub(ONES * u64::from(n)) & !w & HIGHS != 0;
     let has = |w: u64, b: u8| less_than(w ^ (ONES * u64::from(b)), 1);
+    let special = |&b: &u8| b < 0x20 || b == b'"' || b == b'\\' || b == also;
+    if bytes.len() < 16 {
+        // A delta's few bytes: one test each costs less than assembling words.
+        return bytes.iter().position(special);
+    }
     let mut at = 0;
     while at < bytes.len() {
         let part = &bytes[at..bytes.len().min(at + 8)];
@@ -343,12 +374,16 @@ fn first_to_escape(bytes: &[u8], also: u8) -> Option<usize> {
         }
         let w = u64::from_le_bytes(word);
         if less_than(w, 0x20) || has(w, b'"') || has(w, b'\\') || has(w, also) {
-            let special = |&b: &u8| b < 0x20 || b == b'"' || b == b'\\' || b == also;
             return part.iter().position(special).map(|k| at + k);
         }
         at += part.len();
     }
     None
+}
+
+/// The ASCII bytes `char::is_whitespace` (and so `str::trim_end`) reads as whitespace.
+fn is_ascii_space(b: u8) -> bool {
+    matches!(b, b' ' | b'\t'..=b'\r')
 }
 
 /// One or two ASCII bytes to search for.
@@ -370,6 +405,73 @@ impl Specials {
 
 #[cfg(test)]
 mod tests {
+    use super::Resume;
+
+    /// The fast path of a delta inside a long argument (`advance_plain`) takes the deltas
+    /// of prose, which hold escapes (a newline in an XML value, `\\n` in a JSON string)
+    /// and end in spaces, and leaves the scan where the general scan (`advance`) leaves it,
+    /// sending the same bytes; a delta that may leave the value it declines, unchanged.
+    #[test]
+    fn the_fast_path_takes_prose_deltas_as_the_general_scan_does() {
+        let cases: [(&str, &str, &[&str], &[&str]); 3] = [
+            (
+                "<parameter=text>\nhello",
+                "{\"text\": \"hello",
+                &[
+                    " world\n",
+                    "amet,\n",
+                    "a\tb ",
+                    " ",
+                    "x\\y\"z",
+                    "end  ",
+                    "\u{e9} ok",
+                ],
+                &["a <b", "<"],
+            ),
+            (
+                "<tool_call>{\"name\": \"f\", \"arguments\": {\"text\": \"hello",
+                "{\"text\": \"hello",
+                &[
+                    " world\\n",
+                    "a\\\"b ",
+                    "x\\",
+                    "\"y",
+                    "z  ",
+                    "\u{e9}.",
+                    "\\u00e9",
+                ],
+                &["end\"}", "\""],
+            ),
+            (
+                "[f(text='hello",
+                "text='hello",
+                &[" world\\n", "it\\'s ", "x\\", "'y", " \t", "z."],
+                &["x')", "'"],
+            ),
+        ];
+        for (start, args, taken, declined) in cases {
+            let mut text = start.to_owned();
+            let mut r = Resume::infer(&text, args).expect(args);
+            for delta in taken {
+                let from = text.len();
+                text.push_str(delta);
+                let mut general = r.clone();
+                let (sent, stop) = general.advance(&text);
+                assert_eq!(stop, None, "{args} {delta:?}");
+                assert_eq!(r.advance_plain(&text, from), Some(sent), "{args} {delta:?}");
+                assert_eq!(format!("{r:?}"), format!("{general:?}"), "{args} {delta:?}");
+            }
+            for delta in declined {
+                let mut text = text.clone();
+                let from = text.len();
+                text.push_str(delta);
+                let before = format!("{r:?}");
+                assert_eq!(r.advance_plain(&text, from), None, "{args} {delta:?}");
+                assert_eq!(format!("{r:?}"), before);
+            }
+        }
+    }
+
     /// The escape of every ASCII character, each at every position of a word of 8 bytes
     /// (the test reads 8 at a time), among multi-byte characters, is `serde_json`'s.
     #[test]
