@@ -216,25 +216,34 @@ impl<'a> StreamingParser<'a> {
             return;
         }
         self.text.push_str(delta);
-        self.credit = (self.credit + WORK_PER_BYTE * delta.len()).min(ALLOWANCE);
+        self.received(delta.len(), out);
+    }
+
+    /// What the last `len` bytes of the text, just received, settle: appended to `out` as
+    /// [`StreamingParser::push_into`] appends them.
+    fn received(&mut self, len: usize, out: &mut Vec<StreamEvent>) {
+        if let Some(&(_, index)) = self.resume.as_ref() {
+            let taken = match out.last_mut() {
+                Some(StreamEvent::ToolCallArguments { index: i, delta }) if *i == index => {
+                    self.resumed_plain(len, delta)
+                }
+                _ => {
+                    let mut delta = String::new();
+                    let taken = self.resumed_plain(len, &mut delta);
+                    if !delta.is_empty() {
+                        out.push(StreamEvent::ToolCallArguments { index, delta });
+                    }
+                    taken
+                }
+            };
+            if taken {
+                return;
+            }
+        }
+        self.credit = (self.credit + WORK_PER_BYTE * len).min(ALLOWANCE);
         match self.resume.as_mut() {
             Some((r, index)) => {
-                let from = self.text.len() - delta.len();
-                if let Some(sent) = r.advance_plain(&self.text, from) {
-                    // The common case: all of the delta stays inside the string or value
-                    // being read; it (and whitespace held before it) is argument text.
-                    self.scanned += delta.len();
-                    self.credit = self.credit.saturating_sub(delta.len());
-                    let raw = &self.text[sent];
-                    let mut wrote = 0;
-                    append_arguments(out, *index, r.rendered_len(raw), |d| {
-                        wrote = r.render(raw, d)
-                    });
-                    if let Some(call) = self.calls.last_mut() {
-                        call.resumed += wrote;
-                    }
-                    return;
-                }
+                let index = *index;
                 let before = r.scanned();
                 let (sent, stop) = r.advance(&self.text);
                 let read = r.scanned() - before;
@@ -243,7 +252,7 @@ impl<'a> StreamingParser<'a> {
                 if !sent.is_empty() {
                     let raw = &self.text[sent];
                     let mut wrote = 0;
-                    append_arguments(out, *index, r.rendered_len(raw), |d| {
+                    append_arguments(out, index, r.rendered_len(raw), |d| {
                         wrote = r.render(raw, d)
                     });
                     if let Some(call) = self.calls.last_mut() {
@@ -256,7 +265,7 @@ impl<'a> StreamingParser<'a> {
                 self.resume = None;
                 self.unparsed = self.text.len() - at;
             }
-            None => self.unparsed += delta.len(),
+            None => self.unparsed += len,
         }
         let tail = self.text.len() - self.base;
         let due = if tail <= EAGER_TAIL {
@@ -269,6 +278,29 @@ impl<'a> StreamingParser<'a> {
         }
     }
 
+    /// The common case inside an argument the stream reads itself: when the last `len`
+    /// bytes received stay inside the string or value being read (see
+    /// `Resume::advance_plain`), writes their argument text (and that of whitespace held
+    /// before them) onto `args` and returns true; else changes nothing.
+    fn resumed_plain(&mut self, len: usize, args: &mut String) -> bool {
+        let Some((r, _)) = self.resume.as_mut() else {
+            return false;
+        };
+        let Some(plain) = r.advance_plain(&self.text, self.text.len() - len) else {
+            return false;
+        };
+        self.scanned += len;
+        // Earned and spent at once (see `WORK_PER_BYTE`).
+        self.credit = (self.credit + WORK_PER_BYTE * len)
+            .min(ALLOWANCE)
+            .saturating_sub(len);
+        let wrote = plain.render(&self.text, args);
+        if let Some(call) = self.calls.last_mut() {
+            call.resumed += wrote;
+        }
+        true
+    }
+
     /// Adds `delta` (decoded with special tokens kept) and shows each event it settled to
     /// `each`, in the order [`StreamingParser::push`] returns them, without handing them
     /// over: the cheapest way to forward events (a serving engine writing each into its
@@ -277,11 +309,24 @@ impl<'a> StreamingParser<'a> {
     /// allocates nothing once the stream runs. After [`StreamingParser::finish`] deltas
     /// are ignored.
     pub fn push_with(&mut self, delta: &str, mut each: impl FnMut(&StreamEvent)) {
-        // `scratch` may hold the last argument event shown, emptied: `push_into` appends
-        // the next delta of that call onto it, so a delta inside an argument moves no
-        // event and allocates nothing.
+        if self.finished {
+            return;
+        }
+        self.text.push_str(delta);
+        // `scratch` may hold the last argument event shown, emptied: the next delta of
+        // that call is appended onto it, so a delta inside an argument moves no event
+        // and allocates nothing.
         let mut events = std::mem::take(&mut self.scratch);
-        self.push_into(delta, &mut events);
+        let resumed = self.resume.as_ref().map(|&(_, index)| index);
+        let fast = match events.as_mut_slice() {
+            [StreamEvent::ToolCallArguments { index, delta: args }] if Some(*index) == resumed => {
+                self.resumed_plain(delta.len(), args)
+            }
+            _ => false,
+        };
+        if !fast {
+            self.received(delta.len(), &mut events);
+        }
         for event in &events {
             if !matches!(event, StreamEvent::ToolCallArguments { delta, .. } if delta.is_empty()) {
                 each(event);
@@ -291,12 +336,15 @@ impl<'a> StreamingParser<'a> {
             Some(StreamEvent::ToolCallArguments { delta, .. }) if delta.capacity() <= ALLOWANCE => {
                 delta.clear();
                 let n = events.len();
-                events.drain(..n - 1);
+                if n > 1 {
+                    events.drain(..n - 1);
+                }
             }
             _ => events.clear(),
         }
         self.scratch = events;
     }
+
     /// Re-parses now what [`StreamingParser::push`] coalesced (for a stream that pauses
     /// inside a call: a delta there waits for the work budget, or for 1/64 of a long
     /// piece, see the module notes) and returns what it settled.

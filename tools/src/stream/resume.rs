@@ -172,54 +172,68 @@ impl Resume {
     /// without `<`; in a JSON or Python string, one without its quote (backslashes are
     /// followed here). Whitespace at its end is held back as [`Self::advance`] holds it,
     /// when the last byte before it is ASCII. Returns the bytes of the output whose
-    /// argument text is now to be sent ([`Self::render`] writes it), or `None` where
+    /// argument text is now to be sent ([`Plain::render`] writes it), or `None` where
     /// [`Self::advance`] must read the delta (the state is then unchanged). One pass over
-    /// the delta's bytes and none over what came before it: the cost of a delta inside a
-    /// long argument.
-    pub(super) fn advance_plain(
-        &mut self,
-        text: &str,
-        from: usize,
-    ) -> Option<std::ops::Range<usize>> {
+    /// the delta's bytes (a table load each) and none over what came before it: the cost
+    /// of a delta inside a long argument.
+    pub(super) fn advance_plain(&mut self, text: &str, from: usize) -> Option<Plain> {
         if self.scanned != from {
             return None;
         }
         let bytes = text.as_bytes();
         let delta = &bytes[from..];
+        // The classes of the delta's bytes, or-ed: one load and one `or` a byte.
+        let seen = delta
+            .iter()
+            .fold(0, |seen, &b| seen | CLASS[usize::from(b)]);
         let mut escape = self.escape;
-        match (self.mode, self.quote) {
-            (Mode::Escaped, _) => {
-                if delta.contains(&b'<') {
-                    return None;
-                }
-            }
+        let escaped = match (self.mode, self.quote) {
+            (Mode::Escaped, _) if seen & LT != 0 => return None,
+            (Mode::Escaped, _) => seen & (DOUBLE | BACKSLASH | CONTROL) != 0,
             (_, Some(q)) => {
-                let q = q as u8;
-                for &b in delta {
-                    if escape {
-                        escape = false;
-                    } else if b == b'\\' {
-                        escape = true;
-                    } else if b == q {
-                        return None;
+                let quote = if q == '"' { DOUBLE } else { SINGLE };
+                if seen & quote == 0 && (seen & BACKSLASH != 0 || escape) {
+                    // A backslash escapes the next byte: follow them (no quote to stop).
+                    for &b in delta {
+                        escape = !escape && b == b'\\';
+                    }
+                } else if seen & quote != 0 {
+                    for &b in delta {
+                        if escape {
+                            escape = false;
+                        } else if b == b'\\' {
+                            escape = true;
+                        } else if char::from(b) == q {
+                            return None;
+                        }
                     }
                 }
+                false
             }
             _ => return None,
-        }
+        };
         // What is held back: the whitespace the output ends with (as `str::trim_end`
         // reads it), decided here only where the byte before it is ASCII.
-        let pending = &bytes[self.sent..];
-        let solid = match pending.iter().rposition(|&b| !is_ascii_space(b)) {
-            Some(k) if pending[k].is_ascii() => self.sent + k + 1,
-            Some(_) => return None,
-            None => self.sent,
+        let solid = match *bytes.last()? {
+            b'!'..=b'~' if self.sent == from => text.len(),
+            _ => {
+                let pending = &bytes[self.sent..];
+                match pending.iter().rposition(|&b| !is_ascii_space(b)) {
+                    Some(k) if pending[k].is_ascii() => self.sent + k + 1,
+                    Some(_) => return None,
+                    None => self.sent,
+                }
+            }
         };
         self.escape = escape;
         self.scanned = text.len();
-        let sent = self.sent..solid;
+        let plain = Plain {
+            bytes: self.sent..solid,
+            // Held whitespace sent now may hold a newline or a tab.
+            escaped: self.mode == Mode::Escaped && (escaped || self.sent < from),
+        };
         self.sent = solid;
-        Some(sent)
+        Some(plain)
     }
 
     /// Appends to `out` the argument text of `raw`, bytes of the output this scan read
@@ -381,6 +395,58 @@ fn first_to_escape(bytes: &[u8], also: u8) -> Option<usize> {
     None
 }
 
+/// What [`Resume::advance_plain`] took: bytes of the output whose argument text is now to
+/// be sent, and whether they need escaping as JSON string content.
+pub(super) struct Plain {
+    /// The bytes, an offset range in the output.
+    pub(super) bytes: std::ops::Range<usize>,
+    /// Some of them are escaped in the argument text (`"`, `\\`, control characters).
+    escaped: bool,
+}
+
+impl Plain {
+    /// Appends the argument text of these bytes of `text` (the output) to `out`; returns
+    /// its length.
+    pub(super) fn render(&self, text: &str, out: &mut String) -> usize {
+        let raw = &text[self.bytes.clone()];
+        if self.escaped {
+            let before = out.len();
+            escape_into(raw, out);
+            out.len() - before
+        } else {
+            out.push_str(raw);
+            raw.len()
+        }
+    }
+}
+
+/// A byte class of [`CLASS`]: `<`.
+const LT: u8 = 1;
+/// A byte class of [`CLASS`]: `"`.
+const DOUBLE: u8 = 2;
+/// A byte class of [`CLASS`]: `'`.
+const SINGLE: u8 = 4;
+/// A byte class of [`CLASS`]: `\\`.
+const BACKSLASH: u8 = 8;
+/// A byte class of [`CLASS`]: a control character (below 0x20), escaped in a JSON string.
+const CONTROL: u8 = 16;
+
+/// The classes of each byte value ([`LT`], [`DOUBLE`], [`SINGLE`], [`BACKSLASH`],
+/// [`CONTROL`]; 0 for the rest).
+static CLASS: [u8; 256] = {
+    let mut t = [0; 256];
+    let mut b = 0;
+    while b < 0x20 {
+        t[b] = CONTROL;
+        b += 1;
+    }
+    t[b'<' as usize] = LT;
+    t[b'"' as usize] = DOUBLE;
+    t[b'\'' as usize] = SINGLE;
+    t[b'\\' as usize] = BACKSLASH;
+    t
+};
+
 /// The ASCII bytes `char::is_whitespace` (and so `str::trim_end`) reads as whitespace.
 fn is_ascii_space(b: u8) -> bool {
     matches!(b, b' ' | b'\t'..=b'\r')
@@ -458,7 +524,8 @@ mod tests {
                 let mut general = r.clone();
                 let (sent, stop) = general.advance(&text);
                 assert_eq!(stop, None, "{args} {delta:?}");
-                assert_eq!(r.advance_plain(&text, from), Some(sent), "{args} {delta:?}");
+                let plain = r.advance_plain(&text, from).map(|p| p.bytes);
+                assert_eq!(plain, Some(sent), "{args} {delta:?}");
                 assert_eq!(format!("{r:?}"), format!("{general:?}"), "{args} {delta:?}");
             }
             for delta in declined {
@@ -466,7 +533,8 @@ mod tests {
                 let from = text.len();
                 text.push_str(delta);
                 let before = format!("{r:?}");
-                assert_eq!(r.advance_plain(&text, from), None, "{args} {delta:?}");
+                let plain = r.advance_plain(&text, from).map(|p| p.bytes);
+                assert_eq!(plain, None, "{args} {delta:?}");
                 assert_eq!(format!("{r:?}"), before);
             }
         }
