@@ -318,28 +318,15 @@ impl<'a> StreamingParser<'a> {
         // and allocates nothing.
         let mut events = std::mem::take(&mut self.scratch);
         let resumed = self.resume.as_ref().map(|&(_, index)| index);
-        let taken = match events.as_mut_slice() {
+        let fast = match events.as_mut_slice() {
             [StreamEvent::ToolCallArguments { index, delta: args }] if Some(*index) == resumed => {
                 self.resumed_plain(delta.len(), args)
             }
             _ => false,
         };
-        if taken {
-            // The common case: one argument delta, shown as it is and emptied.
-            if let [StreamEvent::ToolCallArguments { delta: args, .. }] = events.as_mut_slice() {
-                if !args.is_empty() {
-                    each(&events[0]);
-                    if let [StreamEvent::ToolCallArguments { delta: args, .. }] =
-                        events.as_mut_slice()
-                    {
-                        args.clear();
-                    }
-                }
-            }
-            self.scratch = events;
-            return;
+        if !fast {
+            self.received(delta.len(), &mut events);
         }
-        self.received(delta.len(), &mut events);
         for event in &events {
             if !matches!(event, StreamEvent::ToolCallArguments { delta, .. } if delta.is_empty()) {
                 each(event);

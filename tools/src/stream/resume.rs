@@ -364,21 +364,6 @@ fn escape_into(s: &str, out: &mut String) {
     out.push_str(&s[raw..]);
 }
 
-/// [`escape_into`] for a delta's few bytes: one pass, each byte tested once.
-fn escape_short(s: &str, out: &mut String) {
-    let bytes = s.as_bytes();
-    let mut raw = 0;
-    for (i, &b) in bytes.iter().enumerate() {
-        if CLASS[usize::from(b)] & (DOUBLE | BACKSLASH | CONTROL) == 0 {
-            continue;
-        }
-        out.push_str(&s[raw..i]);
-        escape_into(&s[i..=i], out);
-        raw = i + 1;
-    }
-    out.push_str(&s[raw..]);
-}
-
 /// The index of the first byte of `bytes` a JSON string escapes (a control character,
 /// `"`, `\`) or equal to `also`, reading 8 bytes at a time while none is there (the word
 /// tests of "Bit Twiddling Hacks", S. E. Anderson: a byte less than n, a zero byte).
@@ -388,6 +373,10 @@ fn first_to_escape(bytes: &[u8], also: u8) -> Option<usize> {
     let less_than = |w: u64, n: u8| w.wrapping_sub(ONES * u64::from(n)) & !w & HIGHS != 0;
     let has = |w: u64, b: u8| less_than(w ^ (ONES * u64::from(b)), 1);
     let special = |&b: &u8| b < 0x20 || b == b'"' || b == b'\\' || b == also;
+    if bytes.len() < 16 {
+        // A delta's few bytes: one test each costs less than assembling words.
+        return bytes.iter().position(special);
+    }
     let mut at = 0;
     while at < bytes.len() {
         let part = &bytes[at..bytes.len().min(at + 8)];
@@ -422,11 +411,7 @@ impl Plain {
         let raw = &text[self.bytes.clone()];
         if self.escaped {
             let before = out.len();
-            if raw.len() < 16 {
-                escape_short(raw, out);
-            } else {
-                escape_into(raw, out);
-            }
+            escape_into(raw, out);
             out.len() - before
         } else {
             out.push_str(raw);
@@ -564,9 +549,6 @@ mod tests {
                 let s = format!("{}{c}é{}", "a".repeat(pad), "b".repeat(9));
                 let json = serde_json::to_string(&s).unwrap();
                 assert_eq!(super::escape(&s), json[1..json.len() - 1], "{s:?}");
-                let mut short = String::new();
-                super::escape_short(&s, &mut short);
-                assert_eq!(short, json[1..json.len() - 1], "{s:?}");
             }
         }
     }
