@@ -94,6 +94,15 @@ const TAIL_SHARE: usize = 64;
 /// re-parsed on a delta when the work earned and not yet spent pays for it.
 const WORK_PER_BYTE: usize = 2;
 
+/// The shortest run of an XML value read by the stream that the format's parser is
+/// handed cut out (see `StreamingParser::parse_elided`).
+const MIN_ELIDED: usize = 1024;
+
+/// What stands for a run cut out of the text handed to the format's parser: two Unicode
+/// noncharacters, which no family's markup uses; a parse whose output holds it other than
+/// once, inside one call's arguments, is not used.
+const SENTINEL: &str = "\u{10FFFE}\u{10FFFF}";
+
 /// The work the stream starts with and may bank at most: short outputs and text that
 /// settles as it arrives (plain content) are parsed on every delta.
 const ALLOWANCE: usize = 4096;
@@ -144,6 +153,11 @@ pub struct StreamingParser<'a> {
     /// The open last call's arguments, read by the stream itself (see [`resume`]), and the
     /// call's index.
     resume: Option<(Resume, usize)>,
+    /// A run of an XML value the stream read itself, in a call whose arguments it then
+    /// stopped reading: the next parse hands the format's parser the text with this run
+    /// cut out and puts it back into what the parser returns (see
+    /// [`StreamingParser::parse_elided`]).
+    elided: Option<std::ops::Range<usize>>,
     finished: bool,
     /// The events of a [`StreamingParser::push_with`], kept for the next one: empty, or
     /// the last argument event it showed, its text cleared (of at most `ALLOWANCE` bytes).
@@ -185,6 +199,7 @@ impl<'a> StreamingParser<'a> {
             credit: ALLOWANCE,
             args_current: false,
             resume: None,
+            elided: None,
             finished: false,
             scratch: Vec::new(),
         }
@@ -261,7 +276,9 @@ impl<'a> StreamingParser<'a> {
                 }
                 let Some(at) = stop else { return };
                 // Left the arguments: the format's parser reads on, paid by the bytes
-                // from here (those scanned were paid once).
+                // from here (those scanned were paid once), and is not handed again the
+                // run of a value just read.
+                self.elided = r.elidable(MIN_ELIDED);
                 self.resume = None;
                 self.unparsed = self.text.len() - at;
             }
@@ -384,11 +401,18 @@ impl<'a> StreamingParser<'a> {
     fn parse(&mut self, at_end: bool, out: &mut Vec<StreamEvent>) {
         self.unparsed = 0;
         self.resume = None;
-        self.scanned += self.text.len() - self.base;
-        self.credit = self.credit.saturating_sub(self.text.len() - self.base);
-        let partial = self
-            .format
-            .parse_partial_from(&self.text, &self.from, self.tools, at_end);
+        let elided = self.elided.take();
+        let (partial, handed) = match elided.and_then(|run| self.parse_elided(run, at_end)) {
+            Some(done) => done,
+            None => {
+                let p = self
+                    .format
+                    .parse_partial_from(&self.text, &self.from, self.tools, at_end);
+                (p, self.text.len() - self.base)
+            }
+        };
+        self.scanned += handed;
+        self.credit = self.credit.saturating_sub(handed);
         let settled = partial.settled.filter(|_| !at_end);
         self.diff(partial, out);
         if let Some(s) = settled {
@@ -404,6 +428,93 @@ impl<'a> StreamingParser<'a> {
             self.credit = self.credit.saturating_sub(call.sent_args.len());
             self.resume = Resume::infer(&self.text, &call.sent_args).map(|r| (r, index));
         }
+    }
+
+    /// The parse of the text with `run` (a run of an XML value the stream read itself,
+    /// see `Resume::elidable`) replaced by [`SENTINEL`], and the run put back into what
+    /// the format returns: into the one call's argument text where the sentinel stands
+    /// (escaped as JSON string content, as the value's text is there) and into the one
+    /// string of its finished call's arguments; settled offsets after it moved by the
+    /// run's length. So the end of a call with a long value costs a parse of the call
+    /// without the value (issue 23: no second reading of a 1 MB argument), with the
+    /// output of the parse of the whole text: the format reads a raw value's text as it
+    /// is (a string-typed value: the text itself; the stream resumed it because the
+    /// parse showed it so), and the sentinel stands inside it, after text and before
+    /// text of the value. Returns the output and the bytes handed to the parser, or
+    /// `None` (the caller parses the whole text) when the sentinel is found anywhere
+    /// else or other than once, in an error past the run, or where the arguments do not
+    /// extend what was sent.
+    fn parse_elided(
+        &self,
+        run: std::ops::Range<usize>,
+        at_end: bool,
+    ) -> Option<(PartialOutput, usize)> {
+        let text = &self.text;
+        if run.start < self.base || run.end > text.len() {
+            return None;
+        }
+        let (head, tail) = (&text[..run.start], &text[run.end..]);
+        if head[self.base..].contains(SENTINEL) || tail.contains(SENTINEL) {
+            return None;
+        }
+        let mut cut = String::with_capacity(head.len() + SENTINEL.len() + tail.len());
+        cut.push_str(head);
+        cut.push_str(SENTINEL);
+        cut.push_str(tail);
+        let mut p = self
+            .format
+            .parse_partial_from(&cut, &self.from, self.tools, at_end);
+        let raw = &text[run.clone()];
+        if p.content.contains(SENTINEL)
+            || p.reasoning.contains(SENTINEL)
+            || p.errors.iter().any(|e| e.offset + e.text.len() > run.start)
+        {
+            return None;
+        }
+        let mut holders = p
+            .calls
+            .iter_mut()
+            .enumerate()
+            .filter(|(_, c)| c.arguments_text.contains(SENTINEL));
+        let (i, call) = holders.next()?;
+        if holders.next().is_some() {
+            return None;
+        }
+        let at = call.arguments_text.find(SENTINEL)?;
+        let after = &call.arguments_text[at + SENTINEL.len()..];
+        if after.contains(SENTINEL) || call.arguments_text.starts_with('"') {
+            return None;
+        }
+        let mut args = String::with_capacity(call.arguments_text.len() + raw.len() + raw.len() / 8);
+        args.push_str(&call.arguments_text[..at]);
+        resume::escape_into(raw, &mut args);
+        args.push_str(after);
+        if let Some(sent) = self.calls.get(i) {
+            if !args.starts_with(sent.sent_args.as_str())
+                || args.len() < sent.sent_args.len() + sent.resumed
+            {
+                return None;
+            }
+        }
+        call.arguments_text = args;
+        if let Some(done) = call.complete.as_mut() {
+            if put_back(&mut done.arguments, raw) != 1 {
+                return None;
+            }
+        }
+        let moved = |o: usize| {
+            if o > run.start {
+                o - SENTINEL.len() + raw.len()
+            } else {
+                o
+            }
+        };
+        p.settled = p.settled.map(|s| super::Settled {
+            offset: moved(s.offset),
+            anchor: moved(s.anchor),
+            ..s
+        });
+        Some((p, cut.len() - self.base))
     }
 
     /// Moves `base` to `s` when everything before it has been sent.
@@ -549,6 +660,21 @@ impl<'a> StreamingParser<'a> {
         }
         self.sent_errors = sent_errors;
         self.args_current = args_current;
+    }
+}
+
+/// Replaces [`SENTINEL`] with `raw` in the strings of `v` that hold it; returns how many
+/// times it was found (the caller uses `v` only when that is once).
+fn put_back(v: &mut serde_json::Value, raw: &str) -> usize {
+    match v {
+        serde_json::Value::String(s) => s.find(SENTINEL).map_or(0, |at| {
+            let more = s[at + SENTINEL.len()..].matches(SENTINEL).count();
+            s.replace_range(at..at + SENTINEL.len(), raw);
+            1 + more
+        }),
+        serde_json::Value::Array(a) => a.iter_mut().map(|x| put_back(x, raw)).sum(),
+        serde_json::Value::Object(o) => o.values_mut().map(|x| put_back(x, raw)).sum(),
+        _ => 0,
     }
 }
 

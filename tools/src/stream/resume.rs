@@ -65,6 +65,8 @@ pub(super) struct Resume {
     scanned: usize,
     /// Offset in the output up to which argument text was sent.
     sent: usize,
+    /// Offset in the output where the scan began.
+    start: usize,
 }
 
 impl Resume {
@@ -84,6 +86,7 @@ impl Resume {
                 string_start: 0,
                 scanned: end,
                 sent: end,
+                start: end,
             };
             let mut chars = args.char_indices().peekable();
             while let Some((i, c)) = chars.next() {
@@ -268,6 +271,17 @@ impl Resume {
         }
     }
 
+    /// The run of an XML value this scan read and sent, once it stopped (from where it
+    /// began to its last character but trailing whitespace), when it is at least
+    /// `min` bytes long: text the format's parser reads as the value's raw text, not as
+    /// markup (every `<` in it was followed by a character that starts no tag), so the
+    /// stream may hand the parser the call without it (see `StreamingParser::parse`).
+    /// `None` in the other modes (their text is JSON or Python syntax).
+    pub(super) fn elidable(&self, min: usize) -> Option<std::ops::Range<usize>> {
+        (self.mode == Mode::Escaped && self.sent >= self.start + min)
+            .then_some(self.start..self.sent)
+    }
+
     /// Offset in the output up to which the scan has read.
     pub(super) fn scanned(&self) -> usize {
         self.scanned
@@ -334,7 +348,7 @@ fn escape(s: &str) -> String {
 }
 
 /// [`escape`] appended to `out`: runs of bytes needing no escape are copied whole.
-fn escape_into(s: &str, out: &mut String) {
+pub(super) fn escape_into(s: &str, out: &mut String) {
     let bytes = s.as_bytes();
     let mut raw = 0;
     while let Some(k) = first_to_escape(&bytes[raw..], b'"') {
