@@ -157,7 +157,7 @@ pub struct StreamingParser<'a> {
     /// stopped reading: the next parse hands the format's parser the text with this run
     /// cut out and puts it back into what the parser returns (see
     /// [`StreamingParser::parse_elided`]).
-    elided: Option<std::ops::Range<usize>>,
+    elided: Option<(std::ops::Range<usize>, resume::Elided)>,
     finished: bool,
     /// The events of a [`StreamingParser::push_with`], kept for the next one: empty, or
     /// the last argument event it showed, its text cleared (of at most `ALLOWANCE` bytes).
@@ -402,7 +402,8 @@ impl<'a> StreamingParser<'a> {
         self.unparsed = 0;
         self.resume = None;
         let elided = self.elided.take();
-        let (partial, handed) = match elided.and_then(|run| self.parse_elided(run, at_end)) {
+        let elided = elided.and_then(|(run, how)| self.parse_elided(run, how, at_end));
+        let (partial, handed) = match elided {
             Some(done) => done,
             None => {
                 let p = self
@@ -447,6 +448,7 @@ impl<'a> StreamingParser<'a> {
     fn parse_elided(
         &self,
         run: std::ops::Range<usize>,
+        how: resume::Elided,
         at_end: bool,
     ) -> Option<(PartialOutput, usize)> {
         let text = &self.text;
@@ -487,7 +489,10 @@ impl<'a> StreamingParser<'a> {
         }
         let mut args = String::with_capacity(call.arguments_text.len() + raw.len() + raw.len() / 8);
         args.push_str(&call.arguments_text[..at]);
-        resume::escape_into(raw, &mut args);
+        match how {
+            resume::Elided::Escaped => resume::escape_into(raw, &mut args),
+            resume::Elided::Json => args.push_str(raw),
+        }
         args.push_str(after);
         if let Some(sent) = self.calls.get(i) {
             if !args.starts_with(sent.sent_args.as_str())
@@ -498,7 +503,15 @@ impl<'a> StreamingParser<'a> {
         }
         call.arguments_text = args;
         if let Some(done) = call.complete.as_mut() {
-            if put_back(&mut done.arguments, raw) != 1 {
+            let decoded;
+            let content = match how {
+                resume::Elided::Escaped => raw,
+                resume::Elided::Json => {
+                    decoded = serde_json::from_str::<String>(&format!("\"{raw}\"")).ok()?;
+                    decoded.as_str()
+                }
+            };
+            if put_back(&mut done.arguments, content) != 1 {
                 return None;
             }
         }

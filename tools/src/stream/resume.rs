@@ -67,6 +67,13 @@ pub(super) struct Resume {
     sent: usize,
     /// Offset in the output where the scan began.
     start: usize,
+    /// Offset in the output where the content of the string the scan is in was first
+    /// read by it (where the scan began, for a string open then, unless it began after
+    /// a backslash: `usize::MAX`).
+    run_start: usize,
+    /// The longest string content the scan read whole, from `run_start` to its closing
+    /// quote.
+    longest: Option<std::ops::Range<usize>>,
 }
 
 impl Resume {
@@ -87,6 +94,8 @@ impl Resume {
                 scanned: end,
                 sent: end,
                 start: end,
+                run_start: usize::MAX,
+                longest: None,
             };
             let mut chars = args.char_indices().peekable();
             while let Some((i, c)) = chars.next() {
@@ -95,6 +104,9 @@ impl Resume {
                     return None;
                 }
             }
+            // What the scan reads counts from here (the lexing was of the arguments).
+            r.longest = None;
+            r.run_start = if r.escape { usize::MAX } else { end };
             Some(r)
         };
         if text[..end].ends_with(args) {
@@ -271,15 +283,22 @@ impl Resume {
         }
     }
 
-    /// The run of an XML value this scan read and sent, once it stopped (from where it
-    /// began to its last character but trailing whitespace), when it is at least
-    /// `min` bytes long: text the format's parser reads as the value's raw text, not as
-    /// markup (every `<` in it was followed by a character that starts no tag), so the
-    /// stream may hand the parser the call without it (see `StreamingParser::parse`).
-    /// `None` in the other modes (their text is JSON or Python syntax).
-    pub(super) fn elidable(&self, min: usize) -> Option<std::ops::Range<usize>> {
-        (self.mode == Mode::Escaped && self.sent >= self.start + min)
-            .then_some(self.start..self.sent)
+    /// A run of text this scan read, once it stopped, of at least `min` bytes, that the
+    /// format's parser reads as one string's content, so the stream may hand the parser
+    /// the call without it (see `StreamingParser::parse_elided`): in an XML value, from
+    /// where the scan began to its last character but trailing whitespace (every `<` in
+    /// it was followed by a character that starts no tag; [`Elided::Escaped`]); in JSON
+    /// arguments, the longest string content it read whole (from its opening quote or
+    /// from where the scan began, to its closing quote: [`Elided::Json`], the content as
+    /// written, escapes and all). `None` otherwise (Python arguments).
+    pub(super) fn elidable(&self, min: usize) -> Option<(std::ops::Range<usize>, Elided)> {
+        match (self.mode, &self.longest) {
+            (Mode::Escaped, _) if self.sent >= self.start + min => {
+                Some((self.start..self.sent, Elided::Escaped))
+            }
+            (Mode::Json, Some(run)) if run.len() >= min => Some((run.clone(), Elided::Json)),
+            _ => None,
+        }
     }
 
     /// Offset in the output up to which the scan has read.
@@ -308,6 +327,10 @@ impl Resume {
             } else if c == q {
                 self.quote = None;
                 self.closed = Some(q);
+                let run = self.run_start..at;
+                if !run.is_empty() && self.longest.as_ref().is_none_or(|l| l.len() < run.len()) {
+                    self.longest = Some(run);
+                }
             }
             return Step::Take;
         }
@@ -319,6 +342,7 @@ impl Resume {
                 }
                 self.quote = Some(c);
                 self.string_start = at + c.len_utf8();
+                self.run_start = self.string_start;
             }
             '{' | '[' => self.depth += 1,
             '(' if python => self.depth += 1,
@@ -407,6 +431,15 @@ fn first_to_escape(bytes: &[u8], also: u8) -> Option<usize> {
         at += part.len();
     }
     None
+}
+
+/// How a run [`Resume::elidable`] found stands in the call's arguments.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Elided {
+    /// Raw text of an XML value: escaped in the argument text, itself in the value.
+    Escaped,
+    /// JSON string content as written: itself in the argument text, decoded in the value.
+    Json,
 }
 
 /// What [`Resume::advance_plain`] took: bytes of the output whose argument text is now to
