@@ -167,7 +167,7 @@ fn row(f: &dyn ToolCallFormat, tools: &[Tool], text: &str, calls: usize) -> Stri
                     Api::With => "with",
                     Api::Into => "into",
                 };
-                api.as_deref().is_none_or(|only| only == name)
+                api.as_deref().map_or(true, |only| only == name)
             })
         {
             let t = Instant::now();

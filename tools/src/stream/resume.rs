@@ -328,7 +328,7 @@ impl Resume {
                 self.quote = None;
                 self.closed = Some(q);
                 let run = self.run_start..at;
-                if !run.is_empty() && self.longest.as_ref().is_none_or(|l| l.len() < run.len()) {
+                if !run.is_empty() && !self.longest.as_ref().is_some_and(|l| l.len() >= run.len()) {
                     self.longest = Some(run);
                 }
             }
