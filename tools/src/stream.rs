@@ -41,8 +41,13 @@
 //!   the following deltas itself, sending each as an argument delta, without parsing the
 //!   call again, until a character that may end the arguments (the closing bracket, a
 //!   character outside JSON syntax, a `<` that may start a tag). The format's parser then
-//!   reads on. So one call with a 1 MB argument costs one scan of it and one parse when it
-//!   ends, and still streams on every delta.
+//!   reads on, but not what the stream read: the next parse hands it the text with the
+//!   run the stream read cut out (an XML value's text, or the longest JSON string read
+//!   whole) and a sentinel in its place, and puts the run back into the call's argument
+//!   text and arguments (`StreamingParser::parse_elided`; a parse whose output holds the
+//!   sentinel anywhere but once in one call's arguments is not used, and the whole text
+//!   is parsed). So one call with a 1 MB argument costs one scan of it and a parse of the
+//!   call without it, and still streams on every delta.
 //! * **A work budget.** Each byte received earns `WORK_PER_BYTE` (2) bytes of parse work,
 //!   banked up to `ALLOWANCE` (4 KiB, also what a stream starts with); unsettled text up to
 //!   `EAGER_TAIL` (1 KiB) is re-parsed on a delta when the bank pays for it, else once it
@@ -62,9 +67,10 @@
 //! * **The cost of a delta.** Beyond parse work, a delta costs its bookkeeping, which
 //!   in 8-byte deltas is of the order of a whole parse of the same text (issue 23: 1 MB
 //!   parses whole in 1–7 ms, that is 8–50 ns per 8 bytes). Inside an argument the stream
-//!   reads itself, a delta of plain text (no quote, backslash, `<` or control character,
-//!   ending in printable ASCII) is sent as it is after one 8-byte word test, and the
-//!   argument text sent is counted, not copied, until the next parse holds it. Three ways
+//!   reads itself, a delta that stays inside the string or XML value being read (no
+//!   unescaped closing quote, no `<`; escapes and whitespace at its end allowed) is taken
+//!   in one pass over its bytes, a table lookup each, and sent (escaped where a byte needs
+//!   it); the argument text sent is counted, not copied, until the next parse holds it. Three ways
 //!   to take the events: [`StreamingParser::push_with`] shows them by reference and keeps
 //!   the event vector and the last argument event's string for the next delta (nothing
 //!   allocated per delta inside an argument: the cheapest);
