@@ -687,8 +687,14 @@ impl<'a> StreamingParser<'a> {
 fn put_back(v: &mut serde_json::Value, raw: &str) -> usize {
     match v {
         serde_json::Value::String(s) => s.find(SENTINEL).map_or(0, |at| {
-            let more = s[at + SENTINEL.len()..].matches(SENTINEL).count();
-            s.replace_range(at..at + SENTINEL.len(), raw);
+            let rest = &s[at + SENTINEL.len()..];
+            let more = rest.matches(SENTINEL).count();
+            // Built anew, not `replace_range` (which inserts byte by byte).
+            let mut whole = String::with_capacity(s.len() + raw.len());
+            whole.push_str(&s[..at]);
+            whole.push_str(raw);
+            whole.push_str(rest);
+            *s = whole;
             1 + more
         }),
         serde_json::Value::Array(a) => a.iter_mut().map(|x| put_back(x, raw)).sum(),

@@ -371,15 +371,18 @@ fn escape(s: &str) -> String {
     out
 }
 
-/// [`escape`] appended to `out`: runs of bytes needing no escape are copied whole.
+/// [`escape`] appended to `out`: runs of bytes needing no escape are copied whole, each
+/// byte tested once ([`CLASS`]).
 pub(super) fn escape_into(s: &str, out: &mut String) {
     let bytes = s.as_bytes();
+    out.reserve(bytes.len());
     let mut raw = 0;
-    while let Some(k) = first_to_escape(&bytes[raw..], b'"') {
-        let i = raw + k;
+    for (i, &b) in bytes.iter().enumerate() {
+        if CLASS[usize::from(b)] & (DOUBLE | BACKSLASH | CONTROL) == 0 {
+            continue;
+        }
         out.push_str(&s[raw..i]);
         raw = i + 1;
-        let b = bytes[i];
         let short = match b {
             b'"' => "\\\"",
             b'\\' => "\\\\",
@@ -400,37 +403,6 @@ pub(super) fn escape_into(s: &str, out: &mut String) {
         }
     }
     out.push_str(&s[raw..]);
-}
-
-/// The index of the first byte of `bytes` a JSON string escapes (a control character,
-/// `"`, `\`) or equal to `also`, reading 8 bytes at a time while none is there (the word
-/// tests of "Bit Twiddling Hacks", S. E. Anderson: a byte less than n, a zero byte).
-fn first_to_escape(bytes: &[u8], also: u8) -> Option<usize> {
-    const ONES: u64 = u64::from_le_bytes([1; 8]);
-    const HIGHS: u64 = ONES * 0x80;
-    let less_than = |w: u64, n: u8| w.wrapping_sub(ONES * u64::from(n)) & !w & HIGHS != 0;
-    let has = |w: u64, b: u8| less_than(w ^ (ONES * u64::from(b)), 1);
-    let special = |&b: &u8| b < 0x20 || b == b'"' || b == b'\\' || b == also;
-    if bytes.len() < 16 {
-        // A delta's few bytes: one test each costs less than assembling words.
-        return bytes.iter().position(special);
-    }
-    let mut at = 0;
-    while at < bytes.len() {
-        let part = &bytes[at..bytes.len().min(at + 8)];
-        // A short last part is padded with a byte that is never special.
-        let mut word = [b'a'; 8];
-        match <[u8; 8]>::try_from(part) {
-            Ok(whole) => word = whole,
-            Err(_) => word.iter_mut().zip(part).for_each(|(w, b)| *w = *b),
-        }
-        let w = u64::from_le_bytes(word);
-        if less_than(w, 0x20) || has(w, b'"') || has(w, b'\\') || has(w, also) {
-            return part.iter().position(special).map(|k| at + k);
-        }
-        at += part.len();
-    }
-    None
 }
 
 /// How a run [`Resume::elidable`] found stands in the call's arguments.
@@ -587,8 +559,8 @@ mod tests {
         }
     }
 
-    /// The escape of every ASCII character, each at every position of a word of 8 bytes
-    /// (the test reads 8 at a time), among multi-byte characters, is `serde_json`'s.
+    /// The escape of every ASCII character, at every position among runs and multi-byte
+    /// characters, is `serde_json`'s.
     #[test]
     fn escape_writes_what_serde_json_writes_at_every_position() {
         for c in (0u8..0x80).map(char::from).chain(['é', '😀', '\u{2028}']) {
