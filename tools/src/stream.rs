@@ -513,7 +513,7 @@ impl<'a> StreamingParser<'a> {
             let content = match how {
                 resume::Elided::Escaped => raw,
                 resume::Elided::Json => {
-                    decoded = serde_json::from_str::<String>(&format!("\"{raw}\"")).ok()?;
+                    decoded = resume::unescape(raw)?;
                     decoded.as_str()
                 }
             };

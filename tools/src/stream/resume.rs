@@ -405,6 +405,63 @@ pub(super) fn escape_into(s: &str, out: &mut String) {
     out.push_str(&s[raw..]);
 }
 
+/// The content of a JSON string as written (`s`, without its quotes) decoded, as
+/// `serde_json` decodes it (RFC 8259 section 7: the two-character escapes, `\uXXXX`, a
+/// surrogate pair in two); `None` where it is not valid string content (a quote or a
+/// control character unescaped, a bad or cut escape, a lone surrogate). Runs without a
+/// backslash are copied whole, each byte tested once ([`CLASS`]).
+pub(super) fn unescape(s: &str) -> Option<String> {
+    let bytes = s.as_bytes();
+    let mut out = String::with_capacity(s.len());
+    let (mut raw, mut i) = (0, 0);
+    let hex = |at: usize| -> Option<u32> {
+        let h = s.get(at..at + 4)?;
+        h.bytes()
+            .all(|b| b.is_ascii_hexdigit())
+            .then(|| u32::from_str_radix(h, 16).ok())?
+    };
+    while i < bytes.len() {
+        let class = CLASS[usize::from(bytes[i])];
+        if class & (DOUBLE | BACKSLASH | CONTROL) == 0 {
+            i += 1;
+            continue;
+        }
+        if class & BACKSLASH == 0 {
+            return None;
+        }
+        out.push_str(&s[raw..i]);
+        let c = match *bytes.get(i + 1)? {
+            b'"' => '"',
+            b'\\' => '\\',
+            b'/' => '/',
+            b'b' => '\u{8}',
+            b'f' => '\u{c}',
+            b'n' => '\n',
+            b'r' => '\r',
+            b't' => '\t',
+            b'u' => {
+                let hi = hex(i + 2)?;
+                if (0xD800..0xDC00).contains(&hi) {
+                    if s.get(i + 6..i + 8) != Some("\\u") {
+                        return None;
+                    }
+                    let lo = hex(i + 8).filter(|lo| (0xDC00..0xE000).contains(lo))?;
+                    i += 6;
+                    char::from_u32(0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00))?
+                } else {
+                    char::from_u32(hi)?
+                }
+            }
+            _ => return None,
+        };
+        out.push(c);
+        i += if bytes[i + 1] == b'u' { 6 } else { 2 };
+        raw = i;
+    }
+    out.push_str(&s[raw..]);
+    Some(out)
+}
+
 /// How a run [`Resume::elidable`] found stands in the call's arguments.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Elided {
@@ -556,6 +613,29 @@ mod tests {
                 assert_eq!(plain, None, "{args} {delta:?}");
                 assert_eq!(format!("{r:?}"), before);
             }
+        }
+    }
+
+    /// `unescape` decodes what `serde_json` decodes, and refuses what it refuses: every
+    /// escape, surrogate pairs, raw multi-byte characters, and broken content.
+    #[test]
+    fn unescape_reads_json_string_content_as_serde_json_does() {
+        let cases = [
+            "plain é 😀 text",
+            "a\\nb\\t\\\"q\\\" \\\\ \\/ \\b\\f\\r",
+            "\\u00e9\\u0041\\ud83d\\ude00 end",
+            "\\u2028",
+            "bad \\x",
+            "cut \\u00e",
+            "lone \\ud83d x",
+            "lone \\ude00",
+            "raw \" quote",
+            "raw \n newline",
+            "ends \\",
+        ];
+        for s in cases {
+            let serde = serde_json::from_str::<String>(&format!("\"{s}\"")).ok();
+            assert_eq!(super::unescape(s), serde, "{s:?}");
         }
     }
 
