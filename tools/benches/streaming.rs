@@ -25,7 +25,10 @@
 //! FILTER: a family's name selects it alone, other text every family whose name holds it.
 //!
 //! `STREAMING_TABLE_ONLY=1` prints the table and skips criterion; `STREAMING_TEXT=calls` or
-//! `long` limits the table to one text (for a profile, e.g. under callgrind).
+//! `long` limits the table to one text, `STREAMING_ROUNDS=N` sets the runs per figure (3),
+//! and `STREAMING_API=with` or `into` streams one way only (for a count of instructions
+//! under callgrind: `streaming::stream` is then the stream, `ToolCallFormat::parse` the
+//! whole parse).
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -136,9 +139,10 @@ fn stream(f: &dyn ToolCallFormat, tools: &[Tool], text: &str, api: Api) -> (usiz
     (ends, p.scanned_bytes())
 }
 
+/// The median of `v` (NaN for none: a way not streamed).
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
 /// One row of the table: whole (ms), streamed with `push_with` (ms), ratio, with
@@ -147,11 +151,25 @@ fn row(f: &dyn ToolCallFormat, tools: &[Tool], text: &str, calls: usize) -> Stri
     let (mut whole, mut with, mut into) = (Vec::new(), Vec::new(), Vec::new());
     let mut work = 0;
     let mut note = "";
-    for _ in 0..ROUNDS {
+    let rounds = std::env::var("STREAMING_ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(ROUNDS);
+    let api = std::env::var("STREAMING_API").ok();
+    for _ in 0..rounds {
         let t = Instant::now();
         let parsed = black_box(f.parse(black_box(text), tools));
         whole.push(t.elapsed().as_secs_f64());
-        for (api, times) in [(Api::With, &mut with), (Api::Into, &mut into)] {
+        for (api, times) in [(Api::With, &mut with), (Api::Into, &mut into)]
+            .into_iter()
+            .filter(|(a, _)| {
+                let name = match a {
+                    Api::With => "with",
+                    Api::Into => "into",
+                };
+                api.as_deref().map_or(true, |only| only == name)
+            })
+        {
             let t = Instant::now();
             let (ends, scanned) = stream(f, tools, black_box(text), api);
             times.push(t.elapsed().as_secs_f64());

@@ -41,8 +41,13 @@
 //!   the following deltas itself, sending each as an argument delta, without parsing the
 //!   call again, until a character that may end the arguments (the closing bracket, a
 //!   character outside JSON syntax, a `<` that may start a tag). The format's parser then
-//!   reads on. So one call with a 1 MB argument costs one scan of it and one parse when it
-//!   ends, and still streams on every delta.
+//!   reads on, but not what the stream read: the next parse hands it the text with the
+//!   run the stream read cut out (an XML value's text, or the longest JSON string read
+//!   whole) and a sentinel in its place, and puts the run back into the call's argument
+//!   text and arguments (`StreamingParser::parse_elided`; a parse whose output holds the
+//!   sentinel anywhere but once in one call's arguments is not used, and the whole text
+//!   is parsed). So one call with a 1 MB argument costs one scan of it and a parse of the
+//!   call without it, and still streams on every delta.
 //! * **A work budget.** Each byte received earns `WORK_PER_BYTE` (2) bytes of parse work,
 //!   banked up to `ALLOWANCE` (4 KiB, also what a stream starts with); unsettled text up to
 //!   `EAGER_TAIL` (1 KiB) is re-parsed on a delta when the bank pays for it, else once it
@@ -62,9 +67,10 @@
 //! * **The cost of a delta.** Beyond parse work, a delta costs its bookkeeping, which
 //!   in 8-byte deltas is of the order of a whole parse of the same text (issue 23: 1 MB
 //!   parses whole in 1–7 ms, that is 8–50 ns per 8 bytes). Inside an argument the stream
-//!   reads itself, a delta of plain text (no quote, backslash, `<` or control character,
-//!   ending in printable ASCII) is sent as it is after one 8-byte word test, and the
-//!   argument text sent is counted, not copied, until the next parse holds it. Three ways
+//!   reads itself, a delta that stays inside the string or XML value being read (no
+//!   unescaped closing quote, no `<`; escapes and whitespace at its end allowed) is taken
+//!   in one pass over its bytes, a table lookup each, and sent (escaped where a byte needs
+//!   it); the argument text sent is counted, not copied, until the next parse holds it. Three ways
 //!   to take the events: [`StreamingParser::push_with`] shows them by reference and keeps
 //!   the event vector and the last argument event's string for the next delta (nothing
 //!   allocated per delta inside an argument: the cheapest);
@@ -93,6 +99,15 @@ const TAIL_SHARE: usize = 64;
 /// argument) the stream earns per byte received: unsettled text up to `EAGER_TAIL` is
 /// re-parsed on a delta when the work earned and not yet spent pays for it.
 const WORK_PER_BYTE: usize = 2;
+
+/// The shortest run of an XML value read by the stream that the format's parser is
+/// handed cut out (see `StreamingParser::parse_elided`).
+const MIN_ELIDED: usize = 1024;
+
+/// What stands for a run cut out of the text handed to the format's parser: two Unicode
+/// noncharacters, which no family's markup uses; a parse whose output holds it other than
+/// once, inside one call's arguments, is not used.
+const SENTINEL: &str = "\u{10FFFE}\u{10FFFF}";
 
 /// The work the stream starts with and may bank at most: short outputs and text that
 /// settles as it arrives (plain content) are parsed on every delta.
@@ -144,6 +159,11 @@ pub struct StreamingParser<'a> {
     /// The open last call's arguments, read by the stream itself (see [`resume`]), and the
     /// call's index.
     resume: Option<(Resume, usize)>,
+    /// A run of an XML value the stream read itself, in a call whose arguments it then
+    /// stopped reading: the next parse hands the format's parser the text with this run
+    /// cut out and puts it back into what the parser returns (see
+    /// [`StreamingParser::parse_elided`]).
+    elided: Option<(std::ops::Range<usize>, resume::Elided)>,
     finished: bool,
     /// The events of a [`StreamingParser::push_with`], kept for the next one: empty, or
     /// the last argument event it showed, its text cleared (of at most `ALLOWANCE` bytes).
@@ -185,6 +205,7 @@ impl<'a> StreamingParser<'a> {
             credit: ALLOWANCE,
             args_current: false,
             resume: None,
+            elided: None,
             finished: false,
             scratch: Vec::new(),
         }
@@ -216,22 +237,34 @@ impl<'a> StreamingParser<'a> {
             return;
         }
         self.text.push_str(delta);
-        self.credit = (self.credit + WORK_PER_BYTE * delta.len()).min(ALLOWANCE);
+        self.received(delta.len(), out);
+    }
+
+    /// What the last `len` bytes of the text, just received, settle: appended to `out` as
+    /// [`StreamingParser::push_into`] appends them.
+    fn received(&mut self, len: usize, out: &mut Vec<StreamEvent>) {
+        if let Some(&(_, index)) = self.resume.as_ref() {
+            let taken = match out.last_mut() {
+                Some(StreamEvent::ToolCallArguments { index: i, delta }) if *i == index => {
+                    self.resumed_plain(len, delta)
+                }
+                _ => {
+                    let mut delta = String::new();
+                    let taken = self.resumed_plain(len, &mut delta);
+                    if !delta.is_empty() {
+                        out.push(StreamEvent::ToolCallArguments { index, delta });
+                    }
+                    taken
+                }
+            };
+            if taken {
+                return;
+            }
+        }
+        self.credit = (self.credit + WORK_PER_BYTE * len).min(ALLOWANCE);
         match self.resume.as_mut() {
             Some((r, index)) => {
-                let from = self.text.len() - delta.len();
-                if let Some(sent) = r.advance_plain(&self.text, from) {
-                    // The common case: all of the delta (and whitespace held before it)
-                    // is argument text that needs no escape.
-                    self.scanned += delta.len();
-                    self.credit = self.credit.saturating_sub(delta.len());
-                    let raw = &self.text[sent];
-                    append_arguments(out, *index, raw.len(), |d| d.push_str(raw));
-                    if let Some(call) = self.calls.last_mut() {
-                        call.resumed += raw.len();
-                    }
-                    return;
-                }
+                let index = *index;
                 let before = r.scanned();
                 let (sent, stop) = r.advance(&self.text);
                 let read = r.scanned() - before;
@@ -240,7 +273,7 @@ impl<'a> StreamingParser<'a> {
                 if !sent.is_empty() {
                     let raw = &self.text[sent];
                     let mut wrote = 0;
-                    append_arguments(out, *index, r.rendered_len(raw), |d| {
+                    append_arguments(out, index, r.rendered_len(raw), |d| {
                         wrote = r.render(raw, d)
                     });
                     if let Some(call) = self.calls.last_mut() {
@@ -249,11 +282,13 @@ impl<'a> StreamingParser<'a> {
                 }
                 let Some(at) = stop else { return };
                 // Left the arguments: the format's parser reads on, paid by the bytes
-                // from here (those scanned were paid once).
+                // from here (those scanned were paid once), and is not handed again the
+                // run of a value just read.
+                self.elided = r.elidable(MIN_ELIDED);
                 self.resume = None;
                 self.unparsed = self.text.len() - at;
             }
-            None => self.unparsed += delta.len(),
+            None => self.unparsed += len,
         }
         let tail = self.text.len() - self.base;
         let due = if tail <= EAGER_TAIL {
@@ -266,6 +301,29 @@ impl<'a> StreamingParser<'a> {
         }
     }
 
+    /// The common case inside an argument the stream reads itself: when the last `len`
+    /// bytes received stay inside the string or value being read (see
+    /// `Resume::advance_plain`), writes their argument text (and that of whitespace held
+    /// before them) onto `args` and returns true; else changes nothing.
+    fn resumed_plain(&mut self, len: usize, args: &mut String) -> bool {
+        let Some((r, _)) = self.resume.as_mut() else {
+            return false;
+        };
+        let Some(plain) = r.advance_plain(&self.text, self.text.len() - len) else {
+            return false;
+        };
+        self.scanned += len;
+        // Earned and spent at once (see `WORK_PER_BYTE`).
+        self.credit = (self.credit + WORK_PER_BYTE * len)
+            .min(ALLOWANCE)
+            .saturating_sub(len);
+        let wrote = plain.render(&self.text, args);
+        if let Some(call) = self.calls.last_mut() {
+            call.resumed += wrote;
+        }
+        true
+    }
+
     /// Adds `delta` (decoded with special tokens kept) and shows each event it settled to
     /// `each`, in the order [`StreamingParser::push`] returns them, without handing them
     /// over: the cheapest way to forward events (a serving engine writing each into its
@@ -274,11 +332,24 @@ impl<'a> StreamingParser<'a> {
     /// allocates nothing once the stream runs. After [`StreamingParser::finish`] deltas
     /// are ignored.
     pub fn push_with(&mut self, delta: &str, mut each: impl FnMut(&StreamEvent)) {
-        // `scratch` may hold the last argument event shown, emptied: `push_into` appends
-        // the next delta of that call onto it, so a delta inside an argument moves no
-        // event and allocates nothing.
+        if self.finished {
+            return;
+        }
+        self.text.push_str(delta);
+        // `scratch` may hold the last argument event shown, emptied: the next delta of
+        // that call is appended onto it, so a delta inside an argument moves no event
+        // and allocates nothing.
         let mut events = std::mem::take(&mut self.scratch);
-        self.push_into(delta, &mut events);
+        let resumed = self.resume.as_ref().map(|&(_, index)| index);
+        let fast = match events.as_mut_slice() {
+            [StreamEvent::ToolCallArguments { index, delta: args }] if Some(*index) == resumed => {
+                self.resumed_plain(delta.len(), args)
+            }
+            _ => false,
+        };
+        if !fast {
+            self.received(delta.len(), &mut events);
+        }
         for event in &events {
             if !matches!(event, StreamEvent::ToolCallArguments { delta, .. } if delta.is_empty()) {
                 each(event);
@@ -288,12 +359,15 @@ impl<'a> StreamingParser<'a> {
             Some(StreamEvent::ToolCallArguments { delta, .. }) if delta.capacity() <= ALLOWANCE => {
                 delta.clear();
                 let n = events.len();
-                events.drain(..n - 1);
+                if n > 1 {
+                    events.drain(..n - 1);
+                }
             }
             _ => events.clear(),
         }
         self.scratch = events;
     }
+
     /// Re-parses now what [`StreamingParser::push`] coalesced (for a stream that pauses
     /// inside a call: a delta there waits for the work budget, or for 1/64 of a long
     /// piece, see the module notes) and returns what it settled.
@@ -333,11 +407,19 @@ impl<'a> StreamingParser<'a> {
     fn parse(&mut self, at_end: bool, out: &mut Vec<StreamEvent>) {
         self.unparsed = 0;
         self.resume = None;
-        self.scanned += self.text.len() - self.base;
-        self.credit = self.credit.saturating_sub(self.text.len() - self.base);
-        let partial = self
-            .format
-            .parse_partial_from(&self.text, &self.from, self.tools, at_end);
+        let elided = self.elided.take();
+        let elided = elided.and_then(|(run, how)| self.parse_elided(run, how, at_end));
+        let (partial, handed) = match elided {
+            Some(done) => done,
+            None => {
+                let p = self
+                    .format
+                    .parse_partial_from(&self.text, &self.from, self.tools, at_end);
+                (p, self.text.len() - self.base)
+            }
+        };
+        self.scanned += handed;
+        self.credit = self.credit.saturating_sub(handed);
         let settled = partial.settled.filter(|_| !at_end);
         self.diff(partial, out);
         if let Some(s) = settled {
@@ -353,6 +435,105 @@ impl<'a> StreamingParser<'a> {
             self.credit = self.credit.saturating_sub(call.sent_args.len());
             self.resume = Resume::infer(&self.text, &call.sent_args).map(|r| (r, index));
         }
+    }
+
+    /// The parse of the text with `run` (a run of an XML value the stream read itself,
+    /// see `Resume::elidable`) replaced by [`SENTINEL`], and the run put back into what
+    /// the format returns: into the one call's argument text where the sentinel stands
+    /// (escaped as JSON string content, as the value's text is there) and into the one
+    /// string of its finished call's arguments; settled offsets after it moved by the
+    /// run's length. So the end of a call with a long value costs a parse of the call
+    /// without the value (issue 23: no second reading of a 1 MB argument), with the
+    /// output of the parse of the whole text: the format reads a raw value's text as it
+    /// is (a string-typed value: the text itself; the stream resumed it because the
+    /// parse showed it so), and the sentinel stands inside it, after text and before
+    /// text of the value. Returns the output and the bytes handed to the parser, or
+    /// `None` (the caller parses the whole text) when the sentinel is found anywhere
+    /// else or other than once, in an error past the run, or where the arguments do not
+    /// extend what was sent.
+    fn parse_elided(
+        &self,
+        run: std::ops::Range<usize>,
+        how: resume::Elided,
+        at_end: bool,
+    ) -> Option<(PartialOutput, usize)> {
+        let text = &self.text;
+        if run.start < self.base || run.end > text.len() {
+            return None;
+        }
+        let (head, tail) = (&text[..run.start], &text[run.end..]);
+        if head[self.base..].contains(SENTINEL) || tail.contains(SENTINEL) {
+            return None;
+        }
+        let mut cut = String::with_capacity(head.len() + SENTINEL.len() + tail.len());
+        cut.push_str(head);
+        cut.push_str(SENTINEL);
+        cut.push_str(tail);
+        let mut p = self
+            .format
+            .parse_partial_from(&cut, &self.from, self.tools, at_end);
+        let raw = &text[run.clone()];
+        if p.content.contains(SENTINEL)
+            || p.reasoning.contains(SENTINEL)
+            || p.errors.iter().any(|e| e.offset + e.text.len() > run.start)
+        {
+            return None;
+        }
+        let mut holders = p
+            .calls
+            .iter_mut()
+            .enumerate()
+            .filter(|(_, c)| c.arguments_text.contains(SENTINEL));
+        let (i, call) = holders.next()?;
+        if holders.next().is_some() {
+            return None;
+        }
+        let at = call.arguments_text.find(SENTINEL)?;
+        let after = &call.arguments_text[at + SENTINEL.len()..];
+        if after.contains(SENTINEL) || call.arguments_text.starts_with('"') {
+            return None;
+        }
+        let mut args = String::with_capacity(call.arguments_text.len() + raw.len() + raw.len() / 8);
+        args.push_str(&call.arguments_text[..at]);
+        match how {
+            resume::Elided::Escaped => resume::escape_into(raw, &mut args),
+            resume::Elided::Json => args.push_str(raw),
+        }
+        args.push_str(after);
+        if let Some(sent) = self.calls.get(i) {
+            if !args.starts_with(sent.sent_args.as_str())
+                || args.len() < sent.sent_args.len() + sent.resumed
+            {
+                return None;
+            }
+        }
+        call.arguments_text = args;
+        if let Some(done) = call.complete.as_mut() {
+            let decoded;
+            let content = match how {
+                resume::Elided::Escaped => raw,
+                resume::Elided::Json => {
+                    decoded = resume::unescape(raw)?;
+                    decoded.as_str()
+                }
+            };
+            if put_back(&mut done.arguments, content) != 1 {
+                return None;
+            }
+        }
+        let moved = |o: usize| {
+            if o > run.start {
+                o - SENTINEL.len() + raw.len()
+            } else {
+                o
+            }
+        };
+        p.settled = p.settled.map(|s| super::Settled {
+            offset: moved(s.offset),
+            anchor: moved(s.anchor),
+            ..s
+        });
+        Some((p, cut.len() - self.base))
     }
 
     /// Moves `base` to `s` when everything before it has been sent.
@@ -498,6 +679,27 @@ impl<'a> StreamingParser<'a> {
         }
         self.sent_errors = sent_errors;
         self.args_current = args_current;
+    }
+}
+
+/// Replaces [`SENTINEL`] with `raw` in the strings of `v` that hold it; returns how many
+/// times it was found (the caller uses `v` only when that is once).
+fn put_back(v: &mut serde_json::Value, raw: &str) -> usize {
+    match v {
+        serde_json::Value::String(s) => s.find(SENTINEL).map_or(0, |at| {
+            let rest = &s[at + SENTINEL.len()..];
+            let more = rest.matches(SENTINEL).count();
+            // Built anew, not `replace_range` (which inserts byte by byte).
+            let mut whole = String::with_capacity(s.len() + raw.len());
+            whole.push_str(&s[..at]);
+            whole.push_str(raw);
+            whole.push_str(rest);
+            *s = whole;
+            1 + more
+        }),
+        serde_json::Value::Array(a) => a.iter_mut().map(|x| put_back(x, raw)).sum(),
+        serde_json::Value::Object(o) => o.values_mut().map(|x| put_back(x, raw)).sum(),
+        _ => 0,
     }
 }
 

@@ -46,7 +46,7 @@ enum Step {
 }
 
 /// The state of a resumed argument text (see the module notes).
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(super) struct Resume {
     mode: Mode,
     /// Bracket depth outside strings (the arguments object's own `{` counts 1).
@@ -65,6 +65,15 @@ pub(super) struct Resume {
     scanned: usize,
     /// Offset in the output up to which argument text was sent.
     sent: usize,
+    /// Offset in the output where the scan began.
+    start: usize,
+    /// Offset in the output where the content of the string the scan is in was first
+    /// read by it (where the scan began, for a string open then, unless it began after
+    /// a backslash: `usize::MAX`).
+    run_start: usize,
+    /// The longest string content the scan read whole, from `run_start` to its closing
+    /// quote.
+    longest: Option<std::ops::Range<usize>>,
 }
 
 impl Resume {
@@ -84,6 +93,9 @@ impl Resume {
                 string_start: 0,
                 scanned: end,
                 sent: end,
+                start: end,
+                run_start: usize::MAX,
+                longest: None,
             };
             let mut chars = args.char_indices().peekable();
             while let Some((i, c)) = chars.next() {
@@ -92,6 +104,9 @@ impl Resume {
                     return None;
                 }
             }
+            // What the scan reads counts from here (the lexing was of the arguments).
+            r.longest = None;
+            r.run_start = if r.escape { usize::MAX } else { end };
             Some(r)
         };
         if text[..end].ends_with(args) {
@@ -167,35 +182,75 @@ impl Resume {
         (sent, stop)
     }
 
-    /// [`Self::advance`] for a delta the scan's state cannot change on, starting at `from`
-    /// (the end of what was scanned): inside a string or an XML value, a delta ending in a
-    /// printable ASCII byte with none of the bytes that end such a run (a quote, a
-    /// backslash, `<`) or that a JSON string escapes. Returns the bytes whose argument text
-    /// is now to be sent (themselves: nothing in them needs an escape), or `None` where
-    /// [`Self::advance`] must read the delta.
-    pub(super) fn advance_plain(
-        &mut self,
-        text: &str,
-        from: usize,
-    ) -> Option<std::ops::Range<usize>> {
-        let ends_run = match (self.mode, self.quote) {
-            (Mode::Escaped, _) => b'<',
-            (_, Some(q)) if !self.escape && self.scanned == from => q as u8,
-            _ => return None,
-        };
+    /// [`Self::advance`] for a delta that stays inside the string or XML value the scan is
+    /// in, starting at `from` (the end of what was scanned): in an XML value, a delta
+    /// without `<`; in a JSON or Python string, one without its quote (backslashes are
+    /// followed here). Whitespace at its end is held back as [`Self::advance`] holds it,
+    /// when the last byte before it is ASCII. Returns the bytes of the output whose
+    /// argument text is now to be sent ([`Plain::render`] writes it), or `None` where
+    /// [`Self::advance`] must read the delta (the state is then unchanged). One pass over
+    /// the delta's bytes (a table load each) and none over what came before it: the cost
+    /// of a delta inside a long argument.
+    pub(super) fn advance_plain(&mut self, text: &str, from: usize) -> Option<Plain> {
         if self.scanned != from {
             return None;
         }
-        let bytes = &text.as_bytes()[self.sent..];
-        let last = *bytes.last()?;
-        if !(b'!'..0x7f).contains(&last) || first_to_escape(bytes, ends_run).is_some() {
-            return None;
-        }
-        let sent = self.sent..text.len();
+        let bytes = text.as_bytes();
+        let delta = &bytes[from..];
+        // The classes of the delta's bytes, or-ed: one load and one `or` a byte.
+        let seen = delta
+            .iter()
+            .fold(0, |seen, &b| seen | CLASS[usize::from(b)]);
+        let mut escape = self.escape;
+        let escaped = match (self.mode, self.quote) {
+            (Mode::Escaped, _) if seen & LT != 0 => return None,
+            (Mode::Escaped, _) => seen & (DOUBLE | BACKSLASH | CONTROL) != 0,
+            (_, Some(q)) => {
+                let quote = if q == '"' { DOUBLE } else { SINGLE };
+                if seen & quote == 0 && (seen & BACKSLASH != 0 || escape) {
+                    // A backslash escapes the next byte: follow them (no quote to stop).
+                    for &b in delta {
+                        escape = !escape && b == b'\\';
+                    }
+                } else if seen & quote != 0 {
+                    for &b in delta {
+                        if escape {
+                            escape = false;
+                        } else if b == b'\\' {
+                            escape = true;
+                        } else if char::from(b) == q {
+                            return None;
+                        }
+                    }
+                }
+                false
+            }
+            _ => return None,
+        };
+        // What is held back: the whitespace the output ends with (as `str::trim_end`
+        // reads it), decided here only where the byte before it is ASCII.
+        let solid = match *bytes.last()? {
+            b'!'..=b'~' if self.sent == from => text.len(),
+            _ => {
+                let pending = &bytes[self.sent..];
+                match pending.iter().rposition(|&b| !is_ascii_space(b)) {
+                    Some(k) if pending[k].is_ascii() => self.sent + k + 1,
+                    Some(_) => return None,
+                    None => self.sent,
+                }
+            }
+        };
+        self.escape = escape;
         self.scanned = text.len();
-        self.sent = text.len();
-        Some(sent)
+        let plain = Plain {
+            bytes: self.sent..solid,
+            // Held whitespace sent now may hold a newline or a tab.
+            escaped: self.mode == Mode::Escaped && (escaped || self.sent < from),
+        };
+        self.sent = solid;
+        Some(plain)
     }
+
     /// Appends to `out` the argument text of `raw`, bytes of the output this scan read
     /// (a range [`Self::advance`] returned): the bytes themselves, or escaped as JSON
     /// string content; returns its length.
@@ -228,6 +283,24 @@ impl Resume {
         }
     }
 
+    /// A run of text this scan read, once it stopped, of at least `min` bytes, that the
+    /// format's parser reads as one string's content, so the stream may hand the parser
+    /// the call without it (see `StreamingParser::parse_elided`): in an XML value, from
+    /// where the scan began to its last character but trailing whitespace (every `<` in
+    /// it was followed by a character that starts no tag; [`Elided::Escaped`]); in JSON
+    /// arguments, the longest string content it read whole (from its opening quote or
+    /// from where the scan began, to its closing quote: [`Elided::Json`], the content as
+    /// written, escapes and all). `None` otherwise (Python arguments).
+    pub(super) fn elidable(&self, min: usize) -> Option<(std::ops::Range<usize>, Elided)> {
+        match (self.mode, &self.longest) {
+            (Mode::Escaped, _) if self.sent >= self.start + min => {
+                Some((self.start..self.sent, Elided::Escaped))
+            }
+            (Mode::Json, Some(run)) if run.len() >= min => Some((run.clone(), Elided::Json)),
+            _ => None,
+        }
+    }
+
     /// Offset in the output up to which the scan has read.
     pub(super) fn scanned(&self) -> usize {
         self.scanned
@@ -254,6 +327,10 @@ impl Resume {
             } else if c == q {
                 self.quote = None;
                 self.closed = Some(q);
+                let run = self.run_start..at;
+                if !run.is_empty() && !self.longest.as_ref().is_some_and(|l| l.len() >= run.len()) {
+                    self.longest = Some(run);
+                }
             }
             return Step::Take;
         }
@@ -265,6 +342,7 @@ impl Resume {
                 }
                 self.quote = Some(c);
                 self.string_start = at + c.len_utf8();
+                self.run_start = self.string_start;
             }
             '{' | '[' => self.depth += 1,
             '(' if python => self.depth += 1,
@@ -293,15 +371,18 @@ fn escape(s: &str) -> String {
     out
 }
 
-/// [`escape`] appended to `out`: runs of bytes needing no escape are copied whole.
-fn escape_into(s: &str, out: &mut String) {
+/// [`escape`] appended to `out`: runs of bytes needing no escape are copied whole, each
+/// byte tested once ([`CLASS`]).
+pub(super) fn escape_into(s: &str, out: &mut String) {
     let bytes = s.as_bytes();
+    out.reserve(bytes.len());
     let mut raw = 0;
-    while let Some(k) = first_to_escape(&bytes[raw..], b'"') {
-        let i = raw + k;
+    for (i, &b) in bytes.iter().enumerate() {
+        if CLASS[usize::from(b)] & (DOUBLE | BACKSLASH | CONTROL) == 0 {
+            continue;
+        }
         out.push_str(&s[raw..i]);
         raw = i + 1;
-        let b = bytes[i];
         let short = match b {
             b'"' => "\\\"",
             b'\\' => "\\\\",
@@ -324,31 +405,127 @@ fn escape_into(s: &str, out: &mut String) {
     out.push_str(&s[raw..]);
 }
 
-/// The index of the first byte of `bytes` a JSON string escapes (a control character,
-/// `"`, `\`) or equal to `also`, reading 8 bytes at a time while none is there (the word
-/// tests of "Bit Twiddling Hacks", S. E. Anderson: a byte less than n, a zero byte).
-fn first_to_escape(bytes: &[u8], also: u8) -> Option<usize> {
-    const ONES: u64 = u64::from_le_bytes([1; 8]);
-    const HIGHS: u64 = ONES * 0x80;
-    let less_than = |w: u64, n: u8| w.wrapping_sub(ONES * u64::from(n)) & !w & HIGHS != 0;
-    let has = |w: u64, b: u8| less_than(w ^ (ONES * u64::from(b)), 1);
-    let mut at = 0;
-    while at < bytes.len() {
-        let part = &bytes[at..bytes.len().min(at + 8)];
-        // A short last part is padded with a byte that is never special.
-        let mut word = [b'a'; 8];
-        match <[u8; 8]>::try_from(part) {
-            Ok(whole) => word = whole,
-            Err(_) => word.iter_mut().zip(part).for_each(|(w, b)| *w = *b),
+/// The content of a JSON string as written (`s`, without its quotes) decoded, as
+/// `serde_json` decodes it (RFC 8259 section 7: the two-character escapes, `\uXXXX`, a
+/// surrogate pair in two); `None` where it is not valid string content (a quote or a
+/// control character unescaped, a bad or cut escape, a lone surrogate). Runs without a
+/// backslash are copied whole, each byte tested once ([`CLASS`]).
+pub(super) fn unescape(s: &str) -> Option<String> {
+    let bytes = s.as_bytes();
+    let mut out = String::with_capacity(s.len());
+    let (mut raw, mut i) = (0, 0);
+    let hex = |at: usize| -> Option<u32> {
+        let h = s.get(at..at + 4)?;
+        h.bytes()
+            .all(|b| b.is_ascii_hexdigit())
+            .then(|| u32::from_str_radix(h, 16).ok())?
+    };
+    while i < bytes.len() {
+        let class = CLASS[usize::from(bytes[i])];
+        if class & (DOUBLE | BACKSLASH | CONTROL) == 0 {
+            i += 1;
+            continue;
         }
-        let w = u64::from_le_bytes(word);
-        if less_than(w, 0x20) || has(w, b'"') || has(w, b'\\') || has(w, also) {
-            let special = |&b: &u8| b < 0x20 || b == b'"' || b == b'\\' || b == also;
-            return part.iter().position(special).map(|k| at + k);
+        if class & BACKSLASH == 0 {
+            return None;
         }
-        at += part.len();
+        out.push_str(&s[raw..i]);
+        let c = match *bytes.get(i + 1)? {
+            b'"' => '"',
+            b'\\' => '\\',
+            b'/' => '/',
+            b'b' => '\u{8}',
+            b'f' => '\u{c}',
+            b'n' => '\n',
+            b'r' => '\r',
+            b't' => '\t',
+            b'u' => {
+                let hi = hex(i + 2)?;
+                if (0xD800..0xDC00).contains(&hi) {
+                    if s.get(i + 6..i + 8) != Some("\\u") {
+                        return None;
+                    }
+                    let lo = hex(i + 8).filter(|lo| (0xDC00..0xE000).contains(lo))?;
+                    i += 6;
+                    char::from_u32(0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00))?
+                } else {
+                    char::from_u32(hi)?
+                }
+            }
+            _ => return None,
+        };
+        out.push(c);
+        i += if bytes[i + 1] == b'u' { 6 } else { 2 };
+        raw = i;
     }
-    None
+    out.push_str(&s[raw..]);
+    Some(out)
+}
+
+/// How a run [`Resume::elidable`] found stands in the call's arguments.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Elided {
+    /// Raw text of an XML value: escaped in the argument text, itself in the value.
+    Escaped,
+    /// JSON string content as written: itself in the argument text, decoded in the value.
+    Json,
+}
+
+/// What [`Resume::advance_plain`] took: bytes of the output whose argument text is now to
+/// be sent, and whether they need escaping as JSON string content.
+pub(super) struct Plain {
+    /// The bytes, an offset range in the output.
+    pub(super) bytes: std::ops::Range<usize>,
+    /// Some of them are escaped in the argument text (`"`, `\\`, control characters).
+    escaped: bool,
+}
+
+impl Plain {
+    /// Appends the argument text of these bytes of `text` (the output) to `out`; returns
+    /// its length.
+    pub(super) fn render(&self, text: &str, out: &mut String) -> usize {
+        let raw = &text[self.bytes.clone()];
+        if self.escaped {
+            let before = out.len();
+            escape_into(raw, out);
+            out.len() - before
+        } else {
+            out.push_str(raw);
+            raw.len()
+        }
+    }
+}
+
+/// A byte class of [`CLASS`]: `<`.
+const LT: u8 = 1;
+/// A byte class of [`CLASS`]: `"`.
+const DOUBLE: u8 = 2;
+/// A byte class of [`CLASS`]: `'`.
+const SINGLE: u8 = 4;
+/// A byte class of [`CLASS`]: `\\`.
+const BACKSLASH: u8 = 8;
+/// A byte class of [`CLASS`]: a control character (below 0x20), escaped in a JSON string.
+const CONTROL: u8 = 16;
+
+/// The classes of each byte value ([`LT`], [`DOUBLE`], [`SINGLE`], [`BACKSLASH`],
+/// [`CONTROL`]; 0 for the rest).
+static CLASS: [u8; 256] = {
+    let mut t = [0; 256];
+    let mut b = 0;
+    while b < 0x20 {
+        t[b] = CONTROL;
+        b += 1;
+    }
+    t[b'<' as usize] = LT;
+    t[b'"' as usize] = DOUBLE;
+    t[b'\'' as usize] = SINGLE;
+    t[b'\\' as usize] = BACKSLASH;
+    t
+};
+
+/// The ASCII bytes `char::is_whitespace` (and so `str::trim_end`) reads as whitespace.
+fn is_ascii_space(b: u8) -> bool {
+    matches!(b, b' ' | b'\t'..=b'\r')
 }
 
 /// One or two ASCII bytes to search for.
@@ -370,8 +547,100 @@ impl Specials {
 
 #[cfg(test)]
 mod tests {
-    /// The escape of every ASCII character, each at every position of a word of 8 bytes
-    /// (the test reads 8 at a time), among multi-byte characters, is `serde_json`'s.
+    use super::Resume;
+
+    /// The fast path of a delta inside a long argument (`advance_plain`) takes the deltas
+    /// of prose, which hold escapes (a newline in an XML value, `\\n` in a JSON string)
+    /// and end in spaces, and leaves the scan where the general scan (`advance`) leaves it,
+    /// sending the same bytes; a delta that may leave the value it declines, unchanged.
+    #[test]
+    fn the_fast_path_takes_prose_deltas_as_the_general_scan_does() {
+        let cases: [(&str, &str, &[&str], &[&str]); 3] = [
+            (
+                "<parameter=text>\nhello",
+                "{\"text\": \"hello",
+                &[
+                    " world\n",
+                    "amet,\n",
+                    "a\tb ",
+                    " ",
+                    "x\\y\"z",
+                    "end  ",
+                    "\u{e9} ok",
+                ],
+                &["a <b", "<"],
+            ),
+            (
+                "<tool_call>{\"name\": \"f\", \"arguments\": {\"text\": \"hello",
+                "{\"text\": \"hello",
+                &[
+                    " world\\n",
+                    "a\\\"b ",
+                    "x\\",
+                    "\"y",
+                    "z  ",
+                    "\u{e9}.",
+                    "\\u00e9",
+                ],
+                &["end\"}", "\""],
+            ),
+            (
+                "[f(text='hello",
+                "text='hello",
+                &[" world\\n", "it\\'s ", "x\\", "'y", " \t", "z."],
+                &["x')", "'"],
+            ),
+        ];
+        for (start, args, taken, declined) in cases {
+            let mut text = start.to_owned();
+            let mut r = Resume::infer(&text, args).expect(args);
+            for delta in taken {
+                let from = text.len();
+                text.push_str(delta);
+                let mut general = r.clone();
+                let (sent, stop) = general.advance(&text);
+                assert_eq!(stop, None, "{args} {delta:?}");
+                let plain = r.advance_plain(&text, from).map(|p| p.bytes);
+                assert_eq!(plain, Some(sent), "{args} {delta:?}");
+                assert_eq!(format!("{r:?}"), format!("{general:?}"), "{args} {delta:?}");
+            }
+            for delta in declined {
+                let mut text = text.clone();
+                let from = text.len();
+                text.push_str(delta);
+                let before = format!("{r:?}");
+                let plain = r.advance_plain(&text, from).map(|p| p.bytes);
+                assert_eq!(plain, None, "{args} {delta:?}");
+                assert_eq!(format!("{r:?}"), before);
+            }
+        }
+    }
+
+    /// `unescape` decodes what `serde_json` decodes, and refuses what it refuses: every
+    /// escape, surrogate pairs, raw multi-byte characters, and broken content.
+    #[test]
+    fn unescape_reads_json_string_content_as_serde_json_does() {
+        let cases = [
+            "plain é 😀 text",
+            "a\\nb\\t\\\"q\\\" \\\\ \\/ \\b\\f\\r",
+            "\\u00e9\\u0041\\ud83d\\ude00 end",
+            "\\u2028",
+            "bad \\x",
+            "cut \\u00e",
+            "lone \\ud83d x",
+            "lone \\ude00",
+            "raw \" quote",
+            "raw \n newline",
+            "ends \\",
+        ];
+        for s in cases {
+            let serde = serde_json::from_str::<String>(&format!("\"{s}\"")).ok();
+            assert_eq!(super::unescape(s), serde, "{s:?}");
+        }
+    }
+
+    /// The escape of every ASCII character, at every position among runs and multi-byte
+    /// characters, is `serde_json`'s.
     #[test]
     fn escape_writes_what_serde_json_writes_at_every_position() {
         for c in (0u8..0x80).map(char::from).chain(['é', '😀', '\u{2028}']) {
