@@ -94,7 +94,9 @@ fn builtin_arguments(t: &Tool) -> Result<Value, ToolError> {
         }
         let sep = if elements.is_empty() { "" } else { ", " };
         elements.push(json!({"type": "const_string", "value": format!("{sep}{key}=\"")}));
-        elements.push(json!({"type": "regex", "pattern": "[^\"\\\\\\n]*"}));
+        // Raw characters but `"`, `\\` and line breaks, or the escapes `render_calls` writes
+        // (each decoded by the reader as one character).
+        elements.push(json!({"type": "regex", "pattern": "([^\"\\\\\\n\\r]|\\\\[\"\\\\nrt])*"}));
         elements.push(json!({"type": "const_string", "value": "\""}));
     }
     if elements.is_empty() {
@@ -132,7 +134,7 @@ impl ToolCallFormat for Llama3FunctionTag {
                     let kwargs: Vec<String> = args
                         .iter()
                         .map(|(k, v)| match v {
-                            Value::String(s) => format!("{k}=\"{s}\""),
+                            Value::String(s) => format!("{k}=\"{}\"", builtin_string(s)),
                             other => format!("{k}={}", crate::python_literal(other)),
                         })
                         .collect();
@@ -293,6 +295,24 @@ fn read_function(s: &str, tools: &[Tool], at_end: bool) -> Step {
     }
 }
 
+/// A built-in call's string argument as written between its double quotes: Python's
+/// escapes for `"`, `\\`, line feed, carriage return and tab (the only escapes its tag
+/// admits), every other character raw.
+fn builtin_string(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// Reads `<|python_tag|>NAME.call(KEY=VALUE, …)` from `s` (which starts with
 /// `<|python_tag|>`).
 fn read_builtin(s: &str, tools: &[Tool], at_end: bool) -> Step {
@@ -352,6 +372,7 @@ fn read_builtin(s: &str, tools: &[Tool], at_end: bool) -> Step {
 mod tests {
     use super::*;
     use crate::ToolChoice;
+    use tokensieve::GrammarMatcher;
 
     use crate::test_support::time_and_search as tools;
 
@@ -361,6 +382,29 @@ mod tests {
         assert!(out.tool_calls.is_empty());
         assert_eq!(out.errors.len(), 1);
         assert_eq!(out.content.as_deref(), Some("<|python_tag|>print(1)"));
+    }
+
+    #[test]
+    fn builtin_string_arguments_round_trip_with_quotes_and_line_breaks() {
+        // Issue 23 item 1 (found by a review): `render_calls` wrote built-in string
+        // arguments unescaped, so `say "hi"` came out as `query="say "hi""`, which the
+        // format's own tag and parser refused. They are written with Python's escapes now,
+        // and the tag admits exactly the escapes the reader decodes.
+        let f = Llama3FunctionTag::default();
+        let ts = tools();
+        let tag = f.structural_tag(&ts, &ToolChoice::Required, true).unwrap();
+        let g = crate::test_support::compile_on_ascii(&tag);
+        for q in ["say \"hi\"", "a\nb", "back\\slash\r\ttab", "it's", "plain"] {
+            let call = ToolCall::new("brave_search", json!({ "query": q }));
+            crate::test_support::assert_round_trips(&f, &g, &call, &ts);
+        }
+        // A raw line break, or an escape the reader would not decode as one character,
+        // is not in the tag's language.
+        for bad in ["query=\"a\nb\")", "query=\"a\rb\")", "query=\"a\\qb\")"] {
+            let mut m = GrammarMatcher::new(g.clone());
+            let text = format!("<|python_tag|>brave_search.call({bad}");
+            assert!(!m.accept_string(&text), "{text:?}");
+        }
     }
 
     #[test]
