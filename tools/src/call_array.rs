@@ -263,7 +263,7 @@ fn read_array_elements(
                         out.calls.push(PartialCall {
                             id: call.id.clone(),
                             name: Some(call.name.clone()),
-                            arguments_text: arguments_text(elem, &call),
+                            arguments_text: scan::arguments_member_text(elem, &call),
                             complete: Some(call),
                         });
                         // The first call: the pieces so far are content.
@@ -304,17 +304,4 @@ fn read_array_elements(
             }
         }
     }
-}
-
-/// The raw text of the `arguments` member of one array element.
-fn arguments_text(elem: &str, call: &ToolCall) -> String {
-    let obj = scan::scan_object(elem);
-    for m in &obj.members {
-        if matches!(m.key.as_str(), "arguments" | "parameters") {
-            if let Some((_, e)) = &m.value {
-                return elem[m.value_start..*e].to_owned();
-            }
-        }
-    }
-    scan::python_json(&call.arguments)
 }

@@ -288,40 +288,35 @@ struct Call<'t> {
 }
 
 impl Call<'_> {
-    fn pending(&self, partial: Option<(String, String)>) -> Step {
-        Step::Pending(PartialCall {
+    /// The call as far as it has arrived: its arguments as JSON text, `partial` the value
+    /// in progress (key and text so far); `complete` once the whole call has arrived.
+    fn partial_call(&self, partial: Option<(String, String)>, complete: bool) -> PartialCall {
+        let (params, props, root) = (&self.params, self.props, self.root);
+        PartialCall {
             id: None,
             name: Some(self.name.clone()),
             arguments_text: arguments_json_text(
-                &self.params,
-                self.props,
-                self.root,
+                params,
+                props,
+                root,
                 false,
                 partial.as_ref(),
-                false,
+                complete,
             ),
-            complete: None,
-        })
+            complete: complete.then(|| {
+                let args = typed_arguments(params, props, root, false);
+                ToolCall::new(self.name.clone(), args)
+            }),
+        }
+    }
+
+    fn pending(&self, partial: Option<(String, String)>) -> Step {
+        Step::Pending(self.partial_call(partial, false))
     }
 
     fn done(&self, len: usize) -> Step {
-        let args = typed_arguments(&self.params, self.props, self.root, false);
-        Step::Done {
-            call: PartialCall {
-                id: None,
-                name: Some(self.name.clone()),
-                arguments_text: arguments_json_text(
-                    &self.params,
-                    self.props,
-                    self.root,
-                    false,
-                    None,
-                    true,
-                ),
-                complete: Some(ToolCall::new(self.name.clone(), args)),
-            },
-            len,
-        }
+        let call = self.partial_call(None, true);
+        Step::Done { call, len }
     }
 }
 

@@ -42,17 +42,23 @@ format_with_options! {
     pub struct Hermes;
 }
 
+/// The `<tool_call>` block's envelope: calls joined by `\n`, leading text allowed under
+/// `required`, a `<think>` block first. Qwen3-Coder takes it and adds its body's markers.
+pub(crate) fn block_envelope() -> Envelope {
+    Envelope {
+        trigger: BEGIN.into(),
+        separator: "\n".into(),
+        leading_text_in_required: true,
+        reasoning: driver::THINK.written_with("\n\n"),
+        excludes: driver::THINK.markers(),
+        markers: vec![BEGIN.into(), END.into()],
+        ..Envelope::default()
+    }
+}
+
 impl Hermes {
     fn envelope(&self) -> Envelope {
-        Envelope {
-            trigger: BEGIN.into(),
-            separator: "\n".into(),
-            leading_text_in_required: true,
-            reasoning: driver::THINK.written_with("\n\n"),
-            excludes: driver::THINK.markers(),
-            markers: vec![BEGIN.into(), END.into()],
-            ..Envelope::default()
-        }
+        block_envelope()
     }
 }
 
@@ -161,7 +167,7 @@ pub(crate) fn read_json_block(s: &str, block: JsonBlock, tools: &[Tool], at_end:
         call: PartialCall {
             id: None,
             name: Some(call.name.clone()),
-            arguments_text: call_arguments_text(body, &call),
+            arguments_text: scan::arguments_member_text(body, &call),
             complete: Some(call),
         },
         len: b + len,
@@ -221,7 +227,7 @@ pub(crate) fn read_json_block(s: &str, block: JsonBlock, tools: &[Tool], at_end:
                     return done(call, body.len());
                 }
                 let mut p = scan::offered_call_parts(body, tools).0;
-                p.arguments_text = call_arguments_text(body, &call);
+                p.arguments_text = scan::arguments_member_text(body, &call);
                 return Step::Pending(p);
             }
             // The end marker is missing (the next block, or text, follows the JSON): the
@@ -229,19 +235,6 @@ pub(crate) fn read_json_block(s: &str, block: JsonBlock, tools: &[Tool], at_end:
             done(call, end + ws)
         }
     }
-}
-
-/// The raw text of a complete call's arguments (for the last argument delta).
-fn call_arguments_text(body: &str, call: &ToolCall) -> String {
-    let obj = scan::scan_object(body);
-    for m in &obj.members {
-        if matches!(m.key.as_str(), "arguments" | "parameters") {
-            if let Some((_, e)) = &m.value {
-                return body[m.value_start..*e].to_owned();
-            }
-        }
-    }
-    scan::python_json(&call.arguments)
 }
 
 #[cfg(test)]

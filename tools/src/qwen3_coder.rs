@@ -29,7 +29,7 @@ use super::{
 };
 
 // The Hermes `<tool_call>` block, with this family's body inside.
-use super::hermes::{BEGIN, END};
+use super::hermes::{self, BEGIN, END};
 const FUNC: &str = "<function=";
 const FUNC_END: &str = "</function>";
 const PARAM: &str = "<parameter=";
@@ -124,23 +124,16 @@ impl Qwen3Coder {
         Ok(self.render_calls(calls))
     }
 
+    /// Hermes' `<tool_call>` envelope ([`hermes::block_envelope`]: Qwen3-Coder is Hermes
+    /// with an XML body in the same block), `<function=` also excluded from free text and
+    /// the body's markers kept out of argument strings.
     fn envelope(&self) -> Envelope {
-        Envelope {
-            trigger: BEGIN.into(),
-            separator: "\n".into(),
-            leading_text_in_required: true,
-            reasoning: driver::THINK.written_with("\n\n"),
-            excludes: vec![
-                FUNC.into(),
-                driver::THINK.begin.into(),
-                driver::THINK.end.into(),
-            ],
-            markers: [BEGIN, END, FUNC, FUNC_END, PARAM, CLOSE]
-                .iter()
-                .map(|s| s.to_string())
-                .collect(),
-            ..Envelope::default()
-        }
+        let mut envelope = hermes::block_envelope();
+        envelope.excludes.insert(0, FUNC.into());
+        envelope
+            .markers
+            .extend([FUNC, FUNC_END, PARAM, CLOSE].map(String::from));
+        envelope
     }
 }
 
