@@ -168,3 +168,37 @@ macro_rules! format_with_options {
         }
     };
 }
+
+/// The `name` of a built-in format: the constant name it is registered under (the trait's
+/// signature written once rather than in every family's impl).
+macro_rules! format_name {
+    ($name:literal) => {
+        fn name(&self) -> &str {
+            $name
+        }
+    };
+}
+
+/// The `name`, `structural_tag`, parse, `render_calls` and `render_tool_result` of the
+/// family `NAME` whose calls are the JSON blocks described by `BLOCK`
+/// ([`crate::hermes::JsonBlock`]), found at the markers of the [`crate::driver::Family`]
+/// `FAMILY` (the tag assembled from `self.envelope()`).
+macro_rules! json_block_codec {
+    ($name:literal, $block:expr, $family:expr) => {
+        format_name!($name);
+
+        structural_tag_from_envelope!(|_, options, t| { Ok($block.call_tag(t, options)) });
+
+        parse_with_driver!(calls: $family, |s, _, tools, at_end| {
+            $crate::hermes::read_json_block(s, $block, tools, at_end)
+        });
+
+        fn render_calls(&self, calls: &[$crate::ToolCall]) -> String {
+            $block.render(calls)
+        }
+
+        fn render_tool_result(&self, _call: &$crate::ToolCall, result: &serde_json::Value) -> String {
+            $block.render_result(result)
+        }
+    };
+}
