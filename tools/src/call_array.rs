@@ -10,6 +10,7 @@
 use serde_json::Value;
 
 use super::driver::{self, Markers};
+use super::hermes;
 use super::scan::{self, Content, JsonRead};
 use super::tags;
 use super::{FormatOptions, PartialCall, PartialOutput, Tool, ToolCall, ToolParseError};
@@ -73,7 +74,7 @@ pub(crate) fn read_marked_array(
         start,
         resume: None,
     };
-    read_array(text, array, body, tools, at_end, out, content, begins)
+    read_array(turn, array, body, tools, begins)
 }
 
 /// [`Settled::state`](super::Settled::state) between two elements of a call array, after
@@ -101,13 +102,11 @@ pub(crate) fn resume_array(
     tools: &[Tool],
     begins: &Markers,
 ) -> Option<usize> {
-    let (text, at_end) = (turn.text, turn.at_end);
-    let (out, content) = (&mut turn.out, &mut turn.content);
     let array = Array {
         start: from.anchor,
         resume: Some(pos),
     };
-    read_array(text, array, pos, tools, at_end, out, content, begins)
+    read_array(turn, array, pos, tools, begins)
 }
 
 /// One call object of the array families, as their grammar writes it:
@@ -118,17 +117,8 @@ pub(crate) fn call_tag(t: &Tool, options: &FormatOptions) -> Value {
 
 /// The calls as the array families write them: `PREFIX[{"name": …, "arguments": …}, …]`.
 pub(crate) fn render(prefix: &str, calls: &[ToolCall]) -> String {
-    let items: Vec<String> = calls
-        .iter()
-        .map(|c| {
-            let name = serde_json::to_string(&c.name).unwrap_or_default();
-            format!(
-                "{{\"name\": {name}, \"arguments\": {}}}",
-                scan::python_json(&c.arguments)
-            )
-        })
-        .collect();
-    format!("{prefix}[{}]", items.join(", "))
+    let items = hermes::render_json_blocks(calls, "", "arguments", "", ", ");
+    format!("{prefix}[{items}]")
 }
 
 /// Where a malformed run of calls ends: at the next begin marker or the end.
@@ -176,51 +166,37 @@ pub(crate) fn push_bad_run(
 ///
 /// From its first call on, the parse settles after every element ([`IN_ARRAY`]), so a
 /// stream of many calls in one array re-parses only the element in progress.
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn read_array(
-    text: &str,
+    turn: &mut driver::Turn<'_>,
     array: Array,
     body: usize,
     tools: &[Tool],
-    at_end: bool,
-    out: &mut PartialOutput,
-    content: &mut Content,
     begins: &Markers,
 ) -> Option<usize> {
-    let errors_before = out.errors.len();
+    let errors_before = turn.out.errors.len();
     // The malformed elements' pieces before the first call (`None` once there is one).
     let mut pieces = array.resume.is_none().then(Content::default);
-    let next = read_array_elements(
-        text,
-        array,
-        body,
-        tools,
-        at_end,
-        out,
-        content,
-        &mut pieces,
-        begins,
-    );
-    if pieces.is_some() && out.errors.len() > errors_before && (next.is_some() || at_end) {
-        content.push(&text[array.start..next.unwrap_or(text.len())]);
+    let next = read_array_elements(turn, array, body, tools, &mut pieces, begins);
+    let (text, at_end) = (turn.text, turn.at_end);
+    if pieces.is_some() && turn.out.errors.len() > errors_before && (next.is_some() || at_end) {
+        turn.content
+            .push(&text[array.start..next.unwrap_or(text.len())]);
     }
     next
 }
 
 /// [`read_array`]'s elements, the text of malformed ones pushed to `pieces` until the
-/// first call (then to `content`).
-#[allow(clippy::too_many_arguments)]
+/// first call (then to the turn's content).
 fn read_array_elements(
-    text: &str,
+    turn: &mut driver::Turn<'_>,
     array: Array,
     body: usize,
     tools: &[Tool],
-    at_end: bool,
-    out: &mut PartialOutput,
-    content: &mut Content,
     pieces: &mut Option<Content>,
     begins: &Markers,
 ) -> Option<usize> {
+    let (text, at_end) = (turn.text, turn.at_end);
+    let (out, content) = (&mut turn.out, &mut turn.content);
     let skip_ws = |i: usize| i + (text[i..].len() - text[i..].trim_start().len());
     let start = array.start;
     let mut i = skip_ws(array.resume.unwrap_or(body + 1));
@@ -263,7 +239,7 @@ fn read_array_elements(
                         out.calls.push(PartialCall {
                             id: call.id.clone(),
                             name: Some(call.name.clone()),
-                            arguments_text: arguments_text(elem, &call),
+                            arguments_text: scan::arguments_member_text(elem, &call),
                             complete: Some(call),
                         });
                         // The first call: the pieces so far are content.
@@ -304,17 +280,4 @@ fn read_array_elements(
             }
         }
     }
-}
-
-/// The raw text of the `arguments` member of one array element.
-fn arguments_text(elem: &str, call: &ToolCall) -> String {
-    let obj = scan::scan_object(elem);
-    for m in &obj.members {
-        if matches!(m.key.as_str(), "arguments" | "parameters") {
-            if let Some((_, e)) = &m.value {
-                return elem[m.value_start..*e].to_owned();
-            }
-        }
-    }
-    scan::python_json(&call.arguments)
 }

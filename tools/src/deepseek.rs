@@ -119,13 +119,7 @@ impl DeepSeek {
             section: Some((CALLS_BEGIN.into(), CALLS_END.into())),
             leading_text_in_required: true,
             reasoning: driver::THINK.written_with("\n\n"),
-            excludes: vec![
-                CALLS_END.into(),
-                CALL_END.into(),
-                SEP.into(),
-                driver::THINK.begin.into(),
-                driver::THINK.end.into(),
-            ],
+            excludes: driver::THINK.markers_after(&[CALLS_END, CALL_END, SEP]),
             markers: Vec::new(),
         }
     }
@@ -213,14 +207,8 @@ impl ToolCallFormat for DeepSeek {
 /// `TYPE<｜tool▁sep｜>NAME` header or V3.1's `NAME<｜tool▁sep｜>`, whichever the text has,
 /// then the arguments and `<｜tool▁call▁end｜>`.
 fn read_call(body: &str, tools: &[Tool], at_end: bool) -> CallRead {
-    let bad = |error: ToolParseError| CallRead::Bad {
-        error,
-        len: scan::bad_len(body, CALL_END),
-    };
-    // The header ends before any later marker (a missing separator must not borrow the
-    // next call's).
-    let limit =
-        scan::find_first(body, &[CALL_END, CALL_BEGIN, CALLS_END]).map_or(body.len(), |(k, _)| k);
+    let bad = |error| CallRead::bad(body, CALL_END, error);
+    let limit = scan::header_limit(body, &[CALL_END, CALL_BEGIN, CALLS_END]);
     let Some(sep) = body[..limit].find(SEP) else {
         if limit < body.len() {
             // The malformed call ends at the marker that cut it (its own end marker

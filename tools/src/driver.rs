@@ -133,7 +133,14 @@ impl Reasoning {
 
     /// The begin and end markers, as strings free text excludes.
     pub fn markers(&self) -> Vec<String> {
-        vec![self.begin.into(), self.end.into()]
+        self.markers_after(&[])
+    }
+
+    /// `others` (a family's own markers), then the begin and end markers: what free text
+    /// excludes in a family with this reasoning block.
+    pub fn markers_after(&self, others: &[&str]) -> Vec<String> {
+        let block = [self.begin, self.end];
+        others.iter().chain(&block).map(|m| m.to_string()).collect()
     }
 }
 

@@ -11,11 +11,11 @@
 
 use std::sync::LazyLock;
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use super::driver::{self, Family, Step};
 
-use super::qwen3_coder::{arguments_json_text, typed_arguments, xml_arguments};
+use super::qwen3_coder::{xml_arguments, Walk};
 use super::scan::{self, Content, JsonRead};
 use super::tags::{self, Envelope};
 use super::{
@@ -136,18 +136,7 @@ impl Glm {
             separator: if self.newlines { "\n" } else { "" }.into(),
             leading_text_in_required: true,
             reasoning: driver::THINK.written_with(after_think),
-            excludes: [
-                END,
-                KEY,
-                KEY_END,
-                VALUE,
-                VALUE_END,
-                driver::THINK.begin,
-                driver::THINK.end,
-            ]
-            .iter()
-            .map(|s| s.to_string())
-            .collect(),
+            excludes: driver::THINK.markers_after(&[END, KEY, KEY_END, VALUE, VALUE_END]),
             markers: [BEGIN, END, KEY, KEY_END, VALUE, VALUE_END]
                 .iter()
                 .map(|s| s.to_string())
@@ -189,25 +178,16 @@ impl ToolCallFormat for Glm {
 
     fn render_calls(&self, calls: &[ToolCall]) -> String {
         let nl = if self.newlines { "\n" } else { "" };
-        calls
-            .iter()
-            .map(|c| {
-                let mut s = format!("{BEGIN}{}{nl}", c.name);
-                if let Value::Object(args) = &c.arguments {
-                    for (k, v) in args {
-                        // JSON with `</` written `<\/` never holds a closing tag.
-                        let v = match v {
-                            Value::String(x) => x.clone(),
-                            other => scan::python_json(other).replace("</", "<\\/"),
-                        };
-                        s.push_str(&format!("{KEY}{k}{KEY_END}{nl}{VALUE}{v}{VALUE_END}{nl}"));
-                    }
-                }
-                s.push_str(END);
-                s
-            })
-            .collect::<Vec<_>>()
-            .join(nl)
+        let open = |name: &str| format!("{BEGIN}{name}{nl}");
+        let param = |k: &str, v: &Value| {
+            // JSON with `</` written `<\/` never holds a closing tag.
+            let v = match v {
+                Value::String(x) => x.clone(),
+                other => scan::python_json(other).replace("</", "<\\/"),
+            };
+            format!("{KEY}{k}{KEY_END}{nl}{VALUE}{v}{VALUE_END}{nl}")
+        };
+        scan::render_xml_calls(calls, open, param, END, nl)
     }
 
     fn render_tool_result(&self, _call: &ToolCall, result: &Value) -> String {
@@ -279,52 +259,6 @@ fn bad(s: &str, from: usize, at_end: bool, error: ToolParseError) -> Step {
     )
 }
 
-struct Call<'t> {
-    name: String,
-    props: Option<&'t Map<String, Value>>,
-    /// The tool's whole input schema (for `$ref`s of properties).
-    root: Option<&'t Map<String, Value>>,
-    params: Vec<(String, String)>,
-}
-
-impl Call<'_> {
-    fn pending(&self, partial: Option<(String, String)>) -> Step {
-        Step::Pending(PartialCall {
-            id: None,
-            name: Some(self.name.clone()),
-            arguments_text: arguments_json_text(
-                &self.params,
-                self.props,
-                self.root,
-                false,
-                partial.as_ref(),
-                false,
-            ),
-            complete: None,
-        })
-    }
-
-    fn done(&self, len: usize) -> Step {
-        let args = typed_arguments(&self.params, self.props, self.root, false);
-        Step::Done {
-            call: PartialCall {
-                id: None,
-                name: Some(self.name.clone()),
-                arguments_text: arguments_json_text(
-                    &self.params,
-                    self.props,
-                    self.root,
-                    false,
-                    None,
-                    true,
-                ),
-                complete: Some(ToolCall::new(self.name.clone(), args)),
-            },
-            len,
-        }
-    }
-}
-
 /// Whether a `</arg_value>` followed by `after` is structural (`Some(true)`), text
 /// (`Some(false)`), or not known yet (`None`).
 fn structural(after: &str, at_end: bool) -> Option<bool> {
@@ -348,13 +282,7 @@ fn read_call(s: &str, tools: &[Tool], at_end: bool) -> Step {
             let name = s[i..].trim();
             if !name.is_empty() && scan::check_call_name(name, tools).is_ok() {
                 // `<tool_call>NAME` at the very end: a zero-argument call, unclosed.
-                return Call {
-                    name: name.to_owned(),
-                    props: None,
-                    root: None,
-                    params: Vec::new(),
-                }
-                .done(s.len());
+                return Walk::new(name, tools, false).done(s.len());
             }
             return bad(s, i, at_end, ToolParseError::Unterminated);
         }
@@ -364,13 +292,8 @@ fn read_call(s: &str, tools: &[Tool], at_end: bool) -> Step {
     if let Err(e) = scan::check_call_name(name, tools) {
         return bad(s, i, at_end, e);
     }
-    let (root, props) = scan::tool_schema(tools, name);
-    let mut call = Call {
-        name: name.to_owned(),
-        props,
-        root,
-        params: Vec::new(),
-    };
+    // GLM's `<arg_key>` pairs read into Qwen3-Coder's call state (undeclared values typed).
+    let mut call = Walk::new(name, tools, false);
     let mut i = i + k;
     loop {
         let j = skip_ws(s, i);
@@ -388,14 +311,14 @@ fn read_call(s: &str, tools: &[Tool], at_end: bool) -> Step {
                 if at_end {
                     return bad(s, j, at_end, ToolParseError::Unterminated);
                 }
-                return call.pending(None);
+                return Step::Pending(call.partial(None));
             };
             let key = s[kb..kb + ke].trim().to_owned();
             let vb = skip_ws(s, kb + ke + KEY_END.len());
             let after_key = &s[vb..];
             if !after_key.starts_with(VALUE) {
                 if !at_end && (after_key.is_empty() || partial_marker(after_key, &[VALUE])) {
-                    return call.pending(None);
+                    return Step::Pending(call.partial(None));
                 }
                 return bad(
                     s,
@@ -415,7 +338,7 @@ fn read_call(s: &str, tools: &[Tool], at_end: bool) -> Step {
                         break;
                     }
                     Some(false) => from = c + VALUE_END.len(),
-                    None => return call.pending(Some((key, s[v..c].to_owned()))),
+                    None => return Step::Pending(call.partial(Some((key, s[v..c].to_owned())))),
                 }
             }
             match found {
@@ -430,7 +353,7 @@ fn read_call(s: &str, tools: &[Tool], at_end: bool) -> Step {
                 None => {
                     let tail = &s[v..];
                     let n = scan::stable_len(tail, &[VALUE_END], false);
-                    return call.pending(Some((key, tail[..n].to_owned())));
+                    return Step::Pending(call.partial(Some((key, tail[..n].to_owned()))));
                 }
             }
             continue;
@@ -440,7 +363,7 @@ fn read_call(s: &str, tools: &[Tool], at_end: bool) -> Step {
                 // The closing `</tool_call>` never came: the call itself is whole.
                 return call.done(j);
             }
-            return call.pending(None);
+            return Step::Pending(call.partial(None));
         }
         return bad(
             s,
@@ -483,9 +406,7 @@ impl Glm4 {
 }
 
 impl ToolCallFormat for Glm4 {
-    fn name(&self) -> &str {
-        "glm4"
-    }
+    format_name!("glm4");
 
     structural_tag_from_choice!(|f, _, mode, allowed, parallel| {
         let text = json!({"type": "sequence", "elements": [

@@ -16,9 +16,9 @@ use serde_json::{json, Value};
 
 use super::call_array;
 use super::driver::{self, Family};
-use super::hermes::{read_json_block, render_json_blocks, JsonBlock};
+use super::hermes::JsonBlock;
 use super::scan;
-use super::tags::{self, Envelope};
+use super::tags::Envelope;
 use super::{FormatOptions, Tool, ToolCall, ToolCallFormat};
 
 /// Granite 3.0's begin marker (a special token).
@@ -41,6 +41,11 @@ static GRANITE_20B: LazyLock<Family> =
 const GRANITE_20B_BLOCK: JsonBlock = JsonBlock {
     begin: FUNCTION_CALL,
     end: "",
+    after_begin: " ",
+    key: "arguments",
+    before_end: "",
+    separator: "\n",
+    result: ("<function_response> ", ""),
 };
 
 /// Which Granite marker the grammar and the renderer write (the parser reads both).
@@ -101,9 +106,7 @@ impl Granite {
 }
 
 impl ToolCallFormat for Granite {
-    fn name(&self) -> &str {
-        "granite"
-    }
+    format_name!("granite");
 
     structural_tag_from_envelope!(|_, options, t| { Ok(call_array::call_tag(t, options)) });
 
@@ -160,24 +163,7 @@ format_with_options! {
 }
 
 impl ToolCallFormat for Granite20bFc {
-    fn name(&self) -> &str {
-        "granite-20b-fc"
-    }
-
-    structural_tag_from_envelope!(|_, options, t| {
-        let open = format!("{FUNCTION_CALL} ");
-        Ok(tags::json_call_object(t, options, &open, "arguments", ""))
-    });
-
-    parse_with_driver!(calls: GRANITE_20B, |s, _, tools, at_end| read_json_block(s, GRANITE_20B_BLOCK, tools, at_end));
-
-    fn render_calls(&self, calls: &[ToolCall]) -> String {
-        render_json_blocks(calls, &format!("{FUNCTION_CALL} "), "arguments", "", "\n")
-    }
-
-    fn render_tool_result(&self, _call: &ToolCall, result: &Value) -> String {
-        format!("<function_response> {}", scan::result_text(result))
-    }
+    json_block_codec!("granite-20b-fc", GRANITE_20B_BLOCK, GRANITE_20B);
 
     fn render_tools_prompt(&self, tools: &[Tool]) -> String {
         let mut s = String::from("<|function_call_library|>\n");

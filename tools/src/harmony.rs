@@ -97,9 +97,7 @@ fn parse_header(h: &str) -> Header<'_> {
 }
 
 impl ToolCallFormat for Harmony {
-    fn name(&self) -> &str {
-        "harmony"
-    }
+    format_name!("harmony");
 
     structural_tag_from_choice!(|f, _, mode, allowed, parallel| {
         let options = &f.options;

@@ -42,52 +42,28 @@ format_with_options! {
     pub struct Hermes;
 }
 
+/// The `<tool_call>` block's envelope: calls joined by `\n`, leading text allowed under
+/// `required`, a `<think>` block first. Qwen3-Coder takes it and adds its body's markers.
+pub(crate) fn block_envelope() -> Envelope {
+    Envelope {
+        trigger: BEGIN.into(),
+        separator: "\n".into(),
+        leading_text_in_required: true,
+        reasoning: driver::THINK.written_with("\n\n"),
+        excludes: driver::THINK.markers(),
+        markers: vec![BEGIN.into(), END.into()],
+        ..Envelope::default()
+    }
+}
+
 impl Hermes {
     fn envelope(&self) -> Envelope {
-        Envelope {
-            trigger: BEGIN.into(),
-            separator: "\n".into(),
-            leading_text_in_required: true,
-            reasoning: driver::THINK.written_with("\n\n"),
-            excludes: driver::THINK.markers(),
-            markers: vec![BEGIN.into(), END.into()],
-            ..Envelope::default()
-        }
+        block_envelope()
     }
 }
 
 impl ToolCallFormat for Hermes {
-    fn name(&self) -> &str {
-        "hermes"
-    }
-
-    structural_tag_from_envelope!(|_, options, t| {
-        let (open, close) = (format!("{BEGIN}\n"), format!("\n{END}"));
-        Ok(tags::json_call_object(
-            t,
-            options,
-            &open,
-            "arguments",
-            &close,
-        ))
-    });
-
-    parse_with_driver!(calls: FAMILY, |s, _, tools, at_end| read_json_block(s, HERMES, tools, at_end));
-
-    fn render_calls(&self, calls: &[ToolCall]) -> String {
-        render_json_blocks(
-            calls,
-            &format!("{BEGIN}\n"),
-            "arguments",
-            &format!("\n{END}"),
-            "\n",
-        )
-    }
-
-    fn render_tool_result(&self, _call: &ToolCall, result: &Value) -> String {
-        let body = scan::result_text(result);
-        format!("<tool_response>\n{body}\n</tool_response>")
-    }
+    json_block_codec!("hermes", HERMES, FAMILY);
 
     fn render_tools_prompt(&self, tools: &[Tool]) -> String {
         let mut s = String::from(
@@ -110,22 +86,67 @@ impl ToolCallFormat for Hermes {
 /// The Hermes family: calls begin at `<tool_call>`, after a `<think>` block.
 static FAMILY: LazyLock<Family> = LazyLock::new(|| Family::new(&[BEGIN], driver::THINK));
 
-/// The markers of a call that is one JSON object `{"name", "arguments"}` between a begin
-/// and an end marker: Hermes' `<tool_call>`…`</tool_call>`, InternLM2.5's
+/// A family whose call is one JSON object `{"name", "arguments"}` between a begin and an
+/// end marker, as data: Hermes' `<tool_call>`…`</tool_call>`, InternLM2.5's
 /// `<|action_start|><|plugin|>`…`<|action_end|>`, granite-20b-fc's `<function_call>` (no
-/// end marker: the call ends with its JSON).
+/// end marker: the call ends with its JSON). Its grammar ([`JsonBlock::call_tag`]), reader
+/// ([`read_json_block`]) and renderer ([`JsonBlock::render`]) all come from this
+/// description (`json_block_codec!` declares the three in a family's impl).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct JsonBlock {
     /// The begin marker.
     pub begin: &'static str,
     /// The end marker; empty when the call ends with its JSON.
     pub end: &'static str,
+    /// What the grammar and the renderer write between the begin marker and the object.
+    pub after_begin: &'static str,
+    /// The arguments member the grammar and the renderer write (the reader takes
+    /// `"arguments"` and `"parameters"` alike).
+    pub key: &'static str,
+    /// What they write between the object and the end marker.
+    pub before_end: &'static str,
+    /// What the renderer writes between two calls.
+    pub separator: &'static str,
+    /// What the tool turn writes before and after a tool's result
+    /// ([`crate::ToolCallFormat::render_tool_result`]).
+    pub result: (&'static str, &'static str),
 }
 
-/// Hermes' block.
+impl JsonBlock {
+    /// The written begin and end of a call (markers with their spacing).
+    fn written(&self) -> (String, String) {
+        let open = format!("{}{}", self.begin, self.after_begin);
+        (open, format!("{}{}", self.before_end, self.end))
+    }
+
+    /// The structural tag of one call to `t` ([`tags::json_call_object`]).
+    pub fn call_tag(&self, t: &Tool, options: &FormatOptions) -> Value {
+        let (open, close) = self.written();
+        tags::json_call_object(t, options, &open, self.key, &close)
+    }
+
+    /// `calls` as the family writes them ([`render_json_blocks`]).
+    pub fn render(&self, calls: &[ToolCall]) -> String {
+        let (open, close) = self.written();
+        render_json_blocks(calls, &open, self.key, &close, self.separator)
+    }
+
+    /// A tool's result in the family's tool turn.
+    pub fn render_result(&self, result: &Value) -> String {
+        let (before, after) = self.result;
+        format!("{before}{}{after}", scan::result_text(result))
+    }
+}
+
+/// Hermes' block (the Qwen template's spacing).
 const HERMES: JsonBlock = JsonBlock {
     begin: BEGIN,
     end: END,
+    after_begin: "\n",
+    key: "arguments",
+    before_end: "\n",
+    separator: "\n",
+    result: ("<tool_response>\n", "\n</tool_response>"),
 };
 
 /// The calls as the JSON-block families write them: per call
@@ -154,6 +175,7 @@ pub(crate) fn read_json_block(s: &str, block: JsonBlock, tools: &[Tool], at_end:
     let JsonBlock {
         begin: open,
         end: close,
+        ..
     } = block;
     let b = open.len();
     let body = &s[b..];
@@ -161,7 +183,7 @@ pub(crate) fn read_json_block(s: &str, block: JsonBlock, tools: &[Tool], at_end:
         call: PartialCall {
             id: None,
             name: Some(call.name.clone()),
-            arguments_text: call_arguments_text(body, &call),
+            arguments_text: scan::arguments_member_text(body, &call),
             complete: Some(call),
         },
         len: b + len,
@@ -221,7 +243,7 @@ pub(crate) fn read_json_block(s: &str, block: JsonBlock, tools: &[Tool], at_end:
                     return done(call, body.len());
                 }
                 let mut p = scan::offered_call_parts(body, tools).0;
-                p.arguments_text = call_arguments_text(body, &call);
+                p.arguments_text = scan::arguments_member_text(body, &call);
                 return Step::Pending(p);
             }
             // The end marker is missing (the next block, or text, follows the JSON): the
@@ -229,19 +251,6 @@ pub(crate) fn read_json_block(s: &str, block: JsonBlock, tools: &[Tool], at_end:
             done(call, end + ws)
         }
     }
-}
-
-/// The raw text of a complete call's arguments (for the last argument delta).
-fn call_arguments_text(body: &str, call: &ToolCall) -> String {
-    let obj = scan::scan_object(body);
-    for m in &obj.members {
-        if matches!(m.key.as_str(), "arguments" | "parameters") {
-            if let Some((_, e)) = &m.value {
-                return body[m.value_start..*e].to_owned();
-            }
-        }
-    }
-    scan::python_json(&call.arguments)
 }
 
 #[cfg(test)]

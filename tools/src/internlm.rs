@@ -10,13 +10,11 @@
 
 use std::sync::LazyLock;
 
-use serde_json::Value;
-
 use super::driver::{self, Family};
-use super::hermes::{read_json_block, render_json_blocks, JsonBlock};
+use super::hermes::JsonBlock;
 use super::scan;
-use super::tags::{self, Envelope};
-use super::{FormatOptions, Tool, ToolCall, ToolCallFormat};
+use super::tags::Envelope;
+use super::{FormatOptions, Tool, ToolCallFormat};
 
 /// Begins a call: `<|action_start|>` then the `<|plugin|>` channel (both special tokens).
 pub const ACTION_START: &str = "<|action_start|><|plugin|>";
@@ -26,6 +24,11 @@ pub const ACTION_END: &str = "<|action_end|>";
 const BLOCK: JsonBlock = JsonBlock {
     begin: ACTION_START,
     end: ACTION_END,
+    after_begin: "\n",
+    key: "parameters",
+    before_end: "",
+    separator: "",
+    result: ("<|im_start|>environment name=<|plugin|>\n", "<|im_end|>"),
 };
 
 static FAMILY: LazyLock<Family> = LazyLock::new(|| Family::new(&[ACTION_START], driver::THINK));
@@ -46,37 +49,7 @@ format_with_options! {
 }
 
 impl ToolCallFormat for InternLm {
-    fn name(&self) -> &str {
-        "internlm"
-    }
-
-    structural_tag_from_envelope!(|_, options, t| {
-        let open = format!("{ACTION_START}\n");
-        Ok(tags::json_call_object(
-            t,
-            options,
-            &open,
-            "parameters",
-            ACTION_END,
-        ))
-    });
-
-    parse_with_driver!(calls: FAMILY, |s, _, tools, at_end| read_json_block(s, BLOCK, tools, at_end));
-
-    fn render_calls(&self, calls: &[ToolCall]) -> String {
-        render_json_blocks(
-            calls,
-            &format!("{ACTION_START}\n"),
-            "parameters",
-            ACTION_END,
-            "",
-        )
-    }
-
-    fn render_tool_result(&self, _call: &ToolCall, result: &Value) -> String {
-        let body = scan::result_text(result);
-        format!("<|im_start|>environment name=<|plugin|>\n{body}<|im_end|>")
-    }
+    json_block_codec!("internlm", BLOCK, FAMILY);
 
     fn render_tools_prompt(&self, tools: &[Tool]) -> String {
         let list: Vec<String> = tools

@@ -31,12 +31,12 @@
 
 use serde_json::{json, Map, Value};
 
-use super::qwen3_coder::{property_schema, xml_arguments};
+use super::qwen3_coder::{free_form, property_schema, xml_arguments};
 use super::scan::{self, CallRead, Sections};
 use super::tags::{self, Envelope};
 use super::{
-    FormatOptions, PartialCall, PartialOutput, Settled, StructuralTag, Tool, ToolCall,
-    ToolCallFormat, ToolChoice, ToolError, ToolParseError,
+    FormatOptions, PartialCall, Settled, StructuralTag, Tool, ToolCall, ToolCallFormat, ToolChoice,
+    ToolError, ToolParseError,
 };
 
 const THINK: &str = "<think>";
@@ -214,39 +214,25 @@ macro_rules! invoke_format {
                 self.dialect().family
             }
 
-            fn structural_tag(
-                &self,
-                tools: &[Tool],
-                choice: &ToolChoice,
-                parallel: bool,
-            ) -> Result<StructuralTag, ToolError> {
-                structural_tag(self.dialect(), &self.options, tools, choice, parallel)
-            }
+            structural_tag_fn!(
+                |f: &Self, tools: &[Tool], choice: &ToolChoice, parallel: bool| {
+                    structural_tag(f.dialect(), &f.options, tools, choice, parallel)
+                }
+            );
 
-            parse_partial_from_start!();
-
-            fn parse_partial_from(
-                &self,
-                text: &str,
-                from: &Settled,
-                tools: &[Tool],
-                at_end: bool,
-            ) -> PartialOutput {
-                let d = self.dialect();
+            // The calls sit in the dialect's section.
+            parse_with_driver!(@parse |f: &Self, text: &str, from: &Settled, tools: &[Tool], at_end: bool| {
+                let d = f.dialect();
                 let sections = Sections {
                     section_begins: &[d.section_begin],
                     section_end: d.section_end,
                     call_begin: d.invoke_open,
                 };
-                scan::parse_sectioned(
-                    text,
-                    from,
-                    self.options.reasoning,
-                    &sections,
-                    at_end,
-                    |body| read_call(d, body, tools, at_end),
-                )
-            }
+                let reasoning = f.options.reasoning;
+                scan::parse_sectioned(text, from, reasoning, &sections, at_end, |body| {
+                    read_call(d, body, tools, at_end)
+                })
+            });
 
             fn render_calls(&self, calls: &[ToolCall]) -> String {
                 render_calls(self.dialect(), calls)
@@ -318,12 +304,7 @@ fn structural_tag(
 /// (`string="true"`) or JSON (`string="false"`).
 fn dsml_arguments(d: &Dialect, t: &Tool, options: &FormatOptions) -> Result<Value, ToolError> {
     let schema = tags::argument_schema(t, options);
-    let has_props = schema
-        .get("properties")
-        .and_then(Value::as_object)
-        .is_some_and(|p| !p.is_empty());
-    let open_ended = schema.get("additionalProperties") != Some(&Value::Bool(false));
-    if has_props || !open_ended {
+    if !free_form(&schema) {
         return xml_arguments(t, options, d.family, d.style, "", ("", "", ""));
     }
     let name = json!({"type": "regex", "pattern": "[A-Za-z_][A-Za-z0-9_.-]{0,63}"});
@@ -507,7 +488,20 @@ struct Walk<'t> {
     params: Vec<(String, Value)>,
 }
 
-impl Walk<'_> {
+impl<'t> Walk<'t> {
+    /// The walk of a call to `name` in `d`, its values typed by the schema of the tool of
+    /// that name in `tools`.
+    fn new(d: &'static Dialect, name: &'t str, tools: &'t [Tool]) -> Self {
+        let (root, props) = scan::tool_schema(tools, name);
+        Walk {
+            d,
+            name,
+            props,
+            root,
+            params: Vec::new(),
+        }
+    }
+
     /// The arguments' JSON text: whole members, then a raw string value still arriving
     /// (`partial`: key and stable text) without its closing quote; `}` once `complete`.
     fn text(&self, partial: Option<(&str, &str)>, complete: bool) -> String {
@@ -600,14 +594,7 @@ fn read_call(d: &'static Dialect, body: &str, tools: &[Tool], at_end: bool) -> C
     if let Err(e) = scan::check_call_name(name, tools) {
         return bad(d, body, i, at_end, e);
     }
-    let (root, props) = scan::tool_schema(tools, name);
-    let mut w = Walk {
-        d,
-        name,
-        props,
-        root,
-        params: Vec::new(),
-    };
+    let mut w = Walk::new(d, name, tools);
     loop {
         let j = skip_ws(body, i);
         let rest = &body[j..];

@@ -175,9 +175,7 @@ fn rewrite_refs(schema: &mut Value, rewrite: &dyn Fn(&str) -> Option<String>) {
 }
 
 impl ToolCallFormat for JsonArray {
-    fn name(&self) -> &str {
-        "json"
-    }
+    format_name!("json");
 
     structural_tag_from_choice!(|this, choice, mode, allowed, parallel| {
         let json_format = |schema: Value| {
@@ -259,12 +257,18 @@ impl JsonArray {
         // until it ends, so its text is only ever content at the end: it has no settled
         // point in free text and, while it arrives, is re-parsed in coalesced steps.
         let resume = (from.offset > 0).then(|| from.offset - lead);
+        let json = Json {
+            rest,
+            lead,
+            tools,
+            at_end,
+        };
         if let Some(name) = &self.forced {
-            parse_forced(name, rest, lead, tools, at_end, &mut out, &mut content);
+            parse_forced(json, name, &mut out, &mut content);
         } else if rest.starts_with('[') {
-            parse_array(rest, lead, resume, tools, at_end, &mut out, &mut content);
+            parse_array(json, resume, &mut out, &mut content);
         } else if rest.starts_with('{') {
-            parse_object(rest, lead, tools, at_end, &mut out, &mut content);
+            parse_object(json, &mut out, &mut content);
         } else if let Some(n) = content.push_tail(rest, &[], at_end) {
             // Text, not a call: all of it is content.
             scan::settle_open(&mut out, &content, lead + n);
@@ -274,16 +278,22 @@ impl JsonArray {
     }
 }
 
-/// The forced tool's bare arguments object.
-fn parse_forced(
-    name: &str,
-    rest: &str,
+/// The output after its leading whitespace, as the readers below take it.
+#[derive(Clone, Copy)]
+struct Json<'a> {
+    /// The text after the leading whitespace.
+    rest: &'a str,
+    /// Where `rest` starts in the whole output, in bytes.
     lead: usize,
-    tools: &[Tool],
+    /// The offered tools.
+    tools: &'a [Tool],
+    /// The output is complete.
     at_end: bool,
-    out: &mut PartialOutput,
-    content: &mut Content,
-) {
+}
+
+/// The forced tool's bare arguments object.
+fn parse_forced(json: Json<'_>, name: &str, out: &mut PartialOutput, content: &mut Content) {
+    let (rest, lead, tools, at_end) = (json.rest, json.lead, json.tools, json.at_end);
     if rest.is_empty() {
         return;
     }
@@ -331,14 +341,12 @@ fn parse_forced(
 /// A call array, element by element (from the start, or `resume`d just after an element
 /// an earlier parse settled at).
 fn parse_array(
-    rest: &str,
-    lead: usize,
+    json: Json<'_>,
     resume: Option<usize>,
-    tools: &[Tool],
-    at_end: bool,
     out: &mut PartialOutput,
     content: &mut Content,
 ) {
+    let (rest, lead, tools, at_end) = (json.rest, json.lead, json.tools, json.at_end);
     let b = rest.as_bytes();
     let skip_ws = |mut i: usize| {
         while i < b.len() && b[i].is_ascii_whitespace() {
@@ -421,19 +429,13 @@ fn parse_array(
 }
 
 /// xLAM's `{"tool_calls": [...]}` or one call object; anything else is content.
-fn parse_object(
-    rest: &str,
-    lead: usize,
-    tools: &[Tool],
-    at_end: bool,
-    out: &mut PartialOutput,
-    content: &mut Content,
-) {
+fn parse_object(json: Json<'_>, out: &mut PartialOutput, content: &mut Content) {
+    let (rest, lead, tools, at_end) = (json.rest, json.lead, json.tools, json.at_end);
     let (value, end) = match scan::read_json_value(rest) {
         JsonRead::Complete { value, end } => (value, end),
         JsonRead::Incomplete if !at_end => return,
         JsonRead::Incomplete => {
-            cut_off_object(rest, lead, tools, out, content);
+            cut_off_object(json, out, content);
             return;
         }
         JsonRead::Invalid(_) => {
@@ -482,13 +484,8 @@ fn parse_object(
 /// that completed, its array read as [`parse_array`] reads one (the cut-off call is the
 /// error; with no complete call the whole object is); a call object (one with a `"name"`
 /// member) is an unterminated call; anything else is content.
-fn cut_off_object(
-    rest: &str,
-    lead: usize,
-    tools: &[Tool],
-    out: &mut PartialOutput,
-    content: &mut Content,
-) {
+fn cut_off_object(json: Json<'_>, out: &mut PartialOutput, content: &mut Content) {
+    let (rest, lead, tools) = (json.rest, json.lead, json.tools);
     let obj = scan::scan_object(rest);
     let list = obj
         .members
@@ -497,17 +494,15 @@ fn cut_off_object(
     if let Some(m) = list {
         let array = &rest[m.value_start..];
         let (mut trial, mut trial_content) = (PartialOutput::default(), Content::default());
-        parse_array(
-            array,
+        let whole = |rest, lead| Json {
+            rest,
             lead,
-            None,
             tools,
-            true,
-            &mut trial,
-            &mut trial_content,
-        );
+            at_end: true,
+        };
+        parse_array(whole(array, lead), None, &mut trial, &mut trial_content);
         if trial.calls.iter().any(|c| c.complete.is_some()) {
-            parse_array(array, lead + m.value_start, None, tools, true, out, content);
+            parse_array(whole(array, lead + m.value_start), None, out, content);
             return;
         }
     }

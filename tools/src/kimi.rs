@@ -80,14 +80,12 @@ impl KimiK2 {
             section: Some((SECTION_BEGIN.into(), SECTION_END.into())),
             leading_text_in_required: true,
             reasoning: driver::THINK.written_with(""),
-            excludes: vec![
-                SECTION_BEGIN_SINGULAR.into(),
-                SECTION_END.into(),
-                ARGUMENT_BEGIN.into(),
-                CALL_END.into(),
-                driver::THINK.begin.into(),
-                driver::THINK.end.into(),
-            ],
+            excludes: driver::THINK.markers_after(&[
+                SECTION_BEGIN_SINGULAR,
+                SECTION_END,
+                ARGUMENT_BEGIN,
+                CALL_END,
+            ]),
             markers: Vec::new(),
             ..Envelope::default()
         }
@@ -122,9 +120,7 @@ fn kimi_id(call: &ToolCall, index: usize) -> String {
 }
 
 impl ToolCallFormat for KimiK2 {
-    fn name(&self) -> &str {
-        "kimi_k2"
-    }
+    format_name!("kimi_k2");
 
     structural_tag_from_envelope!(|_, options, t| {
         Ok(json!({"type": "tag",
@@ -172,12 +168,8 @@ impl ToolCallFormat for KimiK2 {
 /// Reads one call from `body` (the text after `<|tool_call_begin|>`): the id, the
 /// argument marker, the JSON arguments and `<|tool_call_end|>`.
 fn read_call(body: &str, tools: &[Tool], at_end: bool) -> CallRead {
-    let bad = |error: ToolParseError| CallRead::Bad {
-        error,
-        len: scan::bad_len(body, CALL_END),
-    };
-    let limit =
-        scan::find_first(body, &[CALL_END, CALL_BEGIN, SECTION_END]).map_or(body.len(), |(k, _)| k);
+    let bad = |error| CallRead::bad(body, CALL_END, error);
+    let limit = scan::header_limit(body, &[CALL_END, CALL_BEGIN, SECTION_END]);
     let Some(arg) = body[..limit].find(ARGUMENT_BEGIN) else {
         if limit < body.len() {
             return bad(ToolParseError::Syntax(format!(

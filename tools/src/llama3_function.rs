@@ -106,9 +106,7 @@ fn builtin_arguments(t: &Tool) -> Result<Value, ToolError> {
 }
 
 impl ToolCallFormat for Llama3FunctionTag {
-    fn name(&self) -> &str {
-        "llama3_function_tag"
-    }
+    format_name!("llama3_function_tag");
 
     structural_tag_from_envelope!(|_, options, t| {
         Ok(if is_builtin(&t.name) {

@@ -9,6 +9,7 @@
 use serde_json::Value;
 
 use super::driver;
+use super::hermes;
 use super::scan::{self, Content, JsonRead};
 use super::tags::{self, Envelope};
 use super::{FormatOptions, PartialOutput, Tool, ToolCall, ToolCallFormat, ToolParseError};
@@ -140,9 +141,7 @@ fn next_call_start(text: &str, from: usize) -> Option<usize> {
 }
 
 impl ToolCallFormat for Llama3Json {
-    fn name(&self) -> &str {
-        "llama3_json"
-    }
+    format_name!("llama3_json");
 
     structural_tag_from_envelope!(|_, options, t| {
         Ok(tags::json_call_object(t, options, "", "parameters", ""))
@@ -151,17 +150,8 @@ impl ToolCallFormat for Llama3Json {
     parse_with_driver!(own: parse_turn);
 
     fn render_calls(&self, calls: &[ToolCall]) -> String {
-        calls
-            .iter()
-            .map(|c| {
-                let name = serde_json::to_string(&c.name).unwrap_or_default();
-                format!(
-                    "{TRIGGER}{name}, \"parameters\": {}}}",
-                    scan::python_json(&c.arguments)
-                )
-            })
-            .collect::<Vec<_>>()
-            .join(SEPARATOR)
+        // Hermes' JSON object, bare, under the key `parameters`.
+        hermes::render_json_blocks(calls, "", "parameters", "", SEPARATOR)
     }
 
     fn render_tool_result(&self, _call: &ToolCall, result: &Value) -> String {

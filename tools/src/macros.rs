@@ -86,22 +86,38 @@ macro_rules! parse_with_driver {
     };
 }
 
-/// The `structural_tag` of a family assembled from its envelope ([`crate::tags::assemble`] over
-/// `self.envelope()` and `self.options`): `|f, options, t| { … }` gives the tag of one
-/// call to the tool `t` (`f` is `self`, or `_`).
-macro_rules! structural_tag_from_envelope {
-    (|$f:pat_param, $options:ident, $t:pat_param| $body:block) => {
+/// The `structural_tag` method of a built-in format around `tag`, a closure
+/// `|f: &Self, tools, choice, parallel| -> Result<StructuralTag, ToolError>` (the trait's
+/// signature written once for the two ways below).
+macro_rules! structural_tag_fn {
+    ($tag:expr) => {
         fn structural_tag(
             &self,
             tools: &[$crate::Tool],
             choice: &$crate::ToolChoice,
             parallel: bool,
         ) -> Result<$crate::StructuralTag, $crate::ToolError> {
-            let $f = self;
-            let $options = &self.options;
-            let envelope = self.envelope();
-            $crate::tags::assemble(&envelope, tools, choice, parallel, $options, |$t| $body)
+            let tag = $tag;
+            tag(self, tools, choice, parallel)
         }
+    };
+}
+
+/// The `structural_tag` of a family assembled from its envelope ([`crate::tags::assemble`] over
+/// `self.envelope()` and `self.options`): `|f, options, t| { … }` gives the tag of one
+/// call to the tool `t` (`f` is `self`, or `_`).
+macro_rules! structural_tag_from_envelope {
+    (|$f:pat_param, $options:ident, $t:pat_param| $body:block) => {
+        structural_tag_fn!(|f: &Self,
+                            tools: &[$crate::Tool],
+                            choice: &$crate::ToolChoice,
+                            parallel: bool|
+         -> Result<$crate::StructuralTag, $crate::ToolError> {
+            let $f = f;
+            let $options = &f.options;
+            let envelope = f.envelope();
+            $crate::tags::assemble(&envelope, tools, choice, parallel, $options, |$t| $body)
+        });
     };
 }
 
@@ -111,12 +127,11 @@ macro_rules! structural_tag_from_envelope {
 /// `self`); the tag is built under the family's name ([`crate::tags::structural_tag`]).
 macro_rules! structural_tag_from_choice {
     (|$f:pat_param, $choice:pat_param, $mode:pat_param, $allowed:pat_param, $parallel:pat_param| $body:block) => {
-        fn structural_tag(
-            &self,
-            tools: &[$crate::Tool],
-            choice: &$crate::ToolChoice,
-            parallel: bool,
-        ) -> Result<$crate::StructuralTag, $crate::ToolError> {
+        structural_tag_fn!(|f: &Self,
+                            tools: &[$crate::Tool],
+                            choice: &$crate::ToolChoice,
+                            parallel: bool|
+         -> Result<$crate::StructuralTag, $crate::ToolError> {
             let (mode, allowed) = choice.resolve(tools)?;
             let build = |$f: &Self,
                          $choice: &$crate::ToolChoice,
@@ -124,9 +139,9 @@ macro_rules! structural_tag_from_choice {
                          $allowed: Vec<&$crate::Tool>,
                          $parallel: bool|
              -> Result<serde_json::Value, $crate::ToolError> { $body };
-            let format = build(self, choice, mode, allowed, parallel)?;
-            $crate::tags::structural_tag(format, self.name())
-        }
+            let format = build(f, choice, mode, allowed, parallel)?;
+            $crate::tags::structural_tag(format, f.name())
+        });
     };
 }
 
@@ -150,6 +165,40 @@ macro_rules! format_with_options {
             pub fn options(&self) -> &FormatOptions {
                 &self.options
             }
+        }
+    };
+}
+
+/// The `name` of a built-in format: the constant name it is registered under (the trait's
+/// signature written once rather than in every family's impl).
+macro_rules! format_name {
+    ($name:literal) => {
+        fn name(&self) -> &str {
+            $name
+        }
+    };
+}
+
+/// The `name`, `structural_tag`, parse, `render_calls` and `render_tool_result` of the
+/// family `NAME` whose calls are the JSON blocks described by `BLOCK`
+/// ([`crate::hermes::JsonBlock`]), found at the markers of the [`crate::driver::Family`]
+/// `FAMILY` (the tag assembled from `self.envelope()`).
+macro_rules! json_block_codec {
+    ($name:literal, $block:expr, $family:expr) => {
+        format_name!($name);
+
+        structural_tag_from_envelope!(|_, options, t| { Ok($block.call_tag(t, options)) });
+
+        parse_with_driver!(calls: $family, |s, _, tools, at_end| {
+            $crate::hermes::read_json_block(s, $block, tools, at_end)
+        });
+
+        fn render_calls(&self, calls: &[$crate::ToolCall]) -> String {
+            $block.render(calls)
+        }
+
+        fn render_tool_result(&self, _call: &$crate::ToolCall, result: &serde_json::Value) -> String {
+            $block.render_result(result)
         }
     };
 }

@@ -148,9 +148,7 @@ fn mistral_id(id: Option<&str>) -> Option<&str> {
 }
 
 impl ToolCallFormat for Mistral {
-    fn name(&self) -> &str {
-        "mistral"
-    }
+    format_name!("mistral");
 
     structural_tag_from_envelope!(|f, options, t| {
         let syntax = f.syntax;
@@ -265,16 +263,7 @@ impl Mistral {
                     start,
                     resume: None,
                 };
-                call_array::read_array(
-                    text,
-                    array,
-                    body,
-                    tools,
-                    at_end,
-                    out,
-                    content,
-                    &FAMILY.begins,
-                )
+                call_array::read_array(turn, array, body, tools, &FAMILY.begins)
             } else {
                 read_name_args(text, start, body, tools, at_end, out, content)
             }

@@ -39,9 +39,7 @@ format_with_options! {
 }
 
 impl ToolCallFormat for Phi4Mini {
-    fn name(&self) -> &str {
-        "phi4_mini_json"
-    }
+    format_name!("phi4_mini_json");
 
     structural_tag_from_envelope!(|_, options, t| { Ok(call_array::call_tag(t, options)) });
 

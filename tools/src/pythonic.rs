@@ -792,9 +792,7 @@ const BRACKETED: u8 = 1;
 const BARE: u8 = 2;
 
 impl ToolCallFormat for Pythonic {
-    fn name(&self) -> &str {
-        "pythonic"
-    }
+    format_name!("pythonic");
 
     structural_tag_from_choice!(|f, _, mode, allowed, parallel| {
         // Free text that the parser never reads as calls: empty, or not starting with `[`.
@@ -875,84 +873,76 @@ impl Pythonic {
         let (text, from, tools, at_end) = (parse.text, parse.from, parse.tools, parse.at_end);
         let mut out = PartialOutput::default();
         let mut content = Content::default();
-        if from.offset > 0 {
+        // Where the calls start: the list's start, the first call, bracketed, resumed.
+        let calls = if from.offset > 0 {
             let bracketed = from.state == BRACKETED;
+            Some((from.offset, from.offset, bracketed, true))
+        } else {
+            self.opening(text, tools, at_end, &mut out, &mut content)
+        };
+        if let Some((list_start, start, bracketed, resumed)) = calls {
             let end = self.read_calls(
                 text,
-                from.offset,
-                from.offset,
+                list_start,
+                start,
                 bracketed,
-                true,
+                resumed,
                 tools,
                 at_end,
                 &mut out,
                 &mut content,
             );
             self.push_after_calls(text, end, at_end, &mut content);
-            out.content = content.into_string();
-            return out;
         }
+        out.content = content.into_string();
+        out
+    }
+
+    /// The output's opening read from its start: where its calls begin, as
+    /// `(list start, first call, bracketed, false)`; `None` when it holds no call (its
+    /// text then pushed to `content` as far as it is stable) or is too short to say.
+    fn opening(
+        &self,
+        text: &str,
+        tools: &[Tool],
+        at_end: bool,
+        out: &mut PartialOutput,
+        content: &mut Content,
+    ) -> Option<(usize, usize, bool, bool)> {
+        // Text, not a call: all of it (from `p`) is content.
+        let text_from = |p: usize, out: &mut PartialOutput, content: &mut Content| {
+            if let Some(n) = content.push_tail(&text[p..], &[], at_end) {
+                scan::settle_open(out, content, p + n);
+            }
+            None
+        };
         let mut p = text.len() - text.trim_start().len();
         let rest = &text[p..];
         if rest.starts_with(PY_START) {
             p += PY_START.len();
             p += text[p..].len() - text[p..].trim_start().len();
         } else if !at_end && !rest.is_empty() && PY_START.starts_with(rest) {
-            return out;
+            return None;
         }
-        let (start, bracketed) = if text[p..].starts_with('[') {
+        if text[p..].starts_with('[') {
             match starts_call(text, p + 1) {
-                None if !at_end => return out,
-                Some(Some(_)) => (p + 1, true),
-                _ => {
-                    if let Some(n) = content.push_tail(&text[p..], &[], at_end) {
-                        scan::settle_open(&mut out, &content, p + n);
-                    }
-                    out.content = content.into_string();
-                    return out;
-                }
+                None if !at_end => None,
+                Some(Some(_)) => Some((p, p + 1, true, false)),
+                _ => text_from(p, out, content),
             }
         } else if self.bare {
             match starts_call(text, p) {
-                None if !at_end && !text[p..].contains(char::is_whitespace) => return out,
+                None if !at_end && !text[p..].contains(char::is_whitespace) => None,
                 Some(Some(n)) if tools.is_empty() || tools.iter().any(|t| t.name == n) => {
-                    (p, false)
+                    Some((p, p, false, false))
                 }
-                None if !at_end => {
-                    // A name, whitespace, and nothing decisive yet.
-                    return out;
-                }
-                _ => {
-                    if let Some(n) = content.push_tail(&text[p..], &[], at_end) {
-                        scan::settle_open(&mut out, &content, p + n);
-                    }
-                    out.content = content.into_string();
-                    return out;
-                }
+                // A name, whitespace, and nothing decisive yet.
+                None if !at_end => None,
+                _ => text_from(p, out, content),
             }
         } else {
-            // Text, not a call: all of it is content.
-            if let Some(n) = content.push_tail(&text[p..], &[], at_end) {
-                scan::settle_open(&mut out, &content, p + n);
-            }
-            out.content = content.into_string();
-            return out;
-        };
-        let list_start = if bracketed { start - 1 } else { start };
-        let end = self.read_calls(
-            text,
-            list_start,
-            start,
-            bracketed,
-            false,
-            tools,
-            at_end,
-            &mut out,
-            &mut content,
-        );
-        self.push_after_calls(text, end, at_end, &mut content);
-        out.content = content.into_string();
-        out
+            text_from(p, out, content)
+        }
     }
 }
 

@@ -29,7 +29,7 @@ use super::{
 };
 
 // The Hermes `<tool_call>` block, with this family's body inside.
-use super::hermes::{BEGIN, END};
+use super::hermes::{self, BEGIN, END};
 const FUNC: &str = "<function=";
 const FUNC_END: &str = "</function>";
 const PARAM: &str = "<parameter=";
@@ -124,23 +124,16 @@ impl Qwen3Coder {
         Ok(self.render_calls(calls))
     }
 
+    /// Hermes' `<tool_call>` envelope ([`hermes::block_envelope`]: Qwen3-Coder is Hermes
+    /// with an XML body in the same block), `<function=` also excluded from free text and
+    /// the body's markers kept out of argument strings.
     fn envelope(&self) -> Envelope {
-        Envelope {
-            trigger: BEGIN.into(),
-            separator: "\n".into(),
-            leading_text_in_required: true,
-            reasoning: driver::THINK.written_with("\n\n"),
-            excludes: vec![
-                FUNC.into(),
-                driver::THINK.begin.into(),
-                driver::THINK.end.into(),
-            ],
-            markers: [BEGIN, END, FUNC, FUNC_END, PARAM, CLOSE]
-                .iter()
-                .map(|s| s.to_string())
-                .collect(),
-            ..Envelope::default()
-        }
+        let mut envelope = hermes::block_envelope();
+        envelope.excludes.insert(0, FUNC.into());
+        envelope
+            .markers
+            .extend([FUNC, FUNC_END, PARAM, CLOSE].map(String::from));
+        envelope
     }
 }
 
@@ -174,6 +167,17 @@ pub(crate) fn xml_arguments(
     Ok(part)
 }
 
+/// Whether an arguments schema declares no property and allows others: its calls' XML
+/// parameters are any key/value pairs, not a JSON Schema's.
+pub(crate) fn free_form(schema: &Value) -> bool {
+    let has_props = schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .is_some_and(|p| !p.is_empty());
+    let open_ended = schema.get("additionalProperties") != Some(&Value::Bool(false));
+    !has_props && open_ended
+}
+
 fn xml_arguments_part(
     tool: &Tool,
     options: &FormatOptions,
@@ -182,12 +186,7 @@ fn xml_arguments_part(
     any_item: (&str, &str, &str),
 ) -> Value {
     let schema = tags::argument_schema(tool, options);
-    let has_props = schema
-        .get("properties")
-        .and_then(Value::as_object)
-        .is_some_and(|p| !p.is_empty());
-    let open_ended = schema.get("additionalProperties") != Some(&Value::Bool(false));
-    if !has_props && open_ended {
+    if free_form(&schema) {
         let (open, middle, close) = any_item;
         let item = json!({"type": "sequence", "elements": [
             {"type": "const_string", "value": open},
@@ -216,9 +215,7 @@ fn xml_arguments_part(
 }
 
 impl ToolCallFormat for Qwen3Coder {
-    fn name(&self) -> &str {
-        "qwen3_coder"
-    }
+    format_name!("qwen3_coder");
 
     structural_tag_from_envelope!(|_, options, t| {
         Ok(json!({"type": "tag",
@@ -230,20 +227,9 @@ impl ToolCallFormat for Qwen3Coder {
     parse_with_driver!(calls: FAMILY, |s, marker, tools, at_end| read_call(s, marker == 0, tools, at_end));
 
     fn render_calls(&self, calls: &[ToolCall]) -> String {
-        calls
-            .iter()
-            .map(|c| {
-                let mut s = format!("{BEGIN}\n{FUNC}{}>\n", c.name);
-                if let Value::Object(args) = &c.arguments {
-                    for (k, v) in args {
-                        s.push_str(&format!("{PARAM}{k}>\n{}\n{CLOSE}\n", raw_value(v)));
-                    }
-                }
-                s.push_str(&format!("{FUNC_END}\n{END}"));
-                s
-            })
-            .collect::<Vec<_>>()
-            .join("\n")
+        let open = |name: &str| format!("{BEGIN}\n{FUNC}{name}>\n");
+        let param = |k: &str, v: &Value| format!("{PARAM}{k}>\n{}\n{CLOSE}\n", raw_value(v));
+        scan::render_xml_calls(calls, open, param, &format!("{FUNC_END}\n{END}"), "\n")
     }
 
     fn render_tool_result(&self, _call: &ToolCall, result: &Value) -> String {
@@ -377,13 +363,7 @@ fn read_call(s: &str, wrapped: bool, tools: &[Tool], at_end: bool) -> Step {
         return bad(s, i, wrapped, at_end, e);
     }
     i += gt + 1;
-    let (root, props) = scan::tool_schema(tools, name);
-    let mut w = Walk {
-        name: name.to_owned(),
-        props,
-        root,
-        params: Vec::new(),
-    };
+    let mut w = Walk::new(name, tools, true);
     loop {
         let j = skip_ws(s, i);
         let rest = &s[j..];
@@ -452,13 +432,18 @@ fn read_call(s: &str, wrapped: bool, tools: &[Tool], at_end: bool) -> Step {
     }
 }
 
-/// One call's parameters as far as they have been read.
-struct Walk<'t> {
+/// One call's raw parameters as far as they have been read, with its tool's schema: the
+/// call state of both XML-parameter families (Qwen3-Coder's `<parameter=K>`, GLM's
+/// `<arg_key>`; GLM reads its own syntax into the same state).
+pub(crate) struct Walk<'t> {
     name: String,
     props: Option<&'t Map<String, Value>>,
     /// The tool's whole input schema (for `$ref`s of properties).
     root: Option<&'t Map<String, Value>>,
-    params: Vec<(String, String)>,
+    /// The whole parameters so far, `(key, raw text)` in order.
+    pub params: Vec<(String, String)>,
+    /// An undeclared parameter's value is text (Qwen3-Coder), not typed as JSON first (GLM).
+    undeclared_is_text: bool,
 }
 
 enum Param {
@@ -477,7 +462,20 @@ enum Follow {
     Undecided,
 }
 
-impl Walk<'_> {
+impl<'t> Walk<'t> {
+    /// The walk of a call to `name`, typed by the schema of the tool of that name in
+    /// `tools`; `undeclared_is_text` as the family reads undeclared parameters.
+    pub(crate) fn new(name: &str, tools: &'t [Tool], undeclared_is_text: bool) -> Self {
+        let (root, props) = scan::tool_schema(tools, name);
+        Walk {
+            name: name.to_owned(),
+            props,
+            root,
+            params: Vec::new(),
+            undeclared_is_text,
+        }
+    }
+
     fn known(&self, key: &str) -> bool {
         self.props
             .map_or(true, |p| p.is_empty() || p.contains_key(key))
@@ -612,14 +610,18 @@ impl Walk<'_> {
     }
 
     fn arguments(&self) -> Value {
-        typed_arguments(&self.params, self.props, self.root, true)
+        let text = self.undeclared_is_text;
+        typed_arguments(&self.params, self.props, self.root, text)
     }
 
     fn arguments_text(&self, partial: Option<&(String, String)>, complete: bool) -> String {
-        arguments_json_text(&self.params, self.props, self.root, true, partial, complete)
+        let text = self.undeclared_is_text;
+        arguments_json_text(&self.params, self.props, self.root, text, partial, complete)
     }
 
-    fn partial(&self, p: Option<(String, String)>) -> PartialCall {
+    /// The call still arriving: its arguments so far, `p` the value in progress (key and
+    /// stable raw text).
+    pub(crate) fn partial(&self, p: Option<(String, String)>) -> PartialCall {
         PartialCall {
             id: None,
             name: Some(self.name.clone()),
@@ -628,7 +630,8 @@ impl Walk<'_> {
         }
     }
 
-    fn done(&self, len: usize) -> Step {
+    /// The whole call, `len` bytes long.
+    pub(crate) fn done(&self, len: usize) -> Step {
         Step::Done {
             call: PartialCall {
                 id: None,

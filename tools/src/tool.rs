@@ -448,16 +448,13 @@ impl Tool {
     /// [`ToolError::InvalidArguments`] listing each violation with its JSON pointer;
     /// [`ToolError::Definition`] when the input schema itself does not compile.
     pub fn validate_arguments(&self, arguments: &Value) -> Result<(), ToolError> {
-        validate(&self.name, &self.input_schema, arguments).map_err(|e| match e {
-            Validation::Schema(reason) => ToolError::Definition {
-                tool: self.name.clone(),
-                reason: format!("input schema: {reason}"),
-            },
-            Validation::Invalid(errors) => ToolError::InvalidArguments {
-                tool: self.name.clone(),
-                errors,
-            },
-        })
+        validate(
+            &self.name,
+            "input",
+            &self.input_schema,
+            arguments,
+            |tool, errors| ToolError::InvalidArguments { tool, errors },
+        )
     }
 
     /// Checks a result against the output schema; always passes without one.
@@ -469,15 +466,8 @@ impl Tool {
         let Some(schema) = &self.output_schema else {
             return Ok(());
         };
-        validate(&self.name, schema, output).map_err(|e| match e {
-            Validation::Schema(reason) => ToolError::Definition {
-                tool: self.name.clone(),
-                reason: format!("output schema: {reason}"),
-            },
-            Validation::Invalid(errors) => ToolError::InvalidOutput {
-                tool: self.name.clone(),
-                errors,
-            },
+        validate(&self.name, "output", schema, output, |tool, errors| {
+            ToolError::InvalidOutput { tool, errors }
         })
     }
 }
@@ -491,16 +481,25 @@ fn check_schema(schema: &Value) -> Result<(), String> {
         .map_err(|e| e.to_string())
 }
 
-enum Validation {
-    Schema(String),
-    Invalid(Vec<String>),
-}
-
-fn validate(_tool: &str, schema: &Value, instance: &Value) -> Result<(), Validation> {
+/// Checks `instance` against `schema`, the tool `tool`'s `which` (input or output) schema.
+///
+/// # Errors
+/// `invalid(tool, violations)` listing each violation with its JSON pointer;
+/// [`ToolError::Definition`] when the schema itself does not compile.
+fn validate(
+    tool: &str,
+    which: &str,
+    schema: &Value,
+    instance: &Value,
+    invalid: fn(String, Vec<String>) -> ToolError,
+) -> Result<(), ToolError> {
     let validator = jsonschema::options()
         .should_validate_formats(true)
         .build(schema)
-        .map_err(|e| Validation::Schema(e.to_string()))?;
+        .map_err(|e| ToolError::Definition {
+            tool: tool.to_owned(),
+            reason: format!("{which} schema: {e}"),
+        })?;
     let errors: Vec<String> = validator
         .iter_errors(instance)
         .map(|e| {
@@ -512,7 +511,7 @@ fn validate(_tool: &str, schema: &Value, instance: &Value) -> Result<(), Validat
     if errors.is_empty() {
         Ok(())
     } else {
-        Err(Validation::Invalid(errors))
+        Err(invalid(tool.to_owned(), errors))
     }
 }
 

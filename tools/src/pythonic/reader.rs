@@ -72,6 +72,37 @@ impl<'a> Py<'a> {
         }
     }
 
+    /// Reads the items of a list or dict (`what`) from its opening bracket at `self.i` to
+    /// its `close`ing one (past it), one `item` after another, separated by commas (a
+    /// trailing comma allowed, as in Python).
+    fn items(
+        &mut self,
+        close: u8,
+        what: &str,
+        mut item: impl FnMut(&mut Self) -> Result<(), Stop>,
+    ) -> Result<(), Stop> {
+        self.i += 1;
+        loop {
+            self.ws();
+            if self.peek()? == close {
+                self.i += 1;
+                return Ok(());
+            }
+            item(self)?;
+            self.ws();
+            match self.peek()? {
+                b',' => self.i += 1,
+                c if c == close => {}
+                c => {
+                    return Err(Stop::Bad(format!(
+                        "expected ',' or '{}' in a {what}, found {:?}",
+                        close as char, c as char
+                    )))
+                }
+            }
+        }
+    }
+
     pub(super) fn value(&mut self, depth: usize) -> Result<Value, Stop> {
         if depth > MAX_DEPTH {
             return Err(Stop::Bad("value nested too deeply".into()));
@@ -81,61 +112,31 @@ impl<'a> Py<'a> {
             q @ (b'\'' | b'"') => self.string(q).map(Value::String),
             b'-' | b'+' | b'0'..=b'9' | b'.' => self.number(),
             b'[' => {
-                self.i += 1;
                 let mut items = Vec::new();
-                loop {
-                    self.ws();
-                    if self.peek()? == b']' {
-                        self.i += 1;
-                        return Ok(Value::Array(items));
-                    }
-                    items.push(self.value(depth + 1)?);
-                    self.ws();
-                    match self.peek()? {
-                        b',' => self.i += 1,
-                        b']' => {}
-                        c => {
-                            return Err(Stop::Bad(format!(
-                                "expected ',' or ']' in a list, found {:?}",
-                                c as char
-                            )))
-                        }
-                    }
-                }
+                self.items(b']', "list", |r| {
+                    items.push(r.value(depth + 1)?);
+                    Ok(())
+                })?;
+                Ok(Value::Array(items))
             }
             b'{' => {
-                self.i += 1;
                 let mut map = Map::new();
-                loop {
-                    self.ws();
-                    if self.peek()? == b'}' {
-                        self.i += 1;
-                        return Ok(Value::Object(map));
-                    }
-                    let key = match self.value(depth + 1)? {
+                self.items(b'}', "dict", |r| {
+                    let key = match r.value(depth + 1)? {
                         Value::String(s) => s,
                         v @ (Value::Number(_) | Value::Bool(_) | Value::Null) => v.to_string(),
                         _ => return Err(Stop::Bad("dict keys must be literals".into())),
                     };
-                    self.ws();
-                    if self.peek()? != b':' {
+                    r.ws();
+                    if r.peek()? != b':' {
                         return Err(Stop::Bad("expected ':' in a dict".into()));
                     }
-                    self.i += 1;
-                    let v = self.value(depth + 1)?;
+                    r.i += 1;
+                    let v = r.value(depth + 1)?;
                     map.insert(key, v);
-                    self.ws();
-                    match self.peek()? {
-                        b',' => self.i += 1,
-                        b'}' => {}
-                        c => {
-                            return Err(Stop::Bad(format!(
-                                "expected ',' or '}}' in a dict, found {:?}",
-                                c as char
-                            )))
-                        }
-                    }
-                }
+                    Ok(())
+                })?;
+                Ok(Value::Object(map))
             }
             b'(' => Err(Stop::Bad("tuples are not supported".into())),
             c if c.is_ascii_alphabetic() || c == b'_' => {

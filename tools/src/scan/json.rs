@@ -263,6 +263,21 @@ fn skip_ws(b: &[u8], mut i: usize) -> usize {
     i
 }
 
+/// The raw text of the `arguments` (or `"parameters"`) member of the call object at the
+/// start of `object` (the model's own spelling, for the last argument delta of a call), or
+/// `call`'s arguments written as JSON when the object has no such complete member.
+pub fn arguments_member_text(object: &str, call: &ToolCall) -> String {
+    let obj = scan_object(object);
+    for m in &obj.members {
+        if matches!(m.key.as_str(), "arguments" | "parameters") {
+            if let Some((_, e)) = &m.value {
+                return object[m.value_start..*e].to_owned();
+            }
+        }
+    }
+    python_json(&call.arguments)
+}
+
 /// Scans a JSON object at the start of `text` (after whitespace) member by member, so a
 /// streaming parser sees the name before the arguments have finished arriving.
 pub fn scan_object(text: &str) -> ObjectScan {

@@ -27,6 +27,22 @@ pub enum CallRead {
     },
 }
 
+impl CallRead {
+    /// The malformed call whose text is `body` (from after its begin marker) up to and
+    /// including its `end` marker, or all of `body` without one ([`bad_len`]).
+    pub fn bad(body: &str, end: &str, error: ToolParseError) -> Self {
+        let len = bad_len(body, end);
+        Self::Bad { error, len }
+    }
+}
+
+/// Where the header of the call whose text is `body` ends at the latest: at the first of
+/// the family's `markers` (a header missing its separator must not borrow a later call's),
+/// or at the end of `body`.
+pub fn header_limit(body: &str, markers: &[&str]) -> usize {
+    find_first(body, markers).map_or(body.len(), |(k, _)| k)
+}
+
 /// The markers of a family whose calls sit inside a section (DeepSeek, Kimi):
 /// `SECTION_BEGIN (CALL_BEGIN … CALL_END)+ SECTION_END`.
 #[derive(Debug, Clone, Copy)]

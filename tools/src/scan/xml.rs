@@ -70,3 +70,29 @@ pub fn typed_xml_value(
         None => Value::String(raw.to_owned()),
     }
 }
+
+/// Calls as the XML-parameter families write them: per call `open(name)`, then
+/// `param(key, value)` for each argument in order, then `close`; calls joined by
+/// `separator`.
+pub fn render_xml_calls(
+    calls: &[ToolCall],
+    open: impl Fn(&str) -> String,
+    param: impl Fn(&str, &Value) -> String,
+    close: &str,
+    separator: &str,
+) -> String {
+    calls
+        .iter()
+        .map(|c| {
+            let mut s = open(&c.name);
+            if let Value::Object(args) = &c.arguments {
+                for (k, v) in args {
+                    s.push_str(&param(k, v));
+                }
+            }
+            s.push_str(close);
+            s
+        })
+        .collect::<Vec<_>>()
+        .join(separator)
+}
