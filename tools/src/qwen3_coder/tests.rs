@@ -423,3 +423,17 @@ fn values_holding_the_closing_tags_are_escaped_or_refused() {
     let text = f.try_render_calls(std::slice::from_ref(&call)).unwrap();
     assert_eq!(f.parse(&text, &ts).tool_calls, vec![call]);
 }
+
+#[test]
+fn a_tool_call_marker_inside_an_open_parameter_streams_as_whole() {
+    // Found by a random seed of `streams_random_text_as_whole`.
+    let ts = tools();
+    let text = "</function></function></function><tool_call>\n<function=get_weather>\n<parameter=city><<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call>";
+    for reasoning in [false, true] {
+        let f = Qwen3Coder::new(FormatOptions {
+            reasoning,
+            ..FormatOptions::default()
+        });
+        crate::test_support::assert_streams_as_whole(&f, text, &ts);
+    }
+}

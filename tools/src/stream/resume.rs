@@ -127,6 +127,15 @@ impl Resume {
         if last.is_whitespace() || !text[..end].ends_with(&content) || escape(&content) != escaped {
             return None;
         }
+        // An unclosed `<` at the output's end may be a tag's start that the parser holds
+        // back: the content then ends before it, and matching it against the output's end
+        // would misplace the value (`<<tool_call>` read as `<tool_call>>`). The parser
+        // reads on instead.
+        if let Some(k) = text[..end].rfind('<') {
+            if !text[k..end].contains('>') {
+                return None;
+            }
+        }
         Some(Self {
             mode: Mode::Escaped,
             ..r
