@@ -247,6 +247,10 @@ impl Harmony {
                     let name = recipient.strip_prefix("functions.").unwrap_or(recipient);
                     let name_ok = scan::check_call_name(name, tools);
                     let body = &text[body_start..];
+                    // A malformed call: the message from its start to `end`.
+                    let malformed = |out: &mut PartialOutput, content: &mut Content, end, error| {
+                        scan::push_malformed(out, content, &text[msg_start..end], msg_start, error)
+                    };
                     match read_body(body, at_end) {
                         ArgsRead::Pending(arguments_text) => {
                             out.calls.push(PartialCall {
@@ -274,13 +278,7 @@ impl Harmony {
                                         complete: Some(call),
                                     });
                                 }
-                                Err(error) => scan::push_malformed(
-                                    &mut out,
-                                    &mut content,
-                                    &text[msg_start..end],
-                                    msg_start,
-                                    error,
-                                ),
+                                Err(error) => malformed(&mut out, &mut content, end, error),
                             }
                             pos = end;
                         }
@@ -296,13 +294,7 @@ impl Harmony {
                             };
                             let end = body_start + k;
                             let error = name_ok.err().unwrap_or(error);
-                            scan::push_malformed(
-                                &mut out,
-                                &mut content,
-                                &text[msg_start..end],
-                                msg_start,
-                                error,
-                            );
+                            malformed(&mut out, &mut content, end, error);
                             pos = end;
                         }
                     }
@@ -494,11 +486,7 @@ mod tests {
             Some("User wants Paris weather; call the tool.")
         );
         assert_eq!(out.content, None);
-        assert_calls(
-            &out,
-            &[("get_weather", json!({"city": "Paris", "unit": "celsius"}))],
-        );
-        assert!(out.errors.is_empty());
+        crate::test_support::assert_paris_weather_call(&out);
     }
 
     #[test]
@@ -618,17 +606,17 @@ mod tests {
     #[test]
     fn a_stray_think_block_is_content() {
         let (f, ts) = (Harmony::default(), tools());
-        let out = f.parse("<think>Paris, so call it.</think><|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\":\"Paris\"}<|call|>", &ts);
-        assert_eq!(
-            out.content.as_deref(),
-            Some("<think>Paris, so call it.</think>")
-        );
-        assert_calls(&out, &[("get_weather", json!({"city": "Paris"}))]);
-        let out = f.parse(
-            "<|start|>assistant<think>hmm</think><|channel|>final<|message|>Sunny.",
-            &ts,
-        );
-        assert_eq!(out.content.as_deref(), Some("<think>hmm</think>\nSunny."));
+        for (text, content, city) in [
+            ("<think>Paris, so call it.</think><|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\":\"Paris\"}<|call|>",
+             "<think>Paris, so call it.</think>", Some("Paris")),
+            ("<|start|>assistant<think>hmm</think><|channel|>final<|message|>Sunny.",
+             "<think>hmm</think>\nSunny.", None),
+        ] {
+            let out = f.parse(text, &ts);
+            assert_eq!(out.content.as_deref(), Some(content), "{text}");
+            let want: Vec<_> = city.map(|c| ("get_weather", json!({ "city": c }))).into_iter().collect();
+            assert_calls(&out, &want);
+        }
     }
 
     #[test]

@@ -707,22 +707,25 @@ mod tests {
         let ts = crate::test_support::object_tools(&["a", "b"]);
         let f = JsonArray::default();
         let a = calls(&[("a", json!({}))]);
-        let text = r#"[{"name":"a","arguments":{}}, {"name":"b","argu"#;
-        let out = f.parse(text, &ts);
-        assert_eq!(out.tool_calls, a);
-        assert_eq!(out.errors.len(), 1);
-        assert_eq!(out.errors[0].text, r#"{"name":"b","argu"#);
-        assert_eq!(out.errors[0].offset, 30);
-        assert_eq!(out.errors[0].error, ToolParseError::Unterminated);
-        assert_eq!(out.content.as_deref(), Some(r#"{"name":"b","argu"#));
-        // xLAM's wrapper cut off the same way: the complete call stays a call.
-        let text = r#"{"tool_calls": [{"name":"a","arguments":{}}, {"name":"b","argu"#;
-        let out = f.parse(text, &ts);
-        assert_eq!(out.tool_calls, a);
-        assert_eq!(out.errors.len(), 1);
-        assert_eq!(out.errors[0].text, r#"{"name":"b","argu"#);
-        assert_eq!(out.errors[0].offset, 45);
-        assert_eq!(out.errors[0].error, ToolParseError::Unterminated);
+        // The bare array, then xLAM's wrapper cut off the same way: the complete call
+        // stays a call.
+        for (text, offset) in [
+            (r#"[{"name":"a","arguments":{}}, {"name":"b","argu"#, 30),
+            (
+                r#"{"tool_calls": [{"name":"a","arguments":{}}, {"name":"b","argu"#,
+                45,
+            ),
+        ] {
+            let out = f.parse(text, &ts);
+            assert_eq!(out.tool_calls, a);
+            assert_eq!(out.errors.len(), 1);
+            assert_eq!(out.errors[0].text, r#"{"name":"b","argu"#);
+            assert_eq!(out.errors[0].offset, offset);
+            assert_eq!(out.errors[0].error, ToolParseError::Unterminated);
+            if offset == 30 {
+                assert_eq!(out.content.as_deref(), Some(r#"{"name":"b","argu"#));
+            }
+        }
         // A single call object cut off.
         let text = r#"{"name":"b","arguments":{"x": 1"#;
         let out = f.parse(text, &ts);

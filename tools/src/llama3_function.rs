@@ -299,17 +299,22 @@ fn read_function(s: &str, tools: &[Tool], at_end: bool) -> Step {
 fn builtin_string(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c => out.push(c),
+        match BUILTIN_ESCAPES.iter().find(|&&(raw, _)| raw == c) {
+            Some((_, escaped)) => out.push_str(escaped),
+            None => out.push(c),
         }
     }
     out
 }
+
+/// The escapes of [`builtin_string`], by the character each stands for.
+const BUILTIN_ESCAPES: [(char, &str); 5] = [
+    ('"', "\\\""),
+    ('\\', "\\\\"),
+    ('\n', "\\n"),
+    ('\r', "\\r"),
+    ('\t', "\\t"),
+];
 
 /// Reads `<|python_tag|>NAME.call(KEY=VALUE, …)` from `s` (which starts with
 /// `<|python_tag|>`).
@@ -388,12 +393,10 @@ mod tests {
         // arguments unescaped, so `say "hi"` came out as `query="say "hi""`, which the
         // format's own tag and parser refused. They are written with Python's escapes now,
         // and the tag admits exactly the escapes the reader decodes.
-        let f = Llama3FunctionTag::default();
-        let ts = tools();
-        let tag = f.structural_tag(&ts, &ToolChoice::Required, true).unwrap();
-        let g = crate::test_support::compile_on_ascii(&tag);
-        for q in ["say \"hi\"", "a\nb", "back\\slash\r\ttab", "it's", "plain"] {
-            let call = ToolCall::new("brave_search", json!({ "query": q }));
+        let (f, ts) = (Llama3FunctionTag::default(), tools());
+        let g = crate::test_support::compile_required_on_ascii(&f, &ts);
+        let queries = ["say \"hi\"", "a\nb", "back\\slash\r\ttab", "it's", "plain"];
+        for call in queries.map(|q| ToolCall::new("brave_search", json!({ "query": q }))) {
             crate::test_support::assert_round_trips(&f, &g, &call, &ts);
         }
         // A raw line break, or an escape the reader would not decode as one character,

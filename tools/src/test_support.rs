@@ -384,6 +384,16 @@ pub(crate) fn assert_calls(out: &crate::ParsedOutput, want: &[(&str, serde_json:
     assert_eq!(out.tool_calls, calls(want));
 }
 
+/// Test helper: `out` is the worked example's one call, `get_weather` for Paris in
+/// celsius, with no error.
+pub(crate) fn assert_paris_weather_call(out: &crate::ParsedOutput) {
+    assert_calls(
+        out,
+        &[("get_weather", json!({"city": "Paris", "unit": "celsius"}))],
+    );
+    assert!(out.errors.is_empty(), "{:?}", out.errors);
+}
+
 /// Test helper: the arguments of `out`'s first call are `want`.
 pub(crate) fn assert_first_args(out: &crate::ParsedOutput, want: serde_json::Value) {
     assert_eq!(out.tool_calls[0].arguments, want);
