@@ -7,10 +7,29 @@
 //! through rayon's binary splitting; here the caller starts on the first chunk at once, a
 //! helper joins when it wakes, and one that wakes after the batch is done finds nothing and
 //! is not waited for.
+//!
+//! Waking a parked pool thread takes 15–40 µs on a VM (measured with
+//! `examples/threads_probe.rs`, issue 27): longer than a warm batch of 16. So a helper that
+//! finished a batch lingers (spins, at most [`LINGER`]) on one process-wide mailbox for the
+//! next batch, which any caller posts there before spawning: back-to-back batches find a
+//! running helper instead of waking one. A batch has `threads - 1` helper slots; a
+//! lingering helper and a spawned one each claim a slot first, so no batch ever runs on
+//! more threads than asked for, whichever pool the lingering helper came from.
+//!
+//! Chunks are guided: each claim takes `1/(2 × threads)` of what is left (at least one
+//! item), so a warm batch is claimed in a few large chunks and the last items of a cold
+//! batch (masks computed by the fill, milliseconds each) are shared one by one.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// How long a helper that finished a batch spins for the next one before returning to its
+/// pool (where it parks): longer than the Python and bookkeeping time between two
+/// back-to-back batch calls, short enough to cost little CPU when batches are milliseconds
+/// apart (a model's forward pass).
+pub(crate) const LINGER: Duration = Duration::from_micros(100);
 
 /// Where the helpers of a batch come from.
 #[derive(Clone, Copy)]
@@ -49,7 +68,10 @@ struct Shared {
     next: AtomicUsize,
     done: AtomicUsize,
     n: usize,
-    chunk: usize,
+    /// The threads of the batch, the caller included: the guided chunk size divides by it.
+    threads: usize,
+    /// Helper slots still open (`threads - 1` at first): a helper claims one before working.
+    slots: AtomicUsize,
     panicked: AtomicBool,
     run: *const (dyn Fn(usize) + Sync + 'static),
     /// Unparked by the helper that completes the batch.
@@ -61,14 +83,34 @@ unsafe impl Send for Shared {}
 unsafe impl Sync for Shared {}
 
 impl Shared {
+    /// Takes a helper slot of the batch; false when `threads - 1` helpers already have.
+    fn claim_slot(&self) -> bool {
+        self.slots
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |s| s.checked_sub(1))
+            .is_ok()
+    }
+
+    /// The next chunk, guided: `1/(2 × threads)` of the items left, at least one.
+    fn claim_chunk(&self) -> Option<(usize, usize)> {
+        let mut start = self.next.load(Ordering::Relaxed);
+        loop {
+            if start >= self.n {
+                return None;
+            }
+            let end = start + ((self.n - start) / (2 * self.threads)).max(1);
+            match self
+                .next
+                .compare_exchange_weak(start, end, Ordering::Relaxed, Ordering::Relaxed)
+            {
+                Ok(_) => return Some((start, end)),
+                Err(now) => start = now,
+            }
+        }
+    }
+
     /// Claims chunks until none is left, running each item of a claimed chunk.
     fn work(&self) {
-        loop {
-            let start = self.next.fetch_add(self.chunk, Ordering::Relaxed);
-            if start >= self.n {
-                return;
-            }
-            let end = (start + self.chunk).min(self.n);
+        while let Some((start, end)) = self.claim_chunk() {
             // SAFETY: `start < n`, so the caller waits for this chunk and `run` is alive.
             let run = unsafe { &*self.run };
             if catch_unwind(AssertUnwindSafe(|| (start..end).for_each(run))).is_err() {
@@ -82,9 +124,87 @@ impl Shared {
     }
 }
 
+/// Where callers post their batch for lingering helpers.
+struct Mailbox {
+    /// The latest batch posted (kept after it is done: its `next` is then past `n`).
+    batch: Mutex<Option<Arc<Shared>>>,
+    /// Bumped at each post: the lingering helpers poll it, not the lock.
+    posts: AtomicUsize,
+    /// Helpers lingering now (not working).
+    lingering: AtomicUsize,
+}
+
+static MAILBOX: Mailbox = Mailbox {
+    batch: Mutex::new(None),
+    posts: AtomicUsize::new(0),
+    lingering: AtomicUsize::new(0),
+};
+
+impl Mailbox {
+    /// Posts `batch` and returns how many helpers linger (each may claim one of its slots).
+    fn post(&self, batch: &Arc<Shared>) -> usize {
+        *self.batch.lock().unwrap_or_else(|p| p.into_inner()) = Some(Arc::clone(batch));
+        // SeqCst with `linger`'s pair: either this load sees a helper stop lingering, or
+        // that helper's last look sees this post.
+        self.posts.fetch_add(1, Ordering::SeqCst);
+        self.lingering.load(Ordering::SeqCst)
+    }
+
+    /// The batch of the latest post.
+    fn latest(&self) -> Option<Arc<Shared>> {
+        self.batch.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Drops the posted batch if it is still `batch` (the caller is done with it).
+    fn withdraw(&self, batch: &Arc<Shared>) {
+        let mut slot = self.batch.lock().unwrap_or_else(|p| p.into_inner());
+        if slot.as_ref().is_some_and(|b| Arc::ptr_eq(b, batch)) {
+            *slot = None;
+        }
+    }
+
+    /// Run by a helper after its batch: spins up to [`LINGER`] for the next post, helps it
+    /// if a slot is open, and lingers again after; returns when nothing came for `LINGER`.
+    fn linger(&self) {
+        let mut seen = self.posts.load(Ordering::SeqCst);
+        self.lingering.fetch_add(1, Ordering::SeqCst);
+        let mut since = Instant::now();
+        let mut spins = 0u32;
+        loop {
+            let now = self.posts.load(Ordering::SeqCst);
+            if now != seen {
+                seen = now;
+                self.lingering.fetch_sub(1, Ordering::SeqCst);
+                if let Some(b) = self.latest().filter(|b| b.claim_slot()) {
+                    b.work();
+                }
+                self.lingering.fetch_add(1, Ordering::SeqCst);
+                since = Instant::now();
+                continue;
+            }
+            spins = spins.wrapping_add(1);
+            // The clock is read every 64 spins: a few hundred nanoseconds.
+            if spins % 64 == 0 && since.elapsed() >= LINGER {
+                self.lingering.fetch_sub(1, Ordering::SeqCst);
+                // The last look (see `post`).
+                if self.posts.load(Ordering::SeqCst) != seen {
+                    if let Some(b) = self.latest().filter(|b| b.claim_slot()) {
+                        b.work();
+                    }
+                }
+                return;
+            }
+            std::hint::spin_loop();
+        }
+    }
+}
+
 /// Runs `f` on every item of `items`, on the calling thread and the helpers, in contiguous
-/// chunks (about four per thread, so a late or slow thread is balanced by the others). Every
-/// item is run even when some fail.
+/// guided chunks (each `1/(2 × threads)` of the items left, so a late or slow thread is
+/// balanced by the others). Helpers lingering after an earlier batch take part first; pool
+/// threads are spawned only for the slots they leave. The caller never waits for a helper
+/// that has not started: it runs every chunk nobody claimed. Every item is run even when
+/// some fail.
 ///
 /// # Errors
 /// The error of the failing item of lowest index, with that index.
@@ -125,22 +245,30 @@ pub(crate) fn for_each_mut<T: Send, E: Send>(
         next: AtomicUsize::new(0),
         done: AtomicUsize::new(0),
         n,
-        chunk: n.div_ceil(threads * 4),
+        threads,
+        slots: AtomicUsize::new(threads - 1),
         panicked: AtomicBool::new(false),
         run,
         caller: std::thread::current(),
     });
-    for _ in 1..threads {
+    let lingering = MAILBOX.post(&shared);
+    for _ in lingering.min(threads - 1)..threads - 1 {
         let s = Arc::clone(&shared);
-        helpers.spawn(move || s.work());
+        helpers.spawn(move || {
+            if s.claim_slot() {
+                s.work();
+                drop(s);
+                MAILBOX.linger();
+            }
+        });
     }
     shared.work();
     // The helpers still running hold claimed chunks; wait for those only. A warm chunk is a
     // few microseconds: spin up to `SPIN` (cheaper than a sleep and a wake-up), then sleep
     // until the helper that completes the batch unparks this thread (cold chunks, a
     // descheduled helper on a loaded machine).
-    const SPIN: std::time::Duration = std::time::Duration::from_micros(20);
-    let spin_start = std::time::Instant::now();
+    const SPIN: Duration = Duration::from_micros(20);
+    let spin_start = Instant::now();
     let mut spins = 0u32;
     while shared.done.load(Ordering::Acquire) < n {
         spins = spins.wrapping_add(1);
@@ -151,6 +279,7 @@ pub(crate) fn for_each_mut<T: Send, E: Send>(
             std::thread::park();
         }
     }
+    MAILBOX.withdraw(&shared);
     if shared.panicked.load(Ordering::Relaxed) {
         panic!("a fill of the batch panicked");
     }
@@ -225,6 +354,87 @@ mod tests {
         );
     }
 
+    /// Guided chunks: large first, single items at the end, covering the batch once.
+    #[test]
+    fn guided_chunks_shrink_to_single_items() {
+        let noop: &'static (dyn Fn(usize) + Sync) = &|_: usize| {};
+        let shared = Shared {
+            next: AtomicUsize::new(0),
+            done: AtomicUsize::new(0),
+            n: 100,
+            threads: 2,
+            slots: AtomicUsize::new(1),
+            panicked: AtomicBool::new(false),
+            run: noop,
+            caller: std::thread::current(),
+        };
+        let chunks: Vec<(usize, usize)> = std::iter::from_fn(|| shared.claim_chunk()).collect();
+        assert_eq!(&chunks[..3], &[(0, 25), (25, 43), (43, 57)]);
+        assert_eq!(chunks.last(), Some(&(99, 100)));
+        assert!(chunks.windows(2).all(|w| w[0].1 == w[1].0));
+    }
+
+    /// A helper that finished a batch takes part in the next one posted at once, even when
+    /// the next batch's own pool cannot give a thread (its only thread is blocked): it
+    /// lingers for the post instead of going back to its pool. Tried a few times: on a
+    /// loaded machine the lingering helper may be descheduled past `LINGER` once.
+    #[test]
+    fn a_lingering_helper_takes_the_next_batch() {
+        let (busy, blocker) = (pool(1), std::sync::mpsc::channel::<()>());
+        let (release, wait) = blocker;
+        let wait = Mutex::new(wait);
+        busy.spawn(move || {
+            let _ = wait.lock().unwrap().recv();
+        });
+        let first = pool(1);
+        let caller = std::thread::current().id();
+        let slow = |x: &mut Option<std::thread::ThreadId>| {
+            let t = Instant::now();
+            while t.elapsed() < Duration::from_micros(200) {
+                std::hint::spin_loop();
+            }
+            *x = Some(std::thread::current().id());
+            Ok::<_, ()>(())
+        };
+        let helped = (0..20).any(|_| {
+            let mut a = vec![None; 16];
+            for_each_mut(Helpers::Pool(&first), &mut a, slow).unwrap();
+            let mut b = vec![None; 16];
+            for_each_mut(Helpers::Pool(&busy), &mut b, slow).unwrap();
+            b.iter().any(|t| *t != Some(caller))
+        });
+        release.send(()).unwrap();
+        assert!(
+            helped,
+            "no lingering helper joined a batch whose pool was blocked"
+        );
+    }
+
+    /// A batch runs on at most the threads it asked for, even when more helpers linger
+    /// (here three, from a batch of four threads just before).
+    #[test]
+    fn lingering_helpers_take_only_the_open_slots() {
+        let (wide, narrow) = (pool(3), pool(1));
+        for _ in 0..10 {
+            let mut a = vec![None; 32];
+            let mut b = vec![None; 32];
+            let slow = |x: &mut Option<std::thread::ThreadId>| {
+                std::thread::sleep(Duration::from_micros(300));
+                *x = Some(std::thread::current().id());
+                Ok::<_, ()>(())
+            };
+            for_each_mut(Helpers::Pool(&wide), &mut a, slow).unwrap();
+            for_each_mut(Helpers::Pool(&narrow), &mut b, slow).unwrap();
+            let threads: std::collections::HashSet<_> = b.iter().flatten().collect();
+            assert!(
+                threads.len() <= 2,
+                "{} threads ran a batch of 2",
+                threads.len()
+            );
+            assert!(b.iter().all(Option::is_some));
+        }
+    }
+
     /// A panicking item is reported as a panic of the call, after the batch is done.
     #[test]
     fn a_panic_is_raised_by_the_caller() {
@@ -238,7 +448,8 @@ mod tests {
             })
         }));
         assert!(r.is_err());
-        // Item 63 is in another chunk than item 10 (chunks of 6): it ran.
+        // Item 63 is in another chunk than item 10 (the first guided chunk is items 0..10,
+        // the last ones are single items): it ran.
         assert!(items[63].1 && !items[10].1);
     }
 }
