@@ -10,11 +10,12 @@
 //!
 //! Waking a parked pool thread takes 15–40 µs on a VM (measured with
 //! `examples/threads_probe.rs`, issue 27): longer than a warm batch of 16. So a helper that
-//! finished a batch lingers (spins, at most [`LINGER`]) on one process-wide mailbox for the
-//! next batch, which any caller posts there before spawning: back-to-back batches find a
-//! running helper instead of waking one. A batch has `threads - 1` helper slots; a
-//! lingering helper and a spawned one each claim a slot first, so no batch ever runs on
-//! more threads than asked for, whichever pool the lingering helper came from.
+//! finished a batch lingers (spins, yielding, at most [`LINGER`]) on one process-wide
+//! mailbox for the next batch, which every caller posts there before spawning its helpers:
+//! back-to-back batches find a running helper instead of waiting for one to wake. A batch
+//! has `threads - 1` helper slots; a lingering helper and a spawned one each claim a slot
+//! first, so no batch ever runs on more threads than asked for, whichever pool the
+//! lingering helper came from, and a spawned helper that finds no slot returns at once.
 //!
 //! Chunks are guided: each claim takes `1/(2 × threads)` of what is left (at least one
 //! item), so a warm batch is claimed in a few large chunks and the last items of a cold
@@ -130,24 +131,18 @@ struct Mailbox {
     batch: Mutex<Option<Arc<Shared>>>,
     /// Bumped at each post: the lingering helpers poll it, not the lock.
     posts: AtomicUsize,
-    /// Helpers lingering now (not working).
-    lingering: AtomicUsize,
 }
 
 static MAILBOX: Mailbox = Mailbox {
     batch: Mutex::new(None),
     posts: AtomicUsize::new(0),
-    lingering: AtomicUsize::new(0),
 };
 
 impl Mailbox {
-    /// Posts `batch` and returns how many helpers linger (each may claim one of its slots).
-    fn post(&self, batch: &Arc<Shared>) -> usize {
+    /// Posts `batch` for the lingering helpers.
+    fn post(&self, batch: &Arc<Shared>) {
         *self.batch.lock().unwrap_or_else(|p| p.into_inner()) = Some(Arc::clone(batch));
-        // SeqCst with `linger`'s pair: either this load sees a helper stop lingering, or
-        // that helper's last look sees this post.
-        self.posts.fetch_add(1, Ordering::SeqCst);
-        self.lingering.load(Ordering::SeqCst)
+        self.posts.fetch_add(1, Ordering::Release);
     }
 
     /// The batch of the latest post.
@@ -165,34 +160,28 @@ impl Mailbox {
 
     /// Run by a helper after its batch: spins up to [`LINGER`] for the next post, helps it
     /// if a slot is open, and lingers again after; returns when nothing came for `LINGER`.
+    /// Every 64 spins it yields its core (a no-op on an idle one): on a loaded machine a
+    /// lingering helper must not hold a core another process, or the caller, is waiting for.
     fn linger(&self) {
-        let mut seen = self.posts.load(Ordering::SeqCst);
-        self.lingering.fetch_add(1, Ordering::SeqCst);
+        let mut seen = self.posts.load(Ordering::Acquire);
         let mut since = Instant::now();
         let mut spins = 0u32;
         loop {
-            let now = self.posts.load(Ordering::SeqCst);
+            let now = self.posts.load(Ordering::Acquire);
             if now != seen {
                 seen = now;
-                self.lingering.fetch_sub(1, Ordering::SeqCst);
                 if let Some(b) = self.latest().filter(|b| b.claim_slot()) {
                     b.work();
                 }
-                self.lingering.fetch_add(1, Ordering::SeqCst);
                 since = Instant::now();
                 continue;
             }
             spins = spins.wrapping_add(1);
-            // The clock is read every 64 spins: a few hundred nanoseconds.
-            if spins % 64 == 0 && since.elapsed() >= LINGER {
-                self.lingering.fetch_sub(1, Ordering::SeqCst);
-                // The last look (see `post`).
-                if self.posts.load(Ordering::SeqCst) != seen {
-                    if let Some(b) = self.latest().filter(|b| b.claim_slot()) {
-                        b.work();
-                    }
+            if spins % 64 == 0 {
+                if since.elapsed() >= LINGER {
+                    return;
                 }
-                return;
+                std::thread::yield_now();
             }
             std::hint::spin_loop();
         }
@@ -201,8 +190,8 @@ impl Mailbox {
 
 /// Runs `f` on every item of `items`, on the calling thread and the helpers, in contiguous
 /// guided chunks (each `1/(2 × threads)` of the items left, so a late or slow thread is
-/// balanced by the others). Helpers lingering after an earlier batch take part first; pool
-/// threads are spawned only for the slots they leave. The caller never waits for a helper
+/// balanced by the others). Helpers lingering after an earlier batch take the slots they
+/// find open; spawned pool threads take the rest, if any. The caller never waits for a helper
 /// that has not started: it runs every chunk nobody claimed. Every item is run even when
 /// some fail.
 ///
@@ -251,8 +240,11 @@ pub(crate) fn for_each_mut<T: Send, E: Send>(
         run,
         caller: std::thread::current(),
     });
-    let lingering = MAILBOX.post(&shared);
-    for _ in lingering.min(threads - 1)..threads - 1 {
+    // Posted for the lingering helpers, and spawned all the same: a helper counted as
+    // lingering may be descheduled (a loaded machine), and a spawned job that finds every
+    // slot taken returns at once.
+    MAILBOX.post(&shared);
+    for _ in 1..threads {
         let s = Arc::clone(&shared);
         helpers.spawn(move || {
             if s.claim_slot() {
