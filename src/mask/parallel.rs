@@ -8,14 +8,12 @@
 //! helper joins when it wakes, and one that wakes after the batch is done finds nothing and
 //! is not waited for.
 //!
-//! Waking a parked pool thread takes 15–40 µs on a VM (measured with
-//! `examples/threads_probe.rs`, issue 27): longer than a warm batch of 16. So a helper that
-//! finished a batch lingers (spins, yielding, at most [`LINGER`]) on one process-wide
-//! mailbox for the next batch, which every caller posts there before spawning its helpers:
-//! back-to-back batches find a running helper instead of waiting for one to wake. A batch
-//! has `threads - 1` helper slots; a lingering helper and a spawned one each claim a slot
-//! first, so no batch ever runs on more threads than asked for, whichever pool the
-//! lingering helper came from, and a spawned helper that finds no slot returns at once.
+//! Waking a parked pool thread takes 15–40 µs on this VM (`examples/threads_probe.rs`,
+//! issue 27): longer than a warm batch of 16, whose helper then joins after the caller has
+//! done it all. Helpers that spun (yielding) up to 100 µs for the next batch were tried
+//! (branch threads27, commit 5ca7b28) and not kept: at load averages of 7 to 13 on the 2
+//! cores, neither they nor this plain spawn let the helper fill more than 0.1% of the rows
+//! of back-to-back warm batches, so no gain could be shown; a quiet machine is needed.
 //!
 //! Chunks are guided: each claim takes `1/(2 × threads)` of what is left (at least one
 //! item), so a warm batch is claimed in a few large chunks and the last items of a cold
@@ -25,12 +23,6 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-
-/// How long a helper that finished a batch spins for the next one before returning to its
-/// pool (where it parks): longer than the Python and bookkeeping time between two
-/// back-to-back batch calls, short enough to cost little CPU when batches are milliseconds
-/// apart (a model's forward pass).
-pub(crate) const LINGER: Duration = Duration::from_micros(100);
 
 /// Where the helpers of a batch come from.
 #[derive(Clone, Copy)]
@@ -71,8 +63,6 @@ struct Shared {
     n: usize,
     /// The threads of the batch, the caller included: the guided chunk size divides by it.
     threads: usize,
-    /// Helper slots still open (`threads - 1` at first): a helper claims one before working.
-    slots: AtomicUsize,
     panicked: AtomicBool,
     run: *const (dyn Fn(usize) + Sync + 'static),
     /// Unparked by the helper that completes the batch.
@@ -84,13 +74,6 @@ unsafe impl Send for Shared {}
 unsafe impl Sync for Shared {}
 
 impl Shared {
-    /// Takes a helper slot of the batch; false when `threads - 1` helpers already have.
-    fn claim_slot(&self) -> bool {
-        self.slots
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |s| s.checked_sub(1))
-            .is_ok()
-    }
-
     /// The next chunk, guided: `1/(2 × threads)` of the items left, at least one.
     fn claim_chunk(&self) -> Option<(usize, usize)> {
         let mut start = self.next.load(Ordering::Relaxed);
@@ -125,73 +108,9 @@ impl Shared {
     }
 }
 
-/// Where callers post their batch for lingering helpers.
-struct Mailbox {
-    /// The latest batch posted (kept after it is done: its `next` is then past `n`).
-    batch: Mutex<Option<Arc<Shared>>>,
-    /// Bumped at each post: the lingering helpers poll it, not the lock.
-    posts: AtomicUsize,
-}
-
-static MAILBOX: Mailbox = Mailbox {
-    batch: Mutex::new(None),
-    posts: AtomicUsize::new(0),
-};
-
-impl Mailbox {
-    /// Posts `batch` for the lingering helpers.
-    fn post(&self, batch: &Arc<Shared>) {
-        *self.batch.lock().unwrap_or_else(|p| p.into_inner()) = Some(Arc::clone(batch));
-        self.posts.fetch_add(1, Ordering::Release);
-    }
-
-    /// The batch of the latest post.
-    fn latest(&self) -> Option<Arc<Shared>> {
-        self.batch.lock().unwrap_or_else(|p| p.into_inner()).clone()
-    }
-
-    /// Drops the posted batch if it is still `batch` (the caller is done with it).
-    fn withdraw(&self, batch: &Arc<Shared>) {
-        let mut slot = self.batch.lock().unwrap_or_else(|p| p.into_inner());
-        if slot.as_ref().is_some_and(|b| Arc::ptr_eq(b, batch)) {
-            *slot = None;
-        }
-    }
-
-    /// Run by a helper after its batch: spins up to [`LINGER`] for the next post, helps it
-    /// if a slot is open, and lingers again after; returns when nothing came for `LINGER`.
-    /// Every 64 spins it yields its core (a no-op on an idle one): on a loaded machine a
-    /// lingering helper must not hold a core another process, or the caller, is waiting for.
-    fn linger(&self) {
-        let mut seen = self.posts.load(Ordering::Acquire);
-        let mut since = Instant::now();
-        let mut spins = 0u32;
-        loop {
-            let now = self.posts.load(Ordering::Acquire);
-            if now != seen {
-                seen = now;
-                if let Some(b) = self.latest().filter(|b| b.claim_slot()) {
-                    b.work();
-                }
-                since = Instant::now();
-                continue;
-            }
-            spins = spins.wrapping_add(1);
-            if spins % 64 == 0 {
-                if since.elapsed() >= LINGER {
-                    return;
-                }
-                std::thread::yield_now();
-            }
-            std::hint::spin_loop();
-        }
-    }
-}
-
 /// Runs `f` on every item of `items`, on the calling thread and the helpers, in contiguous
 /// guided chunks (each `1/(2 × threads)` of the items left, so a late or slow thread is
-/// balanced by the others). Helpers lingering after an earlier batch take the slots they
-/// find open; spawned pool threads take the rest, if any. The caller never waits for a helper
+/// balanced by the others). The caller never waits for a helper
 /// that has not started: it runs every chunk nobody claimed. Every item is run even when
 /// some fail.
 ///
@@ -235,24 +154,13 @@ pub(crate) fn for_each_mut<T: Send, E: Send>(
         done: AtomicUsize::new(0),
         n,
         threads,
-        slots: AtomicUsize::new(threads - 1),
         panicked: AtomicBool::new(false),
         run,
         caller: std::thread::current(),
     });
-    // Posted for the lingering helpers, and spawned all the same: a helper counted as
-    // lingering may be descheduled (a loaded machine), and a spawned job that finds every
-    // slot taken returns at once.
-    MAILBOX.post(&shared);
     for _ in 1..threads {
         let s = Arc::clone(&shared);
-        helpers.spawn(move || {
-            if s.claim_slot() {
-                s.work();
-                drop(s);
-                MAILBOX.linger();
-            }
-        });
+        helpers.spawn(move || s.work());
     }
     shared.work();
     // The helpers still running hold claimed chunks; wait for those only. A warm chunk is a
@@ -271,7 +179,6 @@ pub(crate) fn for_each_mut<T: Send, E: Send>(
             std::thread::park();
         }
     }
-    MAILBOX.withdraw(&shared);
     if shared.panicked.load(Ordering::Relaxed) {
         panic!("a fill of the batch panicked");
     }
@@ -355,7 +262,6 @@ mod tests {
             done: AtomicUsize::new(0),
             n: 100,
             threads: 2,
-            slots: AtomicUsize::new(1),
             panicked: AtomicBool::new(false),
             run: noop,
             caller: std::thread::current(),
@@ -364,67 +270,6 @@ mod tests {
         assert_eq!(&chunks[..3], &[(0, 25), (25, 43), (43, 57)]);
         assert_eq!(chunks.last(), Some(&(99, 100)));
         assert!(chunks.windows(2).all(|w| w[0].1 == w[1].0));
-    }
-
-    /// A helper that finished a batch takes part in the next one posted at once, even when
-    /// the next batch's own pool cannot give a thread (its only thread is blocked): it
-    /// lingers for the post instead of going back to its pool. Tried a few times: on a
-    /// loaded machine the lingering helper may be descheduled past `LINGER` once.
-    #[test]
-    fn a_lingering_helper_takes_the_next_batch() {
-        let (busy, blocker) = (pool(1), std::sync::mpsc::channel::<()>());
-        let (release, wait) = blocker;
-        let wait = Mutex::new(wait);
-        busy.spawn(move || {
-            let _ = wait.lock().unwrap().recv();
-        });
-        let first = pool(1);
-        let caller = std::thread::current().id();
-        let slow = |x: &mut Option<std::thread::ThreadId>| {
-            let t = Instant::now();
-            while t.elapsed() < Duration::from_micros(200) {
-                std::hint::spin_loop();
-            }
-            *x = Some(std::thread::current().id());
-            Ok::<_, ()>(())
-        };
-        let helped = (0..20).any(|_| {
-            let mut a = vec![None; 16];
-            for_each_mut(Helpers::Pool(&first), &mut a, slow).unwrap();
-            let mut b = vec![None; 16];
-            for_each_mut(Helpers::Pool(&busy), &mut b, slow).unwrap();
-            b.iter().any(|t| *t != Some(caller))
-        });
-        release.send(()).unwrap();
-        assert!(
-            helped,
-            "no lingering helper joined a batch whose pool was blocked"
-        );
-    }
-
-    /// A batch runs on at most the threads it asked for, even when more helpers linger
-    /// (here three, from a batch of four threads just before).
-    #[test]
-    fn lingering_helpers_take_only_the_open_slots() {
-        let (wide, narrow) = (pool(3), pool(1));
-        for _ in 0..10 {
-            let mut a = vec![None; 32];
-            let mut b = vec![None; 32];
-            let slow = |x: &mut Option<std::thread::ThreadId>| {
-                std::thread::sleep(Duration::from_micros(300));
-                *x = Some(std::thread::current().id());
-                Ok::<_, ()>(())
-            };
-            for_each_mut(Helpers::Pool(&wide), &mut a, slow).unwrap();
-            for_each_mut(Helpers::Pool(&narrow), &mut b, slow).unwrap();
-            let threads: std::collections::HashSet<_> = b.iter().flatten().collect();
-            assert!(
-                threads.len() <= 2,
-                "{} threads ran a batch of 2",
-                threads.len()
-            );
-            assert!(b.iter().all(Option::is_some));
-        }
     }
 
     /// A panicking item is reported as a panic of the call, after the batch is done.
