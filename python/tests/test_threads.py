@@ -302,3 +302,62 @@ def test_batch_fill_of_several_schemas_on_1_2_3_threads():
         one = torch.zeros(1, want[0].shape[0], dtype=torch.int32)
         batch.batch_fill_next_token_bitmask(matchers[4:5], one)
         assert torch.equal(one[0], want[4])
+
+
+def test_two_threads_fill_at_once_while_one_fill_is_cold():
+    """Two Python threads filling at the same time overlap: while one thread is inside the
+    cold first fill of a fresh grammar (``precompute="lazy"``, its own compiler: the fill
+    computes its masks, milliseconds), the other thread completes warm fills of its own
+    matcher. With a long switch interval the first thread, holding the GIL, would never
+    be preempted inside the call, so the other thread's count moves across a cold fill
+    only because the fill released the GIL (holding it, at most once in the 50 ms switch
+    interval: once over the ten fills of about 2.5 ms). Under a load of 11 on 2 cores the
+    other thread woke in time for 6 of 10; 4 are asked for."""
+    import sys
+
+    model = "qwen3"
+    info = tokenizer_info(model)
+    warm = xgr.GrammarMatcher(compiler(model).compile_json_schema(SCHEMA))
+    warm_row = xgr.allocate_token_bitmask(1, info.vocab_size)
+    warm.fill_next_token_bitmask(warm_row)
+    cold_row = xgr.allocate_token_bitmask(1, info.vocab_size)
+    # Ten grammars, each compiled by its own compiler (no mask of one is cached for
+    # another); letters and digits of every script: the first fill walks most of the
+    # vocabulary, milliseconds.
+    regexes = [rf"[\p{{L}}\p{{N}} ,.]{{{k + 2},80}}" for k in range(10)]
+    colds = [
+        xgr.GrammarMatcher(
+            xgr.GrammarCompiler(info, precompute="lazy", cache_enabled=False).compile_regex(r)
+        )
+        for r in regexes
+    ]
+    stop = threading.Event()
+    fills = [0]
+
+    def warm_fills():
+        while not stop.is_set():
+            warm.fill_next_token_bitmask(warm_row)
+            fills[0] += 1
+
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(0.05)
+    t = threading.Thread(target=warm_fills)
+    t.start()
+    try:
+        while fills[0] == 0:  # the other thread is running
+            time.sleep(0.001)
+        moved, cold_rows = 0, []
+        for m in colds:
+            before = fills[0]
+            m.fill_next_token_bitmask(cold_row)
+            moved += fills[0] != before
+            cold_rows.append(cold_row.clone())
+    finally:
+        stop.set()
+        t.join()
+        sys.setswitchinterval(old)
+    assert moved >= 4, f"the other thread filled during only {moved} of 10 cold fills"
+    # Each cold mask is the one an eagerly compiled grammar of the same regex gives.
+    for r, row in zip(regexes, cold_rows):
+        xgr.GrammarMatcher(compiler(model).compile_regex(r)).fill_next_token_bitmask(warm_row)
+        assert torch.equal(warm_row, row), r

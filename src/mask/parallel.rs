@@ -7,10 +7,22 @@
 //! through rayon's binary splitting; here the caller starts on the first chunk at once, a
 //! helper joins when it wakes, and one that wakes after the batch is done finds nothing and
 //! is not waited for.
+//!
+//! Waking a parked pool thread takes 15–40 µs on this VM (`examples/threads_probe.rs`,
+//! issue 27): longer than a warm batch of 16, whose helper then joins after the caller has
+//! done it all. Helpers that spun (yielding) up to 100 µs for the next batch were tried
+//! (branch threads27, commit 5ca7b28) and not kept: at load averages of 7 to 13 on the 2
+//! cores, neither they nor this plain spawn let the helper fill more than 0.1% of the rows
+//! of back-to-back warm batches, so no gain could be shown; a quiet machine is needed.
+//!
+//! Chunks are guided: each claim takes `1/(2 × threads)` of what is left (at least one
+//! item), so a warm batch is claimed in a few large chunks and the last items of a cold
+//! batch (masks computed by the fill, milliseconds each) are shared one by one.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 /// Where the helpers of a batch come from.
 #[derive(Clone, Copy)]
@@ -49,7 +61,8 @@ struct Shared {
     next: AtomicUsize,
     done: AtomicUsize,
     n: usize,
-    chunk: usize,
+    /// The threads of the batch, the caller included: the guided chunk size divides by it.
+    threads: usize,
     panicked: AtomicBool,
     run: *const (dyn Fn(usize) + Sync + 'static),
     /// Unparked by the helper that completes the batch.
@@ -61,14 +74,27 @@ unsafe impl Send for Shared {}
 unsafe impl Sync for Shared {}
 
 impl Shared {
+    /// The next chunk, guided: `1/(2 × threads)` of the items left, at least one.
+    fn claim_chunk(&self) -> Option<(usize, usize)> {
+        let mut start = self.next.load(Ordering::Relaxed);
+        loop {
+            if start >= self.n {
+                return None;
+            }
+            let end = start + ((self.n - start) / (2 * self.threads)).max(1);
+            match self
+                .next
+                .compare_exchange_weak(start, end, Ordering::Relaxed, Ordering::Relaxed)
+            {
+                Ok(_) => return Some((start, end)),
+                Err(now) => start = now,
+            }
+        }
+    }
+
     /// Claims chunks until none is left, running each item of a claimed chunk.
     fn work(&self) {
-        loop {
-            let start = self.next.fetch_add(self.chunk, Ordering::Relaxed);
-            if start >= self.n {
-                return;
-            }
-            let end = (start + self.chunk).min(self.n);
+        while let Some((start, end)) = self.claim_chunk() {
             // SAFETY: `start < n`, so the caller waits for this chunk and `run` is alive.
             let run = unsafe { &*self.run };
             if catch_unwind(AssertUnwindSafe(|| (start..end).for_each(run))).is_err() {
@@ -83,8 +109,10 @@ impl Shared {
 }
 
 /// Runs `f` on every item of `items`, on the calling thread and the helpers, in contiguous
-/// chunks (about four per thread, so a late or slow thread is balanced by the others). Every
-/// item is run even when some fail.
+/// guided chunks (each `1/(2 × threads)` of the items left, so a late or slow thread is
+/// balanced by the others). The caller never waits for a helper
+/// that has not started: it runs every chunk nobody claimed. Every item is run even when
+/// some fail.
 ///
 /// # Errors
 /// The error of the failing item of lowest index, with that index.
@@ -125,7 +153,7 @@ pub(crate) fn for_each_mut<T: Send, E: Send>(
         next: AtomicUsize::new(0),
         done: AtomicUsize::new(0),
         n,
-        chunk: n.div_ceil(threads * 4),
+        threads,
         panicked: AtomicBool::new(false),
         run,
         caller: std::thread::current(),
@@ -139,8 +167,8 @@ pub(crate) fn for_each_mut<T: Send, E: Send>(
     // few microseconds: spin up to `SPIN` (cheaper than a sleep and a wake-up), then sleep
     // until the helper that completes the batch unparks this thread (cold chunks, a
     // descheduled helper on a loaded machine).
-    const SPIN: std::time::Duration = std::time::Duration::from_micros(20);
-    let spin_start = std::time::Instant::now();
+    const SPIN: Duration = Duration::from_micros(20);
+    let spin_start = Instant::now();
     let mut spins = 0u32;
     while shared.done.load(Ordering::Acquire) < n {
         spins = spins.wrapping_add(1);
@@ -225,6 +253,25 @@ mod tests {
         );
     }
 
+    /// Guided chunks: large first, single items at the end, covering the batch once.
+    #[test]
+    fn guided_chunks_shrink_to_single_items() {
+        let noop: &'static (dyn Fn(usize) + Sync) = &|_: usize| {};
+        let shared = Shared {
+            next: AtomicUsize::new(0),
+            done: AtomicUsize::new(0),
+            n: 100,
+            threads: 2,
+            panicked: AtomicBool::new(false),
+            run: noop,
+            caller: std::thread::current(),
+        };
+        let chunks: Vec<(usize, usize)> = std::iter::from_fn(|| shared.claim_chunk()).collect();
+        assert_eq!(&chunks[..3], &[(0, 25), (25, 43), (43, 57)]);
+        assert_eq!(chunks.last(), Some(&(99, 100)));
+        assert!(chunks.windows(2).all(|w| w[0].1 == w[1].0));
+    }
+
     /// A panicking item is reported as a panic of the call, after the batch is done.
     #[test]
     fn a_panic_is_raised_by_the_caller() {
@@ -238,7 +285,8 @@ mod tests {
             })
         }));
         assert!(r.is_err());
-        // Item 63 is in another chunk than item 10 (chunks of 6): it ran.
+        // Item 63 is in another chunk than item 10 (the first guided chunk is items 0..10,
+        // the last ones are single items): it ran.
         assert!(items[63].1 && !items[10].1);
     }
 }
