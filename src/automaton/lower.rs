@@ -460,7 +460,7 @@ fn depth(e: &Expr) -> usize {
     max
 }
 
-fn for_each_call(e: &Expr, f: &mut dyn FnMut(u32)) {
+pub(crate) fn for_each_call(e: &Expr, f: &mut dyn FnMut(u32)) {
     let mut stack = vec![e];
     while let Some(e) = stack.pop() {
         match e {

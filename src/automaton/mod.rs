@@ -8,6 +8,7 @@
 
 mod build;
 mod classes;
+pub(crate) mod defer;
 pub(crate) use classes::KeyBasis;
 pub(crate) mod lower;
 mod minimize;
@@ -216,6 +217,8 @@ impl Automaton {
     /// `limits.max_rule_states` states in one rule, `limits.max_automaton_nodes` nodes in
     /// all, or the deadline. With `cache`, a rule whose automaton was built before (by
     /// content, [`rule_cache`]) takes it from there, and the rules built here are kept in it.
+    /// Rules with `stub[r]` set (indices past its end count as unset; see [`defer`]) are
+    /// stubs: never built inline into a caller, built without the cache.
     pub(crate) fn build(
         grammar: &Grammar,
         counted_rules: &[u32],
@@ -223,6 +226,7 @@ impl Automaton {
         limits: &Limits,
         deadline: &Deadline,
         cache: Option<&rule_cache::RuleAutomatonCache>,
+        stub: &[bool],
     ) -> Result<Self, AutomatonError> {
         let mut a = Automaton {
             nodes: Vec::new(),
@@ -238,7 +242,14 @@ impl Automaton {
             deterministic: false,
         };
         let mut pending: Vec<(u32, build::Dfa, u32, Option<u32>)> = Vec::new();
-        let plan = regular::TailPlan::new(grammar, counted_rules);
+        let is_stub = |r: usize| stub.get(r).copied().unwrap_or(false);
+        // Stubs stay rules of their own: the calls of them are what `defer` looks for.
+        let kept: Vec<u32> = counted_rules
+            .iter()
+            .copied()
+            .chain((0..grammar.rules.len() as u32).filter(|&r| is_stub(r as usize)))
+            .collect();
+        let plan = regular::TailPlan::new(grammar, &kept);
         for (ri, rule) in grammar.rules.iter().enumerate() {
             let is_counted = counted_rules.contains(&(ri as u32));
             let body = match (&rule.body, is_counted) {
@@ -263,7 +274,7 @@ impl Automaton {
             }
             deadline.check()?;
             let max_states = limits.max_rule_states.min(RuleId::LIMIT);
-            let key = cache.and_then(|c| {
+            let key = cache.filter(|_| !is_stub(ri)).and_then(|c| {
                 let limits = (max_states, limits.max_memory_bytes);
                 c.key(body, ri as u32, &plan, token, limits)
             });

@@ -61,7 +61,7 @@ impl GrammarCompiler {
     /// [`CompileError::Invalid`] when the IR breaks an invariant (dangling rule id, max <
     /// min), plus the errors of [`GrammarCompiler::compile_grammar`] after parsing.
     pub fn compile_ir(&self, grammar: &Grammar) -> Result<Arc<CompiledGrammar>, CompileError> {
-        self.compile_ir_keeping(grammar, &[], false, &[])
+        self.compile_ir_keeping(grammar, &[], false, &[], &[])
     }
 
     /// As [`GrammarCompiler::compile_ir`], but the rules with `keep[r]` set (indices past
@@ -70,7 +70,8 @@ impl GrammarCompiler {
     /// `inline_rules`). The language is the same either way. With `unique_keys`, the
     /// output is one JSON value and matchers also forbid a key repeated in its object
     /// (`matcher::keys`); `closed` (rule name, declared names) lists the closed objects
-    /// whose keys they narrow to the names not yet written, each opened by its rule.
+    /// whose keys they narrow to the names not yet written, each opened by its rule. The
+    /// rules with `defer[r]` set are deferral roots (`compiler::deferred`; also kept).
     ///
     /// # Errors
     /// As [`GrammarCompiler::compile_ir`].
@@ -80,10 +81,12 @@ impl GrammarCompiler {
         keep: &[bool],
         unique_keys: bool,
         closed: &[(String, Vec<String>)],
+        defer: &[bool],
     ) -> Result<Arc<CompiledGrammar>, CompileError> {
+        let run = || self.compile_on_pool(grammar, keep, unique_keys, closed, defer);
         match &self.pool {
-            Some(pool) => pool.install(|| self.compile_on_pool(grammar, keep, unique_keys, closed)),
-            None => self.compile_on_pool(grammar, keep, unique_keys, closed),
+            Some(pool) => pool.install(run),
+            None => run(),
         }
     }
 
@@ -133,7 +136,7 @@ impl GrammarCompiler {
             .iter()
             .map(|(r, names)| (g.grammar.rules[r.index()].name.clone(), names.clone()))
             .collect();
-        let compiled = self.compile_ir_keeping(&g.grammar, &g.keep, g.unique_keys, &closed);
+        let compiled = self.compile_ir_keeping(&g.grammar, &g.keep, g.unique_keys, &closed, &[]);
         compiled.map_err(|e| match e {
             CompileError::Limit(mut l) => {
                 if l.pointer.is_none() {
@@ -202,14 +205,23 @@ impl GrammarCompiler {
         tag: &S,
     ) -> Result<Arc<CompiledGrammar>, CompileError> {
         let tag = tag.to_structural_tag()?;
-        self.cached("structural_tag", &format!("{tag:?}"), "", || {
+        let options = if self.defer_tool_rules {
+            "deferred"
+        } else {
+            ""
+        };
+        self.cached("structural_tag", &format!("{tag:?}"), options, || {
             // The compiler's limits hold for the schemas inside the tag too.
-            let grammar = structural_tag::structural_tag_to_grammar_limited(
+            let (grammar, tools) = structural_tag::structural_tag_to_grammar_marking_tools(
                 &tag,
                 Some(self.vocabulary()),
                 self.limits(),
             )?;
-            self.compile_ir(&grammar)
+            if self.defer_tool_rules {
+                self.compile_ir_keeping(&grammar, &tools, false, &[], &tools)
+            } else {
+                self.compile_ir(&grammar)
+            }
         })
     }
 }

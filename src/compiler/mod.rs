@@ -23,6 +23,7 @@ use rustc_hash::FxHashMap;
 use std::sync::{Arc, OnceLock, RwLock};
 
 mod cache;
+mod deferred;
 mod entry;
 mod error;
 mod pipeline;
@@ -74,6 +75,8 @@ pub struct GrammarCompiler {
     /// Where [`Precompute::Background`] fills masks after compile; `None`: the default
     /// pool (`mask::background::default_pool`, one thread shared by all compilers).
     background_pool: Option<Arc<rayon::ThreadPool>>,
+    /// [`GrammarCompiler::with_deferred_tool_rules`].
+    defer_tool_rules: bool,
 }
 
 /// A grammar compiled against a vocabulary: its automata and token mask cache.
@@ -136,6 +139,9 @@ pub struct CompiledGrammar {
     /// [`Limits::max_memory_bytes`] of the compiler that built it: the background fill
     /// stops before passing it.
     pub(crate) max_memory_bytes: u64,
+    /// Under a deferring compile (`compiler::deferred`): this is the stub grammar, and
+    /// this holds what builds the full one.
+    pub(crate) deferred: Option<Box<deferred::Deferred>>,
 }
 
 impl GrammarCompiler {
@@ -161,6 +167,7 @@ impl GrammarCompiler {
             )),
             pool: None,
             background_pool: None,
+            defer_tool_rules: false,
         }
     }
 
@@ -242,6 +249,19 @@ impl GrammarCompiler {
         self
     }
 
+    /// Experimental, off by default (issue 24, first stage; see `docs/architecture.md`,
+    /// "Deferred tool rules"): [`GrammarCompiler::compile_structural_tag`] builds only the
+    /// rules the tag reaches without entering a tool's JSON-Schema arguments; the full
+    /// grammar is built once, the first time a matcher comes within one token of a tool's
+    /// arguments, and that matcher replays its input on it. Masks are the same as without
+    /// it. An error of that later build (a limit) is reported by the matcher call that
+    /// needed it ([`crate::MatcherError::Deferred`], [`crate::TokenRejection::Deferred`]).
+    #[doc(hidden)]
+    pub fn with_deferred_tool_rules(mut self, on: bool) -> Self {
+        self.defer_tool_rules = on;
+        self
+    }
+
     /// The resource limits this compiler enforces.
     pub fn limits(&self) -> &Limits {
         &self.limits
@@ -276,6 +296,14 @@ impl CompiledGrammar {
     /// The grammar this was compiled from (before lowering); `to_string()` prints it as EBNF.
     pub fn grammar(&self) -> &Grammar {
         &self.grammar
+    }
+
+    /// Under [`GrammarCompiler::with_deferred_tool_rules`]: the number of rules deferred
+    /// (built as stubs) and whether the full grammar has been built since (by a matcher
+    /// that needed it); `None` when nothing was deferred.
+    #[doc(hidden)]
+    pub fn deferred_rules(&self) -> Option<(usize, bool)> {
+        self.deferred.as_ref().map(|d| (d.stubs, d.is_built()))
     }
 
     /// The vocabulary it was compiled against.
@@ -345,11 +373,13 @@ impl CompiledGrammar {
                 c.edges.capacity() * 8 + c.body_edges.capacity() * 8 + c.body_final.capacity() + 64
             })
             .sum();
+        let deferred = self.deferred.as_ref().map_or(0, |d| d.memory_bytes());
         aut + masks
             + pairs
             + sites
             + virt
             + counted
+            + deferred
             + self.has_mask.capacity()
             + self.mask_class.capacity() * 4
     }

@@ -23,6 +23,7 @@ impl GrammarCompiler {
         keep: &[bool],
         unique_keys: bool,
         closed: &[(String, Vec<String>)],
+        defer: &[bool],
     ) -> Result<Arc<CompiledGrammar>, CompileError> {
         grammar.validate()?;
         check_ir(&self.limits, grammar)?;
@@ -76,13 +77,50 @@ impl GrammarCompiler {
         }
         let simplified = simplify_repeats(&inline_rules(&rewritten, keep))?;
         let (lowered, counted) = lower_repeats(simplified);
-        let mut aut = Automaton::build(
+        let lowered = if !unique_keys && defer.iter().any(|&d| d) {
+            match self.compile_deferring(grammar, defer, lowered, &counted, &resolved, &deadline)? {
+                Ok(compiled) => return Ok(compiled),
+                Err(lowered) => lowered,
+            }
+        } else {
+            lowered
+        };
+        let compiled = self.assemble(
+            grammar,
             &lowered,
             &counted,
+            &resolved,
+            unique_keys,
+            closed,
+            &deadline,
+            &[],
+        )?;
+        self.finish(compiled, &deadline)
+    }
+
+    /// The automata and mask tables of `lowered` (the lowered form of `grammar`, with its
+    /// counted rules `counted` and token terminals `resolved`), masks not computed yet;
+    /// `stub` marks the stub rules of a deferring compile (`automaton::defer`).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn assemble(
+        &self,
+        grammar: &Grammar,
+        lowered: &Grammar,
+        counted: &[u32],
+        resolved: &FxHashMap<TokenRef, u32>,
+        unique_keys: bool,
+        closed: &[(String, Vec<String>)],
+        deadline: &Deadline,
+        stub: &[bool],
+    ) -> Result<CompiledGrammar, CompileError> {
+        let mut aut = Automaton::build(
+            lowered,
+            counted,
             &|t| resolved.get(t).copied().unwrap_or(0),
             &self.limits,
-            &deadline,
+            deadline,
             Some(&self.rule_automata),
+            stub,
         )?;
         if !aut.prune_unproductive() {
             return Err(CompileError::EmptyLanguage {
@@ -92,7 +130,7 @@ impl GrammarCompiler {
         let has_mask: Vec<bool> = (0..aut.nodes.len() as u32)
             .map(|n| aut.has_edges(n))
             .collect();
-        let (mask_class, classes, key_basis) = plan::mask_classes(&aut, &self.trie, &deadline)?;
+        let (mask_class, classes, key_basis) = plan::mask_classes(&aut, &self.trie, deadline)?;
         let masks = (0..classes).map(|_| OnceLock::new()).collect();
         let mut sites: Vec<Vec<u32>> = vec![Vec::new(); aut.rule_start.len()];
         for n in 0..aut.nodes.len() as u32 {
@@ -127,6 +165,7 @@ impl GrammarCompiler {
             closed_objects: None,
             background_fill: BackgroundFill::default(),
             max_memory_bytes: self.limits.max_memory_bytes,
+            deferred: None,
         };
         if unique_keys {
             compiled.closed_objects =
@@ -134,6 +173,16 @@ impl GrammarCompiler {
                     .map(Arc::new);
         }
         compiled.counted_derivable = compiled.aut.counted.iter().map(derivable).collect();
+        Ok(compiled)
+    }
+
+    /// Checks the memory limit, computes the masks [`Precompute::Eager`] asks for, and
+    /// schedules the fill of [`Precompute::Background`].
+    pub(super) fn finish(
+        &self,
+        mut compiled: CompiledGrammar,
+        deadline: &Deadline,
+    ) -> Result<Arc<CompiledGrammar>, CompileError> {
         // Memory: the automata now, then a running total of the masks as they are computed.
         let used = std::sync::atomic::AtomicU64::new(compiled.memory_bytes() as u64);
         let add = |bytes: usize| {
@@ -142,7 +191,7 @@ impl GrammarCompiler {
         };
         add(0)?;
         if self.precompute == Precompute::Eager {
-            compiled.precompute_eager(&deadline, &add)?;
+            compiled.precompute_eager(deadline, &add)?;
             check_memory(&self.limits, compiled.memory_bytes())?;
         }
         let compiled = Arc::new(compiled);

@@ -426,6 +426,13 @@ impl CompiledGrammar {
     /// [`SerializeError::GrammarText`] if the grammar's EBNF text does not parse back (a
     /// printer bug), [`SerializeError::Encode`] if the encoder fails.
     pub fn serialize(&self) -> Result<Vec<u8>, SerializeError> {
+        if let Some(d) = &self.deferred {
+            // A stub grammar is written as its full grammar (built now if need be).
+            let full = d.full(&self.grammar);
+            return full
+                .map_err(|e| SerializeError::GrammarText(e.to_string()))?
+                .serialize();
+        }
         let root = self.grammar.rules[self.grammar.root.index()].name.as_str();
         let ebnf = self.grammar.to_string();
         parse_ebnf(&ebnf, root).map_err(|e| SerializeError::GrammarText(e.to_string()))?;
@@ -567,6 +574,7 @@ impl CompiledGrammar {
             closed_objects: None,
             background_fill: Default::default(),
             max_memory_bytes: compiler.limits.max_memory_bytes,
+            deferred: None,
         };
         let mut compiled = compiled;
         if compiled.unique_keys && !data.closed.is_empty() {

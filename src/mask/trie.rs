@@ -51,6 +51,9 @@ pub struct TokenTrie {
     /// The vocabulary slices ([`super::slices::SLICES`], in that order) that mask walks take
     /// whole.
     pub(crate) slices: Vec<super::slices::Slice>,
+    /// Per node: the depth of the deepest node of its subtree (its longest token), made on
+    /// first use ([`TokenTrie::deepest`]).
+    deepest: std::sync::OnceLock<Vec<u16>>,
 }
 
 impl TokenTrie {
@@ -147,6 +150,7 @@ impl TokenTrie {
         }
         let mut trie = TokenTrie {
             slices: Vec::new(),
+            deepest: std::sync::OnceLock::new(),
             max_depth: depth.iter().copied().max().unwrap_or(0) as usize,
             quote_tokens,
             multi_quote_tokens,
@@ -168,6 +172,50 @@ impl TokenTrie {
             .map(|&x| super::slices::compute(&trie, x, &bytes_of))
             .collect();
         trie
+    }
+
+    /// Per node: the length of the longest token of its subtree (made once, on first use:
+    /// one pass over the nodes, last to first, each taking its children's).
+    pub(crate) fn deepest(&self) -> &[u16] {
+        self.deepest.get_or_init(|| {
+            let n = self.byte.len();
+            let mut deepest = self.depth.clone();
+            for i in (0..n).rev() {
+                let mut c = i + 1;
+                while c < self.subtree_end[i] as usize {
+                    deepest[i] = deepest[i].max(deepest[c]);
+                    c = self.subtree_end[c] as usize;
+                }
+            }
+            deepest
+        })
+    }
+
+    /// The children of node `t` (`None`: the root) whose byte is in `lo..=hi`.
+    pub(crate) fn children_in(&self, t: Option<u32>, lo: u8, hi: u8, mut f: impl FnMut(u8, u32)) {
+        match t {
+            None => {
+                for b in lo..=hi {
+                    let c = self.roots[b as usize];
+                    if c != u32::MAX {
+                        f(b, c);
+                    }
+                }
+            }
+            Some(t) => {
+                let mut c = t as usize + 1;
+                while c < self.subtree_end[t as usize] as usize {
+                    let b = self.byte[c];
+                    if b > hi {
+                        break;
+                    }
+                    if b >= lo {
+                        f(b, c as u32);
+                    }
+                    c = self.subtree_end[c] as usize;
+                }
+            }
+        }
     }
 
     /// Number of trie nodes.

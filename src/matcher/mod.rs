@@ -146,6 +146,16 @@ pub enum TokenRejection {
         /// The limit, its value and the work spent when it stopped.
         limit: LimitExceeded,
     },
+    /// The token may enter rules whose compile was deferred
+    /// ([`crate::GrammarCompiler::with_deferred_tool_rules`]), and that compile failed
+    /// (a limit); the state is unchanged.
+    #[error("{}: the deferred part of the grammar could not be compiled: {reason}", step_name(*token))]
+    Deferred {
+        /// The token id (`u32::MAX` for `accept_string`).
+        token: u32,
+        /// The compile error.
+        reason: String,
+    },
 }
 
 /// `token N`, or `the string` for the `u32::MAX` of `accept_string` / `try_accept_bytes`.
@@ -184,6 +194,13 @@ pub enum MatcherError {
     /// was not finished is not kept); end the sequence, or roll back and take another path.
     #[error("token bitmask not computed: {0}")]
     Limit(LimitExceeded),
+    /// The mask needed rules whose compile was deferred
+    /// ([`crate::GrammarCompiler::with_deferred_tool_rules`]), and that compile failed (a
+    /// limit); the matcher's state is unchanged.
+    #[error(
+        "token bitmask not computed: the deferred part of the grammar could not be compiled: {0}"
+    )]
+    Deferred(String),
     /// A `[batch, words]` bitmask whose length is not a positive multiple of `words`.
     #[error(
         "batch bitmask has {got} words, not a positive multiple of ceil(vocab_size / 32) = {words}"
@@ -220,6 +237,15 @@ struct Step {
     stop: bool,
 }
 
+/// One accepted step, kept while the matcher runs a stub grammar (`compiler::deferred`) so
+/// that it can replay them on the full grammar.
+#[derive(Clone, Debug)]
+enum Logged {
+    Token(u32),
+    Bytes(Box<[u8]>),
+    Stop,
+}
+
 /// Matches one sequence against a compiled grammar, token by token.
 ///
 /// Cheap to create from an `Arc<CompiledGrammar>`; `clone()` forks it (the chart is copied:
@@ -248,6 +274,8 @@ pub struct GrammarMatcher {
     terminate_without_stop_token: bool,
     /// [`MatcherOptions::max_rollback_tokens`].
     max_rollback_tokens: Option<usize>,
+    /// The steps accepted so far, while `compiled` is a stub grammar (`compiler::deferred`).
+    log: Vec<Logged>,
 }
 
 /// The batch fills of `crate::mask` (`fill_next_token_bitmask_batch`,
@@ -285,6 +313,7 @@ impl GrammarMatcher {
             stop_tokens: None,
             terminate_without_stop_token: false,
             max_rollback_tokens: None,
+            log: Vec::new(),
             compiled,
         }
     }
@@ -346,6 +375,8 @@ impl GrammarMatcher {
         if self.terminated {
             return Err(TokenRejection::Terminated { token });
         }
+        self.settle()
+            .map_err(|reason| TokenRejection::Deferred { token, reason })?;
         let compiled = self.compiled.clone();
         let vocab = &compiled.vocab;
         if token as usize >= vocab.vocab_size() {
@@ -378,6 +409,7 @@ impl GrammarMatcher {
                 chart_len: before,
                 stop,
             });
+            self.record(|| Logged::Token(token));
             return Ok(());
         }
         if self.is_stop(token) {
@@ -393,6 +425,7 @@ impl GrammarMatcher {
                     chart_len: before,
                     stop: true,
                 });
+                self.record(|| Logged::Stop);
                 return Ok(());
             }
             return Err(TokenRejection::StopNotAllowed { token });
@@ -446,6 +479,10 @@ impl GrammarMatcher {
         if self.terminated {
             return Err(TokenRejection::Terminated { token: u32::MAX });
         }
+        self.settle().map_err(|reason| TokenRejection::Deferred {
+            token: u32::MAX,
+            reason,
+        })?;
         self.chart.refuel(self.compiled.max_step_items);
         self.push_bytes(bytes, u32::MAX)
     }
@@ -496,6 +533,77 @@ impl GrammarMatcher {
             chart_len: before,
             stop: false,
         });
+        self.record(|| Logged::Bytes(bytes.into()));
+        Ok(())
+    }
+
+    /// Logs an accepted step while the grammar is a stub grammar.
+    #[inline]
+    fn record(&mut self, step: impl FnOnce() -> Logged) {
+        if self.compiled.deferred.is_some() {
+            self.log.push(step());
+        }
+    }
+
+    /// On a stub grammar (`compiler::deferred`): when an item of the current set that did
+    /// not start here (those that did are covered by their predictor) is near a stub,
+    /// moves to the full grammar first. Errors: the full grammar's compile error.
+    fn settle(&mut self) -> Result<(), String> {
+        let Some(d) = self.compiled.deferred.as_deref() else {
+            return Ok(());
+        };
+        let (aut, trie, pos) = (&self.compiled.aut, &self.compiled.trie, self.chart.pos());
+        // The first token may be read in its start form, which the trie does not hold.
+        let start_form = self.at_output_start();
+        let near = self.chart.current().iter().any(|it| {
+            it.origin != pos
+                && if start_form {
+                    d.near.may_be_near(aut, it.node)
+                } else {
+                    d.near.is_near(aut, trie, it.node)
+                }
+        });
+        if near {
+            self.upgrade()
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Moves from a stub grammar to its full grammar (built on first need, shared by every
+    /// matcher of the grammar): replays the logged steps on a new chart (same sets, so
+    /// `history` stays valid), then drops the log.
+    fn upgrade(&mut self) -> Result<(), String> {
+        let Some(d) = self.compiled.deferred.as_deref() else {
+            return Ok(());
+        };
+        let full = d
+            .full(&self.compiled.grammar)
+            .map_err(|e| e.to_string())?
+            .clone();
+        let aut = &full.aut;
+        let mut chart = Chart::new(aut, aut.rule_start[aut.root as usize]);
+        chart.refuel(u64::MAX);
+        for step in &self.log {
+            let ok = match step {
+                Logged::Token(t) => chart.push_token(aut, *t),
+                Logged::Bytes(b) => b.iter().all(|&x| chart.push_byte(aut, x)),
+                Logged::Stop => true,
+            };
+            if !ok {
+                return Err("the full grammar rejected the input the stub grammar accepted".into());
+            }
+        }
+        if chart.len() != self.chart.len() {
+            return Err(
+                "the full grammar read the input into a different number of chart sets".into(),
+            );
+        }
+        self.node_stamp = vec![0; aut.nodes.len()];
+        self.stamp = 0;
+        self.chart = chart;
+        self.compiled = full;
+        self.log = Vec::new();
         Ok(())
     }
 
@@ -538,6 +646,7 @@ impl GrammarMatcher {
         }
         self.chart.truncate(first.chart_len as usize);
         self.history.truncate(keep);
+        self.log.truncate(keep);
         if let Some(k) = &mut self.keys {
             k.rollback(n);
         }
@@ -547,6 +656,7 @@ impl GrammarMatcher {
     pub fn reset(&mut self) {
         self.chart.truncate(1);
         self.history.clear();
+        self.log.clear();
         self.terminated = false;
         if let Some(k) = &mut self.keys {
             k.reset();
@@ -558,7 +668,8 @@ impl GrammarMatcher {
     /// special token could come). Does not change the state.
     pub fn find_jump_forward_bytes(&mut self) -> Vec<u8> {
         let mut out = Vec::new();
-        if self.terminated {
+        // Forced bytes may run into a stub: run the full grammar.
+        if self.terminated || self.upgrade().is_err() {
             return out;
         }
         let aut = &self.compiled.aut;
@@ -633,6 +744,7 @@ impl GrammarMatcher {
             bitmask.fill(0);
             return Ok(());
         }
+        self.settle().map_err(MatcherError::Deferred)?;
         // Borrowed, not cloned: an `Arc` clone per fill is one atomic shared by every thread
         // filling a matcher of this grammar.
         let compiled: &CompiledGrammar = &self.compiled;

@@ -10,11 +10,13 @@ use crate::limits::Limits;
 use crate::regex::{regex_to_grammar, RegexOptions};
 use crate::vocab::Vocabulary;
 
+/// The tag as grammar IR, with `tools[r]` set for the root rule of each embedded JSON
+/// Schema (a tool's arguments: the deferral roots of `compiler::deferred`).
 pub(super) fn lower(
     tag: &StructuralTag,
     vocab: Option<&Vocabulary>,
     limits: &Limits,
-) -> Result<Grammar, StructuralTagError> {
+) -> Result<(Grammar, Vec<bool>), StructuralTagError> {
     let mut specials: Vec<(Vec<u8>, u32)> = vocab
         .map(|v| {
             v.special_tokens()
@@ -32,11 +34,17 @@ pub(super) fn lower(
         vocab,
         specials,
         limits: limits.clone(),
+        schema_roots: Vec::new(),
     };
     let root = l.b.reserve("root");
     let body = l.format(&tag.format, "format", &[])?;
     l.b.set(root, body);
-    Ok(l.b.finish(root))
+    let g = l.b.finish(root);
+    let mut tools = vec![false; g.rules.len()];
+    for r in l.schema_roots {
+        tools[r.index()] = true;
+    }
+    Ok((g, tools))
 }
 
 /// Whether a format may match the empty string (conservative: false where unsure).
@@ -63,6 +71,8 @@ pub(super) struct Lowerer<'v> {
     specials: Vec<(Vec<u8>, u32)>,
     /// The compiler's limits, applied to embedded JSON Schemas too.
     pub(super) limits: Limits,
+    /// The root rules of the embedded JSON Schemas (not in XML style).
+    schema_roots: Vec<crate::grammar::RuleId>,
 }
 
 impl Lowerer<'_> {
@@ -221,7 +231,9 @@ impl Lowerer<'_> {
                                 path: path.to_string(),
                                 source: Box::new(e),
                             })?;
-                        self.embed(&g, "json")
+                        let root = self.b.embed(&g, "json");
+                        self.schema_roots.push(root);
+                        Expr::Rule(root)
                     }
                     Some(xml) => super::xml::xml_params(self, json_schema, &opts, path, xml)?,
                 }

@@ -222,19 +222,17 @@ pub fn structural_tag_to_grammar(
     tag: &StructuralTag,
     vocab: Option<&Vocabulary>,
 ) -> Result<Grammar, StructuralTagError> {
-    lower::lower(tag, vocab, &crate::Limits::default())
+    lower::lower(tag, vocab, &crate::Limits::default()).map(|(g, _)| g)
 }
 
-/// As [`structural_tag_to_grammar`] under `limits` (the caller's, which hold for
-/// the schemas inside the tag too).
-///
-/// # Errors
-/// As [`structural_tag_to_grammar`].
-pub(crate) fn structural_tag_to_grammar_limited(
+/// As [`structural_tag_to_grammar`] under `limits` (the caller's, which hold for the
+/// schemas inside the tag too), with `tools[r]` set for the root rule of each
+/// embedded JSON Schema (the deferral roots of `compiler::deferred`).
+pub(crate) fn structural_tag_to_grammar_marking_tools(
     tag: &StructuralTag,
     vocab: Option<&Vocabulary>,
     limits: &crate::Limits,
-) -> Result<Grammar, StructuralTagError> {
+) -> Result<(Grammar, Vec<bool>), StructuralTagError> {
     lower::lower(tag, vocab, limits)
 }
 

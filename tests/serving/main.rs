@@ -9,6 +9,7 @@ mod common;
 mod maskbench;
 
 mod concurrency;
+mod deferred;
 mod engine_adapter;
 mod grammar_cache;
 mod per_step_calls;

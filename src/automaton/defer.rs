@@ -1,0 +1,421 @@
+//! Deferred rules (issue 24, item 1: compile only what the first mask needs).
+//!
+//! A structural tag over N tools holds N argument grammars that the first masks never
+//! reach: the first mask is the free text before the first call marker. With deferral, the
+//! compile builds a *stub grammar*: the lowered grammar in which every rule the root reaches
+//! only through a *deferral root* (an embedded tool schema) has the body `"\xFF"` (a byte no
+//! UTF-8 text holds), so its automaton is two nodes and nothing of the tool is built. The
+//! full grammar is compiled once, the first time a matcher comes near a stub
+//! (`compiler::deferred`), and the matcher replays its input on it.
+//!
+//! Exactness rests on [`NearStubs`]: a token of at most `reach` bytes accepted from a
+//! state of the stub grammar is accepted from the same state of the full grammar and vice
+//! versa, unless its path enters a stub. A path enters a stub only after at most
+//! `reach - 1` bytes from an item of the current chart set, so a state none of whose items
+//! is *near* a stub (within `reach` bytes of a call of one, through calls, completions back
+//! into any caller, but not through special-token edges, which are tokens of their own) has
+//! the same mask and the same accepted tokens in both grammars.
+
+use super::Automaton;
+use crate::grammar::{Expr, Grammar, RuleId};
+use crate::mask::TokenTrie;
+
+/// `stub[r]`: rule `r` is reached from the root only through a rule with `roots[r]` set
+/// (roots included; indices past `roots`' end count as unset). The root is never a stub.
+pub(crate) fn stub_rules(grammar: &Grammar, roots: &[bool]) -> Vec<bool> {
+    let n = grammar.rules.len();
+    let is_root = |r: usize| roots.get(r).copied().unwrap_or(false);
+    let mut reached = vec![false; n];
+    let root = grammar.root.index();
+    reached[root] = true;
+    let mut stack = vec![root];
+    while let Some(r) = stack.pop() {
+        super::lower::for_each_call(&grammar.rules[r].body, &mut |c| {
+            let c = c as usize;
+            if !reached[c] && !is_root(c) {
+                reached[c] = true;
+                stack.push(c);
+            }
+        });
+    }
+    reached.iter().map(|&r| !r).collect()
+}
+
+/// The stub body: one byte that no UTF-8 text holds, so it is productive, not nullable,
+/// and never part of a real output that the stub grammar is asked about.
+pub(crate) const STUB_BYTE: u8 = 0xFF;
+
+/// `grammar` with the body of every rule with `stub[r]` set replaced by the stub body
+/// (rule ids and names unchanged); the other bodies are copied.
+pub(crate) fn stubbed(grammar: &Grammar, stub: &[bool]) -> Grammar {
+    Grammar {
+        rules: grammar
+            .rules
+            .iter()
+            .zip(stub)
+            .map(|(r, &s)| crate::grammar::Rule {
+                name: r.name.clone(),
+                body: if s {
+                    Expr::Bytes(vec![STUB_BYTE])
+                } else {
+                    r.body.clone()
+                },
+            })
+            .collect(),
+        root: RuleId(grammar.root.0),
+    }
+}
+
+/// Which chart items are near a stub (see the module docs): first a lower bound on the
+/// bytes from each node to a stub call ([`near_stubs`]); where that is under the longest
+/// token, a walk of the token trie along the automaton decides, once per node.
+#[derive(Debug, Default)]
+pub(crate) struct NearStubs {
+    /// Per real node: fewest bytes to a stub call (a lower bound, capped at `reach`).
+    dist: Vec<u32>,
+    /// Per rule: fewest bytes from its end to a stub call (for virtual nodes: counted
+    /// rules have no calls inside, and may end at once).
+    ret: Vec<u32>,
+    /// The longest text token plus one.
+    reach: u32,
+    /// `stub[r]`.
+    stub: Vec<bool>,
+    /// Per rule: where its call sites continue (the targets of the call edges to it).
+    returns: Vec<Vec<u32>>,
+    /// Per real node: 0 not decided yet, 1 no token reaches a stub from it, 2 one does.
+    decided: Vec<std::sync::atomic::AtomicU8>,
+}
+
+impl NearStubs {
+    /// True when a text token read from an item at node `n` may enter a stub: some token
+    /// has a proper prefix spelling a path from `n` to a call of a stub (through calls,
+    /// and completions back to any call site of the rule).
+    pub(crate) fn is_near(&self, aut: &Automaton, trie: &TokenTrie, n: u32) -> bool {
+        use std::sync::atomic::Ordering::Relaxed;
+        if self.lower_bound(aut, n) >= self.reach {
+            return false;
+        }
+        let Some(cell) = self.decided.get(n as usize) else {
+            return true; // a virtual node within reach: not walked, taken as near
+        };
+        match cell.load(Relaxed) {
+            1 => false,
+            2 => true,
+            _ => {
+                let near = self.walk(aut, trie, n);
+                cell.store(if near { 2 } else { 1 }, Relaxed);
+                near
+            }
+        }
+    }
+
+    /// True when the node's lower bound alone says it may be near (no trie walk): for the
+    /// first token of an output read in its start form, which the trie does not hold.
+    pub(crate) fn may_be_near(&self, aut: &Automaton, n: u32) -> bool {
+        self.lower_bound(aut, n) < self.reach
+    }
+
+    fn lower_bound(&self, aut: &Automaton, n: u32) -> u32 {
+        match self.dist.get(n as usize) {
+            Some(&d) => d,
+            None => self.ret[aut.rule_of(n) as usize],
+        }
+    }
+
+    /// The trie walk of [`NearStubs::is_near`]: states (automaton node, trie node, where
+    /// the rule instance returns: the target of the call the walk entered it by, or any
+    /// call site), each visited once; a state is dropped when no token below its trie node
+    /// is long enough to reach a stub from its automaton node and write a byte inside it.
+    fn walk(&self, aut: &Automaton, trie: &TokenTrie, n: u32) -> bool {
+        const NONE: u32 = u32::MAX;
+        let deepest = trie.deepest();
+        let mut seen: rustc_hash::FxHashSet<(u32, u32, u32)> = Default::default();
+        let mut stack = vec![(n, NONE, NONE)];
+        seen.insert((n, NONE, NONE));
+        let mut next: Vec<(u8, u32)> = Vec::new();
+        while let Some((v, t, back)) = stack.pop() {
+            let (depth, longest) = match t {
+                NONE => (0, trie.max_depth as u32),
+                t => (trie.depth[t as usize] as u32, deepest[t as usize] as u32),
+            };
+            if depth.saturating_add(self.lower_bound(aut, v)) >= longest {
+                continue;
+            }
+            let mut push = |state: (u32, u32, u32), stack: &mut Vec<(u32, u32, u32)>| {
+                if seen.insert(state) {
+                    stack.push(state);
+                }
+            };
+            for c in aut.calls_of(v) {
+                if self.stub[c.rule as usize] {
+                    return true;
+                }
+                push((aut.rule_start[c.rule as usize], t, c.target), &mut stack);
+            }
+            if aut.is_final(v) {
+                match back {
+                    NONE => {
+                        for &w in &self.returns[aut.rule_of(v) as usize] {
+                            push((w, t, NONE), &mut stack);
+                        }
+                    }
+                    w => push((w, t, NONE), &mut stack),
+                }
+            }
+            next.clear();
+            aut.for_each_byte_range(v, |lo, hi| {
+                trie.children_in((t != NONE).then_some(t), lo, hi, |b, c| next.push((b, c)));
+            });
+            for &(b, c) in &next {
+                aut.for_each_byte_target(v, b, |w| push((w, c, back), &mut stack));
+            }
+        }
+        false
+    }
+
+    /// Bytes of the analysis (for `memory_bytes`).
+    pub(crate) fn memory_bytes(&self) -> usize {
+        self.dist.capacity() * 4
+            + self.ret.capacity() * 4
+            + self.stub.capacity()
+            + self.decided.capacity()
+            + self
+                .returns
+                .iter()
+                .map(|r| r.capacity() * 4 + 24)
+                .sum::<usize>()
+    }
+
+    /// Number of real nodes within reach by the lower bound.
+    #[cfg(test)]
+    pub(crate) fn near_nodes(&self) -> usize {
+        self.dist.iter().filter(|&&d| d < self.reach).count()
+    }
+}
+
+/// Computes, for the stub grammar's automaton `aut` (with `stub[r]` for its stub rules),
+/// a lower bound on the bytes from each node to a call of a stub rule (byte edges, calls,
+/// completions back to any call site of the rule; special-token edges are tokens of their
+/// own and end every path), capped at `reach` (the longest text token plus one). Counted
+/// rules may end at once; every call site counts as a caller. Linear in the automaton's
+/// edges per relaxation round; rounds stop when nothing changes (distances only drop).
+pub(crate) fn near_stubs(aut: &Automaton, stub: &[bool], reach: u32) -> NearStubs {
+    let cap = reach;
+    let nodes = aut.nodes.len();
+    let rules = aut.rule_start.len();
+    let is_stub = |r: u32| stub.get(r as usize).copied().unwrap_or(false);
+    let start = |r: u32| aut.rule_start[r as usize];
+    // m[n]: fewest bytes from node n to its rule's end (text only: special-token edges
+    // are never inside one text token). Virtual nodes: 0 (a lower bound).
+    let mut m = vec![cap; nodes];
+    let at = |v: &Vec<u32>, n: u32| v.get(n as usize).copied().unwrap_or(0);
+    relax(nodes, |n| {
+        let mut best = if aut.nodes[n].is_final { 0 } else { cap };
+        for e in aut.bytes_of(n as u32) {
+            best = best.min(at(&m, e.target).saturating_add(1));
+        }
+        for c in aut.calls_of(n as u32) {
+            let through = at(&m, start(c.rule)).saturating_add(at(&m, c.target));
+            best = best.min(through);
+        }
+        best = best.min(cap);
+        if best < m[n] {
+            m[n] = best;
+            return true;
+        }
+        false
+    });
+    // e[n]: fewest bytes from node n to a call of a stub, inside this rule instance (and
+    // the rules it calls). Virtual nodes: never (counted bodies have no calls).
+    let mut e = vec![cap; nodes];
+    let inner = |v: &Vec<u32>, n: u32| v.get(n as usize).copied().unwrap_or(cap);
+    relax(nodes, |n| {
+        if is_stub(aut.nodes[n].rule) {
+            // A stub's own nodes are reached only through a call of it.
+            let changed = e[n] != 0;
+            e[n] = 0;
+            return changed;
+        }
+        let mut best = cap;
+        for b in aut.bytes_of(n as u32) {
+            best = best.min(inner(&e, b.target).saturating_add(1));
+        }
+        for c in aut.calls_of(n as u32) {
+            if is_stub(c.rule) {
+                best = 0;
+                break;
+            }
+            let into = inner(&e, start(c.rule));
+            let after = at(&m, start(c.rule)).saturating_add(inner(&e, c.target));
+            best = best.min(into).min(after);
+        }
+        best = best.min(cap);
+        if best < e[n] {
+            e[n] = best;
+            return true;
+        }
+        false
+    });
+    // ret[r]: fewest bytes from the end of rule r to a stub call, over every call site
+    // (the root returns to the end of the output: never).
+    let mut ret = vec![cap; rules];
+    let d = |ret: &Vec<u32>, n: u32| -> u32 {
+        if aut.is_virtual(n) {
+            return ret[aut.rule_of(n) as usize];
+        }
+        let via_end = m[n as usize].saturating_add(ret[aut.nodes[n as usize].rule as usize]);
+        e[n as usize].min(via_end).min(cap)
+    };
+    loop {
+        let mut changed = false;
+        for n in 0..nodes as u32 {
+            for c in aut.calls_of(n) {
+                let v = d(&ret, c.target);
+                if v < ret[c.rule as usize] {
+                    ret[c.rule as usize] = v;
+                    changed = true;
+                }
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    let mut returns: Vec<Vec<u32>> = vec![Vec::new(); rules];
+    for n in 0..nodes as u32 {
+        for c in aut.calls_of(n) {
+            returns[c.rule as usize].push(c.target);
+        }
+    }
+    NearStubs {
+        dist: (0..nodes as u32).map(|n| d(&ret, n)).collect(),
+        ret,
+        reach,
+        stub: (0..rules).map(|r| is_stub(r as u32)).collect(),
+        returns,
+        decided: (0..nodes)
+            .map(|_| std::sync::atomic::AtomicU8::new(0))
+            .collect(),
+    }
+}
+
+/// Runs `step(n)` over every node, last to first (edges mostly lead forward), until a
+/// whole round changes nothing.
+fn relax(nodes: usize, mut step: impl FnMut(usize) -> bool) {
+    loop {
+        let mut changed = false;
+        for n in (0..nodes).rev() {
+            changed |= step(n);
+        }
+        if !changed {
+            return;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::grammar::ebnf::parse_ebnf;
+    use crate::limits::{Deadline, Limits};
+    use crate::vocab::Vocabulary;
+
+    /// The automaton of `src` with the rules `roots` deferred, and the trie of `tokens`.
+    fn build(src: &str, roots: &[&str], tokens: &[&str]) -> (Automaton, Vec<bool>, TokenTrie) {
+        let g = parse_ebnf(src, "root").unwrap();
+        let marks: Vec<bool> = g
+            .rules
+            .iter()
+            .map(|r| roots.contains(&r.name.as_str()))
+            .collect();
+        let stub = stub_rules(&g, &marks);
+        let s = stubbed(&g, &stub);
+        let limits = Limits::default();
+        let deadline = Deadline::start(None);
+        let aut = Automaton::build(&s, &[], &|_| 0, &limits, &deadline, None, &stub).unwrap();
+        let bytes: Vec<&[u8]> = tokens.iter().map(|t| t.as_bytes()).collect();
+        let vocab = Vocabulary::from_token_bytes(&bytes, &[], &[]).unwrap();
+        (aut, stub, TokenTrie::new(&vocab))
+    }
+
+    /// Whether the root's first state is near a stub, and how many nodes are within reach
+    /// of one by the lower bound.
+    fn root_near(src: &str, roots: &[&str], tokens: &[&str]) -> (bool, usize) {
+        let (aut, stub, trie) = build(src, roots, tokens);
+        let near = near_stubs(&aut, &stub, trie.max_depth as u32 + 1);
+        let start = aut.rule_start[aut.root as usize];
+        (near.is_near(&aut, &trie, start), near.near_nodes())
+    }
+
+    #[test]
+    fn stubs_are_what_only_deferral_roots_reach() {
+        let g = parse_ebnf(
+            r#"root ::= "a" tool "b" shared
+               tool ::= "{" inner shared "}"
+               inner ::= "x"+
+               shared ::= "s""#,
+            "root",
+        )
+        .unwrap();
+        let marks: Vec<bool> = g.rules.iter().map(|r| r.name == "tool").collect();
+        let stub = stub_rules(&g, &marks);
+        let names: Vec<&str> = g
+            .rules
+            .iter()
+            .zip(&stub)
+            .filter(|(_, &s)| s)
+            .map(|(r, _)| r.name.as_str())
+            .collect();
+        assert_eq!(names, ["tool", "inner"]);
+        let s = stubbed(&g, &stub);
+        assert_eq!(s.rules[1].body, Expr::Bytes(vec![STUB_BYTE]));
+        assert_eq!(s.rules[3].body, g.rules[3].body);
+    }
+
+    #[test]
+    fn near_when_a_token_runs_into_a_stub() {
+        let src = r#"root ::= "hello" tool "!"
+                     tool ::= "{" "x"* "}""#;
+        // "hello{" runs from the start into the tool; "hello" alone stops at its call.
+        assert!(root_near(src, &["tool"], &["hel", "lo", "hello{", "!"]).0);
+        let (near, within) = root_near(src, &["tool"], &["hel", "lo", "hello", "!", "{"]);
+        assert!(!near);
+        assert!(within > 0);
+        // Through a call of a rule written first, and its completion.
+        let src = r#"root ::= pre tool
+                     pre ::= "ab" | "abc"
+                     tool ::= "{" "x"* "}""#;
+        assert!(root_near(src, &["tool"], &["abc{"]).0);
+        // Any token longer than a path to the stub may run into it: "abc" after "ab".
+        assert!(root_near(src, &["tool"], &["abc", "{"]).0);
+        assert!(!root_near(src, &["tool"], &["a", "b", "c", "{", "bc{"]).0);
+    }
+
+    #[test]
+    fn special_token_edges_and_far_calls_are_not_near() {
+        // A special-token edge is a token of its own: no text token crosses it.
+        let src = r#"root ::= "a"* <[0]> "bc" tool
+                     tool ::= "{" "}""#;
+        assert!(!root_near(src, &["tool"], &["a", "aa", "abc{", "bc{"]).0);
+        // Farther than the longest token.
+        let src = r#"root ::= "abcdefgh" tool
+                     tool ::= "{" "}""#;
+        assert!(!root_near(src, &["tool"], &["abc", "ab"]).0);
+    }
+
+    #[test]
+    fn a_rule_entered_by_the_walk_returns_to_its_call() {
+        // `w` is also called right before the stub; entered from the root's first call it
+        // returns before "long text", so no token from the start reaches the stub, but an
+        // item inside `w` (any caller) is near.
+        let src = r#"root ::= w "long text" w tool
+                     w ::= " "*
+                     tool ::= "{" "}""#;
+        let tokens = [" ", "  {", "long", " text"];
+        assert!(!root_near(src, &["tool"], &tokens).0);
+        let (aut, stub, trie) = build(src, &["tool"], &tokens);
+        let near = near_stubs(&aut, &stub, trie.max_depth as u32 + 1);
+        let w = aut.rule_names.iter().position(|n| n == "w").unwrap();
+        assert!(near.is_near(&aut, &trie, aut.rule_start[w]));
+    }
+}

@@ -1,0 +1,247 @@
+//! Deferred tool rules (`GrammarCompiler::with_deferred_tool_rules`, issue 24): a tool
+//! tag compiles only what the root reaches before any tool's arguments; the full grammar
+//! is built when a matcher first comes near them. The masks must be eager's at every step.
+
+use super::common;
+use super::maskbench;
+use std::sync::Arc;
+use tokensieve::{CompiledGrammar, GrammarCompiler, GrammarMatcher, Precompute};
+use tokensieve_tools::{Hermes, Tool, ToolCall, ToolCallFormat, ToolChoice};
+
+/// `n` distinct tools from BFCL's `multiple` file, in file order.
+fn bfcl_tools(n: usize) -> Option<Vec<Tool>> {
+    let path = common::testdata_path("toolcalls/bfcl/BFCL_v4_multiple.json")?;
+    let text = std::fs::read_to_string(path).expect("BFCL file");
+    let mut tools: Vec<Tool> = Vec::new();
+    let functions = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .flat_map(|v| v["function"].as_array().cloned().unwrap_or_default());
+    for f in functions {
+        match Tool::from_bfcl_function(&f) {
+            Ok(t) if tools.iter().all(|u| u.name != t.name) => tools.push(t),
+            _ => {}
+        }
+        if tools.len() == n {
+            break;
+        }
+    }
+    assert_eq!(tools.len(), n, "BFCL has {n} distinct tools");
+    Some(tools)
+}
+
+/// The tool's required parameters with a value of their type.
+fn arguments(tool: &Tool) -> serde_json::Value {
+    let p = &tool.input_schema;
+    let mut out = serde_json::Map::new();
+    for name in p["required"].as_array().into_iter().flatten() {
+        let name = name.as_str().expect("names are strings");
+        let prop = &p["properties"][name];
+        let v = match (prop["enum"].get(0), prop["type"].as_str()) {
+            (Some(e), _) => e.clone(),
+            (None, Some("integer")) => 7.into(),
+            (None, Some("number")) => 0.5.into(),
+            (None, Some("boolean")) => false.into(),
+            (None, Some("array")) => serde_json::json!([]),
+            (None, Some("object")) => serde_json::json!({}),
+            _ => "Paris, \"FR\"".into(),
+        };
+        out.insert(name.to_string(), v);
+    }
+    serde_json::Value::Object(out)
+}
+
+/// Runs `ids` (then the stop token) through matchers of `eager` and `deferred` side by
+/// side: the same mask at every step, the same answer to every token. At step 2 both
+/// accept, roll back and accept again (a rollback while on the stub grammar). Returns
+/// the step at which the deferred matcher moved to the full grammar.
+fn same_as_eager(
+    eager: &Arc<CompiledGrammar>,
+    deferred: &Arc<CompiledGrammar>,
+    ids: &[u32],
+    stop: u32,
+    what: &str,
+) -> Option<usize> {
+    let (mut me, mut md) = (
+        GrammarMatcher::new(eager.clone()),
+        GrammarMatcher::new(deferred.clone()),
+    );
+    let words = me.bitmask_words();
+    let (mut ke, mut kd) = (vec![0u32; words], vec![0u32; words]);
+    let mut moved = None;
+    for (step, &t) in ids.iter().chain([&stop]).enumerate() {
+        me.fill_next_token_bitmask(&mut ke).unwrap();
+        md.fill_next_token_bitmask(&mut kd).unwrap();
+        let differ = (0..words * 32).find(|&i| (ke[i / 32] ^ kd[i / 32]) >> (i % 32) & 1 == 1);
+        assert_eq!(
+            differ, None,
+            "{what}: masks differ at step {step} (token id)"
+        );
+        if moved.is_none() && !Arc::ptr_eq(md.compiled_grammar(), deferred) {
+            moved = Some(step);
+        }
+        assert!(me.accept_token(t), "{what}: eager rejects step {step}");
+        assert!(md.accept_token(t), "{what}: deferred rejects step {step}");
+        if step == 2 {
+            me.rollback(1).unwrap();
+            md.rollback(1).unwrap();
+            assert!(me.accept_token(t) && md.accept_token(t));
+        }
+    }
+    assert!(me.is_terminated() && md.is_terminated(), "{what}");
+    moved
+}
+
+/// (a) A Hermes tag over 12 BFCL tools on Qwen3, two parallel calls: the deferred
+/// grammar's masks are eager's on every step, it stays on the stub grammar through the
+/// free text, and moves to the full grammar (built once) at the first call.
+#[cfg(feature = "hf")]
+#[test]
+fn hermes_tag_over_12_bfcl_tools_masks_equal_eager() {
+    let Some(rt) = common::RealTokenizer::load("qwen3") else {
+        return;
+    };
+    let Some(tools) = bfcl_tools(12) else {
+        return;
+    };
+    let tag = Hermes::default()
+        .structural_tag(&tools, &ToolChoice::Auto, true)
+        .unwrap();
+    let eager = rt.compiler.clone().compile_structural_tag(&tag).unwrap();
+    let deferring = rt
+        .compiler
+        .clone()
+        .with_precompute(Precompute::Lazy)
+        .with_deferred_tool_rules(true);
+    let deferred = deferring.compile_structural_tag(&tag).unwrap();
+    let (stubs, built) = deferred
+        .deferred_rules()
+        .expect("the tool rules are deferred");
+    assert!(stubs >= 12 && !built, "{stubs} stub rules");
+    assert!(deferred.node_count() * 4 < eager.node_count());
+    let calls: Vec<ToolCall> = [3, 9]
+        .iter()
+        .map(|&i| ToolCall {
+            id: None,
+            name: tools[i].name.clone(),
+            arguments: arguments(&tools[i]),
+        })
+        .collect();
+    let text = format!(
+        "Let me look both up, one after the other.\n{}",
+        Hermes::default().render_calls(&calls)
+    );
+    let ids = rt.tokenizer.encode(text.as_str(), false).unwrap();
+    let moved = same_as_eager(&eager, &deferred, ids.get_ids(), rt.stop(), "hermes");
+    let first_call = rt
+        .tokenizer
+        .encode("Let me look both up, one after the other.\n", false);
+    let moved = moved.expect("the matcher moved to the full grammar");
+    assert!(moved >= first_call.unwrap().len(), "moved at step {moved}");
+    assert_eq!(deferred.deferred_rules(), Some((stubs, true)));
+}
+
+/// (b) Two MaskBench schemas as the tools of a tag (Qwen3): eager's masks on every step
+/// of a valid instance of each, called one after the other.
+#[cfg(feature = "hf")]
+#[test]
+fn maskbench_schemas_in_a_tag_mask_as_eager() {
+    let Some(rt) = common::RealTokenizer::load("qwen3") else {
+        return;
+    };
+    let Some(records) = maskbench::bench_sample(100) else {
+        return;
+    };
+    let deferring = rt
+        .compiler
+        .clone()
+        .with_precompute(Precompute::Lazy)
+        .with_deferred_tool_rules(true);
+    let mut checked = 0;
+    for rec in records.iter().filter(|r| !r.valid.is_empty()) {
+        let size = rec.schema.to_string().len();
+        if checked == 2 || !(300..4000).contains(&size) {
+            continue;
+        }
+        let tag = serde_json::json!({
+            "type": "structural_tag",
+            "format": {"type": "triggered_tags", "triggers": ["<tool_call>"],
+                "tags": [{"type": "tag", "begin": "<tool_call>\nA ",
+                    "content": {"type": "json_schema", "json_schema": rec.schema},
+                    "end": "\n</tool_call>"}],
+                "at_least_one": false, "stop_after_first": false}
+        });
+        let Ok(eager) = rt.compiler.clone().compile_structural_tag(&tag) else {
+            continue;
+        };
+        let text = format!(
+            "Two calls.\n<tool_call>\nA {0}\n</tool_call><tool_call>\nA {0}\n</tool_call>",
+            rec.valid[0]
+        );
+        if !GrammarMatcher::new(eager.clone()).accept_string(&text) {
+            continue;
+        }
+        let deferred = deferring.compile_structural_tag(&tag).unwrap();
+        assert!(deferred.deferred_rules().is_some(), "{}", rec.name);
+        let ids = rt.tokenizer.encode(text.as_str(), false).unwrap();
+        let moved = same_as_eager(&eager, &deferred, ids.get_ids(), rt.stop(), &rec.name);
+        assert!(moved.is_some(), "{}", rec.name);
+        checked += 1;
+    }
+    assert_eq!(checked, 2);
+}
+
+/// (c) Compiling a tag builds no automaton of a tool's arguments: the rule automata a
+/// fresh compiler builds (or finds in its cache) do not grow by one per tool from 2 tools
+/// to 12 (the tag's own rules may differ by one or two), where without deferral they grow
+/// by more than one per tool; they grow once a matcher reaches a call.
+#[cfg(feature = "hf")]
+#[test]
+fn a_tag_compile_builds_no_tool_automaton_before_a_call() {
+    let Some(rt) = common::RealTokenizer::load("qwen3") else {
+        return;
+    };
+    let Some(tools) = bfcl_tools(12) else {
+        return;
+    };
+    let rules_built = |n: usize, defer: bool| {
+        let compiler = GrammarCompiler::new(rt.vocab.clone())
+            .with_precompute(Precompute::Lazy)
+            .with_deferred_tool_rules(defer);
+        let tag = Hermes::default()
+            .structural_tag(&tools[..n], &ToolChoice::Auto, true)
+            .unwrap();
+        let g = compiler.compile_structural_tag(&tag).unwrap();
+        let s = compiler.rule_automaton_cache_stats();
+        (compiler, g, s.builds + s.hits)
+    };
+    let (_, _, two) = rules_built(2, true);
+    let (compiler, g, twelve) = rules_built(12, true);
+    assert!(
+        twelve < two + 10,
+        "{two} then {twelve} rule automata before the first call"
+    );
+    let (_, _, eager_twelve) = rules_built(12, false);
+    assert!(
+        eager_twelve >= twelve + 12,
+        "{eager_twelve} rules without deferral"
+    );
+    // The first mask leaves it so; the matcher that reaches a call builds the rest.
+    let mut m = GrammarMatcher::new(g.clone());
+    let mut mask = vec![0u32; m.bitmask_words()];
+    m.fill_next_token_bitmask(&mut mask).unwrap();
+    let s = compiler.rule_automaton_cache_stats();
+    assert_eq!(s.builds + s.hits, twelve);
+    let call = Hermes::default().render_calls(&[ToolCall {
+        id: None,
+        name: tools[5].name.clone(),
+        arguments: arguments(&tools[5]),
+    }]);
+    for &t in rt.tokenizer.encode(call.as_str(), false).unwrap().get_ids() {
+        m.fill_next_token_bitmask(&mut mask).unwrap();
+        assert!(m.accept_token(t));
+    }
+    let s = compiler.rule_automaton_cache_stats();
+    assert!(s.builds + s.hits > twelve);
+    assert_eq!(g.deferred_rules().map(|d| d.1), Some(true));
+}
