@@ -50,6 +50,15 @@ pub enum JsonSchemaError {
     /// An option that is not supported yet.
     #[error("unsupported option `{0}`")]
     UnsupportedOption(&'static str),
+    /// An option of [`super::JsonSchemaOptions`] has a value it cannot take (such as an
+    /// `item_separator` without a `,`).
+    #[error("invalid option `{option}`: {reason}")]
+    InvalidOption {
+        /// The field of [`super::JsonSchemaOptions`].
+        option: &'static str,
+        /// What is wrong, with the value.
+        reason: String,
+    },
     /// The schema exceeds one of the [`Limits`] (the error names the limit, its value, the
     /// schema's value and its JSON pointer).
     #[error(transparent)]

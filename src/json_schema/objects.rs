@@ -394,7 +394,7 @@ impl Builder<'_> {
                     seq(vec![lit("\""), self.key_not_in_except(&names, &[])])
                 };
                 let ws = self.ws();
-                let body = seq(vec![key, ws.clone(), lit(":"), ws.clone(), v, ws]);
+                let body = seq(vec![key, self.colon(), v, ws]);
                 // A rule: it is referenced from every state.
                 Some(Expr::Rule(self.add_rule("obj_extra", body)))
             }
@@ -775,16 +775,13 @@ impl Builder<'_> {
         Some(Expr::Rule(id))
     }
 
-    /// `"name" ws ":" ws value ws`.
+    /// `"name" ws ":" ws value ws` (the key separator of the options for `:`).
     fn member(&mut self, name: &str, value: Expr) -> Expr {
-        let ws = self.ws();
         seq(vec![
             lit(&Value::String(name.to_string()).to_string()),
-            ws.clone(),
-            lit(":"),
-            ws.clone(),
+            self.colon(),
             value,
-            ws,
+            self.ws(),
         ])
     }
 }
