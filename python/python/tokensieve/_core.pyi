@@ -57,6 +57,8 @@ class Grammar:
         max_whitespace_cnt: Optional[int] = None,
         strict_mode: bool = True,
         any_order: bool = False,
+        indent: Optional[int] = None,
+        separators: Optional[Tuple[str, str]] = None,
     ) -> "Grammar": ...
     @staticmethod
     def from_regex(regex: str) -> "Grammar": ...
@@ -104,6 +106,8 @@ class GrammarCompiler:
         strict_mode: bool = True,
         any_order: bool = False,
         lenient: bool = False,
+        indent: Optional[int] = None,
+        separators: Optional[Tuple[str, str]] = None,
     ) -> CompiledGrammar: ...
     def compile_builtin_json_grammar(self) -> CompiledGrammar: ...
     def compile_ebnf(self, ebnf: str, root_rule_name: str = "root") -> CompiledGrammar: ...
