@@ -3,7 +3,9 @@
 
 pub(crate) mod avoid;
 pub(crate) mod builder;
+
 pub mod builtin;
+mod combine;
 pub mod ebnf;
 pub mod ir;
 pub mod print;
