@@ -122,6 +122,25 @@ impl PyGrammar {
         }
     }
 
+    /// A grammar matching what any one of `grammars` matches (`Grammar::union`: rules
+    /// renamed apart, root `root_1 | root_2 | …`).
+    #[staticmethod]
+    fn union(grammars: Vec<PyGrammar>) -> Self {
+        let gs: Vec<tokensieve::Grammar> = grammars.into_iter().map(|g| g.inner).collect();
+        Self {
+            inner: tokensieve::Grammar::union(&gs),
+        }
+    }
+
+    /// A grammar matching one match of each of `grammars` in order (`Grammar::concat`).
+    #[staticmethod]
+    fn concat(grammars: Vec<PyGrammar>) -> Self {
+        let gs: Vec<tokensieve::Grammar> = grammars.into_iter().map(|g| g.inner).collect();
+        Self {
+            inner: tokensieve::Grammar::concat(&gs),
+        }
+    }
+
     fn __str__(&self) -> String {
         self.inner.to_string()
     }

@@ -94,6 +94,13 @@ def _structural_tag_text(args: Sequence[Any], kwargs: Dict[str, Any]) -> str:
     raise TypeError("expected (structural_tag) or the legacy (tags, triggers)")
 
 
+def _core_grammars(grammars: Sequence[Any]) -> List["_core.Grammar"]:
+    for g in grammars:
+        if not isinstance(g, Grammar):
+            raise TypeError(f"expected Grammar arguments, got {type(g)}")
+    return [g._grammar for g in grammars]
+
+
 class Grammar:
     """A grammar (the engine's IR). ``str(grammar)`` is its EBNF text."""
 
@@ -156,6 +163,18 @@ class Grammar:
         """The grammar of a structural tag: XGrammar's JSON (str or dict), or the legacy
         ``(tags, triggers)``."""
         return Grammar(_core.Grammar.from_structural_tag(_structural_tag_text(args, kwargs)))
+
+    @staticmethod
+    def union(*grammars: "Grammar") -> "Grammar":
+        """A grammar matching what any one of ``grammars`` matches (XGrammar's
+        ``Grammar.union``): ``root ::= root_1 | root_2 | …``, the rules renamed apart."""
+        return Grammar(_core.Grammar.union(_core_grammars(grammars)))
+
+    @staticmethod
+    def concat(*grammars: "Grammar") -> "Grammar":
+        """A grammar matching one match of each of ``grammars`` in order (XGrammar's
+        ``Grammar.concat``): ``root ::= root_1 root_2 …``, the rules renamed apart."""
+        return Grammar(_core.Grammar.concat(_core_grammars(grammars)))
 
     @staticmethod
     def builtin_json_grammar() -> "Grammar":
