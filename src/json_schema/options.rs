@@ -9,8 +9,9 @@ use super::JsonSchemaError;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct JsonSchemaOptions {
     /// Allow any JSON whitespace (`[ \t\n\r]`) between tokens and around the value (default
-    /// `true`, as XGrammar's `any_whitespace`). When `false`, the output is compact: no
-    /// whitespace at all.
+    /// `true`, as XGrammar's `any_whitespace`). When `false`, the output is on one line:
+    /// no whitespace but what [`JsonSchemaOptions::item_separator`] and
+    /// [`JsonSchemaOptions::key_separator`] hold (none by default: compact JSON).
     pub any_whitespace: bool,
     /// With `any_whitespace`, the most whitespace characters in one place (default `None`:
     /// unbounded, as RFC 8259 allows). A cap stops a model from looping on whitespace.
