@@ -11,7 +11,7 @@ use crate::errors::{
     deserialize_err, engine_err, json_value, InvalidJSONSchemaError, InvalidStructuralTagError,
     TokensieveError,
 };
-use crate::grammar::{schema_options, PyGrammar};
+use crate::grammar::{schema_options, xgrammar_layout, PyGrammar};
 use crate::vocabulary::PyVocabulary;
 
 /// A thread pool of `threads` threads (at least one).
@@ -190,10 +190,11 @@ impl PyGrammarCompiler {
         }
     }
 
-    /// Compiles a JSON Schema given as JSON text; with `lenient`, keywords (formats
+    /// Compiles a JSON Schema given as JSON text, laid out as XGrammar writes it
+    /// ([`xgrammar_layout`]: `indent`, `separators`); with `lenient`, keywords (formats
     /// included) that are not enforced are ignored instead of refused
     /// (`JsonSchemaOptions::lenient`).
-    #[pyo3(signature = (schema, any_whitespace=true, max_whitespace_cnt=None, strict_mode=true, any_order=false, lenient=false))]
+    #[pyo3(signature = (schema, any_whitespace=true, max_whitespace_cnt=None, strict_mode=true, any_order=false, lenient=false, indent=None, separators=None))]
     #[allow(clippy::too_many_arguments)]
     fn compile_json_schema(
         &self,
@@ -204,10 +205,13 @@ impl PyGrammarCompiler {
         strict_mode: bool,
         any_order: bool,
         lenient: bool,
+        indent: Option<i64>,
+        separators: Option<(String, String)>,
     ) -> PyResult<PyCompiledGrammar> {
         let value = json_value(schema)?;
         let mut opts = schema_options(any_whitespace, max_whitespace_cnt, strict_mode, any_order)?;
         opts.lenient = lenient;
+        xgrammar_layout(&mut opts, indent, separators)?;
         self.run(
             py,
             |c| c.compile_json_schema(&value, &opts),
@@ -216,10 +220,15 @@ impl PyGrammarCompiler {
         .map(compiled)
     }
 
-    /// Compiles the built-in JSON grammar.
+    /// Compiles XGrammar's built-in JSON grammar (an object or an array, no whitespace
+    /// around it).
     fn compile_builtin_json_grammar(&self, py: Python<'_>) -> PyResult<PyCompiledGrammar> {
-        self.run(py, |c| c.compile_builtin_json(), TokensieveError::new_err)
-            .map(compiled)
+        self.run(
+            py,
+            |c| c.compile_builtin_json_object_or_array(),
+            TokensieveError::new_err,
+        )
+        .map(compiled)
     }
 
     /// Compiles EBNF text with the given root rule.

@@ -12,7 +12,7 @@ use tokensieve::MatcherOptions;
 use crate::bitmask::{words_mut, Rows};
 use crate::compiler::{compiled, PyCompiledGrammar, PyGrammarCompiler};
 use crate::errors::{engine_err, InvalidJSONSchemaError, TokensieveError};
-use crate::grammar::schema_options;
+use crate::grammar::{schema_options, xgrammar_layout};
 use crate::matcher::{check_token_ids, PyGrammarMatcher};
 
 /// The engine-level half of the serving adapter (`tokensieve::engine::StructuredOutputBackend`):
@@ -54,7 +54,9 @@ fn adapter_err(e: EngineError) -> PyErr {
 impl PyStructuredOutputBackend {
     /// A backend over `compiler` (a clone: the same whole-grammar cache), with the JSON
     /// Schema options of `json` / `json_object` requests and every request's matcher
-    /// options.
+    /// options. JSON is laid out as XGrammar's `compile_json_schema` writes it for vLLM's
+    /// xgrammar backend (`xgrammar_layout`: default separators, no whitespace around the
+    /// root value).
     #[new]
     #[pyo3(signature = (compiler, *, any_whitespace=true, max_whitespace_cnt=None, strict_mode=true, any_order=false, max_rollback_tokens=None, terminate_without_stop_token=false))]
     fn new(
@@ -66,7 +68,8 @@ impl PyStructuredOutputBackend {
         max_rollback_tokens: Option<usize>,
         terminate_without_stop_token: bool,
     ) -> PyResult<Self> {
-        let json = schema_options(any_whitespace, max_whitespace_cnt, strict_mode, any_order)?;
+        let mut json = schema_options(any_whitespace, max_whitespace_cnt, strict_mode, any_order)?;
+        xgrammar_layout(&mut json, None, None)?;
         let inner = tokensieve::engine::StructuredOutputBackend::new(compiler.inner.clone())
             .with_json_options(json)
             .with_matcher_options(MatcherOptions {

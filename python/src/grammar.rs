@@ -34,6 +34,35 @@ pub(crate) fn schema_options(
     })
 }
 
+/// XGrammar 0.2.9's layout of JSON Schema output on `opts`: no whitespace before or after
+/// the root value, and `separators` (item, key), or XGrammar's defaults: `(",", ":")` with
+/// `any_whitespace`, `(", ", ": ")` without. `indent` is ignored with `any_whitespace` (as
+/// XGrammar ignores it) and refused without it (ValueError: not supported yet).
+pub(crate) fn xgrammar_layout(
+    opts: &mut JsonSchemaOptions,
+    indent: Option<i64>,
+    separators: Option<(String, String)>,
+) -> PyResult<()> {
+    if indent.is_some() && !opts.any_whitespace {
+        return Err(PyValueError::new_err(
+            "tokensieve does not support indent with any_whitespace=False yet: use \
+             separators for one-line output, or any_whitespace=True",
+        ));
+    }
+    opts.root_whitespace = false;
+    let (item, key) = separators.unwrap_or_else(|| {
+        if opts.any_whitespace {
+            (",".into(), ":".into())
+        } else {
+            (", ".into(), ": ".into())
+        }
+    });
+    opts.item_separator = item;
+    opts.key_separator = key;
+    opts.check_separators()
+        .map_err(|e| PyValueError::new_err(format!("separators: {e}")))
+}
+
 #[pymethods]
 impl PyGrammar {
     /// Parses EBNF (XGrammar's dialect or GBNF) with the given root rule.
@@ -45,18 +74,22 @@ impl PyGrammar {
             .map_err(engine_err)
     }
 
-    /// The grammar of a JSON Schema (JSON text).
+    /// The grammar of a JSON Schema (JSON text), laid out as XGrammar writes it
+    /// ([`xgrammar_layout`]).
     #[staticmethod]
-    #[pyo3(signature = (schema, any_whitespace=true, max_whitespace_cnt=None, strict_mode=true, any_order=false))]
+    #[pyo3(signature = (schema, any_whitespace=true, max_whitespace_cnt=None, strict_mode=true, any_order=false, indent=None, separators=None))]
     fn from_json_schema(
         schema: &str,
         any_whitespace: bool,
         max_whitespace_cnt: Option<u32>,
         strict_mode: bool,
         any_order: bool,
+        indent: Option<i64>,
+        separators: Option<(String, String)>,
     ) -> PyResult<Self> {
         let value = json_value(schema)?;
-        let opts = schema_options(any_whitespace, max_whitespace_cnt, strict_mode, any_order)?;
+        let mut opts = schema_options(any_whitespace, max_whitespace_cnt, strict_mode, any_order)?;
+        xgrammar_layout(&mut opts, indent, separators)?;
         tokensieve::json_schema_to_grammar(&value, &opts)
             .map(|inner| Self { inner })
             .map_err(|e| InvalidJSONSchemaError::new_err(e.to_string()))
@@ -81,11 +114,30 @@ impl PyGrammar {
             .map_err(|e| InvalidStructuralTagError::new_err(e.to_string()))
     }
 
-    /// The built-in grammar of any JSON value.
+    /// XGrammar's built-in JSON grammar: an object or an array, no whitespace around it.
     #[staticmethod]
     fn builtin_json_grammar() -> Self {
         Self {
-            inner: tokensieve::grammar::json_grammar(),
+            inner: tokensieve::grammar::json_object_or_array_grammar(),
+        }
+    }
+
+    /// A grammar matching what any one of `grammars` matches (`Grammar::union`: rules
+    /// renamed apart, root `root_1 | root_2 | …`).
+    #[staticmethod]
+    fn union(grammars: Vec<PyGrammar>) -> Self {
+        let gs: Vec<tokensieve::Grammar> = grammars.into_iter().map(|g| g.inner).collect();
+        Self {
+            inner: tokensieve::Grammar::union(&gs),
+        }
+    }
+
+    /// A grammar matching one match of each of `grammars` in order (`Grammar::concat`).
+    #[staticmethod]
+    fn concat(grammars: Vec<PyGrammar>) -> Self {
+        let gs: Vec<tokensieve::Grammar> = grammars.into_iter().map(|g| g.inner).collect();
+        Self {
+            inner: tokensieve::Grammar::concat(&gs),
         }
     }
 

@@ -122,7 +122,7 @@ def test_tensor_errors_of_the_core_call(matcher):
 def test_batch_and_serving_fills_take_tensors(tiny_info):
     compiled = xgr.GrammarCompiler(tiny_info).compile_builtin_json_grammar()
     ms = [xgr.GrammarMatcher(compiled) for _ in range(3)]
-    for m, p in zip(ms, ['{"a": ', "[1, ", "tr"]):
+    for m, p in zip(ms, ['{"a": ', "[1, ", "[tr"]):
         assert m.accept_string(p)
     rows = [reference_row(m) for m in ms]
     t = torch.zeros(3, 4, dtype=torch.int32)

@@ -31,7 +31,11 @@ def test_json_schema_inputs_str_dict_pydantic(tiny_info):
         assert not accepts(g, '{"name": "a", "age": 3, "x": 1}')  # strict_mode
     loose = c.compile_json_schema({"type": "object", "properties": {"a": {"type": "integer"}}}, strict_mode=False)
     assert accepts(loose, '{"a": 1, "b": true}')
-    compact = c.compile_json_schema(schema, any_whitespace=False)
+    # XGrammar's layout without whitespace: separators (", ", ": ") by default.
+    one_line = c.compile_json_schema(schema, any_whitespace=False)
+    assert accepts(one_line, '{"name": "a", "age": 3}')
+    assert not accepts(one_line, '{"name":"a","age":3}')
+    compact = c.compile_json_schema(schema, any_whitespace=False, separators=(",", ":"))
     assert accepts(compact, '{"name":"a","age":3}')
     assert not accepts(compact, '{"name": "a", "age": 3}')
     capped = c.compile_json_schema(schema, max_whitespace_cnt=2)
@@ -40,7 +44,7 @@ def test_json_schema_inputs_str_dict_pydantic(tiny_info):
     anyo = c.compile_json_schema(schema, any_order=True)
     assert accepts(anyo, '{"age": 3, "name": "a"}')
     assert not accepts(c.compile_json_schema(schema), '{"age": 3, "name": "a"}')
-    with pytest.raises(ValueError, match="indent or separators"):
+    with pytest.raises(ValueError, match="indent"):
         c.compile_json_schema(schema, any_whitespace=False, indent=2)
 
 

@@ -367,9 +367,10 @@ def test_engine_adapter_kinds(tiny_info):
     comp = xgr.GrammarCompiler(tiny_info)
     backend = xgr.serving.StructuredOutputBackend(comp, any_whitespace=False)
     cases = {
-        "json": ('{"type": "array", "items": {"type": "integer"}}', "[1,22]"),
+        # XGrammar's separators without whitespace: (", ", ": ").
+        "json": ('{"type": "array", "items": {"type": "integer"}}', "[1, 22]"),
         # json_object is any object, under strict_mode too (vLLM's meaning).
-        "json_object": ("", '{"a":[1,"x"]}'),
+        "json_object": ("", '{"a": [1, "x"]}'),
         "regex": ("a[0-9]+", "a12"),
         "grammar": ('root ::= "x" "y"*', "xyy"),
         "structural_tag": (
@@ -384,7 +385,7 @@ def test_engine_adapter_kinds(tiny_info):
         assert f.accept_string(text) and f.is_completed(), kind
         assert not g.fork_matcher().is_completed(), kind  # the fork advanced alone, kind
     loose = xgr.serving.StructuredOutputBackend(comp, any_whitespace=False, strict_mode=False)
-    assert loose.compile_grammar("json_object", "").fork_matcher().accept_string('{"a":true}')
+    assert loose.compile_grammar("json_object", "").fork_matcher().accept_string('{"a": true}')
     assert not backend.compile_grammar("json_object", "").fork_matcher().accept_string("[1]")
     # vLLM's enum members work through their names.
     class Opt:

@@ -125,7 +125,7 @@ def test_numpy_bitmask_equals_torch_bitmask(model):
 
 
 def test_rollback_reset_fork_and_jump_forward(model):
-    compiled = compiler(model).compile_json_schema(SCHEMA, any_whitespace=False)
+    compiled = compiler(model).compile_json_schema(SCHEMA, any_whitespace=False, separators=(",", ":"))
     tok = hf_tokenizer(model)
     m = xgr.GrammarMatcher(compiled)
     ids = tok.encode('{"name":"Bo","age":7}', add_special_tokens=False)

@@ -77,3 +77,28 @@ def test_lenient_compiles_an_unsupported_format(tiny_info):
         compiler.compile_json_schema(schema)
     m = xgr.GrammarMatcher(compiler.compile_json_schema(schema, lenient=True))
     assert m.accept_string('"ab"') and m.is_completed()
+
+
+def test_separators_that_do_not_read_as_json_are_refused(tiny_info):
+    # XGrammar 0.2.9 takes separators=(";", "=") (checked: it then accepts
+    # '{"name"= "x"; "a"= [1; 2]}'); tokensieve needs one "," and one ":" in them, since
+    # its matcher reads the output as JSON to keep keys unique.
+    compiler = xgr.GrammarCompiler(tiny_info)
+    schema = {"type": "object"}
+    with pytest.raises(ValueError, match="item_separator.*exactly one `,`"):
+        compiler.compile_json_schema(schema, any_whitespace=False, separators=(";", "="))
+    with pytest.raises(ValueError, match="key_separator.*must not hold '\\{'"):
+        xgr.Grammar.from_json_schema(schema, separators=(",", ": {"))
+    schema = {"type": "object", "properties": {"a": {}, "b": {}}}
+    g = compiler.compile_json_schema(schema, any_whitespace=False, separators=(" ,\n", ":\t"))
+    assert xgr.GrammarMatcher(g).accept_string('{"a":\t1 ,\n"b":\t2}')
+
+
+def test_indent_without_any_whitespace_is_not_supported_yet(tiny_info):
+    # XGrammar writes newlines and indent levels there; with any_whitespace=True it ignores
+    # indent (checked: same grammar text), as tokensieve does.
+    compiler = xgr.GrammarCompiler(tiny_info)
+    with pytest.raises(ValueError, match="indent"):
+        compiler.compile_json_schema({"type": "object"}, any_whitespace=False, indent=2)
+    g = compiler.compile_json_schema({"type": "object", "properties": {"a": {}}}, indent=2)
+    assert xgr.GrammarMatcher(g).accept_string('{ "a" : [1] }')

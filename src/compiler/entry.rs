@@ -55,6 +55,19 @@ impl GrammarCompiler {
         })
     }
 
+    /// Compiles XGrammar's built-in JSON grammar: an object or an array with no whitespace
+    /// around it ([`crate::grammar::json_object_or_array_grammar`]).
+    ///
+    /// # Errors
+    /// None in practice; the signature matches the other compile calls.
+    pub fn compile_builtin_json_object_or_array(
+        &self,
+    ) -> Result<Arc<CompiledGrammar>, CompileError> {
+        self.cached("builtin_json_object_or_array", "", "", || {
+            self.compile_ir(&crate::grammar::builtin::json_object_or_array_grammar())
+        })
+    }
+
     /// Compiles a grammar given as IR (what every front end produces).
     ///
     /// # Errors

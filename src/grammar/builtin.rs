@@ -38,6 +38,16 @@ pub fn json_grammar() -> Grammar {
     parse_ebnf(JSON_EBNF, "root").expect("JSON_EBNF is a valid grammar")
 }
 
+/// XGrammar 0.2.9's built-in JSON grammar, as its `compile_builtin_json_grammar()`
+/// accepts: [`JSON_EBNF`] with the root an object or an array, no whitespace before or
+/// after it (`" {}"`, `"{}\n"` and a bare `1` or `"a"` are refused; whitespace between
+/// tokens inside stays). [`json_grammar`] is the RFC's any value, whitespace around.
+pub fn json_object_or_array_grammar() -> Grammar {
+    let text = JSON_EBNF.replacen("root ::= ws value ws", "root ::= object | array", 1);
+    // JSON_EBNF (with that line) is a constant checked by the tests below.
+    parse_ebnf(&text, "root").expect("JSON_EBNF with an object-or-array root is valid")
+}
+
 /// A tiny reference recognizer over the IR, for tests: the set of end positions of every
 /// way `expr` can match `input` from a start position. Exact for grammars without left
 /// recursion; exponential in the worst case, fine for short inputs.
@@ -173,6 +183,27 @@ mod tests {
         assert_eq!(g.rules.len(), 15);
         let printed = g.to_string();
         assert_eq!(parse_ebnf(&printed, "root").unwrap(), g, "{printed}");
+    }
+
+    /// XGrammar 0.2.9's `compile_builtin_json_grammar()` on these strings (checked with the
+    /// installed package): an object or array, nothing around it.
+    #[test]
+    fn object_or_array_grammar_refuses_scalars_and_surrounding_whitespace() {
+        let g = json_object_or_array_grammar();
+        g.validate().unwrap();
+        for s in [
+            "{ }",
+            "[ 1 , 2 ]",
+            "{\"a\" :\n1}",
+            "[1, \"x\", {\"k\": null}]",
+        ] {
+            assert!(accepts(&g, s), "should accept {s:?}");
+        }
+        for s in [
+            " {}", "{} ", "{}\n", "\n[1]", "\t{}", "1", " 1", "\"a\"", "true",
+        ] {
+            assert!(!accepts(&g, s), "should reject {s:?}");
+        }
     }
 
     const VALID: &[&str] = &[

@@ -3,11 +3,13 @@
 
 pub(crate) mod avoid;
 pub(crate) mod builder;
+
 pub mod builtin;
+mod combine;
 pub mod ebnf;
 pub mod ir;
 pub mod print;
 
-pub use builtin::{json_grammar, JSON_EBNF};
+pub use builtin::{json_grammar, json_object_or_array_grammar, JSON_EBNF};
 pub use ebnf::{parse_ebnf, EbnfError, EbnfErrorKind, MAX_NESTING_DEPTH, MAX_REPEAT_BOUND};
 pub use ir::{CharClass, Expr, Grammar, InvalidGrammar, Rule, RuleId, TokenRef};

@@ -394,16 +394,7 @@ impl Builder<'_> {
                 self.rules[id.index()].body = b;
             }
             let Some(key) = key else { continue };
-            let ws = self.ws();
-            let body = seq(vec![
-                lit("\""),
-                key,
-                ws.clone(),
-                lit(":"),
-                ws.clone(),
-                value,
-                ws,
-            ]);
+            let body = seq(vec![lit("\""), key, self.colon(), value, self.ws()]);
             alts.push(Some(Expr::Rule(self.add_rule("obj_extra", body))));
         }
         Ok((choice(alts), every_key))

@@ -312,6 +312,7 @@ pub(crate) fn to_grammar(
     limits: &Limits,
     unique_keys: bool,
 ) -> Result<JsonSchemaGrammar, JsonSchemaError> {
+    options.check_separators()?;
     check_depth(schema, limits.max_schema_depth)?;
     resources::check_identifiers(schema)?;
     let draft = schema.get("$schema").and_then(Value::as_str).unwrap_or("");
@@ -334,7 +335,11 @@ pub(crate) fn to_grammar(
         });
     };
     let ws = b.ws();
-    b.rules[root.index()].body = Expr::Seq(vec![ws.clone(), value, ws]);
+    b.rules[root.index()].body = if b.opts.root_whitespace {
+        Expr::Seq(vec![ws.clone(), value, ws])
+    } else {
+        value
+    };
     let grammar = Grammar {
         rules: b.rules,
         root,
@@ -692,9 +697,16 @@ impl<'a> Builder<'a> {
         whitespace_lines(n, lines)
     }
 
-    /// `"," ws`.
+    /// `item_separator ws` (`"," ws` by default): between members and items, after the
+    /// whitespace that ends the one before.
     pub(crate) fn comma(&self) -> Expr {
-        seq(vec![lit(","), self.ws()])
+        seq(vec![lit(&self.opts.item_separator), self.ws()])
+    }
+
+    /// `ws key_separator ws` (`ws ":" ws` by default): between a key and its value.
+    pub(crate) fn colon(&self) -> Expr {
+        let ws = self.ws();
+        seq(vec![ws.clone(), lit(&self.opts.key_separator), ws])
     }
 
     /// A keyword that is not enforced: an error, or (lenient) a note.

@@ -394,7 +394,7 @@ impl Builder<'_> {
                     seq(vec![lit("\""), self.key_not_in_except(&names, &[])])
                 };
                 let ws = self.ws();
-                let body = seq(vec![key, ws.clone(), lit(":"), ws.clone(), v, ws]);
+                let body = seq(vec![key, self.colon(), v, ws]);
                 // A rule: it is referenced from every state.
                 Some(Expr::Rule(self.add_rule("obj_extra", body)))
             }
@@ -776,10 +776,10 @@ impl Builder<'_> {
         Some(Expr::Rule(id))
     }
 
-    /// `"name" ws ":" ws value ws`; the name in its canonical spelling, or in every
-    /// spelling under [`JsonSchemaOptions::escaped_declared_keys`](super::JsonSchemaOptions::escaped_declared_keys).
+    /// `"name" ws ":" ws value ws` (the key separator of the options for `:`); the name in
+    /// its canonical spelling, or in every spelling under
+    /// [`JsonSchemaOptions::escaped_declared_keys`](super::JsonSchemaOptions::escaped_declared_keys).
     fn member(&mut self, name: &str, value: Expr) -> Expr {
-        let ws = self.ws();
         let key = if self.opts.escaped_declared_keys {
             let mut parts = vec![lit("\"")];
             for c in name.chars() {
@@ -791,7 +791,7 @@ impl Builder<'_> {
         } else {
             lit(&Value::String(name.to_string()).to_string())
         };
-        seq(vec![key, ws.clone(), lit(":"), ws.clone(), value, ws])
+        seq(vec![key, self.colon(), value, self.ws()])
     }
 }
 

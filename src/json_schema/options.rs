@@ -3,12 +3,15 @@
 
 use serde_json::Value;
 
+use super::JsonSchemaError;
+
 /// Options of the JSON Schema front end.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct JsonSchemaOptions {
     /// Allow any JSON whitespace (`[ \t\n\r]`) between tokens and around the value (default
-    /// `true`, as XGrammar's `any_whitespace`). When `false`, the output is compact: no
-    /// whitespace at all.
+    /// `true`, as XGrammar's `any_whitespace`). When `false`, the output is on one line:
+    /// no whitespace but what [`JsonSchemaOptions::item_separator`] and
+    /// [`JsonSchemaOptions::key_separator`] hold (none by default: compact JSON).
     pub any_whitespace: bool,
     /// With `any_whitespace`, the most whitespace characters in one place (default `None`:
     /// unbounded, as RFC 8259 allows). A cap stops a model from looping on whitespace.
@@ -19,6 +22,21 @@ pub struct JsonSchemaOptions {
     /// choose n)` is at most 4096 (any `n` up to 3 within 12 characters); past that only
     /// `max_whitespace` applies.
     pub max_whitespace_newlines: Option<u32>,
+    /// Whitespace before and after the root value when `any_whitespace` is on (default
+    /// `true`: `" {}\n"` is accepted). `false` refuses it there, keeping it between tokens,
+    /// as XGrammar 0.2.9's `compile_json_schema(any_whitespace=True)` does.
+    pub root_whitespace: bool,
+    /// The text between two members of an object and between two items of an array
+    /// (default `","`: compact JSON). Python's `json.dumps` and XGrammar's
+    /// `separators[0]`: XGrammar's default with `any_whitespace=False` is `", "` (`","`
+    /// with an indent). Written as given; with `any_whitespace`, whitespace is still
+    /// allowed before and after it. `const` and `enum` values are written compact
+    /// whatever it is, as XGrammar writes them.
+    pub item_separator: String,
+    /// The text between a key and its value (default `":"`). `separators[1]` of
+    /// `json.dumps` and XGrammar (whose default with `any_whitespace=False` is `": "`);
+    /// written as [`JsonSchemaOptions::item_separator`] is.
+    pub key_separator: String,
     /// The most digits in one run of a JSON `number` or `integer` (default `None`: unbounded,
     /// as RFC 8259 allows). Small models can loop on digits (`0.000000…`) until their token
     /// budget runs out; a cap ends such a run. Counted in digits per run: the integer part,
@@ -88,6 +106,9 @@ impl Default for JsonSchemaOptions {
             any_whitespace: true,
             max_whitespace: None,
             max_whitespace_newlines: None,
+            root_whitespace: true,
+            item_separator: ",".into(),
+            key_separator: ":".into(),
             max_number_digits: None,
             any_order: false,
             strict: false,
@@ -97,5 +118,35 @@ impl Default for JsonSchemaOptions {
             string_excludes: Vec::new(),
             documents: Vec::new(),
         }
+    }
+}
+
+impl JsonSchemaOptions {
+    /// [`JsonSchemaError::InvalidOption`] unless `item_separator` holds exactly one `,` and
+    /// `key_separator` exactly one `:`, and neither holds the other one's character, a
+    /// quote, a backslash or a bracket: the matcher reads its output as JSON to keep object
+    /// keys unique (`matcher::keys`), so a separator must read as the one it stands for.
+    /// Other text (spaces, a newline) may surround it. XGrammar also takes separators such
+    /// as `(";", "=")`; they are refused here.
+    ///
+    /// # Errors
+    /// [`JsonSchemaError::InvalidOption`] naming the separator and its value.
+    pub fn check_separators(&self) -> Result<(), JsonSchemaError> {
+        let check = |option: &'static str, sep: &str, want: char, other: char| {
+            let count = sep.chars().filter(|&c| c == want).count();
+            let bad = sep
+                .chars()
+                .find(|&c| c == other || matches!(c, '"' | '\\' | '{' | '}' | '[' | ']'));
+            let reason = if count != 1 {
+                format!("{sep:?} must hold exactly one `{want}` (it holds {count})")
+            } else if let Some(c) = bad {
+                format!("{sep:?} must not hold {c:?}")
+            } else {
+                return Ok(());
+            };
+            Err(JsonSchemaError::InvalidOption { option, reason })
+        };
+        check("item_separator", &self.item_separator, ',', ':')?;
+        check("key_separator", &self.key_separator, ':', ',')
     }
 }

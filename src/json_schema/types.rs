@@ -111,14 +111,7 @@ impl Builder<'_> {
         self.any = Some(AnyRules { value });
         let ws = self.ws();
         let v = Expr::Rule(value);
-        let member = seq(vec![
-            self.string_any(),
-            ws.clone(),
-            lit(":"),
-            ws.clone(),
-            v.clone(),
-            ws.clone(),
-        ]);
+        let member = seq(vec![self.string_any(), self.colon(), v.clone(), ws.clone()]);
         let object_body = seq(vec![
             lit("{"),
             ws.clone(),
@@ -428,7 +421,8 @@ impl Builder<'_> {
             .ok()
     }
 
-    /// The compact spelling of `v` (whitespace allowed inside arrays and objects).
+    /// The compact spelling of `v` (whitespace allowed inside arrays and objects); always
+    /// `,` and `:`, whatever the separators of the options, as XGrammar writes `const`.
     pub(crate) fn literal(&mut self, v: &Value) -> Expr {
         match v {
             Value::Array(items) => {
@@ -436,7 +430,7 @@ impl Builder<'_> {
                 let mut parts = vec![lit("["), ws.clone()];
                 for (i, x) in items.iter().enumerate() {
                     if i > 0 {
-                        parts.push(self.comma());
+                        parts.extend([lit(","), ws.clone()]);
                     }
                     parts.push(self.literal(x));
                     parts.push(ws.clone());
@@ -449,7 +443,7 @@ impl Builder<'_> {
                 let mut parts = vec![lit("{"), ws.clone()];
                 for (i, (k, x)) in map.iter().enumerate() {
                     if i > 0 {
-                        parts.push(self.comma());
+                        parts.extend([lit(","), ws.clone()]);
                     }
                     parts.push(lit(&Value::String(k.clone()).to_string()));
                     parts.push(ws.clone());

@@ -432,6 +432,114 @@ fn whitespace_options() {
     check_with(schema, &capped, &["{  \"a\":[]}"], &["{   \"a\":[]}"]);
 }
 
+/// `item_separator` / `key_separator` are written between members and items and between a
+/// key and its value, with `any_whitespace` or without (XGrammar 0.2.9's `separators`,
+/// checked with its `compile_json_schema` on Llama 3.1: `(", ", ": ")` accepts only
+/// `{"name": "x", "a": [1, 2]}`; with `any_whitespace` whitespace stays allowed around
+/// `;` / `=`). Extra members and any-value members too; `const` is written compact, as
+/// XGrammar writes it.
+#[test]
+fn separators_are_written_between_members_and_items() {
+    let schema = json!({"type": "object",
+        "properties": {"name": {"type": "string"}, "a": {"type": "array", "items": {"type": "integer"}},
+                       "v": {}},
+        "required": ["name", "a"]});
+    let spaced = JsonSchemaOptions {
+        any_whitespace: false,
+        item_separator: ", ".into(),
+        key_separator: ": ".into(),
+        ..Default::default()
+    };
+    check_with(
+        schema.clone(),
+        &spaced,
+        &[
+            r#"{"name": "x", "a": [1, 2]}"#,
+            r#"{"name": "x", "a": [], "v": {"k": [true, null]}}"#,
+        ],
+        &[
+            r#"{"name":"x","a":[1,2]}"#,
+            r#"{"name": "x","a": [1,2]}"#,
+            r#"{"name" : "x", "a": [1, 2]}"#,
+            r#"{"name": "x", "a": [ ]}"#,
+            r#"{"name": "x", "a": [], "v": {"k":[true,null]}}"#,
+            r#" {"name": "x", "a": [1, 2]}"#,
+        ],
+    );
+    let extra = json!({"type": "object", "properties": {"a": {"type": "integer"}},
+                       "additionalProperties": {"type": "integer"}});
+    check_with(
+        extra,
+        &spaced,
+        &[r#"{"a": 1, "b": 2}"#, r#"{"b": 2}"#],
+        &[r#"{"a":1,"b":2}"#, r#"{"a": 1, "b":2}"#],
+    );
+    check_with(
+        json!({"const": {"a": [1, 2]}}),
+        &spaced,
+        &[r#"{"a":[1,2]}"#],
+        &[r#"{"a": [1, 2]}"#],
+    );
+    let spaced_ws = JsonSchemaOptions {
+        item_separator: ", ".into(),
+        key_separator: ": ".into(),
+        ..Default::default()
+    };
+    check_with(
+        schema,
+        &spaced_ws,
+        &[r#"{ "name" : "x" ,  "a": [1, 2] }"#],
+        &[r#"{"name":"x","a":[1,2]}"#, r#"{"name": "x","a": [1, 2]}"#],
+    );
+}
+
+/// Separators the matcher's unique-key check could misread are refused with a typed error
+/// naming the option and the value (XGrammar takes `(";", "=")`; tokensieve does not).
+#[test]
+fn separators_that_do_not_read_as_json_are_refused() {
+    let schema = json!({"type": "object"});
+    for (item, key, option, needle) in [
+        (";", ":", "item_separator", "exactly one `,`"),
+        (",", "=", "key_separator", "exactly one `:`"),
+        (",,", ":", "item_separator", "(it holds 2)"),
+        (", \"", ":", "item_separator", "must not hold '\"'"),
+        (",", ": {", "key_separator", "must not hold '{'"),
+        (",", ",:", "key_separator", "must not hold ','"),
+    ] {
+        let opts = JsonSchemaOptions {
+            item_separator: item.into(),
+            key_separator: key.into(),
+            ..Default::default()
+        };
+        match json_schema_to_grammar(&schema, &opts) {
+            Err(e @ JsonSchemaError::InvalidOption { option: o, .. }) => {
+                assert_eq!(o, option, "{item:?} {key:?}");
+                assert!(e.to_string().contains(needle), "{e}");
+            }
+            other => panic!("{item:?} {key:?}: expected InvalidOption, got {other:?}"),
+        }
+    }
+}
+
+/// `root_whitespace: false` refuses whitespace before and after the root value, as
+/// XGrammar 0.2.9's `compile_json_schema(any_whitespace=True)` does (checked: `" {}"`,
+/// `"{} "`, `"{}\n"` refused, `"{ }"` accepted); the default keeps it.
+#[test]
+fn root_whitespace_can_be_refused() {
+    let schema = json!({"type": "object"});
+    let tight = JsonSchemaOptions {
+        root_whitespace: false,
+        ..Default::default()
+    };
+    check_with(
+        schema.clone(),
+        &tight,
+        &["{ }", "{\"a\" :\n1}"],
+        &[" {}", "{} ", "{}\n", "\t{}"],
+    );
+    check(schema, &[" {}", "{}\n"], &[]);
+}
+
 /// `max_whitespace_newlines` caps the line feeds of one place of whitespace, within
 /// `max_whitespace` or without it.
 #[test]

@@ -6,7 +6,7 @@ from typing import Any, Dict, List, Literal, Optional, Tuple, Type, Union
 
 from . import _core
 from .exception import DeserializeFormatError
-from .grammar import Grammar, _check_layout, _schema_text, _structural_tag_text
+from .grammar import Grammar, _schema_text, _separators, _structural_tag_text
 from .tokenizer_info import TokenizerInfo, _b64_field, _json_object
 
 __all__ = ["GrammarCompiler", "CompiledGrammar"]
@@ -218,10 +218,17 @@ class GrammarCompiler:
         Parameters
         ----------
         any_whitespace : bool, default True
-            Any JSON whitespace between tokens; False: compact output (``,`` and ``:``).
-        indent, separators
-            Only None / ``(",", ":")`` are supported with ``any_whitespace=False``
-            (ValueError otherwise); ignored with ``any_whitespace=True``.
+            Any JSON whitespace between tokens (never before or after the value, as
+            XGrammar); False: one line, the separators only.
+        indent : int, optional
+            Ignored with ``any_whitespace=True`` (as XGrammar); with False not supported
+            yet (ValueError).
+        separators : (str, str), optional
+            The item and key separators, written as given (whitespace allowed around them
+            with ``any_whitespace``). Default as XGrammar: ``(",", ":")`` with
+            ``any_whitespace``, ``(", ", ": ")`` without. tokensieve needs exactly one
+            ``,`` in the first and one ``:`` in the second, and no quote, backslash or
+            bracket (ValueError otherwise; XGrammar also takes ``(";", "=")``).
         strict_mode : bool, default True
             Undeclared properties are forbidden where ``additionalProperties`` is absent.
         max_whitespace_cnt : int, optional
@@ -240,15 +247,22 @@ class GrammarCompiler:
         tokensieve.exception.InvalidJSONSchemaError
             For a schema that cannot be enforced (the message names its JSON pointer).
         """
-        _check_layout(any_whitespace, indent, separators)
         return self._wrap(
             self._compiler.compile_json_schema(
-                _schema_text(schema), any_whitespace, max_whitespace_cnt, strict_mode, any_order, lenient
+                _schema_text(schema),
+                any_whitespace,
+                max_whitespace_cnt,
+                strict_mode,
+                any_order,
+                lenient,
+                indent,
+                _separators(separators),
             )
         )
 
     def compile_builtin_json_grammar(self) -> CompiledGrammar:
-        """Compiles the grammar of any JSON value."""
+        """Compiles XGrammar's built-in JSON grammar: an object or an array, no whitespace
+        before or after it."""
         return self._wrap(self._compiler.compile_builtin_json_grammar())
 
     def compile_regex(self, regex: str) -> CompiledGrammar:

@@ -45,17 +45,12 @@ def _schema_text(schema: Any) -> str:
     return json.dumps(_schema_dict(schema))
 
 
-def _check_layout(any_whitespace: bool, indent: Optional[int], separators: Optional[Tuple[str, str]]):
-    """indent/separators: tokensieve writes compact JSON (``,`` and ``:``) when
-    ``any_whitespace`` is False, and any JSON whitespace otherwise."""
-    if any_whitespace:
-        return
-    if indent is not None or (separators is not None and tuple(separators) != (",", ":")):
-        raise ValueError(
-            "tokensieve does not support indent or separators other than (',', ':') with "
-            "any_whitespace=False: the output is compact JSON; use any_whitespace=True to "
-            "allow any whitespace"
-        )
+def _separators(separators: Optional[Tuple[str, str]]) -> Optional[Tuple[str, str]]:
+    """``separators`` as a pair of str (XGrammar takes any 2-sequence), or None."""
+    if separators is None:
+        return None
+    item, key = separators
+    return (str(item), str(key))
 
 
 def _structural_tag_text(args: Sequence[Any], kwargs: Dict[str, Any]) -> str:
@@ -99,6 +94,13 @@ def _structural_tag_text(args: Sequence[Any], kwargs: Dict[str, Any]) -> str:
     raise TypeError("expected (structural_tag) or the legacy (tags, triggers)")
 
 
+def _core_grammars(grammars: Sequence[Any]) -> List["_core.Grammar"]:
+    for g in grammars:
+        if not isinstance(g, Grammar):
+            raise TypeError(f"expected Grammar arguments, got {type(g)}")
+    return [g._grammar for g in grammars]
+
+
 class Grammar:
     """A grammar (the engine's IR). ``str(grammar)`` is its EBNF text."""
 
@@ -139,10 +141,15 @@ class Grammar:
     ) -> "Grammar":
         """The grammar of the JSON texts a schema accepts (see
         :meth:`GrammarCompiler.compile_json_schema` for the parameters)."""
-        _check_layout(any_whitespace, indent, separators)
         return Grammar(
             _core.Grammar.from_json_schema(
-                _schema_text(schema), any_whitespace, max_whitespace_cnt, strict_mode, any_order
+                _schema_text(schema),
+                any_whitespace,
+                max_whitespace_cnt,
+                strict_mode,
+                any_order,
+                indent,
+                _separators(separators),
             )
         )
 
@@ -158,6 +165,19 @@ class Grammar:
         return Grammar(_core.Grammar.from_structural_tag(_structural_tag_text(args, kwargs)))
 
     @staticmethod
+    def union(*grammars: "Grammar") -> "Grammar":
+        """A grammar matching what any one of ``grammars`` matches (XGrammar's
+        ``Grammar.union``): ``root ::= root_1 | root_2 | …``, the rules renamed apart."""
+        return Grammar(_core.Grammar.union(_core_grammars(grammars)))
+
+    @staticmethod
+    def concat(*grammars: "Grammar") -> "Grammar":
+        """A grammar matching one match of each of ``grammars`` in order (XGrammar's
+        ``Grammar.concat``): ``root ::= root_1 root_2 …``, the rules renamed apart."""
+        return Grammar(_core.Grammar.concat(_core_grammars(grammars)))
+
+    @staticmethod
     def builtin_json_grammar() -> "Grammar":
-        """The grammar of any JSON value."""
+        """XGrammar's built-in JSON grammar: an object or an array, no whitespace before or
+        after it."""
         return Grammar(_core.Grammar.builtin_json_grammar())
