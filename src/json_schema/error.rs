@@ -50,9 +50,6 @@ pub enum JsonSchemaError {
     /// An option that is not supported yet.
     #[error("unsupported option `{0}`")]
     UnsupportedOption(&'static str),
-<<<<<<< HEAD
-    /// The schema exceeds one of the [`Limits`](crate::Limits) (the error names the limit, its value, the
-=======
     /// An option of [`super::JsonSchemaOptions`] has a value it cannot take (such as an
     /// `item_separator` without a `,`).
     #[error("invalid option `{option}`: {reason}")]
@@ -62,8 +59,7 @@ pub enum JsonSchemaError {
         /// What is wrong, with the value.
         reason: String,
     },
-    /// The schema exceeds one of the [`Limits`] (the error names the limit, its value, the
->>>>>>> compat27
+    /// The schema exceeds one of the [`Limits`](crate::Limits) (the error names the limit, its value, the
     /// schema's value and its JSON pointer).
     #[error(transparent)]
     Limit(#[from] LimitExceeded),
