@@ -314,8 +314,6 @@ fn indented_json(value: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_support::assert_calls;
-    use serde_json::json;
 
     use crate::test_support::weather_and_time as tools;
 
