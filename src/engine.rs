@@ -58,6 +58,7 @@ pub enum StructuredOutputKind {
 
 /// Why a request's structured output could not be compiled.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum EngineError {
     /// The JSON Schema (or `json_object`'s schema) was refused by its front end
     /// ([`CompileError::JsonSchema`]).

@@ -53,6 +53,7 @@ pub(crate) struct Node {
 
 /// Why a grammar could not become automata.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum AutomatonError {
     /// An expression nested deeper than the builder allows.
     #[error("rule `{rule}` nests expressions {depth} deep, more than the limit of {limit}")]

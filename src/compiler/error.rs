@@ -11,7 +11,10 @@ use crate::regex::RegexError;
 use crate::structural_tag::StructuralTagError;
 
 /// Why a grammar could not be compiled.
+///
+/// Non-exhaustive: new front ends and limits add variants, so a `match` needs a `_` arm.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum CompileError {
     /// The EBNF text has a syntax error (the message gives line:column).
     #[error(transparent)]
@@ -65,13 +68,73 @@ pub enum CompileError {
     Regex(#[from] RegexError),
 }
 
-/// The error of [`crate::GrammarCompiler::compile_regex`] before every entry point returned
-/// [`CompileError`]: its `Regex` variant is [`CompileError::Regex`]; its `Compile(e)` is
-/// `e` itself.
+/// The error [`crate::GrammarCompiler::compile_regex`] returned before every entry point
+/// returned [`CompileError`] (0.x, before the workspace split), kept so that code matching
+/// on it still compiles: `Regex` for syntax errors and unsupported constructs, `Compile`
+/// for everything the compiler refuses (a size limit, a pattern that matches nothing).
+///
+/// Convert with `RegexCompileError::from(e)` (or `?` in a function returning it):
+/// [`CompileError::Regex`] becomes [`RegexCompileError::Regex`], any other
+/// [`CompileError`] [`RegexCompileError::Compile`]; `CompileError::from` goes back.
+///
+/// ```
+/// # #![allow(deprecated)]
+/// use tokensieve::regex::RegexCompileError;
+/// use tokensieve::{GrammarCompiler, Vocabulary};
+///
+/// let vocab = Vocabulary::from_token_bytes(&[b"a".as_slice(), b"<eos>"], &[1], &[1]).unwrap();
+/// let compiler = GrammarCompiler::new(vocab);
+/// match compiler.compile_regex("a(").map_err(RegexCompileError::from) {
+///     Err(RegexCompileError::Regex(e)) => println!("{e}"),
+///     Err(RegexCompileError::Compile(e)) => panic!("not a regex error: {e}"),
+///     Ok(_) => panic!("`a(` is not a regex"),
+/// }
+/// ```
 #[deprecated(
-    note = "every compile entry point returns `CompileError`; match `CompileError::Regex`"
+    since = "0.1.0",
+    note = "every compile entry point returns `CompileError`: match `CompileError::Regex(e)` \
+            where you matched `RegexCompileError::Regex(e)`, and any other variant where you \
+            matched `RegexCompileError::Compile(e)`"
 )]
-pub type RegexCompileError = CompileError;
+#[derive(Debug, thiserror::Error)]
+pub enum RegexCompileError {
+    /// The pattern could not be lowered to grammar IR ([`CompileError::Regex`]).
+    #[error(transparent)]
+    Regex(RegexError),
+    /// The grammar could not be compiled (any [`CompileError`] but `Regex`).
+    #[error(transparent)]
+    Compile(CompileError),
+}
+
+#[allow(deprecated)]
+impl From<CompileError> for RegexCompileError {
+    /// [`CompileError::Regex`] becomes [`RegexCompileError::Regex`], anything else
+    /// [`RegexCompileError::Compile`].
+    fn from(e: CompileError) -> Self {
+        match e {
+            CompileError::Regex(e) => RegexCompileError::Regex(e),
+            e => RegexCompileError::Compile(e),
+        }
+    }
+}
+
+#[allow(deprecated)]
+impl From<RegexError> for RegexCompileError {
+    fn from(e: RegexError) -> Self {
+        RegexCompileError::Regex(e)
+    }
+}
+
+#[allow(deprecated)]
+impl From<RegexCompileError> for CompileError {
+    /// The inverse of `RegexCompileError::from`.
+    fn from(e: RegexCompileError) -> Self {
+        match e {
+            RegexCompileError::Regex(e) => CompileError::Regex(e),
+            RegexCompileError::Compile(e) => e,
+        }
+    }
+}
 
 impl From<JsonSchemaError> for CompileError {
     /// A limit the schema exceeds becomes [`CompileError::Limit`] (as from every entry

@@ -84,6 +84,7 @@ const HEADER_LEN: usize = 40;
 
 /// Why a grammar or vocabulary could not be written.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum SerializeError {
     /// The encoder failed (out of memory, in practice).
     #[error("cannot encode: {0}")]
@@ -96,6 +97,7 @@ pub enum SerializeError {
 
 /// Why bytes could not be read as a grammar or vocabulary. Nothing is built then.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum DeserializeError {
     /// Shorter than the 40-byte header.
     #[error("{got} bytes is shorter than the 40-byte header")]

@@ -6,6 +6,7 @@ use crate::limits::{Limit, LimitExceeded};
 /// Why a JSON Schema could not be turned into a grammar. Every variant names the JSON
 /// pointer (`#/properties/a/minLength`) of the offending place.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum JsonSchemaError {
     /// The schema text is not JSON.
     #[error("the schema is not valid JSON: {0}")]

@@ -770,7 +770,7 @@ impl Builder<'_> {
         let body = self.any_order_unique(members, extra, min_props, None)?;
         let id = self.add_rule("obj_closed", body);
         if let Some(p) = open {
-            names.push(format!("{}{p}", crate::matcher::OPEN_PREFIX_MARK));
+            names.push(format!("{}{p}", crate::grammar::OPEN_PREFIX_MARK));
         }
         self.closed_objects.push((id, names));
         Some(Expr::Rule(id))

@@ -22,6 +22,7 @@ pub trait FillNextTokenBitmask: Send {
 /// fill (`MatcherError` for `GrammarMatcher`s); the helpers that fill nothing never return
 /// [`BitmaskError::Matcher`] (`E` is then [`std::convert::Infallible`]).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum BitmaskError<E = std::convert::Infallible> {
     /// The bitmask is too short for the logits or the batch.
     #[error("bitmask has {got} words, but {expected} are needed ({what})")]

@@ -37,6 +37,7 @@
 use std::sync::Arc;
 
 use crate::automaton::Automaton;
+use crate::grammar::OPEN_PREFIX_MARK;
 use crate::mask::trie::TokenTrie;
 use crate::parser::{Chart, EXT};
 use crate::vocab::Vocabulary;
@@ -55,11 +56,6 @@ pub(crate) struct ClosedObjects {
     /// `additionalProperties: false`), none of them a declared name. Empty for most.
     open: Vec<Vec<Box<[u8]>>>,
 }
-
-/// How a prefix of undeclared keys is listed among a closed object's names (in
-/// [`ClosedObjects::resolve`]'s input and a serialized grammar): after a NUL, which no
-/// narrowed (plain) declared name contains.
-pub(crate) const OPEN_PREFIX_MARK: char = '\0';
 
 impl ClosedObjects {
     /// The closed objects of `closed` (rule name, declared names, and the prefixes of

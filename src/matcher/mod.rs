@@ -33,12 +33,13 @@ use std::sync::Arc;
 
 mod keys;
 mod options;
-pub(crate) use keys::{ClosedObjects, OPEN_PREFIX_MARK};
+pub(crate) use keys::ClosedObjects;
 use keys::{KeyTracker, KeyViolation};
 pub use options::MatcherOptions;
 
 /// Why a token was rejected by [`GrammarMatcher::try_accept_token`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum TokenRejection {
     /// A stop token was already accepted.
     #[error("token {token}: the matcher has terminated (a stop token was accepted); reset it or start a new one")]
@@ -168,6 +169,7 @@ fn step_name(token: u32) -> String {
 
 /// Errors of the matcher's other calls.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum MatcherError {
     /// The bitmask buffer has the wrong length.
     #[error("bitmask has {got} words, expected ceil(vocab_size / 32) = {expected}")]

@@ -61,6 +61,11 @@ use regex_syntax::ast::{self, AssertionKind, Ast, RepetitionKind, RepetitionRang
 use regex_syntax::hir::{self, Class, Hir, HirKind, Look};
 use std::fmt;
 
+/// The 0.x error of `compile_regex`, at its old path (the one name a front end keeps of
+/// the compiler: a deprecated re-export, not a dependency of the lowering).
+#[allow(deprecated)]
+pub use crate::compiler::RegexCompileError;
+
 /// Options of the regex front end ([`regex_to_expr`],
 /// [`crate::GrammarCompiler::compile_regex_with`]).
 ///

@@ -96,6 +96,7 @@ use serde_json::Value;
 /// Why a structural tag could not be read or turned into a grammar. Every variant names the
 /// JSON path of the offending place, such as `format.elements[1].tags[0].begin`.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum StructuralTagError {
     /// The text is not JSON (serde_json's message gives line and column).
     #[error(

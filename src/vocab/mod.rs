@@ -91,6 +91,7 @@ mod byte_level {
 
 /// Why a vocabulary could not be built.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum VocabError {
     /// A file could not be read.
     #[error("cannot read {path}: {source}")]

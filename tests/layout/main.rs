@@ -1,6 +1,9 @@
 //! The source tree's shape, read at test time (issue 25): front ends are pure lowerings
-//! that never name the compiler, the mask module never names the matcher, and no source
-//! file but the EBNF parser is over 1,200 lines.
+//! that name neither the compiler nor the matcher, the mask module never names the
+//! matcher, no source file but the EBNF parser is over 1,200 lines, the README's layout
+//! section names every folder, and the 0.x API keeps compiling (`old_api`).
+
+mod old_api;
 
 use std::path::{Path, PathBuf};
 
@@ -48,10 +51,15 @@ fn naming(files: &[PathBuf], names: &[&str]) -> Vec<String> {
     hits
 }
 
-/// The front ends (`json_schema`, `regex`, `structural_tag`, `grammar::ebnf`) never name
-/// the compiler: no import of it, none of its types, no `impl GrammarCompiler` block.
+/// Lines a front end may hold that name the compiler: deprecated re-exports kept at their
+/// 0.x paths (see docs/migrating.md), which are names only, not a use of the compiler.
+const COMPAT_REEXPORTS: &[&str] = &["pub use crate::compiler::RegexCompileError;"];
+
+/// The front ends (`json_schema`, `regex`, `structural_tag`, `grammar::ebnf`) name neither
+/// the compiler (no import of it, none of its types, no `impl GrammarCompiler` block) nor
+/// the matcher: they lower their input to grammar IR and nothing more.
 #[test]
-fn front_ends_do_not_name_the_compiler() {
+fn front_ends_name_neither_compiler_nor_matcher() {
     let src = root().join("src");
     let mut files = Vec::new();
     for dir in ["json_schema", "regex", "structural_tag"] {
@@ -59,18 +67,24 @@ fn front_ends_do_not_name_the_compiler() {
     }
     files.push(src.join("grammar").join("ebnf.rs"));
     assert!(files.len() > 10, "front-end files not found: {files:?}");
-    let hits = naming(
+    let hits: Vec<String> = naming(
         &files,
         &[
             "crate::compiler",
             "GrammarCompiler",
             "CompiledGrammar",
             "CompileError",
+            "crate::matcher",
+            "GrammarMatcher",
+            "MatcherError",
         ],
-    );
+    )
+    .into_iter()
+    .filter(|hit| !COMPAT_REEXPORTS.iter().any(|line| hit.ends_with(line)))
+    .collect();
     assert!(
         hits.is_empty(),
-        "front ends naming the compiler:\n{}",
+        "front ends naming the compiler or the matcher:\n{}",
         hits.join("\n")
     );
 }
@@ -88,6 +102,26 @@ fn mask_does_not_name_the_matcher() {
     assert!(
         hits.is_empty(),
         "mask naming the matcher:\n{}",
+        hits.join("\n")
+    );
+}
+
+/// The mask module does not name the compiler either: mask planning is decided in `mask/`
+/// from what it is given, not by methods on the compiler's `CompiledGrammar`.
+#[test]
+#[ignore = "open (issue 25 item 2): src/mask/plan.rs and src/mask/background.rs are still \
+            `impl CompiledGrammar` blocks; moving their state into a mask-owned struct waits \
+            for the deferred-tool-rules work in src/compiler and src/mask to land"]
+fn mask_does_not_name_the_compiler() {
+    let files = rust_files(&root().join("src").join("mask"));
+    assert!(files.len() > 5, "mask files not found: {files:?}");
+    let hits = naming(
+        &files,
+        &["crate::compiler", "CompiledGrammar", "GrammarCompiler"],
+    );
+    assert!(
+        hits.is_empty(),
+        "mask naming the compiler:\n{}",
         hits.join("\n")
     );
 }

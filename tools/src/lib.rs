@@ -316,6 +316,7 @@ impl ToolCall {
 
 /// Why a call in model output could not be read.
 #[derive(Clone, Debug, Error, PartialEq)]
+#[non_exhaustive]
 pub enum ToolParseError {
     /// The call names a tool that is not in the list.
     #[error("the call names {name:?}, which is not one of the offered tools")]
@@ -777,6 +778,7 @@ impl<'f> dyn ToolCallFormat + 'f {
 
 /// Errors of tool definitions, tool choices, tag building and tool execution.
 #[derive(Debug, Error, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum ToolError {
     /// A tool definition is wrong.
     #[error("tool {tool:?}: {reason}")]
