@@ -1,69 +1,12 @@
-//! Regressions from a soundness review of the JSON Schema front end: each schema is either
-//! refused with [`JsonSchemaError::Unsupported`] or compiled to a grammar that agrees with
-//! the `jsonschema` crate on every instance listed (and, where the review named one, the
-//! expected verdict is asserted outright).
+//! Keywords that the lowering merges into one unit (the `contains` trio, `if`/`then`/`else`,
+//! `dependentSchemas`, several bounds on one number, bounds around negative zero): each
+//! schema is either refused with `JsonSchemaError::Unsupported` or compiled to a grammar
+//! that agrees with the `jsonschema` crate on every instance listed (and, where a verdict
+//! is known, it is asserted outright).
 
-use crate::common;
-
-use common::{byte_accepts, byte_compiler};
-use serde_json::{json, Value};
-use tokensieve::json_schema::JsonSchemaOptions;
-use tokensieve::JsonSchemaError;
-
-/// The specification's semantics: declared properties in any order.
-fn opts() -> JsonSchemaOptions {
-    JsonSchemaOptions {
-        any_order: true,
-        ..Default::default()
-    }
-}
-
-/// Compiles `schema` (it must compile) and checks that the grammar accepts exactly the
-/// instances (JSON texts) the `jsonschema` validator accepts.
-fn agrees(schema: Value, instances: &[&str]) {
-    let g = byte_compiler()
-        .compile_json_schema(&schema, &opts())
-        .unwrap_or_else(|e| panic!("{schema}: {e}"));
-    let v = jsonschema::validator_for(&schema).expect("a valid schema");
-    for text in instances {
-        let inst: Value = serde_json::from_str(text).expect("JSON instance");
-        assert_eq!(
-            byte_accepts(&g, text),
-            v.is_valid(&inst),
-            "{schema} on {text}\n{}",
-            g.grammar()
-        );
-    }
-}
-
-/// `schema` compiles, accepts `good` and rejects `bad` (the oracle agrees on both).
-fn expect(schema: Value, good: &[&str], bad: &[&str]) {
-    let g = byte_compiler()
-        .compile_json_schema(&schema, &opts())
-        .unwrap_or_else(|e| panic!("{schema}: {e}"));
-    let v = jsonschema::validator_for(&schema).expect("a valid schema");
-    for (texts, want) in [(good, true), (bad, false)] {
-        for text in texts {
-            let inst: Value = serde_json::from_str(text).expect("JSON instance");
-            assert_eq!(v.is_valid(&inst), want, "oracle: {schema} on {text}");
-            assert_eq!(
-                byte_accepts(&g, text),
-                want,
-                "{schema} on {text}\n{}",
-                g.grammar()
-            );
-        }
-    }
-}
-
-/// Either refused as unsupported, or exact on `instances`.
-fn refused_or_agrees(schema: Value, instances: &[&str]) {
-    match tokensieve::json_schema_to_grammar(&schema, &opts()) {
-        Err(JsonSchemaError::Unsupported { .. }) => {}
-        Err(e) => panic!("{schema}: unexpected error {e}"),
-        Ok(_) => agrees(schema, instances),
-    }
-}
+use super::common::{byte_accepts, byte_compiler};
+use super::schema_check::{any_order, byte_agrees, byte_expect, byte_refused_or_agrees};
+use serde_json::json;
 
 const ARRAYS: &[&str] = &[
     "[]", "[1]", "[1,1]", "[1,1,1]", "[2]", "[1,2]", "[2,2,1]", "[\"a\"]", "{}", "1", "\"x\"",
@@ -71,45 +14,45 @@ const ARRAYS: &[&str] = &[
 
 #[test]
 fn contains_trio_merges_as_one_unit() {
-    expect(
+    byte_expect(
         json!({"allOf":[{"contains":{"const":1},"minContains":0},{"contains":{"const":1}}]}),
         &["[1]", "[1,2]"],
         &["[]", "[2]"],
     );
-    expect(
+    byte_expect(
         json!({"allOf":[{"contains":{"const":1},"maxContains":1},{"contains":{"const":1},"minContains":0}]}),
         &["[1]", "[1,2]"],
         &["[]", "[2]", "[1,1]"],
     );
-    expect(
+    byte_expect(
         json!({"$ref":"#/$defs/a","contains":{"const":1},"$defs":{"a":{"contains":{"const":1},"minContains":0}}}),
         &["[1]"],
         &["[]"],
     );
-    expect(
+    byte_expect(
         json!({"contains":{"const":1},"anyOf":[{"contains":{"const":1},"minContains":0},{"type":"string"}]}),
         &["[1]", "\"s\""],
         &["[]", "[2]"],
     );
     // `minContains`/`maxContains` without a `contains` on their side mean nothing.
-    agrees(
+    byte_agrees(
         json!({"allOf":[{"minContains":0},{"contains":{"const":1}}]}),
         ARRAYS,
     );
-    agrees(
+    byte_agrees(
         json!({"allOf":[{"contains":{"const":1}},{"maxContains":1}]}),
         ARRAYS,
     );
-    agrees(
+    byte_agrees(
         json!({"allOf":[{"contains":{"const":1},"minContains":2},{"contains":{"const":1},"maxContains":2}]}),
         ARRAYS,
     );
-    agrees(
+    byte_agrees(
         json!({"allOf":[{"contains":{"const":1},"minContains":0,"maxContains":2},{"contains":{"const":1},"minContains":0}]}),
         ARRAYS,
     );
     // Two different `contains`: both hold, or refused.
-    refused_or_agrees(
+    byte_refused_or_agrees(
         json!({"allOf":[{"contains":{"const":1},"minContains":0},{"contains":{"const":2}}]}),
         ARRAYS,
     );
@@ -117,7 +60,7 @@ fn contains_trio_merges_as_one_unit() {
 
 #[test]
 fn if_then_else_merges_as_one_unit() {
-    expect(
+    byte_expect(
         json!({"allOf":[{"if":{"required":["foo"]},"then":{"required":["bar"]}},{"else":{"required":["baz"]}}]}),
         &["{}", "{\"foo\":1,\"bar\":2}", "[]"],
         &["{\"foo\":1}"],
@@ -131,19 +74,19 @@ fn if_then_else_merges_as_one_unit() {
         "{\"foo\":1,\"bar\":1,\"baz\":1}",
         "1",
     ];
-    agrees(
+    byte_agrees(
         json!({"allOf":[{"then":{"required":["bar"]}},{"if":{"required":["foo"]},"else":{"required":["baz"]}}]}),
         objs,
     );
-    agrees(
+    byte_agrees(
         json!({"allOf":[{"if":{"required":["foo"]},"then":{"required":["bar"]}},{"if":{"required":["foo"]},"then":{"required":["baz"]}}]}),
         objs,
     );
-    refused_or_agrees(
+    byte_refused_or_agrees(
         json!({"allOf":[{"if":{"required":["foo"]},"then":{"required":["bar"]}},{"if":{"required":["bar"]},"else":{"required":["baz"]}}]}),
         objs,
     );
-    agrees(
+    byte_agrees(
         json!({"$ref":"#/$defs/a","else":{"required":["baz"]},"$defs":{"a":{"if":{"required":["foo"]},"then":{"required":["bar"]}}}}),
         objs,
     );
@@ -151,16 +94,16 @@ fn if_then_else_merges_as_one_unit() {
 
 #[test]
 fn dependent_schemas_mark_no_array_items() {
-    expect(
+    byte_expect(
         json!({"dependentSchemas":{"bar":{"items":true}},"unevaluatedItems":false}),
         &["[]", "{}", "{\"bar\":1}", "1"],
         &["[1]"],
     );
-    agrees(
+    byte_agrees(
         json!({"dependentSchemas":{"bar":{"prefixItems":[true]}},"unevaluatedItems":false}),
         &["[]", "[1]", "{}", "{\"bar\":1}"],
     );
-    agrees(
+    byte_agrees(
         json!({"dependentSchemas":{"bar":{"properties":{"x":true}}},"unevaluatedProperties":false}),
         &[
             "{}",
@@ -193,36 +136,36 @@ fn merged_bounds_compare_exactly() {
         json!({"allOf":[{"exclusiveMaximum":18446744073709551615u64},{"exclusiveMaximum":18446744073709551614u64}]}),
         json!({"allOf":[{"type":"integer","minimum":9007199254740992u64},{"minimum":9007199254740993u64}]}),
     ] {
-        refused_or_agrees(s, big);
+        byte_refused_or_agrees(s, big);
     }
     // The examples of the review, outright.
     let s = json!({"allOf":[{"minimum":9007199254740992u64},{"minimum":9007199254740993u64}]});
-    if let Ok(g) = byte_compiler().compile_json_schema(&s, &opts()) {
+    if let Ok(g) = byte_compiler().compile_json_schema(&s, &any_order()) {
         assert!(!byte_accepts(&g, "9007199254740992"));
         assert!(byte_accepts(&g, "9007199254740993"));
     }
     let s =
         json!({"allOf":[{"maximum":18446744073709551615u64},{"maximum":18446744073709551614u64}]});
-    if let Ok(g) = byte_compiler().compile_json_schema(&s, &opts()) {
+    if let Ok(g) = byte_compiler().compile_json_schema(&s, &any_order()) {
         assert!(!byte_accepts(&g, "18446744073709551615"));
         assert!(byte_accepts(&g, "18446744073709551614"));
     }
     // One schema with both bounds: the stricter, exactly.
     let s = json!({"minimum":9007199254740993u64,"exclusiveMinimum":9007199254740992u64});
     let g = byte_compiler()
-        .compile_json_schema(&s, &opts())
+        .compile_json_schema(&s, &any_order())
         .expect("compiles");
     assert!(!byte_accepts(&g, "9007199254740992"));
     assert!(!byte_accepts(&g, "9007199254740992.5"));
     assert!(byte_accepts(&g, "9007199254740993"));
     let s = json!({"maximum":9007199254740992u64,"exclusiveMaximum":9007199254740993u64});
     let g = byte_compiler()
-        .compile_json_schema(&s, &opts())
+        .compile_json_schema(&s, &any_order())
         .expect("compiles");
     assert!(!byte_accepts(&g, "9007199254740992.5"));
     assert!(byte_accepts(&g, "9007199254740992"));
     // Small bounds and lengths still merge.
-    expect(
+    byte_expect(
         json!({"allOf":[{"minimum":1.5},{"minimum":2}, {"maxLength": 3}, {"maxLength": 2}]}),
         &["2", "3.5", "\"ab\""],
         &["1.75", "\"abc\""],
@@ -244,65 +187,11 @@ fn negative_zero_in_bounded_numbers() {
         json!({"type":"number","minimum":-0.5,"maximum":0.5}),
         json!({"type":"number","minimum":0,"maximum":0}),
     ] {
-        agrees(s, zeros);
+        byte_agrees(s, zeros);
     }
-    expect(
+    byte_expect(
         json!({"type":"number","minimum":0}),
         &["-0", "-0.0"],
         &["-1"],
-    );
-}
-
-#[test]
-fn draft4_boolean_exclusive_bounds() {
-    let d4 = "http://json-schema.org/draft-04/schema#";
-    let nums = &["0", "1", "1.5", "2", "2.5", "3", "-1", "\"x\""];
-    expect(
-        json!({"$schema": d4, "minimum": 1, "exclusiveMinimum": true}),
-        &["1.5", "2", "\"x\""],
-        &["1", "0"],
-    );
-    expect(
-        json!({"$schema": d4, "maximum": 2, "exclusiveMaximum": true}),
-        &["1.5", "1"],
-        &["2", "3"],
-    );
-    expect(
-        json!({"$schema": d4, "type": "integer", "minimum": 1, "exclusiveMinimum": false, "maximum": 3, "exclusiveMaximum": true}),
-        &["1", "2"],
-        &["0", "3"],
-    );
-    agrees(
-        json!({"$schema": d4, "allOf": [{"minimum": 1, "exclusiveMinimum": true}, {"maximum": 3, "exclusiveMaximum": true}]}),
-        nums,
-    );
-    agrees(
-        json!({"$schema": d4, "not": {"minimum": 1, "exclusiveMinimum": true}}),
-        nums,
-    );
-}
-
-#[test]
-fn draft7_ref_ignores_siblings() {
-    expect(
-        json!({"$schema":"http://json-schema.org/draft-07/schema#","definitions":{"a":{"type":"integer"}},"$ref":"#/definitions/a","minimum":100}),
-        &["0", "100"],
-        &["\"a\"", "1.5"],
-    );
-    expect(
-        json!({"$schema":"http://json-schema.org/draft-07/schema#","definitions":{"a":{"$id":"http://example.com/a.json","$ref":"#/definitions/b","definitions":{"b":{"type":"integer"}}},"b":{"type":"string"}},"$ref":"#/definitions/a"}),
-        &["\"a\""],
-        &["1"],
-    );
-    expect(
-        json!({"$schema":"http://json-schema.org/draft-04/schema#","definitions":{"a":{"type":"integer"}},"properties":{"x":{"$ref":"#/definitions/a","maximum":1}}}),
-        &["{\"x\":5}"],
-        &["{\"x\":\"s\"}"],
-    );
-    // 2020-12 applies the siblings.
-    expect(
-        json!({"$defs":{"a":{"type":"integer"}},"$ref":"#/$defs/a","minimum":100}),
-        &["100"],
-        &["0"],
     );
 }
