@@ -10,10 +10,10 @@ mod common;
 mod events;
 mod tool_check;
 
+mod granite_internlm_phi4_llama31;
 mod hermes;
 mod invoke_families;
 mod json_families;
-mod more_families;
 mod recorded;
 mod round_trip;
 mod special_tokens;
