@@ -88,6 +88,7 @@ pub(crate) mod scan;
 mod stream;
 pub(crate) mod tags;
 #[cfg(test)]
+#[path = "../tests/common/family_checks.rs"]
 pub(crate) mod test_support;
 mod tool;
 

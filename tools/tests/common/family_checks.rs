@@ -1,6 +1,12 @@
-//! Test support shared by the families' unit tests: the whole-vs-streamed checks, round
-//! trips through a family's grammar, an ASCII vocabulary to compile tags on, and the
-//! proptest settings of the streaming checks.
+//! Checks shared by the families' unit tests (the library's `#[cfg(test)]` modules, which
+//! include this file as `crate::test_support`): the whole-vs-streamed checks, round trips
+//! through a family's grammar, an ASCII vocabulary to compile tags on, the proptest
+//! settings of the streaming checks, and the tools and calls they run on.
+//!
+//! It lives under tests/ (not src/) because it is test code only; it is compiled into the
+//! library's test build, not into an integration test crate, because it reads one
+//! crate-private function (`stream::streamed_arguments`, the arguments text a stream
+//! sends).
 
 use serde_json::json;
 
