@@ -151,3 +151,78 @@ fn no_source_file_is_over_1200_lines() {
         long.join("\n")
     );
 }
+
+/// The README's "Layout" section: the text from its heading to the next `## ` heading.
+fn readme_layout() -> String {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let start = readme
+        .find("\n## Layout\n")
+        .expect("README.md has a `## Layout` section");
+    let rest = &readme[start + 1..];
+    let end = rest[3..].find("\n## ").map_or(rest.len(), |i| i + 3);
+    rest[..end].to_string()
+}
+
+/// True when `text` holds `name` as a whole path: not preceded by a character of a path
+/// (so `src/` is not found inside `tools/src/`) and, for a file, not followed by one.
+fn names_path(text: &str, name: &str) -> bool {
+    let is_path = |c: char| c.is_alphanumeric() || "/_.-".contains(c);
+    text.match_indices(name).any(|(i, _)| {
+        let before = text[..i].chars().next_back();
+        let after = text[i + name.len()..].chars().next();
+        !before.is_some_and(is_path) && (name.ends_with('/') || !after.is_some_and(is_path))
+    })
+}
+
+/// Every folder of the repository (`git ls-files`) is named in the README's layout
+/// section by its full path with a trailing `/` (`tools/src/stream/`), and every
+/// top-level file by its name. Skipped (with a message) outside a git checkout, unless
+/// `CI=true`.
+#[test]
+fn readme_layout_names_every_folder_and_top_level_file() {
+    let out = std::process::Command::new("git")
+        .args(["ls-files"])
+        .current_dir(root())
+        .output();
+    let files = match out {
+        Ok(o) if o.status.success() => String::from_utf8(o.stdout).unwrap(),
+        other => {
+            let ci = std::env::var("CI").is_ok_and(|v| v == "true");
+            assert!(!ci, "CI=true but `git ls-files` failed: {other:?}");
+            eprintln!("skipping: not a git checkout ({other:?})");
+            return;
+        }
+    };
+    let mut wanted = std::collections::BTreeSet::new();
+    for f in files.lines() {
+        match f.rsplit_once('/') {
+            // Every folder on the way, so a folder holding only folders is named too.
+            Some((dir, _)) => {
+                let mut at = String::new();
+                for part in dir.split('/') {
+                    at.push_str(part);
+                    at.push('/');
+                    wanted.insert(at.clone());
+                }
+            }
+            None => {
+                wanted.insert(f.to_string());
+            }
+        }
+    }
+    assert!(
+        wanted.len() > 50,
+        "git ls-files listed too little: {wanted:?}"
+    );
+    let layout = readme_layout();
+    let missing: Vec<&String> = wanted.iter().filter(|w| !names_path(&layout, w)).collect();
+    assert!(
+        missing.is_empty(),
+        "README.md's layout section does not name:\n{}",
+        missing
+            .iter()
+            .map(|m| m.as_str())
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+}
