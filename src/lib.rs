@@ -32,6 +32,7 @@
 mod automaton;
 mod compiler;
 pub mod engine;
+mod error;
 pub mod grammar;
 pub mod json_schema;
 pub mod limits;

@@ -6,7 +6,7 @@
 //! or the front end's error out), then the one pipeline of `pipeline.rs` (validate →
 //! resolve token terminals → lower → automata → masks). Which kind of mask a node gets is
 //! planned in `crate::mask::plan`, not here. Errors of every entry point are one
-//! [`CompileError`] (`error.rs`). A compile returns an `Arc<CompiledGrammar>` that any
+//! [`CompileError`] (`src/error.rs`, the crate's error, which no front end needs the compiler to name). A compile returns an `Arc<CompiledGrammar>` that any
 //! number of [`crate::GrammarMatcher`]s, on any threads, share.
 
 use crate::automaton::{rule_cache::RuleAutomatonCache, Automaton, KeyBasis};
@@ -25,16 +25,15 @@ use std::sync::{Arc, OnceLock, RwLock};
 mod cache;
 mod deferred;
 mod entry;
-mod error;
 mod pipeline;
 mod serialize;
 #[cfg(test)]
 mod tests;
 pub use crate::automaton::rule_cache::RuleAutomatonCacheStats;
+#[allow(deprecated)]
+pub use crate::error::{CompileError, RegexCompileError};
 use cache::GrammarCache;
 pub use cache::GrammarCacheStats;
-#[allow(deprecated)]
-pub use error::{CompileError, RegexCompileError};
 pub use serialize::{DeserializeError, SerializeError, FORMAT_VERSION};
 
 /// When node masks are computed.

@@ -61,10 +61,10 @@ use regex_syntax::ast::{self, AssertionKind, Ast, RepetitionKind, RepetitionRang
 use regex_syntax::hir::{self, Class, Hir, HirKind, Look};
 use std::fmt;
 
-/// The 0.x error of `compile_regex`, at its old path (the one name a front end keeps of
-/// the compiler: a deprecated re-export, not a dependency of the lowering).
+/// The 0.x error of `compile_regex`, at its old path: a deprecated re-export of the crate's
+/// error module (`src/error.rs`), not a dependency of the lowering on the compiler.
 #[allow(deprecated)]
-pub use crate::compiler::RegexCompileError;
+pub use crate::error::RegexCompileError;
 
 /// Options of the regex front end ([`regex_to_expr`],
 /// [`crate::GrammarCompiler::compile_regex_with`]).

@@ -51,9 +51,10 @@ fn naming(files: &[PathBuf], names: &[&str]) -> Vec<String> {
     hits
 }
 
-/// Lines a front end may hold that name the compiler: deprecated re-exports kept at their
-/// 0.x paths (see docs/migrating.md), which are names only, not a use of the compiler.
-const COMPAT_REEXPORTS: &[&str] = &["pub use crate::compiler::RegexCompileError;"];
+/// Lines a front end may hold that name a compile error type: deprecated re-exports of the
+/// crate's error module (`src/error.rs`) kept at their 0.x paths (see docs/migrating.md);
+/// they name neither the compiler module nor anything of it.
+const COMPAT_REEXPORTS: &[&str] = &["pub use crate::error::RegexCompileError;"];
 
 /// The front ends (`json_schema`, `regex`, `structural_tag`, `grammar::ebnf`) name neither
 /// the compiler (no import of it, none of its types, no `impl GrammarCompiler` block) nor

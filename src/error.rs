@@ -1,6 +1,9 @@
-//! [`CompileError`]: the one error type of every `compile_*` entry point, whose variants
-//! carry each front end's own error (EBNF, JSON Schema, regex, structural tag) beside the
-//! errors of the pipeline (invalid IR, unknown tokens, an empty language, size limits).
+//! The crate's compile errors: [`CompileError`], the one error type of every `compile_*`
+//! entry point, whose variants carry each front end's own error (EBNF, JSON Schema, regex,
+//! structural tag) beside the errors of the pipeline (invalid IR, unknown tokens, an empty
+//! language, size limits). It sits at the crate's root, below the compiler, so that the
+//! deprecated 0.x error kept at `tokensieve::regex` does not make a front end name the
+//! compiler.
 
 use crate::automaton::AutomatonError;
 use crate::grammar::ebnf::EbnfError;
