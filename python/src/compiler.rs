@@ -201,7 +201,7 @@ impl PyGrammarCompiler {
         py: Python<'_>,
         schema: &str,
         any_whitespace: bool,
-        max_whitespace_cnt: Option<u32>,
+        max_whitespace_cnt: Option<i64>,
         strict_mode: bool,
         any_order: bool,
         lenient: bool,
@@ -254,10 +254,15 @@ impl PyGrammarCompiler {
             .map(compiled)
     }
 
-    /// Compiles a regular expression.
+    /// Compiles a regular expression, in XGrammar's dialect (`crate::grammar::xgrammar_regex`).
     fn compile_regex(&self, py: Python<'_>, regex: &str) -> PyResult<PyCompiledGrammar> {
-        self.run(py, |c| c.compile_regex(regex), TokensieveError::new_err)
-            .map(compiled)
+        let opts = crate::grammar::xgrammar_regex();
+        self.run(
+            py,
+            |c| c.compile_regex_with(regex, &opts),
+            TokensieveError::new_err,
+        )
+        .map(compiled)
     }
 
     /// Compiles a structural tag given as XGrammar's JSON text.

@@ -62,7 +62,7 @@ impl PyStructuredOutputBackend {
     fn new(
         compiler: &PyGrammarCompiler,
         any_whitespace: bool,
-        max_whitespace_cnt: Option<u32>,
+        max_whitespace_cnt: Option<i64>,
         strict_mode: bool,
         any_order: bool,
         max_rollback_tokens: Option<usize>,

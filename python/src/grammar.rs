@@ -14,20 +14,35 @@ pub(crate) struct PyGrammar {
     pub(crate) inner: tokensieve::Grammar,
 }
 
+/// The regex dialect of XGrammar's `Grammar.from_regex` and `compile_regex` (its regex
+/// converter, checked on 0.2.9): `\d`, `\w`, `\s` are ECMAScript's classes (`[0-9]`,
+/// `[a-zA-Z0-9_]`, ECMAScript white space) and `.` is any code point, `\n` included. The
+/// Rust API's default stays the `regex` crate's (Unicode classes, `.` without `\n`).
+pub(crate) fn xgrammar_regex() -> tokensieve::RegexOptions {
+    tokensieve::RegexOptions::new()
+        .ecmascript_classes(true)
+        .dot_matches_new_line(true)
+}
+
 pub(crate) fn schema_options(
     any_whitespace: bool,
-    max_whitespace_cnt: Option<u32>,
+    max_whitespace_cnt: Option<i64>,
     strict_mode: bool,
     any_order: bool,
 ) -> PyResult<JsonSchemaOptions> {
-    if max_whitespace_cnt == Some(0) {
-        return Err(PyValueError::new_err(
-            "max_whitespace_cnt must be a positive integer (or None for no limit)",
-        ));
-    }
+    let max_whitespace = match max_whitespace_cnt {
+        None => None,
+        Some(n) if (1..=i64::from(u32::MAX)).contains(&n) => Some(n as u32),
+        Some(n) => {
+            return Err(PyValueError::new_err(format!(
+                "max_whitespace_cnt must be a positive integer below 2**32 (or None for no \
+                 limit), not {n}"
+            )))
+        }
+    };
     Ok(JsonSchemaOptions {
         any_whitespace,
-        max_whitespace: max_whitespace_cnt,
+        max_whitespace,
         strict: strict_mode,
         any_order,
         ..JsonSchemaOptions::default()
@@ -81,7 +96,7 @@ impl PyGrammar {
     fn from_json_schema(
         schema: &str,
         any_whitespace: bool,
-        max_whitespace_cnt: Option<u32>,
+        max_whitespace_cnt: Option<i64>,
         strict_mode: bool,
         any_order: bool,
         indent: Option<i64>,
@@ -95,10 +110,10 @@ impl PyGrammar {
             .map_err(|e| InvalidJSONSchemaError::new_err(e.to_string()))
     }
 
-    /// The grammar of a regular expression.
+    /// The grammar of a regular expression, in XGrammar's dialect ([`xgrammar_regex`]).
     #[staticmethod]
     fn from_regex(regex: &str) -> PyResult<Self> {
-        tokensieve::regex::regex_to_grammar(regex, &tokensieve::RegexOptions::default())
+        tokensieve::regex::regex_to_grammar(regex, &xgrammar_regex())
             .map(|inner| Self { inner })
             .map_err(engine_err)
     }

@@ -85,7 +85,7 @@ impl PyToolCallFormat {
         reasoning: bool,
         any_order: bool,
         text_after_calls: bool,
-        max_whitespace_cnt: Option<u32>,
+        max_whitespace_cnt: Option<i64>,
     ) -> PyResult<Self> {
         let mut options = FormatOptions {
             reasoning,
@@ -94,7 +94,9 @@ impl PyToolCallFormat {
             ..FormatOptions::default()
         };
         if max_whitespace_cnt.is_some() {
-            options.max_whitespace = max_whitespace_cnt;
+            options.max_whitespace =
+                crate::grammar::schema_options(true, max_whitespace_cnt, true, false)?
+                    .max_whitespace;
         }
         let format = format_by_name_with(name, &options).ok_or_else(|| {
             PyValueError::new_err(format!(

@@ -99,6 +99,19 @@ def test_get_model_structural_tag_under_xgrammar_names():
         xgr.get_model_structural_tag("no_such_model", TOOLS)
 
 
+def test_get_model_structural_tag_takes_parallel_tool_calls_and_token_markers():
+    # XGrammar 0.2.9's signature ends with parallel_tool_calls=True, token_markers=False.
+    call = '<tool_call>\n{"name": "get_time", "arguments": {}}\n</tool_call>'
+    for parallel, accepted in [(True, True), (False, False)]:
+        tag = xgr.get_model_structural_tag(
+            "qwen_3", TOOLS, tool_choice="required", reasoning=False,
+            parallel_tool_calls=parallel, token_markers=True,
+        )
+        m = xgr.GrammarMatcher(compiler("qwen3").compile_structural_tag(tag))
+        assert m.accept_string(call)
+        assert m.accept_string("\n" + call) is accepted, parallel
+
+
 def test_bad_tools_and_names():
     with pytest.raises(ValueError, match="no tool-call format"):
         ts_tools.ToolCallFormat("nope", TOOLS)

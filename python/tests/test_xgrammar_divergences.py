@@ -102,3 +102,60 @@ def test_indent_without_any_whitespace_is_not_supported_yet(tiny_info):
         compiler.compile_json_schema({"type": "object"}, any_whitespace=False, indent=2)
     g = compiler.compile_json_schema({"type": "object", "properties": {"a": {}}}, indent=2)
     assert xgr.GrammarMatcher(g).accept_string('{ "a" : [1] }')
+
+
+@pytest.mark.parametrize(
+    "pattern,text,accepted",
+    [
+        # XGrammar's regex converter (0.2.9, checked on its `str(Grammar.from_regex(p))`):
+        # `\d` = [0-9], `\w` = [a-zA-Z0-9_], `\s` = ECMAScript white space, `.` = any code
+        # point, newlines included.
+        (r"\d+", "42", True),
+        (r"\d+", "\u0663", False),  # ARABIC-INDIC DIGIT THREE: Unicode \d, not XGrammar's
+        (r"\w+", "abc_9", True),
+        (r"\w+", "\u00e9", False),
+        (r"\W", "\u00e9", True),
+        (r"[\d.]+", "3.14", True),
+        (r"[^\d]", "\u0663", True),
+        (r"\s", "\u00a0", True),
+        (r"\s", "\ufeff", True),
+        (r"\s", "\u0085", False),  # NEL: Unicode white space, not ECMAScript's
+        (r"a.b", "a\nb", True),
+        (r"a.b", "a\u00e9b", True),
+    ],
+)
+def test_regex_classes_and_dot_follow_xgrammar(pattern, text, accepted):
+    from tokensieve.testing import _is_grammar_accept_string
+
+    assert _is_grammar_accept_string(xgr.Grammar.from_regex(pattern), text) is accepted
+
+
+def test_compile_regex_follows_xgrammar_classes(tiny_info):
+    compiled = xgr.GrammarCompiler(tiny_info).compile_regex(r"[\w\s]*")
+    assert compiled.grammar is not None
+    m = xgr.GrammarMatcher(xgr.GrammarCompiler(tiny_info).compile_regex(r"\d\d"))
+    assert m.accept_string("12")
+    m = xgr.GrammarMatcher(xgr.GrammarCompiler(tiny_info).compile_regex(r"\d"))
+    assert not m.accept_string("\u0663")
+
+
+def test_vocab_size_below_the_token_count_is_refused():
+    # XGrammar: "vocab_size (2) must be at least the number of tokens in the vocab (3)".
+    with pytest.raises(ValueError, match=r"vocab_size \(2\) must be at least .* \(3\)"):
+        xgr.TokenizerInfo(["a", "b", "c"], vocab_size=2)
+    assert xgr.TokenizerInfo(["a", "b", "c"], vocab_size=3).vocab_size == 3
+
+
+@pytest.mark.parametrize("cnt", [0, -1, -(2**40), 2**40])
+def test_max_whitespace_cnt_out_of_range_says_so(tiny_info, cnt):
+    # XGrammar: "max_whitespace_cnt must be positive" for 0 and -1; no OverflowError.
+    with pytest.raises(ValueError, match="max_whitespace_cnt must be a positive integer"):
+        xgr.GrammarCompiler(tiny_info).compile_json_schema(
+            '{"type": "object"}', max_whitespace_cnt=cnt
+        )
+
+
+@pytest.mark.parametrize("seps", [("x",), ",", (",", ":", "="), 5])
+def test_separators_that_are_not_a_pair_say_so(tiny_info, seps):
+    with pytest.raises(ValueError, match="separators must be a pair"):
+        xgr.GrammarCompiler(tiny_info).compile_json_schema('{"type": "object"}', separators=seps)

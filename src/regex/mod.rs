@@ -77,6 +77,7 @@ pub struct RegexOptions {
     unanchored: bool,
     dot_matches_new_line: bool,
     case_insensitive: bool,
+    ecmascript_classes: bool,
     nest_limit: u32,
 }
 
@@ -86,6 +87,7 @@ impl Default for RegexOptions {
             unanchored: false,
             dot_matches_new_line: false,
             case_insensitive: false,
+            ecmascript_classes: false,
             nest_limit: Self::DEFAULT_NEST_LIMIT,
         }
     }
@@ -126,6 +128,19 @@ impl RegexOptions {
     /// does the same inside the pattern).
     pub fn case_insensitive(mut self, yes: bool) -> Self {
         self.case_insensitive = yes;
+        self
+    }
+
+    /// ECMAScript's Perl classes (default off): `\d` is `[0-9]`, `\w` is `[0-9A-Za-z_]`, `\s`
+    /// is ECMAScript white space (`\t \n \v \f \r`, space, U+00A0, U+1680, U+2000–U+200A,
+    /// U+2028, U+2029, U+202F, U+205F, U+3000, U+FEFF), and `\D`, `\W`, `\S` their
+    /// complements, outside and inside brackets, instead of the Unicode classes (`\d` =
+    /// `\p{Nd}`). This is the dialect of JavaScript, of the JSON Schema `pattern` keyword and
+    /// of XGrammar's regex converter (`xgrammar.Grammar.from_regex`), which the Python
+    /// package's `compile_regex` follows. Each class is rewritten in the pattern before
+    /// translation, so errors keep the positions of the pattern as written.
+    pub fn ecmascript_classes(mut self, yes: bool) -> Self {
+        self.ecmascript_classes = yes;
         self
     }
 
@@ -281,6 +296,22 @@ pub fn regex_to_expr(pattern: &str, opts: &RegexOptions) -> Result<Expr, RegexEr
         .parse(pattern)
         .map_err(|e| ast_error(e, limit))?;
     check_assertions(&ast, pattern, true, true)?;
+    let rewritten;
+    let (pattern, ast) = match opts.ecmascript_classes {
+        true => match ecmascript_perl_classes(pattern, &ast) {
+            Some(p) => {
+                rewritten = p;
+                let ast = ast::parse::ParserBuilder::new()
+                    .nest_limit(limit.saturating_add(1))
+                    .build()
+                    .parse(&rewritten)
+                    .map_err(|e| ast_error(e, limit))?;
+                (rewritten.as_str(), ast)
+            }
+            None => (pattern, ast),
+        },
+        false => (pattern, ast),
+    };
     let hir = hir::translate::TranslatorBuilder::new()
         .unicode(true)
         .utf8(true)
@@ -414,6 +445,70 @@ fn misplaced(pattern: &str, span: Option<ast::Span>, reason: &'static str) -> Re
         position: span.start.into(),
         reason,
     }
+}
+
+/// ECMAScript white space, the class `\s` stands for under
+/// [`RegexOptions::ecmascript_classes`] (without its brackets).
+const ECMASCRIPT_SPACE: &str = r"\t\n\x0B\x0C\r\x20\xA0\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}\x{FEFF}";
+
+/// `pattern` with every Perl class (`\d`, `\D`, `\w`, `\W`, `\s`, `\S`) replaced by its
+/// ECMAScript class, written so that it means the same where it stands (a nested class inside
+/// brackets for a complement); `None` when the pattern has none. Spans come from `ast`, the
+/// parse of `pattern`, so escapes, brackets and comments (`(?x)`) are never misread.
+fn ecmascript_perl_classes(pattern: &str, ast: &Ast) -> Option<String> {
+    struct Perl(Vec<(ast::Span, ast::ClassPerlKind, bool, bool)>);
+    type Found = Vec<(ast::Span, ast::ClassPerlKind, bool, bool)>;
+    impl ast::Visitor for Perl {
+        type Output = Found;
+        type Err = ();
+        fn finish(self) -> Result<Found, ()> {
+            Ok(self.0)
+        }
+        fn visit_pre(&mut self, a: &Ast) -> Result<(), ()> {
+            if let Ast::ClassPerl(c) = a {
+                self.0.push((c.span, c.kind.clone(), c.negated, false));
+            }
+            Ok(())
+        }
+        fn visit_class_set_item_pre(&mut self, item: &ast::ClassSetItem) -> Result<(), ()> {
+            if let ast::ClassSetItem::Perl(c) = item {
+                self.0.push((c.span, c.kind.clone(), c.negated, true));
+            }
+            Ok(())
+        }
+    }
+    // The visitor is heap-based (no recursion), and this one never fails.
+    let mut found = ast::visit(ast, Perl(Vec::new())).unwrap_or_default();
+    if found.is_empty() {
+        return None;
+    }
+    found.sort_by_key(|(span, ..)| span.start.offset);
+    let mut out = String::with_capacity(pattern.len() + 32 * found.len());
+    let mut at = 0;
+    for (span, kind, negated, in_brackets) in found {
+        out.push_str(&pattern[at..span.start.offset]);
+        at = span.end.offset;
+        let body = match kind {
+            ast::ClassPerlKind::Digit => "0-9",
+            ast::ClassPerlKind::Word => "0-9A-Za-z_",
+            ast::ClassPerlKind::Space => ECMASCRIPT_SPACE,
+        };
+        match (negated, in_brackets) {
+            (false, true) => out.push_str(body),
+            (false, false) => {
+                out.push('[');
+                out.push_str(body);
+                out.push(']');
+            }
+            (true, _) => {
+                out.push_str("[^");
+                out.push_str(body);
+                out.push(']');
+            }
+        }
+    }
+    out.push_str(&pattern[at..]);
+    Some(out)
 }
 
 /// True when `ast` can only match the empty string (or nothing): no literal, class or dot.

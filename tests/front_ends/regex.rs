@@ -340,6 +340,57 @@ fn dot_matches_new_line_option() {
     }
 }
 
+/// `RegexOptions::ecmascript_classes`: `\d`, `\w`, `\s` and their complements take their
+/// ECMAScript meaning (XGrammar's regex dialect: `[0-9]`, `[a-zA-Z0-9_]`, ECMAScript white
+/// space) outside and inside brackets, while the default keeps Rust's Unicode classes.
+#[test]
+fn ecmascript_classes_option() {
+    let c = byte_compiler();
+    let opts = RegexOptions::new().ecmascript_classes(true);
+    let ws = "[\\t\\n\\x0B\\x0C\\r\\x20\\xA0\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}\\x{FEFF}]";
+    let cases: &[(&str, String)] = &[
+        (r"\d+", "[0-9]+".into()),
+        (r"\D", "[^0-9]".into()),
+        (r"\w+", "[0-9A-Za-z_]+".into()),
+        (r"\W", "[^0-9A-Za-z_]".into()),
+        (r"\s", ws.into()),
+        (r"\S", format!("[^{}", &ws[1..])),
+        (r"[\d.]+", "[0-9.]+".into()),
+        (r"[^\w]", "[^0-9A-Za-z_]".into()),
+        (r"[a\D]", "[a[^0-9]]".into()),
+        (r"x[\s-]y", format!("x[{}-]y", &ws[1..ws.len() - 1])),
+    ];
+    let texts = [
+        "7", "42", "٣", "a", "é", "_", "Z", " ", "\u{a0}", "\u{85}", "\u{feff}", "\u{2028}", ".",
+        "-", "x y", "x-y", "x\u{85}y", "xay", "3.14", "a7", "aé",
+    ];
+    for (p, ascii) in cases {
+        let compiled = c.compile_regex_with(p, &opts).unwrap();
+        let re = regex::Regex::new(&format!("^(?:{ascii})$")).unwrap();
+        let unicode = c.compile_regex(p).unwrap();
+        let re_unicode = oracle(p, false, false);
+        for t in texts {
+            assert_eq!(
+                accepts(&compiled, t),
+                re.is_match(t),
+                "{p} as {ascii}: {t:?}"
+            );
+            assert_eq!(
+                accepts(&unicode, t),
+                re_unicode.is_match(t),
+                "{p} (Unicode): {t:?}"
+            );
+        }
+    }
+    // The difference that matters: the default is Unicode, the option is not.
+    let digits = c.compile_regex_with(r"\d+", &opts).unwrap();
+    assert!(!accepts(&digits, "٣"));
+    assert!(accepts(&c.compile_regex(r"\d+").unwrap(), "٣"));
+    // Errors keep the original pattern's positions.
+    let e = c.compile_regex_with(r"\d\d(", &opts).unwrap_err();
+    assert!(e.to_string().contains("1:5"), "{e}");
+}
+
 /// Unanchored mode (the JSON Schema `pattern` keyword): texts containing a match.
 #[test]
 fn unanchored_mode() {

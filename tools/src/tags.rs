@@ -139,8 +139,7 @@ pub fn assemble(
         excludes.push(begin.clone());
     }
     excludes.extend(env.excludes.iter().cloned());
-    excludes.retain(|s| !s.is_empty());
-    excludes.dedup();
+    let excludes = unique_markers(excludes);
     let free_text = json!({"type": "any_text", "excludes": excludes});
 
     let mut tags = Vec::with_capacity(allowed.len());
@@ -207,9 +206,8 @@ pub fn assemble(
     let format = match (&env.reasoning, options.reasoning) {
         (Some((begin, end, after)), true) => {
             let mut reasoning_excludes = excludes_of_reasoning(env);
-            if !begin.is_empty() {
-                reasoning_excludes.push(begin.clone());
-            }
+            reasoning_excludes.push(begin.clone());
+            let reasoning_excludes = unique_markers(reasoning_excludes);
             let mut elements = vec![json!({"type": "tag", "begin": begin,
                 "content": {"type": "any_text", "excludes": reasoning_excludes}, "end": end})];
             if !after.is_empty() {
@@ -290,13 +288,51 @@ fn excludes_of_reasoning(env: &Envelope) -> Vec<String> {
         v.push(b.clone());
     }
     v.extend(env.excludes.iter().cloned());
-    v.retain(|s| !s.is_empty());
     v
+}
+
+/// `markers` without empty strings and without repeats, in first-seen order (a family's
+/// reasoning markers may also be among its excludes).
+fn unique_markers(mut markers: Vec<String>) -> Vec<String> {
+    let mut seen = std::collections::HashSet::new();
+    markers.retain(|m| !m.is_empty() && seen.insert(m.clone()));
+    markers
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every `excludes` list of a tag names each marker once (XGrammar's review found
+    /// `<think>` twice in Hermes, DeepSeek and Kimi tags with reasoning on).
+    #[test]
+    fn excludes_name_each_marker_once() {
+        fn check(v: &Value, family: &str) {
+            match v {
+                Value::Object(o) => {
+                    if let Some(Value::Array(list)) = o.get("excludes") {
+                        let set: std::collections::HashSet<_> = list.iter().collect();
+                        assert_eq!(set.len(), list.len(), "{family}: {list:?}");
+                    }
+                    o.values().for_each(|v| check(v, family));
+                }
+                Value::Array(a) => a.iter().for_each(|v| check(v, family)),
+                _ => {}
+            }
+        }
+        let tool = Tool::new("f", "", json!({"type": "object"})).unwrap();
+        let options = FormatOptions {
+            reasoning: true,
+            ..FormatOptions::default()
+        };
+        for family in ["hermes", "deepseek_v31", "kimi_k2", "qwen3_coder"] {
+            let format = crate::format_by_name_with(family, &options).unwrap();
+            let tag = format
+                .structural_tag(std::slice::from_ref(&tool), &ToolChoice::Auto, true)
+                .unwrap();
+            check(&tag.to_json(), family);
+        }
+    }
 
     #[test]
     fn json_arguments_carry_the_caps() {

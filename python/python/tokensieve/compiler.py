@@ -266,7 +266,10 @@ class GrammarCompiler:
         return self._wrap(self._compiler.compile_builtin_json_grammar())
 
     def compile_regex(self, regex: str) -> CompiledGrammar:
-        """Compiles a regular expression (the whole output matches it)."""
+        """Compiles a regular expression (the whole output matches it), in XGrammar's
+        dialect: ``\\d``, ``\\w``, ``\\s`` are ECMAScript's ASCII classes (``\\s`` with
+        ECMAScript's Unicode spaces) and ``.`` matches any character, newlines included
+        (``(?-s)`` turns that off inside the pattern)."""
         return self._wrap(self._compiler.compile_regex(regex))
 
     def compile_structural_tag(self, *args: Any, **kwargs: Any) -> CompiledGrammar:

@@ -49,7 +49,13 @@ def _separators(separators: Optional[Tuple[str, str]]) -> Optional[Tuple[str, st
     """``separators`` as a pair of str (XGrammar takes any 2-sequence), or None."""
     if separators is None:
         return None
-    item, key = separators
+    try:
+        item, key = separators
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"separators must be a pair (item separator, key separator), such as "
+            f'(", ", ": "), not {separators!r}'
+        ) from None
     return (str(item), str(key))
 
 
@@ -155,7 +161,8 @@ class Grammar:
 
     @staticmethod
     def from_regex(regex_string: str) -> "Grammar":
-        """The grammar of a regular expression (the whole output matches it)."""
+        """The grammar of a regular expression (the whole output matches it), in
+        XGrammar's dialect (see :meth:`GrammarCompiler.compile_regex`)."""
         return Grammar(_core.Grammar.from_regex(regex_string))
 
     @staticmethod

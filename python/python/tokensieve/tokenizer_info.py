@@ -109,8 +109,15 @@ class TokenizerInfo:
         add_prefix_space: bool = False,
     ) -> None:
         vocab_type = VocabType(vocab_type)
+        encoded_vocab = list(encoded_vocab)
+        if vocab_size is not None and vocab_size < len(encoded_vocab):
+            # As XGrammar: a logits width below the token count is an error, not a cut.
+            raise ValueError(
+                f"vocab_size ({vocab_size}) must be at least the number of tokens in the "
+                f"vocabulary ({len(encoded_vocab)})"
+            )
         self._vocab = _core.Vocabulary.from_encoded_vocab(
-            list(encoded_vocab), vocab_type.value, vocab_size, _stop_list(stop_token_ids)
+            encoded_vocab, vocab_type.value, vocab_size, _stop_list(stop_token_ids)
         )
         self._vocab_type = vocab_type
         self._add_prefix_space = bool(add_prefix_space)

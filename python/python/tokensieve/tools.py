@@ -204,6 +204,8 @@ def get_model_structural_tag(
     any_order: bool = False,
     exclude_special_tokens: bool = True,
     max_whitespace_cnt: Optional[int] = None,
+    parallel_tool_calls: bool = True,
+    token_markers: bool = False,
 ) -> Dict[str, Any]:
     """XGrammar's ``get_model_structural_tag`` for the model names of :data:`MODEL_FORMATS`:
     the structural tag (a dict) of the family's tool calls under ``tool_choice``.
@@ -214,6 +216,11 @@ def get_model_structural_tag(
     ``…</think>\n\n`` then the answer); ``"auto"`` allows a complete block or none;
     ``"disabled"`` (also ``False``) has none. ``force_reasoning`` and
     ``exclude_special_tokens=False`` are not supported (ValueError).
+    ``parallel_tool_calls=False`` allows at most one call. ``token_markers`` is accepted
+    for XGrammar's signature and changes nothing: a marker that is a special token of the
+    vocabulary is always matched as that token when the tag is compiled (what XGrammar does
+    with ``token_markers=True``), never as its text spelled by other tokens. The result is a
+    dict of XGrammar's JSON, not XGrammar's pydantic ``StructuralTag``.
 
     Raises
     ------
@@ -244,7 +251,7 @@ def get_model_structural_tag(
         any_order=any_order,
         max_whitespace_cnt=max_whitespace_cnt,
     )
-    tag = fmt.structural_tag(tool_choice)
+    tag = fmt.structural_tag(tool_choice, parallel_tool_calls=bool(parallel_tool_calls))
     # llama has no reasoning block: its first element may be a tool call's tag.
     return tag if model == "llama" else _reasoning_mode(tag, mode)
 
