@@ -143,6 +143,11 @@ pub struct StreamingParser<'a> {
     unparsed: usize,
     /// Bytes handed to the format's parser so far.
     scanned: usize,
+    /// Deltas taken by the general path (the scan of `Resume::advance`, a parse), not by
+    /// the one-pass scan of a delta inside an argument the stream reads
+    /// (`resumed_plain`): the tests check their number does not grow with an
+    /// argument's length.
+    general: usize,
     reasoning: Joined,
     content: Joined,
     /// The calls after `base`.
@@ -198,6 +203,7 @@ impl<'a> StreamingParser<'a> {
             base_index: 0,
             unparsed: 0,
             scanned: 0,
+            general: 0,
             reasoning: Joined::default(),
             content: Joined::default(),
             calls: Vec::new(),
@@ -241,7 +247,9 @@ impl<'a> StreamingParser<'a> {
     }
 
     /// What the last `len` bytes of the text, just received, settle: appended to `out` as
-    /// [`StreamingParser::push_into`] appends them.
+    /// [`StreamingParser::push_into`] appends them. Not inlined: the cheap path of
+    /// [`StreamingParser::push_with`] stays short.
+    #[inline(never)]
     fn received(&mut self, len: usize, out: &mut Vec<StreamEvent>) {
         if let Some(&(_, index)) = self.resume.as_ref() {
             let taken = match out.last_mut() {
@@ -261,6 +269,7 @@ impl<'a> StreamingParser<'a> {
                 return;
             }
         }
+        self.general += 1;
         self.credit = (self.credit + WORK_PER_BYTE * len).min(ALLOWANCE);
         match self.resume.as_mut() {
             Some((r, index)) => {
@@ -324,6 +333,35 @@ impl<'a> StreamingParser<'a> {
         true
     }
 
+    /// [`StreamingParser::push_with`]'s cheap path: when `scratch` holds the emptied
+    /// argument event of the call whose arguments the stream reads and the last `len`
+    /// bytes received stay inside the string or value being read, writes their argument
+    /// text into that event ([`StreamingParser::resumed_plain`]) and returns true; else
+    /// changes nothing. Kept apart from the general path so that a delta inside a long
+    /// argument runs this short function only.
+    #[inline]
+    fn pushed_plain(&mut self, len: usize) -> bool {
+        let Some(&(_, index)) = self.resume.as_ref() else {
+            return false;
+        };
+        let [StreamEvent::ToolCallArguments {
+            index: i,
+            delta: args,
+        }] = self.scratch.as_mut_slice()
+        else {
+            return false;
+        };
+        if *i != index {
+            return false;
+        }
+        let mut args = std::mem::take(args);
+        let taken = self.resumed_plain(len, &mut args);
+        if let [StreamEvent::ToolCallArguments { delta, .. }] = self.scratch.as_mut_slice() {
+            *delta = args;
+        }
+        taken
+    }
+
     /// Adds `delta` (decoded with special tokens kept) and shows each event it settled to
     /// `each`, in the order [`StreamingParser::push`] returns them, without handing them
     /// over: the cheapest way to forward events (a serving engine writing each into its
@@ -339,17 +377,26 @@ impl<'a> StreamingParser<'a> {
         // `scratch` may hold the last argument event shown, emptied: the next delta of
         // that call is appended onto it, so a delta inside an argument moves no event
         // and allocates nothing.
-        let mut events = std::mem::take(&mut self.scratch);
-        let resumed = self.resume.as_ref().map(|&(_, index)| index);
-        let fast = match events.as_mut_slice() {
-            [StreamEvent::ToolCallArguments { index, delta: args }] if Some(*index) == resumed => {
-                self.resumed_plain(delta.len(), args)
+        if self.pushed_plain(delta.len()) {
+            if let [event @ StreamEvent::ToolCallArguments { delta: args, .. }] =
+                self.scratch.as_slice()
+            {
+                if !args.is_empty() {
+                    each(event);
+                }
             }
-            _ => false,
-        };
-        if !fast {
-            self.received(delta.len(), &mut events);
+            if let [StreamEvent::ToolCallArguments { delta: args, .. }] =
+                self.scratch.as_mut_slice()
+            {
+                args.clear();
+                if args.capacity() > ALLOWANCE {
+                    self.scratch.clear();
+                }
+            }
+            return;
         }
+        let mut events = std::mem::take(&mut self.scratch);
+        self.received(delta.len(), &mut events);
         for event in &events {
             if !matches!(event, StreamEvent::ToolCallArguments { delta, .. } if delta.is_empty()) {
                 each(event);
