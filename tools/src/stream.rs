@@ -314,6 +314,7 @@ impl<'a> StreamingParser<'a> {
     /// bytes received stay inside the string or value being read (see
     /// `Resume::advance_plain`), writes their argument text (and that of whitespace held
     /// before them) onto `args` and returns true; else changes nothing.
+    #[inline]
     fn resumed_plain(&mut self, len: usize, args: &mut String) -> bool {
         let Some((r, _)) = self.resume.as_mut() else {
             return false;

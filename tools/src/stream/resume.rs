@@ -200,6 +200,7 @@ impl Resume {
     /// [`Self::advance`] must read the delta (the state is then unchanged). One pass over
     /// the delta's bytes (a table load each) and none over what came before it: the cost
     /// of a delta inside a long argument.
+    #[inline]
     pub(super) fn advance_plain(&mut self, text: &str, from: usize) -> Option<Plain> {
         if self.scanned != from {
             return None;
@@ -256,8 +257,10 @@ impl Resume {
         self.scanned = text.len();
         let plain = Plain {
             bytes: self.sent..solid,
-            // Held whitespace sent now may hold a newline or a tab.
-            escaped: self.mode == Mode::Escaped && (escaped || self.sent < from),
+            // Held whitespace sent now may hold a newline or a tab (a control byte; a
+            // space, the common case, needs no escape).
+            escaped: self.mode == Mode::Escaped
+                && (escaped || bytes[self.sent..from].iter().any(|&b| b < 0x20)),
         };
         self.sent = solid;
         Some(plain)
@@ -547,6 +550,7 @@ pub(super) struct Plain {
 impl Plain {
     /// Appends the argument text of these bytes of `text` (the output) to `out`; returns
     /// its length.
+    #[inline]
     pub(super) fn render(&self, text: &str, out: &mut String) -> usize {
         let raw = &text[self.bytes.clone()];
         if self.escaped {
