@@ -557,15 +557,11 @@ impl<'a> StreamingParser<'a> {
         }
         call.arguments_text = args;
         if let Some(done) = call.complete.as_mut() {
-            let decoded;
-            let content = match how {
-                resume::Elided::Escaped => raw,
-                resume::Elided::Json => {
-                    decoded = resume::unescape(raw)?;
-                    decoded.as_str()
-                }
+            let mut decoded = match how {
+                resume::Elided::Escaped => None,
+                resume::Elided::Json => Some(resume::unescape(raw)?),
             };
-            if put_back(&mut done.arguments, content) != 1 {
+            if put_back(&mut done.arguments, raw, &mut decoded) != 1 {
                 return None;
             }
         }
@@ -687,22 +683,36 @@ impl<'a> StreamingParser<'a> {
                     });
                 }
                 let now = streamed_arguments(&call.arguments_text);
+                let mut ending = false;
                 if sent.resumed > 0 {
                     // What the stream's scan sent is the parse's text after `sent_args`
                     // (formats keep their partial output monotone): copied once here.
                     let total = sent.sent_args.len() + sent.resumed;
+                    // A call that ends in this parse keeps nothing: only the text after
+                    // what was sent is sent (no copy of a long argument just to drop it).
                     let scanned = now.get(..total).filter(|p| p.starts_with(&*sent.sent_args));
-                    if let Some(p) = scanned {
-                        sent.sent_args.push_str(&p[sent.sent_args.len()..]);
-                        sent.resumed = 0;
+                    match scanned {
+                        Some(_) if call.complete.is_some() => {
+                            if let Some(more) = now.get(total..).filter(|m| !m.is_empty()) {
+                                append_arguments(events, index, more.len(), |d| d.push_str(more));
+                            }
+                            sent.resumed = 0;
+                            ending = true;
+                        }
+                        Some(p) => {
+                            sent.sent_args.push_str(&p[sent.sent_args.len()..]);
+                            sent.resumed = 0;
+                        }
+                        None => {}
                     }
                 }
-                if sent.resumed == 0 {
+                if sent.resumed == 0 && !ending {
                     grow(&now, &mut sent.sent_args, |delta| {
                         append_arguments(events, index, delta.len(), |d| d.push_str(delta))
                     });
                 }
                 args_current = sent.resumed == 0
+                    && !ending
                     && *now == *sent.sent_args
                     && !call.arguments_text.starts_with('"');
             } else {
@@ -730,23 +740,30 @@ impl<'a> StreamingParser<'a> {
     }
 }
 
-/// Replaces [`SENTINEL`] with `raw` in the strings of `v` that hold it; returns how many
-/// times it was found (the caller uses `v` only when that is once).
-fn put_back(v: &mut serde_json::Value, raw: &str) -> usize {
+/// Replaces [`SENTINEL`] with the content (`owned`, else `raw`) in the strings of `v` that
+/// hold it; returns how many times it was found (the caller uses `v` only when that is
+/// once). A string that is the sentinel alone takes `owned` itself, not a copy (the
+/// common case: a long argument is the whole of one string).
+fn put_back(v: &mut serde_json::Value, raw: &str, owned: &mut Option<String>) -> usize {
     match v {
+        serde_json::Value::String(s) if s == SENTINEL && owned.is_some() => {
+            *s = owned.take().unwrap_or_default();
+            1
+        }
         serde_json::Value::String(s) => s.find(SENTINEL).map_or(0, |at| {
+            let content = owned.as_deref().unwrap_or(raw);
             let rest = &s[at + SENTINEL.len()..];
             let more = rest.matches(SENTINEL).count();
             // Built anew, not `replace_range` (which inserts byte by byte).
-            let mut whole = String::with_capacity(s.len() + raw.len());
+            let mut whole = String::with_capacity(s.len() + content.len());
             whole.push_str(&s[..at]);
-            whole.push_str(raw);
+            whole.push_str(content);
             whole.push_str(rest);
             *s = whole;
             1 + more
         }),
-        serde_json::Value::Array(a) => a.iter_mut().map(|x| put_back(x, raw)).sum(),
-        serde_json::Value::Object(o) => o.values_mut().map(|x| put_back(x, raw)).sum(),
+        serde_json::Value::Array(a) => a.iter_mut().map(|x| put_back(x, raw, owned)).sum(),
+        serde_json::Value::Object(o) => o.values_mut().map(|x| put_back(x, raw, owned)).sum(),
         _ => 0,
     }
 }
