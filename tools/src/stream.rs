@@ -143,6 +143,11 @@ pub struct StreamingParser<'a> {
     unparsed: usize,
     /// Bytes handed to the format's parser so far.
     scanned: usize,
+    /// Deltas taken by the general path (the scan of `Resume::advance`, a parse), not by
+    /// the one-pass scan of a delta inside an argument the stream reads
+    /// (`resumed_plain`): the tests check their number does not grow with an
+    /// argument's length.
+    general: usize,
     reasoning: Joined,
     content: Joined,
     /// The calls after `base`.
@@ -198,6 +203,7 @@ impl<'a> StreamingParser<'a> {
             base_index: 0,
             unparsed: 0,
             scanned: 0,
+            general: 0,
             reasoning: Joined::default(),
             content: Joined::default(),
             calls: Vec::new(),
@@ -241,7 +247,9 @@ impl<'a> StreamingParser<'a> {
     }
 
     /// What the last `len` bytes of the text, just received, settle: appended to `out` as
-    /// [`StreamingParser::push_into`] appends them.
+    /// [`StreamingParser::push_into`] appends them. Not inlined: the cheap path of
+    /// [`StreamingParser::push_with`] stays short.
+    #[inline(never)]
     fn received(&mut self, len: usize, out: &mut Vec<StreamEvent>) {
         if let Some(&(_, index)) = self.resume.as_ref() {
             let taken = match out.last_mut() {
@@ -261,6 +269,7 @@ impl<'a> StreamingParser<'a> {
                 return;
             }
         }
+        self.general += 1;
         self.credit = (self.credit + WORK_PER_BYTE * len).min(ALLOWANCE);
         match self.resume.as_mut() {
             Some((r, index)) => {
@@ -305,6 +314,7 @@ impl<'a> StreamingParser<'a> {
     /// bytes received stay inside the string or value being read (see
     /// `Resume::advance_plain`), writes their argument text (and that of whitespace held
     /// before them) onto `args` and returns true; else changes nothing.
+    #[inline]
     fn resumed_plain(&mut self, len: usize, args: &mut String) -> bool {
         let Some((r, _)) = self.resume.as_mut() else {
             return false;
@@ -324,6 +334,35 @@ impl<'a> StreamingParser<'a> {
         true
     }
 
+    /// [`StreamingParser::push_with`]'s cheap path: when `scratch` holds the emptied
+    /// argument event of the call whose arguments the stream reads and the last `len`
+    /// bytes received stay inside the string or value being read, writes their argument
+    /// text into that event ([`StreamingParser::resumed_plain`]) and returns true; else
+    /// changes nothing. Kept apart from the general path so that a delta inside a long
+    /// argument runs this short function only.
+    #[inline]
+    fn pushed_plain(&mut self, len: usize) -> bool {
+        let Some(&(_, index)) = self.resume.as_ref() else {
+            return false;
+        };
+        let [StreamEvent::ToolCallArguments {
+            index: i,
+            delta: args,
+        }] = self.scratch.as_mut_slice()
+        else {
+            return false;
+        };
+        if *i != index {
+            return false;
+        }
+        let mut args = std::mem::take(args);
+        let taken = self.resumed_plain(len, &mut args);
+        if let [StreamEvent::ToolCallArguments { delta, .. }] = self.scratch.as_mut_slice() {
+            *delta = args;
+        }
+        taken
+    }
+
     /// Adds `delta` (decoded with special tokens kept) and shows each event it settled to
     /// `each`, in the order [`StreamingParser::push`] returns them, without handing them
     /// over: the cheapest way to forward events (a serving engine writing each into its
@@ -339,17 +378,26 @@ impl<'a> StreamingParser<'a> {
         // `scratch` may hold the last argument event shown, emptied: the next delta of
         // that call is appended onto it, so a delta inside an argument moves no event
         // and allocates nothing.
-        let mut events = std::mem::take(&mut self.scratch);
-        let resumed = self.resume.as_ref().map(|&(_, index)| index);
-        let fast = match events.as_mut_slice() {
-            [StreamEvent::ToolCallArguments { index, delta: args }] if Some(*index) == resumed => {
-                self.resumed_plain(delta.len(), args)
+        if self.pushed_plain(delta.len()) {
+            if let [event @ StreamEvent::ToolCallArguments { delta: args, .. }] =
+                self.scratch.as_slice()
+            {
+                if !args.is_empty() {
+                    each(event);
+                }
             }
-            _ => false,
-        };
-        if !fast {
-            self.received(delta.len(), &mut events);
+            if let [StreamEvent::ToolCallArguments { delta: args, .. }] =
+                self.scratch.as_mut_slice()
+            {
+                args.clear();
+                if args.capacity() > ALLOWANCE {
+                    self.scratch.clear();
+                }
+            }
+            return;
         }
+        let mut events = std::mem::take(&mut self.scratch);
+        self.received(delta.len(), &mut events);
         for event in &events {
             if !matches!(event, StreamEvent::ToolCallArguments { delta, .. } if delta.is_empty()) {
                 each(event);
@@ -509,15 +557,11 @@ impl<'a> StreamingParser<'a> {
         }
         call.arguments_text = args;
         if let Some(done) = call.complete.as_mut() {
-            let decoded;
-            let content = match how {
-                resume::Elided::Escaped => raw,
-                resume::Elided::Json => {
-                    decoded = resume::unescape(raw)?;
-                    decoded.as_str()
-                }
+            let mut decoded = match how {
+                resume::Elided::Escaped => None,
+                resume::Elided::Json => Some(resume::unescape(raw)?),
             };
-            if put_back(&mut done.arguments, content) != 1 {
+            if put_back(&mut done.arguments, raw, &mut decoded) != 1 {
                 return None;
             }
         }
@@ -639,22 +683,36 @@ impl<'a> StreamingParser<'a> {
                     });
                 }
                 let now = streamed_arguments(&call.arguments_text);
+                let mut ending = false;
                 if sent.resumed > 0 {
                     // What the stream's scan sent is the parse's text after `sent_args`
                     // (formats keep their partial output monotone): copied once here.
                     let total = sent.sent_args.len() + sent.resumed;
+                    // A call that ends in this parse keeps nothing: only the text after
+                    // what was sent is sent (no copy of a long argument just to drop it).
                     let scanned = now.get(..total).filter(|p| p.starts_with(&*sent.sent_args));
-                    if let Some(p) = scanned {
-                        sent.sent_args.push_str(&p[sent.sent_args.len()..]);
-                        sent.resumed = 0;
+                    match scanned {
+                        Some(_) if call.complete.is_some() => {
+                            if let Some(more) = now.get(total..).filter(|m| !m.is_empty()) {
+                                append_arguments(events, index, more.len(), |d| d.push_str(more));
+                            }
+                            sent.resumed = 0;
+                            ending = true;
+                        }
+                        Some(p) => {
+                            sent.sent_args.push_str(&p[sent.sent_args.len()..]);
+                            sent.resumed = 0;
+                        }
+                        None => {}
                     }
                 }
-                if sent.resumed == 0 {
+                if sent.resumed == 0 && !ending {
                     grow(&now, &mut sent.sent_args, |delta| {
                         append_arguments(events, index, delta.len(), |d| d.push_str(delta))
                     });
                 }
                 args_current = sent.resumed == 0
+                    && !ending
                     && *now == *sent.sent_args
                     && !call.arguments_text.starts_with('"');
             } else {
@@ -682,23 +740,30 @@ impl<'a> StreamingParser<'a> {
     }
 }
 
-/// Replaces [`SENTINEL`] with `raw` in the strings of `v` that hold it; returns how many
-/// times it was found (the caller uses `v` only when that is once).
-fn put_back(v: &mut serde_json::Value, raw: &str) -> usize {
+/// Replaces [`SENTINEL`] with the content (`owned`, else `raw`) in the strings of `v` that
+/// hold it; returns how many times it was found (the caller uses `v` only when that is
+/// once). A string that is the sentinel alone takes `owned` itself, not a copy (the
+/// common case: a long argument is the whole of one string).
+fn put_back(v: &mut serde_json::Value, raw: &str, owned: &mut Option<String>) -> usize {
     match v {
+        serde_json::Value::String(s) if s == SENTINEL && owned.is_some() => {
+            *s = owned.take().unwrap_or_default();
+            1
+        }
         serde_json::Value::String(s) => s.find(SENTINEL).map_or(0, |at| {
+            let content = owned.as_deref().unwrap_or(raw);
             let rest = &s[at + SENTINEL.len()..];
             let more = rest.matches(SENTINEL).count();
             // Built anew, not `replace_range` (which inserts byte by byte).
-            let mut whole = String::with_capacity(s.len() + raw.len());
+            let mut whole = String::with_capacity(s.len() + content.len());
             whole.push_str(&s[..at]);
-            whole.push_str(raw);
+            whole.push_str(content);
             whole.push_str(rest);
             *s = whole;
             1 + more
         }),
-        serde_json::Value::Array(a) => a.iter_mut().map(|x| put_back(x, raw)).sum(),
-        serde_json::Value::Object(o) => o.values_mut().map(|x| put_back(x, raw)).sum(),
+        serde_json::Value::Array(a) => a.iter_mut().map(|x| put_back(x, raw, owned)).sum(),
+        serde_json::Value::Object(o) => o.values_mut().map(|x| put_back(x, raw, owned)).sum(),
         _ => 0,
     }
 }

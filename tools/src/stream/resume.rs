@@ -200,13 +200,15 @@ impl Resume {
     /// [`Self::advance`] must read the delta (the state is then unchanged). One pass over
     /// the delta's bytes (a table load each) and none over what came before it: the cost
     /// of a delta inside a long argument.
+    #[inline]
     pub(super) fn advance_plain(&mut self, text: &str, from: usize) -> Option<Plain> {
         if self.scanned != from {
             return None;
         }
         let bytes = text.as_bytes();
         let delta = &bytes[from..];
-        // The classes of the delta's bytes, or-ed: one load and one `or` a byte.
+        // The classes of the delta's bytes, or-ed: one load and one `or` a byte (eight
+        // bytes tested at once as a `u64`, `Swar`, cost more here: five tests a chunk).
         let seen = delta
             .iter()
             .fold(0, |seen, &b| seen | CLASS[usize::from(b)]);
@@ -217,10 +219,12 @@ impl Resume {
             (_, Some(q)) => {
                 let quote = if q == '"' { DOUBLE } else { SINGLE };
                 if seen & quote == 0 && (seen & BACKSLASH != 0 || escape) {
-                    // A backslash escapes the next byte: follow them (no quote to stop).
-                    for &b in delta {
-                        escape = !escape && b == b'\\';
-                    }
+                    // A backslash escapes the next byte, so what is pending after the
+                    // delta is told by its trailing run of backslashes alone (no quote
+                    // to stop): `k` of them flip the state `k` times, from "not
+                    // escaped" after any other byte.
+                    let k = delta.iter().rev().take_while(|&&b| b == b'\\').count();
+                    escape = (k % 2 == 1) != (escape && k == delta.len());
                 } else if seen & quote != 0 {
                     for &b in delta {
                         if escape {
@@ -253,8 +257,10 @@ impl Resume {
         self.scanned = text.len();
         let plain = Plain {
             bytes: self.sent..solid,
-            // Held whitespace sent now may hold a newline or a tab.
-            escaped: self.mode == Mode::Escaped && (escaped || self.sent < from),
+            // Held whitespace sent now may hold a newline or a tab (a control byte; a
+            // space, the common case, needs no escape).
+            escaped: self.mode == Mode::Escaped
+                && (escaped || bytes[self.sent..from].iter().any(|&b| b < 0x20)),
         };
         self.sent = solid;
         Some(plain)
@@ -380,18 +386,18 @@ fn escape(s: &str) -> String {
     out
 }
 
-/// [`escape`] appended to `out`: runs of bytes needing no escape are copied whole, each
-/// byte tested once ([`CLASS`]).
+/// [`escape`] appended to `out`: runs of bytes needing no escape are copied whole, found
+/// eight bytes at a time ([`next_escaped`]).
 pub(super) fn escape_into(s: &str, out: &mut String) {
     let bytes = s.as_bytes();
     out.reserve(bytes.len());
-    let mut raw = 0;
-    for (i, &b) in bytes.iter().enumerate() {
-        if CLASS[usize::from(b)] & (DOUBLE | BACKSLASH | CONTROL) == 0 {
-            continue;
-        }
+    let (mut raw, mut i) = (0, 0);
+    loop {
+        i = next_escaped(bytes, i);
+        let Some(&b) = bytes.get(i) else { break };
         out.push_str(&s[raw..i]);
-        raw = i + 1;
+        i += 1;
+        raw = i;
         let short = match b {
             b'"' => "\\\"",
             b'\\' => "\\\\",
@@ -414,11 +420,65 @@ pub(super) fn escape_into(s: &str, out: &mut String) {
     out.push_str(&s[raw..]);
 }
 
+/// The offset of the first byte of `bytes` from `at` on that a JSON string escapes (`"`,
+/// `\\`, a control character below 0x20), or `bytes.len()`: eight bytes are tested at
+/// once as a `u64` ([`Swar`]), the last few a table lookup each ([`CLASS`]). The cost of
+/// escaping or decoding a long run of prose, which holds few such bytes.
+fn next_escaped(bytes: &[u8], mut at: usize) -> usize {
+    while let Some(chunk) = bytes.get(at..at + 8) {
+        let w = Swar::load(chunk);
+        let hit = w.equal(b'"') | w.equal(b'\\') | w.below(0x20);
+        if hit != 0 {
+            return at + Swar::first(hit);
+        }
+        at += 8;
+    }
+    let rest = bytes.get(at..).unwrap_or_default();
+    rest.iter()
+        .position(|&b| CLASS[usize::from(b)] & (DOUBLE | BACKSLASH | CONTROL) != 0)
+        .map_or(bytes.len(), |k| at + k)
+}
+
+/// Eight bytes as one little-endian `u64`, tested for byte values all at once (the
+/// "has zero byte" tests of bit-twiddling folklore). Each test returns a mask with the
+/// high bit of each byte found set; a borrow may set it also in bytes above one truly
+/// found, so the lowest bit set ([`Swar::first`]) is exact, and so is "any".
+#[derive(Clone, Copy)]
+struct Swar(u64);
+
+impl Swar {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+
+    /// The first eight bytes of `chunk` (which holds at least eight).
+    fn load(chunk: &[u8]) -> Self {
+        let mut w = [0; 8];
+        w.copy_from_slice(&chunk[..8]);
+        Swar(u64::from_le_bytes(w))
+    }
+
+    /// The bytes equal to `b`.
+    fn equal(self, b: u8) -> u64 {
+        let x = self.0 ^ (Self::ONES * u64::from(b));
+        x.wrapping_sub(Self::ONES) & !x & Self::HIGHS
+    }
+
+    /// The bytes below `n` (at most 0x80).
+    fn below(self, n: u8) -> u64 {
+        self.0.wrapping_sub(Self::ONES * u64::from(n)) & !self.0 & Self::HIGHS
+    }
+
+    /// The index of the lowest byte found in a mask these tests returned (not 0).
+    fn first(mask: u64) -> usize {
+        (mask.trailing_zeros() / 8) as usize
+    }
+}
+
 /// The content of a JSON string as written (`s`, without its quotes) decoded, as
 /// `serde_json` decodes it (RFC 8259 section 7: the two-character escapes, `\uXXXX`, a
 /// surrogate pair in two); `None` where it is not valid string content (a quote or a
 /// control character unescaped, a bad or cut escape, a lone surrogate). Runs without a
-/// backslash are copied whole, each byte tested once ([`CLASS`]).
+/// backslash are copied whole, found eight bytes at a time ([`next_escaped`]).
 pub(super) fn unescape(s: &str) -> Option<String> {
     let bytes = s.as_bytes();
     let mut out = String::with_capacity(s.len());
@@ -429,14 +489,12 @@ pub(super) fn unescape(s: &str) -> Option<String> {
             .all(|b| b.is_ascii_hexdigit())
             .then(|| u32::from_str_radix(h, 16).ok())?
     };
-    while i < bytes.len() {
-        let class = CLASS[usize::from(bytes[i])];
-        if class & (DOUBLE | BACKSLASH | CONTROL) == 0 {
-            i += 1;
-            continue;
-        }
-        if class & BACKSLASH == 0 {
-            return None;
+    loop {
+        i = next_escaped(bytes, i);
+        match bytes.get(i) {
+            None => break,
+            Some(b'\\') => {}
+            Some(_) => return None,
         }
         out.push_str(&s[raw..i]);
         let c = match *bytes.get(i + 1)? {
@@ -492,6 +550,7 @@ pub(super) struct Plain {
 impl Plain {
     /// Appends the argument text of these bytes of `text` (the output) to `out`; returns
     /// its length.
+    #[inline]
     pub(super) fn render(&self, text: &str, out: &mut String) -> usize {
         let raw = &text[self.bytes.clone()];
         if self.escaped {
@@ -642,9 +701,13 @@ mod tests {
             "raw \n newline",
             "ends \\",
         ];
-        for s in cases {
-            let serde = serde_json::from_str::<String>(&format!("\"{s}\"")).ok();
-            assert_eq!(super::unescape(s), serde, "{s:?}");
+        for case in cases {
+            // At every offset in the eight-byte chunks `next_escaped` tests.
+            for pad in 0..17 {
+                let s = format!("{}{case}{}", "a".repeat(pad), "b".repeat(9));
+                let serde = serde_json::from_str::<String>(&format!("\"{s}\"")).ok();
+                assert_eq!(super::unescape(&s), serde, "{s:?}");
+            }
         }
     }
 
