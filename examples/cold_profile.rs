@@ -25,8 +25,9 @@
 //!
 //! Arguments: `schema <collection> <index>`, `tools <N>`, `many <N>` or `pair ...`, then
 //! `eager`, `lazy` or `background` (default `lazy`), then optionally a tokenizer folder name
-//! (`llama3_1` for schemas, `qwen3` for tools), then optionally `nocache`. Prints
-//! wall-clock times of one run (for ratios only).
+//! (`llama3_1` for schemas, `qwen3` for tools), then optionally `nocache` and `deferred`
+//! (`GrammarCompiler::with_deferred_tool_rules`: a tag's tool argument rules are stubs
+//! until a matcher comes near one). Prints wall-clock times of one run (for ratios only).
 
 #[path = "../benches/common/mod.rs"]
 mod common;
@@ -80,7 +81,16 @@ fn main() {
     } else {
         "llama3_1"
     };
-    let tok = common::Tokenizer::load(arg(mode_at + 1).unwrap_or(default_tok)).expect("tok");
+    // After the mode: an optional tokenizer folder name, and the flags `nocache` and
+    // `deferred` in any order.
+    let rest: Vec<&str> = args.iter().skip(mode_at + 1).map(String::as_str).collect();
+    let flag = |f: &str| rest.contains(&f);
+    let tok_name = rest
+        .iter()
+        .copied()
+        .find(|a| !matches!(*a, "nocache" | "deferred"))
+        .unwrap_or(default_tok);
+    let tok = common::Tokenizer::load(tok_name).expect("tok");
     // No compile-time budget: under callgrind a 100-tool tag or a large schema runs past
     // the default 20 s, and a failed compile would leave it out of the count.
     let limits = tokensieve::Limits {
@@ -90,8 +100,11 @@ fn main() {
     let mut compiler = GrammarCompiler::new(tok.vocab.clone())
         .with_precompute(precompute)
         .with_limits(limits);
-    if arg(mode_at + 2) == Some("nocache") {
+    if flag("nocache") {
         compiler = compiler.with_rule_automaton_cache_capacity(0);
+    }
+    if flag("deferred") {
+        compiler = compiler.with_deferred_tool_rules(true);
     }
     let docs_of = |job: &Job| -> Vec<Vec<u32>> {
         match job {
