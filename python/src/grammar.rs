@@ -24,25 +24,28 @@ pub(crate) fn xgrammar_regex() -> tokensieve::RegexOptions {
         .dot_matches_new_line(true)
 }
 
+/// XGrammar's `max_whitespace_cnt`: None (no limit) or a positive count; anything else is a
+/// ValueError saying so (not pyo3's OverflowError for a negative int).
+pub(crate) fn whitespace_count(max_whitespace_cnt: Option<i64>) -> PyResult<Option<u32>> {
+    match max_whitespace_cnt {
+        None => Ok(None),
+        Some(n) if (1..=i64::from(u32::MAX)).contains(&n) => Ok(Some(n as u32)),
+        Some(n) => Err(PyValueError::new_err(format!(
+            "max_whitespace_cnt must be a positive integer below 2**32 (or None for no limit), \
+             not {n}"
+        ))),
+    }
+}
+
 pub(crate) fn schema_options(
     any_whitespace: bool,
     max_whitespace_cnt: Option<i64>,
     strict_mode: bool,
     any_order: bool,
 ) -> PyResult<JsonSchemaOptions> {
-    let max_whitespace = match max_whitespace_cnt {
-        None => None,
-        Some(n) if (1..=i64::from(u32::MAX)).contains(&n) => Some(n as u32),
-        Some(n) => {
-            return Err(PyValueError::new_err(format!(
-                "max_whitespace_cnt must be a positive integer below 2**32 (or None for no \
-                 limit), not {n}"
-            )))
-        }
-    };
     Ok(JsonSchemaOptions {
         any_whitespace,
-        max_whitespace,
+        max_whitespace: whitespace_count(max_whitespace_cnt)?,
         strict: strict_mode,
         any_order,
         ..JsonSchemaOptions::default()

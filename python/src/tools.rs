@@ -94,9 +94,7 @@ impl PyToolCallFormat {
             ..FormatOptions::default()
         };
         if max_whitespace_cnt.is_some() {
-            options.max_whitespace =
-                crate::grammar::schema_options(true, max_whitespace_cnt, true, false)?
-                    .max_whitespace;
+            options.max_whitespace = crate::grammar::whitespace_count(max_whitespace_cnt)?;
         }
         let format = format_by_name_with(name, &options).ok_or_else(|| {
             PyValueError::new_err(format!(

@@ -725,7 +725,7 @@ fn lengths_vs(range: Option<LenRange>, min: u32, max: Option<u32>) -> Lengths {
 /// code points: `\d`, `\w`, `\s` and `.` get their ECMAScript (ASCII / ECMA white space)
 /// classes. Constructs whose meaning differs between the two dialects are refused.
 pub(crate) fn ecma_to_rust(pattern: &str) -> Result<String, String> {
-    const S: &str = r"\t\n\x0B\x0C\r\x20\xA0\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}\x{FEFF}";
+    const S: &str = crate::regex::ECMASCRIPT_SPACE;
     let chars: Vec<char> = pattern.chars().collect();
     let mut out = String::with_capacity(pattern.len() + 16);
     let mut in_class = false;

@@ -448,8 +448,9 @@ fn misplaced(pattern: &str, span: Option<ast::Span>, reason: &'static str) -> Re
 }
 
 /// ECMAScript white space, the class `\s` stands for under
-/// [`RegexOptions::ecmascript_classes`] (without its brackets).
-const ECMASCRIPT_SPACE: &str = r"\t\n\x0B\x0C\r\x20\xA0\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}\x{FEFF}";
+/// [`RegexOptions::ecmascript_classes`] and in the JSON Schema `pattern` dialect (without
+/// its brackets).
+pub(crate) const ECMASCRIPT_SPACE: &str = r"\t\n\x0B\x0C\r\x20\xA0\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}\x{FEFF}";
 
 /// `pattern` with every Perl class (`\d`, `\D`, `\w`, `\W`, `\s`, `\S`) replaced by its
 /// ECMAScript class, written so that it means the same where it stands (a nested class inside
