@@ -102,11 +102,34 @@ impl NearStubs {
             1 => false,
             2 => true,
             _ => {
-                let near = self.walk(aut, trie, n);
+                let near = self.walk(aut, trie, n, None);
                 cell.store(if near { 2 } else { 1 }, Relaxed);
                 near
             }
         }
+    }
+
+    /// The stub rules that a text token read from an item at node `n` can enter (a proper
+    /// prefix of the token spells a path into a call of the rule): appended to `out`,
+    /// which is then sorted without repeats. Every stub rule for a virtual node within
+    /// reach (not walked).
+    pub(crate) fn stubs_entered(
+        &self,
+        aut: &Automaton,
+        trie: &TokenTrie,
+        n: u32,
+        out: &mut Vec<u32>,
+    ) {
+        if self.lower_bound(aut, n) >= self.reach {
+            return;
+        }
+        if (n as usize) < self.decided.len() {
+            self.walk(aut, trie, n, Some(out));
+        } else {
+            out.extend((0..self.stub.len() as u32).filter(|&r| self.stub[r as usize]));
+        }
+        out.sort_unstable();
+        out.dedup();
     }
 
     /// True when the node's lower bound alone says it may be near (no trie walk): for the
@@ -126,13 +149,22 @@ impl NearStubs {
     /// the rule instance returns: the target of the call the walk entered it by, or any
     /// call site), each visited once; a state is dropped when no token below its trie node
     /// is long enough to reach a stub from its automaton node and write a byte inside it.
-    fn walk(&self, aut: &Automaton, trie: &TokenTrie, n: u32) -> bool {
+    /// With `entered`, walks on past the first stub call and appends every stub rule
+    /// called.
+    fn walk(
+        &self,
+        aut: &Automaton,
+        trie: &TokenTrie,
+        n: u32,
+        mut entered: Option<&mut Vec<u32>>,
+    ) -> bool {
         const NONE: u32 = u32::MAX;
         let deepest = trie.deepest();
         let mut seen: rustc_hash::FxHashSet<(u32, u32, u32)> = Default::default();
         let mut stack = vec![(n, NONE, NONE)];
         seen.insert((n, NONE, NONE));
         let mut next: Vec<(u8, u32)> = Vec::new();
+        let mut found = false;
         while let Some((v, t, back)) = stack.pop() {
             let (depth, longest) = match t {
                 NONE => (0, trie.max_depth as u32),
@@ -148,7 +180,14 @@ impl NearStubs {
             };
             for c in aut.calls_of(v) {
                 if self.stub[c.rule as usize] {
-                    return true;
+                    match entered.as_deref_mut() {
+                        None => return true,
+                        Some(out) => {
+                            found = true;
+                            out.push(c.rule);
+                            continue;
+                        }
+                    }
                 }
                 push((aut.rule_start[c.rule as usize], t, c.target), &mut stack);
             }
@@ -170,7 +209,7 @@ impl NearStubs {
                 aut.for_each_byte_target(v, b, |w| push((w, c, back), &mut stack));
             }
         }
-        false
+        found
     }
 
     /// Bytes of the analysis (for `memory_bytes`).

@@ -2,153 +2,308 @@
 //! [`GrammarCompiler::with_deferred_tool_rules`], off by default).
 //!
 //! What is deferred: the rules a structural tag's root reaches only through an embedded
-//! tool schema (`structural_tag::lower` marks their roots; `automaton::defer::stub_rules`
-//! finds the rest). The compile builds the *stub grammar*, where those rules are two-node
-//! stubs, with its own mask tables, so compile → first mask does no per-tool automaton,
-//! minimization or mask-class work.
+//! tool schema (`structural_tag::lower` marks their roots, the *deferral roots*;
+//! `automaton::defer::stub_rules` finds the rest). The compile builds the *stub grammar*:
+//! the tag's IR with every deferral root's body replaced by a one-byte stub and the rules
+//! behind it left out, *before* inlining and lowering. So compile → first mask runs no
+//! per-tool inlining, lowering, automaton, minimization or mask-class work; only the JSON
+//! Schema front end has run for each tool (its errors are the compile's).
 //!
-//! When the full grammar is built: the first time a matcher's chart holds an item near a
-//! stub (`automaton::defer::near_stubs`: within one token of a stub call), that matcher
-//! asks for [`Deferred::full`], which compiles the whole lowered grammar once (a
-//! `OnceLock`: matchers on other threads wait for the one build, then share it; the rule
-//! automata of the stub grammar's rules are hits of the compiler's rule cache), and replays
-//! its accepted input on it (`matcher`).
+//! When the tools are built: the first time a matcher's chart holds an item from which
+//! some token can enter a stub (`automaton::defer::near_stubs`), the matcher asks for the
+//! grammar in which the stubs that tokens can enter are built as well (the tools already
+//! built stay built): [`Deferred::expand`]. Each such grammar is compiled once per set of
+//! built tools and shared by every matcher of the stub grammar (a `OnceLock` per set:
+//! matchers on other threads wait for the one build, then share it); the rule automata of
+//! the rules it shares with the stub grammar are hits of the compiler's rule cache. The
+//! matcher replays its accepted input on it (`matcher`). A call of a second tool expands
+//! again, from the grammar the matcher is on.
 //!
-//! Why masks stay exact: before the switch, no token from the current state can enter a
-//! stub, and the two grammars agree on every other path, so the stub grammar's masks are
-//! the full grammar's; after it, the matcher runs the full grammar itself. A compile whose
-//! first state is already near a stub, or whose lowered grammar has unproductive rules (a
+//! Why masks stay exact: before a switch, no token from the current state can enter a
+//! stub, and the grammars agree on every other path, so the masks are those of the whole
+//! grammar; after it, the matcher runs a grammar whose stubs it cannot reach either. A
+//! compile whose first state is already near a stub, or whose IR has unproductive rules (a
 //! stub is always productive), is not deferred.
 
 use super::{CompileError, CompiledGrammar, GrammarCompiler};
 use crate::automaton::defer::{near_stubs, stub_rules, stubbed, NearStubs};
+use crate::automaton::lower::{inline_rules, lower_repeats, simplify_repeats};
+use crate::automaton::Automaton;
 use crate::grammar::{Grammar, TokenRef};
 use crate::limits::Deadline;
+use crate::mask::TokenTrie;
 use rustc_hash::FxHashMap;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 
-/// What a deferring compile keeps to build the full grammar later.
+/// One build per set of deferral roots built, shared by every matcher.
+type Build = Arc<OnceLock<Result<Arc<CompiledGrammar>, CompileError>>>;
+
+/// What every grammar of one deferring compile shares: the IR, and the grammars built
+/// from it so far, by set of deferral roots built.
 #[derive(Debug)]
-pub(crate) struct Deferred {
-    /// The lowered grammar, with its counted rules and token ids.
-    lowered: Grammar,
-    counted: Vec<u32>,
+struct Shared {
+    /// The grammar as given (what [`CompiledGrammar::grammar`] prints).
+    source: Arc<Grammar>,
+    /// The grammar with token terminals of ordinary tokens rewritten to their text, when
+    /// it names any (`GrammarCompiler::prepare`); `None`: `source` itself.
+    rewritten: Option<Grammar>,
+    /// `roots[r]`: rule `r` of the IR is a deferral root.
+    roots: Vec<bool>,
     resolved: FxHashMap<TokenRef, u32>,
     /// The compiler that made it, without its whole-grammar cache (which holds compiled
     /// grammars: no reference cycle).
     compiler: GrammarCompiler,
-    /// Which items of the stub grammar are near a stub.
+    /// By the ascending IR rule ids of the deferral roots built.
+    builds: Mutex<FxHashMap<Vec<u32>, Build>>,
+}
+
+impl Shared {
+    fn ir(&self) -> &Grammar {
+        self.rewritten.as_ref().unwrap_or(&self.source)
+    }
+
+    /// The grammar with the deferral roots `built` (ascending IR rule ids) built and the
+    /// others stubs, compiled on the first call (under a fresh compile-time budget).
+    fn build(self: &Arc<Self>, built: Vec<u32>) -> Result<Arc<CompiledGrammar>, String> {
+        let cell: Build = {
+            let mut builds = self.builds.lock().unwrap_or_else(|e| e.into_inner());
+            builds.entry(built.clone()).or_default().clone()
+        };
+        cell.get_or_init(|| {
+            let c = &self.compiler;
+            let deadline = Deadline::start(c.limits.compile_time);
+            let mut unbuilt = self.roots.clone();
+            for &r in &built {
+                unbuilt[r as usize] = false;
+            }
+            let (mut compiled, parts) = c.compile_stubbed(self, &unbuilt, &deadline)?;
+            compiled.deferred = parts.map(|(near, stub_roots)| {
+                Box::new(Deferred {
+                    owner: None,
+                    shared: Arc::downgrade(self),
+                    near,
+                    stub_roots,
+                    built,
+                })
+            });
+            c.finish(compiled, &deadline)
+        })
+        .as_ref()
+        .map(Arc::clone)
+        .map_err(|e| e.to_string())
+    }
+}
+
+/// What a grammar with stubs keeps to build its tools later.
+#[derive(Debug)]
+pub(crate) struct Deferred {
+    /// Set on the stub grammar the compile returned, which owns what its builds share.
+    owner: Option<Arc<Shared>>,
+    /// The builds' reference to it (weak: the shared part holds the builds).
+    shared: Weak<Shared>,
+    /// Which items are near a stub.
     pub(crate) near: NearStubs,
-    /// Rules of the lowered grammar that are stubs.
-    pub(crate) stubs: usize,
-    full: OnceLock<Result<Arc<CompiledGrammar>, CompileError>>,
+    /// Per stub rule of the automaton: the IR rule id of the deferral root it stands for.
+    stub_roots: FxHashMap<u32, u32>,
+    /// The IR rule ids of the deferral roots built in this grammar, ascending.
+    built: Vec<u32>,
 }
 
 impl Deferred {
-    /// The full grammar of `grammar` (the stub grammar's [`CompiledGrammar::grammar`]),
-    /// compiled on the first call (under a fresh compile-time budget); its error, if that
-    /// compile failed, on every call.
-    pub(crate) fn full(&self, grammar: &Grammar) -> Result<&Arc<CompiledGrammar>, &CompileError> {
-        self.full
-            .get_or_init(|| {
-                let c = &self.compiler;
-                let deadline = Deadline::start(c.limits.compile_time);
-                let compiled = c.assemble(
-                    grammar,
-                    &self.lowered,
-                    &self.counted,
-                    &self.resolved,
-                    false,
-                    &[],
-                    &deadline,
-                    &[],
-                )?;
-                c.finish(compiled, &deadline)
-            })
-            .as_ref()
+    /// The grammar in which the deferral roots of the automaton's stub rules `stubs` are
+    /// built too (with those this one has built); every deferral root when `stubs` is
+    /// `None` or names no stub. Built on first need and shared by every matcher.
+    ///
+    /// # Errors
+    /// The build's compile error (a limit), or that the stub grammar this grammar was built
+    /// from has been dropped (a matcher keeps it alive, so only a matcher made from a
+    /// built grammar alone can meet this).
+    pub(crate) fn expand(&self, stubs: Option<&[u32]>) -> Result<Arc<CompiledGrammar>, String> {
+        let shared = self
+            .shared
+            .upgrade()
+            .ok_or("the stub grammar this grammar was built from has been dropped")?;
+        let mut built = self.built.clone();
+        let named: Vec<u32> = stubs
+            .unwrap_or(&[])
+            .iter()
+            .filter_map(|r| self.stub_roots.get(r).copied())
+            .collect();
+        if named.is_empty() {
+            built = (0..shared.roots.len() as u32)
+                .filter(|&r| shared.roots[r as usize])
+                .collect();
+        } else {
+            built.extend(named);
+            built.sort_unstable();
+            built.dedup();
+        }
+        shared.build(built)
     }
 
-    /// Heap bytes of the analysis and, once built, of the full grammar (the lowered IR
-    /// kept is not counted).
-    pub(crate) fn memory_bytes(&self) -> usize {
-        self.near.memory_bytes()
-            + match self.full.get() {
-                Some(Ok(full)) => full.memory_bytes(),
-                _ => 0,
-            }
+    /// The grammar with every tool built (for serialization).
+    pub(crate) fn full(&self) -> Result<Arc<CompiledGrammar>, String> {
+        self.expand(None)
     }
 
-    /// True once [`Deferred::full`] has been built.
+    /// The stub rules that a text token read from an item at node `n` can enter
+    /// (ascending, without repeats, appended to `out`).
+    pub(crate) fn stubs_entered(
+        &self,
+        aut: &Automaton,
+        trie: &TokenTrie,
+        n: u32,
+        out: &mut Vec<u32>,
+    ) {
+        self.near.stubs_entered(aut, trie, n, out);
+    }
+
+    /// True when automaton rule `r` is a stub.
+    pub(crate) fn is_stub(&self, r: u32) -> bool {
+        self.stub_roots.contains_key(&r)
+    }
+
+    /// Number of deferral roots still stubs in this grammar.
+    pub(crate) fn stubs(&self) -> usize {
+        self.stub_roots.len()
+    }
+
+    /// True when a grammar with more tools built has been compiled from the stub grammar
+    /// (always, for a grammar that is itself such a build).
     pub(crate) fn is_built(&self) -> bool {
-        self.full.get().is_some_and(|r| r.is_ok())
+        match &self.owner {
+            None => true,
+            Some(shared) => shared
+                .builds
+                .lock()
+                .map(|b| b.values().any(|c| c.get().is_some_and(|r| r.is_ok())))
+                .unwrap_or(false),
+        }
+    }
+
+    /// Heap bytes of the analysis and, on the stub grammar, of every grammar built from it
+    /// (the IR kept is not counted).
+    pub(crate) fn memory_bytes(&self) -> usize {
+        let builds = match &self.owner {
+            None => 0,
+            Some(shared) => shared
+                .builds
+                .lock()
+                .map(|b| {
+                    b.values()
+                        .filter_map(|c| c.get().and_then(|r| r.as_ref().ok()))
+                        .map(|g| g.memory_bytes())
+                        .sum()
+                })
+                .unwrap_or(0),
+        };
+        self.near.memory_bytes() + self.stub_roots.len() * 16 + builds
     }
 }
 
 impl GrammarCompiler {
-    /// The stub grammar of `lowered` (the lowered `grammar`), when deferring pays: some
-    /// rules are reached only through the rules `defer` marks (by index into `grammar`;
-    /// found in `lowered` by name) and the first state is not near a stub. `Err(lowered)`
-    /// (inside `Ok`): compile it whole.
+    /// Compiles a structural tag's IR `grammar` whose rules with `roots[r]` set are tool
+    /// schemas' roots, deferring them (the module docs). Falls back to the whole compile
+    /// (with the roots kept from inlining) when deferring cannot be exact or saves nothing.
     pub(super) fn compile_deferring(
         &self,
-        grammar: &Grammar,
-        defer: &[bool],
-        lowered: Grammar,
-        counted: &[u32],
-        resolved: &FxHashMap<TokenRef, u32>,
-        deadline: &Deadline,
-    ) -> Result<Result<Arc<CompiledGrammar>, Grammar>, CompileError> {
-        let names: rustc_hash::FxHashSet<&str> = grammar
-            .rules
-            .iter()
-            .zip(defer)
-            .filter(|(_, &d)| d)
-            .map(|(r, _)| r.name.as_str())
-            .collect();
-        let roots: Vec<bool> = lowered
-            .rules
-            .iter()
-            .map(|r| names.contains(r.name.as_str()))
-            .collect();
-        let stub = stub_rules(&lowered, &roots);
-        let stubs = stub.iter().filter(|&&s| s).count();
-        if stubs == 0 || !lowered.unproductive_rules().is_empty() {
-            return Ok(Err(lowered));
-        }
-        let stub_grammar = stubbed(&lowered, &stub);
-        let stub_counted: Vec<u32> = counted
-            .iter()
-            .copied()
-            .filter(|&r| !stub[r as usize])
-            .collect();
-        let mut compiled = self.assemble(
-            grammar,
-            &stub_grammar,
-            &stub_counted,
-            resolved,
-            false,
-            &[],
-            deadline,
-            &stub,
-        )?;
-        // No text token reaches a stub call from a node farther than the longest token.
-        let reach = compiled.max_token_len.saturating_add(1);
-        let near = near_stubs(&compiled.aut, &stub, reach);
-        let aut = &compiled.aut;
-        if near.is_near(aut, &self.trie, aut.rule_start[aut.root as usize]) {
-            return Ok(Err(lowered));
+        grammar: Grammar,
+        roots: Vec<bool>,
+    ) -> Result<Arc<CompiledGrammar>, CompileError> {
+        let deadline = Deadline::start(self.limits.compile_time);
+        let (resolved, rewritten) = self.prepare(&grammar)?;
+        let rewritten = match rewritten {
+            std::borrow::Cow::Owned(g) => Some(g),
+            std::borrow::Cow::Borrowed(_) => None,
+        };
+        let ir = rewritten.as_ref().unwrap_or(&grammar);
+        let deferrable = roots.iter().any(|&r| r) && ir.unproductive_rules().is_empty();
+        if !deferrable {
+            return self.compile_on_pool(&grammar, &roots, false, &[]);
         }
         let mut compiler = self.clone();
         compiler.grammar_cache = Arc::new(super::cache::GrammarCache::new(false, None));
-        compiled.deferred = Some(Box::new(Deferred {
-            lowered,
-            counted: counted.to_vec(),
-            resolved: resolved.clone(),
+        let shared = Arc::new(Shared {
+            source: Arc::new(grammar),
+            rewritten,
+            roots,
+            resolved,
             compiler,
+            builds: Mutex::new(FxHashMap::default()),
+        });
+        let (mut compiled, parts) = self.compile_stubbed(&shared, &shared.roots, &deadline)?;
+        let Some((near, stub_roots)) = parts else {
+            return self.finish(compiled, &deadline);
+        };
+        let aut = &compiled.aut;
+        if near.is_near(aut, &self.trie, aut.rule_start[aut.root as usize]) {
+            // The first token may already enter a tool: nothing to gain.
+            return self.compile_on_pool(&shared.source, &shared.roots, false, &[]);
+        }
+        compiled.deferred = Some(Box::new(Deferred {
+            owner: Some(shared.clone()),
+            shared: Arc::downgrade(&shared),
             near,
-            stubs,
-            full: OnceLock::new(),
+            stub_roots,
+            built: Vec::new(),
         }));
-        self.finish(compiled, deadline).map(Ok)
+        self.finish(compiled, &deadline)
+    }
+
+    /// The grammar of `shared`'s IR with the deferral roots `unbuilt[r]` (and every rule
+    /// reached only through them) as stubs, inlined, lowered and assembled (masks not
+    /// computed); with the near-stub analysis and the stubs' deferral roots (by automaton
+    /// rule) when some stub is left.
+    #[allow(clippy::type_complexity)]
+    fn compile_stubbed(
+        &self,
+        shared: &Shared,
+        unbuilt: &[bool],
+        deadline: &Deadline,
+    ) -> Result<(CompiledGrammar, Option<(NearStubs, FxHashMap<u32, u32>)>), CompileError> {
+        let ir = shared.ir();
+        let stub = stub_rules(ir, unbuilt);
+        let any = (0..stub.len()).any(|r| stub[r] && unbuilt[r]);
+        let stubbed_ir;
+        let g = if any {
+            stubbed_ir = stubbed(ir, &stub);
+            &stubbed_ir
+        } else {
+            ir
+        };
+        // Every deferral root stays a rule of its own, built or not (as without deferral).
+        let simplified = simplify_repeats(&inline_rules(g, &shared.roots))?;
+        let (lowered, counted) = lower_repeats(simplified);
+        // Stubs by name: lowering renumbers rules but keeps the names of kept rules.
+        let by_name: FxHashMap<&str, u32> = (0..ir.rules.len())
+            .filter(|&r| stub[r] && unbuilt[r])
+            .map(|r| (ir.rules[r].name.as_str(), r as u32))
+            .collect();
+        let lstub: Vec<bool> = lowered
+            .rules
+            .iter()
+            .map(|r| by_name.contains_key(r.name.as_str()))
+            .collect();
+        let compiled = self.assemble(
+            &shared.source,
+            &lowered,
+            &counted,
+            &shared.resolved,
+            false,
+            &[],
+            deadline,
+            if any { &lstub } else { &[] },
+        )?;
+        if !any {
+            return Ok((compiled, None));
+        }
+        // No text token reaches a stub call from a node farther than the longest token.
+        let reach = compiled.max_token_len.saturating_add(1);
+        let near = near_stubs(&compiled.aut, &lstub, reach);
+        let stub_roots = (0..lowered.rules.len())
+            .filter(|&r| lstub[r])
+            .map(|r| (r as u32, by_name[lowered.rules[r].name.as_str()]))
+            .collect();
+        Ok((compiled, Some((near, stub_roots))))
     }
 }

@@ -74,7 +74,7 @@ impl GrammarCompiler {
     /// [`CompileError::Invalid`] when the IR breaks an invariant (dangling rule id, max <
     /// min), plus the errors of [`GrammarCompiler::compile_grammar`] after parsing.
     pub fn compile_ir(&self, grammar: &Grammar) -> Result<Arc<CompiledGrammar>, CompileError> {
-        self.compile_ir_keeping(grammar, &[], false, &[], &[])
+        self.compile_ir_keeping(grammar, &[], false, &[])
     }
 
     /// As [`GrammarCompiler::compile_ir`], but the rules with `keep[r]` set (indices past
@@ -83,8 +83,7 @@ impl GrammarCompiler {
     /// `inline_rules`). The language is the same either way. With `unique_keys`, the
     /// output is one JSON value and matchers also forbid a key repeated in its object
     /// (`matcher::keys`); `closed` (rule name, declared names) lists the closed objects
-    /// whose keys they narrow to the names not yet written, each opened by its rule. The
-    /// rules with `defer[r]` set are deferral roots (`compiler::deferred`; also kept).
+    /// whose keys they narrow to the names not yet written, each opened by its rule.
     ///
     /// # Errors
     /// As [`GrammarCompiler::compile_ir`].
@@ -94,9 +93,8 @@ impl GrammarCompiler {
         keep: &[bool],
         unique_keys: bool,
         closed: &[(String, Vec<String>)],
-        defer: &[bool],
     ) -> Result<Arc<CompiledGrammar>, CompileError> {
-        let run = || self.compile_on_pool(grammar, keep, unique_keys, closed, defer);
+        let run = || self.compile_on_pool(grammar, keep, unique_keys, closed);
         match &self.pool {
             Some(pool) => pool.install(run),
             None => run(),
@@ -149,7 +147,7 @@ impl GrammarCompiler {
             .iter()
             .map(|(r, names)| (g.grammar.rules[r.index()].name.clone(), names.clone()))
             .collect();
-        let compiled = self.compile_ir_keeping(&g.grammar, &g.keep, g.unique_keys, &closed, &[]);
+        let compiled = self.compile_ir_keeping(&g.grammar, &g.keep, g.unique_keys, &closed);
         compiled.map_err(|e| match e {
             CompileError::Limit(mut l) => {
                 if l.pointer.is_none() {
@@ -231,7 +229,11 @@ impl GrammarCompiler {
                 self.limits(),
             )?;
             if self.defer_tool_rules {
-                self.compile_ir_keeping(&grammar, &tools, false, &[], &tools)
+                let run = || self.compile_deferring(grammar, tools);
+                match &self.pool {
+                    Some(pool) => pool.install(run),
+                    None => run(),
+                }
             } else {
                 self.compile_ir(&grammar)
             }

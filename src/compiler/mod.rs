@@ -88,7 +88,7 @@ pub struct CompiledGrammar {
     pub(crate) trie: Arc<TokenTrie>,
     /// Bitset (`ceil(vocab_size / 32)` words) of the text tokens: those in the trie.
     pub(crate) text_bits: Arc<[u32]>,
-    pub(crate) grammar: Grammar,
+    pub(crate) grammar: Arc<Grammar>,
     pub(crate) aut: Automaton,
     /// Per mask class (see `mask_class`): its mask, once computed; nodes without byte or
     /// call edges keep none.
@@ -297,12 +297,14 @@ impl CompiledGrammar {
         &self.grammar
     }
 
-    /// Under [`GrammarCompiler::with_deferred_tool_rules`]: the number of rules deferred
-    /// (built as stubs) and whether the full grammar has been built since (by a matcher
-    /// that needed it); `None` when nothing was deferred.
+    /// Under [`GrammarCompiler::with_deferred_tool_rules`]: the number of tool argument
+    /// rules still deferred in this grammar (built as stubs), and whether a grammar with
+    /// some of them built has been compiled from it since (by a matcher that came near a
+    /// call); `None` when nothing is deferred (nothing was, or this grammar has every tool
+    /// built).
     #[doc(hidden)]
     pub fn deferred_rules(&self) -> Option<(usize, bool)> {
-        self.deferred.as_ref().map(|d| (d.stubs, d.is_built()))
+        self.deferred.as_ref().map(|d| (d.stubs(), d.is_built()))
     }
 
     /// The vocabulary it was compiled against.

@@ -16,20 +16,17 @@ use rustc_hash::FxHashMap;
 use std::sync::{Arc, OnceLock, RwLock};
 
 impl GrammarCompiler {
-    /// [`Self::compile_ir_keeping`] on the current rayon pool.
-    pub(super) fn compile_on_pool(
+    /// Validates `grammar`, checks it against the IR limits and resolves its token
+    /// terminals; terminals that name ordinary (non-special) tokens become those tokens'
+    /// text (`Cow::Owned`), so that mask and accept agree on one reading of them.
+    pub(super) fn prepare<'g>(
         &self,
-        grammar: &Grammar,
-        keep: &[bool],
-        unique_keys: bool,
-        closed: &[(String, Vec<String>)],
-        defer: &[bool],
-    ) -> Result<Arc<CompiledGrammar>, CompileError> {
+        grammar: &'g Grammar,
+    ) -> Result<(FxHashMap<TokenRef, u32>, std::borrow::Cow<'g, Grammar>), CompileError> {
         grammar.validate()?;
         check_ir(&self.limits, grammar)?;
-        let deadline = Deadline::start(self.limits.compile_time);
         // Resolve token terminals first, so that automaton building cannot fail on them.
-        let mut resolved: rustc_hash::FxHashMap<TokenRef, u32> = Default::default();
+        let mut resolved: FxHashMap<TokenRef, u32> = Default::default();
         for rule in &grammar.rules {
             let mut stack = vec![&rule.body];
             while let Some(e) = stack.pop() {
@@ -75,18 +72,23 @@ impl GrammarCompiler {
                 }
             }
         }
+        Ok((resolved, rewritten))
+    }
+
+    /// [`Self::compile_ir_keeping`] on the current rayon pool.
+    pub(super) fn compile_on_pool(
+        &self,
+        grammar: &Grammar,
+        keep: &[bool],
+        unique_keys: bool,
+        closed: &[(String, Vec<String>)],
+    ) -> Result<Arc<CompiledGrammar>, CompileError> {
+        let deadline = Deadline::start(self.limits.compile_time);
+        let (resolved, rewritten) = self.prepare(grammar)?;
         let simplified = simplify_repeats(&inline_rules(&rewritten, keep))?;
         let (lowered, counted) = lower_repeats(simplified);
-        let lowered = if !unique_keys && defer.iter().any(|&d| d) {
-            match self.compile_deferring(grammar, defer, lowered, &counted, &resolved, &deadline)? {
-                Ok(compiled) => return Ok(compiled),
-                Err(lowered) => lowered,
-            }
-        } else {
-            lowered
-        };
         let compiled = self.assemble(
-            grammar,
+            &Arc::new(grammar.clone()),
             &lowered,
             &counted,
             &resolved,
@@ -104,7 +106,7 @@ impl GrammarCompiler {
     #[allow(clippy::too_many_arguments)]
     pub(super) fn assemble(
         &self,
-        grammar: &Grammar,
+        grammar: &Arc<Grammar>,
         lowered: &Grammar,
         counted: &[u32],
         resolved: &FxHashMap<TokenRef, u32>,

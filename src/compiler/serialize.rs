@@ -430,7 +430,7 @@ impl CompiledGrammar {
     pub fn serialize(&self) -> Result<Vec<u8>, SerializeError> {
         if let Some(d) = &self.deferred {
             // A stub grammar is written as its full grammar (built now if need be).
-            let full = d.full(&self.grammar);
+            let full = d.full();
             return full
                 .map_err(|e| SerializeError::GrammarText(e.to_string()))?
                 .serialize();
@@ -514,7 +514,7 @@ impl CompiledGrammar {
             vocab: compiler.vocab.clone(),
             trie: compiler.trie.clone(),
             text_bits: compiler.text_bits.clone(),
-            grammar,
+            grammar: Arc::new(grammar),
             masks: data
                 .masks
                 .into_iter()

@@ -278,6 +278,9 @@ pub struct GrammarMatcher {
     max_rollback_tokens: Option<usize>,
     /// The steps accepted so far, while `compiled` is a stub grammar (`compiler::deferred`).
     log: Vec<Logged>,
+    /// After a move off the stub grammar it was made with: that grammar, which owns what
+    /// the built grammars share (`compiler::deferred`).
+    origin: Option<Arc<CompiledGrammar>>,
 }
 
 /// The batch fills of `crate::mask` (`fill_next_token_bitmask_batch`,
@@ -316,6 +319,7 @@ impl GrammarMatcher {
             terminate_without_stop_token: false,
             max_rollback_tokens: None,
             log: Vec::new(),
+            origin: None,
             compiled,
         }
     }
@@ -549,41 +553,43 @@ impl GrammarMatcher {
 
     /// On a stub grammar (`compiler::deferred`): when an item of the current set that did
     /// not start here (those that did are covered by their predictor) is near a stub,
-    /// moves to the full grammar first. Errors: the full grammar's compile error.
+    /// moves to the grammar with the stubs its tokens can enter built, and again until no
+    /// item is near one. Errors: the build's compile error.
     fn settle(&mut self) -> Result<(), String> {
-        let Some(d) = self.compiled.deferred.as_deref() else {
-            return Ok(());
-        };
-        let (aut, trie, pos) = (&self.compiled.aut, &self.compiled.trie, self.chart.pos());
-        // The first token may be read in its start form, which the trie does not hold.
-        let start_form = self.at_output_start();
-        let near = self.chart.current().iter().any(|it| {
-            it.origin != pos
-                && if start_form {
-                    d.near.may_be_near(aut, it.node)
-                } else {
-                    d.near.is_near(aut, trie, it.node)
+        // Each move builds at least one more tool: at most one per tool.
+        while let Some(d) = self.compiled.deferred.as_deref() {
+            let (aut, trie, pos) = (&self.compiled.aut, &self.compiled.trie, self.chart.pos());
+            // The first token may be read in its start form, which the trie does not hold:
+            // there the lower bound decides, and every stub is built.
+            let start_form = self.at_output_start();
+            let mut entered = Vec::new();
+            let mut near = false;
+            for it in self.chart.current().iter().filter(|it| it.origin != pos) {
+                if start_form {
+                    if d.near.may_be_near(aut, it.node) {
+                        near = true;
+                        entered.clear();
+                        break;
+                    }
+                } else if d.near.is_near(aut, trie, it.node) {
+                    near = true;
+                    d.stubs_entered(aut, trie, it.node, &mut entered);
                 }
-        });
-        if near {
-            self.upgrade()
-        } else {
-            Ok(())
+            }
+            if !near {
+                return Ok(());
+            }
+            let next = d.expand(Some(&entered))?;
+            self.upgrade(next)?;
         }
+        Ok(())
     }
 
-    /// Moves from a stub grammar to its full grammar (built on first need, shared by every
-    /// matcher of the grammar): replays the logged steps on a new chart (same sets, so
-    /// `history` stays valid), then drops the log.
-    fn upgrade(&mut self) -> Result<(), String> {
-        let Some(d) = self.compiled.deferred.as_deref() else {
-            return Ok(());
-        };
-        let full = d
-            .full(&self.compiled.grammar)
-            .map_err(|e| e.to_string())?
-            .clone();
-        let aut = &full.aut;
+    /// Moves from a grammar with stubs to `next`, the same grammar with more tools built:
+    /// replays the logged steps on a new chart (same sets, so `history` stays valid). The
+    /// log is kept while `next` still has stubs.
+    fn upgrade(&mut self, next: Arc<CompiledGrammar>) -> Result<(), String> {
+        let aut = &next.aut;
         let mut chart = Chart::new(aut, aut.rule_start[aut.root as usize]);
         chart.refuel(u64::MAX);
         for step in &self.log {
@@ -593,19 +599,27 @@ impl GrammarMatcher {
                 Logged::Stop => true,
             };
             if !ok {
-                return Err("the full grammar rejected the input the stub grammar accepted".into());
+                return Err(
+                    "the built grammar rejected the input the stub grammar accepted".into(),
+                );
             }
         }
         if chart.len() != self.chart.len() {
             return Err(
-                "the full grammar read the input into a different number of chart sets".into(),
+                "the built grammar read the input into a different number of chart sets".into(),
             );
         }
         self.node_stamp = vec![0; aut.nodes.len()];
         self.stamp = 0;
         self.chart = chart;
-        self.compiled = full;
-        self.log = Vec::new();
+        if next.deferred.is_none() {
+            self.log = Vec::new();
+        }
+        // The stub grammar owns what its builds share: keep it while this matcher lives.
+        if self.origin.is_none() {
+            self.origin = Some(self.compiled.clone());
+        }
+        self.compiled = next;
         Ok(())
     }
 
@@ -670,15 +684,55 @@ impl GrammarMatcher {
     /// special token could come). Does not change the state.
     pub fn find_jump_forward_bytes(&mut self) -> Vec<u8> {
         let mut out = Vec::new();
-        // Forced bytes may run into a stub: run the full grammar.
-        if self.terminated || self.upgrade().is_err() {
+        if self.terminated || self.settle().is_err() {
             return out;
         }
+        // Forced bytes may run into a stub: then build it and start again.
+        while let Some(stubs) = self.forced_bytes(&mut out) {
+            let next = self
+                .compiled
+                .deferred
+                .as_deref()
+                .map(|d| d.expand(Some(&stubs)));
+            out.clear();
+            match next {
+                Some(Ok(next)) if self.upgrade(next.clone()).is_ok() => {}
+                _ => break,
+            }
+        }
+        if let Some(k) = &mut self.keys {
+            // Forced bytes that repeat a key (or leave a closed object no name) lead
+            // nowhere: stop before the byte the key check refuses.
+            out.truncate(k.prefix_without_violation(&out));
+        }
+        out
+    }
+
+    /// The forced bytes of [`GrammarMatcher::find_jump_forward_bytes`], into `out`; the
+    /// state is unchanged after. `Some(stub rules)` when the run reaches a set with an
+    /// item inside a stub (on a grammar with stubs): the bytes are then not all known.
+    fn forced_bytes(&mut self, out: &mut Vec<u8>) -> Option<Vec<u32>> {
         let aut = &self.compiled.aut;
+        let deferred = self.compiled.deferred.as_deref();
         let start = self.chart.len();
+        let mut stubs = Vec::new();
         // Past the work budget the forced bytes found so far are returned.
         self.chart.refuel(self.compiled.max_step_items);
         while out.len() < 65_536 && !self.chart.can_exit() {
+            if let Some(d) = deferred {
+                stubs.extend(
+                    self.chart
+                        .current()
+                        .iter()
+                        .map(|it| aut.rule_of(it.node))
+                        .filter(|&r| d.is_stub(r)),
+                );
+                if !stubs.is_empty() {
+                    stubs.sort_unstable();
+                    stubs.dedup();
+                    break;
+                }
+            }
             let mut single: Option<u8> = None;
             let mut forced = true;
             'items: for it in self.chart.current() {
@@ -702,12 +756,7 @@ impl GrammarMatcher {
             }
         }
         self.chart.truncate(start);
-        if let Some(k) = &mut self.keys {
-            // Forced bytes that repeat a key (or leave a closed object no name) lead
-            // nowhere: stop before the byte the key check refuses.
-            out.truncate(k.prefix_without_violation(&out));
-        }
-        out
+        (!stubs.is_empty()).then_some(stubs)
     }
 
     /// [`GrammarMatcher::find_jump_forward_bytes`] cut to its longest valid UTF-8 prefix, as

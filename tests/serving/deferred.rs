@@ -6,7 +6,7 @@ use super::common;
 use super::maskbench;
 use std::sync::Arc;
 use tokensieve::{CompiledGrammar, GrammarCompiler, GrammarMatcher, Precompute};
-use tokensieve_tools::{Hermes, Tool, ToolCall, ToolCallFormat, ToolChoice};
+use tokensieve_tools::{Hermes, KimiK2, Tool, ToolCall, ToolCallFormat, ToolChoice};
 
 /// `n` distinct tools from BFCL's `multiple` file, in file order.
 fn bfcl_tools(n: usize) -> Option<Vec<Tool>> {
@@ -244,4 +244,127 @@ fn a_tag_compile_builds_no_tool_automaton_before_a_call() {
     let s = compiler.rule_automaton_cache_stats();
     assert!(s.builds + s.hits > twelve);
     assert_eq!(g.deferred_rules().map(|d| d.1), Some(true));
+}
+
+/// Runs `text` through matchers of `eager` and `deferred` side by side (masks equal at
+/// every step, then the stop token) and returns the deferred matcher at the end.
+fn run_side_by_side(
+    rt: &common::RealTokenizer,
+    eager: &Arc<CompiledGrammar>,
+    deferred: &Arc<CompiledGrammar>,
+    text: &str,
+    what: &str,
+) -> GrammarMatcher {
+    let (mut me, mut md) = (
+        GrammarMatcher::new(eager.clone()),
+        GrammarMatcher::new(deferred.clone()),
+    );
+    let words = me.bitmask_words();
+    let (mut ke, mut kd) = (vec![0u32; words], vec![0u32; words]);
+    let ids = rt.tokenizer.encode(text, false).unwrap();
+    for (step, &t) in ids.get_ids().iter().enumerate() {
+        me.fill_next_token_bitmask(&mut ke).unwrap();
+        md.fill_next_token_bitmask(&mut kd).unwrap();
+        assert!(ke == kd, "{what}: masks differ at step {step}");
+        assert_eq!(
+            me.find_jump_forward_bytes(),
+            md.find_jump_forward_bytes(),
+            "{what}: step {step}"
+        );
+        assert!(
+            me.accept_token(t) && md.accept_token(t),
+            "{what}: step {step}"
+        );
+    }
+    me.fill_next_token_bitmask(&mut ke).unwrap();
+    md.fill_next_token_bitmask(&mut kd).unwrap();
+    assert!(ke == kd, "{what}: masks differ at the end");
+    assert!(
+        me.accept_token(rt.stop()) && md.accept_token(rt.stop()),
+        "{what}"
+    );
+    md
+}
+
+/// (d) A call builds only the tools it reaches: after a call of one tool of 12, the
+/// matcher runs a grammar in which the other 11 are still stubs, and a call of a second
+/// tool leaves 10; the rule automata built for them are a small part of the other
+/// tools'. Masks and jump-forward strings are eager's at every step.
+#[cfg(feature = "hf")]
+#[test]
+fn a_call_builds_only_the_tools_it_reaches() {
+    let Some(rt) = common::RealTokenizer::load("qwen3") else {
+        return;
+    };
+    let Some(tools) = bfcl_tools(12) else {
+        return;
+    };
+    let tag = Hermes::default()
+        .structural_tag(&tools, &ToolChoice::Auto, true)
+        .unwrap();
+    let eager = rt.compiler.clone().compile_structural_tag(&tag).unwrap();
+    let deferring = GrammarCompiler::new(rt.vocab.clone())
+        .with_precompute(Precompute::Lazy)
+        .with_deferred_tool_rules(true);
+    let deferred = deferring.compile_structural_tag(&tag).unwrap();
+    assert_eq!(deferred.deferred_rules(), Some((12, false)));
+    let before = deferring.rule_automaton_cache_stats().builds;
+    let call = |i: usize| ToolCall {
+        id: None,
+        name: tools[i].name.clone(),
+        arguments: arguments(&tools[i]),
+    };
+    let one = format!("First.\n{}", Hermes::default().render_calls(&[call(4)]));
+    let m = run_side_by_side(&rt, &eager, &deferred, &one, "one call");
+    assert_eq!(m.compiled_grammar().deferred_rules().map(|d| d.0), Some(11));
+    let one_tool = deferring.rule_automaton_cache_stats().builds - before;
+    let two = format!(
+        "Both.\n{}",
+        Hermes::default().render_calls(&[call(4), call(7)])
+    );
+    let m = run_side_by_side(&rt, &eager, &deferred, &two, "two calls");
+    assert_eq!(m.compiled_grammar().deferred_rules().map(|d| d.0), Some(10));
+    // All twelve tools built: what a full build costs in new rule automata.
+    let all = GrammarCompiler::new(rt.vocab.clone()).with_precompute(Precompute::Lazy);
+    all.compile_structural_tag(&tag).unwrap();
+    let every_tool = all.rule_automaton_cache_stats().builds;
+    assert!(
+        one_tool * 4 < every_tool,
+        "one tool built {one_tool} rule automata; the whole tag builds {every_tool}"
+    );
+}
+
+/// (e) The same on a family whose markers are special tokens: Kimi K2 on the DeepSeek V3
+/// tokenizer, one call then two.
+#[cfg(feature = "hf")]
+#[test]
+fn kimi_k2_calls_on_special_markers_mask_as_eager() {
+    let Some(rt) = common::RealTokenizer::load("deepseek_v3") else {
+        return;
+    };
+    let Some(tools) = bfcl_tools(12) else {
+        return;
+    };
+    let kimi = KimiK2::default();
+    let tag = kimi
+        .structural_tag(&tools, &ToolChoice::Auto, true)
+        .unwrap();
+    let eager = rt.compiler.clone().compile_structural_tag(&tag).unwrap();
+    let deferring = GrammarCompiler::new(rt.vocab.clone())
+        .with_precompute(Precompute::Lazy)
+        .with_deferred_tool_rules(true);
+    let deferred = deferring.compile_structural_tag(&tag).unwrap();
+    assert!(deferred.deferred_rules().is_some());
+    let call = |i: usize| ToolCall {
+        id: None,
+        name: tools[i].name.clone(),
+        arguments: arguments(&tools[i]),
+    };
+    let text = format!("Two.\n{}", kimi.render_calls(&[call(2), call(10)]));
+    let m = run_side_by_side(&rt, &eager, &deferred, &text, "kimi");
+    let left = m.compiled_grammar().deferred_rules().map(|d| d.0);
+    assert!(
+        matches!(left, Some(n) if n + 2 <= 12),
+        "{left:?} stubs left"
+    );
 }
