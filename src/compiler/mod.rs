@@ -166,7 +166,7 @@ impl GrammarCompiler {
             )),
             pool: None,
             background_pool: None,
-            defer_tool_rules: false,
+            defer_tool_rules: true,
         }
     }
 
@@ -248,14 +248,19 @@ impl GrammarCompiler {
         self
     }
 
-    /// Experimental, off by default (issue 24, first stage; see `docs/architecture.md`,
-    /// "Deferred tool rules"): [`GrammarCompiler::compile_structural_tag`] builds only the
-    /// rules the tag reaches without entering a tool's JSON-Schema arguments; the full
-    /// grammar is built once, the first time a matcher comes within one token of a tool's
-    /// arguments, and that matcher replays its input on it. Masks are the same as without
-    /// it. An error of that later build (a limit) is reported by the matcher call that
-    /// needed it ([`crate::MatcherError::Deferred`], [`crate::TokenRejection::Deferred`]).
-    #[doc(hidden)]
+    /// On by default: [`GrammarCompiler::compile_structural_tag`] builds only the rules the
+    /// tag reaches without entering a tool's JSON-Schema arguments (each tool's schema is
+    /// still read, so its errors are the compile's). The first time a matcher comes
+    /// within one token of a tool's arguments, the grammar with that tool built as well is
+    /// compiled (once per set of tools built, shared by every matcher of the grammar) and
+    /// the matcher replays its input on it; a call of another tool builds that one. Masks
+    /// are exactly those of the whole grammar. Costs: compile → first mask and memory grow
+    /// with the tools' names, not their schemas; the step that reaches a tool first pays
+    /// that tool's build (about one tool's share of the whole compile, plus the tag's own
+    /// rules). Off: the whole grammar at compile, as in 0.x. An error of a later build (a
+    /// limit) is reported by the matcher call that needed it
+    /// ([`crate::MatcherError::Deferred`], [`crate::TokenRejection::Deferred`]). See
+    /// `docs/architecture.md`, "Deferred tool rules".
     pub fn with_deferred_tool_rules(mut self, on: bool) -> Self {
         self.defer_tool_rules = on;
         self
@@ -302,7 +307,6 @@ impl CompiledGrammar {
     /// some of them built has been compiled from it since (by a matcher that came near a
     /// call); `None` when nothing is deferred (nothing was, or this grammar has every tool
     /// built).
-    #[doc(hidden)]
     pub fn deferred_rules(&self) -> Option<(usize, bool)> {
         self.deferred.as_ref().map(|d| (d.stubs(), d.is_built()))
     }

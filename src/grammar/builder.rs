@@ -58,12 +58,14 @@ impl GrammarBuilder {
         self.rules[id.index()].body = body;
     }
 
-    /// Copies every rule of `g` in, renamed under `prefix`; returns the id of `g`'s root.
-    pub(crate) fn embed(&mut self, g: &Grammar, prefix: &str) -> RuleId {
+    /// Moves every rule of `g` in, renamed under `prefix`; returns the id of `g`'s root.
+    pub(crate) fn embed(&mut self, g: Grammar, prefix: &str) -> RuleId {
         let base = self.rules.len() as u32;
-        for r in &g.rules {
+        let root = g.root.0;
+        for r in g.rules {
             let name = self.fresh(&format!("{prefix}_{}", r.name));
-            let mut body = r.body.clone();
+            let mut r = r;
+            let mut body = std::mem::replace(&mut r.body, Expr::Empty);
             // Iterative: embedded grammars may be deep.
             let mut stack = vec![&mut body];
             while let Some(e) = stack.pop() {
@@ -76,7 +78,7 @@ impl GrammarBuilder {
             }
             self.rules.push(Rule { name, body });
         }
-        RuleId(base + g.root.0)
+        RuleId(base + root)
     }
 
     /// The grammar with `root` as its root rule.

@@ -485,12 +485,52 @@ impl GrammarMatcher {
         if self.terminated {
             return Err(TokenRejection::Terminated { token: u32::MAX });
         }
-        self.settle().map_err(|reason| TokenRejection::Deferred {
+        let deferred = |reason| TokenRejection::Deferred {
             token: u32::MAX,
             reason,
-        })?;
+        };
+        self.settle().map_err(deferred)?;
+        // Bytes may be longer than any token, so the near check does not cover them: read
+        // them first, and build every stub the reading reaches (one build per round).
+        while let Some(stubs) = self.stubs_on_path(bytes) {
+            let next = match self.compiled.deferred.as_deref() {
+                Some(d) => d.expand(Some(&stubs)).map_err(deferred)?,
+                None => break,
+            };
+            self.upgrade(next).map_err(deferred)?;
+        }
         self.chart.refuel(self.compiled.max_step_items);
         self.push_bytes(bytes, u32::MAX)
+    }
+
+    /// On a grammar with stubs: the stub rules with an item in a chart set while `bytes`
+    /// are read from the current state (as far as they are accepted), or `None` when no
+    /// set has one. The state is unchanged after.
+    fn stubs_on_path(&mut self, bytes: &[u8]) -> Option<Vec<u32>> {
+        let d = self.compiled.deferred.as_deref()?;
+        let aut = &self.compiled.aut;
+        let start = self.chart.len();
+        self.chart.refuel(self.compiled.max_step_items);
+        let mut stubs = Vec::new();
+        let mut collect = |chart: &Chart| {
+            let items = chart.current().iter();
+            stubs.extend(
+                items
+                    .map(|it| aut.rule_of(it.node))
+                    .filter(|&r| d.is_stub(r)),
+            );
+        };
+        collect(&self.chart);
+        for &b in bytes {
+            if !self.chart.push_byte(aut, b) {
+                break;
+            }
+            collect(&self.chart);
+        }
+        self.chart.truncate(start);
+        stubs.sort_unstable();
+        stubs.dedup();
+        (!stubs.is_empty()).then_some(stubs)
     }
 
     /// Pushes `bytes` as one step, all or nothing; `token` names the step in errors.

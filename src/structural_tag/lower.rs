@@ -193,7 +193,7 @@ impl Lowerer<'_> {
         text_avoiding(&mut self.b, &all, "text")
     }
 
-    fn embed(&mut self, g: &Grammar, prefix: &str) -> Expr {
+    fn embed(&mut self, g: Grammar, prefix: &str) -> Expr {
         Expr::Rule(self.b.embed(g, prefix))
     }
 
@@ -231,7 +231,7 @@ impl Lowerer<'_> {
                                 path: path.to_string(),
                                 source: Box::new(e),
                             })?;
-                        let root = self.b.embed(&g, "json");
+                        let root = self.b.embed(g, "json");
                         self.schema_roots.push(root);
                         Expr::Rule(root)
                     }
@@ -245,14 +245,14 @@ impl Lowerer<'_> {
                         source: e,
                     }
                 })?;
-                self.embed(&g, "regex")
+                self.embed(g, "regex")
             }
             Format::Grammar { grammar } => {
                 let g = parse_ebnf(grammar, "root").map_err(|e| StructuralTagError::Ebnf {
                     path: path.to_string(),
                     source: e,
                 })?;
-                self.embed(&g, "grammar")
+                self.embed(g, "grammar")
             }
             Format::AnyText { excludes } => self.free_text(excludes, stop),
             Format::Sequence { elements } => {

@@ -484,7 +484,7 @@ fn raw_text_grammar(
     Ok(match fixed {
         None if keywords => raw_string_grammar(s, &pointer, close, opts)
             .map_err(schema_error)?
-            .map(|g| Expr::Rule(l.b.embed(&g, "raw"))),
+            .map(|g| Expr::Rule(l.b.embed(g, "raw"))),
         None => Some(text_avoiding(&mut l.b, &[close.to_string()], "raw")),
         Some(values) => {
             let mut alts: Vec<Expr> = Vec::new();
@@ -532,7 +532,7 @@ fn json_grammar(
             source: Box::new(e),
         }
     })?;
-    Ok(Expr::Rule(l.b.embed(&g, "param")))
+    Ok(Expr::Rule(l.b.embed(g, "param")))
 }
 
 /// `schema` with the root's `$defs`/`definitions` copied in (when it has none of its

@@ -107,7 +107,12 @@ fn hermes_tag_over_12_bfcl_tools_masks_equal_eager() {
     let tag = Hermes::default()
         .structural_tag(&tools, &ToolChoice::Auto, true)
         .unwrap();
-    let eager = rt.compiler.clone().compile_structural_tag(&tag).unwrap();
+    let eager = rt
+        .compiler
+        .clone()
+        .with_deferred_tool_rules(false)
+        .compile_structural_tag(&tag)
+        .unwrap();
     let deferring = rt
         .compiler
         .clone()
@@ -171,7 +176,8 @@ fn maskbench_schemas_in_a_tag_mask_as_eager() {
                     "end": "\n</tool_call>"}],
                 "at_least_one": false, "stop_after_first": false}
         });
-        let Ok(eager) = rt.compiler.clone().compile_structural_tag(&tag) else {
+        let whole = rt.compiler.clone().with_deferred_tool_rules(false);
+        let Ok(eager) = whole.compile_structural_tag(&tag) else {
             continue;
         };
         let text = format!(
@@ -302,7 +308,12 @@ fn a_call_builds_only_the_tools_it_reaches() {
     let tag = Hermes::default()
         .structural_tag(&tools, &ToolChoice::Auto, true)
         .unwrap();
-    let eager = rt.compiler.clone().compile_structural_tag(&tag).unwrap();
+    let eager = rt
+        .compiler
+        .clone()
+        .with_deferred_tool_rules(false)
+        .compile_structural_tag(&tag)
+        .unwrap();
     let deferring = GrammarCompiler::new(rt.vocab.clone())
         .with_precompute(Precompute::Lazy)
         .with_deferred_tool_rules(true);
@@ -325,7 +336,9 @@ fn a_call_builds_only_the_tools_it_reaches() {
     let m = run_side_by_side(&rt, &eager, &deferred, &two, "two calls");
     assert_eq!(m.compiled_grammar().deferred_rules().map(|d| d.0), Some(10));
     // All twelve tools built: what a full build costs in new rule automata.
-    let all = GrammarCompiler::new(rt.vocab.clone()).with_precompute(Precompute::Lazy);
+    let all = GrammarCompiler::new(rt.vocab.clone())
+        .with_precompute(Precompute::Lazy)
+        .with_deferred_tool_rules(false);
     all.compile_structural_tag(&tag).unwrap();
     let every_tool = all.rule_automaton_cache_stats().builds;
     assert!(
@@ -349,7 +362,12 @@ fn kimi_k2_calls_on_special_markers_mask_as_eager() {
     let tag = kimi
         .structural_tag(&tools, &ToolChoice::Auto, true)
         .unwrap();
-    let eager = rt.compiler.clone().compile_structural_tag(&tag).unwrap();
+    let eager = rt
+        .compiler
+        .clone()
+        .with_deferred_tool_rules(false)
+        .compile_structural_tag(&tag)
+        .unwrap();
     let deferring = GrammarCompiler::new(rt.vocab.clone())
         .with_precompute(Precompute::Lazy)
         .with_deferred_tool_rules(true);

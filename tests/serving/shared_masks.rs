@@ -285,11 +285,12 @@ fn cached_rule_automata_give_the_eager_masks_of_every_node() {
         .map(|ts| hermes.structural_tag(ts, &ToolChoice::Auto, true).unwrap())
         .collect();
     // Eager, masks walked (none shared), no whole-grammar cache: only the rule automata
-    // come from a cache.
+    // come from a cache. Tags whole: serializing a deferring compile builds its tools.
     let warm = GrammarCompiler::new(rt.vocab.clone())
         .with_mask_cache_capacity(0)
-        .with_cache_enabled(false);
-    let fresh = fresh_eager(&rt.vocab);
+        .with_cache_enabled(false)
+        .with_deferred_tool_rules(false);
+    let fresh = fresh_eager(&rt.vocab).with_deferred_tool_rules(false);
     let schemas: Vec<&Value> = sample
         .iter()
         .map(|r| &r.schema)
