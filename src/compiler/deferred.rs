@@ -27,9 +27,9 @@
 
 use super::{CompileError, CompiledGrammar, GrammarCompiler};
 use crate::automaton::defer::{near_stubs, stub_rules, stubbed, NearStubs};
-use crate::automaton::lower::{inline_rules, lower_repeats, simplify_repeats};
+use crate::automaton::lower::{for_each_call, inline_rules, lower_repeats, simplify_repeats};
 use crate::automaton::Automaton;
-use crate::grammar::{Grammar, TokenRef};
+use crate::grammar::{Expr, Grammar, Rule, RuleId, TokenRef};
 use crate::limits::Deadline;
 use crate::mask::TokenTrie;
 use rustc_hash::FxHashMap;
@@ -55,6 +55,17 @@ struct Shared {
     compiler: GrammarCompiler,
     /// By the ascending IR rule ids of the deferral roots built.
     builds: Mutex<FxHashMap<Vec<u32>, Build>>,
+    /// The stub grammar lowered (set by the compile): what every build splices its tools'
+    /// lowered rules into.
+    base: OnceLock<Lowered>,
+}
+
+/// A lowered grammar with its counted rules and, per rule, whether it is a stub.
+#[derive(Debug)]
+struct Lowered {
+    grammar: Grammar,
+    counted: Vec<u32>,
+    stub: Vec<bool>,
 }
 
 impl Shared {
@@ -72,11 +83,7 @@ impl Shared {
         cell.get_or_init(|| {
             let c = &self.compiler;
             let deadline = Deadline::start(c.limits.compile_time);
-            let mut unbuilt = self.roots.clone();
-            for &r in &built {
-                unbuilt[r as usize] = false;
-            }
-            let (mut compiled, parts) = c.compile_stubbed(self, &unbuilt, &deadline)?;
+            let (mut compiled, parts) = c.compile_built(self, &built, &deadline)?;
             compiled.deferred = parts.map(|(near, stub_roots)| {
                 Box::new(Deferred {
                     owner: None,
@@ -230,8 +237,9 @@ impl GrammarCompiler {
             resolved,
             compiler,
             builds: Mutex::new(FxHashMap::default()),
+            base: OnceLock::new(),
         });
-        let (mut compiled, parts) = self.compile_stubbed(&shared, &shared.roots, &deadline)?;
+        let (mut compiled, parts) = self.compile_stubbed(&shared, &deadline)?;
         let Some((near, stub_roots)) = parts else {
             return self.finish(compiled, &deadline);
         };
@@ -250,60 +258,189 @@ impl GrammarCompiler {
         self.finish(compiled, &deadline)
     }
 
-    /// The grammar of `shared`'s IR with the deferral roots `unbuilt[r]` (and every rule
-    /// reached only through them) as stubs, inlined, lowered and assembled (masks not
-    /// computed); with the near-stub analysis and the stubs' deferral roots (by automaton
-    /// rule) when some stub is left.
+    /// The stub grammar of `shared`'s IR: every deferral root (and every rule reached only
+    /// through one) a stub, inlined, lowered (kept in `shared.base` for the builds) and
+    /// assembled (masks not computed); with the near-stub analysis and the stubs' deferral
+    /// roots (by automaton rule) when some stub is left.
     #[allow(clippy::type_complexity)]
     fn compile_stubbed(
         &self,
         shared: &Shared,
-        unbuilt: &[bool],
         deadline: &Deadline,
     ) -> Result<(CompiledGrammar, Option<(NearStubs, FxHashMap<u32, u32>)>), CompileError> {
         let ir = shared.ir();
-        let stub = stub_rules(ir, unbuilt);
-        let any = (0..stub.len()).any(|r| stub[r] && unbuilt[r]);
-        let stubbed_ir;
-        let g = if any {
-            stubbed_ir = stubbed(ir, &stub);
-            &stubbed_ir
-        } else {
-            ir
-        };
+        let stub = stub_rules(ir, &shared.roots);
+        let stubbed_ir = stubbed(ir, &stub);
         // Every deferral root stays a rule of its own, built or not (as without deferral).
-        let simplified = simplify_repeats(&inline_rules(g, &shared.roots))?;
-        let (lowered, counted) = lower_repeats(simplified);
+        let simplified = simplify_repeats(&inline_rules(&stubbed_ir, &shared.roots))?;
+        let (grammar, counted) = lower_repeats(simplified);
         // Stubs by name: lowering renumbers rules but keeps the names of kept rules.
-        let by_name: FxHashMap<&str, u32> = (0..ir.rules.len())
-            .filter(|&r| stub[r] && unbuilt[r])
-            .map(|r| (ir.rules[r].name.as_str(), r as u32))
+        let names: rustc_hash::FxHashSet<&str> = (0..ir.rules.len())
+            .filter(|&r| shared.roots[r])
+            .map(|r| ir.rules[r].name.as_str())
             .collect();
-        let lstub: Vec<bool> = lowered
+        let stub = grammar
             .rules
             .iter()
-            .map(|r| by_name.contains_key(r.name.as_str()))
+            .map(|r| names.contains(r.name.as_str()))
             .collect();
+        let base = shared.base.get_or_init(|| Lowered {
+            grammar,
+            counted,
+            stub,
+        });
+        self.assemble_lowered(shared, base, deadline)
+    }
+
+    /// The grammar with the deferral roots `built` (ascending IR rule ids) built: each
+    /// one's rules lowered on their own and spliced into the lowered stub grammar in its
+    /// stub's place (a tool's rules call no rule outside its schema, and deferral roots
+    /// are never inlined, so this is the lowering of the whole with those tools built).
+    #[allow(clippy::type_complexity)]
+    fn compile_built(
+        &self,
+        shared: &Shared,
+        built: &[u32],
+        deadline: &Deadline,
+    ) -> Result<(CompiledGrammar, Option<(NearStubs, FxHashMap<u32, u32>)>), CompileError> {
+        let Some(base) = shared.base.get() else {
+            return self.compile_stubbed(shared, deadline);
+        };
+        let ir = shared.ir();
+        let mut rules = base.grammar.rules.clone();
+        let mut counted = base.counted.clone();
+        let mut stub = base.stub.clone();
+        for &r in built {
+            let name = ir.rules[r as usize].name.as_str();
+            let Some(slot) = rules.iter().position(|x| x.name == name) else {
+                continue;
+            };
+            let (tool, tool_counted) = lowered_component(ir, r)?;
+            // The tool's root takes the stub's place; its other rules go at the end.
+            let base_len = rules.len() as u32;
+            let mut new_id = Vec::with_capacity(tool.rules.len());
+            let mut next = base_len;
+            for i in 0..tool.rules.len() {
+                if i == tool.root.index() {
+                    new_id.push(slot as u32);
+                } else {
+                    new_id.push(next);
+                    next += 1;
+                }
+            }
+            counted.extend(tool_counted.iter().map(|&c| new_id[c as usize]));
+            for (i, mut rule) in tool.rules.into_iter().enumerate() {
+                renumber(&mut rule.body, &new_id);
+                if i == tool.root.index() {
+                    rules[slot].body = std::mem::replace(&mut rule.body, Expr::Empty);
+                    stub[slot] = false;
+                } else {
+                    let body = std::mem::replace(&mut rule.body, Expr::Empty);
+                    rules.push(Rule {
+                        name: std::mem::take(&mut rule.name),
+                        body,
+                    });
+                    stub.push(false);
+                }
+            }
+        }
+        let lowered = Lowered {
+            grammar: Grammar {
+                rules,
+                root: base.grammar.root,
+            },
+            counted,
+            stub,
+        };
+        self.assemble_lowered(shared, &lowered, deadline)
+    }
+
+    /// Assembles `lowered`, with the near-stub analysis and the stubs' deferral roots
+    /// when it has stubs.
+    #[allow(clippy::type_complexity)]
+    fn assemble_lowered(
+        &self,
+        shared: &Shared,
+        lowered: &Lowered,
+        deadline: &Deadline,
+    ) -> Result<(CompiledGrammar, Option<(NearStubs, FxHashMap<u32, u32>)>), CompileError> {
+        let any = lowered.stub.iter().any(|&s| s);
         let compiled = self.assemble(
             &shared.source,
-            &lowered,
-            &counted,
+            &lowered.grammar,
+            &lowered.counted,
             &shared.resolved,
             false,
             &[],
             deadline,
-            if any { &lstub } else { &[] },
+            if any { &lowered.stub } else { &[] },
         )?;
         if !any {
             return Ok((compiled, None));
         }
         // No text token reaches a stub call from a node farther than the longest token.
         let reach = compiled.max_token_len.saturating_add(1);
-        let near = near_stubs(&compiled.aut, &lstub, reach);
-        let stub_roots = (0..lowered.rules.len())
-            .filter(|&r| lstub[r])
-            .map(|r| (r as u32, by_name[lowered.rules[r].name.as_str()]))
+        let near = near_stubs(&compiled.aut, &lowered.stub, reach);
+        let ir = shared.ir();
+        let by_name: FxHashMap<&str, u32> = (0..ir.rules.len())
+            .filter(|&r| shared.roots[r])
+            .map(|r| (ir.rules[r].name.as_str(), r as u32))
+            .collect();
+        let stub_roots = (0..lowered.grammar.rules.len())
+            .filter(|&r| lowered.stub[r])
+            .filter_map(|r| {
+                let root = by_name.get(lowered.grammar.rules[r].name.as_str())?;
+                Some((r as u32, *root))
+            })
             .collect();
         Ok((compiled, Some((near, stub_roots))))
+    }
+}
+
+/// The rules of `ir` reachable from rule `root` (a deferral root), as a grammar of their
+/// own rooted there, inlined (the root kept) and lowered: with its counted rules.
+fn lowered_component(ir: &Grammar, root: u32) -> Result<(Grammar, Vec<u32>), CompileError> {
+    let mut new_id = vec![u32::MAX; ir.rules.len()];
+    let mut order = vec![root];
+    new_id[root as usize] = 0;
+    let mut i = 0;
+    while i < order.len() {
+        for_each_call(&ir.rules[order[i] as usize].body, &mut |c| {
+            if new_id[c as usize] == u32::MAX {
+                new_id[c as usize] = order.len() as u32;
+                order.push(c);
+            }
+        });
+        i += 1;
+    }
+    let rules = order
+        .iter()
+        .map(|&r| {
+            let mut body = ir.rules[r as usize].body.clone();
+            renumber(&mut body, &new_id);
+            Rule {
+                name: ir.rules[r as usize].name.clone(),
+                body,
+            }
+        })
+        .collect();
+    let component = Grammar {
+        rules,
+        root: RuleId(0),
+    };
+    let simplified = simplify_repeats(&inline_rules(&component, &[true]))?;
+    Ok(lower_repeats(simplified))
+}
+
+/// Renames the rule references of `e` through `new_id`.
+fn renumber(e: &mut Expr, new_id: &[u32]) {
+    let mut stack = vec![e];
+    while let Some(e) = stack.pop() {
+        match e {
+            Expr::Rule(id) => id.0 = new_id[id.index()],
+            Expr::Seq(v) | Expr::Choice(v) => stack.extend(v.iter_mut()),
+            Expr::Repeat { expr, .. } => stack.push(expr),
+            _ => {}
+        }
     }
 }
