@@ -27,7 +27,9 @@
 //! `eager`, `lazy` or `background` (default `lazy`), then optionally a tokenizer folder name
 //! (`llama3_1` for schemas, `qwen3` for tools), then optionally `nocache` and `deferred`
 //! (`GrammarCompiler::with_deferred_tool_rules`: a tag's tool argument rules are stubs
-//! until a matcher comes near one). Prints wall-clock times of one run (for ratios only).
+//! until a matcher comes near one; on by default) or `whole` (off). Prints wall-clock
+//! times of one run (for ratios only); with `COLD_PROFILE_STEPS` set, each first-pass step's
+//! time on stderr.
 
 #[path = "../benches/common/mod.rs"]
 mod common;
@@ -82,13 +84,13 @@ fn main() {
         "llama3_1"
     };
     // After the mode: an optional tokenizer folder name, and the flags `nocache` and
-    // `deferred` in any order.
+    // `deferred` or `whole` in any order.
     let rest: Vec<&str> = args.iter().skip(mode_at + 1).map(String::as_str).collect();
     let flag = |f: &str| rest.contains(&f);
     let tok_name = rest
         .iter()
         .copied()
-        .find(|a| !matches!(*a, "nocache" | "deferred"))
+        .find(|a| !matches!(*a, "nocache" | "deferred" | "whole"))
         .unwrap_or(default_tok);
     let tok = common::Tokenizer::load(tok_name).expect("tok");
     // No compile-time budget: under callgrind a 100-tool tag or a large schema runs past
@@ -103,8 +105,8 @@ fn main() {
     if flag("nocache") {
         compiler = compiler.with_rule_automaton_cache_capacity(0);
     }
-    if flag("deferred") {
-        compiler = compiler.with_deferred_tool_rules(true);
+    if flag("deferred") || flag("whole") {
+        compiler = compiler.with_deferred_tool_rules(!flag("whole"));
     }
     let docs_of = |job: &Job| -> Vec<Vec<u32>> {
         match job {
@@ -198,6 +200,15 @@ fn run(compiler: &GrammarCompiler, job: &Job, docs: &[Vec<u32>]) {
             let s = Instant::now();
             m.fill_next_token_bitmask(&mut mask).expect("mask");
             slowest = slowest.max(s.elapsed());
+            if std::env::var_os("COLD_PROFILE_STEPS").is_some() {
+                let built = m.compiled_grammar().deferred_rules();
+                let text = g.vocabulary().token_bytes(tk).unwrap_or(&[]);
+                let text = String::from_utf8_lossy(text);
+                eprintln!(
+                    "step {steps}: {:?} then {text:?} (stubs left, built: {built:?})",
+                    s.elapsed()
+                );
+            }
             steps += 1;
             if !m.accept_token(tk) {
                 ok = false;

@@ -6,7 +6,8 @@
 //! string over the characters it allows: any text
 //! ([`ANY_TEXT`]), JSON string contents ([`JSON_STRING`]: no `"`, `\` or control
 //! character), free text that avoids `<` ([`NO_LT`]: before a `<tool_call>` trigger, say),
-//! and ASCII letters and digits alone ([`ALNUM`]: identifiers, `pattern`s, formats).
+//! ASCII letters and digits alone ([`ALNUM`]: identifiers, `pattern`s, formats), and JSON
+//! string contents without `<` ([`JSON_STRING_NO_LT`]: tool arguments that refuse markers).
 //! A token that starts with a UTF-8 continuation byte, or holds bytes that are not UTF-8,
 //! is in no slice.
 //!
@@ -56,6 +57,15 @@ pub(crate) const NO_LT: Lang = Lang {
     multibyte: true,
 };
 
+/// JSON string contents without `<`: the argument strings of tool-call families whose
+/// markers start with `<` (`<tool_call>`, `<function=`, `<|tool▁call|>` spelled as text)
+/// and refuse them inside strings (`string_excludes`): a string body that avoids a marker
+/// consumes every string of this language, not of [`JSON_STRING`].
+pub(crate) const JSON_STRING_NO_LT: Lang = Lang {
+    excluded: JSON_STRING.excluded | (1 << 0x3C),
+    multibyte: true,
+};
+
 /// ASCII letters and digits only: identifiers, the words of `pattern`s such as
 /// `^[A-Za-z0-9_.-]+$`, e-mail addresses, host names.
 pub(crate) const ALNUM: Lang = Lang {
@@ -64,7 +74,7 @@ pub(crate) const ALNUM: Lang = Lang {
 };
 
 /// The slices every trie computes, in this order.
-pub(crate) const SLICES: [Lang; 4] = [ANY_TEXT, JSON_STRING, NO_LT, ALNUM];
+pub(crate) const SLICES: [Lang; 5] = [ANY_TEXT, JSON_STRING, NO_LT, JSON_STRING_NO_LT, ALNUM];
 
 /// One slice of a trie.
 #[derive(Clone, Debug)]

@@ -133,7 +133,10 @@ fn a_sliced_walk_equals_the_full_walk() {
         }
     }
     tokens.push(b"<tool_call>".to_vec());
-    let compiler = GrammarCompiler::new(with_stop(tokens)).with_precompute(Precompute::Lazy);
+    // Tags whole: every node of the tools' arguments is walked too.
+    let compiler = GrammarCompiler::new(with_stop(tokens))
+        .with_precompute(Precompute::Lazy)
+        .with_deferred_tool_rules(false);
     let schema = serde_json::json!({
         "type": "object",
         "properties": {
@@ -151,6 +154,11 @@ fn a_sliced_walk_equals_the_full_walk() {
             "tags": [{
                 "begin": "<tool_call>",
                 "content": {"type": "json_schema", "json_schema": schema},
+                "end": "</tool_call>"
+            }, {
+                "begin": "<tool_call>!",
+                "content": {"type": "json_schema", "json_schema": schema,
+                    "string_excludes": ["<tool_call>", "</tool_call>"]},
                 "end": "</tool_call>"
             }],
             "at_least_one": false,
@@ -188,7 +196,8 @@ fn a_sliced_walk_equals_the_full_walk() {
     }
     // Each slice is taken somewhere: any text (the first regex), JSON string contents,
     // the free text before `<` (the tag and the EBNF grammar), ASCII letters and digits
-    // (the second regex).
+    // (the second regex), JSON string contents without `<` (the tag's second tool, whose
+    // strings refuse its markers).
     assert!(
         used.iter().all(|&u| u > 0),
         "slices taken per kind: {used:?}"
@@ -350,7 +359,10 @@ fn a_walk_equals_token_by_token_chart_runs() {
     for n in 0..3usize.pow(5) {
         tokens.push((0..5).map(|k| b"ab\""[n / 3usize.pow(k) % 3]).collect());
     }
-    let compiler = GrammarCompiler::new(with_stop(tokens)).with_precompute(Precompute::Lazy);
+    // Tags whole: every node of the tools' arguments is walked too.
+    let compiler = GrammarCompiler::new(with_stop(tokens))
+        .with_precompute(Precompute::Lazy)
+        .with_deferred_tool_rules(false);
     let schema = serde_json::json!({
         "type": "object",
         "properties": {
