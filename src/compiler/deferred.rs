@@ -230,6 +230,12 @@ impl GrammarCompiler {
         }
         let mut compiler = self.clone();
         compiler.grammar_cache = Arc::new(super::cache::GrammarCache::new(false, None));
+        // A build happens mid-decoding: under eager precompute its masks are filled in the
+        // background (a matcher computes the few it needs first itself), so that reaching
+        // a tool never stalls the step on the whole grammar's masks.
+        if compiler.precompute == super::Precompute::Eager {
+            compiler.precompute = super::Precompute::Background;
+        }
         let shared = Arc::new(Shared {
             source: Arc::new(grammar),
             rewritten,
