@@ -96,7 +96,9 @@ impl NearStubs {
             return false;
         }
         let Some(cell) = self.decided.get(n as usize) else {
-            return true; // a virtual node within reach: not walked, taken as near
+            // A virtual node (a counted repetition's state): walked each time, not kept
+            // (there are count × states of them).
+            return self.walk(aut, trie, n, None);
         };
         match cell.load(Relaxed) {
             1 => false,
@@ -111,8 +113,7 @@ impl NearStubs {
 
     /// The stub rules that a text token read from an item at node `n` can enter (a proper
     /// prefix of the token spells a path into a call of the rule): appended to `out`,
-    /// which is then sorted without repeats. Every stub rule for a virtual node within
-    /// reach (not walked).
+    /// which is then sorted without repeats.
     pub(crate) fn stubs_entered(
         &self,
         aut: &Automaton,
@@ -123,11 +124,7 @@ impl NearStubs {
         if self.lower_bound(aut, n) >= self.reach {
             return;
         }
-        if (n as usize) < self.decided.len() {
-            self.walk(aut, trie, n, Some(out));
-        } else {
-            out.extend((0..self.stub.len() as u32).filter(|&r| self.stub[r as usize]));
-        }
+        self.walk(aut, trie, n, Some(out));
         out.sort_unstable();
         out.dedup();
     }

@@ -33,7 +33,13 @@ use crate::grammar::{Expr, Grammar, Rule, RuleId, TokenRef};
 use crate::limits::Deadline;
 use crate::mask::TokenTrie;
 use rustc_hash::FxHashMap;
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// Sets of tools built, past which a matcher that needs another tool gets the grammar
+/// with every tool built: memory stays within a few copies of the tag's own rules plus
+/// the whole grammar, however many tools calls combine.
+const MAX_BUILT_SETS: usize = 8;
 
 /// One build per set of deferral roots built, shared by every matcher.
 type Build = Arc<OnceLock<Result<Arc<CompiledGrammar>, CompileError>>>;
@@ -53,8 +59,11 @@ struct Shared {
     /// The compiler that made it, without its whole-grammar cache (which holds compiled
     /// grammars: no reference cycle).
     compiler: GrammarCompiler,
-    /// By the ascending IR rule ids of the deferral roots built.
+    /// By the ascending IR rule ids of the deferral roots built (at most
+    /// [`MAX_BUILT_SETS`] sets, then every tool at once).
     builds: Mutex<FxHashMap<Vec<u32>, Build>>,
+    /// The stub grammar still exists (else builds are made for the caller alone).
+    kept: AtomicBool,
     /// The stub grammar lowered (set by the compile): what every build splices its tools'
     /// lowered rules into.
     base: OnceLock<Lowered>,
@@ -76,9 +85,11 @@ impl Shared {
     /// The grammar with the deferral roots `built` (ascending IR rule ids) built and the
     /// others stubs, compiled on the first call (under a fresh compile-time budget).
     fn build(self: &Arc<Self>, built: Vec<u32>) -> Result<Arc<CompiledGrammar>, String> {
-        let cell: Build = {
+        let cell: Build = if self.kept.load(Ordering::Acquire) {
             let mut builds = self.builds.lock().unwrap_or_else(|e| e.into_inner());
             builds.entry(built.clone()).or_default().clone()
+        } else {
+            Build::default()
         };
         cell.get_or_init(|| {
             let c = &self.compiler;
@@ -86,8 +97,8 @@ impl Shared {
             let (mut compiled, parts) = c.compile_built(self, &built, &deadline)?;
             compiled.deferred = parts.map(|(near, stub_roots)| {
                 Box::new(Deferred {
-                    owner: None,
-                    shared: Arc::downgrade(self),
+                    shared: self.clone(),
+                    owner: false,
                     near,
                     stub_roots,
                     built,
@@ -104,10 +115,12 @@ impl Shared {
 /// What a grammar with stubs keeps to build its tools later.
 #[derive(Debug)]
 pub(crate) struct Deferred {
-    /// Set on the stub grammar the compile returned, which owns what its builds share.
-    owner: Option<Arc<Shared>>,
-    /// The builds' reference to it (weak: the shared part holds the builds).
-    shared: Weak<Shared>,
+    /// What the grammars of the compile share.
+    shared: Arc<Shared>,
+    /// Set on the stub grammar the compile returned: while it lives, builds are kept in
+    /// `shared` for every matcher; when it is dropped, they are let go (`Drop`), which
+    /// breaks the cycle of builds holding `shared` holding builds.
+    owner: bool,
     /// Which items are near a stub.
     pub(crate) near: NearStubs,
     /// Per stub rule of the automaton: the IR rule id of the deferral root it stands for.
@@ -122,14 +135,11 @@ impl Deferred {
     /// `None` or names no stub. Built on first need and shared by every matcher.
     ///
     /// # Errors
-    /// The build's compile error (a limit), or that the stub grammar this grammar was built
-    /// from has been dropped (a matcher keeps it alive, so only a matcher made from a
-    /// built grammar alone can meet this).
+    /// The build's compile error (a limit).
     pub(crate) fn expand(&self, stubs: Option<&[u32]>) -> Result<Arc<CompiledGrammar>, String> {
-        let shared = self
-            .shared
-            .upgrade()
-            .ok_or("the stub grammar this grammar was built from has been dropped")?;
+        let shared = &self.shared;
+        let sets = shared.builds.lock().map_or(0, |b| b.len());
+        let stubs = if sets >= MAX_BUILT_SETS { None } else { stubs };
         let mut built = self.built.clone();
         let named: Vec<u32> = stubs
             .unwrap_or(&[])
@@ -178,22 +188,22 @@ impl Deferred {
     /// True when a grammar with more tools built has been compiled from the stub grammar
     /// (always, for a grammar that is itself such a build).
     pub(crate) fn is_built(&self) -> bool {
-        match &self.owner {
-            None => true,
-            Some(shared) => shared
+        !self.owner
+            || self
+                .shared
                 .builds
                 .lock()
                 .map(|b| b.values().any(|c| c.get().is_some_and(|r| r.is_ok())))
-                .unwrap_or(false),
-        }
+                .unwrap_or(false)
     }
 
     /// Heap bytes of the analysis and, on the stub grammar, of every grammar built from it
     /// (the IR kept is not counted).
     pub(crate) fn memory_bytes(&self) -> usize {
-        let builds = match &self.owner {
-            None => 0,
-            Some(shared) => shared
+        let builds = match self.owner {
+            false => 0,
+            true => self
+                .shared
                 .builds
                 .lock()
                 .map(|b| {
@@ -205,6 +215,18 @@ impl Deferred {
                 .unwrap_or(0),
         };
         self.near.memory_bytes() + self.stub_roots.len() * 16 + builds
+    }
+}
+
+impl Drop for Deferred {
+    fn drop(&mut self) {
+        if self.owner {
+            self.shared.kept.store(false, Ordering::Release);
+            // Builds still held by matchers keep what they need.
+            let builds =
+                std::mem::take(&mut *self.shared.builds.lock().unwrap_or_else(|e| e.into_inner()));
+            drop(builds);
+        }
     }
 }
 
@@ -243,6 +265,7 @@ impl GrammarCompiler {
             resolved,
             compiler,
             builds: Mutex::new(FxHashMap::default()),
+            kept: AtomicBool::new(true),
             base: OnceLock::new(),
         });
         let (mut compiled, parts) = self.compile_stubbed(&shared, &deadline)?;
@@ -255,8 +278,8 @@ impl GrammarCompiler {
             return self.compile_on_pool(&shared.source, &shared.roots, false, &[]);
         }
         compiled.deferred = Some(Box::new(Deferred {
-            owner: Some(shared.clone()),
-            shared: Arc::downgrade(&shared),
+            shared: shared.clone(),
+            owner: true,
             near,
             stub_roots,
             built: Vec::new(),

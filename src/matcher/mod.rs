@@ -278,8 +278,8 @@ pub struct GrammarMatcher {
     max_rollback_tokens: Option<usize>,
     /// The steps accepted so far, while `compiled` is a stub grammar (`compiler::deferred`).
     log: Vec<Logged>,
-    /// After a move off the stub grammar it was made with: that grammar, which owns what
-    /// the built grammars share (`compiler::deferred`).
+    /// After a move off the stub grammar it was made with: that grammar, which keeps the
+    /// builds every matcher of it shares (`compiler::deferred`).
     origin: Option<Arc<CompiledGrammar>>,
 }
 
@@ -655,7 +655,8 @@ impl GrammarMatcher {
         if next.deferred.is_none() {
             self.log = Vec::new();
         }
-        // The stub grammar owns what its builds share: keep it while this matcher lives.
+        // The stub grammar keeps the builds its matchers share: keep it while this matcher
+        // lives.
         if self.origin.is_none() {
             self.origin = Some(self.compiled.clone());
         }

@@ -386,3 +386,150 @@ fn kimi_k2_calls_on_special_markers_mask_as_eager() {
         "{left:?} stubs left"
     );
 }
+
+/// (f) A grammar built for one tool outlives its stub grammar: a matcher made from it
+/// after the stub grammar and the first matcher are dropped still reaches another tool,
+/// with the whole grammar's masks (it failed with "the stub grammar ... has been dropped"
+/// while builds pointed back weakly).
+#[cfg(feature = "hf")]
+#[test]
+fn a_build_outlives_its_stub_grammar() {
+    let Some(rt) = common::RealTokenizer::load("qwen3") else {
+        return;
+    };
+    let Some(tools) = bfcl_tools(12) else {
+        return;
+    };
+    let tag = Hermes::default()
+        .structural_tag(&tools, &ToolChoice::Auto, true)
+        .unwrap();
+    let whole = rt.compiler.clone().with_deferred_tool_rules(false);
+    let eager = whole.compile_structural_tag(&tag).unwrap();
+    let deferred = GrammarCompiler::new(rt.vocab.clone())
+        .with_precompute(Precompute::Lazy)
+        .compile_structural_tag(&tag)
+        .unwrap();
+    let call = |i: usize| ToolCall {
+        id: None,
+        name: tools[i].name.clone(),
+        arguments: arguments(&tools[i]),
+    };
+    let one = format!("First.\n{}", Hermes::default().render_calls(&[call(4)]));
+    let m = run_side_by_side(&rt, &eager, &deferred, &one, "first");
+    let build = m.compiled_grammar().clone();
+    assert_eq!(build.deferred_rules().map(|d| d.0), Some(11));
+    drop(m);
+    drop(deferred);
+    let other = format!("Then.\n{}", Hermes::default().render_calls(&[call(7)]));
+    let m = run_side_by_side(&rt, &eager, &build, &other, "after the drop");
+    assert_eq!(m.compiled_grammar().deferred_rules().map(|d| d.0), Some(10));
+}
+
+/// (g) Builds are bounded: calls of twelve different tools, each by its own matcher, build
+/// eight sets of one tool each; from the ninth tool on, matchers get the grammar with every
+/// tool built (one more build, shared), so memory does not grow with every combination.
+#[cfg(feature = "hf")]
+#[test]
+fn builds_stop_at_eight_sets_then_build_every_tool() {
+    let Some(rt) = common::RealTokenizer::load("qwen3") else {
+        return;
+    };
+    let Some(tools) = bfcl_tools(12) else {
+        return;
+    };
+    let tag = Hermes::default()
+        .structural_tag(&tools, &ToolChoice::Auto, true)
+        .unwrap();
+    let deferred = GrammarCompiler::new(rt.vocab.clone())
+        .with_precompute(Precompute::Lazy)
+        .compile_structural_tag(&tag)
+        .unwrap();
+    let stub_memory = deferred.memory_bytes();
+    let mut left = Vec::new();
+    for (i, tool) in tools.iter().enumerate() {
+        let text = format!(
+            "Call {i}.\n{}",
+            Hermes::default().render_calls(&[ToolCall {
+                id: None,
+                name: tool.name.clone(),
+                arguments: arguments(tool),
+            }])
+        );
+        let mut m = GrammarMatcher::new(deferred.clone());
+        assert!(m.accept_string(&text), "tool {i}");
+        left.push(m.compiled_grammar().deferred_rules().map(|d| d.0));
+    }
+    let mut want = vec![Some(11); 8];
+    want.extend([None; 4]);
+    assert_eq!(left, want, "stubs left after each tool's call");
+    let whole = GrammarCompiler::new(rt.vocab.clone())
+        .with_precompute(Precompute::Lazy)
+        .with_deferred_tool_rules(false)
+        .compile_structural_tag(&tag)
+        .unwrap();
+    // Eight one-tool builds and the whole grammar, all lazily: a few stub grammars more.
+    assert!(
+        deferred.memory_bytes() < 10 * stub_memory + 2 * whole.memory_bytes(),
+        "{} bytes with builds; stub grammar {stub_memory}, whole {}",
+        deferred.memory_bytes(),
+        whole.memory_bytes()
+    );
+}
+
+/// (h) Counted whitespace inside a built tool's arguments does not build the other tools:
+/// a call of `shop` (an array of enum strings, whitespace capped at 12 characters, so its
+/// runs are counted repetitions with virtual nodes) keeps the two other tools stubs at
+/// every step, with the whole grammar's masks. (It built every tool after the `,`
+/// between two items while a virtual node within reach was taken as near every stub.)
+#[cfg(feature = "hf")]
+#[test]
+fn counted_whitespace_in_arguments_builds_no_other_tool() {
+    let Some(rt) = common::RealTokenizer::load("qwen3") else {
+        return;
+    };
+    let tools = Tool::list_from_openai(&serde_json::json!([
+        {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object",
+            "properties": {"city": {"type": "string"}}, "required": ["city"]}}},
+        {"type": "function", "function": {"name": "get_time", "parameters": {"type": "object",
+            "properties": {"tz": {"type": "string"}}, "required": ["tz"]}}},
+        {"type": "function", "function": {"name": "shop", "parameters": {"type": "object",
+            "properties": {"location": {"type": "string"},
+                "services": {"type": "array", "items": {"type": "string",
+                    "enum": ["Guitar Lessons", "Violin Lessons", "Piano Lessons"]}}},
+            "required": ["location"]}}}
+    ]))
+    .unwrap();
+    let tag = Hermes::default()
+        .structural_tag(&tools, &ToolChoice::Auto, true)
+        .unwrap();
+    let whole = rt.compiler.clone().with_deferred_tool_rules(false);
+    let eager = whole.compile_structural_tag(&tag).unwrap();
+    let deferred = GrammarCompiler::new(rt.vocab.clone())
+        .with_precompute(Precompute::Lazy)
+        .compile_structural_tag(&tag)
+        .unwrap();
+    let text = Hermes::default().render_calls(&[ToolCall {
+        id: None,
+        name: "shop".into(),
+        arguments: serde_json::json!({"location": "x", "services": ["Guitar Lessons", "Piano Lessons"]}),
+    }]);
+    let (mut me, mut md) = (
+        GrammarMatcher::new(eager.clone()),
+        GrammarMatcher::new(deferred.clone()),
+    );
+    let words = me.bitmask_words();
+    let (mut ke, mut kd) = (vec![0u32; words], vec![0u32; words]);
+    let mut left = Vec::new();
+    for &t in rt.tokenizer.encode(text.as_str(), false).unwrap().get_ids() {
+        me.fill_next_token_bitmask(&mut ke).unwrap();
+        md.fill_next_token_bitmask(&mut kd).unwrap();
+        assert!(ke == kd, "masks differ");
+        left.push(md.compiled_grammar().deferred_rules().map_or(0, |d| d.0));
+        assert!(me.accept_token(t) && md.accept_token(t));
+    }
+    assert!(
+        left.iter().all(|&n| n >= 2),
+        "stubs left at each step: {left:?}"
+    );
+    assert_eq!(left.last(), Some(&2));
+}
