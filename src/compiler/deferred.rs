@@ -28,10 +28,8 @@
 use super::{CompileError, CompiledGrammar, GrammarCompiler};
 use crate::automaton::defer::{near_stubs, stub_rules, stubbed, NearStubs};
 use crate::automaton::lower::{for_each_call, inline_rules, lower_repeats, simplify_repeats};
-use crate::automaton::Automaton;
 use crate::grammar::{Expr, Grammar, Rule, RuleId, TokenRef};
 use crate::limits::Deadline;
-use crate::mask::TokenTrie;
 use rustc_hash::FxHashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -161,18 +159,6 @@ impl Deferred {
     /// The grammar with every tool built (for serialization).
     pub(crate) fn full(&self) -> Result<Arc<CompiledGrammar>, String> {
         self.expand(None)
-    }
-
-    /// The stub rules that a text token read from an item at node `n` can enter
-    /// (ascending, without repeats, appended to `out`).
-    pub(crate) fn stubs_entered(
-        &self,
-        aut: &Automaton,
-        trie: &TokenTrie,
-        n: u32,
-        out: &mut Vec<u32>,
-    ) {
-        self.near.stubs_entered(aut, trie, n, out);
     }
 
     /// True when automaton rule `r` is a stub.

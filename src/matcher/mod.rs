@@ -613,7 +613,7 @@ impl GrammarMatcher {
                     }
                 } else if d.near.is_near(aut, trie, it.node) {
                     near = true;
-                    d.stubs_entered(aut, trie, it.node, &mut entered);
+                    d.near.stubs_entered(aut, trie, it.node, &mut entered);
                 }
             }
             if !near {

@@ -98,27 +98,10 @@ fn same_as_eager(
 #[cfg(feature = "hf")]
 #[test]
 fn hermes_tag_over_12_bfcl_tools_masks_equal_eager() {
-    let Some(rt) = common::RealTokenizer::load("qwen3") else {
+    let Some((rt, tools)) = qwen3_and_tools(12) else {
         return;
     };
-    let Some(tools) = bfcl_tools(12) else {
-        return;
-    };
-    let tag = Hermes::default()
-        .structural_tag(&tools, &ToolChoice::Auto, true)
-        .unwrap();
-    let eager = rt
-        .compiler
-        .clone()
-        .with_deferred_tool_rules(false)
-        .compile_structural_tag(&tag)
-        .unwrap();
-    let deferring = rt
-        .compiler
-        .clone()
-        .with_precompute(Precompute::Lazy)
-        .with_deferred_tool_rules(true);
-    let deferred = deferring.compile_structural_tag(&tag).unwrap();
+    let (eager, _, deferred) = hermes_pair(&rt, &tools);
     let (stubs, built) = deferred
         .deferred_rules()
         .expect("the tool rules are deferred");
@@ -252,15 +235,16 @@ fn a_tag_compile_builds_no_tool_automaton_before_a_call() {
     assert_eq!(g.deferred_rules().map(|d| d.1), Some(true));
 }
 
-/// Runs `text` through matchers of `eager` and `deferred` side by side (masks equal at
-/// every step, then the stop token) and returns the deferred matcher at the end.
+/// Runs `text` through matchers of `eager` and `deferred` side by side (masks and
+/// jump-forward bytes equal at every step, then the stop token); returns the deferred
+/// matcher at the end and, per step, the stubs its grammar had left.
 fn run_side_by_side(
     rt: &common::RealTokenizer,
     eager: &Arc<CompiledGrammar>,
     deferred: &Arc<CompiledGrammar>,
     text: &str,
     what: &str,
-) -> GrammarMatcher {
+) -> (GrammarMatcher, Vec<usize>) {
     let (mut me, mut md) = (
         GrammarMatcher::new(eager.clone()),
         GrammarMatcher::new(deferred.clone()),
@@ -268,10 +252,12 @@ fn run_side_by_side(
     let words = me.bitmask_words();
     let (mut ke, mut kd) = (vec![0u32; words], vec![0u32; words]);
     let ids = rt.tokenizer.encode(text, false).unwrap();
+    let mut left = Vec::new();
     for (step, &t) in ids.get_ids().iter().enumerate() {
         me.fill_next_token_bitmask(&mut ke).unwrap();
         md.fill_next_token_bitmask(&mut kd).unwrap();
         assert!(ke == kd, "{what}: masks differ at step {step}");
+        left.push(md.compiled_grammar().deferred_rules().map_or(0, |d| d.0));
         assert_eq!(
             me.find_jump_forward_bytes(),
             md.find_jump_forward_bytes(),
@@ -289,7 +275,40 @@ fn run_side_by_side(
         me.accept_token(rt.stop()) && md.accept_token(rt.stop()),
         "{what}"
     );
-    md
+    (md, left)
+}
+
+/// A call of `tools[i]` with [`arguments`].
+fn call_of(tools: &[Tool], i: usize) -> ToolCall {
+    ToolCall {
+        id: None,
+        name: tools[i].name.clone(),
+        arguments: arguments(&tools[i]),
+    }
+}
+
+/// A Hermes tag over `tools` compiled whole (eager, `rt`'s compiler) and per tool by a
+/// fresh lazy compiler, which comes with it.
+fn hermes_pair(
+    rt: &common::RealTokenizer,
+    tools: &[Tool],
+) -> (Arc<CompiledGrammar>, GrammarCompiler, Arc<CompiledGrammar>) {
+    let tag = Hermes::default()
+        .structural_tag(tools, &ToolChoice::Auto, true)
+        .unwrap();
+    let whole = rt.compiler.clone().with_deferred_tool_rules(false);
+    let deferring = GrammarCompiler::new(rt.vocab.clone()).with_precompute(Precompute::Lazy);
+    let deferred = deferring.compile_structural_tag(&tag).unwrap();
+    (
+        whole.compile_structural_tag(&tag).unwrap(),
+        deferring,
+        deferred,
+    )
+}
+
+/// Qwen3 and `n` BFCL tools, or `None` (skipped) without `../shared`.
+fn qwen3_and_tools(n: usize) -> Option<(common::RealTokenizer, Vec<Tool>)> {
+    Some((common::RealTokenizer::load("qwen3")?, bfcl_tools(n)?))
 }
 
 /// (d) A call builds only the tools it reaches: after a call of one tool of 12, the
@@ -299,47 +318,35 @@ fn run_side_by_side(
 #[cfg(feature = "hf")]
 #[test]
 fn a_call_builds_only_the_tools_it_reaches() {
-    let Some(rt) = common::RealTokenizer::load("qwen3") else {
+    let Some((rt, tools)) = qwen3_and_tools(12) else {
         return;
     };
-    let Some(tools) = bfcl_tools(12) else {
-        return;
-    };
-    let tag = Hermes::default()
-        .structural_tag(&tools, &ToolChoice::Auto, true)
-        .unwrap();
-    let eager = rt
-        .compiler
-        .clone()
-        .with_deferred_tool_rules(false)
-        .compile_structural_tag(&tag)
-        .unwrap();
-    let deferring = GrammarCompiler::new(rt.vocab.clone())
-        .with_precompute(Precompute::Lazy)
-        .with_deferred_tool_rules(true);
-    let deferred = deferring.compile_structural_tag(&tag).unwrap();
+    let (eager, deferring, deferred) = hermes_pair(&rt, &tools);
     assert_eq!(deferred.deferred_rules(), Some((12, false)));
     let before = deferring.rule_automaton_cache_stats().builds;
-    let call = |i: usize| ToolCall {
-        id: None,
-        name: tools[i].name.clone(),
-        arguments: arguments(&tools[i]),
-    };
-    let one = format!("First.\n{}", Hermes::default().render_calls(&[call(4)]));
-    let m = run_side_by_side(&rt, &eager, &deferred, &one, "one call");
+    let one = format!(
+        "First.\n{}",
+        Hermes::default().render_calls(&[call_of(&tools, 4)])
+    );
+    let (m, _) = run_side_by_side(&rt, &eager, &deferred, &one, "one call");
     assert_eq!(m.compiled_grammar().deferred_rules().map(|d| d.0), Some(11));
     let one_tool = deferring.rule_automaton_cache_stats().builds - before;
     let two = format!(
         "Both.\n{}",
-        Hermes::default().render_calls(&[call(4), call(7)])
+        Hermes::default().render_calls(&[call_of(&tools, 4), call_of(&tools, 7)])
     );
-    let m = run_side_by_side(&rt, &eager, &deferred, &two, "two calls");
+    let (m, _) = run_side_by_side(&rt, &eager, &deferred, &two, "two calls");
     assert_eq!(m.compiled_grammar().deferred_rules().map(|d| d.0), Some(10));
     // All twelve tools built: what a full build costs in new rule automata.
     let all = GrammarCompiler::new(rt.vocab.clone())
         .with_precompute(Precompute::Lazy)
         .with_deferred_tool_rules(false);
-    all.compile_structural_tag(&tag).unwrap();
+    all.compile_structural_tag(
+        &Hermes::default()
+            .structural_tag(&tools, &ToolChoice::Auto, true)
+            .unwrap(),
+    )
+    .unwrap();
     let every_tool = all.rule_automaton_cache_stats().builds;
     assert!(
         one_tool * 4 < every_tool,
@@ -373,13 +380,11 @@ fn kimi_k2_calls_on_special_markers_mask_as_eager() {
         .with_deferred_tool_rules(true);
     let deferred = deferring.compile_structural_tag(&tag).unwrap();
     assert!(deferred.deferred_rules().is_some());
-    let call = |i: usize| ToolCall {
-        id: None,
-        name: tools[i].name.clone(),
-        arguments: arguments(&tools[i]),
-    };
-    let text = format!("Two.\n{}", kimi.render_calls(&[call(2), call(10)]));
-    let m = run_side_by_side(&rt, &eager, &deferred, &text, "kimi");
+    let text = format!(
+        "Two.\n{}",
+        kimi.render_calls(&[call_of(&tools, 2), call_of(&tools, 10)])
+    );
+    let (m, _) = run_side_by_side(&rt, &eager, &deferred, &text, "kimi");
     let left = m.compiled_grammar().deferred_rules().map(|d| d.0);
     assert!(
         matches!(left, Some(n) if n + 2 <= 12),
@@ -394,34 +399,24 @@ fn kimi_k2_calls_on_special_markers_mask_as_eager() {
 #[cfg(feature = "hf")]
 #[test]
 fn a_build_outlives_its_stub_grammar() {
-    let Some(rt) = common::RealTokenizer::load("qwen3") else {
+    let Some((rt, tools)) = qwen3_and_tools(12) else {
         return;
     };
-    let Some(tools) = bfcl_tools(12) else {
-        return;
-    };
-    let tag = Hermes::default()
-        .structural_tag(&tools, &ToolChoice::Auto, true)
-        .unwrap();
-    let whole = rt.compiler.clone().with_deferred_tool_rules(false);
-    let eager = whole.compile_structural_tag(&tag).unwrap();
-    let deferred = GrammarCompiler::new(rt.vocab.clone())
-        .with_precompute(Precompute::Lazy)
-        .compile_structural_tag(&tag)
-        .unwrap();
-    let call = |i: usize| ToolCall {
-        id: None,
-        name: tools[i].name.clone(),
-        arguments: arguments(&tools[i]),
-    };
-    let one = format!("First.\n{}", Hermes::default().render_calls(&[call(4)]));
-    let m = run_side_by_side(&rt, &eager, &deferred, &one, "first");
+    let (eager, _, deferred) = hermes_pair(&rt, &tools);
+    let one = format!(
+        "First.\n{}",
+        Hermes::default().render_calls(&[call_of(&tools, 4)])
+    );
+    let (m, _) = run_side_by_side(&rt, &eager, &deferred, &one, "first");
     let build = m.compiled_grammar().clone();
     assert_eq!(build.deferred_rules().map(|d| d.0), Some(11));
     drop(m);
     drop(deferred);
-    let other = format!("Then.\n{}", Hermes::default().render_calls(&[call(7)]));
-    let m = run_side_by_side(&rt, &eager, &build, &other, "after the drop");
+    let other = format!(
+        "Then.\n{}",
+        Hermes::default().render_calls(&[call_of(&tools, 7)])
+    );
+    let (m, _) = run_side_by_side(&rt, &eager, &build, &other, "after the drop");
     assert_eq!(m.compiled_grammar().deferred_rules().map(|d| d.0), Some(10));
 }
 
@@ -446,14 +441,10 @@ fn builds_stop_at_eight_sets_then_build_every_tool() {
         .unwrap();
     let stub_memory = deferred.memory_bytes();
     let mut left = Vec::new();
-    for (i, tool) in tools.iter().enumerate() {
+    for i in 0..tools.len() {
         let text = format!(
             "Call {i}.\n{}",
-            Hermes::default().render_calls(&[ToolCall {
-                id: None,
-                name: tool.name.clone(),
-                arguments: arguments(tool),
-            }])
+            Hermes::default().render_calls(&[call_of(&tools, i)])
         );
         let mut m = GrammarMatcher::new(deferred.clone());
         assert!(m.accept_string(&text), "tool {i}");
@@ -499,34 +490,13 @@ fn counted_whitespace_in_arguments_builds_no_other_tool() {
             "required": ["location"]}}}
     ]))
     .unwrap();
-    let tag = Hermes::default()
-        .structural_tag(&tools, &ToolChoice::Auto, true)
-        .unwrap();
-    let whole = rt.compiler.clone().with_deferred_tool_rules(false);
-    let eager = whole.compile_structural_tag(&tag).unwrap();
-    let deferred = GrammarCompiler::new(rt.vocab.clone())
-        .with_precompute(Precompute::Lazy)
-        .compile_structural_tag(&tag)
-        .unwrap();
+    let (eager, _, deferred) = hermes_pair(&rt, &tools);
     let text = Hermes::default().render_calls(&[ToolCall {
         id: None,
         name: "shop".into(),
         arguments: serde_json::json!({"location": "x", "services": ["Guitar Lessons", "Piano Lessons"]}),
     }]);
-    let (mut me, mut md) = (
-        GrammarMatcher::new(eager.clone()),
-        GrammarMatcher::new(deferred.clone()),
-    );
-    let words = me.bitmask_words();
-    let (mut ke, mut kd) = (vec![0u32; words], vec![0u32; words]);
-    let mut left = Vec::new();
-    for &t in rt.tokenizer.encode(text.as_str(), false).unwrap().get_ids() {
-        me.fill_next_token_bitmask(&mut ke).unwrap();
-        md.fill_next_token_bitmask(&mut kd).unwrap();
-        assert!(ke == kd, "masks differ");
-        left.push(md.compiled_grammar().deferred_rules().map_or(0, |d| d.0));
-        assert!(me.accept_token(t) && md.accept_token(t));
-    }
+    let (_, left) = run_side_by_side(&rt, &eager, &deferred, &text, "shop");
     assert!(
         left.iter().all(|&n| n >= 2),
         "stubs left at each step: {left:?}"
