@@ -129,6 +129,27 @@ impl NearStubs {
         out.dedup();
     }
 
+    /// True when automaton rule `r` is a stub.
+    #[inline]
+    pub(crate) fn is_stub(&self, r: u32) -> bool {
+        self.stub.get(r as usize).copied().unwrap_or(false)
+    }
+
+    /// Appends the stub rules with an item in `items` (a chart set) to `out`.
+    pub(crate) fn stubs_in(
+        &self,
+        aut: &Automaton,
+        items: &[crate::parser::Item],
+        out: &mut Vec<u32>,
+    ) {
+        out.extend(
+            items
+                .iter()
+                .map(|it| aut.rule_of(it.node))
+                .filter(|&r| self.is_stub(r)),
+        );
+    }
+
     /// True when the node's lower bound alone says it may be near (no trie walk): for the
     /// first token of an output read in its start form, which the trie does not hold.
     pub(crate) fn may_be_near(&self, aut: &Automaton, n: u32) -> bool {

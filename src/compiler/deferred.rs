@@ -53,6 +53,9 @@ struct Shared {
     rewritten: Option<Grammar>,
     /// `roots[r]`: rule `r` of the IR is a deferral root.
     roots: Vec<bool>,
+    /// The deferral roots by name (lowering renumbers rules but keeps the names of kept
+    /// rules, so a lowered rule is a deferral root's stub by its name).
+    root_ids: FxHashMap<String, u32>,
     resolved: FxHashMap<TokenRef, u32>,
     /// The compiler that made it, without its whole-grammar cache (which holds compiled
     /// grammars: no reference cycle).
@@ -161,11 +164,6 @@ impl Deferred {
         self.expand(None)
     }
 
-    /// True when automaton rule `r` is a stub.
-    pub(crate) fn is_stub(&self, r: u32) -> bool {
-        self.stub_roots.contains_key(&r)
-    }
-
     /// Number of deferral roots still stubs in this grammar.
     pub(crate) fn stubs(&self) -> usize {
         self.stub_roots.len()
@@ -236,6 +234,10 @@ impl GrammarCompiler {
         if !deferrable {
             return self.compile_on_pool(&grammar, &roots, false, &[]);
         }
+        let root_ids = (0..ir.rules.len())
+            .filter(|&r| roots[r])
+            .map(|r| (ir.rules[r].name.clone(), r as u32))
+            .collect();
         let mut compiler = self.clone();
         compiler.grammar_cache = Arc::new(super::cache::GrammarCache::new(false, None));
         // A build happens mid-decoding: under eager precompute its masks are filled in the
@@ -248,6 +250,7 @@ impl GrammarCompiler {
             source: Arc::new(grammar),
             rewritten,
             roots,
+            root_ids,
             resolved,
             compiler,
             builds: Mutex::new(FxHashMap::default()),
@@ -289,15 +292,10 @@ impl GrammarCompiler {
         // Every deferral root stays a rule of its own, built or not (as without deferral).
         let simplified = simplify_repeats(&inline_rules(&stubbed_ir, &shared.roots))?;
         let (grammar, counted) = lower_repeats(simplified);
-        // Stubs by name: lowering renumbers rules but keeps the names of kept rules.
-        let names: rustc_hash::FxHashSet<&str> = (0..ir.rules.len())
-            .filter(|&r| shared.roots[r])
-            .map(|r| ir.rules[r].name.as_str())
-            .collect();
         let stub = grammar
             .rules
             .iter()
-            .map(|r| names.contains(r.name.as_str()))
+            .map(|r| shared.root_ids.contains_key(&r.name))
             .collect();
         let base = shared.base.get_or_init(|| Lowered {
             grammar,
@@ -396,15 +394,10 @@ impl GrammarCompiler {
         // No text token reaches a stub call from a node farther than the longest token.
         let reach = compiled.max_token_len.saturating_add(1);
         let near = near_stubs(&compiled.aut, &lowered.stub, reach);
-        let ir = shared.ir();
-        let by_name: FxHashMap<&str, u32> = (0..ir.rules.len())
-            .filter(|&r| shared.roots[r])
-            .map(|r| (ir.rules[r].name.as_str(), r as u32))
-            .collect();
         let stub_roots = (0..lowered.grammar.rules.len())
             .filter(|&r| lowered.stub[r])
             .filter_map(|r| {
-                let root = by_name.get(lowered.grammar.rules[r].name.as_str())?;
+                let root = shared.root_ids.get(&lowered.grammar.rules[r].name)?;
                 Some((r as u32, *root))
             })
             .collect();

@@ -493,11 +493,7 @@ impl GrammarMatcher {
         // Bytes may be longer than any token, so the near check does not cover them: read
         // them first, and build every stub the reading reaches (one build per round).
         while let Some(stubs) = self.stubs_on_path(bytes) {
-            let next = match self.compiled.deferred.as_deref() {
-                Some(d) => d.expand(Some(&stubs)).map_err(deferred)?,
-                None => break,
-            };
-            self.upgrade(next).map_err(deferred)?;
+            self.build_stubs(Some(&stubs)).map_err(deferred)?;
         }
         self.chart.refuel(self.compiled.max_step_items);
         self.push_bytes(bytes, u32::MAX)
@@ -512,20 +508,12 @@ impl GrammarMatcher {
         let start = self.chart.len();
         self.chart.refuel(self.compiled.max_step_items);
         let mut stubs = Vec::new();
-        let mut collect = |chart: &Chart| {
-            let items = chart.current().iter();
-            stubs.extend(
-                items
-                    .map(|it| aut.rule_of(it.node))
-                    .filter(|&r| d.is_stub(r)),
-            );
-        };
-        collect(&self.chart);
+        d.near.stubs_in(aut, self.chart.current(), &mut stubs);
         for &b in bytes {
             if !self.chart.push_byte(aut, b) {
                 break;
             }
-            collect(&self.chart);
+            d.near.stubs_in(aut, self.chart.current(), &mut stubs);
         }
         self.chart.truncate(start);
         stubs.sort_unstable();
@@ -619,10 +607,19 @@ impl GrammarMatcher {
             if !near {
                 return Ok(());
             }
-            let next = d.expand(Some(&entered))?;
-            self.upgrade(next)?;
+            self.build_stubs(Some(&entered))?;
         }
         Ok(())
+    }
+
+    /// Moves to the grammar with the stub rules `stubs` built too (every stub when `None`
+    /// or empty); no effect on a grammar without stubs.
+    fn build_stubs(&mut self, stubs: Option<&[u32]>) -> Result<(), String> {
+        let Some(d) = self.compiled.deferred.as_deref() else {
+            return Ok(());
+        };
+        let next = d.expand(stubs)?;
+        self.upgrade(next)
     }
 
     /// Moves from a grammar with stubs to `next`, the same grammar with more tools built:
@@ -730,15 +727,9 @@ impl GrammarMatcher {
         }
         // Forced bytes may run into a stub: then build it and start again.
         while let Some(stubs) = self.forced_bytes(&mut out) {
-            let next = self
-                .compiled
-                .deferred
-                .as_deref()
-                .map(|d| d.expand(Some(&stubs)));
             out.clear();
-            match next {
-                Some(Ok(next)) if self.upgrade(next.clone()).is_ok() => {}
-                _ => break,
+            if self.build_stubs(Some(&stubs)).is_err() {
+                break;
             }
         }
         if let Some(k) = &mut self.keys {
@@ -761,13 +752,7 @@ impl GrammarMatcher {
         self.chart.refuel(self.compiled.max_step_items);
         while out.len() < 65_536 && !self.chart.can_exit() {
             if let Some(d) = deferred {
-                stubs.extend(
-                    self.chart
-                        .current()
-                        .iter()
-                        .map(|it| aut.rule_of(it.node))
-                        .filter(|&r| d.is_stub(r)),
-                );
+                d.near.stubs_in(aut, self.chart.current(), &mut stubs);
                 if !stubs.is_empty() {
                     stubs.sort_unstable();
                     stubs.dedup();
