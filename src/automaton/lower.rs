@@ -557,8 +557,12 @@ fn substitute(e: &mut Expr, inline: &[Option<Expr>]) {
 /// (indices past `keep`'s end count as unset) stay rules: a front end keeps a rule that is
 /// called from many places and whose masks do not depend on the caller (such as a JSON
 /// string), so that its masks are walked once and shared across grammars, and only the
-/// tokens that run past its end are decided per call site.
-pub(crate) fn inline_rules(grammar: &Grammar, keep: &[bool]) -> Grammar {
+/// tokens that run past its end are decided per call site. Rules with `always[r]` set (and
+/// not kept) are inlined whatever their size, when not recursive (nor deeper than other
+/// inlined bodies may be): a front end's shorthand
+/// for a body it would otherwise have written out at every use (JSON whitespace with a
+/// line cap), so that the IR it hands over stays small until it is lowered.
+pub(crate) fn inline_rules(grammar: &Grammar, keep: &[bool], always: &[bool]) -> Grammar {
     let n = grammar.rules.len();
     let calls: Vec<Vec<u32>> = grammar
         .rules
@@ -595,10 +599,11 @@ pub(crate) fn inline_rules(grammar: &Grammar, keep: &[bool]) -> Grammar {
                 work.pop();
                 let mut body = std::mem::replace(&mut bodies[v], Expr::Empty);
                 substitute(&mut body, &inline);
+                let small = depth(&body) <= INLINE_MAX_DEPTH
+                    && (always.get(v).copied().unwrap_or(false) || size(&body) <= INLINE_MAX_SIZE);
                 if !cyclic[v]
                     && v != grammar.root.index()
-                    && size(&body) <= INLINE_MAX_SIZE
-                    && depth(&body) <= INLINE_MAX_DEPTH
+                    && small
                     && !keep.get(v).copied().unwrap_or(false)
                 {
                     inline[v] = Some(body.clone());
@@ -658,7 +663,7 @@ mod tests {
             ],
             root: RuleId(0),
         };
-        let out = inline_rules(&g, &[]);
+        let out = inline_rules(&g, &[], &[]);
         let names: Vec<&str> = out.rules.iter().map(|r| r.name.as_str()).collect();
         assert_eq!(names, ["root", "b"]);
         assert_eq!(
@@ -693,8 +698,8 @@ mod tests {
             ],
             root: RuleId(0),
         };
-        assert_eq!(inline_rules(&g, &[]).rules.len(), 1);
-        let out = inline_rules(&g, &[false, true]);
+        assert_eq!(inline_rules(&g, &[], &[]).rules.len(), 1);
+        let out = inline_rules(&g, &[false, true], &[]);
         assert_eq!(out.rules.len(), 2);
         assert_eq!(out.rules[1].body, s);
     }

@@ -53,6 +53,8 @@ struct Shared {
     rewritten: Option<Grammar>,
     /// `roots[r]`: rule `r` of the IR is a deferral root.
     roots: Vec<bool>,
+    /// `always[r]`: rule `r` of the IR is inlined whatever its size (`inline_rules`).
+    always: Vec<bool>,
     /// The deferral roots by name (lowering renumbers rules but keeps the names of kept
     /// rules, so a lowered rule is a deferral root's stub by its name).
     root_ids: FxHashMap<String, u32>,
@@ -222,6 +224,7 @@ impl GrammarCompiler {
         &self,
         grammar: Grammar,
         roots: Vec<bool>,
+        always: Vec<bool>,
     ) -> Result<Arc<CompiledGrammar>, CompileError> {
         let deadline = Deadline::start(self.limits.compile_time);
         let (resolved, rewritten) = self.prepare(&grammar)?;
@@ -232,7 +235,7 @@ impl GrammarCompiler {
         let ir = rewritten.as_ref().unwrap_or(&grammar);
         let deferrable = roots.iter().any(|&r| r) && ir.unproductive_rules().is_empty();
         if !deferrable {
-            return self.compile_on_pool(&grammar, &roots, false, &[]);
+            return self.compile_on_pool(&grammar, &roots, &always, false, &[]);
         }
         let root_ids = (0..ir.rules.len())
             .filter(|&r| roots[r])
@@ -250,6 +253,7 @@ impl GrammarCompiler {
             source: Arc::new(grammar),
             rewritten,
             roots,
+            always,
             root_ids,
             resolved,
             compiler,
@@ -264,7 +268,7 @@ impl GrammarCompiler {
         let aut = &compiled.aut;
         if near.is_near(aut, &self.trie, aut.rule_start[aut.root as usize]) {
             // The first token may already enter a tool: nothing to gain.
-            return self.compile_on_pool(&shared.source, &shared.roots, false, &[]);
+            return self.compile_on_pool(&shared.source, &shared.roots, &shared.always, false, &[]);
         }
         compiled.deferred = Some(Box::new(Deferred {
             shared: shared.clone(),
@@ -290,7 +294,8 @@ impl GrammarCompiler {
         let stub = stub_rules(ir, &shared.roots);
         let stubbed_ir = stubbed(ir, &stub);
         // Every deferral root stays a rule of its own, built or not (as without deferral).
-        let simplified = simplify_repeats(&inline_rules(&stubbed_ir, &shared.roots))?;
+        let simplified =
+            simplify_repeats(&inline_rules(&stubbed_ir, &shared.roots, &shared.always))?;
         let (grammar, counted) = lower_repeats(simplified);
         let stub = grammar
             .rules
@@ -328,7 +333,7 @@ impl GrammarCompiler {
             let Some(slot) = rules.iter().position(|x| x.name == name) else {
                 continue;
             };
-            let (tool, tool_counted) = lowered_component(ir, r)?;
+            let (tool, tool_counted) = lowered_component(ir, r, &shared.always)?;
             // The tool's root takes the stub's place; its other rules go at the end.
             let base_len = rules.len() as u32;
             let mut new_id = Vec::with_capacity(tool.rules.len());
@@ -406,8 +411,13 @@ impl GrammarCompiler {
 }
 
 /// The rules of `ir` reachable from rule `root` (a deferral root), as a grammar of their
-/// own rooted there, inlined (the root kept) and lowered: with its counted rules.
-fn lowered_component(ir: &Grammar, root: u32) -> Result<(Grammar, Vec<u32>), CompileError> {
+/// own rooted there, inlined (the root kept, the rules with `always[r]` set inlined
+/// whatever their size) and lowered: with its counted rules.
+fn lowered_component(
+    ir: &Grammar,
+    root: u32,
+    always: &[bool],
+) -> Result<(Grammar, Vec<u32>), CompileError> {
     let mut new_id = vec![u32::MAX; ir.rules.len()];
     let mut order = vec![root];
     new_id[root as usize] = 0;
@@ -436,7 +446,11 @@ fn lowered_component(ir: &Grammar, root: u32) -> Result<(Grammar, Vec<u32>), Com
         rules,
         root: RuleId(0),
     };
-    let simplified = simplify_repeats(&inline_rules(&component, &[true]))?;
+    let always: Vec<bool> = order
+        .iter()
+        .map(|&r| always.get(r as usize).copied().unwrap_or(false))
+        .collect();
+    let simplified = simplify_repeats(&inline_rules(&component, &[true], &always))?;
     Ok(lower_repeats(simplified))
 }
 

@@ -74,13 +74,14 @@ impl GrammarCompiler {
     /// [`CompileError::Invalid`] when the IR breaks an invariant (dangling rule id, max <
     /// min), plus the errors of [`GrammarCompiler::compile_grammar`] after parsing.
     pub fn compile_ir(&self, grammar: &Grammar) -> Result<Arc<CompiledGrammar>, CompileError> {
-        self.compile_ir_keeping(grammar, &[], false, &[])
+        self.compile_ir_keeping(grammar, &[], &[], false, &[])
     }
 
     /// As [`GrammarCompiler::compile_ir`], but the rules with `keep[r]` set (indices past
     /// `keep`'s end count as unset) are never inlined into their callers: a front end's
     /// shared rules whose masks do not depend on where they are called (see
-    /// `inline_rules`). The language is the same either way. With `unique_keys`, the
+    /// `inline_rules`); those with `always[r]` set are inlined whatever their size (a front
+    /// end's shorthand). The language is the same either way. With `unique_keys`, the
     /// output is one JSON value and matchers also forbid a key repeated in its object
     /// (`matcher::keys`); `closed` (rule name, declared names) lists the closed objects
     /// whose keys they narrow to the names not yet written, each opened by its rule.
@@ -91,10 +92,11 @@ impl GrammarCompiler {
         &self,
         grammar: &Grammar,
         keep: &[bool],
+        always: &[bool],
         unique_keys: bool,
         closed: &[(String, Vec<String>)],
     ) -> Result<Arc<CompiledGrammar>, CompileError> {
-        let run = || self.compile_on_pool(grammar, keep, unique_keys, closed);
+        let run = || self.compile_on_pool(grammar, keep, always, unique_keys, closed);
         match &self.pool {
             Some(pool) => pool.install(run),
             None => run(),
@@ -121,7 +123,7 @@ impl GrammarCompiler {
             &value.to_string(),
             &format!("{options:?}"),
             || {
-                let g = json_schema::to_grammar(&value, options, self.limits(), true)?;
+                let g = json_schema::to_grammar(&value, options, self.limits(), true, true)?;
                 self.compile_json_schema_grammar(&g)
             },
         )
@@ -147,7 +149,8 @@ impl GrammarCompiler {
             .iter()
             .map(|(r, names)| (g.grammar.rules[r.index()].name.clone(), names.clone()))
             .collect();
-        let compiled = self.compile_ir_keeping(&g.grammar, &g.keep, g.unique_keys, &closed);
+        let compiled =
+            self.compile_ir_keeping(&g.grammar, &g.keep, &g.always, g.unique_keys, &closed);
         compiled.map_err(|e| match e {
             CompileError::Limit(mut l) => {
                 if l.pointer.is_none() {
@@ -223,19 +226,19 @@ impl GrammarCompiler {
         };
         self.cached("structural_tag", &format!("{tag:?}"), options, || {
             // The compiler's limits hold for the schemas inside the tag too.
-            let (grammar, tools) = structural_tag::structural_tag_to_grammar_marking_tools(
+            let (grammar, tools, always) = structural_tag::structural_tag_to_grammar_marking_tools(
                 &tag,
                 Some(self.vocabulary()),
                 self.limits(),
             )?;
             if self.defer_tool_rules {
-                let run = || self.compile_deferring(grammar, tools);
+                let run = || self.compile_deferring(grammar, tools, always);
                 match &self.pool {
                     Some(pool) => pool.install(run),
                     None => run(),
                 }
             } else {
-                self.compile_ir(&grammar)
+                self.compile_ir_keeping(&grammar, &[], &always, false, &[])
             }
         })
     }

@@ -80,12 +80,13 @@ impl GrammarCompiler {
         &self,
         grammar: &Grammar,
         keep: &[bool],
+        always: &[bool],
         unique_keys: bool,
         closed: &[(String, Vec<String>)],
     ) -> Result<Arc<CompiledGrammar>, CompileError> {
         let deadline = Deadline::start(self.limits.compile_time);
         let (resolved, rewritten) = self.prepare(grammar)?;
-        let simplified = simplify_repeats(&inline_rules(&rewritten, keep))?;
+        let simplified = simplify_repeats(&inline_rules(&rewritten, keep, always))?;
         let (lowered, counted) = lower_repeats(simplified);
         let compiled = self.assemble(
             &Arc::new(grammar.clone()),

@@ -58,6 +58,11 @@ impl GrammarBuilder {
         self.rules[id.index()].body = body;
     }
 
+    /// Number of rules so far (the id the next rule gets).
+    pub(crate) fn rules_len(&self) -> usize {
+        self.rules.len()
+    }
+
     /// Moves every rule of `g` in, renamed under `prefix`; returns the id of `g`'s root.
     pub(crate) fn embed(&mut self, g: Grammar, prefix: &str) -> RuleId {
         let base = self.rules.len() as u32;

@@ -167,6 +167,8 @@
 //! * `format` is asserted (2020-12 makes it an annotation by default).
 
 mod arrays;
+#[cfg(test)]
+mod compact_tests;
 mod conditionals;
 mod depth;
 mod disjoint;
@@ -221,6 +223,9 @@ pub struct JsonSchemaGrammar {
     /// Per rule of `grammar`: kept a rule when compiled (not inlined into its callers): the
     /// shared rule of any JSON string (see `Builder::string_any`).
     pub(crate) keep: Vec<bool>,
+    /// Per rule of `grammar`: inlined into its callers when compiled, whatever its size:
+    /// the one whitespace rule of a compact grammar (see `Builder::ws`).
+    pub(crate) always: Vec<bool>,
     /// Built for a matcher that forbids repeated keys (`compile_json_schema`), so objects
     /// rely on it (see `Builder::unique_keys`).
     pub(crate) unique_keys: bool,
@@ -288,29 +293,34 @@ pub fn json_schema_to_grammar_with_report(
     schema: &Value,
     options: &JsonSchemaOptions,
 ) -> Result<JsonSchemaGrammar, JsonSchemaError> {
-    to_grammar(schema, options, &Limits::default(), false)
+    to_grammar(schema, options, &Limits::default(), false, false)
 }
 
 /// As [`json_schema_to_grammar`] under `limits` (a caller's, for front ends that embed
-/// a schema: structural tags).
+/// a schema: structural tags); `compact` as in [`to_grammar`].
 pub(crate) fn json_schema_to_grammar_limited(
     schema: &Value,
     options: &JsonSchemaOptions,
     limits: &Limits,
-) -> Result<Grammar, JsonSchemaError> {
-    to_grammar(schema, options, limits, false).map(|g| g.grammar)
+    compact: bool,
+) -> Result<JsonSchemaGrammar, JsonSchemaError> {
+    to_grammar(schema, options, limits, false, compact)
 }
 
 /// As [`json_schema_to_grammar_with_report`] under `limits`: [`Limits::max_schema_depth`]
 /// (checked on the document before anything else), [`Limits::max_enum_values`] and
 /// [`Limits::max_repeat_bound`] (on the count keywords). With `unique_keys`, the grammar
 /// is for a matcher that forbids repeated object keys (`matcher::keys`): it leaves them
-/// to it.
+/// to it. With `compact`, whitespace with a line cap (which is written out as one
+/// alternative per place of the line feed) is one rule called where whitespace goes,
+/// marked in [`JsonSchemaGrammar::always`] for the compile to inline: the same language in
+/// a smaller IR, for the compile's own use (printed grammars write it out).
 pub(crate) fn to_grammar(
     schema: &Value,
     options: &JsonSchemaOptions,
     limits: &Limits,
     unique_keys: bool,
+    compact: bool,
 ) -> Result<JsonSchemaGrammar, JsonSchemaError> {
     options.check_separators()?;
     check_depth(schema, limits.max_schema_depth)?;
@@ -327,6 +337,15 @@ pub(crate) fn to_grammar(
     b.max_depth = limits.max_schema_depth;
     b.check_references()?;
     let root = b.add_rule("root", Expr::Empty);
+    if compact {
+        // Whitespace with a line cap is written out as one alternative per place of the
+        // line feed: one rule, called where whitespace goes, instead of a copy at every
+        // place (the compile inlines it back).
+        let ws = b.ws();
+        if matches!(ws, Expr::Choice(_)) {
+            b.ws_rule = Some(b.add_rule("ws", ws));
+        }
+    }
     let value = b.schema(schema, "#")?;
     let Some(value) = value else {
         return Err(JsonSchemaError::Unsatisfiable {
@@ -354,11 +373,16 @@ pub(crate) fn to_grammar(
     for r in &b.key_rules.kept {
         keep[r.index()] = true;
     }
+    let mut always = vec![false; grammar.rules.len()];
+    if let Some(r) = b.ws_rule {
+        always[r.index()] = true;
+    }
     Ok(JsonSchemaGrammar {
         grammar,
         ignored: b.ignored,
         pointers: b.pointers,
         keep,
+        always,
         unique_keys,
         closed: b.closed_objects,
     })
@@ -381,6 +405,9 @@ pub(crate) struct Builder<'a> {
     pub(crate) any: Option<types::AnyRules>,
     /// The rule of any JSON string (see [`Builder::string_any`]), made on first use.
     pub(crate) string_rule: Option<RuleId>,
+    /// The one whitespace rule of a compact grammar, which [`Builder::ws`] calls (`None`:
+    /// whitespace is written out where it goes).
+    ws_rule: Option<RuleId>,
     /// The shared rules of undeclared keys, made on first use.
     pub(crate) key_rules: extra_keys::KeyRules,
     /// Closed `any_order` objects whose keys the matcher narrows to the names not yet
@@ -471,6 +498,7 @@ impl<'a> Builder<'a> {
             refs: HashMap::new(),
             any: None,
             string_rule: None,
+            ws_rule: None,
             key_rules: extra_keys::KeyRules::default(),
             closed_objects: Vec::new(),
             depth: 0,
@@ -670,8 +698,11 @@ impl<'a> Builder<'a> {
         Ok(())
     }
 
-    /// Whitespace between tokens.
+    /// Whitespace between tokens (a call of the whitespace rule in a compact grammar).
     pub(crate) fn ws(&self) -> Expr {
+        if let Some(r) = self.ws_rule {
+            return Expr::Rule(r);
+        }
         if !self.opts.any_whitespace || self.opts.max_whitespace == Some(0) {
             return Expr::Empty;
         }

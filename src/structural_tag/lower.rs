@@ -11,12 +11,15 @@ use crate::regex::{regex_to_grammar, RegexOptions};
 use crate::vocab::Vocabulary;
 
 /// The tag as grammar IR, with `tools[r]` set for the root rule of each embedded JSON
-/// Schema (a tool's arguments: the deferral roots of `compiler::deferred`).
+/// Schema (a tool's arguments: the deferral roots of `compiler::deferred`). With
+/// `compact`, embedded JSON Schemas are compact (`json_schema::to_grammar`) and
+/// `always[r]` marks the rules the compile must inline; without, `always` is all false.
 pub(super) fn lower(
     tag: &StructuralTag,
     vocab: Option<&Vocabulary>,
     limits: &Limits,
-) -> Result<(Grammar, Vec<bool>), StructuralTagError> {
+    compact: bool,
+) -> Result<(Grammar, Vec<bool>, Vec<bool>), StructuralTagError> {
     let mut specials: Vec<(Vec<u8>, u32)> = vocab
         .map(|v| {
             v.special_tokens()
@@ -35,6 +38,8 @@ pub(super) fn lower(
         specials,
         limits: limits.clone(),
         schema_roots: Vec::new(),
+        compact,
+        always: Vec::new(),
     };
     let root = l.b.reserve("root");
     let body = l.format(&tag.format, "format", &[])?;
@@ -44,7 +49,11 @@ pub(super) fn lower(
     for r in l.schema_roots {
         tools[r.index()] = true;
     }
-    Ok((g, tools))
+    let mut always = vec![false; g.rules.len()];
+    for r in l.always {
+        always[r.index()] = true;
+    }
+    Ok((g, tools, always))
 }
 
 /// Whether a format may match the empty string (conservative: false where unsure).
@@ -73,6 +82,10 @@ pub(super) struct Lowerer<'v> {
     pub(super) limits: Limits,
     /// The root rules of the embedded JSON Schemas (not in XML style).
     schema_roots: Vec<crate::grammar::RuleId>,
+    /// Embedded JSON Schemas are compact (`json_schema::to_grammar`).
+    pub(super) compact: bool,
+    /// The rules the compile must inline whatever their size (of compact JSON Schemas).
+    always: Vec<crate::grammar::RuleId>,
 }
 
 impl Lowerer<'_> {
@@ -197,6 +210,20 @@ impl Lowerer<'_> {
         Expr::Rule(self.b.embed(g, prefix))
     }
 
+    /// Embeds a JSON Schema's grammar (rules prefixed `prefix`), keeping its rules to
+    /// inline; returns its root.
+    pub(super) fn embed_json(
+        &mut self,
+        g: crate::json_schema::JsonSchemaGrammar,
+        prefix: &str,
+    ) -> crate::grammar::RuleId {
+        let base = self.b.rules_len() as u32;
+        for (r, _) in g.always.iter().enumerate().filter(|(_, &a)| a) {
+            self.always.push(crate::grammar::RuleId(base + r as u32));
+        }
+        self.b.embed(g.grammar, prefix)
+    }
+
     /// Lowers `f` (at JSON path `path`); `stop` are the text ends of the enclosing tag when
     /// `f` is in last position inside it.
     pub(super) fn format(
@@ -226,12 +253,17 @@ impl Lowerer<'_> {
                 };
                 match super::xml::style_of(style) {
                     None => {
-                        let g = json_schema_to_grammar_limited(json_schema, &opts, &self.limits)
-                            .map_err(|e| StructuralTagError::Schema {
-                                path: path.to_string(),
-                                source: Box::new(e),
-                            })?;
-                        let root = self.b.embed(g, "json");
+                        let g = json_schema_to_grammar_limited(
+                            json_schema,
+                            &opts,
+                            &self.limits,
+                            self.compact,
+                        )
+                        .map_err(|e| StructuralTagError::Schema {
+                            path: path.to_string(),
+                            source: Box::new(e),
+                        })?;
+                        let root = self.embed_json(g, "json");
                         self.schema_roots.push(root);
                         Expr::Rule(root)
                     }

@@ -223,18 +223,20 @@ pub fn structural_tag_to_grammar(
     tag: &StructuralTag,
     vocab: Option<&Vocabulary>,
 ) -> Result<Grammar, StructuralTagError> {
-    lower::lower(tag, vocab, &crate::Limits::default()).map(|(g, _)| g)
+    lower::lower(tag, vocab, &crate::Limits::default(), false).map(|(g, _, _)| g)
 }
 
 /// As [`structural_tag_to_grammar`] under `limits` (the caller's, which hold for the
-/// schemas inside the tag too), with `tools[r]` set for the root rule of each
-/// embedded JSON Schema (the deferral roots of `compiler::deferred`).
+/// schemas inside the tag too), for the compile: embedded JSON Schemas compact, with
+/// `tools[r]` set for the root rule of each (the deferral roots of `compiler::deferred`)
+/// and `always[r]` for the rules the compile must inline (`automaton::lower::inline_rules`).
+#[allow(clippy::type_complexity)]
 pub(crate) fn structural_tag_to_grammar_marking_tools(
     tag: &StructuralTag,
     vocab: Option<&Vocabulary>,
     limits: &crate::Limits,
-) -> Result<(Grammar, Vec<bool>), StructuralTagError> {
-    lower::lower(tag, vocab, limits)
+) -> Result<(Grammar, Vec<bool>, Vec<bool>), StructuralTagError> {
+    lower::lower(tag, vocab, limits, true)
 }
 
 /// A Hermes-style tool-call tag in XGrammar's JSON, for the engine's unit tests (the real

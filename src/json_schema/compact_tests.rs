@@ -1,0 +1,126 @@
+//! Compact grammars (`to_grammar` with `compact`): one whitespace rule instead of a copy
+//! at every place, inlined back by the compile. The grammar the compile lowers must be the
+//! written-out one, rule for rule; the IR handed over must be much smaller.
+
+use super::*;
+use crate::automaton::lower::{for_each_call, inline_rules, size};
+use crate::structural_tag::{structural_tag_to_grammar, structural_tag_to_grammar_marking_tools};
+
+/// Options that cap whitespace lines (what the tool-call families set).
+fn capped() -> JsonSchemaOptions {
+    JsonSchemaOptions {
+        max_whitespace: Some(12),
+        max_whitespace_newlines: Some(1),
+        ..JsonSchemaOptions::default()
+    }
+}
+
+const SCHEMAS: [&str; 6] = [
+    r#"{"type":"object","properties":{"name":{"type":"string"},"age":{"type":"integer"}},"required":["name"]}"#,
+    r#"{"type":"object","properties":{"loc":{"type":"string"},"tags":{"type":"array","items":{"type":"string"},"minItems":1}},"required":["loc"],"additionalProperties":false}"#,
+    r#"{"type":"array","prefixItems":[{"type":"number"},{"type":"boolean"}],"items":{"type":"object"}}"#,
+    r##"{"$defs":{"n":{"type":"object","properties":{"v":{"type":"integer"},"next":{"$ref":"#/$defs/n"}}}},"$ref":"#/$defs/n"}"##,
+    r#"{"anyOf":[{"type":"object","properties":{"a":{"enum":[1,2]}},"required":["a"]},{"type":"array"}]}"#,
+    r#"{"type":"object","additionalProperties":{"type":"array","items":{"type":"integer"}}}"#,
+];
+
+/// The rules reachable from the root, in order of discovery, their calls renamed to that
+/// order: equal for two grammars that are the same up to rule names and ids.
+fn canonical(g: &Grammar) -> Vec<Expr> {
+    let mut order = vec![g.root.0];
+    let mut id = vec![u32::MAX; g.rules.len()];
+    id[g.root.index()] = 0;
+    let mut i = 0;
+    while i < order.len() {
+        for_each_call(&g.rules[order[i] as usize].body, &mut |c| {
+            if id[c as usize] == u32::MAX {
+                id[c as usize] = order.len() as u32;
+                order.push(c);
+            }
+        });
+        i += 1;
+    }
+    order
+        .iter()
+        .map(|&r| {
+            let mut body = g.rules[r as usize].body.clone();
+            let mut stack = vec![&mut body];
+            while let Some(e) = stack.pop() {
+                match e {
+                    Expr::Rule(x) => x.0 = id[x.index()],
+                    Expr::Seq(v) | Expr::Choice(v) => stack.extend(v.iter_mut()),
+                    Expr::Repeat { expr, .. } => stack.push(expr),
+                    _ => {}
+                }
+            }
+            body
+        })
+        .collect()
+}
+
+fn ir_size(g: &Grammar) -> u64 {
+    g.rules.iter().map(|r| size(&r.body)).sum()
+}
+
+#[test]
+fn compact_schemas_inline_to_the_written_out_grammar() {
+    for opts in [capped(), JsonSchemaOptions::default()] {
+        for s in SCHEMAS {
+            let v: Value = serde_json::from_str(s).unwrap();
+            let limits = Limits::default();
+            let full = to_grammar(&v, &opts, &limits, true, false).unwrap();
+            let compact = to_grammar(&v, &opts, &limits, true, true).unwrap();
+            assert!(full.always.iter().all(|&a| !a));
+            let capped = opts.max_whitespace_newlines.is_some();
+            assert_eq!(
+                compact.always.iter().filter(|&&a| a).count(),
+                usize::from(capped),
+                "{s}"
+            );
+            let a = inline_rules(&full.grammar, &full.keep, &full.always);
+            let b = inline_rules(&compact.grammar, &compact.keep, &compact.always);
+            assert_eq!(canonical(&a), canonical(&b), "{s}");
+            // The lowered grammars name the same kept rules.
+            let names = |g: &Grammar| g.rules.iter().filter(|r| r.name.contains("string")).count();
+            assert_eq!(names(&a), names(&b), "{s}");
+        }
+    }
+    // The IR handed to the compile: whitespace written out once instead of at every place.
+    let v: Value = serde_json::from_str(SCHEMAS[1]).unwrap();
+    let full = to_grammar(&v, &capped(), &Limits::default(), true, false).unwrap();
+    let compact = to_grammar(&v, &capped(), &Limits::default(), true, true).unwrap();
+    let (f, c) = (ir_size(&full.grammar), ir_size(&compact.grammar));
+    assert!(c * 3 < f, "compact IR {c} against written out {f}");
+}
+
+/// A Hermes-like tag over three tools with whitespace lines capped: the compile's IR
+/// (compact schemas) inlines to the printed IR's, and is under a third of its size.
+#[test]
+fn compact_tags_inline_to_the_written_out_grammar() {
+    let tool = |name: &str, schema: &str| {
+        serde_json::json!({
+            "type": "tag",
+            "begin": format!("<tool_call>\n{{\"name\": \"{name}\", \"arguments\": "),
+            "content": {"type": "json_schema", "json_schema": serde_json::from_str::<Value>(schema).unwrap(),
+                        "max_whitespace": 12, "max_whitespace_newlines": 1},
+            "end": "}\n</tool_call>",
+        })
+    };
+    let tag: crate::StructuralTag = serde_json::from_value(serde_json::json!({
+        "type": "structural_tag",
+        "format": {"type": "triggered_tags", "triggers": ["<tool_call>"],
+                   "tags": [tool("a", SCHEMAS[0]), tool("b", SCHEMAS[1]), tool("c", SCHEMAS[5])]}
+    }))
+    .unwrap();
+    let full = structural_tag_to_grammar(&tag, None).unwrap();
+    let (compact, tools, always) =
+        structural_tag_to_grammar_marking_tools(&tag, None, &Limits::default()).unwrap();
+    assert_eq!(tools.iter().filter(|&&t| t).count(), 3);
+    assert_eq!(always.iter().filter(|&&a| a).count(), 3);
+    // The whole compile keeps no rule (`compile_structural_tag` without deferral).
+    let a = inline_rules(&full, &[], &[]);
+    let b = inline_rules(&compact, &[], &always);
+    assert_eq!(canonical(&a), canonical(&b));
+    let (f, c) = (ir_size(&full), ir_size(&compact));
+    assert!(c * 3 < f, "compact IR {c} against written out {f}");
+}
