@@ -51,9 +51,10 @@ pub struct TokenTrie {
     /// The vocabulary slices ([`super::slices::SLICES`], in that order) that mask walks take
     /// whole.
     pub(crate) slices: Vec<super::slices::Slice>,
-    /// Per node: the depth of the deepest node of its subtree (its longest token), made on
-    /// first use ([`TokenTrie::deepest`]).
-    deepest: std::sync::OnceLock<Vec<u16>>,
+    /// Per node: the depth of the deepest node of its subtree (its longest token); made
+    /// with the trie, like the slices, so that no compile pays for it
+    /// ([`TokenTrie::deepest`]).
+    deepest: Vec<u16>,
 }
 
 impl TokenTrie {
@@ -150,7 +151,7 @@ impl TokenTrie {
         }
         let mut trie = TokenTrie {
             slices: Vec::new(),
-            deepest: std::sync::OnceLock::new(),
+            deepest: Vec::new(),
             max_depth: depth.iter().copied().max().unwrap_or(0) as usize,
             quote_tokens,
             multi_quote_tokens,
@@ -171,24 +172,28 @@ impl TokenTrie {
             .iter()
             .map(|&x| super::slices::compute(&trie, x, &bytes_of))
             .collect();
+        trie.deepest = trie.subtree_depths();
         trie
     }
 
-    /// Per node: the length of the longest token of its subtree (made once, on first use:
-    /// one pass over the nodes, last to first, each taking its children's).
+    /// Per node: the length of the longest token of its subtree.
     pub(crate) fn deepest(&self) -> &[u16] {
-        self.deepest.get_or_init(|| {
-            let n = self.byte.len();
-            let mut deepest = self.depth.clone();
-            for i in (0..n).rev() {
-                let mut c = i + 1;
-                while c < self.subtree_end[i] as usize {
-                    deepest[i] = deepest[i].max(deepest[c]);
-                    c = self.subtree_end[c] as usize;
-                }
+        &self.deepest
+    }
+
+    /// [`TokenTrie::deepest`], made in one pass over the nodes, last to first, each taking
+    /// its children's.
+    fn subtree_depths(&self) -> Vec<u16> {
+        let n = self.byte.len();
+        let mut deepest = self.depth.clone();
+        for i in (0..n).rev() {
+            let mut c = i + 1;
+            while c < self.subtree_end[i] as usize {
+                deepest[i] = deepest[i].max(deepest[c]);
+                c = self.subtree_end[c] as usize;
             }
-            deepest
-        })
+        }
+        deepest
     }
 
     /// The children of node `t` (`None`: the root) whose byte is in `lo..=hi`.
@@ -241,7 +246,7 @@ impl TokenTrie {
     pub fn memory_bytes(&self) -> usize {
         self.sorted.capacity() * 4
             + self.byte.capacity()
-            + self.depth.capacity() * 2
+            + (self.depth.capacity() + self.deepest.capacity()) * 2
             + self.subtree_end.capacity() * 4
             + self.tok_start.capacity() * 4
             + self.tok_here_end.capacity() * 4
