@@ -360,53 +360,72 @@ impl Deadline {
     }
 }
 
-/// Checks the IR-level limits (size, nesting depth, repetition bounds) of a validated
-/// grammar, without recursion.
-pub(crate) fn check_ir(limits: &Limits, g: &crate::Grammar) -> Result<(), LimitExceeded> {
-    use crate::grammar::Expr;
-    let mut size = 0u64;
-    for rule in &g.rules {
-        let mut stack = vec![(&rule.body, 1usize)];
-        while let Some((e, depth)) = stack.pop() {
-            if depth > limits.max_nesting_depth {
-                return Err(LimitExceeded::new(
-                    Limit::NestingDepth,
-                    limits.max_nesting_depth as u64,
-                    depth as u64,
-                    Some(&rule.name),
+/// The IR-level limits (size, nesting depth, repetition bounds), checked one expression at
+/// a time during the compile's one walk of the IR (`Grammar::validate_visiting`): the
+/// first limit exceeded in walk order, else the size.
+pub(crate) struct IrLimits<'l> {
+    limits: &'l Limits,
+    size: u64,
+    first: Option<LimitExceeded>,
+}
+
+impl<'l> IrLimits<'l> {
+    pub(crate) fn new(limits: &'l Limits) -> Self {
+        IrLimits {
+            limits,
+            size: 0,
+            first: None,
+        }
+    }
+
+    /// Counts `e`, at `depth` in rule `rule`.
+    pub(crate) fn visit(&mut self, e: &crate::grammar::Expr, depth: usize, rule: &str) {
+        use crate::grammar::Expr;
+        if self.first.is_some() {
+            return;
+        }
+        let limits = self.limits;
+        if depth > limits.max_nesting_depth {
+            self.first = Some(LimitExceeded::new(
+                Limit::NestingDepth,
+                limits.max_nesting_depth as u64,
+                depth as u64,
+                Some(rule),
+            ));
+            return;
+        }
+        self.size = self.size.saturating_add(match e {
+            Expr::Bytes(b) => b.len().max(1) as u64,
+            _ => 1,
+        });
+        if let Expr::Repeat { min, max, .. } = e {
+            let bound = max.unwrap_or(*min).max(*min);
+            if bound > limits.max_repeat_bound {
+                self.first = Some(LimitExceeded::new(
+                    Limit::RepeatBound,
+                    limits.max_repeat_bound as u64,
+                    bound as u64,
+                    Some(rule),
                 ));
-            }
-            size = size.saturating_add(match e {
-                Expr::Bytes(b) => b.len().max(1) as u64,
-                _ => 1,
-            });
-            match e {
-                Expr::Seq(v) | Expr::Choice(v) => stack.extend(v.iter().map(|x| (x, depth + 1))),
-                Expr::Repeat { expr, min, max } => {
-                    let bound = max.unwrap_or(*min).max(*min);
-                    if bound > limits.max_repeat_bound {
-                        return Err(LimitExceeded::new(
-                            Limit::RepeatBound,
-                            limits.max_repeat_bound as u64,
-                            bound as u64,
-                            Some(&rule.name),
-                        ));
-                    }
-                    stack.push((expr, depth + 1))
-                }
-                _ => {}
             }
         }
     }
-    if size > limits.max_ir_nodes {
-        return Err(LimitExceeded::new(
-            Limit::IrNodes,
-            limits.max_ir_nodes,
-            size,
-            None,
-        ));
+
+    /// The first limit exceeded, or the size over [`Limits::max_ir_nodes`].
+    pub(crate) fn finish(self) -> Result<(), LimitExceeded> {
+        if let Some(e) = self.first {
+            return Err(e);
+        }
+        if self.size > self.limits.max_ir_nodes {
+            return Err(LimitExceeded::new(
+                Limit::IrNodes,
+                self.limits.max_ir_nodes,
+                self.size,
+                None,
+            ));
+        }
+        Ok(())
     }
-    Ok(())
 }
 
 /// Checks [`Limits::max_memory_bytes`] against a compiled grammar's size.

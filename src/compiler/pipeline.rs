@@ -7,7 +7,7 @@ use super::{CompileError, CompiledGrammar, GrammarCompiler, Precompute};
 use crate::automaton::lower::{inline_rules, lower_repeats, simplify_repeats};
 use crate::automaton::Automaton;
 use crate::grammar::{Expr, Grammar, TokenRef};
-use crate::limits::{check_ir, check_memory, Deadline};
+use crate::limits::{check_memory, Deadline, IrLimits};
 use crate::mask::background::{self, BackgroundFill};
 use crate::mask::cache::SubtreeMemo;
 use crate::mask::counted::derivable;
@@ -23,23 +23,25 @@ impl GrammarCompiler {
         &self,
         grammar: &'g Grammar,
     ) -> Result<(FxHashMap<TokenRef, u32>, std::borrow::Cow<'g, Grammar>), CompileError> {
-        grammar.validate()?;
-        check_ir(&self.limits, grammar)?;
-        // Resolve token terminals first, so that automaton building cannot fail on them.
+        // One walk: the IR's invariants, then its limits, then its token terminals (errors
+        // in that order of priority, each the first in walk order).
+        let mut limits = IrLimits::new(&self.limits);
         let mut resolved: FxHashMap<TokenRef, u32> = Default::default();
-        for rule in &grammar.rules {
-            let mut stack = vec![&rule.body];
-            while let Some(e) = stack.pop() {
-                match e {
-                    Expr::Seq(v) | Expr::Choice(v) => stack.extend(v.iter()),
-                    Expr::Repeat { expr, .. } => stack.push(expr),
-                    Expr::Token(t) => {
-                        let id = self.resolve_token(t, &rule.name)?;
+        let mut unresolved: Option<CompileError> = None;
+        grammar.validate_visiting(|e, depth, rule| {
+            limits.visit(e, depth, &rule.name);
+            if let (Expr::Token(t), None) = (e, &unresolved) {
+                match self.resolve_token(t, &rule.name) {
+                    Ok(id) => {
                         resolved.insert(t.clone(), id);
                     }
-                    _ => {}
+                    Err(err) => unresolved = Some(err),
                 }
             }
+        })?;
+        limits.finish()?;
+        if let Some(err) = unresolved {
+            return Err(err);
         }
         // A terminal naming an ordinary (non-special) token means that token's text: as
         // bytes, any tokenization of it matches, so mask and accept agree on one reading.

@@ -18,24 +18,41 @@ impl GrammarBuilder {
     /// An unused rule name made from `hint` (letters, digits, `_`, `-`; anything else
     /// becomes `_`), with a numeric suffix when taken.
     fn fresh(&mut self, hint: &str) -> String {
-        let mut base: String = hint
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect();
-        if !base.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
-            base.insert(0, '_');
+        let valid = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
+        let starts_well = hint.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_');
+        let base = if starts_well && hint.chars().all(valid) {
+            hint.to_string()
+        } else {
+            let mut base: String = hint
+                .chars()
+                .map(|c| if valid(c) { c } else { '_' })
+                .collect();
+            if !starts_well {
+                base.insert(0, '_');
+            }
+            base
+        };
+        self.take(base)
+    }
+
+    /// `base` if unused, else `base_N` for the first free `N` (from where the last probe
+    /// of `base` stopped); marked used.
+    fn take(&mut self, base: String) -> String {
+        if !self.names.contains(&base) {
+            self.names.insert(base.clone());
+            return base;
         }
-        let mut name = base.clone();
         let i = self.suffix.entry(base.clone()).or_insert(1);
-        while self.names.contains(&name) {
-            name = format!("{base}_{i}");
+        let mut name = String::with_capacity(base.len() + 4);
+        loop {
+            use std::fmt::Write;
+            name.clear();
+            name.push_str(&base);
+            let _ = write!(name, "_{i}");
             *i += 1;
+            if !self.names.contains(&name) {
+                break;
+            }
         }
         self.names.insert(name.clone());
         name
@@ -67,8 +84,13 @@ impl GrammarBuilder {
     pub(crate) fn embed(&mut self, g: Grammar, prefix: &str) -> RuleId {
         let base = self.rules.len() as u32;
         let root = g.root.0;
+        let mut hint = String::new();
         for r in g.rules {
-            let name = self.fresh(&format!("{prefix}_{}", r.name));
+            hint.clear();
+            hint.push_str(prefix);
+            hint.push('_');
+            hint.push_str(&r.name);
+            let name = self.fresh(&hint);
             let mut r = r;
             let mut body = std::mem::replace(&mut r.body, Expr::Empty);
             // Iterative: embedded grammars may be deep.

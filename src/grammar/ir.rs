@@ -247,6 +247,20 @@ impl Grammar {
     /// # Errors
     /// The first [`InvalidGrammar`] found, in rule order.
     pub fn validate(&self) -> Result<(), InvalidGrammar> {
+        self.validate_visiting(|_, _, _| {})
+    }
+
+    /// [`Grammar::validate`], calling `visit(expr, depth, rule)` on every expression of
+    /// every rule in the order the check meets them (rule order; within a rule, depth
+    /// first, the root expression at depth 1), before its children: one walk of the IR for
+    /// the compile's other checks too.
+    ///
+    /// # Errors
+    /// As [`Grammar::validate`]; `visit` is not called past the first error.
+    pub(crate) fn validate_visiting<'g>(
+        &'g self,
+        mut visit: impl FnMut(&'g Expr, usize, &'g Rule),
+    ) -> Result<(), InvalidGrammar> {
         if self.rules.is_empty() {
             return Err(InvalidGrammar::Empty);
         }
@@ -259,11 +273,13 @@ impl Grammar {
             });
         }
         let mut names = rustc_hash::FxHashSet::default();
+        names.reserve(count);
+        let mut stack = Vec::new();
         for rule in &self.rules {
             if !names.insert(rule.name.as_str()) {
                 return Err(InvalidGrammar::DuplicateRule(rule.name.clone()));
             }
-            let mut stack = vec![(&rule.body, 1usize)];
+            stack.push((&rule.body, 1usize));
             while let Some((e, depth)) = stack.pop() {
                 if depth > Self::MAX_DEPTH {
                     return Err(InvalidGrammar::TooDeep {
@@ -272,20 +288,16 @@ impl Grammar {
                     });
                 }
                 match e {
-                    Expr::Seq(v) | Expr::Choice(v) => {
-                        stack.extend(v.iter().map(|x| (x, depth + 1)))
-                    }
-                    Expr::Repeat { expr, min, max } => {
-                        if let Some(max) = max {
-                            if max < min {
-                                return Err(InvalidGrammar::BadRepeat {
-                                    rule: rule.name.clone(),
-                                    min: *min,
-                                    max: *max,
-                                });
-                            }
-                        }
-                        stack.push((expr, depth + 1))
+                    Expr::Repeat {
+                        min,
+                        max: Some(max),
+                        ..
+                    } if max < min => {
+                        return Err(InvalidGrammar::BadRepeat {
+                            rule: rule.name.clone(),
+                            min: *min,
+                            max: *max,
+                        });
                     }
                     Expr::Rule(id) if id.index() >= count => {
                         return Err(InvalidGrammar::DanglingRule {
@@ -294,6 +306,14 @@ impl Grammar {
                             count,
                         })
                     }
+                    _ => {}
+                }
+                visit(e, depth, rule);
+                match e {
+                    Expr::Seq(v) | Expr::Choice(v) => {
+                        stack.extend(v.iter().map(|x| (x, depth + 1)))
+                    }
+                    Expr::Repeat { expr, .. } => stack.push((expr, depth + 1)),
                     _ => {}
                 }
             }
