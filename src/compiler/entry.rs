@@ -123,7 +123,13 @@ impl GrammarCompiler {
             &value.to_string(),
             &format!("{options:?}"),
             || {
-                let g = json_schema::to_grammar(&value, options, self.limits(), true, true)?;
+                let g = json_schema::to_grammar(
+                    &value,
+                    options,
+                    self.limits(),
+                    true,
+                    json_schema::Form::Compact,
+                )?;
                 self.compile_json_schema_grammar(&g)
             },
         )

@@ -82,6 +82,19 @@ impl GrammarBuilder {
 
     /// Moves every rule of `g` in, renamed under `prefix`; returns the id of `g`'s root.
     pub(crate) fn embed(&mut self, g: Grammar, prefix: &str) -> RuleId {
+        self.embed_redirecting(g, prefix, None)
+    }
+
+    /// [`GrammarBuilder::embed`], with the calls of `g`'s rule `from` sent to this
+    /// builder's rule `to` instead, when `redirect` is `Some((from, to))` (`from` is still
+    /// moved in, uncalled).
+    pub(crate) fn embed_redirecting(
+        &mut self,
+        g: Grammar,
+        prefix: &str,
+        redirect: Option<(u32, RuleId)>,
+    ) -> RuleId {
+        let (from, to) = redirect.map_or((u32::MAX, 0), |(f, t)| (f, t.0));
         let base = self.rules.len() as u32;
         let root = g.root.0;
         let mut hint = String::new();
@@ -97,6 +110,7 @@ impl GrammarBuilder {
             let mut stack = vec![&mut body];
             while let Some(e) = stack.pop() {
                 match e {
+                    Expr::Rule(id) if id.0 == from => id.0 = to,
                     Expr::Rule(id) => id.0 += base,
                     Expr::Seq(v) | Expr::Choice(v) => stack.extend(v.iter_mut()),
                     Expr::Repeat { expr, .. } => stack.push(expr),

@@ -68,8 +68,8 @@ fn compact_schemas_inline_to_the_written_out_grammar() {
         for s in SCHEMAS {
             let v: Value = serde_json::from_str(s).unwrap();
             let limits = Limits::default();
-            let full = to_grammar(&v, &opts, &limits, true, false).unwrap();
-            let compact = to_grammar(&v, &opts, &limits, true, true).unwrap();
+            let full = to_grammar(&v, &opts, &limits, true, Form::Written).unwrap();
+            let compact = to_grammar(&v, &opts, &limits, true, Form::Compact).unwrap();
             assert!(full.always.iter().all(|&a| !a));
             let capped = opts.max_whitespace_newlines.is_some();
             assert_eq!(
@@ -87,22 +87,26 @@ fn compact_schemas_inline_to_the_written_out_grammar() {
     }
     // The IR handed to the compile: whitespace written out once instead of at every place.
     let v: Value = serde_json::from_str(SCHEMAS[1]).unwrap();
-    let full = to_grammar(&v, &capped(), &Limits::default(), true, false).unwrap();
-    let compact = to_grammar(&v, &capped(), &Limits::default(), true, true).unwrap();
+    let full = to_grammar(&v, &capped(), &Limits::default(), true, Form::Written).unwrap();
+    let compact = to_grammar(&v, &capped(), &Limits::default(), true, Form::Compact).unwrap();
     let (f, c) = (ir_size(&full.grammar), ir_size(&compact.grammar));
     assert!(c * 3 < f, "compact IR {c} against written out {f}");
 }
 
-/// A Hermes-like tag over three tools with whitespace lines capped: the compile's IR
-/// (compact schemas) inlines to the printed IR's, and is under a third of its size.
+/// A Hermes-like tag over three tools with whitespace lines capped and markers kept out
+/// of strings: the compile's IR (schemas embedded compact, one JSON string rule for the
+/// whole tag) is under a third of the printed IR's size, holds one string rule instead of
+/// one per tool, and compiles to the same masks along seeded random walks into each tool.
 #[test]
-fn compact_tags_inline_to_the_written_out_grammar() {
+fn embedded_tags_share_one_string_rule_and_keep_the_language() {
+    use crate::{GrammarCompiler, GrammarMatcher, Precompute};
     let tool = |name: &str, schema: &str| {
         serde_json::json!({
             "type": "tag",
             "begin": format!("<tool_call>\n{{\"name\": \"{name}\", \"arguments\": "),
             "content": {"type": "json_schema", "json_schema": serde_json::from_str::<Value>(schema).unwrap(),
-                        "max_whitespace": 12, "max_whitespace_newlines": 1},
+                        "max_whitespace": 12, "max_whitespace_newlines": 1,
+                        "string_excludes": ["<tool_call>", "</tool_call>"]},
             "end": "}\n</tool_call>",
         })
     };
@@ -112,15 +116,61 @@ fn compact_tags_inline_to_the_written_out_grammar() {
                    "tags": [tool("a", SCHEMAS[0]), tool("b", SCHEMAS[1]), tool("c", SCHEMAS[5])]}
     }))
     .unwrap();
-    let full = structural_tag_to_grammar(&tag, None).unwrap();
+    let written = structural_tag_to_grammar(&tag, None).unwrap();
     let (compact, tools, always) =
         structural_tag_to_grammar_marking_tools(&tag, None, &Limits::default()).unwrap();
     assert_eq!(tools.iter().filter(|&&t| t).count(), 3);
     assert_eq!(always.iter().filter(|&&a| a).count(), 3);
-    // The whole compile keeps no rule (`compile_structural_tag` without deferral).
-    let a = inline_rules(&full, &[], &[]);
-    let b = inline_rules(&compact, &[], &always);
-    assert_eq!(canonical(&a), canonical(&b));
-    let (f, c) = (ir_size(&full), ir_size(&compact));
+    let (f, c) = (ir_size(&written), ir_size(&compact));
     assert!(c * 3 < f, "compact IR {c} against written out {f}");
+    // The rule of any JSON string: one per tool written out, one for the tag compact (the
+    // placeholders the tools' grammars call have empty bodies and are called no more).
+    let bodies = |g: &Grammar| {
+        g.rules
+            .iter()
+            .filter(|r| r.name.contains("json_string") && !r.name.contains("body"))
+            .filter(|r| r.body != Expr::Empty)
+            .count()
+    };
+    assert_eq!(bodies(&written), 3);
+    assert_eq!(bodies(&compact), 1);
+
+    let vocab = std::sync::Arc::new(crate::mask::plan::tests::wide_vocabulary());
+    let compiler = GrammarCompiler::new(vocab.clone()).with_precompute(Precompute::Lazy);
+    let a = compiler.compile_ir(&written).unwrap();
+    let b = compiler
+        .clone()
+        .with_deferred_tool_rules(false)
+        .compile_structural_tag(&tag)
+        .unwrap();
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    for name in ["a", "b", "c"] {
+        for _ in 0..4 {
+            let mut ma = GrammarMatcher::new(a.clone());
+            let mut mb = GrammarMatcher::new(b.clone());
+            let prefix = format!("<tool_call>\n{{\"name\": \"{name}\", \"arguments\": ");
+            assert!(ma.accept_string(&prefix) && mb.accept_string(&prefix));
+            let (mut ka, mut kb) = (
+                vec![0u32; vocab.bitmask_words()],
+                vec![0u32; vocab.bitmask_words()],
+            );
+            for step in 0..80 {
+                ma.fill_next_token_bitmask(&mut ka).unwrap();
+                mb.fill_next_token_bitmask(&mut kb).unwrap();
+                assert_eq!(ka, kb, "tool {name}, step {step}");
+                let allowed: Vec<u32> = (0..vocab.tokenizer_size() as u32)
+                    .filter(|&t| ka[(t / 32) as usize] >> (t % 32) & 1 == 1)
+                    .filter(|&t| vocab.token_bytes(t).is_some_and(|b| !b.is_empty()))
+                    .collect();
+                if allowed.is_empty() {
+                    break;
+                }
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                let t = allowed[(seed % allowed.len() as u64) as usize];
+                assert!(ma.accept_token(t) && mb.accept_token(t));
+            }
+        }
+    }
 }

@@ -226,6 +226,10 @@ pub struct JsonSchemaGrammar {
     /// Per rule of `grammar`: inlined into its callers when compiled, whatever its size:
     /// the one whitespace rule of a compact grammar (see `Builder::ws`).
     pub(crate) always: Vec<bool>,
+    /// The rule of any JSON string, when the grammar calls it. Under [`Form::Embedded`] a
+    /// placeholder with an empty body: the embedder must send its calls to a string rule
+    /// of its own, built for the same [`JsonSchemaOptions::string_excludes`].
+    pub(crate) string_rule: Option<RuleId>,
     /// Built for a matcher that forbids repeated keys (`compile_json_schema`), so objects
     /// rely on it (see `Builder::unique_keys`).
     pub(crate) unique_keys: bool,
@@ -293,34 +297,47 @@ pub fn json_schema_to_grammar_with_report(
     schema: &Value,
     options: &JsonSchemaOptions,
 ) -> Result<JsonSchemaGrammar, JsonSchemaError> {
-    to_grammar(schema, options, &Limits::default(), false, false)
+    to_grammar(schema, options, &Limits::default(), false, Form::Written)
 }
 
 /// As [`json_schema_to_grammar`] under `limits` (a caller's, for front ends that embed
-/// a schema: structural tags); `compact` as in [`to_grammar`].
+/// a schema: structural tags), in the form `form`.
 pub(crate) fn json_schema_to_grammar_limited(
     schema: &Value,
     options: &JsonSchemaOptions,
     limits: &Limits,
-    compact: bool,
+    form: Form,
 ) -> Result<JsonSchemaGrammar, JsonSchemaError> {
-    to_grammar(schema, options, limits, false, compact)
+    to_grammar(schema, options, limits, false, form)
+}
+
+/// How [`to_grammar`] writes the grammar.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Form {
+    /// Everything written out where it goes (the grammars users print).
+    Written,
+    /// For the compile: whitespace with a line cap (written out, one alternative per place
+    /// of the line feed) is one rule called where whitespace goes, marked in
+    /// [`JsonSchemaGrammar::always`] for the compile to inline back: the same language in
+    /// a smaller IR.
+    Compact,
+    /// [`Form::Compact`], and any JSON string is a call of an empty placeholder rule
+    /// ([`JsonSchemaGrammar::string_rule`]) that the embedder sends to one string
+    /// rule shared by every schema it embeds (a tag's tools).
+    Embedded,
 }
 
 /// As [`json_schema_to_grammar_with_report`] under `limits`: [`Limits::max_schema_depth`]
 /// (checked on the document before anything else), [`Limits::max_enum_values`] and
 /// [`Limits::max_repeat_bound`] (on the count keywords). With `unique_keys`, the grammar
 /// is for a matcher that forbids repeated object keys (`matcher::keys`): it leaves them
-/// to it. With `compact`, whitespace with a line cap (which is written out as one
-/// alternative per place of the line feed) is one rule called where whitespace goes,
-/// marked in [`JsonSchemaGrammar::always`] for the compile to inline: the same language in
-/// a smaller IR, for the compile's own use (printed grammars write it out).
+/// to it. `form`: see [`Form`].
 pub(crate) fn to_grammar(
     schema: &Value,
     options: &JsonSchemaOptions,
     limits: &Limits,
     unique_keys: bool,
-    compact: bool,
+    form: Form,
 ) -> Result<JsonSchemaGrammar, JsonSchemaError> {
     options.check_separators()?;
     check_depth(schema, limits.max_schema_depth)?;
@@ -337,7 +354,8 @@ pub(crate) fn to_grammar(
     b.max_depth = limits.max_schema_depth;
     b.check_references()?;
     let root = b.add_rule("root", Expr::Empty);
-    if compact {
+    b.external_strings = form == Form::Embedded;
+    if form != Form::Written {
         // Whitespace with a line cap is written out as one alternative per place of the
         // line feed: one rule, called where whitespace goes, instead of a copy at every
         // place (the compile inlines it back).
@@ -383,6 +401,7 @@ pub(crate) fn to_grammar(
         pointers: b.pointers,
         keep,
         always,
+        string_rule: b.string_rule,
         unique_keys,
         closed: b.closed_objects,
     })
@@ -405,6 +424,8 @@ pub(crate) struct Builder<'a> {
     pub(crate) any: Option<types::AnyRules>,
     /// The rule of any JSON string (see [`Builder::string_any`]), made on first use.
     pub(crate) string_rule: Option<RuleId>,
+    /// Any JSON string is a call of an empty placeholder rule ([`Form::Embedded`]).
+    external_strings: bool,
     /// The one whitespace rule of a compact grammar, which [`Builder::ws`] calls (`None`:
     /// whitespace is written out where it goes).
     ws_rule: Option<RuleId>,
@@ -499,6 +520,7 @@ impl<'a> Builder<'a> {
             any: None,
             string_rule: None,
             ws_rule: None,
+            external_strings: false,
             key_rules: extra_keys::KeyRules::default(),
             closed_objects: Vec::new(),
             depth: 0,

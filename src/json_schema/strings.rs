@@ -331,6 +331,12 @@ impl Builder<'_> {
     pub(crate) fn string_any(&mut self) -> Expr {
         let id = match self.string_rule {
             Some(id) => id,
+            None if self.external_strings => {
+                let id = self.add_rule("json_string", Expr::Empty);
+                self.pointers[id.index()] = "#".into();
+                self.string_rule = Some(id);
+                id
+            }
             None => {
                 let body = match Avoid::new(&self.opts.string_excludes, RAW_BANNED) {
                     None => string_inline(),

@@ -4,8 +4,8 @@ use super::format::{Delimiter, Format, StructuralTag, Tag, TokenSpec};
 use super::text::text_avoiding;
 use super::StructuralTagError;
 use crate::grammar::builder::GrammarBuilder;
-use crate::grammar::{parse_ebnf, Expr, Grammar, TokenRef};
-use crate::json_schema::{json_schema_to_grammar_limited, JsonSchemaOptions};
+use crate::grammar::{parse_ebnf, Expr, Grammar, RuleId, TokenRef};
+use crate::json_schema::{json_schema_to_grammar_limited, Form, JsonSchemaOptions};
 use crate::limits::Limits;
 use crate::regex::{regex_to_grammar, RegexOptions};
 use crate::vocab::Vocabulary;
@@ -40,6 +40,7 @@ pub(super) fn lower(
         schema_roots: Vec::new(),
         compact,
         always: Vec::new(),
+        strings: Default::default(),
     };
     let root = l.b.reserve("root");
     let body = l.format(&tag.format, "format", &[])?;
@@ -86,6 +87,8 @@ pub(super) struct Lowerer<'v> {
     pub(super) compact: bool,
     /// The rules the compile must inline whatever their size (of compact JSON Schemas).
     always: Vec<crate::grammar::RuleId>,
+    /// The JSON string rule every compact schema calls, by the strings it excludes.
+    strings: rustc_hash::FxHashMap<Vec<String>, crate::grammar::RuleId>,
 }
 
 impl Lowerer<'_> {
@@ -210,18 +213,69 @@ impl Lowerer<'_> {
         Expr::Rule(self.b.embed(g, prefix))
     }
 
-    /// Embeds a JSON Schema's grammar (rules prefixed `prefix`), keeping its rules to
-    /// inline; returns its root.
+    /// The form of the JSON Schema grammars this lowering embeds.
+    pub(super) fn json_form(&self) -> Form {
+        if self.compact {
+            Form::Embedded
+        } else {
+            Form::Written
+        }
+    }
+
+    /// Embeds a JSON Schema's grammar made under `opts` (rules prefixed `prefix`), keeping
+    /// its rules to inline, its JSON strings sent to the tag's one string rule for `opts`'
+    /// excluded strings; returns its root.
+    ///
+    /// # Errors
+    /// As [`Lowerer::string_rule`].
     pub(super) fn embed_json(
         &mut self,
         g: crate::json_schema::JsonSchemaGrammar,
+        opts: &JsonSchemaOptions,
         prefix: &str,
-    ) -> crate::grammar::RuleId {
+        path: &str,
+    ) -> Result<RuleId, StructuralTagError> {
+        let string = match g.string_rule.filter(|_| self.json_form() == Form::Embedded) {
+            Some(p) => Some((p.0, self.string_rule(opts, path)?)),
+            None => None,
+        };
         let base = self.b.rules_len() as u32;
         for (r, _) in g.always.iter().enumerate().filter(|(_, &a)| a) {
-            self.always.push(crate::grammar::RuleId(base + r as u32));
+            self.always.push(RuleId(base + r as u32));
         }
-        self.b.embed(g.grammar, prefix)
+        Ok(self.b.embed_redirecting(g.grammar, prefix, string))
+    }
+
+    /// The tag's rule of any JSON string that holds none of `opts`' excluded strings,
+    /// made on first use.
+    ///
+    /// # Errors
+    /// The string schema's front-end error (none is expected: `{"type": "string"}`).
+    fn string_rule(
+        &mut self,
+        opts: &JsonSchemaOptions,
+        path: &str,
+    ) -> Result<RuleId, StructuralTagError> {
+        if let Some(&r) = self.strings.get(&opts.string_excludes) {
+            return Ok(r);
+        }
+        let only = JsonSchemaOptions {
+            string_excludes: opts.string_excludes.clone(),
+            root_whitespace: false,
+            ..JsonSchemaOptions::default()
+        };
+        let schema = serde_json::json!({"type": "string"});
+        let g = json_schema_to_grammar_limited(&schema, &only, &self.limits, Form::Compact)
+            .map_err(|e| StructuralTagError::Schema {
+                path: path.to_string(),
+                source: Box::new(e),
+            })?;
+        // The string rule itself; its root (the same strings) should it not have one.
+        let base = self.b.rules_len() as u32;
+        let root = self.b.embed(g.grammar, "json");
+        let string = g.string_rule.map_or(root, |r| RuleId(base + r.0));
+        self.strings.insert(opts.string_excludes.clone(), string);
+        Ok(string)
     }
 
     /// Lowers `f` (at JSON path `path`); `stop` are the text ends of the enclosing tag when
@@ -257,13 +311,13 @@ impl Lowerer<'_> {
                             json_schema,
                             &opts,
                             &self.limits,
-                            self.compact,
+                            self.json_form(),
                         )
                         .map_err(|e| StructuralTagError::Schema {
                             path: path.to_string(),
                             source: Box::new(e),
                         })?;
-                        let root = self.embed_json(g, "json");
+                        let root = self.embed_json(g, &opts, "json", path)?;
                         self.schema_roots.push(root);
                         Expr::Rule(root)
                     }

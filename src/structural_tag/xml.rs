@@ -526,13 +526,14 @@ fn json_grammar(
     path: &str,
 ) -> Result<Expr, StructuralTagError> {
     let schema = with_root_defs(schema, Some(root));
-    let g = json_schema_to_grammar_limited(&schema, opts, &l.limits, l.compact).map_err(|e| {
-        StructuralTagError::Schema {
-            path: path.to_string(),
-            source: Box::new(e),
-        }
-    })?;
-    Ok(Expr::Rule(l.embed_json(g, "param")))
+    let g =
+        json_schema_to_grammar_limited(&schema, opts, &l.limits, l.json_form()).map_err(|e| {
+            StructuralTagError::Schema {
+                path: path.to_string(),
+                source: Box::new(e),
+            }
+        })?;
+    Ok(Expr::Rule(l.embed_json(g, opts, "param", path)?))
 }
 
 /// `schema` with the root's `$defs`/`definitions` copied in (when it has none of its
