@@ -32,10 +32,15 @@ pub(super) fn lower(
         .unwrap_or_default();
     // Longest first, so that a special token whose text contains another's wins.
     specials.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then(a.0.cmp(&b.0)));
+    let mut by_first: Vec<Vec<u32>> = vec![Vec::new(); 256];
+    for (i, (t, _)) in specials.iter().enumerate() {
+        by_first[t[0] as usize].push(i as u32);
+    }
     let mut l = Lowerer {
         b: GrammarBuilder::default(),
         vocab,
         specials,
+        by_first,
         limits: limits.clone(),
         schema_roots: Vec::new(),
         compact,
@@ -79,6 +84,9 @@ pub(super) struct Lowerer<'v> {
     vocab: Option<&'v Vocabulary>,
     /// The vocabulary's special tokens with non-empty text, longest text first.
     specials: Vec<(Vec<u8>, u32)>,
+    /// Per first byte: the indices in `specials` of the tokens whose text starts with it,
+    /// in `specials`' order (a vocabulary may have hundreds of special tokens).
+    by_first: Vec<Vec<u32>>,
     /// The compiler's limits, applied to embedded JSON Schemas too.
     pub(super) limits: Limits,
     /// The root rules of the embedded JSON Schemas (not in XML style).
@@ -100,9 +108,9 @@ impl Lowerer<'_> {
         let mut lit_start = 0;
         let mut i = 0;
         while i < bytes.len() {
-            let hit = self
-                .specials
+            let hit = self.by_first[bytes[i] as usize]
                 .iter()
+                .map(|&k| &self.specials[k as usize])
                 .find(|(t, _)| bytes[i..].starts_with(t));
             match hit {
                 Some((t, id)) => {
