@@ -243,9 +243,10 @@ impl GrammarCompiler {
             .collect();
         let mut compiler = self.clone();
         compiler.grammar_cache = Arc::new(super::cache::GrammarCache::new(false, None));
-        // A build happens mid-decoding: under eager precompute its masks are filled in the
-        // background (a matcher computes the few it needs first itself), so that reaching
-        // a tool never stalls the step on the whole grammar's masks.
+        // Under eager precompute, the stub grammar and every build fill their masks in the
+        // background (a matcher computes the few it needs first itself): compile → first
+        // mask does not wait for the masks of every tool name, and reaching a tool never
+        // stalls the step on the whole grammar's masks.
         if compiler.precompute == super::Precompute::Eager {
             compiler.precompute = super::Precompute::Background;
         }
@@ -277,7 +278,7 @@ impl GrammarCompiler {
             stub_roots,
             built: Vec::new(),
         }));
-        self.finish(compiled, &deadline)
+        shared.compiler.finish(compiled, &deadline)
     }
 
     /// The stub grammar of `shared`'s IR: every deferral root (and every rule reached only

@@ -5,7 +5,7 @@
 use super::common;
 use super::maskbench;
 use std::sync::Arc;
-use tokensieve::{CompiledGrammar, GrammarCompiler, GrammarMatcher, Precompute};
+use tokensieve::{BackgroundStatus, CompiledGrammar, GrammarCompiler, GrammarMatcher, Precompute};
 use tokensieve_tools::{Hermes, KimiK2, Tool, ToolCall, ToolCallFormat, ToolChoice};
 
 /// `n` distinct tools from BFCL's `multiple` file, in file order.
@@ -502,4 +502,31 @@ fn counted_whitespace_in_arguments_builds_no_other_tool() {
         "stubs left at each step: {left:?}"
     );
     assert_eq!(left.last(), Some(&2));
+}
+
+/// Under the default precompute (eager), a tag that defers its tools compiles as lazily
+/// as its builds do and fills the stub grammar's masks in the background: compile → first
+/// mask does not wait for the masks of every tool name, and the fill ends with the masks
+/// an eager compile would hold.
+#[test]
+fn a_deferring_tag_under_the_default_precompute_fills_its_masks_in_the_background() {
+    let Some((rt, tools)) = qwen3_and_tools(12) else {
+        return;
+    };
+    // The default precompute, eager.
+    let compiler = GrammarCompiler::new(rt.vocab.clone());
+    let tag = Hermes::default()
+        .structural_tag(&tools, &ToolChoice::Auto, true)
+        .unwrap();
+    let g = compiler.compile_structural_tag(&tag).unwrap();
+    assert!(g.deferred_rules().is_some(), "the tag defers its tools");
+    assert_ne!(g.background_status(), BackgroundStatus::NotScheduled);
+    assert_eq!(g.wait_background(), BackgroundStatus::Finished);
+    // A whole compile under eager precompute does its masks at compile, as before.
+    let whole = compiler
+        .clone()
+        .with_deferred_tool_rules(false)
+        .compile_structural_tag(&tag)
+        .unwrap();
+    assert_eq!(whole.background_status(), BackgroundStatus::NotScheduled);
 }
