@@ -45,25 +45,63 @@ pub(crate) fn stub_rules(grammar: &Grammar, roots: &[bool]) -> Vec<bool> {
 /// and never part of a real output that the stub grammar is asked about.
 pub(crate) const STUB_BYTE: u8 = 0xFF;
 
-/// `grammar` with the body of every rule with `stub[r]` set replaced by the stub body
-/// (rule ids and names unchanged); the other bodies are copied.
-pub(crate) fn stubbed(grammar: &Grammar, stub: &[bool]) -> Grammar {
-    Grammar {
-        rules: grammar
-            .rules
-            .iter()
-            .zip(stub)
-            .map(|(r, &s)| crate::grammar::Rule {
-                name: r.name.clone(),
-                body: if s {
-                    Expr::Bytes(vec![STUB_BYTE])
-                } else {
-                    r.body.clone()
-                },
-            })
-            .collect(),
-        root: RuleId(grammar.root.0),
+/// `grammar` cut to the rules its root still reaches once every rule with `stub[r]` set has
+/// the stub body (the deferral roots it calls are kept, as stubs; what only they reach is
+/// left out), in their original order, renumbered; with, per rule kept, its id in
+/// `grammar`. The other bodies are copied.
+pub(crate) fn stubbed(grammar: &Grammar, stub: &[bool]) -> (Grammar, Vec<u32>) {
+    let n = grammar.rules.len();
+    let is_stub = |r: usize| stub.get(r).copied().unwrap_or(false);
+    let mut reached = vec![false; n];
+    let root = grammar.root.index();
+    reached[root] = true;
+    let mut stack = vec![root];
+    while let Some(r) = stack.pop() {
+        if is_stub(r) {
+            continue;
+        }
+        super::lower::for_each_call(&grammar.rules[r].body, &mut |c| {
+            if !reached[c as usize] {
+                reached[c as usize] = true;
+                stack.push(c as usize);
+            }
+        });
     }
+    let kept: Vec<u32> = (0..n as u32).filter(|&r| reached[r as usize]).collect();
+    let mut new_id = vec![u32::MAX; n];
+    for (i, &r) in kept.iter().enumerate() {
+        new_id[r as usize] = i as u32;
+    }
+    let rules = kept
+        .iter()
+        .map(|&r| {
+            let rule = &grammar.rules[r as usize];
+            let body = if is_stub(r as usize) {
+                Expr::Bytes(vec![STUB_BYTE])
+            } else {
+                let mut body = rule.body.clone();
+                let mut stack = vec![&mut body];
+                while let Some(e) = stack.pop() {
+                    match e {
+                        Expr::Rule(id) => id.0 = new_id[id.index()],
+                        Expr::Seq(v) | Expr::Choice(v) => stack.extend(v.iter_mut()),
+                        Expr::Repeat { expr, .. } => stack.push(expr),
+                        _ => {}
+                    }
+                }
+                body
+            };
+            crate::grammar::Rule {
+                name: rule.name.clone(),
+                body,
+            }
+        })
+        .collect();
+    let g = Grammar {
+        rules,
+        root: RuleId(new_id[root]),
+    };
+    (g, kept)
 }
 
 /// Which chart items are near a stub (see the module docs): first a lower bound on the
@@ -386,7 +424,8 @@ mod tests {
             .map(|r| roots.contains(&r.name.as_str()))
             .collect();
         let stub = stub_rules(&g, &marks);
-        let s = stubbed(&g, &stub);
+        let (s, kept) = stubbed(&g, &stub);
+        let stub: Vec<bool> = kept.iter().map(|&r| stub[r as usize]).collect();
         let limits = Limits::default();
         let deadline = Deadline::start(None);
         let aut = Automaton::build(&s, &[], &|_| 0, &limits, &deadline, None, &stub).unwrap();
@@ -424,9 +463,15 @@ mod tests {
             .map(|(r, _)| r.name.as_str())
             .collect();
         assert_eq!(names, ["tool", "inner"]);
-        let s = stubbed(&g, &stub);
+        // What only the deferral root reaches (`inner`) is left out.
+        let (s, kept) = stubbed(&g, &stub);
+        assert_eq!(kept, [0, 1, 3]);
         assert_eq!(s.rules[1].body, Expr::Bytes(vec![STUB_BYTE]));
-        assert_eq!(s.rules[3].body, g.rules[3].body);
+        assert_eq!(s.rules[2].body, g.rules[3].body);
+        let mut calls = Vec::new();
+        crate::automaton::lower::for_each_call(&s.rules[0].body, &mut |c| calls.push(c));
+        calls.sort_unstable();
+        assert_eq!(calls, [1, 2]);
     }
 
     #[test]

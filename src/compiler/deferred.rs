@@ -293,10 +293,15 @@ impl GrammarCompiler {
     ) -> Result<(CompiledGrammar, Option<(NearStubs, FxHashMap<u32, u32>)>), CompileError> {
         let ir = shared.ir();
         let stub = stub_rules(ir, &shared.roots);
-        let stubbed_ir = stubbed(ir, &stub);
+        let (stubbed_ir, kept) = stubbed(ir, &stub);
+        let flags = |of: &[bool]| -> Vec<bool> {
+            kept.iter()
+                .map(|&r| of.get(r as usize).copied().unwrap_or(false))
+                .collect()
+        };
         // Every deferral root stays a rule of its own, built or not (as without deferral).
-        let simplified =
-            simplify_repeats(&inline_rules(&stubbed_ir, &shared.roots, &shared.always))?;
+        let (roots, always) = (flags(&shared.roots), flags(&shared.always));
+        let simplified = simplify_repeats(&inline_rules(&stubbed_ir, &roots, &always))?;
         let (grammar, counted) = lower_repeats(simplified);
         let stub = grammar
             .rules
