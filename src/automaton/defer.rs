@@ -80,15 +80,7 @@ pub(crate) fn stubbed(grammar: &Grammar, stub: &[bool]) -> (Grammar, Vec<u32>) {
                 Expr::Bytes(vec![STUB_BYTE])
             } else {
                 let mut body = rule.body.clone();
-                let mut stack = vec![&mut body];
-                while let Some(e) = stack.pop() {
-                    match e {
-                        Expr::Rule(id) => id.0 = new_id[id.index()],
-                        Expr::Seq(v) | Expr::Choice(v) => stack.extend(v.iter_mut()),
-                        Expr::Repeat { expr, .. } => stack.push(expr),
-                        _ => {}
-                    }
-                }
+                body.rename_rules(|c| new_id[c as usize]);
                 body
             };
             crate::grammar::Rule {

@@ -303,18 +303,22 @@ mod tests {
         }
     }
 
+    /// A seeded xorshift generator: `rand(m)` is in `0..m` (0 when `m` is 0).
+    fn xorshift(mut seed: u64) -> impl FnMut(u64) -> u64 {
+        move |m| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % m.max(1)
+        }
+    }
+
     /// Random automata of 1–40 states over a few byte ranges, calls and tokens, with
     /// overlapping ranges (the ε-free NFA form) in some: the worklist blocks are Moore's,
     /// and the minimized automaton is a fixed point.
     #[test]
     fn worklist_blocks_are_moores_on_random_automata() {
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut rand = |m: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % m
-        };
+        let mut rand = xorshift(0x9e37_79b9_7f4a_7c15);
         let mut merged = 0;
         for round in 0..3000 {
             let n = 1 + rand(40) as u32;
@@ -359,13 +363,7 @@ mod tests {
     /// sample; a back edge makes the one-pass form give way to refinement.
     #[test]
     fn acyclic_blocks_are_moores_on_random_dags() {
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let mut rand = |m: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % m.max(1)
-        };
+        let mut rand = xorshift(0x2545_f491_4f6c_dd1d);
         let mut merged = 0;
         for _ in 0..2000 {
             let n = 2 + rand(40) as u32;

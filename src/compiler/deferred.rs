@@ -27,8 +27,8 @@
 
 use super::{CompileError, CompiledGrammar, GrammarCompiler};
 use crate::automaton::defer::{near_stubs, stub_rules, stubbed, NearStubs};
-use crate::automaton::lower::{for_each_call, inline_rules, lower_repeats, simplify_repeats};
-use crate::grammar::{Expr, Grammar, Rule, RuleId, TokenRef};
+use crate::automaton::lower::{inline_rules, lower_repeats, simplify_repeats};
+use crate::grammar::{Expr, Grammar, Rule, TokenRef};
 use crate::limits::Deadline;
 use rustc_hash::FxHashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -354,7 +354,7 @@ impl GrammarCompiler {
             }
             counted.extend(tool_counted.iter().map(|&c| new_id[c as usize]));
             for (i, mut rule) in tool.rules.into_iter().enumerate() {
-                renumber(&mut rule.body, &new_id);
+                rule.body.rename_rules(|c| new_id[c as usize]);
                 if i == tool.root.index() {
                     rules[slot].body = std::mem::replace(&mut rule.body, Expr::Empty);
                     stub[slot] = false;
@@ -424,51 +424,11 @@ fn lowered_component(
     root: u32,
     always: &[bool],
 ) -> Result<(Grammar, Vec<u32>), CompileError> {
-    let mut new_id = vec![u32::MAX; ir.rules.len()];
-    let mut order = vec![root];
-    new_id[root as usize] = 0;
-    let mut i = 0;
-    while i < order.len() {
-        for_each_call(&ir.rules[order[i] as usize].body, &mut |c| {
-            if new_id[c as usize] == u32::MAX {
-                new_id[c as usize] = order.len() as u32;
-                order.push(c);
-            }
-        });
-        i += 1;
-    }
-    let rules = order
-        .iter()
-        .map(|&r| {
-            let mut body = ir.rules[r as usize].body.clone();
-            renumber(&mut body, &new_id);
-            Rule {
-                name: ir.rules[r as usize].name.clone(),
-                body,
-            }
-        })
-        .collect();
-    let component = Grammar {
-        rules,
-        root: RuleId(0),
-    };
+    let (component, order) = ir.component(root);
     let always: Vec<bool> = order
         .iter()
         .map(|&r| always.get(r as usize).copied().unwrap_or(false))
         .collect();
     let simplified = simplify_repeats(&inline_rules(&component, &[true], &always))?;
     Ok(lower_repeats(simplified))
-}
-
-/// Renames the rule references of `e` through `new_id`.
-fn renumber(e: &mut Expr, new_id: &[u32]) {
-    let mut stack = vec![e];
-    while let Some(e) = stack.pop() {
-        match e {
-            Expr::Rule(id) => id.0 = new_id[id.index()],
-            Expr::Seq(v) | Expr::Choice(v) => stack.extend(v.iter_mut()),
-            Expr::Repeat { expr, .. } => stack.push(expr),
-            _ => {}
-        }
-    }
 }

@@ -23,6 +23,8 @@ use rustc_hash::FxHashMap;
 use std::sync::{Arc, OnceLock, RwLock};
 
 mod cache;
+#[cfg(test)]
+mod compact_tests;
 mod deferred;
 mod entry;
 mod pipeline;

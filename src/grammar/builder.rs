@@ -106,17 +106,7 @@ impl GrammarBuilder {
             let name = self.fresh(&hint);
             let mut r = r;
             let mut body = std::mem::replace(&mut r.body, Expr::Empty);
-            // Iterative: embedded grammars may be deep.
-            let mut stack = vec![&mut body];
-            while let Some(e) = stack.pop() {
-                match e {
-                    Expr::Rule(id) if id.0 == from => id.0 = to,
-                    Expr::Rule(id) => id.0 += base,
-                    Expr::Seq(v) | Expr::Choice(v) => stack.extend(v.iter_mut()),
-                    Expr::Repeat { expr, .. } => stack.push(expr),
-                    _ => {}
-                }
-            }
+            body.rename_rules(|c| if c == from { to } else { c + base });
             self.rules.push(Rule { name, body });
         }
         RuleId(base + root)

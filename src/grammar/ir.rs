@@ -434,6 +434,58 @@ impl Expr {
     pub fn into_flat_drop(mut self) {
         drop_iteratively(&mut self);
     }
+
+    /// Renames every rule reference of this expression through `f` (without recursion on
+    /// its depth).
+    pub(crate) fn rename_rules(&mut self, mut f: impl FnMut(u32) -> u32) {
+        let mut stack = vec![self];
+        while let Some(e) = stack.pop() {
+            match e {
+                Expr::Rule(id) => id.0 = f(id.0),
+                Expr::Seq(v) | Expr::Choice(v) => stack.extend(v.iter_mut()),
+                Expr::Repeat { expr, .. } => stack.push(expr),
+                _ => {}
+            }
+        }
+    }
+}
+
+impl Grammar {
+    /// The rules reachable from rule `root`, as a grammar of their own rooted there (rule
+    /// 0), in order of discovery (breadth first), their calls renamed; with, per rule of
+    /// it, its id here. Names and bodies are copied.
+    pub(crate) fn component(&self, root: u32) -> (Grammar, Vec<u32>) {
+        let mut new_id = vec![u32::MAX; self.rules.len()];
+        let mut order = vec![root];
+        new_id[root as usize] = 0;
+        let mut i = 0;
+        while i < order.len() {
+            crate::automaton::lower::for_each_call(&self.rules[order[i] as usize].body, &mut |c| {
+                if new_id[c as usize] == u32::MAX {
+                    new_id[c as usize] = order.len() as u32;
+                    order.push(c);
+                }
+            });
+            i += 1;
+        }
+        let rules = order
+            .iter()
+            .map(|&r| {
+                let rule = &self.rules[r as usize];
+                let mut body = rule.body.clone();
+                body.rename_rules(|c| new_id[c as usize]);
+                Rule {
+                    name: rule.name.clone(),
+                    body,
+                }
+            })
+            .collect();
+        let g = Grammar {
+            rules,
+            root: RuleId(0),
+        };
+        (g, order)
+    }
 }
 
 #[cfg(test)]

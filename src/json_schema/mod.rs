@@ -167,8 +167,6 @@
 //! * `format` is asserted (2020-12 makes it an annotation by default).
 
 mod arrays;
-#[cfg(test)]
-mod compact_tests;
 mod conditionals;
 mod depth;
 mod disjoint;

@@ -1,10 +1,14 @@
-//! Compact grammars (`to_grammar` with `compact`): one whitespace rule instead of a copy
-//! at every place, inlined back by the compile. The grammar the compile lowers must be the
-//! written-out one, rule for rule; the IR handed over must be much smaller.
+//! Compact grammars (`json_schema::to_grammar` in `Form::Compact` and `Form::Embedded`):
+//! one whitespace rule instead of a copy at every place, inlined back by the compile, and
+//! one JSON string rule per tag. The grammar the compile lowers must be the written-out
+//! one, rule for rule; the IR handed over must be much smaller.
 
-use super::*;
-use crate::automaton::lower::{for_each_call, inline_rules, size};
+use crate::automaton::lower::{inline_rules, size};
+use crate::grammar::{Expr, Grammar};
+use crate::json_schema::{to_grammar, Form, JsonSchemaOptions};
 use crate::structural_tag::{structural_tag_to_grammar, structural_tag_to_grammar_marking_tools};
+use crate::Limits;
+use serde_json::Value;
 
 /// Options that cap whitespace lines (what the tool-call families set).
 fn capped() -> JsonSchemaOptions {
@@ -27,35 +31,8 @@ const SCHEMAS: [&str; 6] = [
 /// The rules reachable from the root, in order of discovery, their calls renamed to that
 /// order: equal for two grammars that are the same up to rule names and ids.
 fn canonical(g: &Grammar) -> Vec<Expr> {
-    let mut order = vec![g.root.0];
-    let mut id = vec![u32::MAX; g.rules.len()];
-    id[g.root.index()] = 0;
-    let mut i = 0;
-    while i < order.len() {
-        for_each_call(&g.rules[order[i] as usize].body, &mut |c| {
-            if id[c as usize] == u32::MAX {
-                id[c as usize] = order.len() as u32;
-                order.push(c);
-            }
-        });
-        i += 1;
-    }
-    order
-        .iter()
-        .map(|&r| {
-            let mut body = g.rules[r as usize].body.clone();
-            let mut stack = vec![&mut body];
-            while let Some(e) = stack.pop() {
-                match e {
-                    Expr::Rule(x) => x.0 = id[x.index()],
-                    Expr::Seq(v) | Expr::Choice(v) => stack.extend(v.iter_mut()),
-                    Expr::Repeat { expr, .. } => stack.push(expr),
-                    _ => {}
-                }
-            }
-            body
-        })
-        .collect()
+    let (c, _) = g.component(g.root.0);
+    c.rules.into_iter().map(|r| r.body.clone()).collect()
 }
 
 fn ir_size(g: &Grammar) -> u64 {
