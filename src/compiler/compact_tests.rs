@@ -70,34 +70,39 @@ fn compact_schemas_inline_to_the_written_out_grammar() {
     assert!(c * 3 < f, "compact IR {c} against written out {f}");
 }
 
-/// A Hermes-like tag over three tools with whitespace lines capped and markers kept out
-/// of strings: the compile's IR (schemas embedded compact, one JSON string rule for the
-/// whole tag) is under a third of the printed IR's size, holds one string rule instead of
-/// one per tool, and compiles to the same masks along seeded random walks into each tool.
+/// The strings a tag's arguments refuse.
+const MARKERS: &[&str] = &["<tool_call>", "</tool_call>"];
+
+/// A Hermes-like tag over four tools with whitespace lines capped and markers kept out
+/// of strings (one tool refusing only the end marker): the compile's IR (schemas embedded
+/// compact, one JSON string rule per set of refused strings) is under a third of the
+/// printed IR's size, holds two string rules instead of one per tool, and compiles to the
+/// same masks along seeded random walks into each tool.
 #[test]
 fn embedded_tags_share_one_string_rule_and_keep_the_language() {
     use crate::{GrammarCompiler, GrammarMatcher, Precompute};
-    let tool = |name: &str, schema: &str| {
+    let tool = |name: &str, schema: &str, excludes: &[&str]| {
         serde_json::json!({
             "type": "tag",
             "begin": format!("<tool_call>\n{{\"name\": \"{name}\", \"arguments\": "),
             "content": {"type": "json_schema", "json_schema": serde_json::from_str::<Value>(schema).unwrap(),
                         "max_whitespace": 12, "max_whitespace_newlines": 1,
-                        "string_excludes": ["<tool_call>", "</tool_call>"]},
+                        "string_excludes": excludes},
             "end": "}\n</tool_call>",
         })
     };
     let tag: crate::StructuralTag = serde_json::from_value(serde_json::json!({
         "type": "structural_tag",
         "format": {"type": "triggered_tags", "triggers": ["<tool_call>"],
-                   "tags": [tool("a", SCHEMAS[0]), tool("b", SCHEMAS[1]), tool("c", SCHEMAS[5])]}
+                   "tags": [tool("a", SCHEMAS[0], MARKERS), tool("b", SCHEMAS[1], MARKERS),
+                            tool("c", SCHEMAS[5], MARKERS), tool("d", SCHEMAS[0], &["</tool_call>"])]}
     }))
     .unwrap();
     let written = structural_tag_to_grammar(&tag, None).unwrap();
     let (compact, tools, always) =
         structural_tag_to_grammar_marking_tools(&tag, None, &Limits::default()).unwrap();
-    assert_eq!(tools.iter().filter(|&&t| t).count(), 3);
-    assert_eq!(always.iter().filter(|&&a| a).count(), 3);
+    assert_eq!(tools.iter().filter(|&&t| t).count(), 4);
+    assert_eq!(always.iter().filter(|&&a| a).count(), 4);
     let (f, c) = (ir_size(&written), ir_size(&compact));
     assert!(c * 3 < f, "compact IR {c} against written out {f}");
     // The rule of any JSON string: one per tool written out, one for the tag compact (the
@@ -109,8 +114,9 @@ fn embedded_tags_share_one_string_rule_and_keep_the_language() {
             .filter(|r| r.body != Expr::Empty)
             .count()
     };
-    assert_eq!(bodies(&written), 3);
-    assert_eq!(bodies(&compact), 1);
+    // One per set of excluded strings: tool d excludes only the end marker.
+    assert_eq!(bodies(&written), 4);
+    assert_eq!(bodies(&compact), 2);
 
     let vocab = std::sync::Arc::new(crate::mask::plan::tests::wide_vocabulary());
     let compiler = GrammarCompiler::new(vocab.clone()).with_precompute(Precompute::Lazy);
@@ -120,8 +126,21 @@ fn embedded_tags_share_one_string_rule_and_keep_the_language() {
         .with_deferred_tool_rules(false)
         .compile_structural_tag(&tag)
         .unwrap();
+    // The begin marker inside a string: refused by tool a, taken by tool d, in both.
+    for (name, ok) in [("a", false), ("d", true)] {
+        let text = format!(
+            "<tool_call>\n{{\"name\": \"{name}\", \"arguments\": {{\"name\": \"<tool_call>\"}}"
+        );
+        for g in [&a, &b] {
+            assert_eq!(
+                GrammarMatcher::new(g.clone()).accept_string(&text),
+                ok,
+                "{name}"
+            );
+        }
+    }
     let mut seed = 0x2545_f491_4f6c_dd1du64;
-    for name in ["a", "b", "c"] {
+    for name in ["a", "b", "c", "d"] {
         for _ in 0..4 {
             let mut ma = GrammarMatcher::new(a.clone());
             let mut mb = GrammarMatcher::new(b.clone());
