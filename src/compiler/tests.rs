@@ -1,4 +1,4 @@
-//! Tests of the compiler's cache of rule automata.
+//! Tests of the compiler: its cache of rule automata, and the order of its errors.
 
 use super::*;
 use crate::grammar::parse_ebnf;
@@ -113,4 +113,45 @@ fn recurring_rules_are_built_once_per_compiler() {
     assert!(c.cache_size_bytes() >= two.size_bytes);
     c.clear_cache();
     assert_eq!(c.rule_automaton_cache_stats().entries, 0);
+}
+
+/// The compile's one walk of the IR keeps the order of priority of its errors: an
+/// invalid IR first (wherever the invalid part is), then a limit (the first in walk
+/// order), then an unknown token terminal.
+#[test]
+fn one_walk_reports_errors_in_their_order_of_priority() {
+    use crate::grammar::{Expr, Rule, RuleId, TokenRef};
+    let compiler = GrammarCompiler::new(Arc::new(wide_vocabulary()));
+    let rule = |name: &str, body: Expr| Rule {
+        name: name.into(),
+        body,
+    };
+    let too_many = Expr::Repeat {
+        expr: Box::new(Expr::Bytes(b"a".to_vec())),
+        min: 0,
+        max: Some(2_000_000),
+    };
+    let unknown = Expr::Token(TokenRef::Text("<not a token>".into()));
+    let dangling = Expr::Rule(RuleId(9));
+    let compile = |rules: Vec<Rule>| {
+        compiler.compile_ir(&Grammar {
+            rules,
+            root: RuleId(0),
+        })
+    };
+    // Limit and unknown token before a dangling rule: the invalid IR wins.
+    let e = compile(vec![
+        rule("root", Expr::Seq(vec![too_many.clone(), unknown.clone()])),
+        rule("late", dangling),
+    ]);
+    assert!(matches!(e, Err(CompileError::Invalid(_))), "{e:?}");
+    // Unknown token before the limit: the limit wins.
+    let e = compile(vec![
+        rule("root", unknown.clone()),
+        rule("late", too_many.clone()),
+    ]);
+    assert!(matches!(e, Err(CompileError::Limit(_))), "{e:?}");
+    // The unknown token alone.
+    let e = compile(vec![rule("root", unknown)]);
+    assert!(matches!(e, Err(CompileError::UnknownToken { .. })), "{e:?}");
 }
