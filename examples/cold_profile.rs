@@ -205,8 +205,9 @@ fn run(compiler: &GrammarCompiler, job: &Job, docs: &[Vec<u32>]) {
                 let text = g.vocabulary().token_bytes(tk).unwrap_or(&[]);
                 let text = String::from_utf8_lossy(text);
                 eprintln!(
-                    "step {steps}: {:?} then {text:?} (stubs left, built: {built:?})",
-                    s.elapsed()
+                    "step {steps}: {:?} then {text:?} (stubs left, built: {built:?}; rule automata {:?})",
+                    s.elapsed(),
+                    compiler.rule_automaton_cache_stats()
                 );
             }
             steps += 1;

@@ -91,19 +91,36 @@ impl BackgroundFill {
 
 /// The pool of compilers given none
 /// ([`GrammarCompiler::with_background_pool`](crate::GrammarCompiler::with_background_pool)):
-/// one thread, shared by every such compiler, started on first use. `None` when the
-/// thread could not be started (the grammars then stay lazy).
+/// one thread, shared by every such compiler, started on first use, at the lowest
+/// priority the system offers ([`yield_to_other_threads`]). `None` when the thread could
+/// not be started (the grammars then stay lazy).
 pub(crate) fn default_pool() -> Option<Arc<rayon::ThreadPool>> {
     static POOL: OnceLock<Option<Arc<rayon::ThreadPool>>> = OnceLock::new();
     POOL.get_or_init(|| {
         rayon::ThreadPoolBuilder::new()
             .num_threads(1)
             .thread_name(|i| format!("tokensieve-background-{i}"))
+            .start_handler(|_| yield_to_other_threads())
             .build()
             .ok()
             .map(Arc::new)
     })
     .clone()
+}
+
+/// Lowers the calling thread below every ordinary thread: on Linux, the `SCHED_IDLE`
+/// policy (sched(7)), under which it runs only on a core no other thread wants. A fill
+/// that shares its core with a decoding loop then takes no time from the loop's steps (a
+/// matcher never waits for the fill: it walks a missing mask itself). Elsewhere, nothing.
+fn yield_to_other_threads() {
+    #[cfg(target_os = "linux")]
+    {
+        let param = libc::sched_param { sched_priority: 0 };
+        // SAFETY: `param` is a valid `sched_param` for the call's duration; pid 0 is the
+        // calling thread. Lowering needs no privilege; on failure the thread keeps its
+        // priority, which is only slower, never wrong.
+        let _ = unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) };
+    }
 }
 
 /// Masks per look at the weak reference and the cancel flag.
@@ -203,6 +220,21 @@ mod tests {
     use std::io::BufRead;
     use std::path::PathBuf;
     use std::sync::mpsc;
+
+    /// The default pool's thread yields its core to every ordinary thread (Linux's
+    /// `SCHED_IDLE`): a fill sharing a core with a decoding loop never slows its steps.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_default_pool_runs_at_idle_priority() {
+        let pool = default_pool().expect("the default pool starts");
+        // SAFETY: `sched_getscheduler(0)` reads the calling thread's policy; no memory is
+        // passed.
+        let policy = pool.install(|| unsafe { libc::sched_getscheduler(0) });
+        assert_eq!(policy, libc::SCHED_IDLE);
+        // SAFETY: as above, on the test's own thread.
+        let here = unsafe { libc::sched_getscheduler(0) };
+        assert_eq!(here, libc::SCHED_OTHER, "only the pool's thread is lowered");
+    }
 
     fn shared() -> PathBuf {
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared")
