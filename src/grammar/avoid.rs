@@ -127,15 +127,23 @@ impl Avoid {
         })
     }
 
-    /// The number of rules [`Avoid::bodies`] needs (one per live state).
+    /// The number of rules [`Avoid::bodies`] needs: one per live state, then the rule
+    /// that leaves the strings (shared by every state).
     pub(crate) fn len(&self) -> usize {
-        self.moves.len()
+        self.moves.len() + 1
     }
 
-    /// The bodies of the rules `ids` (one per live state, `ids[0]` the start): each state
-    /// may take `end` (where the text stops), a character outside the strings and
-    /// `banned` (back to the start), each of `restarts` (units such as escape sequences,
-    /// back to the start), or a character of the strings (to the next live state).
+    /// The bodies of the rules `ids` ([`Avoid::len`] of them): one per live state
+    /// (`ids[0]` the start), each of which may take `end` (where the text stops), go on
+    /// to the last rule, or take a character of the strings (to the next live state); and
+    /// last the rule every state shares, which takes a character outside the strings and
+    /// `banned`, or one of `restarts` (units such as escape sequences), back to the start.
+    ///
+    /// Why one shared rule: those characters are most of the text's bytes (every other
+    /// code point, as one to four bytes of UTF-8). Written in each state, their UTF-8
+    /// prefixes were built once per state, and the subset construction made a state per
+    /// live state and prefix (20× the minimal automaton) for minimization to merge back;
+    /// as a tail call of one rule, they are built once.
     pub(crate) fn bodies(&self, ids: &[RuleId], end: &Expr, restarts: &[Expr]) -> Vec<Expr> {
         let mut outside_ranges = self.banned.clone();
         outside_ranges.extend(self.alphabet.iter().map(|&c| (c as u32, c as u32)));
@@ -143,16 +151,12 @@ impl Avoid {
             negated: true,
             ranges: outside_ranges,
         });
-        self.moves
+        let leave = ids[self.moves.len()];
+        let mut bodies: Vec<Expr> = self
+            .moves
             .iter()
             .map(|moves| {
-                let mut alts = vec![
-                    end.clone(),
-                    Expr::Seq(vec![outside.clone(), Expr::Rule(ids[0])]),
-                ];
-                for r in restarts {
-                    alts.push(Expr::Seq(vec![r.clone(), Expr::Rule(ids[0])]));
-                }
+                let mut alts = vec![end.clone(), Expr::Rule(leave)];
                 for (t, ranges) in moves {
                     let class = Expr::Class(CharClass {
                         negated: false,
@@ -162,6 +166,12 @@ impl Avoid {
                 }
                 Expr::Choice(alts)
             })
-            .collect()
+            .collect();
+        let mut alts = vec![Expr::Seq(vec![outside, Expr::Rule(ids[0])])];
+        for r in restarts {
+            alts.push(Expr::Seq(vec![r.clone(), Expr::Rule(ids[0])]));
+        }
+        bodies.push(Expr::Choice(alts));
+        bodies
     }
 }

@@ -734,7 +734,7 @@ fn json_schema_grammar_errors_name_the_schema_place() {
         "type": "object",
         "properties": {
             "a": {"type": "integer"},
-            "b": {"type": "array", "items": {"enum": (0..200).map(|i| format!("value{i}")).collect::<Vec<_>>()}}
+            "b": {"type": "array", "items": {"enum": (0..1000).map(|i| format!("value{i}")).collect::<Vec<_>>()}}
         }
     });
     match c.compile_json_schema(&schema, &JsonSchemaOptions::default()) {
