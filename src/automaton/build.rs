@@ -110,7 +110,11 @@ impl Nfa<'_> {
                                 Some(&(_, s)) => s,
                                 None => {
                                     let s = self.state();
-                                    self.edge(s, Label::Bytes(ranges[i].start, ranges[i].end), next);
+                                    self.edge(
+                                        s,
+                                        Label::Bytes(ranges[i].start, ranges[i].end),
+                                        next,
+                                    );
                                     tails.push((tail, s));
                                     s
                                 }

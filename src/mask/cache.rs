@@ -126,7 +126,7 @@ pub(crate) fn pick_slice<'t>(aut: &Automaton, trie: &'t TokenTrie, node: u32) ->
         if best.is_some_and(|b| b.tokens >= s.tokens) {
             continue;
         }
-        if slices::subsumes(aut, node, s.lang) {
+        if slices::subsumes(aut, node, s) {
             best = Some(s);
         }
     }
@@ -793,8 +793,9 @@ fn walk(
     Some((accepted, uncertain))
 }
 
-/// The mask of a walk's sets (`accepted`: ranges of trie positions, as [`walk`] returns
-/// them; `words`: the bitmask length).
+/// The mask of a walk's sets (`accepted`: ascending, disjoint ranges of trie positions, as
+/// [`walk`] returns them; `words`: the bitmask length), in the smallest form
+/// ([`token_set`]'s choice).
 fn finish(
     trie: &TokenTrie,
     accepted: &[(u32, u32)],
@@ -803,12 +804,31 @@ fn finish(
 ) -> NodeMask {
     let positions = || accepted.iter().flat_map(|&(a, z)| a..z);
     let count: usize = accepted.iter().map(|&(a, z)| (z - a) as usize).sum();
-    if count <= words / LIST_PER_WORDS && count <= trie.token_count() - count {
+    let rejected = trie.token_count() - count;
+    if count <= words / LIST_PER_WORDS && count <= rejected {
         // A short list: sorted directly (each trie position is one token, met once).
         let mut ids: Vec<u32> = positions().map(|p| trie.sorted[p as usize]).collect();
         ids.sort_unstable();
         return NodeMask {
             accepted: TokenSet::Accepted(ids),
+            uncertain,
+        };
+    }
+    if rejected <= words / LIST_PER_WORDS {
+        // Nearly every token (free text, a string body): the rejected list is the gaps
+        // between the accepted ranges, read in time proportional to it rather than to
+        // the vocabulary (a bitset of 150k scattered ids, then a scan of every token,
+        // was most of a cold free-text mask).
+        let mut ids: Vec<u32> = Vec::with_capacity(rejected);
+        let mut at = 0;
+        for &(a, z) in accepted {
+            ids.extend_from_slice(&trie.sorted[at..a as usize]);
+            at = z as usize;
+        }
+        ids.extend_from_slice(&trie.sorted[at..]);
+        ids.sort_unstable();
+        return NodeMask {
+            accepted: TokenSet::Rejected(ids),
             uncertain,
         };
     }
@@ -913,4 +933,95 @@ fn set_bits(bits: &[u32]) -> Vec<u32> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mask::plan::tests::wide_vocabulary;
+
+    /// A walk's accepted ranges become the token set of exactly their tokens, in the form
+    /// [`token_set`] chooses for that count: a short list, the list of the tokens left
+    /// out (read from the gaps between the ranges), or a bitset.
+    #[test]
+    fn finish_keeps_exactly_the_tokens_of_the_ranges_in_the_smallest_form() {
+        let vocab = wide_vocabulary();
+        let trie = TokenTrie::new(&vocab);
+        let words = vocab.bitmask_words();
+        let n = trie.token_count() as u32;
+        let list_max = (words / LIST_PER_WORDS) as u32;
+        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = |m: u32| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % m as u64) as u32
+        };
+        // Accepted counts around both thresholds, and in between.
+        for target in [0, 1, list_max / 2, list_max, n / 2, n - list_max, n - 3, n] {
+            for style in 0..6 {
+                // `target` positions: the first ones, the last ones, or in random
+                // ascending disjoint ranges.
+                let mut chosen = vec![false; n as usize];
+                let mut left = target;
+                match style {
+                    0 => chosen[..target as usize].fill(true),
+                    1 => chosen[(n - target) as usize..].fill(true),
+                    _ => {}
+                }
+                if style < 2 {
+                    left = 0;
+                }
+                while left > 0 {
+                    let start = next(n);
+                    let len = (next(40) + 1).min(left);
+                    for p in start..(start + len).min(n) {
+                        if !chosen[p as usize] && left > 0 {
+                            chosen[p as usize] = true;
+                            left -= 1;
+                        }
+                    }
+                }
+                let mut ranges: Vec<(u32, u32)> = Vec::new();
+                for p in 0..n {
+                    if chosen[p as usize] {
+                        match ranges.last_mut() {
+                            Some(r) if r.1 == p => r.1 = p + 1,
+                            _ => ranges.push((p, p + 1)),
+                        }
+                    }
+                }
+                let mut want: Vec<u32> = (0..n)
+                    .filter(|&p| chosen[p as usize])
+                    .map(|p| trie.sorted[p as usize])
+                    .collect();
+                want.sort_unstable();
+                let got = finish(&trie, &ranges, Vec::new(), words);
+                let rejected = n - target;
+                let mut ids = match &got.accepted {
+                    TokenSet::Accepted(v) => {
+                        assert!(target <= list_max && target <= rejected, "{target}");
+                        v.clone()
+                    }
+                    TokenSet::Rejected(v) => {
+                        assert!(
+                            rejected <= list_max && !(target <= list_max && target <= rejected)
+                        );
+                        assert!(v.windows(2).all(|w| w[0] < w[1]), "ascending");
+                        trie.sorted
+                            .iter()
+                            .copied()
+                            .filter(|i| v.binary_search(i).is_err())
+                            .collect()
+                    }
+                    TokenSet::Bitset(b) => {
+                        assert!(target > list_max && rejected > list_max, "{target}");
+                        set_bits(b)
+                    }
+                };
+                ids.sort_unstable();
+                assert_eq!(ids, want, "{target} tokens accepted");
+            }
+        }
+    }
 }

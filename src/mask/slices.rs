@@ -79,13 +79,17 @@ pub(crate) const SLICES: [Lang; 5] = [ANY_TEXT, JSON_STRING, NO_LT, JSON_STRING_
 /// One slice of a trie.
 #[derive(Clone, Debug)]
 pub(crate) struct Slice {
-    /// Its language.
+    /// Its language (tests name slices by it).
+    #[cfg_attr(not(test), allow(dead_code))]
     pub lang: Lang,
     /// Text tokens in the slice.
     pub tokens: usize,
     /// One bit per trie node (word `i / 64`, bit `i % 64`): every token of the node's
     /// subtree is in the slice.
     pub pure: Box<[u64]>,
+    /// Per UTF-8 decoder state, the bytes the language allows next ([`lang_ranges`]),
+    /// made once: [`subsumes`] reads them for every mask it is asked about.
+    ranges: [Box<[(u8, u8, u8)]>; 8],
 }
 
 impl Slice {
@@ -174,7 +178,13 @@ pub(crate) fn compute<'v>(trie: &TokenTrie, lang: Lang, bytes: &dyn Fn(u32) -> &
             pure[i / 64] |= 1 << (i % 64);
         }
     }
-    Slice { lang, tokens, pure }
+    let ranges = std::array::from_fn(|st| lang_ranges(st as u8, lang).into_boxed_slice());
+    Slice {
+        lang,
+        tokens,
+        pure,
+        ranges,
+    }
 }
 
 /// States (decoder state, set of nodes) [`subsumes`] explores at most before it answers no.
@@ -183,7 +193,7 @@ const MAX_PAIRS: usize = 128;
 /// Nodes a state of [`subsumes`] holds at most before it answers no.
 const MAX_SET: usize = 16;
 
-/// True when the automaton, from real node `n`, consumes every string of language `lang`
+/// True when the automaton, from real node `n`, consumes every string of `slice`'s language
 /// without leaving `n`'s rule: every token of the slice is then accepted at `n`, whatever
 /// follows. Explores, from (character boundary, {`n`}), the product of the UTF-8 decoder
 /// and the sets of nodes a string can reach: a node's single byte step
@@ -193,7 +203,7 @@ const MAX_SET: usize = 16;
 /// string, never yes where it would not. Answers no after [`MAX_PAIRS`] states or a set of
 /// more than [`MAX_SET`] nodes; fails fast on narrow nodes: the first byte of the language
 /// that no node of the set has an edge on ends it.
-pub(crate) fn subsumes(aut: &Automaton, n: u32, lang: Lang) -> bool {
+pub(crate) fn subsumes(aut: &Automaton, n: u32, slice: &Slice) -> bool {
     let Some(start) = closed(aut, vec![n]) else {
         return false;
     };
@@ -202,14 +212,11 @@ pub(crate) fn subsumes(aut: &Automaton, n: u32, lang: Lang) -> bool {
     seen.insert((BOUNDARY, start));
     let mut cuts: Vec<u16> = Vec::new();
     let mut next = Vec::new();
-    // The language's byte ranges per decoder state, made on first need.
-    let mut ranges: [Option<Vec<(u8, u8, u8)>>; 8] = Default::default();
     while let Some((s, set)) = stack.pop() {
         // The bytes the language allows next, as ranges with one decoder state each; each
         // range is cut where an edge of a node of the set starts or ends, so that every
         // piece has the same targets throughout.
-        let here = ranges[s as usize].get_or_insert_with(|| lang_ranges(s, lang));
-        for &(lo, hi, s2) in here.iter() {
+        for &(lo, hi, s2) in slice.ranges[s as usize].iter() {
             cuts.clear();
             cuts.push(lo as u16);
             cuts.push(hi as u16 + 1);
