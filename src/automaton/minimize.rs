@@ -249,7 +249,7 @@ impl Edges {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use rustc_hash::FxHashMap;
 
@@ -303,8 +303,9 @@ mod tests {
         }
     }
 
-    /// A seeded xorshift generator: `rand(m)` is in `0..m` (0 when `m` is 0).
-    fn xorshift(mut seed: u64) -> impl FnMut(u64) -> u64 {
+    /// A seeded xorshift generator: `rand(m)` is in `0..m` (0 when `m` is 0). The one
+    /// generator of the crate's unit tests.
+    pub(crate) fn xorshift(mut seed: u64) -> impl FnMut(u64) -> u64 {
         move |m| {
             seed ^= seed << 13;
             seed ^= seed >> 7;

@@ -11,7 +11,7 @@ mod classes;
 pub(crate) mod defer;
 pub(crate) use classes::KeyBasis;
 pub(crate) mod lower;
-mod minimize;
+pub(crate) mod minimize;
 mod refine;
 mod regular;
 pub(crate) mod rule_cache;

@@ -938,6 +938,7 @@ fn set_bits(bits: &[u32]) -> Vec<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::automaton::minimize::tests::xorshift;
     use crate::mask::plan::tests::wide_vocabulary;
 
     /// A walk's accepted ranges become the token set of exactly their tokens, in the form
@@ -950,13 +951,8 @@ mod tests {
         let words = vocab.bitmask_words();
         let n = trie.token_count() as u32;
         let list_max = (words / LIST_PER_WORDS) as u32;
-        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = |m: u32| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed % m as u64) as u32
-        };
+        let mut rand = xorshift(0x9E37_79B9_7F4A_7C15);
+        let mut next = |m: u32| rand(m as u64) as u32;
         // Accepted counts around both thresholds, and in between.
         for target in [0, 1, list_max / 2, list_max, n / 2, n - list_max, n - 3, n] {
             for style in 0..6 {
