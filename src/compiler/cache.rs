@@ -171,6 +171,7 @@ impl GrammarCompiler {
         options: &str,
         compile: impl FnOnce() -> Result<Arc<CompiledGrammar>, E>,
     ) -> Result<Arc<CompiledGrammar>, E> {
+        let _compile = crate::mask::background::ForegroundCall::enter();
         let cache = &self.grammar_cache;
         if !cache.enabled {
             return compile();

@@ -96,6 +96,7 @@ impl GrammarCompiler {
         unique_keys: bool,
         closed: &[(String, Vec<String>)],
     ) -> Result<Arc<CompiledGrammar>, CompileError> {
+        let _compile = crate::mask::background::ForegroundCall::enter();
         let run = || self.compile_on_pool(grammar, keep, always, unique_keys, closed);
         match &self.pool {
             Some(pool) => pool.install(run),

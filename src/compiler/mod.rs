@@ -52,6 +52,9 @@ pub enum Precompute {
     /// [`GrammarCompiler::with_background_pool`]); a matcher that needs a mask the
     /// background has not reached yet computes it itself. The fill stops when the last
     /// `Arc<CompiledGrammar>` is dropped or at [`CompiledGrammar::cancel_background`].
+    /// On the default pool, when the process may use at most two cores, the fill starts
+    /// no mask while as many matcher steps or compiles are in progress (so that it never
+    /// takes a time slice from a decoding loop on a shared core).
     Background,
 }
 

@@ -201,12 +201,15 @@ impl GrammarCompiler {
         }
         let compiled = Arc::new(compiled);
         if self.precompute == Precompute::Background {
-            let pool = self
-                .background_pool
-                .clone()
-                .or_else(background::default_pool);
-            if let Some(pool) = pool {
-                background::schedule(&compiled, &pool);
+            // The default pool waits for foreground calls on a machine of few cores; a
+            // caller's pool is the caller's to place.
+            match &self.background_pool {
+                Some(pool) => background::schedule(&compiled, pool, None),
+                None => {
+                    if let Some(pool) = background::default_pool() {
+                        background::schedule(&compiled, &pool, background::default_gate());
+                    }
+                }
             }
         }
         Ok(compiled)

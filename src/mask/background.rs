@@ -15,8 +15,10 @@
 use crate::compiler::CompiledGrammar;
 use crate::limits::Deadline;
 use rayon::prelude::*;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock, Weak};
+use std::time::Duration;
 
 /// Where a grammar's background fill stands
 /// ([`CompiledGrammar::background_status`]).
@@ -92,7 +94,8 @@ impl BackgroundFill {
 /// The pool of compilers given none
 /// ([`GrammarCompiler::with_background_pool`](crate::GrammarCompiler::with_background_pool)):
 /// one thread, shared by every such compiler, started on first use, at the lowest
-/// priority the system offers ([`yield_to_other_threads`]). `None` when the thread could
+/// priority the system offers ([`yield_to_other_threads`]); on a machine of few cores its
+/// fills also wait for foreground calls ([`default_gate`]). `None` when the thread could
 /// not be started (the grammars then stay lazy).
 pub(crate) fn default_pool() -> Option<Arc<rayon::ThreadPool>> {
     static POOL: OnceLock<Option<Arc<rayon::ThreadPool>>> = OnceLock::new();
@@ -109,9 +112,10 @@ pub(crate) fn default_pool() -> Option<Arc<rayon::ThreadPool>> {
 }
 
 /// Lowers the calling thread below every ordinary thread: on Linux, the `SCHED_IDLE`
-/// policy (sched(7)), under which it runs only on a core no other thread wants. A fill
-/// that shares its core with a decoding loop then takes no time from the loop's steps (a
-/// matcher never waits for the fill: it walks a missing mask itself). Elsewhere, nothing.
+/// policy (sched(7)), under which it runs mostly on a core no other thread wants (a
+/// matcher never waits for the fill: it walks a missing mask itself). Not always: the
+/// kernel still lends such a thread a slice now and then, hence [`ForegroundCall`].
+/// Elsewhere, nothing.
 fn yield_to_other_threads() {
     #[cfg(target_os = "linux")]
     {
@@ -123,15 +127,110 @@ fn yield_to_other_threads() {
     }
 }
 
+/// Foreground calls in progress in the process (matcher steps and compiles, each thread's
+/// outermost call once), counted while [`COUNTING`] is set.
+static FOREGROUND: AtomicUsize = AtomicUsize::new(0);
+
+/// Set once some fill may wait for foreground calls ([`default_gate`]); until then a
+/// foreground call costs one relaxed load.
+static COUNTING: AtomicBool = AtomicBool::new(false);
+
+thread_local! {
+    /// Nesting depth of this thread's foreground calls, and whether the outermost counted.
+    static DEPTH: Cell<(u32, bool)> = const { Cell::new((0, false)) };
+}
+
+/// Most cores on which the default pool's fill waits for foreground calls: on more, some
+/// core is free often enough, and counting would cost every step an atomic that all
+/// decoding threads share.
+const MAX_GATED_CORES: usize = 2;
+
+/// How long a fill that waits for foreground calls sleeps between looks at them.
+const GATE_POLL: Duration = Duration::from_millis(1);
+
+/// A foreground call in progress (a matcher step or a compile), for the time the value
+/// lives: a fill scheduled with a gate of `k` cores starts no mask while `k` or more are
+/// in progress. Why: `SCHED_IDLE` lowers the fill's thread, but on a core shared with a
+/// decoding loop the kernel still gives it a time slice now and then (Linux's EEVDF
+/// scheduler gives an idle-policy task that has just woken a slice of a few milliseconds
+/// within one slice of the loop's), which stalled a step by 4 ms under `taskset -c 1`.
+pub(crate) struct ForegroundCall(());
+
+impl ForegroundCall {
+    /// Marks this thread as in a foreground call until the value is dropped (nested calls
+    /// count once).
+    pub(crate) fn enter() -> Self {
+        DEPTH.with(|d| {
+            let (depth, counted) = d.get();
+            if depth == 0 {
+                let count = COUNTING.load(Ordering::Relaxed);
+                if count {
+                    FOREGROUND.fetch_add(1, Ordering::Relaxed);
+                }
+                d.set((1, count));
+            } else {
+                d.set((depth + 1, counted));
+            }
+        });
+        ForegroundCall(())
+    }
+}
+
+impl Drop for ForegroundCall {
+    fn drop(&mut self) {
+        DEPTH.with(|d| {
+            let (depth, counted) = d.get();
+            if depth == 1 && counted {
+                FOREGROUND.fetch_sub(1, Ordering::Relaxed);
+            }
+            d.set((
+                depth.saturating_sub(1),
+                if depth == 1 { false } else { counted },
+            ));
+        });
+    }
+}
+
+/// The gate of fills on the default pool: the cores this process may run on
+/// (`available_parallelism`, which follows the CPU affinity mask and cgroup quota) when
+/// they are at most [`MAX_GATED_CORES`], else none. Turns counting on when it gates.
+pub(crate) fn default_gate() -> Option<usize> {
+    static GATE: OnceLock<Option<usize>> = OnceLock::new();
+    *GATE.get_or_init(|| {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        (cores <= MAX_GATED_CORES).then(|| {
+            COUNTING.store(true, Ordering::Relaxed);
+            cores
+        })
+    })
+}
+
+/// Waits while `cores` or more foreground calls are in progress, or until the grammar is
+/// dropped or its fill cancelled (which the fill's next look reports).
+fn wait_for_a_free_core(weak: &Weak<CompiledGrammar>, cores: usize) {
+    while FOREGROUND.load(Ordering::Relaxed) >= cores {
+        match weak.upgrade() {
+            Some(g) if !g.background_fill.is_cancelled() => {}
+            _ => return,
+        }
+        std::thread::sleep(GATE_POLL);
+    }
+}
+
 /// Masks per look at the weak reference and the cancel flag.
 const CHUNK: usize = 8;
 
-/// Schedules `grammar`'s fill on `pool`. Returns at once.
-pub(crate) fn schedule(grammar: &Arc<CompiledGrammar>, pool: &rayon::ThreadPool) {
+/// Schedules `grammar`'s fill on `pool`, which starts no mask while `gate` or more
+/// foreground calls are in progress (`None`: it never waits). Returns at once.
+pub(crate) fn schedule(
+    grammar: &Arc<CompiledGrammar>,
+    pool: &rayon::ThreadPool,
+    gate: Option<usize>,
+) {
     grammar.background_fill.set(BackgroundStatus::Running);
     let weak = Arc::downgrade(grammar);
     pool.spawn(move || {
-        let end = fill(&weak);
+        let end = fill(&weak, gate);
         if let Some(g) = weak.upgrade() {
             g.background_fill.set(end);
         }
@@ -147,17 +246,25 @@ enum Stop {
 }
 
 /// Runs `work` on every item, `CHUNK` at a time, upgrading the weak reference and looking
-/// at the cancel flag before each chunk; `work` returns the bytes it added to the grammar.
+/// at the cancel flag before each chunk, and waiting at `gate` before each item; `work`
+/// returns the bytes it added to the grammar.
 fn phase<T: Sync + Copy>(
     weak: &Weak<CompiledGrammar>,
+    gate: Option<usize>,
     items: &[T],
     used: &AtomicU64,
     limit: u64,
     work: impl Fn(&CompiledGrammar, T) -> usize + Sync,
 ) -> Result<(), Stop> {
     items.par_chunks(CHUNK).try_for_each(|chunk| {
-        let g = weak.upgrade().ok_or(Stop::Dropped)?;
+        let mut g = weak.upgrade().ok_or(Stop::Dropped)?;
         for &item in chunk {
+            if let Some(cores) = gate.filter(|&c| FOREGROUND.load(Ordering::Relaxed) >= c) {
+                // Wait without holding the grammar, so that dropping it ends the fill.
+                drop(g);
+                wait_for_a_free_core(weak, cores);
+                g = weak.upgrade().ok_or(Stop::Dropped)?;
+            }
             if g.background_fill.is_cancelled() {
                 return Err(Stop::Status(BackgroundStatus::Cancelled));
             }
@@ -172,7 +279,7 @@ fn phase<T: Sync + Copy>(
 
 /// The fill itself: node masks (one per mask class, nearest the root first), then the
 /// base walks of counted repetitions, then the context masks, as an eager compile does.
-fn fill(weak: &Weak<CompiledGrammar>) -> BackgroundStatus {
+fn fill(weak: &Weak<CompiledGrammar>, gate: Option<usize>) -> BackgroundStatus {
     let never = Deadline::never();
     let run = || -> Result<(), Stop> {
         let (nodes, limit, used) = {
@@ -186,15 +293,15 @@ fn fill(weak: &Weak<CompiledGrammar>) -> BackgroundStatus {
                 AtomicU64::new(g.memory_bytes() as u64),
             )
         };
-        phase(weak, &nodes, &used, limit, |g, n| {
+        phase(weak, gate, &nodes, &used, limit, |g, n| {
             g.precompute_node_mask(n, &never).unwrap_or(0)
         })?;
         let bases = weak.upgrade().ok_or(Stop::Dropped)?.counted_base_states();
-        phase(weak, &bases, &used, limit, |g, (k, s)| {
+        phase(weak, gate, &bases, &used, limit, |g, (k, s)| {
             g.precompute_counted_base(k, s, &never).unwrap_or(0)
         })?;
         let pairs = weak.upgrade().ok_or(Stop::Dropped)?.context_pairs();
-        phase(weak, &pairs, &used, limit, |g, (n, m)| {
+        phase(weak, gate, &pairs, &used, limit, |g, (n, m)| {
             g.precompute_pair_mask(n, m, &never).unwrap_or(0)
         })?;
         Ok(())
@@ -222,7 +329,7 @@ mod tests {
     use std::sync::mpsc;
 
     /// The default pool's thread yields its core to every ordinary thread (Linux's
-    /// `SCHED_IDLE`): a fill sharing a core with a decoding loop never slows its steps.
+    /// `SCHED_IDLE`), and only it.
     #[cfg(target_os = "linux")]
     #[test]
     fn the_default_pool_runs_at_idle_priority() {
@@ -366,6 +473,65 @@ mod tests {
             let _ = rx.recv();
         });
         (pool, tx)
+    }
+
+    /// A fill gated at one core starts no mask while a foreground call is in progress
+    /// (a matcher step or a compile on a thread sharing its core), and finishes once none
+    /// is; nested calls count once.
+    #[test]
+    fn a_gated_fill_waits_for_foreground_calls() {
+        let Some(vocab) = llama() else { return };
+        let schema = serde_json::json!({
+            "type": "object",
+            "properties": {"a": {"type": "string"}, "b": {"type": "integer"}},
+            "required": ["a"]
+        });
+        let compiler = GrammarCompiler::new(vocab)
+            .with_precompute(Precompute::Lazy)
+            .with_cache_enabled(false);
+        let g = compiler
+            .compile_json_schema(&schema, &crate::JsonSchemaOptions::default())
+            .unwrap();
+        let order = g.fill_order();
+        assert!(order.len() > 2, "{order:?}");
+        assert!(
+            order.iter().all(|&n| !g.mask_known(n)),
+            "lazy: nothing computed"
+        );
+        COUNTING.store(true, Ordering::Relaxed);
+        let before = FOREGROUND.load(Ordering::Relaxed);
+        let call = ForegroundCall::enter();
+        let nested = ForegroundCall::enter();
+        assert_eq!(
+            FOREGROUND.load(Ordering::Relaxed),
+            before + 1,
+            "nested calls count once"
+        );
+        drop(nested);
+        assert_eq!(FOREGROUND.load(Ordering::Relaxed), before + 1);
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap();
+        schedule(&g, &pool, Some(1));
+        std::thread::sleep(Duration::from_millis(100));
+        assert_eq!(g.background_status(), BackgroundStatus::Running);
+        assert!(
+            order.iter().all(|&n| !g.mask_known(n)),
+            "a mask was computed during a foreground call"
+        );
+        drop(call);
+        assert_eq!(g.wait_background(), BackgroundStatus::Finished);
+        assert!(order.iter().all(|&n| g.mask_known(n)));
+        // A gated fill whose grammar is cancelled while it waits ends as cancelled.
+        let h = compiler
+            .compile_json_schema(&schema, &crate::JsonSchemaOptions::default())
+            .unwrap();
+        let call = ForegroundCall::enter();
+        schedule(&h, &pool, Some(1));
+        h.cancel_background();
+        assert_eq!(h.wait_background(), BackgroundStatus::Cancelled);
+        drop(call);
     }
 
     /// A caller that needs a mask (a matcher, on first use) never waits for the fill;

@@ -27,6 +27,7 @@
 
 use crate::compiler::CompiledGrammar;
 use crate::limits::{Limit, LimitExceeded};
+use crate::mask::background::ForegroundCall;
 use crate::mask::cache::or_token_set;
 use crate::parser::{Chart, EXT};
 use std::sync::Arc;
@@ -378,6 +379,7 @@ impl GrammarMatcher {
     /// # Errors
     /// A [`TokenRejection`]; the matcher's state is then exactly as before the call.
     pub fn try_accept_token(&mut self, token: u32) -> Result<(), TokenRejection> {
+        let _step = ForegroundCall::enter();
         if self.terminated {
             return Err(TokenRejection::Terminated { token });
         }
@@ -482,6 +484,7 @@ impl GrammarMatcher {
     /// [`TokenRejection::Bytes`] (with `token` = `u32::MAX`) at the first byte the grammar
     /// rejects, or [`TokenRejection::Terminated`]; the state is then unchanged.
     pub fn try_accept_bytes(&mut self, bytes: &[u8]) -> Result<(), TokenRejection> {
+        let _step = ForegroundCall::enter();
         if self.terminated {
             return Err(TokenRejection::Terminated { token: u32::MAX });
         }
@@ -821,6 +824,7 @@ impl GrammarMatcher {
             bitmask.fill(0);
             return Ok(());
         }
+        let _step = ForegroundCall::enter();
         self.settle().map_err(MatcherError::Deferred)?;
         // Borrowed, not cloned: an `Arc` clone per fill is one atomic shared by every thread
         // filling a matcher of this grammar.
