@@ -4,7 +4,7 @@
 
 use super::regular::TailPlan;
 use super::{ByteEdge, CallEdge, TokenEdge};
-use crate::grammar::Expr;
+use crate::grammar::{CharClass, Expr};
 use crate::limits::Deadline;
 use regex_syntax::utf8::Utf8Sequences;
 use rustc_hash::FxHashMap;
@@ -30,6 +30,66 @@ pub(crate) struct Nfa<'p> {
     plan: Option<&'p TailPlan<'p>>,
     /// Jumps met while adding: (from state, callee rule), resolved by `build_automaton`.
     jumps: Vec<(u32, u32)>,
+    /// The edges of the classes met so far.
+    memo: ClassMemo,
+}
+
+/// A class's NFA fragment, for any entry and exit: edges `(from, lo, hi, to)` between
+/// local states, 0 the entry, 1 the exit, `2..2 + tails` states of its own.
+#[derive(Debug)]
+pub(crate) struct ClassTemplate {
+    edges: Vec<(u32, u8, u8, u32)>,
+    tails: u32,
+}
+
+/// Class fragments by class, made once per automaton build: a JSON string body's class
+/// recurs in every string of every rule, and each made anew cost its normalization and
+/// UTF-8 split.
+#[derive(Debug, Default)]
+pub(crate) struct ClassMemo(FxHashMap<CharClass, std::rc::Rc<ClassTemplate>>);
+
+impl ClassMemo {
+    /// The fragment of `c`: each UTF-8 byte sequence of the class, its tails shared. Every
+    /// sequence ends in the exit, so two whose last k byte ranges are equal share the
+    /// states of those k ranges (regex-automata's UTF-8 suffix cache). A class of most of
+    /// Unicode then has a state per "bytes still to read" and lead range kind instead of
+    /// one per sequence, and the subset construction makes no state per sequence for
+    /// minimization to merge back.
+    fn class(&mut self, c: &CharClass) -> std::rc::Rc<ClassTemplate> {
+        if let Some(t) = self.0.get(c) {
+            return t.clone();
+        }
+        let mut edges = Vec::new();
+        let mut tails: Vec<(Tail, u32)> = Vec::new();
+        for (lo, hi) in c.normalized() {
+            let (Some(lo), Some(hi)) = (char::from_u32(lo), char::from_u32(hi)) else {
+                continue;
+            };
+            for seq in Utf8Sequences::new(lo, hi) {
+                let ranges = seq.as_slice();
+                let mut next = 1;
+                for i in (1..ranges.len()).rev() {
+                    let tail = Tail::of(&ranges[i..]);
+                    next = match tails.iter().find(|(t, _)| *t == tail) {
+                        Some(&(_, s)) => s,
+                        None => {
+                            let s = 2 + tails.len() as u32;
+                            edges.push((s, ranges[i].start, ranges[i].end, next));
+                            tails.push((tail, s));
+                            s
+                        }
+                    };
+                }
+                edges.push((0, ranges[0].start, ranges[0].end, next));
+            }
+        }
+        let t = std::rc::Rc::new(ClassTemplate {
+            edges,
+            tails: tails.len() as u32,
+        });
+        self.0.insert(c.clone(), t.clone());
+        t
+    }
 }
 
 /// The body of a rule failed to build (depth or size limit).
@@ -89,39 +149,17 @@ impl Nfa<'_> {
                 s
             }
             Expr::Class(c) => {
-                // Each UTF-8 byte sequence of the class, its tails shared: every sequence
-                // ends in `exit`, so two whose last k byte ranges are equal share the
-                // states of those k ranges (regex-automata's UTF-8 suffix cache). A class
-                // of most of Unicode then has a state per "bytes still to read" and lead
-                // range kind instead of one per sequence, and the subset construction
-                // makes no state per sequence for minimization to merge back.
                 let exit = self.state();
-                let mut tails: Vec<(Tail, u32)> = Vec::new();
-                for (lo, hi) in c.normalized() {
-                    let (Some(lo), Some(hi)) = (char::from_u32(lo), char::from_u32(hi)) else {
-                        continue;
-                    };
-                    for seq in Utf8Sequences::new(lo, hi) {
-                        let ranges = seq.as_slice();
-                        let mut next = exit;
-                        for i in (1..ranges.len()).rev() {
-                            let tail = Tail::of(&ranges[i..]);
-                            next = match tails.iter().find(|(t, _)| *t == tail) {
-                                Some(&(_, s)) => s,
-                                None => {
-                                    let s = self.state();
-                                    self.edge(
-                                        s,
-                                        Label::Bytes(ranges[i].start, ranges[i].end),
-                                        next,
-                                    );
-                                    tails.push((tail, s));
-                                    s
-                                }
-                            };
-                        }
-                        self.edge(entry, Label::Bytes(ranges[0].start, ranges[0].end), next);
-                    }
+                let template = self.memo.class(c);
+                let base = self.states;
+                self.states += template.tails;
+                let local = |k: u32| match k {
+                    0 => entry,
+                    1 => exit,
+                    k => base + k - 2,
+                };
+                for &(from, lo, hi, to) in template.edges.iter() {
+                    self.edge(local(from), Label::Bytes(lo, hi), local(to));
                 }
                 exit
             }
@@ -383,9 +421,11 @@ pub(crate) fn build_automaton(
     deadline: &Deadline,
     plan: &TailPlan<'_>,
     rule: u32,
+    memo: &mut ClassMemo,
 ) -> Result<Dfa, BuildError> {
     let mut nfa = Nfa {
         plan: Some(plan),
+        memo: std::mem::take(memo),
         ..Nfa::default()
     };
     let start = nfa.state();
@@ -409,6 +449,7 @@ pub(crate) fn build_automaton(
         nfa.edge(from, Label::Eps, to);
     }
     let budget = (nfa.states as usize * 4 + 256).min(max_states);
+    *memo = std::mem::take(&mut nfa.memo);
     let nfa = Frozen::new(&nfa, accept);
     match subset_construction(&nfa, start, accept, budget, max_bytes, deadline) {
         Err(BuildError::Blowup | BuildError::Memory(_)) => {
@@ -562,6 +603,15 @@ fn subset_construction(
         by_hash: FxHashMap::default(),
         same_hash: Vec::new(),
     };
+    // The state of each distinct set of edge targets met so far (before its closure):
+    // a set met again, from another state or byte interval, skips closure and lookup.
+    let mut raw = StateSets {
+        arena: Vec::new(),
+        range: Vec::new(),
+        by_hash: FxHashMap::default(),
+        same_hash: Vec::new(),
+    };
+    let mut raw_state: Vec<u32> = Vec::new();
     let mut targets = vec![start];
     nfa.closure(&mut targets, &mut seen, &mut stack);
     sets.intern(&targets, max_states.max(1));
@@ -594,13 +644,21 @@ fn subset_construction(
         }
         let mut intern =
             |targets: &mut Vec<u32>, sets: &mut StateSets| -> Result<u32, BuildError> {
+                targets.sort_unstable();
+                targets.dedup();
+                let (r, new_raw) = raw.intern(targets, usize::MAX).ok_or(BuildError::Blowup)?;
+                if !new_raw {
+                    return Ok(raw_state[r as usize]);
+                }
+                used += targets.len() as u64 * SET_ELEMENT_BYTES * 2;
                 nfa.closure(targets, &mut seen, &mut stack);
                 let (id, new) = sets.intern(targets, max_states).ok_or(BuildError::Blowup)?;
+                raw_state.push(id);
                 if new {
                     used += targets.len() as u64 * SET_ELEMENT_BYTES * 2;
-                    if used > max_bytes {
-                        return Err(BuildError::Memory(used));
-                    }
+                }
+                if used > max_bytes {
+                    return Err(BuildError::Memory(used));
                 }
                 Ok(id)
             };
@@ -710,6 +768,7 @@ mod tests {
             &Deadline::start(None),
             &plan,
             0,
+            &mut ClassMemo::default(),
         )
         .expect("builds");
         let built = dfa.len();

@@ -251,6 +251,7 @@ impl Automaton {
             .chain((0..grammar.rules.len() as u32).filter(|&r| is_stub(r as usize)))
             .collect();
         let plan = regular::TailPlan::new(grammar, &kept);
+        let mut classes = build::ClassMemo::default();
         for (ri, rule) in grammar.rules.iter().enumerate() {
             let is_counted = counted_rules.contains(&(ri as u32));
             let body = match (&rule.body, is_counted) {
@@ -291,6 +292,7 @@ impl Automaton {
                     deadline,
                     &plan,
                     ri as u32,
+                    &mut classes,
                 )
                 .map_err(|e| match e {
                     build::BuildError::TooDeep(depth) => AutomatonError::TooDeep {
