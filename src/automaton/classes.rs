@@ -91,8 +91,12 @@ impl Automaton {
         // Appends `parts`, sorted, behind a separator, and empties it.
         let flush = |parts: &mut Vec<(u64, u64)>, out: &mut Vec<u64>| {
             parts.sort_unstable();
+            out.reserve(1 + 2 * parts.len());
             out.push(u64::MAX);
-            out.extend(parts.iter().flat_map(|&(a, b)| [a, b]));
+            for &(a, b) in parts.iter() {
+                out.push(a);
+                out.push(b);
+            }
             parts.clear();
         };
         parts.clear();

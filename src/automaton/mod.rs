@@ -252,6 +252,7 @@ impl Automaton {
             .collect();
         let plan = regular::TailPlan::new(grammar, &kept);
         let mut classes = build::ClassMemo::default();
+        let mut stub_dfa: Option<(Expr, build::Dfa)> = None;
         for (ri, rule) in grammar.rules.iter().enumerate() {
             let is_counted = counted_rules.contains(&(ri as u32));
             let body = match (&rule.body, is_counted) {
@@ -280,7 +281,11 @@ impl Automaton {
                 let limits = (max_states, limits.max_memory_bytes);
                 c.key(body, ri as u32, &plan, token, limits)
             });
-            let hit = cache.zip(key.as_ref()).and_then(|(c, k)| c.get(k));
+            // Stubs all have one body: its automaton is built once per grammar.
+            let hit = match &stub_dfa {
+                Some((b, dfa)) if is_stub(ri) && b == body => Some(dfa.clone()),
+                _ => cache.zip(key.as_ref()).and_then(|(c, k)| c.get(k)),
+            };
             let fresh = hit.is_none();
             let built = match hit {
                 Some(dfa) => Ok(dfa),
@@ -329,6 +334,9 @@ impl Automaton {
             };
             if let (true, Some(c), Some(k)) = (fresh, cache, key) {
                 c.insert(k, &dfa);
+            }
+            if fresh && is_stub(ri) && stub_dfa.is_none() {
+                stub_dfa = Some((body.clone(), dfa.clone()));
             }
             let total = a.nodes.len() + if is_counted { 0 } else { dfa.len() };
             if total > limits.max_automaton_nodes {

@@ -11,6 +11,7 @@
 //! in which members of a class sign alike.
 
 use crate::limits::{Deadline, LimitExceeded};
+use std::hash::BuildHasher;
 
 /// The outcome of [`refine`]: a class per state (dense ids `0..count`), and whether the
 /// refinement settled within its rounds (when not, every class still holding several
@@ -55,9 +56,9 @@ pub(crate) fn refine(
 ) -> Result<Refined, LimitExceeded> {
     let n = initial.len();
     let mut p = Partition::new(initial);
-    // Per touched class: its signature records `recs[lo..hi]`, (state, arena range).
+    // Per touched class: its signature records `recs[lo..hi]`, (state, arena range, hash).
     let mut arena: Vec<u64> = Vec::new();
-    let mut recs: Vec<(u32, u32, u32)> = Vec::new();
+    let mut recs: Vec<(u32, u32, u32, u64)> = Vec::new();
     let mut spans: Vec<(u32, usize, usize)> = Vec::new();
     let mut touched: Vec<u32> = Vec::new();
     let mut moved: Vec<u32> = Vec::new();
@@ -95,15 +96,20 @@ pub(crate) fn refine(
             for &v in &p.elems[start + len - marked..start + len] {
                 let a = arena.len() as u32;
                 sign(v, &p.class, &mut arena);
-                recs.push((v, a, arena.len() as u32));
+                let b = arena.len() as u32;
+                let h = rustc_hash::FxBuildHasher.hash_one(&arena[a as usize..b as usize]);
+                recs.push((v, a, b, h));
             }
             spans.push((c, lo, recs.len()));
         }
         moved.clear();
         for &(c, lo, hi) in &spans {
             let group = &mut recs[lo..hi];
-            let slice = |r: &(u32, u32, u32)| &arena[r.1 as usize..r.2 as usize];
-            group.sort_unstable_by(|a, b| slice(a).cmp(slice(b)));
+            // By hash alone: equal signatures are then adjacent unless two signatures
+            // share a hash and interleave, and `split` makes a class of each run of equal
+            // (hash, signature), so such a collision only splits a class more finely
+            // than needed (sound: classes only need equal masks).
+            group.sort_unstable_by_key(|r| r.3);
             p.split(c, group, &arena, &mut moved);
         }
     }
@@ -202,17 +208,24 @@ impl Partition {
     }
 
     /// Splits class `c` by the signatures of its marked members, `group` (state, range in
-    /// `arena`), sorted by signature. The unmarked members keep `c`; when all are marked,
-    /// the largest group keeps it. Every other group becomes a new class; its states are
-    /// appended to `moved`.
+    /// `arena`, hash of the signature), sorted by hash: a group is a run of equal (hash,
+    /// signature). The unmarked members keep `c`; when all are marked, the largest group
+    /// keeps it. Every other group becomes a new class; its states are appended to
+    /// `moved`.
     ///
     /// A marked member never signs like an unmarked one: it is marked because a state its
     /// signature reads moved to a class made in the round before, and an unmarked member
     /// reads no such class. So with unmarked members, every group of marked ones is a
     /// class of its own.
-    fn split(&mut self, c: u32, group: &[(u32, u32, u32)], arena: &[u64], moved: &mut Vec<u32>) {
+    fn split(
+        &mut self,
+        c: u32,
+        group: &[(u32, u32, u32, u64)],
+        arena: &[u64],
+        moved: &mut Vec<u32>,
+    ) {
         let ci = c as usize;
-        let sig = |r: &(u32, u32, u32)| &arena[r.1 as usize..r.2 as usize];
+        let sig = |r: &(u32, u32, u32, u64)| (r.3, &arena[r.1 as usize..r.2 as usize]);
         // Runs of equal signatures: (lo, hi) into `group`.
         let mut runs: Vec<(usize, usize)> = Vec::new();
         let mut lo = 0;
