@@ -36,12 +36,108 @@ impl Automaton {
         let mut parts: Vec<(u64, u64)> = Vec::new();
         let r = refine(
             self.initial_classes(),
+            None,
             &self.dependents(),
             |v, class, out| self.sign(v, class, &mut parts, out),
             MAX_ROUNDS,
             deadline,
         )?;
         Ok((r.class, r.count))
+    }
+
+    /// Per rule: its first real node and its number of real nodes (a rule's nodes are
+    /// numbered together; a counted rule has none).
+    fn rule_nodes(&self) -> Vec<(u32, u32)> {
+        let mut out = vec![(0u32, 0u32); self.rule_start.len()];
+        for (n, node) in self.nodes.iter().enumerate() {
+            let r = &mut out[node.rule as usize];
+            if r.1 == 0 {
+                r.0 = n as u32;
+            }
+            r.1 += 1;
+        }
+        out
+    }
+
+    /// What [`Automaton::mask_classes_seeded`] needs of this automaton's classes `class`
+    /// (`classes` of them).
+    pub(crate) fn class_seed(&self, class: &[u32], classes: usize) -> ClassSeed {
+        ClassSeed {
+            nodes: self.rule_nodes(),
+            follow: self.follow.clone(),
+            class: class.to_vec(),
+            classes,
+        }
+    }
+
+    /// Mask classes as [`Automaton::mask_classes`] gives, for an automaton whose rules
+    /// below `seed`'s rule count are those of the automaton `seed` was made of, except
+    /// the rules with `rebuilt[r]` set (and the rules past `rebuilt`'s end, all new): the
+    /// rules of a deferred tag's stub grammar with some tools built (`compiler::deferred`).
+    /// The nodes of an unchanged rule (same node count, same follow bytes) start in their
+    /// class of `seed`; those of the other rules in new classes by (finality, follow
+    /// bytes); and the refinement starts from the new nodes and the nodes that read them
+    /// (`refine`'s seeded form), so its work is in proportion to the rules built, not to
+    /// the tag. The classes are stable (nodes of a class have equal masks), and may be
+    /// finer than the coarsest. `Ok(None)` when an unchanged rule's node count differs
+    /// (then use [`Automaton::mask_classes`]).
+    pub(crate) fn mask_classes_seeded(
+        &self,
+        seed: &ClassSeed,
+        rebuilt: &[bool],
+        deadline: &crate::limits::Deadline,
+    ) -> Result<Option<(Vec<u32>, usize)>, crate::LimitExceeded> {
+        let now = self.rule_nodes();
+        let mut fresh = vec![true; now.len()];
+        for (r, f) in fresh.iter_mut().enumerate() {
+            let (Some(&(_, count)), Some(follow)) = (seed.nodes.get(r), seed.follow.get(r)) else {
+                continue;
+            };
+            if rebuilt.get(r).copied().unwrap_or(true) || *follow != self.follow[r] {
+                continue;
+            }
+            if count != now[r].1 {
+                return Ok(None);
+            }
+            *f = false;
+        }
+        // Classes: those of `seed` for unchanged nodes, then new ones; then made dense
+        // (classes of `seed` that only rebuilt nodes had are left out).
+        let mut ids: FxHashMap<[u64; 5], u32> = FxHashMap::default();
+        let mut changed = Vec::new();
+        let mut class: Vec<u32> = Vec::with_capacity(self.nodes.len());
+        for (v, node) in self.nodes.iter().enumerate() {
+            let r = node.rule as usize;
+            if fresh[r] {
+                let f = &self.follow[r];
+                let key = [node.is_final as u64, f[0], f[1], f[2], f[3]];
+                let next = ids.len() as u32;
+                class.push(seed.classes as u32 + *ids.entry(key).or_insert(next));
+                changed.push(v as u32);
+            } else {
+                let old = seed.nodes[r].0 as usize + (v - now[r].0 as usize);
+                class.push(seed.class[old]);
+            }
+        }
+        let mut dense = vec![u32::MAX; seed.classes + ids.len()];
+        let mut count = 0u32;
+        for c in class.iter_mut() {
+            if dense[*c as usize] == u32::MAX {
+                dense[*c as usize] = count;
+                count += 1;
+            }
+            *c = dense[*c as usize];
+        }
+        let mut parts: Vec<(u64, u64)> = Vec::new();
+        let r = refine(
+            class,
+            Some(&changed),
+            &self.dependents(),
+            |v, class, out| self.sign(v, class, &mut parts, out),
+            MAX_ROUNDS,
+            deadline,
+        )?;
+        Ok(Some((r.class, r.count)))
     }
 
     /// Classes by (finality, follow bytes of the node's rule), ids dense from 0.
@@ -124,6 +220,19 @@ impl Automaton {
 
 #[cfg(test)]
 impl Automaton {
+    /// Whether `class` is a stable partition of the real nodes: members of a class have
+    /// equal finality, follow bytes and signature (so equal masks).
+    pub(crate) fn is_stable_partition(&self, class: &[u32]) -> bool {
+        let mut parts = Vec::new();
+        let mut first: FxHashMap<u32, (u64, [u64; 4], Vec<u64>)> = FxHashMap::default();
+        self.nodes.iter().enumerate().all(|(v, node)| {
+            let mut sig = Vec::new();
+            self.sign(v as u32, class, &mut parts, &mut sig);
+            let mine = (node.is_final as u64, self.follow[node.rule as usize], sig);
+            first.entry(class[v]).or_insert_with(|| mine.clone()) == &mine
+        })
+    }
+
     /// Plain Moore refinement (every round re-signs every node of a shared class): the
     /// reference [`Automaton::mask_classes`] must agree with, class for class.
     fn mask_classes_reference(&self) -> Vec<u32> {
@@ -145,6 +254,26 @@ impl Automaton {
             }
             class = next;
         }
+    }
+}
+
+/// An automaton's mask classes by rule ([`Automaton::class_seed`]), to seed those of an
+/// automaton that shares most of its rules ([`Automaton::mask_classes_seeded`]).
+#[derive(Debug)]
+pub(crate) struct ClassSeed {
+    /// Per rule: first real node, number of real nodes.
+    nodes: Vec<(u32, u32)>,
+    /// Per rule: the bytes that may follow it (`Automaton::follow`).
+    follow: Vec<[u64; 4]>,
+    /// Per node: its class.
+    class: Vec<u32>,
+    classes: usize,
+}
+
+impl ClassSeed {
+    /// Heap bytes held.
+    pub(crate) fn memory_bytes(&self) -> usize {
+        self.nodes.capacity() * 8 + self.follow.capacity() * 32 + self.class.capacity() * 4
     }
 }
 

@@ -104,7 +104,7 @@ fn blocks(dfa: &Dfa) -> Option<(Vec<u32>, usize)> {
         scratch.of(dfa, v as usize, class);
         scratch.write(out);
     };
-    let r = refine(initial, &deps, sign, MAX_ROUNDS, &Deadline::never()).ok()?;
+    let r = refine(initial, None, &deps, sign, MAX_ROUNDS, &Deadline::never()).ok()?;
     r.settled.then_some((r.class, r.count))
 }
 

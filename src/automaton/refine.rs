@@ -47,8 +47,15 @@ pub(crate) fn dependents(n: usize, pairs: &[(u32, u32)]) -> (Vec<u32>, Vec<u32>)
 /// under the classes `class` to `out`; it may read only the classes of the states that
 /// `deps` (from [`dependents`]) lists `v` as a reader of. At most `max_rounds` rounds
 /// (then see [`Refined::settled`]). `Err` when `deadline` passes (looked at every round).
+///
+/// `changed`: `None`, the first round signs every state; `Some(list)`, `initial` is
+/// already stable except at the states of `list` and the states that read them (a
+/// partition refined before, with new states in classes of their own), and the first
+/// round signs only those. Either way the result is stable; seeded, it may be finer than
+/// the coarsest (classes are never merged).
 pub(crate) fn refine(
     initial: Vec<u32>,
+    changed: Option<&[u32]>,
     deps: &(Vec<u32>, Vec<u32>),
     mut sign: impl FnMut(u32, &[u32], &mut Vec<u64>),
     max_rounds: usize,
@@ -65,11 +72,17 @@ pub(crate) fn refine(
     for round in 0..max_rounds {
         deadline.check()?;
         touched.clear();
-        if round == 0 {
+        if round == 0 && changed.is_none() {
             for v in 0..n as u32 {
                 p.mark(v, &mut touched);
             }
         } else {
+            if round == 0 {
+                for &v in changed.unwrap_or(&[]) {
+                    p.mark(v, &mut touched);
+                }
+                moved.extend_from_slice(changed.unwrap_or(&[]));
+            }
             for &d in &moved {
                 let (lo, hi) = (deps.0[d as usize] as usize, deps.0[d as usize + 1] as usize);
                 for &v in &deps.1[lo..hi] {

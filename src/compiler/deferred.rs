@@ -28,6 +28,7 @@
 use super::{CompileError, CompiledGrammar, GrammarCompiler};
 use crate::automaton::defer::{near_stubs, stub_rules, stubbed, NearStubs};
 use crate::automaton::lower::{inline_rules, lower_repeats, simplify_repeats};
+use crate::automaton::ClassSeed;
 use crate::grammar::{Expr, Grammar, Rule, TokenRef};
 use crate::limits::Deadline;
 use rustc_hash::FxHashMap;
@@ -70,6 +71,8 @@ struct Shared {
     /// The stub grammar lowered (set by the compile): what every build splices its tools'
     /// lowered rules into.
     base: OnceLock<Lowered>,
+    /// The stub grammar's mask classes (set by the compile): builds refine from them.
+    seed: OnceLock<ClassSeed>,
 }
 
 /// A lowered grammar with its counted rules and, per rule, whether it is a stub.
@@ -78,6 +81,9 @@ struct Lowered {
     grammar: Grammar,
     counted: Vec<u32>,
     stub: Vec<bool>,
+    /// Per rule, whether it differs from the stub grammar's rule of that index (a built
+    /// tool's rule); empty for the stub grammar itself.
+    rebuilt: Vec<bool>,
 }
 
 impl Shared {
@@ -184,7 +190,7 @@ impl Deferred {
     }
 
     /// Heap bytes of the analysis and, on the stub grammar, of every grammar built from it
-    /// (the IR kept is not counted).
+    /// and of the mask classes kept for them (the IR kept is not counted).
     pub(crate) fn memory_bytes(&self) -> usize {
         let builds = match self.owner {
             false => 0,
@@ -200,7 +206,11 @@ impl Deferred {
                 })
                 .unwrap_or(0),
         };
-        self.near.memory_bytes() + self.stub_roots.len() * 16 + builds
+        let seed = match self.owner {
+            true => self.shared.seed.get().map_or(0, ClassSeed::memory_bytes),
+            false => 0,
+        };
+        self.near.memory_bytes() + self.stub_roots.len() * 16 + builds + seed
     }
 }
 
@@ -261,6 +271,7 @@ impl GrammarCompiler {
             builds: Mutex::new(FxHashMap::default()),
             kept: AtomicBool::new(true),
             base: OnceLock::new(),
+            seed: OnceLock::new(),
         });
         let (mut compiled, parts) = self.compile_stubbed(&shared, &deadline)?;
         let Some((near, stub_roots)) = parts else {
@@ -312,6 +323,7 @@ impl GrammarCompiler {
             grammar,
             counted,
             stub,
+            rebuilt: Vec::new(),
         });
         self.assemble_lowered(shared, base, deadline)
     }
@@ -334,6 +346,7 @@ impl GrammarCompiler {
         let mut rules = base.grammar.rules.clone();
         let mut counted = base.counted.clone();
         let mut stub = base.stub.clone();
+        let mut rebuilt = vec![false; rules.len()];
         for &r in built {
             let name = ir.rules[r as usize].name.as_str();
             let Some(slot) = rules.iter().position(|x| x.name == name) else {
@@ -358,6 +371,7 @@ impl GrammarCompiler {
                 if i == tool.root.index() {
                     rules[slot].body = std::mem::replace(&mut rule.body, Expr::Empty);
                     stub[slot] = false;
+                    rebuilt[slot] = true;
                 } else {
                     let body = std::mem::replace(&mut rule.body, Expr::Empty);
                     rules.push(Rule {
@@ -365,6 +379,7 @@ impl GrammarCompiler {
                         body,
                     });
                     stub.push(false);
+                    rebuilt.push(true);
                 }
             }
         }
@@ -375,6 +390,7 @@ impl GrammarCompiler {
             },
             counted,
             stub,
+            rebuilt,
         };
         self.assemble_lowered(shared, &lowered, deadline)
     }
@@ -389,6 +405,12 @@ impl GrammarCompiler {
         deadline: &Deadline,
     ) -> Result<(CompiledGrammar, Option<(NearStubs, FxHashMap<u32, u32>)>), CompileError> {
         let any = lowered.stub.iter().any(|&s| s);
+        // A build refines its mask classes from the stub grammar's (same rules but the
+        // tools built); the stub grammar keeps its classes for them.
+        let seed = match shared.seed.get() {
+            Some(seed) if !lowered.rebuilt.is_empty() => Some((seed, &lowered.rebuilt[..])),
+            _ => None,
+        };
         let compiled = self.assemble(
             &shared.source,
             &lowered.grammar,
@@ -398,7 +420,14 @@ impl GrammarCompiler {
             &[],
             deadline,
             if any { &lowered.stub } else { &[] },
+            seed,
         )?;
+        if lowered.rebuilt.is_empty() && compiled.key_basis.is_some() {
+            let classes = compiled.masks.len();
+            let _ = shared
+                .seed
+                .set(compiled.aut.class_seed(&compiled.mask_class, classes));
+        }
         if !any {
             return Ok((compiled, None));
         }
@@ -431,4 +460,89 @@ fn lowered_component(
         .collect();
     let simplified = simplify_repeats(&inline_rules(&component, &[true], &always))?;
     Ok(lower_repeats(simplified))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{GrammarCompiler, Precompute, Vocabulary};
+    use std::sync::Arc;
+
+    /// Bytes, every pair of printable ASCII characters (past the token count at which
+    /// masks are shared, so mask classes are refined) and a stop token.
+    fn wide_vocabulary() -> Arc<Vocabulary> {
+        let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+        for a in b' '..=b'~' {
+            for b in b' '..=b'~' {
+                tokens.push(vec![a, b]);
+            }
+        }
+        let stop = tokens.len() as u32;
+        tokens.push(b"</s>".to_vec());
+        Arc::new(Vocabulary::from_token_bytes(&tokens, &[stop], &[stop]).unwrap())
+    }
+
+    /// A build's mask classes are refined from the stub grammar's, starting at the tool
+    /// built: they are stable (nodes of a class have equal masks), about as coarse as a
+    /// refinement of the whole built grammar, and the stub grammar's classes of the rules
+    /// left as they were are kept.
+    #[test]
+    fn a_build_refines_its_mask_classes_from_the_stub_grammars() {
+        let tools: Vec<(String, serde_json::Value)> = (0..4)
+            .map(|i| {
+                let schema = serde_json::json!({
+                    "type": "object",
+                    "properties": {
+                        format!("p{i}"): {"type": "string"},
+                        "n": {"type": "integer"},
+                        "any": {}
+                    },
+                    "required": [format!("p{i}")]
+                });
+                (format!("tool_{i}"), schema)
+            })
+            .collect();
+        let tag = crate::structural_tag::hermes_like_tag(&tools, false);
+        let compiler = GrammarCompiler::new(wide_vocabulary())
+            .with_precompute(Precompute::Lazy)
+            .with_deferred_tool_rules(true);
+        let g = compiler.compile_structural_tag(&tag).unwrap();
+        let d = g.deferred.as_deref().expect("the tag defers its tools");
+        assert!(
+            d.shared.seed.get().is_some(),
+            "the stub grammar keeps its classes"
+        );
+        assert!(g.aut.is_stable_partition(&g.mask_class));
+        let mut stubs: Vec<u32> = d.stub_roots.keys().copied().collect();
+        stubs.sort_unstable();
+        assert_eq!(stubs.len(), 4);
+        let built = d.expand(Some(&stubs[1..2])).unwrap();
+        assert!(built.deferred.is_some(), "three tools are still stubs");
+        assert!(built.aut.is_stable_partition(&built.mask_class));
+        let deadline = crate::limits::Deadline::never();
+        let (_, coarsest) = built.aut.mask_classes(&deadline).unwrap();
+        let classes = built.masks.len();
+        assert!(
+            classes >= coarsest && classes <= coarsest + coarsest / 20,
+            "{classes} classes, the coarsest has {coarsest}"
+        );
+        // The build took the seeded refinement (not its fallback): the tool's slot and
+        // the rules after the stub grammar's are the rebuilt ones.
+        let slot = &g.aut.rule_names[stubs[1] as usize];
+        let old_rules = g.aut.rule_names.len();
+        let rebuilt: Vec<bool> = (0..built.aut.rule_names.len())
+            .map(|r| r >= old_rules || &built.aut.rule_names[r] == slot)
+            .collect();
+        let seed = d.shared.seed.get().unwrap();
+        let (class, count) = built
+            .aut
+            .mask_classes_seeded(seed, &rebuilt, &deadline)
+            .unwrap()
+            .expect("the stub grammar's rules keep their node counts");
+        assert_eq!(count, classes);
+        assert_eq!(class, built.mask_class);
+        // Every tool built, from the stub grammar too.
+        let all = d.expand(None).unwrap();
+        assert!(all.deferred.is_none());
+        assert!(all.aut.is_stable_partition(&all.mask_class));
+    }
 }

@@ -99,13 +99,15 @@ impl GrammarCompiler {
             closed,
             &deadline,
             &[],
+            None,
         )?;
         self.finish(compiled, &deadline)
     }
 
     /// The automata and mask tables of `lowered` (the lowered form of `grammar`, with its
     /// counted rules `counted` and token terminals `resolved`), masks not computed yet;
-    /// `stub` marks the stub rules of a deferring compile (`automaton::defer`).
+    /// `stub` marks the stub rules of a deferring compile (`automaton::defer`); `seed`, the
+    /// mask classes of its stub grammar and the rules rebuilt since (`plan::mask_classes`).
     #[allow(clippy::too_many_arguments)]
     pub(super) fn assemble(
         &self,
@@ -117,6 +119,7 @@ impl GrammarCompiler {
         closed: &[(String, Vec<String>)],
         deadline: &Deadline,
         stub: &[bool],
+        seed: Option<(&crate::automaton::ClassSeed, &[bool])>,
     ) -> Result<CompiledGrammar, CompileError> {
         let mut aut = Automaton::build(
             lowered,
@@ -135,7 +138,8 @@ impl GrammarCompiler {
         let has_mask: Vec<bool> = (0..aut.nodes.len() as u32)
             .map(|n| aut.has_edges(n))
             .collect();
-        let (mask_class, classes, key_basis) = plan::mask_classes(&aut, &self.trie, deadline)?;
+        let (mask_class, classes, key_basis) =
+            plan::mask_classes(&aut, &self.trie, deadline, seed)?;
         let masks = (0..classes).map(|_| OnceLock::new()).collect();
         let mut sites: Vec<Vec<u32>> = vec![Vec::new(); aut.rule_start.len()];
         for n in 0..aut.nodes.len() as u32 {

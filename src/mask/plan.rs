@@ -19,7 +19,7 @@
 //! Every mask is computed on first use and stored through a `OnceLock`, so eager,
 //! background and lazy compiles store the same masks.
 
-use crate::automaton::{Automaton, KeyBasis};
+use crate::automaton::{Automaton, ClassSeed, KeyBasis};
 use crate::compiler::CompiledGrammar;
 use crate::limits::{Deadline, LimitExceeded};
 use crate::mask::cache::{
@@ -67,15 +67,27 @@ pub(crate) type MaskClasses = (Vec<u32>, usize, Option<OnceLock<KeyBasis>>);
 /// vocabulary); over a few thousand tokens, finding the classes would cost more than the
 /// walks it saves, so each node is then its own class and no key is made.
 ///
+/// `seed`: the classes of an automaton sharing most rules with `aut` and, per rule of
+/// `aut`, whether it was rebuilt since (`Automaton::mask_classes_seeded`: the refinement
+/// then starts from the rebuilt rules).
+///
 /// # Errors
 /// The limit error when `deadline` passes during the refinement.
 pub(crate) fn mask_classes(
     aut: &Automaton,
     trie: &TokenTrie,
     deadline: &Deadline,
+    seed: Option<(&ClassSeed, &[bool])>,
 ) -> Result<MaskClasses, LimitExceeded> {
     if trie.token_count() >= SHARE_MIN_TOKENS {
-        let (class, classes) = aut.mask_classes(deadline)?;
+        let seeded = match seed {
+            Some((seed, rebuilt)) => aut.mask_classes_seeded(seed, rebuilt, deadline)?,
+            None => None,
+        };
+        let (class, classes) = match seeded {
+            Some(c) => c,
+            None => aut.mask_classes(deadline)?,
+        };
         Ok((class, classes, Some(OnceLock::new())))
     } else {
         let n = aut.nodes.len();
