@@ -413,6 +413,7 @@ impl Dfa {
 ///
 /// `plan` and `rule` name the rule being built, so that tail calls into its right-linear
 /// component are built inline (each callee's body once, entered by ε-edges).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn build_automaton(
     body: &Expr,
     token: &dyn Fn(&crate::grammar::TokenRef) -> u32,
