@@ -475,17 +475,22 @@ mod tests {
         (pool, tx)
     }
 
+    /// A small object schema with a string and an integer property.
+    fn small_schema() -> Value {
+        serde_json::json!({
+            "type": "object",
+            "properties": {"a": {"type": "string"}, "b": {"type": "integer"}},
+            "required": ["a"]
+        })
+    }
+
     /// A fill gated at one core starts no mask while a foreground call is in progress
     /// (a matcher step or a compile on a thread sharing its core), and finishes once none
     /// is; nested calls count once.
     #[test]
     fn a_gated_fill_waits_for_foreground_calls() {
         let Some(vocab) = llama() else { return };
-        let schema = serde_json::json!({
-            "type": "object",
-            "properties": {"a": {"type": "string"}, "b": {"type": "integer"}},
-            "required": ["a"]
-        });
+        let schema = small_schema();
         let compiler = GrammarCompiler::new(vocab)
             .with_precompute(Precompute::Lazy)
             .with_cache_enabled(false);
@@ -499,16 +504,17 @@ mod tests {
             "lazy: nothing computed"
         );
         COUNTING.store(true, Ordering::Relaxed);
-        let before = FOREGROUND.load(Ordering::Relaxed);
+        // This thread's depth (other tests' threads move the process-wide count): only
+        // the outermost call counts, and it is counted once counting is on.
+        let here = || DEPTH.with(|d| d.get());
+        assert_eq!(here(), (0, false));
         let call = ForegroundCall::enter();
+        assert_eq!(here(), (1, true));
+        assert!(FOREGROUND.load(Ordering::Relaxed) >= 1);
         let nested = ForegroundCall::enter();
-        assert_eq!(
-            FOREGROUND.load(Ordering::Relaxed),
-            before + 1,
-            "nested calls count once"
-        );
+        assert_eq!(here(), (2, true), "nested calls count once");
         drop(nested);
-        assert_eq!(FOREGROUND.load(Ordering::Relaxed), before + 1);
+        assert_eq!(here(), (1, true));
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(1)
             .build()
@@ -521,6 +527,7 @@ mod tests {
             "a mask was computed during a foreground call"
         );
         drop(call);
+        assert_eq!(here(), (0, false));
         assert_eq!(g.wait_background(), BackgroundStatus::Finished);
         assert!(order.iter().all(|&n| g.mask_known(n)));
         // A gated fill whose grammar is cancelled while it waits ends as cancelled.
@@ -540,11 +547,7 @@ mod tests {
     #[test]
     fn the_fill_never_blocks_and_stops_on_cancel_or_drop() {
         let Some(vocab) = llama() else { return };
-        let schema = serde_json::json!({
-            "type": "object",
-            "properties": {"a": {"type": "string"}, "b": {"type": "integer"}},
-            "required": ["a"]
-        });
+        let schema = small_schema();
         let options = crate::JsonSchemaOptions::default();
         let (pool, release) = blocked_pool();
         // Without the whole-grammar cache: each compile below is a new grammar.
