@@ -446,19 +446,25 @@ impl GrammarCompiler {
 }
 
 /// The rules of `ir` reachable from rule `root` (a deferral root), as a grammar of their
-/// own rooted there, inlined (the root kept, the rules with `always[r]` set inlined
-/// whatever their size) and lowered: with its counted rules.
+/// own rooted there, inlined and lowered: with its counted rules. The root is kept, and so
+/// are the rules with `always[r]` set (capped JSON whitespace), which a whole compile
+/// inlines: a build is made while a matcher waits, and a member of the arguments with its
+/// whitespace written out at each of its four places is about 200 automaton states where
+/// the calls leave a few dozen (the build's automata, classes and masks shrink with it;
+/// masks stay exact whatever the rule boundaries).
 fn lowered_component(
     ir: &Grammar,
     root: u32,
     always: &[bool],
 ) -> Result<(Grammar, Vec<u32>), CompileError> {
     let (component, order) = ir.component(root);
-    let always: Vec<bool> = order
+    // `order[0]` is the root.
+    let keep: Vec<bool> = order
         .iter()
-        .map(|&r| always.get(r as usize).copied().unwrap_or(false))
+        .enumerate()
+        .map(|(i, &r)| i == 0 || always.get(r as usize).copied().unwrap_or(false))
         .collect();
-    let simplified = simplify_repeats(&inline_rules(&component, &[true], &always))?;
+    let simplified = simplify_repeats(&inline_rules(&component, &keep, &[]))?;
     Ok(lower_repeats(simplified))
 }
 
@@ -479,6 +485,91 @@ mod tests {
         let stop = tokens.len() as u32;
         tokens.push(b"</s>".to_vec());
         Arc::new(Vocabulary::from_token_bytes(&tokens, &[stop], &[stop]).unwrap())
+    }
+
+    /// A tag over `tools` tools of three properties each (no others), whitespace capped at 12 characters
+    /// with one line feed (what the tool families set), compiled deferring its tools.
+    fn capped_whitespace_tag(tools: usize) -> crate::StructuralTag {
+        let tags: Vec<serde_json::Value> = (0..tools)
+            .map(|i| {
+                serde_json::json!({
+                    "type": "tag",
+                    "begin": format!("<tool_call>\n{{\"name\": \"tool_{i}\", \"arguments\": "),
+                    "content": {
+                        "type": "json_schema",
+                        "json_schema": {
+                            "type": "object",
+                            "properties": {
+                                format!("p{i}"): {"type": "string"},
+                                "n": {"type": "integer"},
+                                "flag": {"type": "boolean"}
+                            },
+                            "required": [format!("p{i}"), "n"],
+                            "additionalProperties": false
+                        },
+                        "max_whitespace": 12,
+                        "max_whitespace_newlines": 1
+                    },
+                    "end": "}\n</tool_call>",
+                })
+            })
+            .collect();
+        crate::StructuralTag::from_json(&serde_json::json!({
+            "type": "structural_tag",
+            "format": {
+                "type": "triggered_tags",
+                "triggers": ["<tool_call>"],
+                "tags": tags,
+                "at_least_one": false,
+                "stop_after_first": false,
+            }
+        }))
+        .unwrap()
+    }
+
+    /// A tool build keeps capped whitespace as one rule that the tool's automata call,
+    /// instead of writing it out at each of the arguments' places of whitespace (about 26
+    /// states each): the tool's automata in the build have under a third of the nodes they
+    /// have in the same tag compiled whole (whitespace inlined), and the build's rules hold
+    /// the whitespace rule.
+    #[test]
+    fn a_tool_build_calls_its_whitespace_rule_instead_of_inlining_it() {
+        let tag = capped_whitespace_tag(1);
+        let vocab = wide_vocabulary();
+        let lazy = GrammarCompiler::new(vocab.clone()).with_precompute(Precompute::Lazy);
+        let whole = lazy
+            .clone()
+            .with_deferred_tool_rules(false)
+            .compile_structural_tag(&tag)
+            .unwrap();
+        assert!(whole.deferred.is_none());
+        let g = lazy
+            .clone()
+            .with_deferred_tool_rules(true)
+            .compile_structural_tag(&tag)
+            .unwrap();
+        let d = g.deferred.as_deref().expect("the tag defers its tool");
+        let built = d.expand(None).unwrap();
+        assert!(built.deferred.is_none());
+        let ws_rules = built
+            .aut
+            .rule_names
+            .iter()
+            .filter(|n| n.contains("_ws"))
+            .count();
+        assert_eq!(ws_rules, 1, "rules: {:?}", built.aut.rule_names);
+        // The nodes of the tool's rules (the tag's own rules are the same in both).
+        let tool_nodes = |aut: &crate::automaton::Automaton| {
+            aut.nodes
+                .iter()
+                .filter(|n| aut.rule_names[n.rule as usize].starts_with("json_"))
+                .count()
+        };
+        let (small, large) = (tool_nodes(&built.aut), tool_nodes(&whole.aut));
+        assert!(
+            3 * small < large,
+            "{small} nodes built, {large} with the whitespace inlined"
+        );
     }
 
     /// A build's mask classes are refined from the stub grammar's, starting at the tool
