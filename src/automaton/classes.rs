@@ -67,6 +67,7 @@ impl Automaton {
             follow: self.follow.clone(),
             class: class.to_vec(),
             classes,
+            had_dead_ends: self.had_dead_ends,
         }
     }
 
@@ -268,9 +269,18 @@ pub(crate) struct ClassSeed {
     /// Per node: its class.
     class: Vec<u32>,
     classes: usize,
+    /// The automaton's pruning removed an edge ([`Automaton::had_dead_ends`]).
+    had_dead_ends: bool,
 }
 
 impl ClassSeed {
+    /// The automaton it was made of had edges into dead ends, removed when it was built:
+    /// a build from it must examine every rule for them
+    /// ([`Automaton::prune_unproductive`]).
+    pub(crate) fn had_dead_ends(&self) -> bool {
+        self.had_dead_ends
+    }
+
     /// Heap bytes held.
     pub(crate) fn memory_bytes(&self) -> usize {
         self.nodes.capacity() * 8 + self.follow.capacity() * 32 + self.class.capacity() * 4

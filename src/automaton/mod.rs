@@ -110,6 +110,10 @@ pub struct Automaton {
     pub(crate) counted: Vec<Counted>,
     /// True when no real node has two edges on one byte (every rule built as a DFA).
     pub(crate) deterministic: bool,
+    /// Set when [`Automaton::prune_unproductive`] removed an edge (not kept across
+    /// serialization: only a deferring compile's seed reads it).
+    #[serde(skip)]
+    pub(crate) had_dead_ends: bool,
 }
 
 /// A counted repetition `body{min,max}` whose body is a non-nullable byte DFA.
@@ -241,6 +245,7 @@ impl Automaton {
             root: grammar.root.0,
             counted: Vec::new(),
             deterministic: false,
+            had_dead_ends: false,
         };
         let mut pending: Vec<(u32, build::Dfa, u32, Option<u32>)> = Vec::new();
         let is_stub = |r: usize| stub.get(r).copied().unwrap_or(false);
@@ -433,11 +438,80 @@ impl Automaton {
     /// Removes every edge into a dead end: a node from which its rule can never complete,
     /// or a call of a rule that can never complete. Masks then never allow a token after
     /// which no completion exists. Returns false when the root itself can never complete.
-    pub(crate) fn prune_unproductive(&mut self) -> bool {
+    /// Sets [`Automaton::had_dead_ends`] when it removed an edge.
+    ///
+    /// `only`: the rules to examine (`only[r]`, and every rule past its end); the others
+    /// are taken as productive, every node of them with every edge. That holds for the
+    /// rules a deferring compile's build shares with a stub grammar whose pruning removed
+    /// nothing, once the rules built are productive: when one of them is not, the whole
+    /// automaton is examined after all. Examining a few rules costs in proportion to them.
+    pub(crate) fn prune_unproductive(&mut self, only: Option<&[bool]>) -> bool {
+        if let Some(only) = only {
+            let examined = |r: usize| only.get(r).copied().unwrap_or(true);
+            let (node_ok, rule_ok, counted_ok) = self.productive(&examined);
+            if !self.has_dead_edges(&examined, &node_ok, &rule_ok, &counted_ok) {
+                self.had_dead_ends = false;
+                return true;
+            }
+        }
+        let (node_ok, rule_ok, counted_ok) = self.productive(&|_| true);
+        let dead = self.has_dead_edges(&|_| true, &node_ok, &rule_ok, &counted_ok);
+        self.had_dead_ends = dead;
+        if dead {
+            self.remove_dead_edges(&node_ok, &rule_ok, &counted_ok);
+        }
+        rule_ok[self.root as usize]
+    }
+
+    /// True when an edge of a node of a rule `examined` accepts leads into a dead end (a
+    /// node or counted body state that cannot complete, or a call of a rule that cannot),
+    /// or a call from another rule's node calls an examined rule that cannot complete.
+    /// Rules nothing calls (built inline into their callers) may be dead: no edge leads
+    /// into them.
+    fn has_dead_edges(
+        &self,
+        examined: &dyn Fn(usize) -> bool,
+        node_ok: &[bool],
+        rule_ok: &[bool],
+        counted_ok: &[Vec<bool>],
+    ) -> bool {
+        let dead_call = |e: &CallEdge| !rule_ok[e.rule as usize] || !node_ok[e.target as usize];
+        let dead_node = (0..self.nodes.len() as u32).any(|n| {
+            if examined(self.nodes[n as usize].rule as usize) {
+                self.bytes_of(n).iter().any(|e| !node_ok[e.target as usize])
+                    || self
+                        .tokens_of(n)
+                        .iter()
+                        .any(|e| !node_ok[e.target as usize])
+                    || self.calls_of(n).iter().any(dead_call)
+            } else {
+                self.calls_of(n)
+                    .iter()
+                    .any(|e| examined(e.rule as usize) && dead_call(e))
+            }
+        });
+        dead_node
+            || self.counted.iter().zip(counted_ok).any(|(c, ok)| {
+                examined(c.rule as usize) && c.edges.iter().any(|e| !ok[e.target as usize])
+            })
+    }
+
+    /// Per real node, per rule and per counted rule's body state: whether it can complete
+    /// (backwards from the final nodes, linear in nodes and edges), examining the nodes of
+    /// the rules `examined` accepts and taking the others as productive.
+    #[allow(clippy::type_complexity)]
+    fn productive(
+        &self,
+        examined: &dyn Fn(usize) -> bool,
+    ) -> (Vec<bool>, Vec<bool>, Vec<Vec<bool>>) {
         let rules = self.rule_start.len();
-        let mut rule_ok = vec![false; rules];
+        let mut rule_ok: Vec<bool> = (0..rules).map(|r| !examined(r)).collect();
         let mut counted_ok: Vec<Vec<bool>> = Vec::with_capacity(self.counted.len());
         for c in &self.counted {
+            if !examined(c.rule as usize) {
+                counted_ok.push(vec![true; c.states as usize]);
+                continue;
+            }
             // Body states that reach a final body state (backwards from the final ones).
             let mut preds: Vec<Vec<u32>> = vec![Vec::new(); c.states as usize];
             for st in 0..c.states {
@@ -458,15 +532,26 @@ impl Automaton {
             rule_ok[c.rule as usize] = c.min == 0 || ok.first().copied().unwrap_or(false);
             counted_ok.push(ok);
         }
-        // Productive nodes, backwards from the final ones (linear in nodes and edges): a
-        // node is productive through a byte or token edge to a productive node, or through
-        // a call edge whose rule is productive and whose return node is.
+        // Productive nodes, backwards from the final ones: a node is productive through a
+        // byte or token edge to a productive node, or through a call edge whose rule is
+        // productive and whose return node is.
         let n_nodes = self.nodes.len();
-        let mut node_ok: Vec<bool> = self.nodes.iter().map(|n| n.is_final).collect();
-        // Reverse edges in CSR form: (predecessor, rule of a call edge or NO_RULE).
+        let examined_node: Vec<bool> = self
+            .nodes
+            .iter()
+            .map(|n| examined(n.rule as usize))
+            .collect();
+        let mut node_ok: Vec<bool> = self
+            .nodes
+            .iter()
+            .zip(&examined_node)
+            .map(|(n, &x)| n.is_final || !x)
+            .collect();
+        // Reverse edges of the examined nodes in CSR form: (predecessor, rule of a call
+        // edge or NO_RULE).
         const NO_RULE: u32 = u32::MAX;
         let mut first = vec![0u32; n_nodes + 1];
-        for n in 0..n_nodes as u32 {
+        for n in (0..n_nodes as u32).filter(|&n| examined_node[n as usize]) {
             for e in self.bytes_of(n) {
                 first[e.target as usize + 1] += 1;
             }
@@ -483,7 +568,7 @@ impl Automaton {
         let mut fill = first.clone();
         let mut rev = vec![(0u32, NO_RULE); first[n_nodes] as usize];
         let mut waiting: Vec<Vec<(u32, u32)>> = vec![Vec::new(); rules];
-        for n in 0..n_nodes as u32 {
+        for n in (0..n_nodes as u32).filter(|&n| examined_node[n as usize]) {
             let mut put = |target: u32, rule: u32| {
                 let slot = &mut fill[target as usize];
                 rev[*slot as usize] = (n, rule);
@@ -500,17 +585,18 @@ impl Automaton {
                 waiting[e.rule as usize].push((n, e.target));
             }
         }
-        // The rules each real node starts.
+        // The examined rules each real node starts.
         let mut starts: rustc_hash::FxHashMap<u32, Vec<u32>> = Default::default();
         for (r, &s) in self.rule_start.iter().enumerate() {
-            if !self.is_virtual(s) {
+            if !self.is_virtual(s) && examined(r) {
                 starts.entry(s).or_default().push(r as u32);
             }
         }
         let mut stack: Vec<u32> = (0..n_nodes as u32)
-            .filter(|&n| node_ok[n as usize])
+            .filter(|&n| examined_node[n as usize] && node_ok[n as usize])
             .collect();
-        // Rules productive already (counted ones): their waiting callers may be too.
+        // Rules productive already (counted ones, and those not examined): their waiting
+        // callers may be too.
         let mut rule_stack: Vec<u32> = (0..rules as u32).filter(|&r| rule_ok[r as usize]).collect();
         loop {
             if let Some(r) = rule_stack.pop() {
@@ -538,7 +624,11 @@ impl Automaton {
                 }
             }
         }
-        // Rebuild the flat edge arrays without the dead edges.
+        (node_ok, rule_ok, counted_ok)
+    }
+
+    /// Rebuilds the flat edge arrays without the edges into dead ends.
+    fn remove_dead_edges(&mut self, node_ok: &[bool], rule_ok: &[bool], counted_ok: &[Vec<bool>]) {
         let (mut bytes, mut calls, mut tokens) = (Vec::new(), Vec::new(), Vec::new());
         for n in 0..self.nodes.len() {
             let n32 = n as u32;
@@ -568,7 +658,7 @@ impl Automaton {
         self.byte_edges = bytes;
         self.call_edges = calls;
         self.token_edges = tokens;
-        for (c, ok) in self.counted.iter_mut().zip(&counted_ok) {
+        for (c, ok) in self.counted.iter_mut().zip(counted_ok) {
             let mut edges = Vec::with_capacity(c.edges.len());
             for st in 0..c.states as usize {
                 let (a, b) = c.body_edges[st];
@@ -582,7 +672,6 @@ impl Automaton {
             }
             c.edges = edges;
         }
-        rule_ok[self.root as usize]
     }
 
     /// True for the virtual nodes of counted rules.
@@ -943,4 +1032,54 @@ fn or_into(a: &mut [u64; 4], b: &[u64; 4]) {
 #[inline]
 pub(crate) fn byte_in(s: &[u64; 4], b: u8) -> bool {
     s[(b >> 6) as usize] >> (b & 63) & 1 == 1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::grammar::ebnf::parse_ebnf;
+
+    fn automaton(src: &str) -> Automaton {
+        let g = parse_ebnf(src, "root").unwrap();
+        let (limits, deadline) = (Limits::default(), Deadline::start(None));
+        Automaton::build(&g, &[], &|_| 0, &limits, &deadline, None, &[]).unwrap()
+    }
+
+    fn edges(a: &Automaton) -> (Vec<ByteEdge>, Vec<CallEdge>) {
+        (a.byte_edges.clone(), a.call_edges.clone())
+    }
+
+    /// Pruning only the rules given finds what a whole pruning finds: nothing to remove
+    /// when they are productive, and when one of them can never complete, the whole
+    /// automaton is examined (its callers' edges go too), as without `only`.
+    #[test]
+    fn pruning_only_some_rules_matches_the_whole_pruning() {
+        let src = r#"root ::= "a" b | "c" d
+                     b ::= "x" b | "y"
+                     d ::= "z" d"#;
+        let mut whole = automaton(src);
+        assert!(whole.prune_unproductive(None));
+        assert!(whole.had_dead_ends, "`d` never ends: the edges into it go");
+        let rule = |a: &Automaton, name: &str| a.rule_names.iter().position(|n| n == name);
+        let d = rule(&whole, "d").unwrap() as u32;
+        assert!(whole.call_edges.iter().all(|e| e.rule != d));
+        // `d` examined: found unproductive, so every rule is examined.
+        let mut some = automaton(src);
+        let only: Vec<bool> = some.rule_names.iter().map(|n| n == "d").collect();
+        assert!(some.prune_unproductive(Some(&only)));
+        assert!(some.had_dead_ends);
+        assert_eq!(edges(&some), edges(&whole));
+        // Productive rules examined alone: nothing removed, nothing else looked at.
+        let ok = r#"root ::= "a" b | "c" e
+                    b ::= "x" b | "y"
+                    e ::= "z" e | "w""#;
+        let mut whole = automaton(ok);
+        assert!(whole.prune_unproductive(None));
+        assert!(!whole.had_dead_ends);
+        let mut some = automaton(ok);
+        let only: Vec<bool> = some.rule_names.iter().map(|n| n == "e").collect();
+        assert!(some.prune_unproductive(Some(&only)));
+        assert!(!some.had_dead_ends);
+        assert_eq!(edges(&some), edges(&whole));
+    }
 }

@@ -130,7 +130,11 @@ impl GrammarCompiler {
             Some(&self.rule_automata),
             stub,
         )?;
-        if !aut.prune_unproductive() {
+        // A build examines only its rules built when its stub grammar had no dead end.
+        let only = seed
+            .filter(|(s, _)| !s.had_dead_ends())
+            .map(|(_, rebuilt)| rebuilt);
+        if !aut.prune_unproductive(only) {
             return Err(CompileError::EmptyLanguage {
                 root: grammar.rules[grammar.root.index()].name.clone(),
             });
