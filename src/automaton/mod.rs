@@ -449,7 +449,8 @@ impl Automaton {
         if let Some(only) = only {
             let examined = |r: usize| only.get(r).copied().unwrap_or(true);
             let (node_ok, rule_ok, counted_ok) = self.productive(&examined);
-            if !self.has_dead_edges(&examined, &node_ok, &rule_ok, &counted_ok) {
+            let root_ok = rule_ok[self.root as usize];
+            if root_ok && !self.has_dead_edges(&examined, &node_ok, &rule_ok, &counted_ok) {
                 self.had_dead_ends = false;
                 return true;
             }

@@ -150,14 +150,6 @@ pub fn pass<E: Engine>(
             return (times, mismatches, false);
         }
         times.push(start.elapsed().as_secs_f64() * 1e6);
-        if std::env::var_os("TS_STEPS").is_some() {
-            eprintln!(
-                "step {} tok {} {:.1} us",
-                times.len() - 1,
-                t,
-                times.last().unwrap()
-            );
-        }
         let allowed = engine.is_allowed(&mask, t);
         let ok = engine.accept(&mut m, t);
         if ok != allowed {
