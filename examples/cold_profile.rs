@@ -29,7 +29,7 @@
 //! (`GrammarCompiler::with_deferred_tool_rules`: a tag's tool argument rules are stubs
 //! until a matcher comes near one; on by default) or `whole` (off). Prints wall-clock
 //! times of one run (for ratios only); with `COLD_PROFILE_STEPS` set, each first-pass step's
-//! time on stderr.
+//! time (each schema's compile → first mask with `many`) on stderr.
 
 #[path = "../benches/common/mod.rs"]
 mod common;
@@ -148,12 +148,10 @@ fn run(compiler: &GrammarCompiler, job: &Job, docs: &[Vec<u32>]) {
         let t = Instant::now();
         let mut mask = vec![0u32; compiler.vocabulary().bitmask_words()];
         let mut compiled = 0;
-        // `tokensieve bench`'s options.
-        let opts = tokensieve::JsonSchemaOptions {
-            ignore_unknown_keywords: true,
-            ..Default::default()
-        };
-        for schema in schemas {
+        let opts = bench_options();
+        let each = std::env::var_os("COLD_PROFILE_STEPS").is_some();
+        for (i, schema) in schemas.iter().enumerate() {
+            let s = Instant::now();
             let Ok(g) = compiler.compile_json_schema(schema, &opts) else {
                 continue;
             };
@@ -161,6 +159,9 @@ fn run(compiler: &GrammarCompiler, job: &Job, docs: &[Vec<u32>]) {
             GrammarMatcher::new(g)
                 .fill_next_token_bitmask(&mut mask)
                 .expect("mask");
+            if each {
+                eprintln!("schema {i}: {:.3} ms", s.elapsed().as_secs_f64() * 1e3);
+            }
         }
         println!(
             "{compiled} of {} schemas to their first mask in {:.1} ms; {:?}",
@@ -173,7 +174,7 @@ fn run(compiler: &GrammarCompiler, job: &Job, docs: &[Vec<u32>]) {
     let t = Instant::now();
     let g: Arc<CompiledGrammar> = match job {
         Job::Schema(schema, _) => compiler
-            .compile_json_schema(schema, &Default::default())
+            .compile_json_schema(schema, &bench_options())
             .expect("compiles"),
         Job::Many(_) => unreachable!("handled above"),
         Job::Tools(tools) => {
@@ -231,6 +232,14 @@ fn run(compiler: &GrammarCompiler, job: &Job, docs: &[Vec<u32>]) {
         slowest.as_secs_f64() * 1e3,
         g.memory_bytes() / 1024
     );
+}
+
+/// `tokensieve bench`'s schema options: the defaults, and keywords no draft defines ignored.
+fn bench_options() -> tokensieve::JsonSchemaOptions {
+    tokensieve::JsonSchemaOptions {
+        ignore_unknown_keywords: true,
+        ..Default::default()
+    }
 }
 
 fn schema_job(collection: &str, index: usize) -> Job {

@@ -1,7 +1,9 @@
 //! The keys of undeclared properties: any JSON string (every escape included) whose
 //! decoded name is none of the declared ones and has none of a set of banned characters,
 //! built from shared rules ([`KeyRules`]) so that excluding many names costs one node per
-//! name character.
+//! name character. The key of one set of names is one rule, built as one automaton (the
+//! trie of the names, the ways out of it and the rest of the key, minimized together) and
+//! shared by every object with those names.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -23,18 +25,51 @@ pub(crate) struct KeyRules {
     /// left, and the banned ones) and banned set: one character outside it, in every
     /// spelling, then the tail.
     others: HashMap<(Ranges, Ranges), RuleId>,
+    /// Per set of declared names (sorted) and banned set: the whole key
+    /// ([`Builder::key_not_in_except`]).
+    keys: HashMap<(Vec<String>, Ranges), RuleId>,
+    /// Per set of characters taken at a branch point, all printable ASCII, with nothing
+    /// banned: one character outside it, spelled as [`Builder::key_other_plain`] allows,
+    /// then the tail.
+    plain_others: HashMap<Ranges, RuleId>,
+    /// The characters other than printable ASCII, in every spelling, then the tail (with
+    /// nothing banned): the part every plain branch point shares.
+    rare: Option<RuleId>,
     /// Every rule above, to keep (see `JsonSchemaGrammar::keep`).
     pub(crate) kept: Vec<RuleId>,
 }
 
+/// Printable ASCII, `' '` to `'~'`: the characters a plain branch point of the names' trie
+/// may take ([`Builder::not_in`]).
+const PRINTABLE_ASCII: (u32, u32) = (0x20, 0x7E);
+
+/// Whether code point `c` is printable ASCII.
+fn printable(c: u32) -> bool {
+    (PRINTABLE_ASCII.0..=PRINTABLE_ASCII.1).contains(&c)
+}
+
 impl Builder<'_> {
-    /// The rest of a string key after its opening quote (closing quote included): any JSON
-    /// string content (every escape included) whose decoded text is not in `names`, with
-    /// no character of `banned` (sorted).
+    /// A string key, quotes included: any JSON string (every escape included) whose decoded
+    /// text is not in `names`, with no character of `banned` (sorted). A call of the
+    /// shared rule of that pair of sets: the names' trie and every way out of it
+    /// ([`Builder::not_in`]) are built once, as one automaton (the rules it tail-calls are
+    /// built inline into it), however many objects have those names.
     pub(super) fn key_not_in_except(&mut self, names: &[String], banned: &[(u32, u32)]) -> Expr {
-        let chars: Vec<Vec<char>> = names.iter().map(|n| n.chars().collect()).collect();
+        let mut sorted = names.to_vec();
+        sorted.sort_unstable();
+        sorted.dedup();
+        let key = (sorted, banned.to_vec());
+        if let Some(&id) = self.key_rules.keys.get(&key) {
+            return Expr::Rule(id);
+        }
+        let chars: Vec<Vec<char>> = key.0.iter().map(|n| n.chars().collect()).collect();
         let all: Vec<&[char]> = chars.iter().map(|c| c.as_slice()).collect();
-        self.not_in(&all, 0, banned)
+        let body = seq(vec![lit("\""), self.not_in(&all, 0, banned)]);
+        let id = self.add_rule("obj_key", body);
+        self.pointers[id.index()] = "#".into();
+        self.key_rules.keys.insert(key, id);
+        self.key_rules.kept.push(id);
+        Expr::Rule(id)
     }
 
     /// The rest of a key after its first undeclared character, with no character of
@@ -78,12 +113,80 @@ impl Builder<'_> {
         Some(id)
     }
 
+    /// One character not in `taken` (printable ASCII only, sorted), then the rest of the key
+    /// (nothing banned), as the shared rule of that set: printable ASCII raw, as its
+    /// two-character escape or as `\u00HH`, or any other character in every spelling (the
+    /// shared [`KeyRules::rare`] rule). The same language as [`Builder::key_other`] of that
+    /// set, but only the `\u` escapes of printable ASCII depend on `taken`: the escapes of
+    /// every other character are one shared rule, not a hex-digit tree per branch point.
+    fn key_other_plain(&mut self, taken: &[(u32, u32)]) -> Option<RuleId> {
+        if let Some(&id) = self.key_rules.plain_others.get(taken) {
+            return Some(id);
+        }
+        let tail = self.key_tail(&[])?;
+        let rare = match self.key_rules.rare {
+            Some(id) => id,
+            None => {
+                let chars = char_spellings(&[(0, 0x1F), (0x7F, 0x10FFFF)])?;
+                let id = self.add_rule("obj_key_rare", seq(vec![chars, Expr::Rule(tail)]));
+                self.pointers[id.index()] = "#".into();
+                self.key_rules.rare = Some(id);
+                self.key_rules.kept.push(id);
+                id
+            }
+        };
+        let has = |c: u32| taken.iter().any(|&(lo, hi)| lo <= c && c <= hi);
+        let mut raw = taken.to_vec();
+        raw.extend([(0x22, 0x22), (0x5C, 0x5C)]);
+        raw.sort_unstable();
+        let raw: Vec<(u32, u32)> = complement(&raw)
+            .into_iter()
+            .filter(|&(lo, hi)| hi >= PRINTABLE_ASCII.0 && lo <= PRINTABLE_ASCII.1)
+            .map(|(lo, hi)| (lo.max(PRINTABLE_ASCII.0), hi.min(PRINTABLE_ASCII.1)))
+            .collect();
+        let escaped: Vec<(u32, u32)> = [0x22u32, 0x2F, 0x5C]
+            .into_iter()
+            .filter(|&c| !has(c))
+            .map(|c| (c, c))
+            .collect();
+        // `\u00HH` of printable ASCII not taken: a hex-digit tree over 95 values at most.
+        let mut out = taken.to_vec();
+        out.extend([
+            (0, PRINTABLE_ASCII.0 - 1),
+            (PRINTABLE_ASCII.1 + 1, 0x10FFFF),
+        ]);
+        out.sort_unstable();
+        let hex = hex_in(&complement(&out), 4);
+        let class = |ranges: Vec<(u32, u32)>| {
+            let empty = ranges.is_empty();
+            (!empty).then_some(Expr::Class(CharClass {
+                negated: false,
+                ranges,
+            }))
+        };
+        let body = choice(vec![
+            class(raw).map(|c| seq(vec![c, Expr::Rule(tail)])),
+            class(escaped).map(|c| seq(vec![lit("\\"), c, Expr::Rule(tail)])),
+            hex.map(|h| seq(vec![lit("\\u"), h, Expr::Rule(tail)])),
+            Some(Expr::Rule(rare)),
+        ])?;
+        let id = self.add_rule("obj_key_other", body);
+        self.pointers[id.index()] = "#".into();
+        self.key_rules.plain_others.insert(taken.to_vec(), id);
+        self.key_rules.kept.push(id);
+        Some(id)
+    }
+
     /// Strings whose continuation from depth `d` avoids every string of `set` (all of
     /// which share the prefix consumed so far), with no character of `banned` (sorted).
     /// Names are compared decoded: each character may be written raw or escaped
     /// ([`char_spellings`]), so `"f\u006fo"` follows the path of `foo` and is excluded with
     /// it. The trie of the names is written out; what leaves it (a character no name
     /// continues with) is a call of a shared rule ([`Builder::key_other`]).
+    ///
+    /// At a *plain* branch point (nothing banned, and every next character of the names
+    /// printable ASCII), the way out is [`Builder::key_other_plain`], which shares every
+    /// spelling of a character outside printable ASCII with the other branch points.
     pub(super) fn not_in(&mut self, set: &[&[char]], d: usize, banned: &[(u32, u32)]) -> Expr {
         let mut alts = Vec::new();
         // End here, unless a name ends here.
@@ -97,6 +200,7 @@ impl Builder<'_> {
                 next.entry(c).or_default().push(s);
             }
         }
+        let plain = banned.is_empty() && next.keys().all(|&c| printable(c as u32));
         // The characters that do not start the catch-all branch below.
         let mut taken: Vec<(u32, u32)> = banned.to_vec();
         for (c, sub) in &next {
@@ -113,7 +217,12 @@ impl Builder<'_> {
         taken.sort_unstable();
         taken.dedup();
         // Any other character, then anything.
-        if let Some(other) = self.key_other(&taken, banned) {
+        let other = if plain {
+            self.key_other_plain(&taken)
+        } else {
+            self.key_other(&taken, banned)
+        };
+        if let Some(other) = other {
             alts.push(Expr::Rule(other));
         }
         choice(alts.into_iter().map(Some).collect()).unwrap_or(Expr::Empty)

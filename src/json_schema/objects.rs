@@ -373,10 +373,7 @@ impl Builder<'_> {
                     if *nonempty {
                         avoid.push(String::new());
                     }
-                    seq(vec![
-                        lit("\""),
-                        self.key_not_in_except(&avoid, LINE_TERMINATORS),
-                    ])
+                    self.key_not_in_except(&avoid, LINE_TERMINATORS)
                 } else if names.is_empty() {
                     self.string_any()
                 } else {
@@ -391,7 +388,7 @@ impl Builder<'_> {
                             ),
                         });
                     }
-                    seq(vec![lit("\""), self.key_not_in_except(&names, &[])])
+                    self.key_not_in_except(&names, &[])
                 };
                 let ws = self.ws();
                 let body = seq(vec![key, self.colon(), v, ws]);
