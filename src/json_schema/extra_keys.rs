@@ -43,6 +43,46 @@ pub(crate) struct KeyRules {
 /// may take ([`Builder::not_in`]).
 const PRINTABLE_ASCII: (u32, u32) = (0x20, 0x7E);
 
+/// The spellings of one character ([`char_spellings`] of `cp` alone); those of an ASCII
+/// character are made once per process, since every trie of declared names asks for them.
+fn one_char_spellings(cp: u32) -> Option<Expr> {
+    static ASCII: [std::sync::OnceLock<Option<Expr>>; 0x80] =
+        [const { std::sync::OnceLock::new() }; 0x80];
+    if let Some(cell) = ASCII.get(cp as usize) {
+        return cell.get_or_init(|| char_spellings(&[(cp, cp)])).clone();
+    }
+    char_spellings(&[(cp, cp)])
+}
+
+/// The four hex digits (either case) of the printable ASCII characters not in `taken`
+/// (sorted ranges): `00`, then per high digit `2`–`7` its low digits. The language of
+/// [`hex_in`] over those values, written directly (at most 95 values, one branch per high
+/// digit). `None` when every printable character is taken.
+fn printable_hex(taken: &[(u32, u32)]) -> Option<Expr> {
+    let has = |c: u32| taken.iter().any(|&(lo, hi)| lo <= c && c <= hi);
+    let mut full = Vec::new();
+    let mut alts = Vec::new();
+    for high in 2..=7u32 {
+        let lows: Vec<u32> = (0..16)
+            .filter(|&low| {
+                let c = high * 16 + low;
+                printable(c) && !has(c)
+            })
+            .collect();
+        if lows.len() == 16 {
+            full.push(high);
+        } else if !lows.is_empty() {
+            alts.push(Some(seq(vec![nibbles(&[high]), nibbles(&lows)])));
+        }
+    }
+    if !full.is_empty() {
+        let any: Vec<u32> = (0..16).collect();
+        alts.push(Some(seq(vec![nibbles(&full), nibbles(&any)])));
+    }
+    let rest = choice(alts)?;
+    Some(seq(vec![nibbles(&[0]), nibbles(&[0]), rest]))
+}
+
 /// Whether code point `c` is printable ASCII.
 fn printable(c: u32) -> bool {
     (PRINTABLE_ASCII.0..=PRINTABLE_ASCII.1).contains(&c)
@@ -149,14 +189,8 @@ impl Builder<'_> {
             .filter(|&c| !has(c))
             .map(|c| (c, c))
             .collect();
-        // `\u00HH` of printable ASCII not taken: a hex-digit tree over 95 values at most.
-        let mut out = taken.to_vec();
-        out.extend([
-            (0, PRINTABLE_ASCII.0 - 1),
-            (PRINTABLE_ASCII.1 + 1, 0x10FFFF),
-        ]);
-        out.sort_unstable();
-        let hex = hex_in(&complement(&out), 4);
+        // `\u00HH` of printable ASCII not taken.
+        let hex = printable_hex(taken);
         let class = |ranges: Vec<(u32, u32)>| {
             let empty = ranges.is_empty();
             (!empty).then_some(Expr::Class(CharClass {
@@ -209,7 +243,7 @@ impl Builder<'_> {
             if banned.iter().any(|&(lo, hi)| lo <= cp && cp <= hi) {
                 continue;
             }
-            if let Some(spelled) = char_spellings(&[(cp, cp)]) {
+            if let Some(spelled) = one_char_spellings(cp) {
                 let rest = self.not_in(sub, d + 1, banned);
                 alts.push(seq(vec![spelled, rest]));
             }
@@ -379,4 +413,68 @@ pub(crate) fn char_spellings(allowed: &[(u32, u32)]) -> Option<Expr> {
         }
     }
     choice(alts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::grammar::builtin::reference::accepts;
+    use crate::grammar::{Grammar, Rule};
+
+    fn language(e: Expr) -> Grammar {
+        Grammar {
+            rules: vec![Rule {
+                name: "root".into(),
+                body: e,
+            }],
+            root: RuleId(0),
+        }
+    }
+
+    /// Every 4-digit hex spelling (both cases) of the code points up to U+00FF.
+    fn spellings() -> Vec<(u32, String)> {
+        let mut out = Vec::new();
+        for cp in 0..0x100u32 {
+            let lower = format!("{cp:04x}");
+            let upper = format!("{cp:04X}");
+            out.push((cp, format!("00{}{}", &lower[2..3], &upper[3..])));
+            out.push((cp, lower.clone()));
+            if upper != lower {
+                out.push((cp, upper));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn printable_hex_is_hex_in_over_printable_ascii() {
+        for taken in [
+            vec![],
+            vec![(0x61, 0x61)],
+            vec![(0x22, 0x22), (0x30, 0x39), (0x7E, 0x7E)],
+        ] {
+            let want: Vec<u32> = (0x20..=0x7E)
+                .filter(|c| !taken.iter().any(|&(lo, hi)| lo <= *c && *c <= hi))
+                .collect();
+            let g = language(printable_hex(&taken).expect("some values"));
+            for (cp, text) in spellings() {
+                assert_eq!(accepts(&g, &text), want.contains(&cp), "{taken:?}: {text}");
+            }
+        }
+        let all: Vec<(u32, u32)> = vec![(0x20, 0x7E)];
+        assert!(printable_hex(&all).is_none());
+    }
+
+    #[test]
+    fn one_char_spellings_are_char_spellings() {
+        for cp in [
+            0u32, 0x09, 0x22, 0x2F, 0x41, 0x5C, 0x7E, 0x7F, 0xE9, 0x1F600,
+        ] {
+            assert_eq!(
+                one_char_spellings(cp),
+                char_spellings(&[(cp, cp)]),
+                "{cp:#x}"
+            );
+        }
+    }
 }
