@@ -213,9 +213,22 @@ fn email() -> Expr {
             atom.clone(),
             repeat(seq(vec![lit("."), atom]), 0, Some(3)),
         ]),
-        repeat(atom_char, 16, Some(64)),
+        split_repeat(atom_char, 16, 64),
     ]);
     seq(vec![local, lit("@"), email_domain()])
+}
+
+/// `e{min,max}` written as `e{min,half} e{0,max-half}` (`half` = `max / 2`, at least
+/// `min`): the same language, in repetitions small enough to be built into the rule's DFA
+/// (lowering turns one of more than 32 copies into helper rules or a counted rule, whose
+/// calls take a cold mask walk off the DFA's fast path: the first mask inside an email
+/// address cost about 5 ms that way). The split is ambiguous, which a DFA does not see.
+fn split_repeat(e: Expr, min: u32, max: u32) -> Expr {
+    let half = (max / 2).max(min);
+    seq(vec![
+        repeat(e.clone(), min, Some(half)),
+        repeat(e, 0, Some(max - half)),
+    ])
 }
 
 /// The domain of [`email`]: one to three labels of at most 50 characters and a top-level
@@ -225,7 +238,7 @@ fn email_domain() -> Expr {
     let inner = class(&[r('A', 'Z'), r('a', 'z'), r('0', '9'), r('-', '-')]);
     let label = seq(vec![
         alnum.clone(),
-        opt(seq(vec![repeat(inner, 0, Some(48)), alnum])),
+        opt(seq(vec![split_repeat(inner, 0, 48), alnum])),
     ]);
     let tld = repeat(class(&[r('A', 'Z'), r('a', 'z')]), 2, Some(24));
     seq(vec![repeat(seq(vec![label, lit(".")]), 1, Some(3)), tld])
@@ -976,5 +989,55 @@ impl Builder<'_> {
                 return Ok(None);
             }
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::grammar::builtin::reference::accepts;
+    use crate::grammar::{Grammar, Rule, RuleId};
+
+    fn language(e: Expr) -> Grammar {
+        Grammar {
+            rules: vec![Rule {
+                name: "root".into(),
+                body: e,
+            }],
+            root: RuleId(0),
+        }
+    }
+
+    #[test]
+    fn a_split_repetition_keeps_its_bounds() {
+        for (min, max) in [(16, 64), (0, 48), (0, 1), (3, 3), (5, 7)] {
+            let g = language(split_repeat(lit("a"), min, max));
+            for n in 0..=max + 2 {
+                let text = "a".repeat(n as usize);
+                assert_eq!(
+                    accepts(&g, &text),
+                    (min..=max).contains(&n),
+                    "{{{min},{max}}}: {n}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn email_bounds_hold() {
+        let g = language(email());
+        let local = |n: usize| "a".repeat(n);
+        for n in [1, 15, 16, 63, 64] {
+            assert!(accepts(&g, &format!("{}@b.cd", local(n))), "{n}");
+        }
+        assert!(!accepts(&g, &format!("{}@b.cd", local(65))));
+        let label = |n: usize| "b".repeat(n);
+        for n in [1, 2, 50] {
+            assert!(accepts(&g, &format!("a@{}.cd", label(n))), "{n}");
+        }
+        assert!(!accepts(&g, &format!("a@{}.cd", label(51))));
+        assert!(!accepts(&g, "a@-b.cd"));
+        assert!(!accepts(&g, "a@b-.cd"));
+        assert!(accepts(&g, "a@b-c.cd"));
     }
 }
