@@ -159,6 +159,17 @@ pub(crate) mod reference {
         }
     }
 
+    /// The grammar of one rule, `root ::= e`.
+    pub(crate) fn language(e: Expr) -> Grammar {
+        Grammar {
+            rules: vec![crate::grammar::ir::Rule {
+                name: "root".into(),
+                body: e,
+            }],
+            root: crate::grammar::ir::RuleId(0),
+        }
+    }
+
     /// Whether `g` matches all of `input`.
     pub(crate) fn accepts(g: &Grammar, input: &str) -> bool {
         let mut m = Matcher {

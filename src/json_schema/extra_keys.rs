@@ -418,18 +418,7 @@ pub(crate) fn char_spellings(allowed: &[(u32, u32)]) -> Option<Expr> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::grammar::builtin::reference::accepts;
-    use crate::grammar::{Grammar, Rule};
-
-    fn language(e: Expr) -> Grammar {
-        Grammar {
-            rules: vec![Rule {
-                name: "root".into(),
-                body: e,
-            }],
-            root: RuleId(0),
-        }
-    }
+    use crate::grammar::builtin::reference::{accepts, language};
 
     /// Every 4-digit hex spelling (both cases) of the code points up to U+00FF.
     fn spellings() -> Vec<(u32, String)> {

@@ -995,18 +995,7 @@ impl Builder<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::grammar::builtin::reference::accepts;
-    use crate::grammar::{Grammar, Rule, RuleId};
-
-    fn language(e: Expr) -> Grammar {
-        Grammar {
-            rules: vec![Rule {
-                name: "root".into(),
-                body: e,
-            }],
-            root: RuleId(0),
-        }
-    }
+    use crate::grammar::builtin::reference::{accepts, language};
 
     #[test]
     fn a_split_repetition_keeps_its_bounds() {
