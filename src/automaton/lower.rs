@@ -574,23 +574,20 @@ fn substitute(e: &mut Expr, inline: &[Option<Expr>]) {
 /// line cap), so that the IR it hands over stays small until it is lowered.
 pub(crate) fn inline_rules(grammar: &Grammar, keep: &[bool], always: &[bool]) -> Grammar {
     let n = grammar.rules.len();
-    let calls: Vec<Vec<u32>> = grammar
-        .rules
-        .iter()
-        .map(|r| {
-            let mut v = Vec::new();
-            for_each_call(&r.body, &mut |c| v.push(c));
-            v.sort_unstable();
-            v.dedup();
-            v
-        })
-        .collect();
-    let cyclic = cyclic_rules(&calls);
-    // How many times each rule is called, over every body.
+    // Each rule's callees, and how many times each rule is called over every body.
     let mut uses = vec![0u32; n];
+    let mut calls: Vec<Vec<u32>> = Vec::with_capacity(n);
     for r in &grammar.rules {
-        for_each_call(&r.body, &mut |c| uses[c as usize] += 1);
+        let mut v = Vec::new();
+        for_each_call(&r.body, &mut |c| v.push(c));
+        for &c in &v {
+            uses[c as usize] += 1;
+        }
+        v.sort_unstable();
+        v.dedup();
+        calls.push(v);
     }
+    let cyclic = cyclic_rules(&calls);
     // Post-order over the call DAG of non-cyclic rules: callees are finished first, so an
     // inlined body never contains a call of another inlinable rule.
     let mut bodies: Vec<Expr> = grammar.rules.iter().map(|r| r.body.clone()).collect();
@@ -692,37 +689,13 @@ mod tests {
 
     #[test]
     fn rules_called_from_several_places_are_inlined_only_when_tiny() {
-        // root ::= x big "," small | y big small | once ; with `big` a 40-byte literal,
-        // `small` a 4-byte one and `once` a 40-byte one called once.
-        let g = Grammar {
-            rules: vec![
-                Rule {
-                    name: "root".into(),
-                    body: Expr::Choice(vec![
-                        Expr::Seq(vec![rule(1), rule(2), Expr::Bytes(b",".to_vec()), rule(3)]),
-                        Expr::Seq(vec![rule(1), rule(2), rule(3)]),
-                        rule(4),
-                    ]),
-                },
-                Rule {
-                    name: "x".into(),
-                    body: Expr::Bytes(b"x".to_vec()),
-                },
-                Rule {
-                    name: "big".into(),
-                    body: Expr::Bytes(vec![b'b'; 40]),
-                },
-                Rule {
-                    name: "small".into(),
-                    body: Expr::Bytes(b"smal".to_vec()),
-                },
-                Rule {
-                    name: "once".into(),
-                    body: Expr::Bytes(vec![b'o'; 40]),
-                },
-            ],
-            root: RuleId(0),
-        };
+        // `big` (40 bytes) is called twice, `x` (one byte) twice, `once` (40 bytes) once.
+        let src = format!(
+            "root ::= x big \",\" small | x big small | once\nx ::= \"x\"\nbig ::= \"{}\"\nsmall ::= \"smal\"\nonce ::= \"{}\"",
+            "b".repeat(40),
+            "o".repeat(40)
+        );
+        let g = crate::grammar::parse_ebnf(&src, "root").unwrap();
         let out = inline_rules(&g, &[], &[]);
         let names: Vec<&str> = out.rules.iter().map(|r| r.name.as_str()).collect();
         // `x` is called twice but is one node; `big` would be copied: it stays a rule.
