@@ -245,7 +245,7 @@ impl GrammarCompiler {
         let ir = rewritten.as_ref().unwrap_or(&grammar);
         let deferrable = roots.iter().any(|&r| r) && ir.unproductive_rules().is_empty();
         if !deferrable {
-            return self.compile_on_pool(&grammar, &roots, &always, false, &[]);
+            return self.compile_on_pool(Arc::new(grammar), &roots, &always, false, &[]);
         }
         let root_ids = (0..ir.rules.len())
             .filter(|&r| roots[r])
@@ -280,7 +280,13 @@ impl GrammarCompiler {
         let aut = &compiled.aut;
         if near.is_near(aut, &self.trie, aut.rule_start[aut.root as usize]) {
             // The first token may already enter a tool: nothing to gain.
-            return self.compile_on_pool(&shared.source, &shared.roots, &shared.always, false, &[]);
+            return self.compile_on_pool(
+                shared.source.clone(),
+                &shared.roots,
+                &shared.always,
+                false,
+                &[],
+            );
         }
         compiled.deferred = Some(Box::new(Deferred {
             shared: shared.clone(),
@@ -312,7 +318,7 @@ impl GrammarCompiler {
         };
         // Every deferral root stays a rule of its own, built or not (as without deferral).
         let (roots, always) = (flags(&shared.roots), flags(&shared.always));
-        let simplified = simplify_repeats(&inline_rules(&stubbed_ir, &roots, &always))?;
+        let simplified = simplify_repeats(inline_rules(&stubbed_ir, &roots, &always))?;
         let (grammar, counted) = lower_repeats(simplified);
         let stub = grammar
             .rules
@@ -464,7 +470,7 @@ fn lowered_component(
         .enumerate()
         .map(|(i, &r)| i == 0 || always.get(r as usize).copied().unwrap_or(false))
         .collect();
-    let simplified = simplify_repeats(&inline_rules(&component, &keep, &[]))?;
+    let simplified = simplify_repeats(inline_rules(&component, &keep, &[]))?;
     Ok(lower_repeats(simplified))
 }
 

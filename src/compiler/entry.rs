@@ -74,7 +74,7 @@ impl GrammarCompiler {
     /// [`CompileError::Invalid`] when the IR breaks an invariant (dangling rule id, max <
     /// min), plus the errors of [`GrammarCompiler::compile_grammar`] after parsing.
     pub fn compile_ir(&self, grammar: &Grammar) -> Result<Arc<CompiledGrammar>, CompileError> {
-        self.compile_ir_keeping(grammar, &[], &[], false, &[])
+        self.compile_ir_keeping(Arc::new(grammar.clone()), &[], &[], false, &[])
     }
 
     /// As [`GrammarCompiler::compile_ir`], but the rules with `keep[r]` set (indices past
@@ -90,7 +90,7 @@ impl GrammarCompiler {
     /// As [`GrammarCompiler::compile_ir`].
     pub(crate) fn compile_ir_keeping(
         &self,
-        grammar: &Grammar,
+        grammar: Arc<Grammar>,
         keep: &[bool],
         always: &[bool],
         unique_keys: bool,
@@ -131,7 +131,7 @@ impl GrammarCompiler {
                     true,
                     json_schema::Form::Compact,
                 )?;
-                self.compile_json_schema_grammar(&g)
+                self.compile_json_schema_grammar(g)
             },
         )
     }
@@ -143,21 +143,24 @@ impl GrammarCompiler {
     /// at the first such `$ref`.
     fn compile_json_schema_grammar(
         &self,
-        g: &JsonSchemaGrammar,
+        g: JsonSchemaGrammar,
     ) -> Result<Arc<CompiledGrammar>, CompileError> {
+        // Moved, not copied: the compiled grammar keeps it (a copy, and dropping the
+        // front end's, were a tenth of a small schema's compile).
+        let grammar = Arc::new(g.grammar);
         let place = |rule: &str| {
             // Helper rules of the lowering are named `{written rule}/{kind}`.
             let rule = rule.split('/').next().unwrap_or(rule);
-            let i = g.grammar.rules.iter().position(|r| r.name == rule)?;
+            let i = grammar.rules.iter().position(|r| r.name == rule)?;
             g.pointers.get(i).cloned()
         };
         let closed: Vec<(String, Vec<String>)> = g
             .closed
             .iter()
-            .map(|(r, names)| (g.grammar.rules[r.index()].name.clone(), names.clone()))
+            .map(|(r, names)| (grammar.rules[r.index()].name.clone(), names.clone()))
             .collect();
         let compiled =
-            self.compile_ir_keeping(&g.grammar, &g.keep, &g.always, g.unique_keys, &closed);
+            self.compile_ir_keeping(grammar.clone(), &g.keep, &g.always, g.unique_keys, &closed);
         compiled.map_err(|e| match e {
             CompileError::Limit(mut l) => {
                 if l.pointer.is_none() {
@@ -166,11 +169,10 @@ impl GrammarCompiler {
                 CompileError::Limit(l)
             }
             CompileError::EmptyLanguage { root } => {
-                match g
-                    .grammar
+                match grammar
                     .unproductive_rules()
                     .into_iter()
-                    .find(|&r| r != g.grammar.root.index())
+                    .find(|&r| r != grammar.root.index())
                 {
                     Some(r) => CompileError::JsonSchema(JsonSchemaError::Unsatisfiable {
                         pointer: g.pointers[r].clone(),
@@ -245,7 +247,7 @@ impl GrammarCompiler {
                     None => run(),
                 }
             } else {
-                self.compile_ir_keeping(&grammar, &[], &always, false, &[])
+                self.compile_ir_keeping(Arc::new(grammar), &[], &always, false, &[])
             }
         })
     }

@@ -80,18 +80,18 @@ impl GrammarCompiler {
     /// [`Self::compile_ir_keeping`] on the current rayon pool.
     pub(super) fn compile_on_pool(
         &self,
-        grammar: &Grammar,
+        grammar: Arc<Grammar>,
         keep: &[bool],
         always: &[bool],
         unique_keys: bool,
         closed: &[(String, Vec<String>)],
     ) -> Result<Arc<CompiledGrammar>, CompileError> {
         let deadline = Deadline::start(self.limits.compile_time);
-        let (resolved, rewritten) = self.prepare(grammar)?;
-        let simplified = simplify_repeats(&inline_rules(&rewritten, keep, always))?;
+        let (resolved, rewritten) = self.prepare(&grammar)?;
+        let simplified = simplify_repeats(inline_rules(&rewritten, keep, always))?;
         let (lowered, counted) = lower_repeats(simplified);
         let compiled = self.assemble(
-            &Arc::new(grammar.clone()),
+            &grammar,
             &lowered,
             &counted,
             &resolved,
