@@ -275,37 +275,40 @@ pub(crate) fn lower_repeats(grammar: Grammar) -> (Grammar, Vec<u32>) {
 /// # Errors
 /// [`AutomatonError::RepeatTooLarge`](super::AutomatonError::RepeatTooLarge) when a merged
 /// bound exceeds `u32::MAX / 2`, naming the rule and the product.
-pub(crate) fn simplify_repeats(grammar: &Grammar) -> Result<Grammar, super::AutomatonError> {
-    let mut rules = Vec::with_capacity(grammar.rules.len());
-    for rule in &grammar.rules {
-        let body = simplify(&rule.body).map_err(|count| super::AutomatonError::RepeatTooLarge {
+pub(crate) fn simplify_repeats(mut grammar: Grammar) -> Result<Grammar, super::AutomatonError> {
+    for rule in &mut grammar.rules {
+        let body = std::mem::replace(&mut rule.body, Expr::Empty);
+        rule.body = simplify(body).map_err(|count| super::AutomatonError::RepeatTooLarge {
             rule: rule.name.clone(),
             count,
             limit: MAX_MERGED_BOUND,
         })?;
-        rules.push(Rule {
-            name: rule.name.clone(),
-            body,
-        });
     }
-    Ok(Grammar {
-        rules,
-        root: grammar.root,
-    })
+    Ok(grammar)
 }
 
 /// Most a counted repetition's bounds may be (its virtual node ids are `u32`).
 const MAX_MERGED_BOUND: u64 = (u32::MAX / 2) as u64;
 
-/// [`simplify_repeats`] on one expression (recursive: the IR is depth-bounded). `Err` holds
-/// a merged bound too large for a `u32` counter.
-fn simplify(e: &Expr) -> Result<Expr, u64> {
+/// [`simplify_repeats`] on one expression, in place (recursive: the IR is depth-bounded).
+/// `Err` holds a merged bound too large for a `u32` counter.
+fn simplify(e: Expr) -> Result<Expr, u64> {
     Ok(match e {
-        Expr::Seq(v) => Expr::Seq(v.iter().map(simplify).collect::<Result<_, _>>()?),
-        Expr::Choice(v) => Expr::Choice(v.iter().map(simplify).collect::<Result<_, _>>()?),
+        Expr::Seq(mut v) => {
+            for x in &mut v {
+                *x = simplify(std::mem::replace(x, Expr::Empty))?;
+            }
+            Expr::Seq(v)
+        }
+        Expr::Choice(mut v) => {
+            for x in &mut v {
+                *x = simplify(std::mem::replace(x, Expr::Empty))?;
+            }
+            Expr::Choice(v)
+        }
         Expr::Repeat { expr, min, max } => {
-            let mut inner = simplify(expr)?;
-            let (mut min, max) = (*min, *max);
+            let mut inner = simplify(*expr)?;
+            let mut min = min;
             if max == Some(0) {
                 return Ok(Expr::Empty);
             }
@@ -324,22 +327,33 @@ fn simplify(e: &Expr) -> Result<Expr, u64> {
                 expr: x,
                 min: m1,
                 max: n1,
-            } = &inner
+            } = inner
             {
-                if let Some((lo, hi)) = merge_counts(*m1, *n1, min, max) {
-                    let fit = |b: u64| {
-                        if b > MAX_MERGED_BOUND {
-                            Err(b)
-                        } else {
-                            Ok(b as u32)
+                return Ok(match merge_counts(m1, n1, min, max) {
+                    Some((lo, hi)) => {
+                        let fit = |b: u64| {
+                            if b > MAX_MERGED_BOUND {
+                                Err(b)
+                            } else {
+                                Ok(b as u32)
+                            }
+                        };
+                        Expr::Repeat {
+                            expr: x,
+                            min: fit(lo)?,
+                            max: hi.map(fit).transpose()?,
                         }
-                    };
-                    return Ok(Expr::Repeat {
-                        expr: x.clone(),
-                        min: fit(lo)?,
-                        max: hi.map(fit).transpose()?,
-                    });
-                }
+                    }
+                    None => Expr::Repeat {
+                        expr: Box::new(Expr::Repeat {
+                            expr: x,
+                            min: m1,
+                            max: n1,
+                        }),
+                        min,
+                        max,
+                    },
+                });
             }
             Expr::Repeat {
                 expr: Box::new(inner),
@@ -347,7 +361,7 @@ fn simplify(e: &Expr) -> Result<Expr, u64> {
                 max,
             }
         }
-        other => other.clone(),
+        other => other,
     })
 }
 
@@ -545,12 +559,19 @@ fn cyclic_rules(calls: &[Vec<u32>]) -> Vec<bool> {
     cyclic
 }
 
-fn substitute(e: &mut Expr, inline: &[Option<Expr>]) {
+/// Replaces each call of an inlined rule in `e` by its body: moved out of `inline` when
+/// the rule has one use (`uses`), copied otherwise.
+fn substitute(e: &mut Expr, inline: &mut [Option<Expr>], uses: &[u32]) {
     let mut stack = vec![e];
     while let Some(e) = stack.pop() {
         match e {
             Expr::Rule(r) => {
-                if let Some(body) = &inline[r.index()] {
+                let r = r.index();
+                if uses[r] == 1 {
+                    if let Some(body) = inline[r].take() {
+                        *e = body;
+                    }
+                } else if let Some(body) = &inline[r] {
                     *e = body.clone();
                 }
             }
@@ -610,16 +631,23 @@ pub(crate) fn inline_rules(grammar: &Grammar, keep: &[bool], always: &[bool]) ->
             } else {
                 work.pop();
                 let mut body = std::mem::replace(&mut bodies[v], Expr::Empty);
-                substitute(&mut body, &inline);
+                substitute(&mut body, &mut inline, &uses);
                 let small = depth(&body) <= INLINE_MAX_DEPTH
-                    && (always.get(v).copied().unwrap_or(false)
-                        || (size(&body) <= INLINE_MAX_SIZE
-                            && (uses[v] <= 1 || size(&body) <= INLINE_SHARED_MAX_SIZE)));
+                    && (always.get(v).copied().unwrap_or(false) || {
+                        let size = size(&body);
+                        size <= INLINE_MAX_SIZE && (uses[v] <= 1 || size <= INLINE_SHARED_MAX_SIZE)
+                    });
                 if !cyclic[v]
                     && v != grammar.root.index()
                     && small
                     && !keep.get(v).copied().unwrap_or(false)
                 {
+                    // A rule called once is moved into its caller (it is unreachable
+                    // after that); one called more often is copied into each.
+                    if uses[v] == 1 {
+                        inline[v] = Some(body);
+                        continue;
+                    }
                     inline[v] = Some(body.clone());
                 }
                 bodies[v] = body;
