@@ -25,6 +25,7 @@
 //! compile whose first state is already near a stub, or whose IR has unproductive rules (a
 //! stub is always productive), is not deferred.
 
+use super::pipeline::Source;
 use super::{CompileError, CompiledGrammar, GrammarCompiler};
 use crate::automaton::defer::{near_stubs, stub_rules, stubbed, NearStubs};
 use crate::automaton::lower::{inline_rules, lower_repeats, simplify_repeats};
@@ -245,7 +246,13 @@ impl GrammarCompiler {
         let ir = rewritten.as_ref().unwrap_or(&grammar);
         let deferrable = roots.iter().any(|&r| r) && ir.unproductive_rules().is_empty();
         if !deferrable {
-            return self.compile_on_pool(Arc::new(grammar), &roots, &always, false, &[]);
+            return self.compile_on_pool(
+                Source::Shared(Arc::new(grammar)),
+                &roots,
+                &always,
+                false,
+                &[],
+            );
         }
         let root_ids = (0..ir.rules.len())
             .filter(|&r| roots[r])
@@ -281,7 +288,7 @@ impl GrammarCompiler {
         if near.is_near(aut, &self.trie, aut.rule_start[aut.root as usize]) {
             // The first token may already enter a tool: nothing to gain.
             return self.compile_on_pool(
-                shared.source.clone(),
+                Source::Shared(shared.source.clone()),
                 &shared.roots,
                 &shared.always,
                 false,

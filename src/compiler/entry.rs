@@ -3,6 +3,7 @@
 //! in, grammar IR or the front end's error out), and compiles the IR through the grammar
 //! cache and the pipeline. Every one returns [`CompileError`].
 
+use super::pipeline::Source;
 use super::{CompileError, CompiledGrammar, GrammarCompiler};
 use crate::grammar::ebnf::parse_ebnf;
 use crate::grammar::Grammar;
@@ -74,7 +75,7 @@ impl GrammarCompiler {
     /// [`CompileError::Invalid`] when the IR breaks an invariant (dangling rule id, max <
     /// min), plus the errors of [`GrammarCompiler::compile_grammar`] after parsing.
     pub fn compile_ir(&self, grammar: &Grammar) -> Result<Arc<CompiledGrammar>, CompileError> {
-        self.compile_ir_keeping(Arc::new(grammar.clone()), &[], &[], false, &[])
+        self.compile_ir_keeping(Source::Borrowed(grammar), &[], &[], false, &[])
     }
 
     /// As [`GrammarCompiler::compile_ir`], but the rules with `keep[r]` set (indices past
@@ -90,7 +91,7 @@ impl GrammarCompiler {
     /// As [`GrammarCompiler::compile_ir`].
     pub(crate) fn compile_ir_keeping(
         &self,
-        grammar: Arc<Grammar>,
+        grammar: Source<'_>,
         keep: &[bool],
         always: &[bool],
         unique_keys: bool,
@@ -159,8 +160,13 @@ impl GrammarCompiler {
             .iter()
             .map(|(r, names)| (grammar.rules[r.index()].name.clone(), names.clone()))
             .collect();
-        let compiled =
-            self.compile_ir_keeping(grammar.clone(), &g.keep, &g.always, g.unique_keys, &closed);
+        let compiled = self.compile_ir_keeping(
+            Source::Shared(grammar.clone()),
+            &g.keep,
+            &g.always,
+            g.unique_keys,
+            &closed,
+        );
         compiled.map_err(|e| match e {
             CompileError::Limit(mut l) => {
                 if l.pointer.is_none() {
@@ -247,7 +253,7 @@ impl GrammarCompiler {
                     None => run(),
                 }
             } else {
-                self.compile_ir_keeping(Arc::new(grammar), &[], &always, false, &[])
+                self.compile_ir_keeping(Source::Shared(Arc::new(grammar)), &[], &always, false, &[])
             }
         })
     }

@@ -15,6 +15,13 @@ use crate::mask::plan;
 use rustc_hash::FxHashMap;
 use std::sync::{Arc, OnceLock, RwLock};
 
+/// The grammar a compile starts from: one the compiled grammar keeps as it is (a front
+/// end's output, moved), or the caller's, copied once it has been validated.
+pub(crate) enum Source<'g> {
+    Shared(Arc<Grammar>),
+    Borrowed(&'g Grammar),
+}
+
 impl GrammarCompiler {
     /// Validates `grammar`, checks it against the IR limits and resolves its token
     /// terminals; terminals that name ordinary (non-special) tokens become those tokens'
@@ -80,14 +87,25 @@ impl GrammarCompiler {
     /// [`Self::compile_ir_keeping`] on the current rayon pool.
     pub(super) fn compile_on_pool(
         &self,
-        grammar: Arc<Grammar>,
+        grammar: Source<'_>,
         keep: &[bool],
         always: &[bool],
         unique_keys: bool,
         closed: &[(String, Vec<String>)],
     ) -> Result<Arc<CompiledGrammar>, CompileError> {
         let deadline = Deadline::start(self.limits.compile_time);
-        let (resolved, rewritten) = self.prepare(&grammar)?;
+        let shared = match &grammar {
+            Source::Shared(g) => Some(g.clone()),
+            Source::Borrowed(_) => None,
+        };
+        let source: &Grammar = match &grammar {
+            Source::Shared(g) => g,
+            Source::Borrowed(g) => g,
+        };
+        let (resolved, rewritten) = self.prepare(source)?;
+        // A borrowed grammar is copied only once `prepare` has checked its depth (the copy
+        // recurses on it).
+        let grammar = shared.unwrap_or_else(|| Arc::new(source.clone()));
         let simplified = simplify_repeats(inline_rules(&rewritten, keep, always))?;
         let (lowered, counted) = lower_repeats(simplified);
         let compiled = self.assemble(
