@@ -114,8 +114,18 @@ pub(crate) fn compute_first_bytes_mask(
 ) -> Option<NodeMask> {
     let follow = &aut.follow[aut.rule_of(node) as usize];
     let slice = pick_slice(aut, trie, node);
-    let (accepted, uncertain) = walk(trie, aut, node, follow, Some(only), slice, memo, deadline)?;
-    Some(finish(trie, &accepted, uncertain, words))
+    let w = walk(
+        trie,
+        aut,
+        node,
+        follow,
+        Some(only),
+        slice,
+        memo,
+        deadline,
+        false,
+    )?;
+    Some(finish(trie, &w.accepted, w.uncertain, words, None))
 }
 
 /// The vocabulary slice that a walk from `node` takes whole: of the trie's slices that the
@@ -147,10 +157,15 @@ pub(crate) fn compute_node_mask_in(
 ) -> Option<NodeMask> {
     let follow = &aut.follow[aut.rule_of(node) as usize];
     let Some((base, delta, text_bits)) = delta else {
-        let (accepted, uncertain) = walk(trie, aut, node, follow, None, slice, memo, deadline)?;
-        return Some(finish(trie, &accepted, uncertain, words));
+        let w = walk(trie, aut, node, follow, None, slice, memo, deadline, true)?;
+        let pure = slice.map(|s| (s, &w.pure[..]));
+        return Some(finish(trie, &w.accepted, w.uncertain, words, pure));
     };
-    let (accepted, mut uncertain) = walk(
+    let Walked {
+        accepted,
+        mut uncertain,
+        ..
+    } = walk(
         trie,
         aut,
         node,
@@ -159,6 +174,7 @@ pub(crate) fn compute_node_mask_in(
         slice,
         memo,
         deadline,
+        false,
     )?;
     let mut bits = vec![0u32; words].into_boxed_slice();
     or_token_set(
@@ -613,7 +629,8 @@ fn walk(
     slice: Option<&Slice>,
     (memo, class): (&SubtreeMemo, &[u32]),
     deadline: &Deadline,
-) -> Option<(PositionRanges, Vec<u32>)> {
+    pure_apart: bool,
+) -> Option<Walked> {
     let mut dfa_tables = DfaTables::new(aut);
     let mut chart = Chart::new(aut, node);
     // Depth (bytes consumed) of the chart's set 0 while a subtree is walked with the chart.
@@ -641,6 +658,8 @@ fn walk(
     let mut sets: Vec<usize> = vec![chart.len(); depths];
     let mut accepted: PositionRanges = Vec::new();
     let mut uncertain: Vec<u32> = Vec::new();
+    // With `pure_apart`, the slice's pure subtrees taken whole (see `Walked::pure`).
+    let mut pure: PositionRanges = Vec::new();
     let n = trie.byte.len();
     let mut i = 0usize;
     // Cost: one edge lookup (DFA) or chart push per trie node visited; failed subtrees are
@@ -648,9 +667,9 @@ fn walk(
     let mut visits = 0usize;
     let mut last_look = 0u64;
     // The subtree under a first byte being walked for the memo: (key, where its accepted
-    // and uncertain entries start, visits before it). Ranges are not merged across its
-    // start, so its own entries are exactly `accepted[a..]`.
-    let mut open: Option<((u32, u32), usize, usize, usize)> = None;
+    // and uncertain entries start, visits before it, where its pure ranges start). Ranges
+    // are not merged across its start, so its own entries are exactly `accepted[a..]`.
+    let mut open: Option<OpenSubtree> = None;
     let mut floor = 0usize;
     while i < n {
         visits += 1;
@@ -659,9 +678,9 @@ fn walk(
         }
         let d = trie.depth[i] as usize;
         if d == 1 {
-            if let Some((key, a, u, v)) = open.take() {
+            if let Some((key, a, u, v, p)) = open.take() {
                 if visits - v >= SubtreeMemo::MIN_VISITS {
-                    memo.insert(key, &accepted[a..], &uncertain[u..]);
+                    memo.insert(key, &merged(&accepted[a..], &pure[p..]), &uncertain[u..]);
                 }
             }
             if only.is_some_and(|o| !o[trie.byte[i] as usize]) {
@@ -674,7 +693,11 @@ fn walk(
             // walk would accept each one. Nothing of the walk's state is left changed: the
             // next node visited resets the chart to its parent's depth.
             let end = trie.subtree_end[i] as usize;
-            push_range(&mut accepted, floor, trie.tok_start[i], trie.tok_start[end]);
+            if pure_apart {
+                push_range(&mut pure, 0, trie.tok_start[i], trie.tok_start[end]);
+            } else {
+                push_range(&mut accepted, floor, trie.tok_start[i], trie.tok_start[end]);
+            }
             i = end;
             continue;
         }
@@ -743,7 +766,7 @@ fn walk(
                     i = trie.subtree_end[i] as usize;
                     continue;
                 }
-                open = Some((key, accepted.len(), uncertain.len(), visits));
+                open = Some((key, accepted.len(), uncertain.len(), visits, pure.len()));
                 floor = accepted.len();
             }
             (e != NO_EDGE).then(|| {
@@ -785,12 +808,49 @@ fn walk(
             }
         }
     }
-    if let Some((key, a, u, v)) = open.take() {
+    if let Some((key, a, u, v, p)) = open.take() {
         if visits - v >= SubtreeMemo::MIN_VISITS {
-            memo.insert(key, &accepted[a..], &uncertain[u..]);
+            memo.insert(key, &merged(&accepted[a..], &pure[p..]), &uncertain[u..]);
         }
     }
-    Some((accepted, uncertain))
+    Some(Walked {
+        accepted,
+        uncertain,
+        pure,
+    })
+}
+
+/// A subtree of [`walk`] being walked for the memo: its key, then where its accepted,
+/// uncertain and pure entries start and the visits before it.
+type OpenSubtree = ((u32, u32), usize, usize, usize, usize);
+
+/// What a [`walk`] found: the tokens accepted and uncertain (see there).
+struct Walked {
+    /// Ascending, disjoint ranges of trie positions.
+    accepted: PositionRanges,
+    /// Ascending trie positions.
+    uncertain: Vec<u32>,
+    /// With `pure_apart`: the subtrees pure in the walk's slice, accepted too but kept out
+    /// of `accepted`, so that [`finish`] takes them as the slice's bitset
+    /// ([`Slice::pure_ids`]) instead of token by token. Empty otherwise.
+    pure: PositionRanges,
+}
+
+/// Two ascending lists of disjoint ranges as one (a walk's subtree, for the memo).
+fn merged(a: &[(u32, u32)], b: &[(u32, u32)]) -> Vec<(u32, u32)> {
+    let mut out: PositionRanges = Vec::with_capacity(a.len() + b.len());
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() || j < b.len() {
+        let next = if j == b.len() || (i < a.len() && a[i].0 < b[j].0) {
+            i += 1;
+            a[i - 1]
+        } else {
+            j += 1;
+            b[j - 1]
+        };
+        push_range(&mut out, 0, next.0, next.1);
+    }
+    out
 }
 
 /// The mask of a walk's sets (`accepted`: ascending, disjoint ranges of trie positions, as
@@ -801,7 +861,25 @@ fn finish(
     accepted: &[(u32, u32)],
     uncertain: Vec<u32>,
     words: usize,
+    pure: Option<(&Slice, &[(u32, u32)])>,
 ) -> NodeMask {
+    if let Some((slice, _)) = pure.filter(|(_, r)| !r.is_empty()) {
+        // Every pure subtree of the slice was taken (a walk from the trie's root over a
+        // language the node consumes reaches each one): the slice's own bitset holds
+        // them, and only the other accepted tokens are set one by one.
+        let mut bits = vec![0u32; words].into_boxed_slice();
+        let n = slice.pure_ids.len().min(words);
+        bits[..n].copy_from_slice(&slice.pure_ids[..n]);
+        for p in accepted.iter().flat_map(|&(a, z)| a..z) {
+            let id = trie.sorted[p as usize];
+            bits[(id / 32) as usize] |= 1 << (id % 32);
+        }
+        let count = bits.iter().map(|w| w.count_ones() as usize).sum();
+        return NodeMask {
+            accepted: token_set(trie, bits, count, words),
+            uncertain,
+        };
+    }
     let positions = || accepted.iter().flat_map(|&(a, z)| a..z);
     let count: usize = accepted.iter().map(|&(a, z)| (z - a) as usize).sum();
     let rejected = trie.token_count() - count;
@@ -992,7 +1070,7 @@ mod tests {
                     .map(|p| trie.sorted[p as usize])
                     .collect();
                 want.sort_unstable();
-                let got = finish(&trie, &ranges, Vec::new(), words);
+                let got = finish(&trie, &ranges, Vec::new(), words, None);
                 let rejected = n - target;
                 let mut ids = match &got.accepted {
                     TokenSet::Accepted(v) => {

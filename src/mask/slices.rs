@@ -87,6 +87,11 @@ pub(crate) struct Slice {
     /// One bit per trie node (word `i / 64`, bit `i % 64`): every token of the node's
     /// subtree is in the slice.
     pub pure: Box<[u64]>,
+    /// The tokens of the pure subtrees, one bit per token id (XGrammar's bitmask layout,
+    /// up to the largest id of the trie): what a mask walk over the whole trie from a node
+    /// that consumes the language takes whole, copied in at once rather than set token by
+    /// token (a string body's hundred thousand tokens were most of its cold mask).
+    pub pure_ids: Box<[u32]>,
     /// Per UTF-8 decoder state, the bytes the language allows next ([`lang_ranges`]),
     /// made once: [`subsumes`] reads them for every mask it is asked about.
     ranges: [Box<[(u8, u8, u8)]>; 8],
@@ -101,7 +106,7 @@ impl Slice {
 
     /// Heap bytes held.
     pub fn memory_bytes(&self) -> usize {
-        self.pure.len() * 8
+        self.pure.len() * 8 + self.pure_ids.len() * 4
     }
 }
 
@@ -178,11 +183,23 @@ pub(crate) fn compute<'v>(trie: &TokenTrie, lang: Lang, bytes: &dyn Fn(u32) -> &
             pure[i / 64] |= 1 << (i % 64);
         }
     }
+    // A token is in a pure subtree when its own node is pure (pure nodes' children are).
+    let words = trie.sorted.iter().max().map_or(0, |&m| m as usize / 32 + 1);
+    let mut pure_ids = vec![0u32; words].into_boxed_slice();
+    for i in 0..nodes {
+        if pure[i / 64] >> (i % 64) & 1 == 1 {
+            for p in trie.tok_start[i]..trie.tok_here_end[i] {
+                let id = trie.sorted[p as usize];
+                pure_ids[(id / 32) as usize] |= 1 << (id % 32);
+            }
+        }
+    }
     let ranges = std::array::from_fn(|st| lang_ranges(st as u8, lang).into_boxed_slice());
     Slice {
         lang,
         tokens,
         pure,
+        pure_ids,
         ranges,
     }
 }
@@ -352,5 +369,11 @@ mod tests {
         assert!(s.is_pure(node(b"b")));
         assert!(!s.is_pure(node(b"\"")));
         assert!(!s.is_pure(node(b"c")));
+        // The pure subtrees' tokens by id: `ab` (under the impure `a`), `b` and `bc`; not
+        // `a"`, `"` or `c\n`, nor any id past the vocabulary.
+        let ids: Vec<u32> = (0..s.pure_ids.len() as u32 * 32)
+            .filter(|&i| s.pure_ids[(i / 32) as usize] >> (i % 32) & 1 == 1)
+            .collect();
+        assert_eq!(ids, [0, 2, 3]);
     }
 }
