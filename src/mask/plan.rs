@@ -48,6 +48,10 @@ pub(crate) enum MaskRef<'a> {
     Shared(Arc<NodeMask>),
 }
 
+/// At most this many tokens under a node's first bytes make its walk cheap
+/// ([`CompiledGrammar::cheap_walk`]): about the trie nodes a structure key costs.
+const CHEAP_WALK_TOKENS: usize = 2048;
+
 impl Deref for MaskRef<'_> {
     type Target = NodeMask;
     fn deref(&self) -> &NodeMask {
@@ -129,13 +133,17 @@ impl CompiledGrammar {
         if let Some(m) = self.masks[c].get() {
             return Ok(Some(MaskRef::Borrowed(m)));
         }
-        let key = self.key_basis.as_ref().and_then(|basis| {
-            let basis = basis.get_or_init(|| {
-                let classes = self.masks.len();
-                self.aut.key_basis(&self.mask_class, classes)
+        let key = self
+            .key_basis
+            .as_ref()
+            .filter(|_| !self.cheap_walk(n))
+            .and_then(|basis| {
+                let basis = basis.get_or_init(|| {
+                    let classes = self.masks.len();
+                    self.aut.key_basis(&self.mask_class, classes)
+                });
+                self.aut.class_key(basis, &self.mask_class, c as u32)
             });
-            self.aut.class_key(basis, &self.mask_class, c as u32)
-        });
         let m = match key.as_ref().and_then(|k| self.shared.get(k)) {
             Some(m) => m,
             None => {
@@ -148,6 +156,27 @@ impl CompiledGrammar {
         };
         // Another thread may have set it meanwhile: the same mask, either one will do.
         Ok(Some(MaskRef::Borrowed(self.masks[c].get_or_init(|| m))))
+    }
+
+    /// Whether node `n`'s walk is cheaper than its structure key: it calls no rule and its
+    /// first bytes start at most [`CHEAP_WALK_TOKENS`] tokens (a literal's next letters, a
+    /// digit), so the walk visits no more trie nodes than the key would classes. Such a
+    /// mask is walked again in each grammar rather than looked up (a key was most of the
+    /// cost of a key literal's few-token mask).
+    fn cheap_walk(&self, n: u32) -> bool {
+        if !self.aut.calls_of(n).is_empty() {
+            return false;
+        }
+        let mut tokens = 0;
+        for e in self.aut.bytes_of(n) {
+            for b in e.lo..=e.hi {
+                tokens += self.trie.first_byte_range(b).len();
+                if tokens > CHEAP_WALK_TOKENS {
+                    return false;
+                }
+            }
+        }
+        true
     }
 
     /// The deadline for masks computed during one matcher call: the compiler's

@@ -427,3 +427,41 @@ word ::= [ab]+ | "\"" [ab]* "\"" | word "1"
     }
     assert!(walked >= 40, "only {walked} nodes walked");
 }
+
+/// A node whose walk costs less than its structure key (`cheap_walk`) is walked without
+/// one: the next letter of a literal (few tokens start with it), not a letter loop nor a
+/// node that calls a rule. Its mask is the full walk's, and none is shared.
+#[test]
+fn narrow_nodes_are_walked_without_a_structure_key() {
+    let compiler = GrammarCompiler::new(wide_vocabulary()).with_precompute(Precompute::Lazy);
+    let g = compiler
+        .compile_grammar("root ::= \"qz\" [a-z]* s\ns ::= \"!\" s | \"?\"")
+        .unwrap();
+    let root = g.aut.rule_start[g.aut.root as usize];
+    // Before `q`: the ~1,400 tokens that start with `q`.
+    assert!(g.cheap_walk(root));
+    let (mut wide, mut calling) = (0, 0);
+    for n in 0..g.aut.nodes.len() as u32 {
+        let letters = g
+            .aut
+            .bytes_of(n)
+            .iter()
+            .any(|e| e.lo <= b'a' && b'z' <= e.hi);
+        if letters {
+            wide += 1;
+            assert!(!g.cheap_walk(n), "node {n} reads every letter");
+        }
+        if !g.aut.calls_of(n).is_empty() {
+            calling += 1;
+            assert!(!g.cheap_walk(n), "node {n} calls a rule");
+        }
+    }
+    assert!(
+        wide >= 1 && calling >= 1,
+        "{wide} letter loops, {calling} calling nodes"
+    );
+    let before = g.shared.len();
+    let m = g.node_mask(root).unwrap();
+    assert_full_walk_mask(&g, root, &m, "literal");
+    assert_eq!(g.shared.len(), before, "a narrow node's mask is not shared");
+}
