@@ -282,6 +282,27 @@ pub struct GrammarMatcher {
     /// After a move off the stub grammar it was made with: that grammar, which keeps the
     /// builds every matcher of it shares (`compiler::deferred`).
     origin: Option<Arc<CompiledGrammar>>,
+    /// The uncertain tokens the chart accepted at the last fill that ran them, by the
+    /// state it ran them from (see [`UncertainMemo`]).
+    uncertain_memo: UncertainMemo,
+}
+
+/// The context-dependent tokens accepted from one parse state: the fill of a state met
+/// again (each step inside a string value is at the same string node, in the same
+/// callers) sets them without running them through the chart.
+///
+/// The state is the current set's items that did not start there (the items that did
+/// start there follow from them), with their origins: chart sets below the current one
+/// never change while the matcher moves forward, so equal items mean equal states, until
+/// a rollback, a reset or a move to another grammar rewrites those sets (`generation`).
+#[derive(Clone, Debug, Default)]
+struct UncertainMemo {
+    /// Bumped whenever chart sets below the current one may change.
+    generation: u64,
+    /// The generation and items (origins below their set) of the state recorded.
+    at: Option<(u64, Vec<crate::parser::Item>)>,
+    /// The token ids the chart accepted there, beyond the precomputed masks.
+    accepted: Vec<u32>,
 }
 
 /// The batch fills of `crate::mask` (`fill_next_token_bitmask_batch`,
@@ -321,6 +342,7 @@ impl GrammarMatcher {
             max_rollback_tokens: None,
             log: Vec::new(),
             origin: None,
+            uncertain_memo: UncertainMemo::default(),
             compiled,
         }
     }
@@ -652,6 +674,7 @@ impl GrammarMatcher {
         self.node_stamp = vec![0; aut.nodes.len()];
         self.stamp = 0;
         self.chart = chart;
+        self.uncertain_memo.generation += 1;
         if next.deferred.is_none() {
             self.log = Vec::new();
         }
@@ -702,6 +725,7 @@ impl GrammarMatcher {
             self.terminated = false;
         }
         self.chart.truncate(first.chart_len as usize);
+        self.uncertain_memo.generation += 1;
         self.history.truncate(keep);
         self.log.truncate(keep);
         if let Some(k) = &mut self.keys {
@@ -712,6 +736,7 @@ impl GrammarMatcher {
     /// Returns to the start of the grammar, as a new matcher.
     pub fn reset(&mut self) {
         self.chart.truncate(1);
+        self.uncertain_memo.generation += 1;
         self.history.clear();
         self.log.clear();
         self.terminated = false;
@@ -942,17 +967,32 @@ impl GrammarMatcher {
             let id = compiled.trie.sorted[*p as usize];
             (id, compiled.vocab.token_bytes(id).unwrap_or(&[]))
         };
-        if self.uncertain_lists.len() == 1 {
+        let memo = &mut self.uncertain_memo;
+        let seen_before = memo
+            .at
+            .as_ref()
+            .is_some_and(|(g, items)| *g == memo.generation && *items == self.kernel);
+        if seen_before {
+            for &id in &memo.accepted {
+                bitmask[(id / 32) as usize] |= 1 << (id % 32);
+            }
+        } else if self.uncertain_lists.is_empty() {
+            memo.at = Some((memo.generation, self.kernel.clone()));
+            memo.accepted.clear();
+        } else if self.uncertain_lists.len() == 1 {
             let (n, c) = self.uncertain_lists[0];
+            memo.accepted.clear();
             if let Some(pm) = compiled.pair_mask(n, c) {
                 check_tokens(
                     &mut self.chart,
                     compiled,
                     pm.uncertain.iter().map(by_position),
                     bitmask,
+                    &mut memo.accepted,
                 );
             }
-        } else if self.uncertain_lists.len() > 1 {
+            memo.at = Some((memo.generation, self.kernel.clone()));
+        } else {
             let mut list = std::mem::take(&mut self.scratch_uncertain);
             list.clear();
             for &(n, c) in &self.uncertain_lists {
@@ -962,12 +1002,15 @@ impl GrammarMatcher {
             }
             list.sort_unstable();
             list.dedup();
+            memo.accepted.clear();
             check_tokens(
                 &mut self.chart,
                 compiled,
                 list.iter().map(by_position),
                 bitmask,
+                &mut memo.accepted,
             );
+            memo.at = Some((memo.generation, self.kernel.clone()));
             self.scratch_uncertain = list;
         }
         if self.at_output_start() {
@@ -984,9 +1027,11 @@ impl GrammarMatcher {
                 compiled,
                 vocab.start_forms_by_bytes().filter(|&(t, _)| text(t)),
                 bitmask,
+                &mut Vec::new(),
             );
         }
         if self.chart.exhausted() {
+            self.uncertain_memo.at = None;
             return Err(MatcherError::Limit(self.step_limit()));
         }
         if let Some(k) = &mut self.keys {
@@ -1020,12 +1065,14 @@ impl GrammarMatcher {
 }
 
 /// Sets the bit of every token that the chart accepts, given as `(id, bytes)` sorted by
-/// bytes (trie order). The chart is restored before returning.
+/// bytes (trie order), and appends to `set` the ids whose bit it set. The chart is
+/// restored before returning.
 fn check_tokens<'b>(
     chart: &mut Chart,
     compiled: &CompiledGrammar,
     tokens: impl Iterator<Item = (u32, &'b [u8])>,
     bitmask: &mut [u32],
+    set: &mut Vec<u32>,
 ) {
     let aut = &compiled.aut;
     let base = chart.len();
@@ -1061,6 +1108,7 @@ fn check_tokens<'b>(
         }
         if !failed {
             bitmask[(id / 32) as usize] |= 1 << (id % 32);
+            set.push(id);
         }
     }
     chart.truncate(base);

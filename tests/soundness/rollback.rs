@@ -581,3 +581,48 @@ fn jump_forward_returns_the_forced_text() {
     assert!(m.accept_token(rt.stop()));
     assert_eq!(m.find_jump_forward_string(), "");
 }
+
+/// A state reached again after a rollback, through other tokens, can hold the same items
+/// with the same origins while the sets below it differ: here the item inside `s` after
+/// `x`, whose callers in set 1 expect `!` after `a` and `?` after `b`. The matcher's memo
+/// of the tokens it ran through the chart (`.!`, `.?` run past `s` and `m`) must not carry
+/// over: the masks equal a fresh matcher's, before and after the rollback, and at a state
+/// filled twice.
+#[test]
+fn states_met_again_after_a_rollback_are_not_taken_for_earlier_ones() {
+    let tokens: Vec<&[u8]> = vec![
+        b"a", b"b", b"x", b".", b"!", b"?", b".!", b".?", b"(", b")", b"</s>",
+    ];
+    let stop = tokens.len() as u32 - 1;
+    let vocab = tokensieve::Vocabulary::from_token_bytes(&tokens, &[stop], &[stop]).unwrap();
+    let compiler = tokensieve::GrammarCompiler::new(Arc::new(vocab));
+    let g = compiler
+        .compile_grammar(
+            "root ::= \"a\" m \"!\" | \"b\" m \"?\"\nm ::= \"(\" m \")\" | s\ns ::= \"x\" s | \"x\" \".\"",
+        )
+        .unwrap();
+    let id = |t: &[u8]| tokens.iter().position(|x| *x == t).unwrap() as u32;
+    let fresh = |ids: &[u32]| {
+        let mut m = GrammarMatcher::new(g.clone());
+        for &t in ids {
+            assert!(m.accept_token(t));
+        }
+        snap(&mut m)
+    };
+    let (a, b, x) = (id(b"a"), id(b"b"), id(b"x"));
+    let mut m = GrammarMatcher::new(g.clone());
+    assert!(m.accept_token(a) && m.accept_token(x));
+    let after_a = snap(&mut m);
+    assert_same("a x", &after_a, &fresh(&[a, x]));
+    let allowed = |s: &Snapshot, t: &[u8]| tokensieve::mask::is_token_allowed(&s.mask, id(t));
+    assert!(allowed(&after_a, b".!") && !allowed(&after_a, b".?"));
+    m.rollback(2).unwrap();
+    assert!(m.accept_token(b) && m.accept_token(x));
+    let after_b = snap(&mut m);
+    assert_same("a x, rollback 2, b x", &after_b, &fresh(&[b, x]));
+    assert!(allowed(&after_b, b".?") && !allowed(&after_b, b".!"));
+    assert_same("b x filled again", &snap(&mut m), &after_b);
+    // Inside `s`, each `x` leaves the same state: the memo's answer is the chart's.
+    assert!(m.accept_token(x));
+    assert_same("b x x", &snap(&mut m), &fresh(&[b, x, x]));
+}
