@@ -128,17 +128,50 @@ pub(crate) fn compute_first_bytes_mask(
     Some(finish(trie, &w.accepted, w.uncertain, words, None))
 }
 
-/// The vocabulary slice that a walk from `node` takes whole: of the trie's slices that the
-/// automaton from `node` consumes ([`slices::subsumes`]), the one with the most tokens.
-pub(crate) fn pick_slice<'t>(aut: &Automaton, trie: &'t TokenTrie, node: u32) -> Option<&'t Slice> {
-    let mut best: Option<&Slice> = None;
+/// A vocabulary slice a walk takes whole, and up to which token length: the automaton
+/// from the walk's node consumes every string of the slice's language of at most `len`
+/// bytes ([`slices::consumed_depth`]; `usize::MAX`: all of them).
+#[derive(Clone, Copy)]
+pub(crate) struct Taken<'t> {
+    pub slice: &'t Slice,
+    pub len: usize,
+}
+
+impl Taken<'_> {
+    /// Whether the walk takes trie node `i`'s subtree whole.
+    #[inline]
+    fn takes(&self, trie: &TokenTrie, i: usize) -> bool {
+        self.slice.is_pure(i) && (self.len == usize::MAX || trie.deepest()[i] as usize <= self.len)
+    }
+
+    /// Whether every pure subtree of the slice is taken (no token is longer than `len`).
+    fn whole(&self, trie: &TokenTrie) -> bool {
+        self.len >= trie.max_depth
+    }
+}
+
+/// The vocabulary slice that a walk from `node` takes whole ([`Taken`]): of the trie's
+/// slices whose every token the automaton from `node` consumes, the one with the most
+/// tokens; else, of those it consumes up to some length, the one with the longest.
+pub(crate) fn pick_slice<'t>(aut: &Automaton, trie: &'t TokenTrie, node: u32) -> Option<Taken<'t>> {
+    let mut best: Option<Taken> = None;
     for s in &trie.slices {
-        if best.is_some_and(|b| b.tokens >= s.tokens) {
+        if best.is_some_and(|b| b.whole(trie) && b.slice.tokens >= s.tokens) {
             continue;
         }
-        if slices::subsumes(aut, node, s) {
-            best = Some(s);
-        }
+        let len = match slices::consumed_depth(aut, node, s, trie.max_depth) {
+            0 => continue,
+            d if d >= trie.max_depth => usize::MAX,
+            d => d,
+        };
+        let t = Taken { slice: s, len };
+        best = match best {
+            None => Some(t),
+            Some(b) if t.whole(trie) && !b.whole(trie) => Some(t),
+            Some(b) if t.whole(trie) && b.slice.tokens < s.tokens => Some(t),
+            Some(b) if !b.whole(trie) && t.len > b.len => Some(t),
+            keep => keep,
+        };
     }
     best
 }
@@ -153,12 +186,24 @@ pub(crate) fn compute_node_mask_in(
     memo: (&SubtreeMemo, &[u32]),
     deadline: &Deadline,
     delta: Option<(&NodeMask, &Delta, &[u32])>,
-    slice: Option<&Slice>,
+    slice: Option<Taken>,
 ) -> Option<NodeMask> {
     let follow = &aut.follow[aut.rule_of(node) as usize];
     let Some((base, delta, text_bits)) = delta else {
-        let w = walk(trie, aut, node, follow, None, slice, memo, deadline, true)?;
-        let pure = slice.map(|s| (s, &w.pure[..]));
+        // The slice's bitset stands for its pure subtrees only when the walk takes them all.
+        let whole = slice.filter(|t| t.whole(trie));
+        let w = walk(
+            trie,
+            aut,
+            node,
+            follow,
+            None,
+            slice,
+            memo,
+            deadline,
+            whole.is_some(),
+        )?;
+        let pure = whole.map(|t| (t.slice, &w.pure[..]));
         return Some(finish(trie, &w.accepted, w.uncertain, words, pure));
     };
     let Walked {
@@ -626,7 +671,7 @@ fn walk(
     node: u32,
     follow: &[u64; 4],
     only: Option<&[bool]>,
-    slice: Option<&Slice>,
+    slice: Option<Taken>,
     (memo, class): (&SubtreeMemo, &[u32]),
     deadline: &Deadline,
     pure_apart: bool,
@@ -688,7 +733,7 @@ fn walk(
                 continue;
             }
         }
-        if slice.is_some_and(|s| s.is_pure(i)) {
+        if slice.is_some_and(|t| t.takes(trie, i)) {
             // Every token below is in the slice, so consumed from `node` (`pick_slice`): the
             // walk would accept each one. Nothing of the walk's state is left changed: the
             // next node visited resets the chart to its parent's depth.

@@ -13,7 +13,7 @@
 //!
 //! The trie keeps, per slice, one bit per trie node: set when every token of the node's
 //! subtree is in the slice ("pure"). When the automaton from a node `n` consumes every
-//! string of a slice's language ([`subsumes`]), every token of a pure subtree is accepted at `n`: the mask walk from `n`
+//! string of a slice's language ([`consumed_depth`]), every token of a pure subtree is accepted at `n`: the mask walk from `n`
 //! adds the subtree's tokens as one range of trie positions and skips it. The walk then
 //! visits only the trie nodes above a token outside the slice (for JSON string contents on
 //! Llama 3.1: tokens with a quote, a backslash, a control character or a UTF-8 fragment),
@@ -93,7 +93,7 @@ pub(crate) struct Slice {
     /// token (a string body's hundred thousand tokens were most of its cold mask).
     pub pure_ids: Box<[u32]>,
     /// Per UTF-8 decoder state, the bytes the language allows next ([`lang_ranges`]),
-    /// made once: [`subsumes`] reads them for every mask it is asked about.
+    /// made once: [`consumed_depth`] reads them for every mask it is asked about.
     ranges: [Box<[(u8, u8, u8)]>; 8],
 }
 
@@ -204,77 +204,93 @@ pub(crate) fn compute<'v>(trie: &TokenTrie, lang: Lang, bytes: &dyn Fn(u32) -> &
     }
 }
 
-/// States (decoder state, set of nodes) [`subsumes`] explores at most before it answers no.
-const MAX_PAIRS: usize = 128;
+/// States (decoder state, set of nodes) [`consumed_depth`] explores at most (enough for a
+/// bounded repetition a longest token long, over every UTF-8 decoder state).
+const MAX_PAIRS: usize = 1024;
 
-/// Nodes a state of [`subsumes`] holds at most before it answers no.
+/// Nodes a state of [`consumed_depth`] holds at most before it stops.
 const MAX_SET: usize = 16;
 
-/// True when the automaton, from real node `n`, consumes every string of `slice`'s language
-/// without leaving `n`'s rule: every token of the slice is then accepted at `n`, whatever
-/// follows. Explores, from (character boundary, {`n`}), the product of the UTF-8 decoder
-/// and the sets of nodes a string can reach: a node's single byte step
-/// ([`Automaton::dfa_step`]), and the start of every rule a node of the set calls (a key's
-/// undeclared tail, say). Returns into callers, virtual nodes and nodes with several edges
-/// on one byte are left out, so the answer may be no where the chart would consume the
-/// string, never yes where it would not. Answers no after [`MAX_PAIRS`] states or a set of
-/// more than [`MAX_SET`] nodes; fails fast on narrow nodes: the first byte of the language
-/// that no node of the set has an edge on ends it.
-pub(crate) fn subsumes(aut: &Automaton, n: u32, slice: &Slice) -> bool {
+/// How far the automaton, from real node `n`, consumes every string of `slice`'s language
+/// without leaving `n`'s rule: `usize::MAX` when it consumes them all (a string body's
+/// loop), else the largest `k` such that it consumes every such string of at most `k`
+/// bytes (a bounded repetition with `k` copies left, a pattern's `{0,254}`). Every token of
+/// the slice of at most that many bytes is then accepted at `n`, whatever follows.
+///
+/// Explores, level by level (one byte a level), the product of the UTF-8 decoder and the
+/// sets of nodes a string can reach: a node's single byte step, and the start of every rule
+/// a node of the set calls (a key's undeclared tail, say). A state met again is not
+/// explored again: it was met first at a lower level, with more levels after it. Returns
+/// into callers, virtual nodes and nodes with several edges on one byte are left out, so
+/// the answer may be smaller than what the chart would consume, never larger. Stops at
+/// `max_len` bytes (the longest token: enough), after [`MAX_PAIRS`] states or at a set of
+/// more than [`MAX_SET`] nodes (answering the levels checked so far); fails fast on narrow
+/// nodes: the first byte of the language that no node of the set has an edge on ends it.
+pub(crate) fn consumed_depth(aut: &Automaton, n: u32, slice: &Slice, max_len: usize) -> usize {
     let Some(start) = closed(aut, vec![n]) else {
-        return false;
+        return 0;
     };
     let mut seen: rustc_hash::FxHashSet<(u8, Box<[u32]>)> = Default::default();
-    let mut stack = vec![(BOUNDARY, start.clone())];
+    let mut level = vec![(BOUNDARY, start.clone())];
     seen.insert((BOUNDARY, start));
     let mut cuts: Vec<u16> = Vec::new();
     let mut next = Vec::new();
-    while let Some((s, set)) = stack.pop() {
-        // The bytes the language allows next, as ranges with one decoder state each; each
-        // range is cut where an edge of a node of the set starts or ends, so that every
-        // piece has the same targets throughout.
-        for &(lo, hi, s2) in slice.ranges[s as usize].iter() {
-            cuts.clear();
-            cuts.push(lo as u16);
-            cuts.push(hi as u16 + 1);
-            for &q in set.iter() {
-                for e in aut.bytes_of(q) {
-                    for c in [e.lo as u16, e.hi as u16 + 1] {
-                        if c > lo as u16 && c <= hi as u16 {
-                            cuts.push(c);
+    let mut depth = 0usize;
+    while !level.is_empty() {
+        if depth >= max_len {
+            return depth;
+        }
+        let mut following = Vec::new();
+        for (s, set) in &level {
+            // The bytes the language allows next, as ranges with one decoder state each;
+            // each range is cut where an edge of a node of the set starts or ends, so that
+            // every piece has the same targets throughout.
+            for &(lo, hi, s2) in slice.ranges[*s as usize].iter() {
+                cuts.clear();
+                cuts.push(lo as u16);
+                cuts.push(hi as u16 + 1);
+                for &q in set.iter() {
+                    for e in aut.bytes_of(q) {
+                        for c in [e.lo as u16, e.hi as u16 + 1] {
+                            if c > lo as u16 && c <= hi as u16 {
+                                cuts.push(c);
+                            }
                         }
                     }
                 }
-            }
-            cuts.sort_unstable();
-            cuts.dedup();
-            for w in cuts.windows(2) {
-                let b = w[0] as u8;
-                next.clear();
-                for &q in set.iter() {
-                    let mut on_b = aut.bytes_of(q).iter().filter(|e| e.lo <= b && b <= e.hi);
-                    // A node with several edges on `b` (an NFA state) is left out.
-                    if let (Some(e), None) = (on_b.next(), on_b.next()) {
-                        next.push(e.target);
+                cuts.sort_unstable();
+                cuts.dedup();
+                for w in cuts.windows(2) {
+                    let b = w[0] as u8;
+                    next.clear();
+                    for &q in set.iter() {
+                        let mut on_b = aut.bytes_of(q).iter().filter(|e| e.lo <= b && b <= e.hi);
+                        // A node with several edges on `b` (an NFA state) is left out.
+                        if let (Some(e), None) = (on_b.next(), on_b.next()) {
+                            next.push(e.target);
+                        }
                     }
-                }
-                if next.is_empty() {
-                    return false;
-                }
-                let Some(t) = closed(aut, std::mem::take(&mut next)) else {
-                    return false;
-                };
-                if !seen.contains(&(s2, t.clone())) {
-                    if seen.len() >= MAX_PAIRS {
-                        return false;
+                    if next.is_empty() {
+                        return depth;
                     }
-                    seen.insert((s2, t.clone()));
-                    stack.push((s2, t));
+                    let Some(t) = closed(aut, std::mem::take(&mut next)) else {
+                        return depth;
+                    };
+                    if !seen.contains(&(s2, t.clone())) {
+                        if seen.len() >= MAX_PAIRS {
+                            return depth;
+                        }
+                        seen.insert((s2, t.clone()));
+                        following.push((s2, t));
+                    }
                 }
             }
         }
+        // Every string of `depth + 1` bytes is consumed.
+        depth += 1;
+        level = following;
     }
-    true
+    usize::MAX
 }
 
 /// The bytes that may follow in language `lang` from decoder state `s`, as ascending

@@ -60,7 +60,7 @@ fn full_walk(g: &CompiledGrammar, n: u32) -> NodeMask {
 fn walk_with_slice(
     g: &CompiledGrammar,
     n: u32,
-    slice: Option<&crate::mask::slices::Slice>,
+    slice: Option<crate::mask::cache::Taken>,
 ) -> NodeMask {
     let memo = SubtreeMemo::default();
     let words = g.vocab.bitmask_words();
@@ -176,9 +176,13 @@ fn a_sliced_walk_equals_the_full_walk() {
             .unwrap(),
         compiler.compile_regex(r"[A-Za-z0-9_]+@[a-z]+").unwrap(),
         compiler.compile_builtin_json().unwrap(),
+        // A bounded repetition written out: its nodes consume letters and digits only up
+        // to the copies left, so only tokens that short are taken whole.
+        compiler.compile_regex(r"[a-z0-9]{0,30}\.").unwrap(),
     ];
     let mut used = [0usize; slices::SLICES.len()];
     let mut via_calls = 0;
+    let mut bounded = 0;
     for g in &grammars {
         for n in 0..g.aut.nodes.len() as u32 {
             let Some(slice) = crate::mask::cache::pick_slice(&g.aut, &g.trie, n) else {
@@ -186,9 +190,10 @@ fn a_sliced_walk_equals_the_full_walk() {
             };
             let k = slices::SLICES
                 .iter()
-                .position(|&x| x == slice.lang)
+                .position(|&x| x == slice.slice.lang)
                 .unwrap();
             used[k] += 1;
+            bounded += (slice.len != usize::MAX) as usize;
             via_calls += !g.aut.calls_of(n).is_empty() as usize;
             let sliced = walk_with_slice(g, n, Some(slice));
             assert_full_walk_mask(g, n, &sliced, &format!("slice {k}"));
@@ -204,6 +209,8 @@ fn a_sliced_walk_equals_the_full_walk() {
     );
     // Key states whose undeclared tail is a call.
     assert!(via_calls > 0, "no slice was taken at a node with calls");
+    // The last copies of the bounded repetition (fewer left than the longest token).
+    assert!(bounded > 0, "no slice was taken up to a length");
 }
 
 #[test]
