@@ -716,6 +716,9 @@ fn walk(
     // are not merged across its start, so its own entries are exactly `accepted[a..]`.
     let mut open: Option<OpenSubtree> = None;
     let mut floor = 0usize;
+    // The same for `pure`: a memo entry's pure ranges must not be merged into the range
+    // before its subtree (the entry would then miss them).
+    let mut pure_floor = 0usize;
     while i < n {
         visits += 1;
         if past_deadline(visits, &chart, &mut last_look, deadline) {
@@ -739,7 +742,12 @@ fn walk(
             // next node visited resets the chart to its parent's depth.
             let end = trie.subtree_end[i] as usize;
             if pure_apart {
-                push_range(&mut pure, 0, trie.tok_start[i], trie.tok_start[end]);
+                push_range(
+                    &mut pure,
+                    pure_floor,
+                    trie.tok_start[i],
+                    trie.tok_start[end],
+                );
             } else {
                 push_range(&mut accepted, floor, trie.tok_start[i], trie.tok_start[end]);
             }
@@ -813,6 +821,7 @@ fn walk(
                 }
                 open = Some((key, accepted.len(), uncertain.len(), visits, pure.len()));
                 floor = accepted.len();
+                pure_floor = pure.len();
             }
             (e != NO_EDGE).then(|| {
                 let t = e & !FINAL;

@@ -14,3 +14,4 @@ mod mask_accept_real;
 mod oracle_ir;
 mod random_walks;
 mod rollback;
+mod subtree_memo;
