@@ -141,7 +141,7 @@ impl Taken<'_> {
     /// Whether the walk takes trie node `i`'s subtree whole.
     #[inline]
     fn takes(&self, trie: &TokenTrie, i: usize) -> bool {
-        self.slice.is_pure(i) && (self.len == usize::MAX || trie.deepest()[i] as usize <= self.len)
+        self.slice.is_pure(i) && trie.deepest()[i] as usize <= self.len
     }
 
     /// Whether every pure subtree of the slice is taken (no token is longer than `len`).
@@ -240,10 +240,7 @@ pub(crate) fn compute_node_mask_in(
             bits[(id / 32) as usize] &= !(1 << (id % 32));
         }
     }
-    for p in accepted.iter().flat_map(|&(a, z)| a..z) {
-        let id = trie.sorted[p as usize];
-        bits[(id / 32) as usize] |= 1 << (id % 32);
-    }
+    set_positions(trie, &accepted, &mut bits);
     let count = bits.iter().map(|w| w.count_ones() as usize).sum();
     uncertain.extend(
         base.uncertain
@@ -924,10 +921,7 @@ fn finish(
         let mut bits = vec![0u32; words].into_boxed_slice();
         let n = slice.pure_ids.len().min(words);
         bits[..n].copy_from_slice(&slice.pure_ids[..n]);
-        for p in accepted.iter().flat_map(|&(a, z)| a..z) {
-            let id = trie.sorted[p as usize];
-            bits[(id / 32) as usize] |= 1 << (id % 32);
-        }
+        set_positions(trie, accepted, &mut bits);
         let count = bits.iter().map(|w| w.count_ones() as usize).sum();
         return NodeMask {
             accepted: token_set(trie, bits, count, words),
@@ -966,13 +960,19 @@ fn finish(
     }
     // Sorting ids through a bitset: cheaper than sorting a list of 100k+ ids.
     let mut bits = vec![0u32; words].into_boxed_slice();
-    for p in positions() {
-        let id = trie.sorted[p as usize];
-        bits[(id / 32) as usize] |= 1 << (id % 32);
-    }
+    set_positions(trie, accepted, &mut bits);
     NodeMask {
         accepted: token_set(trie, bits, count, words),
         uncertain,
+    }
+}
+
+/// Sets in `bits` the id of every token at the trie positions of `ranges` (cost: one
+/// scattered bit per position).
+fn set_positions(trie: &TokenTrie, ranges: &[(u32, u32)], bits: &mut [u32]) {
+    for p in ranges.iter().flat_map(|&(a, z)| a..z) {
+        let id = trie.sorted[p as usize];
+        bits[(id / 32) as usize] |= 1 << (id % 32);
     }
 }
 
