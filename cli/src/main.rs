@@ -401,6 +401,12 @@ fn compile_cmd(source: &GrammarSource, options: &Options) -> Result<ExitCode, Fa
             out,
             "# object keys: each at most once per object (checked by the matcher beside this grammar)"
         )?;
+        for (rule, names) in compiled.checked_keys() {
+            writeln!(
+                out,
+                "# {rule}: a key that decodes to none of {names:?} (checked by the matcher when it ends)"
+            )?;
+        }
     }
     writeln!(out, "# nodes: {}", compiled.node_count())?;
     writeln!(out, "# memory: {} bytes", compiled.memory_bytes())?;

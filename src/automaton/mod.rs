@@ -114,6 +114,10 @@ pub struct Automaton {
     /// serialization: only a deferring compile's seed reads it).
     #[serde(skip)]
     pub(crate) had_dead_ends: bool,
+    /// The key rules whose completions the matcher's chart checks against declared names
+    /// (`parser::key_filter`); stored by rule name beside a serialized automaton.
+    #[serde(skip)]
+    pub(crate) key_filters: Option<std::sync::Arc<crate::parser::key_filter::KeyFilters>>,
 }
 
 /// A counted repetition `body{min,max}` whose body is a non-nullable byte DFA.
@@ -246,6 +250,7 @@ impl Automaton {
             counted: Vec::new(),
             deterministic: false,
             had_dead_ends: false,
+            key_filters: None,
         };
         let mut pending: Vec<(u32, build::Dfa, u32, Option<u32>)> = Vec::new();
         let is_stub = |r: usize| stub.get(r).copied().unwrap_or(false);

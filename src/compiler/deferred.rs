@@ -25,7 +25,7 @@
 //! compile whose first state is already near a stub, or whose IR has unproductive rules (a
 //! stub is always productive), is not deferred.
 
-use super::pipeline::Source;
+use super::pipeline::{KeyChecks, Source};
 use super::{CompileError, CompiledGrammar, GrammarCompiler};
 use crate::automaton::defer::{near_stubs, stub_rules, stubbed, NearStubs};
 use crate::automaton::lower::{inline_rules, lower_repeats, simplify_repeats};
@@ -251,7 +251,7 @@ impl GrammarCompiler {
                 &roots,
                 &always,
                 false,
-                &[],
+                KeyChecks::default(),
             );
         }
         let root_ids = (0..ir.rules.len())
@@ -292,7 +292,7 @@ impl GrammarCompiler {
                 &shared.roots,
                 &shared.always,
                 false,
-                &[],
+                KeyChecks::default(),
             );
         }
         compiled.deferred = Some(Box::new(Deferred {
@@ -430,7 +430,7 @@ impl GrammarCompiler {
             &lowered.counted,
             &shared.resolved,
             false,
-            &[],
+            KeyChecks::default(),
             deadline,
             if any { &lowered.stub } else { &[] },
             seed,

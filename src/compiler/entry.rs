@@ -3,7 +3,7 @@
 //! in, grammar IR or the front end's error out), and compiles the IR through the grammar
 //! cache and the pipeline. Every one returns [`CompileError`].
 
-use super::pipeline::Source;
+use super::pipeline::{KeyChecks, Source};
 use super::{CompileError, CompiledGrammar, GrammarCompiler};
 use crate::grammar::ebnf::parse_ebnf;
 use crate::grammar::Grammar;
@@ -75,7 +75,13 @@ impl GrammarCompiler {
     /// [`CompileError::Invalid`] when the IR breaks an invariant (dangling rule id, max <
     /// min), plus the errors of [`GrammarCompiler::compile_grammar`] after parsing.
     pub fn compile_ir(&self, grammar: &Grammar) -> Result<Arc<CompiledGrammar>, CompileError> {
-        self.compile_ir_keeping(Source::Borrowed(grammar), &[], &[], false, &[])
+        self.compile_ir_keeping(
+            Source::Borrowed(grammar),
+            &[],
+            &[],
+            false,
+            KeyChecks::default(),
+        )
     }
 
     /// As [`GrammarCompiler::compile_ir`], but the rules with `keep[r]` set (indices past
@@ -84,8 +90,10 @@ impl GrammarCompiler {
     /// `inline_rules`); those with `always[r]` set are inlined whatever their size (a front
     /// end's shorthand). The language is the same either way. With `unique_keys`, the
     /// output is one JSON value and matchers also forbid a key repeated in its object
-    /// (`matcher::keys`); `closed` (rule name, declared names) lists the closed objects
-    /// whose keys they narrow to the names not yet written, each opened by its rule.
+    /// (`matcher::keys`); `keys.closed` (rule name, declared names) lists the closed
+    /// objects whose keys they narrow to the names not yet written, each opened by its
+    /// rule, and `keys.filters` the key rules whose completions their chart drops when
+    /// they decode to one of the names (`parser::key_filter`).
     ///
     /// # Errors
     /// As [`GrammarCompiler::compile_ir`].
@@ -95,10 +103,10 @@ impl GrammarCompiler {
         keep: &[bool],
         always: &[bool],
         unique_keys: bool,
-        closed: &[(String, Vec<String>)],
+        keys: KeyChecks<'_>,
     ) -> Result<Arc<CompiledGrammar>, CompileError> {
         let _compile = crate::mask::background::ForegroundCall::enter();
-        let run = || self.compile_on_pool(grammar, keep, always, unique_keys, closed);
+        let run = || self.compile_on_pool(grammar, keep, always, unique_keys, keys);
         match &self.pool {
             Some(pool) => pool.install(run),
             None => run(),
@@ -155,17 +163,22 @@ impl GrammarCompiler {
             let i = grammar.rules.iter().position(|r| r.name == rule)?;
             g.pointers.get(i).cloned()
         };
-        let closed: Vec<(String, Vec<String>)> = g
-            .closed
-            .iter()
-            .map(|(r, names)| (grammar.rules[r.index()].name.clone(), names.clone()))
-            .collect();
+        let by_name =
+            |list: &[(crate::grammar::RuleId, Vec<String>)]| -> Vec<(String, Vec<String>)> {
+                list.iter()
+                    .map(|(r, names)| (grammar.rules[r.index()].name.clone(), names.clone()))
+                    .collect()
+            };
+        let (closed, filters) = (by_name(&g.closed), by_name(&g.key_filters));
         let compiled = self.compile_ir_keeping(
             Source::Shared(grammar.clone()),
             &g.keep,
             &g.always,
             g.unique_keys,
-            &closed,
+            KeyChecks {
+                closed: &closed,
+                filters: &filters,
+            },
         );
         compiled.map_err(|e| match e {
             CompileError::Limit(mut l) => {
@@ -253,7 +266,13 @@ impl GrammarCompiler {
                     None => run(),
                 }
             } else {
-                self.compile_ir_keeping(Source::Shared(Arc::new(grammar)), &[], &always, false, &[])
+                self.compile_ir_keeping(
+                    Source::Shared(Arc::new(grammar)),
+                    &[],
+                    &always,
+                    false,
+                    KeyChecks::default(),
+                )
             }
         })
     }

@@ -307,6 +307,16 @@ impl CompiledGrammar {
         &self.grammar
     }
 
+    /// The key rules that matchers check when a key ends, beside the grammar: per rule (by
+    /// name), the declared names its keys must not decode to (RFC 8259 §7 decoding). A
+    /// grammar compiled with [`GrammarCompiler::compile_json_schema`] writes the keys of an
+    /// object's undeclared properties so: the plain JSON string, whose automaton every
+    /// grammar of the compiler shares, instead of a trie of the names in every spelling.
+    /// Empty for other grammars.
+    pub fn checked_keys(&self) -> &[(String, Vec<String>)] {
+        self.aut.key_filters.as_deref().map_or(&[], |f| f.named())
+    }
+
     /// Under [`GrammarCompiler::with_deferred_tool_rules`]: the number of tool argument
     /// rules still deferred in this grammar (built as stubs), and whether a grammar with
     /// some of them built has been compiled from it since (by a matcher that came near a

@@ -12,8 +12,19 @@ use crate::mask::background::{self, BackgroundFill};
 use crate::mask::cache::SubtreeMemo;
 use crate::mask::counted::derivable;
 use crate::mask::plan;
+use crate::parser::key_filter::KeyFilters;
 use rustc_hash::FxHashMap;
 use std::sync::{Arc, OnceLock, RwLock};
+
+/// What a matcher checks of a JSON Schema grammar's keys beside the grammar, by rule name:
+/// the closed objects whose keys it narrows to the names not yet written
+/// (`matcher::keys`), and the key rules of undeclared properties whose completions its
+/// chart drops when they decode to a declared name (`parser::key_filter`).
+#[derive(Clone, Copy, Default)]
+pub(crate) struct KeyChecks<'a> {
+    pub closed: &'a [(String, Vec<String>)],
+    pub filters: &'a [(String, Vec<String>)],
+}
 
 /// The grammar a compile starts from: one the compiled grammar keeps as it is (a front
 /// end's output, moved), or the caller's, copied once it has been validated.
@@ -91,7 +102,7 @@ impl GrammarCompiler {
         keep: &[bool],
         always: &[bool],
         unique_keys: bool,
-        closed: &[(String, Vec<String>)],
+        keys: KeyChecks<'_>,
     ) -> Result<Arc<CompiledGrammar>, CompileError> {
         let deadline = Deadline::start(self.limits.compile_time);
         let shared = match &grammar {
@@ -114,7 +125,7 @@ impl GrammarCompiler {
             &counted,
             &resolved,
             unique_keys,
-            closed,
+            keys,
             &deadline,
             &[],
             None,
@@ -134,7 +145,7 @@ impl GrammarCompiler {
         counted: &[u32],
         resolved: &FxHashMap<TokenRef, u32>,
         unique_keys: bool,
-        closed: &[(String, Vec<String>)],
+        keys: KeyChecks<'_>,
         deadline: &Deadline,
         stub: &[bool],
         seed: Option<(&crate::automaton::ClassSeed, &[bool])>,
@@ -148,6 +159,10 @@ impl GrammarCompiler {
             Some(&self.rule_automata),
             stub,
         )?;
+        if unique_keys {
+            aut.key_filters = KeyFilters::resolve(&aut.rule_names, keys.filters)
+                .map(|f| Arc::new(f.with_suspects(&self.trie, &self.vocab)));
+        }
         // A build examines only its rules built when its stub grammar had no dead end.
         let only = seed
             .filter(|(s, _)| !s.had_dead_ends())
@@ -200,7 +215,7 @@ impl GrammarCompiler {
         };
         if unique_keys {
             compiled.closed_objects =
-                crate::matcher::ClosedObjects::resolve(&compiled.aut.rule_names, closed)
+                crate::matcher::ClosedObjects::resolve(&compiled.aut.rule_names, keys.closed)
                     .map(Arc::new);
         }
         compiled.counted_derivable = compiled.aut.counted.iter().map(derivable).collect();

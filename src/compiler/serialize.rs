@@ -67,16 +67,18 @@ use crate::limits::{check_memory, LimitExceeded};
 use crate::mask::cache::{NodeMask, SubtreeMemo, TokenSet};
 use crate::mask::counted::{derivable, CountedBase};
 use crate::mask::plan::VirtualKey;
+use crate::parser::key_filter::KeyFilters;
 use crate::vocab::Vocabulary;
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 use std::sync::{Arc, OnceLock, RwLock};
 use xxhash_rust::xxh3::{xxh3_64, Xxh3};
 
-/// The format version written, and the only one read. Version 2 (this one) writes sorted
-/// id lists as gaps and bitsets as raw words; version 1 wrote them as plain varints, and
-/// its bytes are refused with [`DeserializeError::OlderVersion`] (re-serialize them).
-pub const FORMAT_VERSION: u32 = 2;
+/// The format version written, and the only one read. Version 3 (this one) adds the key
+/// rules whose completions matchers check (`parser::key_filter`); version 2 wrote sorted id
+/// lists as gaps and bitsets as raw words, version 1 as plain varints. Older bytes are
+/// refused with [`DeserializeError::OlderVersion`] (re-serialize them).
+pub const FORMAT_VERSION: u32 = 3;
 
 const GRAMMAR_MAGIC: [u8; 8] = *b"TSGRAMMR";
 const VOCAB_MAGIC: [u8; 8] = *b"TSVOCAB\0";
@@ -385,6 +387,8 @@ struct GrammarOut<'a> {
     unique_keys: bool,
     /// The closed objects matchers restrict keys in: (rule name, declared names).
     closed: Vec<(String, Vec<String>)>,
+    /// The key rules whose completions matchers check: (rule name, declared names).
+    key_filters: &'a [(String, Vec<String>)],
 }
 
 /// The same data, as read (owned; the same wire layout field by field).
@@ -402,6 +406,7 @@ struct GrammarIn {
     shares_masks: bool,
     unique_keys: bool,
     closed: Vec<(String, Vec<String>)>,
+    key_filters: Vec<(String, Vec<String>)>,
 }
 
 type Guard<'a, K, V> = std::sync::RwLockReadGuard<'a, FxHashMap<K, Arc<V>>>;
@@ -464,6 +469,7 @@ impl CompiledGrammar {
                 .as_deref()
                 .map(|c| c.to_names(&self.aut.rule_names))
                 .unwrap_or_default(),
+            key_filters: self.aut.key_filters.as_deref().map_or(&[], |f| f.named()),
         };
         encode(GRAMMAR_MAGIC, self.vocab.fingerprint(), &out)
     }
@@ -579,6 +585,11 @@ impl CompiledGrammar {
             deferred: None,
         };
         let mut compiled = compiled;
+        if compiled.unique_keys {
+            compiled.aut.key_filters =
+                KeyFilters::resolve(&compiled.aut.rule_names, &data.key_filters)
+                    .map(|f| Arc::new(f.with_suspects(&compiler.trie, &compiler.vocab)));
+        }
         if compiled.unique_keys && !data.closed.is_empty() {
             compiled.closed_objects =
                 crate::matcher::ClosedObjects::resolve(&compiled.aut.rule_names, &data.closed)

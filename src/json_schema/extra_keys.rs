@@ -35,6 +35,11 @@ pub(crate) struct KeyRules {
     /// The characters other than printable ASCII, in every spelling, then the tail (with
     /// nothing banned): the part every plain branch point shares.
     rare: Option<RuleId>,
+    /// Per set of declared names (sorted): the key checked when it ends
+    /// ([`Builder::key_not_in`]).
+    filtered: HashMap<Vec<String>, RuleId>,
+    /// Those keys with their names (see `JsonSchemaGrammar::key_filters`).
+    pub(crate) filters: Vec<(RuleId, Vec<String>)>,
     /// Every rule above, to keep (see `JsonSchemaGrammar::keep`).
     pub(crate) kept: Vec<RuleId>,
 }
@@ -89,6 +94,32 @@ fn printable(c: u32) -> bool {
 }
 
 impl Builder<'_> {
+    /// A string key, quotes included: any JSON string whose decoded text is not in
+    /// `names`. For a matcher that checks keys ([`Builder::unique_keys`]), a rule whose
+    /// body is the plain JSON string (its automaton is the compiler's one string
+    /// automaton), listed in [`KeyRules::filters`] with `names`: the matcher's chart drops
+    /// a completion of it that decodes to one of them (`parser::key_filter`). Otherwise
+    /// (a grammar for any matcher, or strings narrowed by
+    /// [`JsonSchemaOptions::string_excludes`](super::JsonSchemaOptions::string_excludes)),
+    /// the names' trie ([`Builder::key_not_in_except`]).
+    pub(super) fn key_not_in(&mut self, names: &[String]) -> Expr {
+        if !self.unique_keys || !self.opts.string_excludes.is_empty() {
+            return self.key_not_in_except(names, &[]);
+        }
+        let mut sorted = names.to_vec();
+        sorted.sort_unstable();
+        sorted.dedup();
+        if let Some(&id) = self.key_rules.filtered.get(&sorted) {
+            return Expr::Rule(id);
+        }
+        let id = self.add_rule("obj_key", super::strings::string_inline());
+        self.pointers[id.index()] = "#".into();
+        self.key_rules.filtered.insert(sorted.clone(), id);
+        self.key_rules.filters.push((id, sorted));
+        self.key_rules.kept.push(id);
+        Expr::Rule(id)
+    }
+
     /// A string key, quotes included: any JSON string (every escape included) whose decoded
     /// text is not in `names`, with no character of `banned` (sorted). A call of the
     /// shared rule of that pair of sets: the names' trie and every way out of it

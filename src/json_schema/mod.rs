@@ -233,6 +233,10 @@ pub struct JsonSchemaGrammar {
     pub(crate) unique_keys: bool,
     /// The closed objects whose keys that matcher narrows (see `Builder::closed_objects`).
     pub(crate) closed: Vec<(RuleId, Vec<String>)>,
+    /// The key rules of undeclared properties whose names that matcher's chart checks when
+    /// they end, with the declared names they must not decode to (see
+    /// `Builder::key_not_in`; `parser::key_filter`).
+    pub(crate) key_filters: Vec<(RuleId, Vec<String>)>,
 }
 
 /// A schema given as text or as a parsed value.
@@ -402,6 +406,7 @@ pub(crate) fn to_grammar(
         string_rule: b.string_rule,
         unique_keys,
         closed: b.closed_objects,
+        key_filters: b.key_rules.filters,
     })
 }
 

@@ -388,7 +388,7 @@ impl Builder<'_> {
                             ),
                         });
                     }
-                    self.key_not_in_except(&names, &[])
+                    self.key_not_in(&names)
                 };
                 let ws = self.ws();
                 let body = seq(vec![key, self.colon(), v, ws]);

@@ -783,7 +783,8 @@ fn walk(
                 }
                 if stepped.is_none() && !real[d - 1] {
                     let exit = it.origin == EXT && aut.is_final(it.node);
-                    chart.push_closed_item(it, exit);
+                    // (A walk's chart never checks key names, so the byte is not kept.)
+                    chart.push_closed_item(it, exit, 0);
                 }
             }
             stepped.unwrap_or_else(|| {

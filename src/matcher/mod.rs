@@ -32,6 +32,7 @@ use crate::mask::cache::or_token_set;
 use crate::parser::{Chart, EXT};
 use std::sync::Arc;
 
+mod filtered;
 mod keys;
 mod options;
 pub(crate) use keys::ClosedObjects;
@@ -269,6 +270,8 @@ pub struct GrammarMatcher {
     pairs_seen: Vec<(u32, u32, bool)>,
     scratch_bits: Vec<u32>,
     scratch_uncertain: Vec<u32>,
+    /// Tokens the chart decides at the end of a fill (`filtered`).
+    recheck: Vec<u32>,
     /// The keys of the open objects, for grammars with unique keys.
     keys: Option<Box<KeyTracker>>,
     /// [`MatcherOptions::override_stop_tokens`], sorted; `None`: the vocabulary's.
@@ -321,7 +324,8 @@ impl GrammarMatcher {
     /// A matcher at the start of `compiled`'s root rule.
     pub fn new(compiled: Arc<CompiledGrammar>) -> Self {
         let root_start = compiled.aut.rule_start[compiled.aut.root as usize];
-        let chart = Chart::new(&compiled.aut, root_start);
+        let mut chart = Chart::new(&compiled.aut, root_start);
+        chart.filtering = true;
         let n = compiled.aut.nodes.len();
         GrammarMatcher {
             chart,
@@ -334,6 +338,7 @@ impl GrammarMatcher {
             pairs_seen: Vec::new(),
             scratch_bits: Vec::new(),
             scratch_uncertain: Vec::new(),
+            recheck: Vec::new(),
             keys: compiled
                 .unique_keys
                 .then(|| Box::new(KeyTracker::new(compiled.closed_objects.clone()))),
@@ -653,6 +658,7 @@ impl GrammarMatcher {
     fn upgrade(&mut self, next: Arc<CompiledGrammar>) -> Result<(), String> {
         let aut = &next.aut;
         let mut chart = Chart::new(aut, aut.rule_start[aut.root as usize]);
+        chart.filtering = true;
         chart.refuel(u64::MAX);
         for step in &self.log {
             let ok = match step {
@@ -876,6 +882,10 @@ impl GrammarMatcher {
         let mut blank = true;
         self.uncertain_lists.clear();
         self.pairs_seen.clear();
+        self.recheck.clear();
+        let filters = aut.key_filters.as_deref();
+        // An item of a key checked when it ends: the state depends on the key's bytes.
+        let mut in_key = false;
         for k in 0..self.kernel.len() {
             let it = self.kernel[k];
             let n = it.node;
@@ -910,6 +920,24 @@ impl GrammarMatcher {
                 continue;
             }
             let rule = aut.rule_of(n);
+            if let Some(f) = filters.filter(|f| f.filters(rule)) {
+                in_key = true;
+                filtered::key_item(
+                    f,
+                    rule,
+                    it,
+                    pos,
+                    &self.chart,
+                    compiled,
+                    bitmask,
+                    &mut blank,
+                    &mut self.scratch_bits,
+                    &mut self.uncertain_lists,
+                    &mut self.recheck,
+                    &deadline,
+                )?;
+                continue;
+            }
             for caller in self.chart.set(it.origin) {
                 if !aut.calls_of(caller.node).iter().any(|c| c.rule == rule) {
                     continue;
@@ -968,10 +996,11 @@ impl GrammarMatcher {
             (id, compiled.vocab.token_bytes(id).unwrap_or(&[]))
         };
         let memo = &mut self.uncertain_memo;
-        let seen_before = memo
-            .at
-            .as_ref()
-            .is_some_and(|(g, items)| *g == memo.generation && *items == self.kernel);
+        let seen_before = !in_key
+            && memo
+                .at
+                .as_ref()
+                .is_some_and(|(g, items)| *g == memo.generation && *items == self.kernel);
         if seen_before {
             for &id in &memo.accepted {
                 bitmask[(id / 32) as usize] |= 1 << (id % 32);
@@ -1029,6 +1058,20 @@ impl GrammarMatcher {
                 bitmask,
                 &mut Vec::new(),
             );
+        }
+        if let Some(f) = filters {
+            let at_start = self.at_output_start();
+            filtered::recheck_keys(
+                f,
+                &mut self.chart,
+                compiled,
+                bitmask,
+                &mut self.recheck,
+                at_start,
+            );
+        }
+        if in_key {
+            self.uncertain_memo.at = None; // its answers held for these key bytes only
         }
         if self.chart.exhausted() {
             self.uncertain_memo.at = None;

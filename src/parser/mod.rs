@@ -20,6 +20,8 @@
 use crate::automaton::Automaton;
 use rustc_hash::FxHashSet;
 
+pub(crate) mod key_filter;
+
 /// Origin of the base item.
 pub(crate) const EXT: u32 = u32::MAX;
 
@@ -37,6 +39,13 @@ pub(crate) struct Chart {
     pub starts: Vec<u32>,
     /// `exits[k]`: the base item is at a final node in set `k`.
     pub exits: Vec<bool>,
+    /// `bytes[k]`: the byte read to make set `k` (0 for set 0, for a special token, and
+    /// for the caller set of [`Chart::with_caller`]).
+    pub bytes: Vec<u8>,
+    /// Completions of the rules the automaton's [`key_filter::KeyFilters`] name are
+    /// checked against the bytes they read (the matcher's chart; a mask walk's chart reads
+    /// tokens from the middle of the output, so it cannot).
+    pub filtering: bool,
     /// Dedupe of the set being built: linear scan while it is small, then a hash set.
     seen: FxHashSet<u64>,
     hashed: bool,
@@ -56,6 +65,8 @@ impl Chart {
             items: Vec::with_capacity(64),
             starts: vec![0],
             exits: vec![false],
+            bytes: vec![0],
+            filtering: false,
             seen: FxHashSet::default(),
             hashed: false,
             building: 0,
@@ -102,6 +113,8 @@ impl Chart {
         self.starts.push(0);
         self.exits.clear();
         self.exits.push(false);
+        self.bytes.clear();
+        self.bytes.push(0);
         self.seen.clear();
         self.hashed = false;
         self.begin_set(0);
@@ -120,6 +133,7 @@ impl Chart {
         });
         c.starts.push(1);
         c.exits.push(false);
+        c.bytes.push(0);
         c.begin_set(1);
         c.add(Item { node, origin: 0 });
         c.close(aut, 1);
@@ -207,6 +221,7 @@ impl Chart {
                     });
                     self.starts.push(e as u32);
                     self.exits.push(it.origin == EXT && aut.is_final(t));
+                    self.bytes.push(b);
                     return true;
                 }
             }
@@ -223,17 +238,18 @@ impl Chart {
                 })
             });
         }
-        self.finish_set(aut, start)
+        self.finish_set(aut, start, b)
     }
 
     /// Appends a set holding only `it`, taken as closed (its node predicts and completes
     /// nothing: a node without calls that is not final, or the base item's), with `exit`
     /// as the set's exit flag. The mask walk uses this to put back a set it stepped past
     /// without the chart.
-    pub fn push_closed_item(&mut self, it: Item, exit: bool) {
+    pub fn push_closed_item(&mut self, it: Item, exit: bool, byte: u8) {
         self.starts.push(self.items.len() as u32);
         self.items.push(it);
         self.exits.push(exit);
+        self.bytes.push(byte);
     }
 
     /// Consumes special token `token` through a token edge. Returns false (and changes
@@ -257,17 +273,18 @@ impl Chart {
                 }
             }
         }
-        self.finish_set(aut, start)
+        self.finish_set(aut, start, 0)
     }
 
     /// Opens the set whose scanned items start at `start`, and closes it (prediction and
     /// completion). False, with nothing changed, when the scan added no item.
-    fn finish_set(&mut self, aut: &Automaton, start: usize) -> bool {
+    fn finish_set(&mut self, aut: &Automaton, start: usize, byte: u8) -> bool {
         if self.items.len() == start {
             return false;
         }
         self.starts.push(start as u32);
         self.exits.push(false);
+        self.bytes.push(byte);
         self.close(aut, start);
         if self.work > self.fuel {
             self.exhausted = true;
@@ -282,6 +299,7 @@ impl Chart {
         if self.starts.len() > 1 {
             let s = self.starts.pop().unwrap_or(0);
             self.exits.pop();
+            self.bytes.pop();
             self.items.truncate(s as usize);
         }
     }
@@ -293,6 +311,7 @@ impl Chart {
             let s = self.starts[len];
             self.starts.truncate(len);
             self.exits.truncate(len);
+            self.bytes.truncate(len);
             self.items.truncate(s as usize);
         }
     }
@@ -333,6 +352,14 @@ impl Chart {
                 } else if it.origin != pos {
                     // Completion: advance every caller of this rule waiting at the origin.
                     let rule = aut.rule_of(it.node);
+                    if self.filtering {
+                        if let Some(f) = &aut.key_filters {
+                            let read = &self.bytes[it.origin as usize + 1..=pos as usize];
+                            if f.drops(rule, read) {
+                                continue; // a declared name written as an extra key
+                            }
+                        }
+                    }
                     let (s, e) = (
                         self.starts[it.origin as usize] as usize,
                         self.starts[it.origin as usize + 1] as usize,

@@ -8,7 +8,9 @@ use schema_check::{accepts, check, check_with, llama};
 
 use serde_json::json;
 use tokensieve::json_schema::{json_schema_to_grammar_with_report, JsonSchemaOptions};
-use tokensieve::{json_schema_to_grammar, GrammarMatcher, JsonSchemaError};
+use tokensieve::{
+    json_schema_to_grammar, GrammarCompiler, GrammarMatcher, JsonSchemaError, Precompute,
+};
 
 #[test]
 fn integer_minimum_negative() {
@@ -212,41 +214,63 @@ fn undeclared_keys_beside_ascii_names_keep_every_spelling() {
     );
 }
 
-/// The undeclared keys of an object with declared properties cost a few nodes per
-/// branch point of the names' trie, not a copy of the escape grammar each.
+/// The keys of undeclared properties are the plain JSON string, checked by the matcher
+/// when they end (`CompiledGrammar::checked_keys`): no automaton per set of declared
+/// names. An object with other names builds no new key automaton.
 #[test]
-fn undeclared_keys_beside_declared_names_stay_small() {
-    let Some((_, compiler)) = llama() else {
+fn undeclared_keys_beside_declared_names_cost_no_automaton_of_their_own() {
+    let Some((rt, _)) = llama() else {
         return;
     };
-    let schema = json!({"type": "object", "properties": {
-        "measurement": {"type": "string"},
-        "timestamp": {"type": "string"},
-        "value": {"type": "number"}
-    }});
+    // A compiler of its own: its rule-automaton counts are this test's.
+    let compiler = GrammarCompiler::new(rt.vocab.clone()).with_precompute(Precompute::Lazy);
+    let schema = |names: [&str; 3]| {
+        json!({"type": "object", "properties": {
+            names[0]: {"type": "string"}, names[1]: {"type": "string"}, names[2]: {"type": "number"}
+        }})
+    };
+    let strict = JsonSchemaOptions {
+        strict: true,
+        ..Default::default()
+    };
     let open = compiler
-        .compile_json_schema(&schema, &JsonSchemaOptions::default())
-        .unwrap();
-    let strict = compiler
         .compile_json_schema(
-            &schema,
-            &JsonSchemaOptions {
-                strict: true,
-                ..Default::default()
-            },
+            &schema(["measurement", "timestamp", "value"]),
+            &Default::default(),
         )
         .unwrap();
-    // What undeclared keys add: any JSON value (about 75 nodes) and one automaton of the
-    // keys that avoid the three names (162 nodes: their trie, the `\u00HH` spelling of
-    // each branch point's characters, and one way out). It was 639 when each branch
-    // point's way out was a rule of its own, with its own copy of the escape grammar.
-    let extra = open.node_count() - strict.node_count();
+    let closed = compiler
+        .compile_json_schema(&schema(["measurement", "timestamp", "value"]), &strict)
+        .unwrap();
+    assert_eq!(
+        open.checked_keys(),
+        [(
+            open.checked_keys()[0].0.clone(),
+            vec![
+                "measurement".to_string(),
+                "timestamp".into(),
+                "value".into()
+            ]
+        )]
+    );
+    assert!(closed.checked_keys().is_empty());
+    // What undeclared keys add: any JSON value and one JSON string (about 100 nodes). It
+    // was 162 more for the names' trie in every spelling, and 639 before that.
+    let extra = open.node_count() - closed.node_count();
     assert!(
-        extra < 400,
+        extra < 130,
         "undeclared keys take {extra} nodes ({} open, {} strict)",
         open.node_count(),
-        strict.node_count()
+        closed.node_count()
     );
+    // Other names: their members are new automata (a key and a value each), and
+    // nothing else is.
+    let before = compiler.rule_automaton_cache_stats().builds;
+    compiler
+        .compile_json_schema(&schema(["pressure", "time", "unit"]), &Default::default())
+        .unwrap();
+    let built = compiler.rule_automaton_cache_stats().builds - before;
+    assert!(built <= 3, "{built} automata built for three new members");
 }
 
 #[test]

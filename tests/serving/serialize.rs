@@ -94,6 +94,14 @@ fn a_grammar_round_trips_with_the_same_masks() {
     let text = r#"{"a": "xyz", "b": [12, 3]}"#;
     let ids: Vec<u32> = text.bytes().map(u32::from).collect();
     same_masks(&g, &back, &ids, "small");
+    // The keys checked when they end come back with it: `a`, declared before `b`, is
+    // not an extra key after it.
+    assert_eq!(back.checked_keys(), g.checked_keys());
+    assert_eq!(g.checked_keys()[0].1, ["a", "b", "c", "d"]);
+    let late = r#"{"b": [1], "a": "x"}"#;
+    for grammar in [&g, &back] {
+        assert!(!GrammarMatcher::new(grammar.clone()).accept_string(late));
+    }
     // A fresh compiler of an equal vocabulary reads it too.
     let fresh =
         GrammarCompiler::new(Vocabulary::deserialize(&small_vocab().serialize().unwrap()).unwrap());

@@ -812,3 +812,118 @@ fn schema_key_automaton_masks_are_exact() {
     }
     report.finish("schema key automaton", started);
 }
+
+/// Keys of undeclared properties are checked when they end (`parser::key_filter`): an
+/// object in declared order takes any key but its declared names, so once `height` is
+/// written, `base` (declared before it) can come back neither as itself nor as an extra
+/// key, in any spelling. The masks are context-free and know nothing of the names; the
+/// matcher corrects them. Every step of each text is checked against every token of
+/// Llama 3.1 (keys on the way to a name, keys past it, escapes, one-token keys), eager and
+/// lazy; then rollbacks across keys must give the masks of a fresh matcher.
+#[test]
+fn undeclared_keys_checked_when_they_end_mask_exactly() {
+    let Some(rt) = real("llama3_1") else { return };
+    let schema = serde_json::json!({
+        "type": "object",
+        "properties": {
+            "base": {"type": "number"},
+            "height": {"type": "number"},
+            "name": {"type": "string"},
+            "é": {"type": "boolean"}
+        }
+    });
+    let texts = [
+        r#"{"height":1,"bas":2,"basement":{"base":"x"},"b\u0061sis":[1],"ba\\se":0}"#,
+        r#"{"base":1,"name":"n","nam":"x","names":2,"\u006e":3,"name\"":4}"#,
+        r#"{"na\u006d":1,"base":2,"\u00e9t\u00e9":true,"é":false}"#,
+        r#"{"heigh":null,"height":2.5,"":"","e":{"name":[]}}"#,
+        r#"{"height":1,"name":"base","x":"height"}"#,
+    ];
+    let mut report = Report::default();
+    let started = Instant::now();
+    for precompute in [Precompute::Eager, Precompute::Lazy] {
+        let compiled = rt
+            .compiler
+            .clone()
+            .with_precompute(precompute)
+            .compile_json_schema(&schema, &Default::default())
+            .unwrap_or_else(|e| panic!("{e}"));
+        for (i, text) in texts.iter().enumerate() {
+            let mut ids = rt.encode_exact(text);
+            ids.push(rt.stop());
+            let mut rng = StdRng::seed_from_u64(i as u64);
+            let label = format!("key filter text {i} ({precompute:?})");
+            teacher_force(
+                rt,
+                &compiled,
+                &ids,
+                ids.len(),
+                &mut rng,
+                &label,
+                &mut report,
+            );
+        }
+        // Keys of one token, quotes included (` "_"`, ` ""`): the matcher's chart decides.
+        // (Declared in the order `_`, `""`, `-`.)
+        let short = serde_json::json!({"properties": {
+            "_": {"type": "number"}, "": {"type": "number"}, "-": {"type": "string"}
+        }});
+        let g = rt
+            .compiler
+            .clone()
+            .with_precompute(precompute)
+            .compile_json_schema(&short, &Default::default())
+            .unwrap_or_else(|e| panic!("{e}"));
+        for (i, text) in [
+            r#"{"x":1, "":2, "y":3, "-":"z", "w":[]}"#,
+            r#"{"x":1, "-":"z", "w":2}"#,
+            r#"{ "_":1,"__":{"_":"s"}, "x":null}"#,
+        ]
+        .iter()
+        .enumerate()
+        {
+            let mut ids = rt.encode_exact(text);
+            ids.push(rt.stop());
+            let mut rng = StdRng::seed_from_u64(i as u64);
+            let label = format!("key filter one-token keys {i} ({precompute:?})");
+            teacher_force(rt, &g, &ids, ids.len(), &mut rng, &label, &mut report);
+        }
+        // Declared names as extra keys, in any spelling: refused.
+        for text in [
+            r#"{"height":1,"base":2}"#,
+            r#"{"height":1,"b\u0061se":2}"#,
+            r#"{"name":"x","\u00e9":true,"name":"y"}"#,
+            r#"{"name":"x","height":1}"#,
+        ] {
+            let mut m = GrammarMatcher::new(compiled.clone());
+            let ids = rt.encode_exact(text);
+            let all = ids.iter().all(|&t| m.accept_token(t)) && m.accept_token(rt.stop());
+            assert!(!all, "{text} must be refused");
+        }
+        // Rollback across keys: the masks of a fresh matcher at the same prefix.
+        let ids = rt.encode_exact(texts[0]);
+        let mut m = GrammarMatcher::new(compiled.clone());
+        let words = m.bitmask_words();
+        let (mut got, mut want) = (vec![0u32; words], vec![0u32; words]);
+        for (i, &t) in ids.iter().enumerate() {
+            assert!(m.accept_token(t));
+            m.fill_next_token_bitmask(&mut got).unwrap();
+            let back = (i % 3).min(i);
+            m.rollback(back).unwrap();
+            m.fill_next_token_bitmask(&mut got).unwrap();
+            let mut fresh = GrammarMatcher::new(compiled.clone());
+            for &u in &ids[..=i - back] {
+                assert!(fresh.accept_token(u));
+            }
+            fresh.fill_next_token_bitmask(&mut want).unwrap();
+            assert!(
+                got == want,
+                "step {i}, back {back}: masks differ after a rollback"
+            );
+            for &u in &ids[i + 1 - back..=i] {
+                assert!(m.accept_token(u));
+            }
+        }
+    }
+    report.finish("undeclared keys checked when they end", started);
+}
