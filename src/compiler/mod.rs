@@ -303,6 +303,9 @@ impl CompiledGrammar {
     }
 
     /// The grammar this was compiled from (before lowering); `to_string()` prints it as EBNF.
+    /// With [`CompiledGrammar::checked_keys`], the matcher also checks those key rules
+    /// beside it: compiled again on its own, this grammar would let a declared name through
+    /// as an undeclared key.
     pub fn grammar(&self) -> &Grammar {
         &self.grammar
     }
@@ -350,7 +353,8 @@ impl CompiledGrammar {
             + a.rule_names
                 .iter()
                 .map(|n| n.capacity() + 24)
-                .sum::<usize>();
+                .sum::<usize>()
+            + a.key_filters.as_deref().map_or(0, |f| f.memory_bytes());
         let masks: usize = self
             .masks
             .iter()

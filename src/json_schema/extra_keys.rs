@@ -1,9 +1,10 @@
 //! The keys of undeclared properties: any JSON string (every escape included) whose
-//! decoded name is none of the declared ones and has none of a set of banned characters,
-//! built from shared rules ([`KeyRules`]) so that excluding many names costs one node per
-//! name character. The key of one set of names is one rule, built as one automaton (the
-//! trie of the names, the ways out of it and the rest of the key, minimized together) and
-//! shared by every object with those names.
+//! decoded name is none of the declared ones and has none of a set of banned characters.
+//! For a matcher that checks keys, the plain JSON string, checked when it ends
+//! ([`Builder::key_not_in`]); otherwise built from shared rules ([`KeyRules`]) so that
+//! excluding many names costs one node per name character. The key of one set of names is
+//! one rule, built as one automaton (the trie of the names, the ways out of it and the rest
+//! of the key, minimized together) and shared by every object with those names.
 
 use std::collections::{BTreeMap, HashMap};
 

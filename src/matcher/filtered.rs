@@ -21,16 +21,15 @@ use crate::parser::key_filter::KeyFilters;
 use crate::parser::{Chart, Item, EXT};
 
 /// The fill's view of one kernel item `it` of a checked key rule `rule` (its origin below
-/// the current set `pos`): ORs its context masks into `bitmask`, lists the pairs whose
-/// uncertain tokens the chart must run (`uncertain`), and appends to `recheck` the tokens
-/// that would end the key on a declared name (the chart decides them:
-/// [`recheck_keys`]).
+/// the current set `pos`), whose node mask the fill has ORed in: when `past_end` (its node
+/// mask has tokens that run past the key's end), ORs its context masks into `bitmask` and
+/// lists the pairs whose uncertain tokens the chart must run (`uncertain`); then appends to
+/// `recheck` the tokens that would end the key on a declared name, whether they end with
+/// its closing quote or go on (the chart decides them: [`recheck_keys`]).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn key_item(
     f: &KeyFilters,
-    rule: u32,
-    it: Item,
-    pos: u32,
+    (rule, it, pos, past_end): (u32, Item, u32, bool),
     chart: &Chart,
     compiled: &CompiledGrammar,
     bitmask: &mut [u32],
@@ -41,7 +40,8 @@ pub(super) fn key_item(
     deadline: &Deadline,
 ) -> Result<(), MatcherError> {
     let aut = &compiled.aut;
-    for caller in chart.set(it.origin) {
+    let callers = if past_end { chart.set(it.origin) } else { &[] };
+    for caller in callers {
         if !aut.calls_of(caller.node).iter().any(|c| c.rule == rule) {
             continue;
         }

@@ -839,7 +839,8 @@ impl GrammarMatcher {
     /// past `vocab_size` are clear; after termination every bit is clear.
     ///
     /// `bitmask.len()` must be `ceil(vocab_size / 32)` words. No allocation once the
-    /// matcher's scratch space is warm.
+    /// matcher's scratch space is warm, except inside an undeclared key of a JSON Schema
+    /// grammar that may still end on a declared name (a few small buffers to decode it).
     ///
     /// # Errors
     /// [`MatcherError::BitmaskLength`] for a buffer of the wrong length.
@@ -913,20 +914,13 @@ impl GrammarMatcher {
                     &mut self.scratch_bits,
                 );
             }
-            // Tokens that run past the rule's end: nothing follows the root's base instance;
-            // other instances continue in each caller waiting at the origin, whose context
-            // mask decides most of them.
-            if m.uncertain.is_empty() || it.origin == EXT {
-                continue;
-            }
+            // A key checked when it ends: its bytes decide which tokens end it well.
             let rule = aut.rule_of(n);
-            if let Some(f) = filters.filter(|f| f.filters(rule)) {
+            if let Some(f) = filters.filter(|f| it.origin != EXT && f.filters(rule)) {
                 in_key = true;
                 filtered::key_item(
                     f,
-                    rule,
-                    it,
-                    pos,
+                    (rule, it, pos, !m.uncertain.is_empty()),
                     &self.chart,
                     compiled,
                     bitmask,
@@ -936,6 +930,12 @@ impl GrammarMatcher {
                     &mut self.recheck,
                     &deadline,
                 )?;
+                continue;
+            }
+            // Tokens that run past the rule's end: nothing follows the root's base instance;
+            // other instances continue in each caller waiting at the origin, whose context
+            // mask decides most of them.
+            if m.uncertain.is_empty() || it.origin == EXT {
                 continue;
             }
             for caller in self.chart.set(it.origin) {

@@ -85,6 +85,29 @@ impl KeyFilters {
         self
     }
 
+    /// Heap bytes held, about.
+    pub(crate) fn memory_bytes(&self) -> usize {
+        let names = |v: &[String]| v.iter().map(|n| n.capacity() + 24).sum::<usize>();
+        self.by_rule.capacity() * 4
+            + self
+                .sets
+                .iter()
+                .flatten()
+                .map(|n| n.len() + 48)
+                .sum::<usize>()
+            + self
+                .named
+                .iter()
+                .map(|(r, v)| r.capacity() + 24 + names(v))
+                .sum::<usize>()
+            + self.suspect_tokens.capacity() * 4
+            + self
+                .closers
+                .iter()
+                .map(|(k, v)| k.len() + 48 + v.capacity() * 4)
+                .sum::<usize>()
+    }
+
     /// (rule name, names) per filtered rule, as given to [`KeyFilters::resolve`].
     pub(crate) fn named(&self) -> &[(String, Vec<String>)] {
         &self.named

@@ -285,13 +285,47 @@ impl Chart {
         self.starts.push(start as u32);
         self.exits.push(false);
         self.bytes.push(byte);
-        self.close(aut, start);
+        let dropped = self.close(aut, start);
         if self.work > self.fuel {
             self.exhausted = true;
             self.pop();
             return false;
         }
+        if dropped && !self.without_dropped_keys(aut, start) {
+            self.pop();
+            return false;
+        }
         true
+    }
+
+    /// Removes from the set at `start` (the last, closed) the items of key rules whose
+    /// completion [`Chart::close`] dropped and that can do nothing else (a final node
+    /// without edges: the key's closing quote). False when the set is then empty: the byte
+    /// led only into keys that end on a declared name, and is refused.
+    fn without_dropped_keys(&mut self, aut: &Automaton, start: usize) -> bool {
+        let Some(f) = &aut.key_filters else {
+            return true;
+        };
+        let pos = self.pos() as usize;
+        let bytes = &self.bytes;
+        let dead = |it: &Item| {
+            it.origin != EXT
+                && it.origin as usize != pos
+                && aut.is_final(it.node)
+                && !aut.has_edges(it.node)
+                && aut.tokens_of(it.node).is_empty()
+                && f.drops(aut.rule_of(it.node), &bytes[it.origin as usize + 1..=pos])
+        };
+        let mut kept = start;
+        for i in start..self.items.len() {
+            let it = self.items[i];
+            if !dead(&it) {
+                self.items[kept] = it;
+                kept += 1;
+            }
+        }
+        self.items.truncate(kept);
+        kept > start
     }
 
     /// Removes the last set (undoes one push). Never removes set 0.
@@ -324,12 +358,16 @@ impl Chart {
 
     /// Prediction and completion for the items of the current set from index `from` on.
     /// `seen` already holds the items of the current set added so far.
-    fn close(&mut self, aut: &Automaton, from: usize) {
+    ///
+    /// True when a completion of a key rule was dropped (its bytes decode to a declared
+    /// name: `key_filter`).
+    fn close(&mut self, aut: &Automaton, from: usize) -> bool {
         let pos = self.pos();
+        let mut dropped = false;
         let mut j = from;
         while j < self.items.len() {
             if self.work > self.fuel {
-                return; // the caller drops the set
+                return dropped; // the caller drops the set
             }
             let it = self.items[j];
             j += 1;
@@ -356,6 +394,7 @@ impl Chart {
                         if let Some(f) = &aut.key_filters {
                             let read = &self.bytes[it.origin as usize + 1..=pos as usize];
                             if f.drops(rule, read) {
+                                dropped = true;
                                 continue; // a declared name written as an extra key
                             }
                         }
@@ -379,5 +418,6 @@ impl Chart {
                 }
             }
         }
+        dropped
     }
 }

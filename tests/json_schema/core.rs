@@ -273,6 +273,43 @@ fn undeclared_keys_beside_declared_names_cost_no_automaton_of_their_own() {
     assert!(built <= 3, "{built} automata built for three new members");
 }
 
+/// On a vocabulary of single bytes a key's closing quote is a token of its own, allowed by
+/// the key node's own mask: the matcher leaves it out where the key would end on a
+/// declared name that can no longer come, and every token's bit agrees with
+/// `accept_token` at every step (escapes split across steps included).
+#[test]
+fn a_declared_name_cannot_end_an_extra_key_byte_by_byte() {
+    let g = common::byte_compiler()
+        .compile_json_schema(
+            &json!({"properties": {"ab": {"type": "number"}, "b": {"type": "number"}}}),
+            &Default::default(),
+        )
+        .unwrap();
+    let vocab = g.vocabulary().clone();
+    for text in [
+        r#"{"b":1,"ab":2}"#,
+        r#"{"b":1,"\u0061b":2}"#,
+        r#"{"b":1,"a\u0062":2}"#,
+    ] {
+        let mut m = GrammarMatcher::new(g.clone());
+        // The quote that closes the last key: the key decodes to `ab`, declared before `b`.
+        let close = text.rfind("\":").unwrap();
+        for (i, &byte) in text.as_bytes().iter().enumerate() {
+            let (allowed, bad) = common::check_all_tokens(&m, &vocab);
+            assert!(bad.is_empty(), "{text} at byte {i}: {}", bad[0]);
+            if i == close {
+                assert!(
+                    !allowed.contains(&(byte as u32)),
+                    "{text}: the quote ending `ab` was allowed"
+                );
+                assert!(!m.accept_token(byte as u32));
+                break;
+            }
+            assert!(m.accept_token(byte as u32), "{text} at byte {i}");
+        }
+    }
+}
+
 #[test]
 fn string_lengths_count_decoded_characters() {
     check(

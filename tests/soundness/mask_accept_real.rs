@@ -838,6 +838,7 @@ fn undeclared_keys_checked_when_they_end_mask_exactly() {
         r#"{"na\u006d":1,"base":2,"\u00e9t\u00e9":true,"é":false}"#,
         r#"{"heigh":null,"height":2.5,"":"","e":{"name":[]}}"#,
         r#"{"height":1,"name":"base","x":"height"}"#,
+        r#"{"height":1,"base2":0,"\u00e9x":1}"#,
     ];
     let mut report = Report::default();
     let started = Instant::now();
@@ -899,6 +900,14 @@ fn undeclared_keys_checked_when_they_end_mask_exactly() {
             let ids = rt.encode_exact(text);
             let all = ids.iter().all(|&t| m.accept_token(t)) && m.accept_token(rt.stop());
             assert!(!all, "{text} must be refused");
+            // Not even up to the key's closing quote: no dead end.
+            let key_end = text.rfind("\":").expect("a key") + 1;
+            let mut m = GrammarMatcher::new(compiled.clone());
+            assert!(
+                !m.accept_string(&text[..key_end]),
+                "{} must be refused",
+                &text[..key_end]
+            );
         }
         // Rollback across keys: the masks of a fresh matcher at the same prefix.
         let ids = rt.encode_exact(texts[0]);
