@@ -794,23 +794,28 @@ fn schema_key_automaton_masks_are_exact() {
             .with_precompute(precompute)
             .compile_json_schema(&schema, &options)
             .unwrap_or_else(|e| panic!("{e}"));
-        for (i, text) in texts.iter().enumerate() {
-            let mut ids = rt.encode_exact(text);
-            ids.push(rt.stop());
-            let mut rng = StdRng::seed_from_u64(i as u64);
-            let label = format!("schema text {i} ({precompute:?})");
-            teacher_force(
-                rt,
-                &compiled,
-                &ids,
-                ids.len(),
-                &mut rng,
-                &label,
-                &mut report,
-            );
-        }
+        let label = format!("schema text ({precompute:?})");
+        force_every_step(rt, &compiled, &texts, &label, &mut report);
     }
     report.finish("schema key automaton", started);
+}
+
+/// Teacher-forces each of `texts` then the stop token, checking every step against every
+/// token (the label gets the text's index).
+fn force_every_step(
+    rt: &RealTokenizer,
+    compiled: &Arc<CompiledGrammar>,
+    texts: &[&str],
+    label: &str,
+    report: &mut Report,
+) {
+    for (i, text) in texts.iter().enumerate() {
+        let mut ids = rt.encode_exact(text);
+        ids.push(rt.stop());
+        let mut rng = StdRng::seed_from_u64(i as u64);
+        let label = format!("{label} {i}");
+        teacher_force(rt, compiled, &ids, ids.len(), &mut rng, &label, report);
+    }
 }
 
 /// Keys of undeclared properties are checked when they end (`parser::key_filter`): an
@@ -849,21 +854,8 @@ fn undeclared_keys_checked_when_they_end_mask_exactly() {
             .with_precompute(precompute)
             .compile_json_schema(&schema, &Default::default())
             .unwrap_or_else(|e| panic!("{e}"));
-        for (i, text) in texts.iter().enumerate() {
-            let mut ids = rt.encode_exact(text);
-            ids.push(rt.stop());
-            let mut rng = StdRng::seed_from_u64(i as u64);
-            let label = format!("key filter text {i} ({precompute:?})");
-            teacher_force(
-                rt,
-                &compiled,
-                &ids,
-                ids.len(),
-                &mut rng,
-                &label,
-                &mut report,
-            );
-        }
+        let label = format!("key filter text ({precompute:?})");
+        force_every_step(rt, &compiled, &texts, &label, &mut report);
         // Keys of one token, quotes included (` "_"`, ` ""`): the matcher's chart decides.
         // (Declared in the order `_`, `""`, `-`.)
         let short = serde_json::json!({"properties": {
@@ -875,20 +867,13 @@ fn undeclared_keys_checked_when_they_end_mask_exactly() {
             .with_precompute(precompute)
             .compile_json_schema(&short, &Default::default())
             .unwrap_or_else(|e| panic!("{e}"));
-        for (i, text) in [
+        let one_token_keys = [
             r#"{"x":1, "":2, "y":3, "-":"z", "w":[]}"#,
             r#"{"x":1, "-":"z", "w":2}"#,
             r#"{ "_":1,"__":{"_":"s"}, "x":null}"#,
-        ]
-        .iter()
-        .enumerate()
-        {
-            let mut ids = rt.encode_exact(text);
-            ids.push(rt.stop());
-            let mut rng = StdRng::seed_from_u64(i as u64);
-            let label = format!("key filter one-token keys {i} ({precompute:?})");
-            teacher_force(rt, &g, &ids, ids.len(), &mut rng, &label, &mut report);
-        }
+        ];
+        let label = format!("key filter one-token keys ({precompute:?})");
+        force_every_step(rt, &g, &one_token_keys, &label, &mut report);
         // Declared names as extra keys, in any spelling: refused.
         for text in [
             r#"{"height":1,"base":2}"#,
