@@ -122,7 +122,8 @@
 //!   For [`crate::GrammarCompiler::compile_json_schema`] such a key is the plain JSON
 //!   string and the matcher's chart drops it when it ends on a declared name
 //!   (`parser::key_filter`); [`json_schema_to_grammar`], whose grammar any matcher may
-//!   run, spells the names' trie out in every escape instead. (Keys of `patternProperties` and `propertyNames` take the canonical escaping only.)
+//!   run, spells the names' trie out in every escape instead. (Keys of
+//!   `patternProperties` and `propertyNames` take the canonical escaping only.)
 //!   Declared properties come in the order of the schema's `serde_json::Map` (sorted by key
 //!   unless serde_json's `preserve_order` feature is on), with extra keys anywhere between.
 //! * **No key appears twice in one object.** Matchers of

@@ -9,9 +9,9 @@
 //! holds the key's opening and closing quotes: [`KeyFilters::suspect_tokens`]). In the
 //! first way the key dies only if the name decoded so far is on the way to a declared one
 //! ([`KeyFilters::may_drop`]); the tokens that would end it there are those whose bytes
-//! before their quote spell the rest of that name (the trie's `key_closers`), those with
-//! more than one quote or a `\` (`multi_quote_tokens`), and, inside an escape, any token
-//! with a quote.
+//! before their quote spell the rest of that name (the trie's `key_closers` for tokens with
+//! one quote and no `\`, [`KeyFilters::closers`] for the others), and, inside an escape,
+//! any token with a quote whose bytes end the key on a name ([`KeyFilters::kills`]).
 
 use super::MatcherError;
 use crate::compiler::CompiledGrammar;

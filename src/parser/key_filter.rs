@@ -13,9 +13,10 @@
 //! so that parse dies and any other (a declared member's) goes on.
 //!
 //! A JSON string ends at its first unescaped `"`, so whether an instance dies is fixed by
-//! the bytes alone; the matcher uses that to correct its context-free masks
-//! ([`KeyFilters::kills`]), and chart-checks the few tokens that open and close such a
-//! key within themselves ([`KeyFilters::suspects`]).
+//! the bytes alone: the matcher finds the few tokens that could end a key on a name from
+//! the key's bytes so far ([`KeyFilters::rests`], [`KeyFilters::closers`]) or from their
+//! own ([`KeyFilters::suspect_tokens`]), and has the chart decide them
+//! (`matcher::filtered`).
 
 use rustc_hash::FxHashSet;
 
@@ -220,8 +221,7 @@ impl KeyFilters {
             return false;
         };
         match decode(inner) {
-            Decoded::Done(so_far) => self.sets[s as usize].iter().any(|n| n.starts_with(&so_far)),
-            Decoded::Partial(so_far) => {
+            Decoded::Done(so_far) | Decoded::Partial(so_far) => {
                 self.sets[s as usize].iter().any(|n| n.starts_with(&so_far))
             }
             Decoded::Invalid => false,
@@ -241,19 +241,10 @@ impl KeyFilters {
             .copied()
             .filter(|&t| {
                 let b = bytes(t).unwrap_or(&[]);
+                // The string a `"` opens ends at its first unescaped quote after it.
                 (0..b.len()).filter(|&i| b[i] == b'"').any(|i| {
-                    // The string `b[i]` opens ends at its first unescaped quote.
-                    let mut escaped = false;
-                    for (j, &c) in b.iter().enumerate().skip(i + 1) {
-                        if escaped {
-                            escaped = false;
-                        } else if c == b'\\' {
-                            escaped = true;
-                        } else if c == b'"' {
-                            return self.any_set_holds(&b[i + 1..j]);
-                        }
-                    }
-                    false
+                    first_unescaped_quote(&b[i + 1..])
+                        .is_some_and(|n| self.any_set_holds(&b[i + 1..i + 1 + n]))
                 })
             })
             .collect()
