@@ -6,8 +6,11 @@
 //! string over the characters it allows: any text
 //! ([`ANY_TEXT`]), JSON string contents ([`JSON_STRING`]: no `"`, `\` or control
 //! character), free text that avoids `<` ([`NO_LT`]: before a `<tool_call>` trigger, say),
-//! ASCII letters and digits alone ([`ALNUM`]: identifiers, `pattern`s, formats), and JSON
-//! string contents without `<` ([`JSON_STRING_NO_LT`]: tool arguments that refuse markers).
+//! ASCII letters and digits alone ([`ALNUM`]: identifiers, `pattern`s, formats), JSON
+//! string contents without `<` ([`JSON_STRING_NO_LT`]: tool arguments that refuse markers),
+//! and JSON string contents without U+2028 and U+2029 ([`JSON_STRING_DOT`]: what
+//! ECMA-262's `.` matches in a JSON string, so the strings and keys of `pattern`s and
+//! `patternProperties` such as `.*` or `^(.)+`).
 //! A token that starts with a UTF-8 continuation byte, or holds bytes that are not UTF-8,
 //! is in no slice.
 //!
@@ -24,13 +27,16 @@ use super::trie::TokenTrie;
 use crate::automaton::Automaton;
 
 /// A slice's language: strings of the characters it allows, by the ASCII characters it
-/// leaves out, and whether characters from U+0080 on are allowed (all of them, or none).
+/// leaves out, and whether characters from U+0080 on are allowed (all of them, all but
+/// the line and paragraph separators, or none).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Lang {
     /// Bit `b` set when ASCII byte `b` (0..=127) may not occur.
     pub excluded: u128,
-    /// Every character from U+0080 on may occur (else none).
+    /// Every character from U+0080 on may occur (else none), but for the next field's.
     pub multibyte: bool,
+    /// U+2028 and U+2029 (ECMA-262 line terminators, which JSON writes raw) may not occur.
+    pub no_line_separators: bool,
 }
 
 /// The ASCII bytes `lo..=hi` as a set of [`Lang::excluded`].
@@ -42,6 +48,7 @@ const fn ascii(lo: u8, hi: u8) -> u128 {
 pub(crate) const ANY_TEXT: Lang = Lang {
     excluded: 0,
     multibyte: true,
+    no_line_separators: false,
 };
 
 /// JSON string contents (RFC 8259 §7, unescaped): no `"` (0x22), `\` (0x5C) or control
@@ -49,12 +56,14 @@ pub(crate) const ANY_TEXT: Lang = Lang {
 pub(crate) const JSON_STRING: Lang = Lang {
     excluded: ascii(0x00, 0x1F) | (1 << 0x22) | (1 << 0x5C),
     multibyte: true,
+    no_line_separators: false,
 };
 
 /// Free text without `<` (0x3C): what precedes tags such as `<tool_call>` or `<function=`.
 pub(crate) const NO_LT: Lang = Lang {
     excluded: 1 << 0x3C,
     multibyte: true,
+    no_line_separators: false,
 };
 
 /// JSON string contents without `<`: the argument strings of tool-call families whose
@@ -64,6 +73,7 @@ pub(crate) const NO_LT: Lang = Lang {
 pub(crate) const JSON_STRING_NO_LT: Lang = Lang {
     excluded: JSON_STRING.excluded | (1 << 0x3C),
     multibyte: true,
+    no_line_separators: false,
 };
 
 /// ASCII letters and digits only: identifiers, the words of `pattern`s such as
@@ -71,10 +81,28 @@ pub(crate) const JSON_STRING_NO_LT: Lang = Lang {
 pub(crate) const ALNUM: Lang = Lang {
     excluded: !(ascii(b'0', b'9') | ascii(b'A', b'Z') | ascii(b'a', b'z')),
     multibyte: false,
+    no_line_separators: false,
+};
+
+/// JSON string contents without U+2028 and U+2029: the characters ECMA-262's `.` matches
+/// (all but line terminators, ECMA-262 §22.2.2.7; `\n` and `\r` are control characters
+/// JSON escapes anyway), written raw in a JSON string. A string or key of `pattern` `.*`
+/// consumes every string of this language, not of [`JSON_STRING`].
+pub(crate) const JSON_STRING_DOT: Lang = Lang {
+    excluded: JSON_STRING.excluded,
+    multibyte: true,
+    no_line_separators: true,
 };
 
 /// The slices every trie computes, in this order.
-pub(crate) const SLICES: [Lang; 5] = [ANY_TEXT, JSON_STRING, NO_LT, JSON_STRING_NO_LT, ALNUM];
+pub(crate) const SLICES: [Lang; 6] = [
+    ANY_TEXT,
+    JSON_STRING,
+    NO_LT,
+    JSON_STRING_NO_LT,
+    ALNUM,
+    JSON_STRING_DOT,
+];
 
 /// One slice of a trie.
 #[derive(Clone, Debug)]
@@ -94,7 +122,7 @@ pub(crate) struct Slice {
     pub pure_ids: Box<[u32]>,
     /// Per UTF-8 decoder state, the bytes the language allows next ([`lang_ranges`]),
     /// made once: [`consumed_depth`] reads them for every mask it is asked about.
-    ranges: [Box<[(u8, u8, u8)]>; 8],
+    ranges: [Box<[(u8, u8, u8)]>; STATES],
 }
 
 impl Slice {
@@ -121,6 +149,12 @@ const AFTER_E0: u8 = 4;
 const AFTER_ED: u8 = 5;
 const AFTER_F0: u8 = 6;
 const AFTER_F4: u8 = 7;
+/// After `E2` in a language without U+2028 and U+2029 (`E2 80 A8`, `E2 80 A9`).
+const AFTER_E2: u8 = 8;
+/// After `E2 80` in such a language.
+const AFTER_E2_80: u8 = 9;
+/// The number of decoder states.
+const STATES: usize = 10;
 
 /// The decoder state after byte `b` from state `s`, or `None` when `b` cannot follow in a
 /// string of the slice's language (a character it leaves out, or not UTF-8).
@@ -132,6 +166,7 @@ fn utf8_step(s: u8, b: u8, lang: Lang) -> Option<u8> {
             0x00..=0x7F => (lang.excluded >> b & 1 == 0).then_some(BOUNDARY),
             0xC2..=0xDF => Some(NEED1),
             0xE0 => Some(AFTER_E0),
+            0xE2 if lang.no_line_separators => Some(AFTER_E2),
             0xED => Some(AFTER_ED),
             0xE1..=0xEF => Some(NEED2),
             0xF0 => Some(AFTER_F0),
@@ -144,6 +179,12 @@ fn utf8_step(s: u8, b: u8, lang: Lang) -> Option<u8> {
         AFTER_ED => (0x80..=0x9F).contains(&b).then_some(NEED1),
         AFTER_F0 => (0x90..=0xBF).contains(&b).then_some(NEED2),
         AFTER_F4 => (0x80..=0x8F).contains(&b).then_some(NEED2),
+        AFTER_E2 => match b {
+            0x80 => Some(AFTER_E2_80),
+            0x81..=0xBF => Some(NEED1),
+            _ => None,
+        },
+        AFTER_E2_80 => ((0x80..=0xBF).contains(&b) && b != 0xA8 && b != 0xA9).then_some(BOUNDARY),
         _ => None,
     }
 }
@@ -355,6 +396,15 @@ mod tests {
         assert!(!in_slice(b"abc_1", ALNUM));
         assert!(!in_slice(b" abc", ALNUM));
         assert!(!in_slice("é".as_bytes(), ALNUM));
+        // `.`'s characters: all but the line and paragraph separators.
+        assert!(in_slice("a\u{2027}b€é😀".as_bytes(), JSON_STRING_DOT));
+        assert!(!in_slice("a\u{2028}".as_bytes(), JSON_STRING_DOT));
+        assert!(!in_slice("\u{2029}b".as_bytes(), JSON_STRING_DOT));
+        assert!(in_slice("a\u{2028}".as_bytes(), JSON_STRING));
+        assert!(!in_slice(b"a\"", JSON_STRING_DOT));
+        // A separator cut at the token's end is a prefix of another character.
+        assert!(in_slice(&"\u{2028}".as_bytes()[..2], JSON_STRING_DOT));
+        assert!(!in_slice(&[0xE2, 0x80, 0xC0], JSON_STRING_DOT));
     }
 
     #[test]

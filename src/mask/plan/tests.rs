@@ -95,8 +95,9 @@ pub(crate) fn assert_full_walk_mask(g: &CompiledGrammar, n: u32, got: &NodeMask,
 
 /// Every node's mask walked with the vocabulary slices it consumes equals the walk of
 /// every token, over grammars whose wide nodes are JSON string contents, free text, and
-/// free text before a `<tool_call>` trigger, on a vocabulary with quotes, `<`, control
-/// characters, multi-byte characters and UTF-8 fragments.
+/// free text before a `<tool_call>` trigger, and `.` in a `pattern` or a
+/// `patternProperties` key, on a vocabulary with quotes, `<`, control characters,
+/// multi-byte characters (the line separator U+2028 among them) and UTF-8 fragments.
 #[test]
 fn a_sliced_walk_equals_the_full_walk() {
     use crate::mask::slices;
@@ -123,6 +124,9 @@ fn a_sliced_walk_equals_the_full_walk() {
         &"😀".as_bytes()[1..],
         b"\x7f",
         b"1",
+        "\u{2028}".as_bytes(),
+        &"\u{2029}".as_bytes()[..2],
+        "€".as_bytes(),
     ];
     for a in &pieces {
         for b in &pieces {
@@ -179,6 +183,16 @@ fn a_sliced_walk_equals_the_full_walk() {
         // A bounded repetition written out: its nodes consume letters and digits only up
         // to the copies left, so only tokens that short are taken whole.
         compiler.compile_regex(r"[a-z0-9]{0,30}\.").unwrap(),
+        // `.` excludes U+2028 and U+2029: keys of `.*`, values of `^(.)+$`.
+        compiler
+            .compile_json_schema(
+                &serde_json::json!({
+                    "type": "object",
+                    "patternProperties": {".*": {"type": "string", "pattern": "^(.)+$"}}
+                }),
+                &crate::JsonSchemaOptions::default(),
+            )
+            .unwrap(),
     ];
     let mut used = [0usize; slices::SLICES.len()];
     let mut via_calls = 0;
@@ -202,7 +216,8 @@ fn a_sliced_walk_equals_the_full_walk() {
     // Each slice is taken somewhere: any text (the first regex), JSON string contents,
     // the free text before `<` (the tag and the EBNF grammar), ASCII letters and digits
     // (the second regex), JSON string contents without `<` (the tag's second tool, whose
-    // strings refuse its markers).
+    // strings refuse its markers), JSON string contents without U+2028 and U+2029 (the
+    // `patternProperties` schema).
     assert!(
         used.iter().all(|&u| u > 0),
         "slices taken per kind: {used:?}"
