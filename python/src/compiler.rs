@@ -106,11 +106,11 @@ impl PyGrammarCompiler {
     /// the engine's default). `cache_enabled`, `cache_limit_bytes`: the whole-grammar cache
     /// (`with_cache_enabled`, `with_cache_limit_bytes`; None: unlimited); `cache_enabled =
     /// false` also turns off the rule automata shared across grammars. `precompute`: when
-    /// node masks are computed (`tokensieve::Precompute`): "eager" (at compile, the
-    /// default), "lazy" (on first use) or "background" (after compile, on the engine's
-    /// background pool); another value is a ValueError.
+    /// node masks are computed (`tokensieve::Precompute`): "background" (the default: a
+    /// lazy compile, then the rest filled after compile on the engine's background pool),
+    /// "eager" (all at compile) or "lazy" (on first use); another value is a ValueError.
     #[new]
-    #[pyo3(signature = (vocabulary, max_threads=8, mask_cache_bytes=None, *, cache_enabled=true, cache_limit_bytes=None, precompute="eager"))]
+    #[pyo3(signature = (vocabulary, max_threads=8, mask_cache_bytes=None, *, cache_enabled=true, cache_limit_bytes=None, precompute="background"))]
     fn new(
         vocabulary: &PyVocabulary,
         max_threads: usize,

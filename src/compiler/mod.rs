@@ -39,22 +39,32 @@ pub use cache::GrammarCacheStats;
 pub use serialize::{DeserializeError, SerializeError, FORMAT_VERSION};
 
 /// When node masks are computed.
+///
+/// The default is [`Precompute::Background`]: a serving engine compiles a grammar per
+/// request, so compile → first mask is part of time-to-first-token, and the background
+/// fill gives a lazy compile's first mask with an eager compile's steady state
+/// (`docs/benchmarks.md`, issue 24: side by side with llguidance on MaskBench, compile →
+/// first mask p50 0.7–0.8× its own and cold masks included in the mask mean).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Precompute {
-    /// At compile time, every node, in parallel (rayon). The first mask is then fast.
-    #[default]
+    /// At compile time, every node, in parallel (rayon). The first mask is then fast, the
+    /// compile slow (several times a lazy one; seconds for the largest schemas), and a
+    /// grammar over [`Limits::max_memory_bytes`](crate::Limits) fails to compile.
     Eager,
     /// On first use, node by node, by the matcher that needs it. Compiles in about the time
     /// of building the automata.
     Lazy,
-    /// Compiles as [`Precompute::Lazy`] does, then computes the masks [`Precompute::Eager`]
-    /// would have computed in the background, on the compiler's background pool (see
-    /// [`GrammarCompiler::with_background_pool`]); a matcher that needs a mask the
-    /// background has not reached yet computes it itself. The fill stops when the last
-    /// `Arc<CompiledGrammar>` is dropped or at [`CompiledGrammar::cancel_background`].
-    /// On the default pool, when the process may use at most two cores, the fill starts
-    /// no mask while as many matcher steps or compiles are in progress (so that it never
-    /// takes a time slice from a decoding loop on a shared core).
+    /// The default. Compiles as [`Precompute::Lazy`] does, then computes the masks
+    /// [`Precompute::Eager`] would have computed in the background, on the compiler's
+    /// background pool (see [`GrammarCompiler::with_background_pool`]); a matcher that
+    /// needs a mask the background has not reached yet computes it itself. The fill stops
+    /// when the last `Arc<CompiledGrammar>` is dropped, at
+    /// [`CompiledGrammar::cancel_background`], or before the grammar would hold more than
+    /// [`Limits::max_memory_bytes`](crate::Limits). On the default pool, when the process
+    /// may use at most two cores, the fill starts no mask while as many matcher steps or
+    /// compiles are in progress (so that it never takes a time slice from a decoding loop
+    /// on a shared core).
+    #[default]
     Background,
 }
 
@@ -162,7 +172,7 @@ impl GrammarCompiler {
             vocab,
             trie: Arc::new(trie),
             text_bits: bits.into(),
-            precompute: Precompute::Eager,
+            precompute: Precompute::default(),
             shared: Arc::new(SharedMasks::new(Self::DEFAULT_MASK_CACHE_BYTES)),
             limits: Limits::default(),
             grammar_cache: Arc::new(GrammarCache::new(true, None)),
@@ -230,7 +240,7 @@ impl GrammarCompiler {
         (self.shared.memory_bytes(), self.shared.len())
     }
 
-    /// Chooses when node masks are computed (default [`Precompute::Eager`]).
+    /// Chooses when node masks are computed (default [`Precompute::Background`]).
     pub fn with_precompute(mut self, precompute: Precompute) -> Self {
         self.precompute = precompute;
         self

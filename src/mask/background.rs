@@ -460,6 +460,22 @@ mod tests {
         assert_same_masks("Hermes-style tag over 5 BFCL tools", &a, &b);
     }
 
+    /// The default precompute is the background fill: a compiler given no choice compiles
+    /// lazily, schedules the fill, and ends with the masks of an eager compile.
+    #[test]
+    fn the_default_precompute_fills_in_the_background() {
+        assert_eq!(Precompute::default(), Precompute::Background);
+        let Some(vocab) = llama() else { return };
+        let default = GrammarCompiler::new(vocab.clone());
+        let eager = GrammarCompiler::new(vocab).with_precompute(Precompute::Eager);
+        let options = crate::JsonSchemaOptions::default();
+        let schema = &maskbench("Github_easy", 1)[0];
+        let a = default.compile_json_schema(schema, &options).unwrap();
+        assert_ne!(a.background_status(), BackgroundStatus::NotScheduled);
+        let b = eager.compile_json_schema(schema, &options).unwrap();
+        assert_same_masks("Github_easy 0 under the default precompute", &a, &b);
+    }
+
     /// A pool whose only thread is held until the returned sender is dropped.
     fn blocked_pool() -> (Arc<rayon::ThreadPool>, mpsc::Sender<()>) {
         let pool = Arc::new(

@@ -27,8 +27,13 @@ fn vocab() -> Arc<Vocabulary> {
     Arc::new(Vocabulary::from_token_bytes(&tokens, &[eos], &[eos]).unwrap())
 }
 
+/// A compiler of [`vocab`] under `limits`, with eager precompute: the memory and time
+/// limits then also bound the masks, which the default background fill computes after
+/// compile (and stops, without an error, before the memory limit).
 fn with(limits: Limits) -> GrammarCompiler {
-    GrammarCompiler::new(vocab()).with_limits(limits)
+    GrammarCompiler::new(vocab())
+        .with_limits(limits)
+        .with_precompute(Precompute::Eager)
 }
 
 /// Compiles `src` and expects the limit error `limit`; returns it after checking the
@@ -177,16 +182,18 @@ fn compile_time_budget_is_cooperative() {
         Ok(v) => Arc::new(v),
         Err(e) => panic!("o200k_base: {e}"),
     };
-    let free = GrammarCompiler::new(vocab.clone());
+    let free = GrammarCompiler::new(vocab.clone()).with_precompute(Precompute::Eager);
     let src = "root ::= (\"{\" [a-z ]{0,40} \":\" [0-9]{1,12} (\",\" [a-z]{3,30} \":\" [^\\n]{0,50})* \"}\")+";
     let t = Instant::now();
     free.compile_grammar(src).unwrap();
     let full = t.elapsed();
     let budget = full / 10;
-    let c = GrammarCompiler::new(vocab).with_limits(Limits {
-        compile_time: Some(budget),
-        ..Limits::default()
-    });
+    let c = GrammarCompiler::new(vocab)
+        .with_precompute(Precompute::Eager)
+        .with_limits(Limits {
+            compile_time: Some(budget),
+            ..Limits::default()
+        });
     let t = Instant::now();
     let l = expect_limit(&c, src, Limit::CompileTime);
     let took = t.elapsed();

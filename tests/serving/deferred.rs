@@ -504,17 +504,16 @@ fn counted_whitespace_in_arguments_builds_no_other_tool() {
     assert_eq!(left.last(), Some(&2));
 }
 
-/// Under the default precompute (eager), a tag that defers its tools compiles as lazily
-/// as its builds do and fills the stub grammar's masks in the background: compile → first
-/// mask does not wait for the masks of every tool name, and the fill ends with the masks
-/// an eager compile would hold.
+/// Under eager precompute, a tag that defers its tools compiles as lazily as its builds do
+/// and fills the stub grammar's masks in the background: compile → first mask does not
+/// wait for the masks of every tool name, and the fill ends with the masks an eager
+/// compile would hold.
 #[test]
-fn a_deferring_tag_under_the_default_precompute_fills_its_masks_in_the_background() {
+fn a_deferring_tag_under_eager_precompute_fills_its_masks_in_the_background() {
     let Some((rt, tools)) = qwen3_and_tools(12) else {
         return;
     };
-    // The default precompute, eager.
-    let compiler = GrammarCompiler::new(rt.vocab.clone());
+    let compiler = GrammarCompiler::new(rt.vocab.clone()).with_precompute(Precompute::Eager);
     let tag = Hermes::default()
         .structural_tag(&tools, &ToolChoice::Auto, true)
         .unwrap();

@@ -236,7 +236,8 @@ fn the_mask_cache_is_bounded_counted_and_cleared() {
             c.compile_json_schema(&v, &Default::default()).unwrap();
         }
     };
-    let c = GrammarCompiler::new(rt.vocab.clone());
+    // Eager: the masks are in the cache when the compiles return.
+    let c = GrammarCompiler::new(rt.vocab.clone()).with_precompute(Precompute::Eager);
     compile_all(&c);
     let (mask_bytes, count) = c.mask_cache_stats();
     assert!(count > 0 && mask_bytes > 0);
@@ -249,7 +250,9 @@ fn the_mask_cache_is_bounded_counted_and_cleared() {
     assert_eq!(c.cache_size_bytes(), 0);
     // A bound below what the three need: the cache stays within it and keeps the newest.
     let limit = mask_bytes / 2;
-    let small = GrammarCompiler::new(rt.vocab.clone()).with_mask_cache_capacity(limit);
+    let small = GrammarCompiler::new(rt.vocab.clone())
+        .with_precompute(Precompute::Eager)
+        .with_mask_cache_capacity(limit);
     compile_all(&small);
     let (b, n) = small.mask_cache_stats();
     assert!(

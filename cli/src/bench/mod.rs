@@ -59,8 +59,11 @@ pub struct BenchArgs {
     /// order).
     #[arg(long, value_name = "N", value_parser = parse_limit)]
     pub limit: Option<usize>,
-    /// When tokensieve computes its node masks (the library's default is eager).
-    #[arg(long, value_enum, default_value = "eager")]
+    /// When tokensieve computes its node masks (the library's default, `background`: a
+    /// lazy compile, then the rest filled on a background pool, which on one core runs
+    /// only between matcher steps and stops when the grammar is dropped; memory is then
+    /// that of the masks computed so far, and `eager`'s once every mask is filled).
+    #[arg(long, value_enum, default_value = "background")]
     pub precompute: PrecomputeChoice,
     /// No progress bar.
     #[arg(long)]

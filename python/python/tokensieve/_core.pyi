@@ -91,7 +91,7 @@ class GrammarCompiler:
         *,
         cache_enabled: bool = True,
         cache_limit_bytes: Optional[int] = None,
-        precompute: Literal["eager", "lazy", "background"] = "eager",
+        precompute: Literal["eager", "lazy", "background"] = "background",
     ) -> None: ...
     @property
     def vocabulary(self) -> Vocabulary: ...

@@ -130,15 +130,15 @@ class GrammarCompiler:
         Bound of that cache in bytes (-1: unlimited, as XGrammar's); past it the least
         recently used grammars are dropped. A grammar's size is its
         :attr:`CompiledGrammar.memory_size_bytes` when compiled.
-    precompute : "eager", "lazy" or "background", default "eager"
+    precompute : "background", "eager" or "lazy", default "background"
         A tokensieve extension (XGrammar has no such keyword): when the grammar's node
-        masks are computed. "eager": at compile time, on the compiler's threads, so the
-        first fill is fast. "lazy": on first use, by the fill that needs a mask; compiling
-        takes about the time of building the automata, and the first fills of each state
-        are slower. "background": compiles as "lazy" does, then computes the eager masks
-        on a background thread of the engine while matchers already run (a fill that
-        needs a mask not reached yet computes it itself). Masks are the same in every
-        mode; only when they are computed differs.
+        masks are computed. "background" (the default): compiles as "lazy" does, then
+        computes the eager masks on a background thread of the engine while matchers
+        already run (a fill that needs a mask not reached yet computes it itself), so
+        compiling is fast and the steady state is eager's. "eager": at compile time, on
+        the compiler's threads; compiling is several times slower. "lazy": on first use,
+        by the fill that needs a mask; compiling takes about the time of building the
+        automata. Masks are the same in every mode; only when they are computed differs.
 
     Compiling releases the GIL. Node masks that recur across grammars (JSON strings,
     numbers) are shared through a separate per-vocabulary mask cache of the engine (its
@@ -159,7 +159,7 @@ class GrammarCompiler:
         max_threads: int = 8,
         cache_enabled: bool = True,
         cache_limit_bytes: int = -1,
-        precompute: Literal["eager", "lazy", "background"] = "eager",
+        precompute: Literal["eager", "lazy", "background"] = "background",
     ) -> None:
         if not isinstance(tokenizer_info, TokenizerInfo):
             raise TypeError(f"tokenizer_info must be a TokenizerInfo, not {type(tokenizer_info)}")
