@@ -74,11 +74,12 @@ use serde::{Deserialize, Serialize};
 use std::sync::{Arc, OnceLock, RwLock};
 use xxhash_rust::xxh3::{xxh3_64, Xxh3};
 
-/// The format version written, and the only one read. Version 3 (this one) adds the key
-/// rules whose completions matchers check (`parser::key_filter`); version 2 wrote sorted id
+/// The format version written, and the only one read. Version 4 (this one) adds token
+/// sets written as runs of trie positions (`mask::cache::TokenSet::Runs`); version 3 added
+/// the key rules whose completions matchers check (`parser::key_filter`); version 2 wrote sorted id
 /// lists as gaps and bitsets as raw words, version 1 as plain varints. Older bytes are
 /// refused with [`DeserializeError::OlderVersion`] (re-serialize them).
-pub const FORMAT_VERSION: u32 = 3;
+pub const FORMAT_VERSION: u32 = 4;
 
 const GRAMMAR_MAGIC: [u8; 8] = *b"TSGRAMMR";
 const VOCAB_MAGIC: [u8; 8] = *b"TSVOCAB\0";
@@ -637,6 +638,7 @@ fn validate(d: &GrammarIn, sites: &[Vec<u32>], compiler: &GrammarCompiler) -> Re
         let ok = match &m.accepted {
             TokenSet::Accepted(v) | TokenSet::Rejected(v) => ascending(v, size),
             TokenSet::Bitset(b) => b.len() == words,
+            TokenSet::Runs(v) => v.len() % 2 == 0 && ascending(v, trie_len + 1),
         } && ascending(&m.uncertain, trie_len);
         if ok {
             Ok(())
@@ -805,6 +807,21 @@ mod wire_size {
         assert!(n <= 32, "{n} bytes for 4,008 words in 6 runs");
         let back: NodeMask = postcard::from_bytes(&postcard::to_allocvec(&m).unwrap()).unwrap();
         assert_eq!(back.accepted, m.accepted);
+    }
+
+    /// The runs of trie positions of a mid-size set are written as gaps between their
+    /// bounds, and read back the same.
+    #[test]
+    fn runs_round_trip_in_a_few_bytes() {
+        let bounds: Vec<u32> = (0..60u32).flat_map(|i| [i * 2000, i * 2000 + 25]).collect();
+        let m = NodeMask {
+            accepted: TokenSet::Runs(bounds.clone()),
+            uncertain: Vec::new(),
+        };
+        let n = bytes_of(&m);
+        assert!(n <= 250, "{n} bytes for 60 runs");
+        let back: NodeMask = postcard::from_bytes(&postcard::to_allocvec(&m).unwrap()).unwrap();
+        assert_eq!(back.accepted, TokenSet::Runs(bounds));
     }
 
     /// Sorted ids (accepted or rejected tokens, uncertain trie positions) are written as

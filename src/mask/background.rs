@@ -382,6 +382,7 @@ mod tests {
             &mut blank,
             &m.accepted,
             &g.text_bits,
+            &g.trie.sorted,
             &mut Vec::new(),
         );
         (out, m.uncertain.clone())

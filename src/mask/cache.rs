@@ -25,6 +25,30 @@ pub(crate) enum TokenSet {
     Rejected(#[serde(with = "super::wire::gaps")] Vec<u32>),
     /// One bit per token id, `ceil(vocab_size / 32)` words.
     Bitset(#[serde(with = "super::wire::words")] Box<[u32]>),
+    /// The tokens at the trie positions (indices into [`TokenTrie::sorted`]) of ascending
+    /// half-open ranges, written as their bounds `[a₀, z₀, a₁, z₁, …]` (strictly
+    /// ascending, even length): a set of a few thousand tokens lying in few runs of the
+    /// trie's byte order (numbers, the words of a letter class), held in a few hundred
+    /// bytes where its bitset takes four bytes a word.
+    Runs(#[serde(with = "super::wire::gaps")] Vec<u32>),
+}
+
+impl TokenSet {
+    /// The ids of the set, ascending, as [`or_token_set`] applies it (`text_bits`: every
+    /// text token, `sorted`: [`TokenTrie::sorted`]).
+    #[cfg(test)]
+    pub(crate) fn ids(&self, text_bits: &[u32], sorted: &[u32]) -> Vec<u32> {
+        let mut bits = vec![0u32; text_bits.len()];
+        or_token_set(
+            &mut bits,
+            &mut true,
+            self,
+            text_bits,
+            sorted,
+            &mut Vec::new(),
+        );
+        set_bits(&bits)
+    }
 }
 
 impl Default for TokenSet {
@@ -47,7 +71,7 @@ impl NodeMask {
     /// Heap bytes held.
     pub fn memory_bytes(&self) -> usize {
         let set = match &self.accepted {
-            TokenSet::Accepted(v) | TokenSet::Rejected(v) => v.capacity() * 4,
+            TokenSet::Accepted(v) | TokenSet::Rejected(v) | TokenSet::Runs(v) => v.capacity() * 4,
             TokenSet::Bitset(b) => b.len() * 4,
         };
         set + self.uncertain.capacity() * 4
@@ -62,6 +86,13 @@ const DEADLINE_EVERY: usize = 1024;
 /// `words / LIST_PER_WORDS` ids (`words`: the bitmask length); a bitset otherwise. Applying
 /// a list costs about 1 ns an id (scattered bit updates), a bitset about 0.25 ns a word.
 const LIST_PER_WORDS: usize = 4;
+
+/// A node's token set is [`TokenSet::Runs`] when that is smaller than its list, or when it
+/// has at most `words * RUNS_IDS_PER_WORD` ids in at most `words / LIST_PER_WORDS / 2`
+/// runs: applied one id at a time like a list (about 1 ns an id, a few microseconds at
+/// most), in a few hundred bytes where a bitset takes `4 × words` (most of an eager
+/// grammar's masks were such bitsets: 16 KiB each on Llama 3.1).
+const RUNS_IDS_PER_WORD: usize = 1;
 
 /// Chart work units (items added or looked at, a few nanoseconds each) between two looks at
 /// the deadline, whatever the visits: a walk over an ambiguous grammar's large item sets
@@ -227,6 +258,7 @@ pub(crate) fn compute_node_mask_in(
         &mut true,
         &base.accepted,
         text_bits,
+        &trie.sorted,
         &mut Vec::new(),
     );
     let walked: Vec<std::ops::Range<u32>> = (0..=255u8)
@@ -932,7 +964,29 @@ fn finish(
     let positions = || accepted.iter().flat_map(|&(a, z)| a..z);
     let count: usize = accepted.iter().map(|&(a, z)| (z - a) as usize).sum();
     let rejected = trie.token_count() - count;
-    if count <= words / LIST_PER_WORDS && count <= rejected {
+    let list_max = words / LIST_PER_WORDS;
+    let as_list = count <= list_max && count <= rejected;
+    if (as_list && 2 * accepted.len() < count)
+        || (!as_list
+            && rejected > list_max
+            && count <= words * RUNS_IDS_PER_WORD
+            && 2 * accepted.len() <= list_max)
+    {
+        // Few runs of the trie's order (the walk's ranges are ascending and disjoint;
+        // neighbours are merged).
+        let mut bounds: Vec<u32> = Vec::with_capacity(2 * accepted.len());
+        for &(a, z) in accepted.iter().filter(|(a, z)| a < z) {
+            match bounds.last_mut() {
+                Some(last) if *last == a => *last = z,
+                _ => bounds.extend([a, z]),
+            }
+        }
+        return NodeMask {
+            accepted: TokenSet::Runs(bounds),
+            uncertain,
+        };
+    }
+    if as_list {
         // A short list: sorted directly (each trie position is one token, met once).
         let mut ids: Vec<u32> = positions().map(|p| trie.sorted[p as usize]).collect();
         ids.sort_unstable();
@@ -941,7 +995,7 @@ fn finish(
             uncertain,
         };
     }
-    if rejected <= words / LIST_PER_WORDS {
+    if rejected <= list_max {
         // Nearly every token (free text, a string body): the rejected list is the gaps
         // between the accepted ranges, read in time proportional to it rather than to
         // the vocabulary (a bitset of 150k scattered ids, then a scan of every token,
@@ -979,11 +1033,14 @@ fn set_positions(trie: &TokenTrie, ranges: &[(u32, u32)], bits: &mut [u32]) {
 
 /// ORs a precomputed token set into `bitmask`; when `blank` (the buffer holds garbage), a
 /// bitset or rejected-list set is copied in instead, and the buffer is no longer blank.
+/// `sorted`: the trie's tokens by position ([`TokenTrie::sorted`]), for
+/// [`TokenSet::Runs`].
 pub(crate) fn or_token_set(
     bitmask: &mut [u32],
     blank: &mut bool,
     set: &TokenSet,
     text_bits: &[u32],
+    sorted: &[u32],
     scratch: &mut Vec<u32>,
 ) {
     match set {
@@ -994,6 +1051,17 @@ pub(crate) fn or_token_set(
             }
             for &id in ids {
                 bitmask[(id / 32) as usize] |= 1 << (id % 32);
+            }
+        }
+        TokenSet::Runs(bounds) => {
+            if *blank {
+                bitmask.fill(0);
+                *blank = false;
+            }
+            for r in bounds.chunks_exact(2) {
+                for &id in &sorted[r[0] as usize..r[1] as usize] {
+                    bitmask[(id / 32) as usize] |= 1 << (id % 32);
+                }
             }
         }
         TokenSet::Bitset(bits) => {
@@ -1076,7 +1144,8 @@ mod tests {
 
     /// A walk's accepted ranges become the token set of exactly their tokens, in the form
     /// [`token_set`] chooses for that count: a short list, the list of the tokens left
-    /// out (read from the gaps between the ranges), or a bitset.
+    /// out (read from the gaps between the ranges), or a bitset; or their runs, when
+    /// smaller than the list, or instead of a bitset when few enough.
     #[test]
     fn finish_keeps_exactly_the_tokens_of_the_ranges_in_the_smallest_form() {
         let vocab = wide_vocabulary();
@@ -1087,7 +1156,20 @@ mod tests {
         let mut rand = xorshift(0x9E37_79B9_7F4A_7C15);
         let mut next = |m: u32| rand(m as u64) as u32;
         // Accepted counts around both thresholds, and in between.
-        for target in [0, 1, list_max / 2, list_max, n / 2, n - list_max, n - 3, n] {
+        let mut runs_seen = 0;
+        let words32 = words as u32;
+        for target in [
+            0,
+            1,
+            list_max / 2,
+            list_max,
+            words32,
+            words32 + 1,
+            n / 2,
+            n - list_max,
+            n - 3,
+            n,
+        ] {
             for style in 0..6 {
                 // `target` positions: the first ones, the last ones, or in random
                 // ascending disjoint ranges.
@@ -1127,9 +1209,24 @@ mod tests {
                 want.sort_unstable();
                 let got = finish(&trie, &ranges, Vec::new(), words, None);
                 let rejected = n - target;
+                let as_list = target <= list_max && target <= rejected;
+                let runs = 2 * ranges.len() as u32;
+                let as_runs = (as_list && runs < target)
+                    || (!as_list && rejected > list_max && target <= words32 && runs <= list_max);
                 let mut ids = match &got.accepted {
+                    TokenSet::Runs(v) => {
+                        assert!(as_runs, "{target} in {} runs", ranges.len());
+                        assert_eq!(v.len(), 2 * ranges.len());
+                        assert!(v.windows(2).all(|w| w[0] < w[1]), "ascending");
+                        runs_seen += 1;
+                        v.chunks(2)
+                            .flat_map(|r| r[0]..r[1])
+                            .map(|p| trie.sorted[p as usize])
+                            .collect()
+                    }
+                    _ if as_runs => panic!("{target} in {} runs: not runs", ranges.len()),
                     TokenSet::Accepted(v) => {
-                        assert!(target <= list_max && target <= rejected, "{target}");
+                        assert!(as_list, "{target}");
                         v.clone()
                     }
                     TokenSet::Rejected(v) => {
@@ -1150,7 +1247,23 @@ mod tests {
                 };
                 ids.sort_unstable();
                 assert_eq!(ids, want, "{target} tokens accepted");
+                // Applied to a bitmask, the set gives the same tokens.
+                let mut bits = vec![0u32; words];
+                let mut text_bits = vec![0u32; words];
+                for &id in &trie.sorted {
+                    text_bits[(id / 32) as usize] |= 1 << (id % 32);
+                }
+                or_token_set(
+                    &mut bits,
+                    &mut true,
+                    &got.accepted,
+                    &text_bits,
+                    &trie.sorted,
+                    &mut Vec::new(),
+                );
+                assert_eq!(set_bits(&bits), want, "{target} tokens applied");
             }
         }
+        assert!(runs_seen >= 8, "runs chosen {runs_seen} times");
     }
 }

@@ -363,7 +363,8 @@ pub(crate) fn derive_mask(
 
 #[cfg(test)]
 mod tests {
-    use crate::mask::cache::{compute_node_mask, NodeMask, SubtreeMemo, TokenSet};
+    use crate::compiler::CompiledGrammar;
+    use crate::mask::cache::{compute_node_mask, NodeMask, SubtreeMemo};
     use crate::{limits::Deadline, GrammarCompiler, Vocabulary};
 
     /// A vocabulary of every string of up to 2 bytes over a small alphabet, plus longer
@@ -402,14 +403,8 @@ mod tests {
         Vocabulary::from_token_bytes(&tokens, &[stop], &[stop]).unwrap()
     }
 
-    fn normalise(m: &NodeMask, tokens: usize) -> (Vec<u32>, Vec<u32>) {
-        let ids = match &m.accepted {
-            TokenSet::Accepted(v) => v.clone(),
-            TokenSet::Rejected(v) => (0..tokens as u32).filter(|i| !v.contains(i)).collect(),
-            TokenSet::Bitset(b) => (0..tokens as u32)
-                .filter(|&i| b[(i / 32) as usize] >> (i % 32) & 1 == 1)
-                .collect(),
-        };
+    fn normalise(m: &NodeMask, g: &CompiledGrammar) -> (Vec<u32>, Vec<u32>) {
+        let ids = m.accepted.ids(&g.text_bits, &g.trie.sorted);
         (ids, m.uncertain.clone())
     }
 
@@ -417,7 +412,6 @@ mod tests {
     #[test]
     fn derived_masks_equal_chart_walks() {
         let v = vocab();
-        let n_tokens = v.tokenizer_size() - 1;
         let compiler = GrammarCompiler::new(v);
         let grammars = [
             (r#"root ::= "\"" [a-c]{0,40} "\"""#, true),
@@ -460,8 +454,8 @@ mod tests {
                         .unwrap();
                         let derived = g.node_mask(n).unwrap();
                         assert_eq!(
-                            normalise(&derived, n_tokens),
-                            normalise(&walked, n_tokens),
+                            normalise(&derived, &g),
+                            normalise(&walked, &g),
                             "{ebnf}: count {c}, body state {s}"
                         );
                     }

@@ -304,7 +304,14 @@ impl CompiledGrammar {
         let mut blank = true;
         let mut scratch = Vec::new();
         let mut or = |set: &TokenSet| {
-            or_token_set(&mut bits, &mut blank, set, &self.text_bits, &mut scratch);
+            or_token_set(
+                &mut bits,
+                &mut blank,
+                set,
+                &self.text_bits,
+                &self.trie.sorted,
+                &mut scratch,
+            );
         };
         let mut uncertain: Vec<u32> = Vec::new();
         for c in calls {
@@ -380,6 +387,7 @@ impl CompiledGrammar {
                 &mut blank,
                 &walked.accepted,
                 &self.text_bits,
+                &self.trie.sorted,
                 &mut scratch,
             );
             uncertain.extend_from_slice(&walked.uncertain);

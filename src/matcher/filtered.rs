@@ -51,7 +51,14 @@ pub(super) fn key_item(
         else {
             continue;
         };
-        or_token_set(bitmask, blank, &pm.accepted, &compiled.text_bits, scratch);
+        or_token_set(
+            bitmask,
+            blank,
+            &pm.accepted,
+            &compiled.text_bits,
+            &compiled.trie.sorted,
+            scratch,
+        );
         // Past the root's base instance nothing follows: those tokens are never accepted.
         if caller.origin != EXT && !pm.uncertain.is_empty() {
             uncertain.push((it.node, caller.node));

@@ -911,6 +911,7 @@ impl GrammarMatcher {
                     &mut blank,
                     &m.accepted,
                     &compiled.text_bits,
+                    &compiled.trie.sorted,
                     &mut self.scratch_bits,
                 );
             }
@@ -965,6 +966,7 @@ impl GrammarMatcher {
                         &mut blank,
                         &pm.accepted,
                         &compiled.text_bits,
+                        &compiled.trie.sorted,
                         &mut self.scratch_bits,
                     );
                 }

@@ -1,7 +1,7 @@
 //! Each kind of mask the plan chooses equals the full walk of the trie.
 
 use super::*;
-use crate::mask::cache::{SubtreeMemo, TokenSet};
+use crate::mask::cache::SubtreeMemo;
 use crate::{GrammarCompiler, Precompute, Vocabulary};
 
 /// A vocabulary of every byte, every two-byte string over letters and JSON
@@ -37,19 +37,6 @@ fn with_stop(mut tokens: Vec<Vec<u8>>) -> Vocabulary {
     Vocabulary::from_token_bytes(&tokens, &[stop], &[stop]).unwrap()
 }
 
-/// Ids of a token set, ascending.
-fn ids(set: &TokenSet, text_bits: &[u32]) -> Vec<u32> {
-    let all = (0..text_bits.len() as u32 * 32)
-        .filter(|&i| text_bits[(i / 32) as usize] >> (i % 32) & 1 == 1);
-    match set {
-        TokenSet::Accepted(v) => v.clone(),
-        TokenSet::Rejected(v) => all.filter(|i| !v.contains(i)).collect(),
-        TokenSet::Bitset(b) => all
-            .filter(|&i| b[(i / 32) as usize] >> (i % 32) & 1 == 1)
-            .collect(),
-    }
-}
-
 /// Node `n`'s mask by a full walk of the trie (a fresh subtree memo, no deadline).
 fn full_walk(g: &CompiledGrammar, n: u32) -> NodeMask {
     walk_with_slice(g, n, None)
@@ -83,8 +70,8 @@ fn walk_with_slice(
 pub(crate) fn assert_full_walk_mask(g: &CompiledGrammar, n: u32, got: &NodeMask, what: &str) {
     let full = full_walk(g, n);
     assert_eq!(
-        ids(&got.accepted, &g.text_bits),
-        ids(&full.accepted, &g.text_bits),
+        got.accepted.ids(&g.text_bits, &g.trie.sorted),
+        full.accepted.ids(&g.text_bits, &g.trie.sorted),
         "node {n} ({what}): accepted tokens"
     );
     assert_eq!(
@@ -441,7 +428,7 @@ word ::= [ab]+ | "\"" [ab]* "\"" | word "1"
             }
             accepted.sort_unstable();
             assert_eq!(
-                ids(&m.accepted, &g.text_bits),
+                m.accepted.ids(&g.text_bits, &g.trie.sorted),
                 accepted,
                 "node {n}: accepted"
             );
