@@ -87,7 +87,8 @@ pub struct Limits {
     /// [`Precompute::Lazy`](crate::Precompute::Lazy) or before the background fill of
     /// [`Precompute::Background`](crate::Precompute::Background) reached it, and masks of
     /// counted repetitions), gets the same budget per call, from its walk's first look at
-    /// the clock (the background fill's own walks are not timed); past it the
+    /// the clock (the background fill's walks run unbounded one by one, and the fill stops
+    /// with `BackgroundStatus::TimeLimit` once they have taken this budget in all); past it the
     /// call fails with [`MatcherError::Limit`](crate::MatcherError::Limit). The matcher's
     /// own Earley work is bounded by [`Limits::max_step_items`], not by time.
     pub compile_time: Option<Duration>,

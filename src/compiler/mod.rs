@@ -59,8 +59,11 @@ pub enum Precompute {
     /// background pool (see [`GrammarCompiler::with_background_pool`]); a matcher that
     /// needs a mask the background has not reached yet computes it itself. The fill stops
     /// when the last `Arc<CompiledGrammar>` is dropped, at
-    /// [`CompiledGrammar::cancel_background`], or before the grammar would hold more than
-    /// [`Limits::max_memory_bytes`](crate::Limits). On the default pool, when the process
+    /// [`CompiledGrammar::cancel_background`], before the grammar would hold more than
+    /// [`Limits::max_memory_bytes`](crate::Limits), or once its walks have taken
+    /// [`Limits::compile_time`](crate::Limits) (the budget of an eager compile; the rest
+    /// are then computed on first use, as are masks past the memory limit). Its status:
+    /// [`CompiledGrammar::background_status`]. On the default pool, when the process
     /// may use at most two cores, the fill starts no mask while as many matcher steps or
     /// compiles are in progress (so that it never takes a time slice from a decoding loop
     /// on a shared core).

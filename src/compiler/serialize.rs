@@ -703,6 +703,7 @@ mod tests {
         // Node by node: the tag whole (a deferring compile writes its full grammar, whose
         // node ids are not the stub grammar's).
         let eager = GrammarCompiler::new(vocab)
+            .with_precompute(Precompute::Eager)
             .with_cache_enabled(false)
             .with_deferred_tool_rules(false);
         let lazy = eager.clone().with_precompute(Precompute::Lazy);

@@ -25,7 +25,7 @@ use std::time::Duration;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BackgroundStatus {
     /// No fill was scheduled: the grammar was compiled with [`Precompute::Eager`] or
-    /// [`Precompute::Lazy`], or its vocabulary is too small to need one.
+    /// [`Precompute::Lazy`] (or read back by `CompiledGrammar::deserialize`).
     ///
     /// [`Precompute::Eager`]: crate::Precompute::Eager
     /// [`Precompute::Lazy`]: crate::Precompute::Lazy
@@ -40,6 +40,13 @@ pub enum BackgroundStatus {
     /// [`Limits::max_memory_bytes`](crate::Limits::max_memory_bytes); the masks computed
     /// so far are kept, the rest are computed on first use.
     MemoryLimit,
+    /// Stopped once its mask walks had taken
+    /// [`Limits::compile_time`](crate::Limits::compile_time) (the time spent walking, not
+    /// waiting for a free core; looked at between walks), the budget an eager compile has:
+    /// a grammar whose masks would take longer does not hold the background thread from
+    /// other grammars' fills. The masks computed so far are kept, the rest are computed on
+    /// first use.
+    TimeLimit,
 }
 
 /// A grammar's background fill: its status, and the flag that cancels it.
@@ -248,12 +255,30 @@ enum Stop {
 /// Runs `work` on every item, `CHUNK` at a time, upgrading the weak reference and looking
 /// at the cancel flag before each chunk, and waiting at `gate` before each item; `work`
 /// returns the bytes it added to the grammar.
+/// Time the fill's walks have taken (`spent`, nanoseconds) and may take (`budget`; `None`:
+/// no bound). Looked at between walks: a walk itself runs unbounded, as a matcher's would
+/// (a bounded walk that ran out of time would make the grammar refuse every later bounded
+/// walk, `CompiledGrammar::walked`, and the fill must not do that to the matchers).
+struct WalkTime {
+    spent: AtomicU64,
+    budget: Option<Duration>,
+}
+
+impl WalkTime {
+    /// True once the walks have taken the budget.
+    fn spent(&self) -> bool {
+        self.budget
+            .is_some_and(|b| Duration::from_nanos(self.spent.load(Ordering::Relaxed)) >= b)
+    }
+}
+
 fn phase<T: Sync + Copy>(
     weak: &Weak<CompiledGrammar>,
     gate: Option<usize>,
     items: &[T],
     used: &AtomicU64,
     limit: u64,
+    time: &WalkTime,
     work: impl Fn(&CompiledGrammar, T) -> usize + Sync,
 ) -> Result<(), Stop> {
     items.par_chunks(CHUNK).try_for_each(|chunk| {
@@ -271,7 +296,13 @@ fn phase<T: Sync + Copy>(
             if used.load(Ordering::Relaxed) > limit {
                 return Err(Stop::Status(BackgroundStatus::MemoryLimit));
             }
+            if time.spent() {
+                return Err(Stop::Status(BackgroundStatus::TimeLimit));
+            }
+            let start = std::time::Instant::now();
             used.fetch_add(work(&g, item) as u64, Ordering::Relaxed);
+            let took = start.elapsed().as_nanos().min(u64::MAX as u128) as u64;
+            time.spent.fetch_add(took, Ordering::Relaxed);
         }
         Ok(())
     })
@@ -280,9 +311,8 @@ fn phase<T: Sync + Copy>(
 /// The fill itself: node masks (one per mask class, nearest the root first), then the
 /// base walks of counted repetitions, then the context masks, as an eager compile does.
 fn fill(weak: &Weak<CompiledGrammar>, gate: Option<usize>) -> BackgroundStatus {
-    let never = Deadline::never();
     let run = || -> Result<(), Stop> {
-        let (nodes, limit, used) = {
+        let (nodes, limit, used, time) = {
             let g = weak.upgrade().ok_or(Stop::Dropped)?;
             // Stop before the next mask could pass the limit: leave room for one bitset.
             let room = g.vocabulary().bitmask_words() as u64 * 4;
@@ -291,17 +321,22 @@ fn fill(weak: &Weak<CompiledGrammar>, gate: Option<usize>) -> BackgroundStatus {
                 g.fill_order(),
                 limit,
                 AtomicU64::new(g.memory_bytes() as u64),
+                WalkTime {
+                    spent: AtomicU64::new(0),
+                    budget: g.lazy_budget,
+                },
             )
         };
-        phase(weak, gate, &nodes, &used, limit, |g, n| {
+        let never = Deadline::never();
+        phase(weak, gate, &nodes, &used, limit, &time, |g, n| {
             g.precompute_node_mask(n, &never).unwrap_or(0)
         })?;
         let bases = weak.upgrade().ok_or(Stop::Dropped)?.counted_base_states();
-        phase(weak, gate, &bases, &used, limit, |g, (k, s)| {
+        phase(weak, gate, &bases, &used, limit, &time, |g, (k, s)| {
             g.precompute_counted_base(k, s, &never).unwrap_or(0)
         })?;
         let pairs = weak.upgrade().ok_or(Stop::Dropped)?.context_pairs();
-        phase(weak, gate, &pairs, &used, limit, |g, (n, m)| {
+        phase(weak, gate, &pairs, &used, limit, &time, |g, (n, m)| {
             g.precompute_pair_mask(n, m, &never).unwrap_or(0)
         })?;
         Ok(())

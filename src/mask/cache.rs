@@ -10,53 +10,13 @@
 //! completed caller is itself in the matcher's item set.)
 
 use super::slices::{self, Slice};
+pub(crate) use super::token_set::{or_token_set, token_set, TokenSet};
+use super::token_set::{LIST_PER_WORDS, RUNS_IDS_PER_WORD};
 use super::trie::TokenTrie;
 use crate::automaton::{byte_in, Automaton};
 use crate::limits::Deadline;
 use crate::parser::{Chart, Item, EXT};
 use crate::vocab::Vocabulary;
-
-/// A set of token ids in its smallest form.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub(crate) enum TokenSet {
-    /// The listed ids (sorted).
-    Accepted(#[serde(with = "super::wire::gaps")] Vec<u32>),
-    /// Every text token except the listed ids (sorted; uncertain tokens are listed too).
-    Rejected(#[serde(with = "super::wire::gaps")] Vec<u32>),
-    /// One bit per token id, `ceil(vocab_size / 32)` words.
-    Bitset(#[serde(with = "super::wire::words")] Box<[u32]>),
-    /// The tokens at the trie positions (indices into [`TokenTrie::sorted`]) of ascending
-    /// half-open ranges, written as their bounds `[a₀, z₀, a₁, z₁, …]` (strictly
-    /// ascending, even length): a set of a few thousand tokens lying in few runs of the
-    /// trie's byte order (numbers, the words of a letter class), held in a few hundred
-    /// bytes where its bitset takes four bytes a word.
-    Runs(#[serde(with = "super::wire::gaps")] Vec<u32>),
-}
-
-impl TokenSet {
-    /// The ids of the set, ascending, as [`or_token_set`] applies it (`text_bits`: every
-    /// text token, `sorted`: [`TokenTrie::sorted`]).
-    #[cfg(test)]
-    pub(crate) fn ids(&self, text_bits: &[u32], sorted: &[u32]) -> Vec<u32> {
-        let mut bits = vec![0u32; text_bits.len()];
-        or_token_set(
-            &mut bits,
-            &mut true,
-            self,
-            text_bits,
-            sorted,
-            &mut Vec::new(),
-        );
-        set_bits(&bits)
-    }
-}
-
-impl Default for TokenSet {
-    /// No token.
-    fn default() -> Self {
-        TokenSet::Accepted(Vec::new())
-    }
-}
 
 /// The precomputed mask of one automaton node.
 #[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
@@ -81,18 +41,6 @@ impl NodeMask {
 /// Trie nodes (or tokens) a mask walk visits between two looks at the deadline: a look
 /// costs a clock read (~25 ns), a visit at least a chart push.
 const DEADLINE_EVERY: usize = 1024;
-
-/// A node's token set is a list (of accepted or of rejected ids) only when it holds at most
-/// `words / LIST_PER_WORDS` ids (`words`: the bitmask length); a bitset otherwise. Applying
-/// a list costs about 1 ns an id (scattered bit updates), a bitset about 0.25 ns a word.
-const LIST_PER_WORDS: usize = 4;
-
-/// A node's token set is [`TokenSet::Runs`] when that is smaller than its list, or when it
-/// has at most `words * RUNS_IDS_PER_WORD` ids in at most `words / LIST_PER_WORDS / 2`
-/// runs: applied one id at a time like a list (about 1 ns an id, a few microseconds at
-/// most), in a few hundred bytes where a bitset takes `4 × words` (most of an eager
-/// grammar's masks were such bitsets: 16 KiB each on Llama 3.1).
-const RUNS_IDS_PER_WORD: usize = 1;
 
 /// Chart work units (items added or looked at, a few nanoseconds each) between two looks at
 /// the deadline, whatever the visits: a walk over an ambiguous grammar's large item sets
@@ -981,6 +929,7 @@ fn finish(
                 _ => bounds.extend([a, z]),
             }
         }
+        bounds.shrink_to_fit();
         return NodeMask {
             accepted: TokenSet::Runs(bounds),
             uncertain,
@@ -1031,116 +980,12 @@ fn set_positions(trie: &TokenTrie, ranges: &[(u32, u32)], bits: &mut [u32]) {
     }
 }
 
-/// ORs a precomputed token set into `bitmask`; when `blank` (the buffer holds garbage), a
-/// bitset or rejected-list set is copied in instead, and the buffer is no longer blank.
-/// `sorted`: the trie's tokens by position ([`TokenTrie::sorted`]), for
-/// [`TokenSet::Runs`].
-pub(crate) fn or_token_set(
-    bitmask: &mut [u32],
-    blank: &mut bool,
-    set: &TokenSet,
-    text_bits: &[u32],
-    sorted: &[u32],
-    scratch: &mut Vec<u32>,
-) {
-    match set {
-        TokenSet::Accepted(ids) => {
-            if *blank {
-                bitmask.fill(0);
-                *blank = false;
-            }
-            for &id in ids {
-                bitmask[(id / 32) as usize] |= 1 << (id % 32);
-            }
-        }
-        TokenSet::Runs(bounds) => {
-            if *blank {
-                bitmask.fill(0);
-                *blank = false;
-            }
-            for r in bounds.chunks_exact(2) {
-                for &id in &sorted[r[0] as usize..r[1] as usize] {
-                    bitmask[(id / 32) as usize] |= 1 << (id % 32);
-                }
-            }
-        }
-        TokenSet::Bitset(bits) => {
-            if *blank {
-                bitmask.copy_from_slice(bits);
-                *blank = false;
-            } else {
-                for (w, b) in bitmask.iter_mut().zip(bits.iter()) {
-                    *w |= b;
-                }
-            }
-        }
-        TokenSet::Rejected(ids) => {
-            if *blank {
-                bitmask.copy_from_slice(text_bits);
-                for &id in ids {
-                    bitmask[(id / 32) as usize] &= !(1 << (id % 32));
-                }
-                *blank = false;
-                return;
-            }
-            scratch.clear();
-            scratch.extend_from_slice(text_bits);
-            for &id in ids {
-                scratch[(id / 32) as usize] &= !(1 << (id % 32));
-            }
-            for (w, b) in bitmask.iter_mut().zip(scratch.iter()) {
-                *w |= b;
-            }
-        }
-    }
-}
-
-/// The smallest form of the token set `bits` (`count` text tokens set, `words` words).
-pub(crate) fn token_set(
-    trie: &TokenTrie,
-    bits: Box<[u32]>,
-    count: usize,
-    words: usize,
-) -> TokenSet {
-    let rejected_count = trie.token_count() - count;
-    // The rejected form lists every text token that is not accepted (uncertain ones too).
-    // A list is applied one scattered bit at a time (about 1 ns an id), a bitset a word
-    // at a time with SIMD (about 0.25 ns a word): lists only up to a quarter of the words.
-    let list_max = words / LIST_PER_WORDS;
-    if count <= list_max && count <= rejected_count {
-        TokenSet::Accepted(set_bits(&bits))
-    } else if rejected_count <= list_max {
-        let mut rej: Vec<u32> = trie
-            .sorted
-            .iter()
-            .copied()
-            .filter(|&id| bits[(id / 32) as usize] >> (id % 32) & 1 == 0)
-            .collect();
-        rej.sort_unstable();
-        TokenSet::Rejected(rej)
-    } else {
-        TokenSet::Bitset(bits)
-    }
-}
-
-/// The indices of the set bits, ascending.
-fn set_bits(bits: &[u32]) -> Vec<u32> {
-    let mut out = Vec::new();
-    for (w, &word) in bits.iter().enumerate() {
-        let mut x = word;
-        while x != 0 {
-            out.push(w as u32 * 32 + x.trailing_zeros());
-            x &= x - 1;
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::automaton::minimize::tests::xorshift;
     use crate::mask::plan::tests::wide_vocabulary;
+    use crate::mask::token_set::set_bits;
 
     /// A walk's accepted ranges become the token set of exactly their tokens, in the form
     /// [`token_set`] chooses for that count: a short list, the list of the tokens left

@@ -39,6 +39,7 @@ pub(crate) mod counted;
 pub(crate) mod plan;
 pub(crate) mod shared;
 pub(crate) mod slices;
+pub(crate) mod token_set;
 pub mod trie;
 pub(crate) mod wire;
 

@@ -12,8 +12,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokensieve::grammar::{Expr, Grammar, Rule, RuleId};
 use tokensieve::{
-    AutomatonError, CompileError, GrammarCompiler, GrammarMatcher, JsonSchemaError,
-    JsonSchemaOptions, Limit, LimitExceeded, Limits, Precompute, Vocabulary,
+    AutomatonError, BackgroundStatus, CompileError, GrammarCompiler, GrammarMatcher,
+    JsonSchemaError, JsonSchemaOptions, Limit, LimitExceeded, Limits, Precompute, Vocabulary,
 };
 
 /// Every byte as a token, some words, and a stop token (the last id).
@@ -218,6 +218,35 @@ fn compile_time_budget_is_cooperative() {
     let took = t.elapsed();
     eprintln!("nested repetition: stopped after {took:?}; {l}");
     assert!(took < budget * 4, "stopped after {took:?}");
+}
+
+/// Under the default precompute the compile-time budget bounds the background fill's walks
+/// too: a grammar whose masks take longer compiles (automata only), its fill stops with
+/// `TimeLimit` soon after the budget, and matchers compute the rest on first use.
+#[test]
+#[cfg(feature = "tiktoken")]
+fn the_background_fill_stops_at_the_compile_time_budget() {
+    let vocab = match Vocabulary::o200k_base() {
+        Ok(v) => Arc::new(v),
+        Err(e) => panic!("o200k_base: {e}"),
+    };
+    let budget = Duration::from_millis(150);
+    let c = GrammarCompiler::new(vocab).with_limits(Limits {
+        compile_time: Some(budget),
+        ..Limits::default()
+    });
+    // About 5 s of masks (see above); its automata take milliseconds.
+    let src = "root ::= ([a-z]{0,1000} \"x\"?){0,1000}";
+    let t = Instant::now();
+    let g = c.compile_grammar(src).unwrap();
+    assert_eq!(g.wait_background(), BackgroundStatus::TimeLimit);
+    let took = t.elapsed();
+    eprintln!("fill stopped after {took:?} for a budget of {budget:?}");
+    assert!(took < Duration::from_secs(3), "fill stopped after {took:?}");
+    let mut m = GrammarMatcher::new(g);
+    let mut mask = vec![0u32; m.bitmask_words()];
+    m.fill_next_token_bitmask(&mut mask).unwrap();
+    assert!(m.accept_string("abcx"));
 }
 
 #[test]

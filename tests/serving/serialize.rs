@@ -279,7 +279,7 @@ fn maskbench_and_tool_tags_round_trip_on_llama() {
     let Some(records) = maskbench::bench_sample(100) else {
         return;
     };
-    let eager = rt.compiler.clone();
+    let eager = rt.compiler.clone().with_precompute(Precompute::Eager);
     let lazy = rt.compiler.clone().with_precompute(Precompute::Lazy);
     let mut checked = 0;
     for rec in records.iter().filter(|r| !r.valid.is_empty()) {

@@ -66,6 +66,7 @@ fn compare_along(
 /// of rule automata.
 fn fresh_eager(vocab: &Arc<Vocabulary>) -> GrammarCompiler {
     GrammarCompiler::new(vocab.clone())
+        .with_precompute(Precompute::Eager)
         .with_mask_cache_capacity(0)
         .with_cache_enabled(false)
         .with_rule_automaton_cache_capacity(0)
@@ -290,6 +291,7 @@ fn cached_rule_automata_give_the_eager_masks_of_every_node() {
     // Eager, masks walked (none shared), no whole-grammar cache: only the rule automata
     // come from a cache. Tags whole: serializing a deferring compile builds its tools.
     let warm = GrammarCompiler::new(rt.vocab.clone())
+        .with_precompute(Precompute::Eager)
         .with_mask_cache_capacity(0)
         .with_cache_enabled(false)
         .with_deferred_tool_rules(false);
