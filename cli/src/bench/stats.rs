@@ -98,6 +98,9 @@ pub struct Figures {
     pub worst_mask: Vec<Worst>,
     /// Largest per-schema mean mask time (µs), worst first.
     pub worst_mean_mask: Vec<Worst>,
+    /// Largest grammars (memory at the end of the schema's run, KiB), largest first; empty
+    /// when the engine does not say.
+    pub worst_memory: Vec<Worst>,
     /// Refusal reasons (first words of the message) with their counts, most common first.
     pub failures: Vec<(String, usize)>,
 }
@@ -133,6 +136,7 @@ impl Figures {
         let (mut compile, mut masks, mut forced, mut other, mut accepts, mut memory) =
             (vec![], vec![], vec![], vec![], vec![], vec![]);
         let (mut worst_compile, mut worst_mask, mut worst_mean) = (vec![], vec![], vec![]);
+        let mut worst_memory = vec![];
         let mut failures: std::collections::BTreeMap<String, usize> = Default::default();
         let mut has_memory = false;
         for (s, (case, run)) in cases.iter().zip(runs).enumerate() {
@@ -156,6 +160,11 @@ impl Figures {
             if let Some(b) = run.memory_bytes {
                 has_memory = true;
                 memory.push(b as f64);
+                worst_memory.push(Worst {
+                    schema: case.name.clone(),
+                    value: b as f64 / 1024.0,
+                    at: None,
+                });
             }
             let (mut sum, mut n, mut slowest) = (0.0f64, 0usize, None::<(f64, usize, usize)>);
             for (i, inst) in run.instances.iter().enumerate() {
@@ -208,6 +217,7 @@ impl Figures {
         f.worst_compile = top(worst_compile);
         f.worst_mask = top(worst_mask);
         f.worst_mean_mask = top(worst_mean);
+        f.worst_memory = top(worst_memory);
         let mut failures: Vec<_> = failures.into_iter().collect();
         failures.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
         failures.truncate(12);
@@ -385,6 +395,15 @@ pub fn worst_lists(
     let _ = writeln!(s, "{name}, largest mean mask per schema:");
     for w in &f.worst_mean_mask {
         let _ = writeln!(s, "- {:.1} µs `{}`", w.value, w.schema);
+    }
+    if !f.worst_memory.is_empty() {
+        let _ = writeln!(
+            s,
+            "{name}, largest grammars (memory at the end of the run):"
+        );
+        for w in &f.worst_memory {
+            let _ = writeln!(s, "- {:.0} KiB `{}`", w.value, w.schema);
+        }
     }
     if !f.failures.is_empty() {
         let _ = writeln!(s, "{name}, most common refusals:");

@@ -120,6 +120,16 @@ fn counts_are_exact() {
     assert_eq!(f.compile_ms.n, 3);
     assert_eq!(f.memory_bytes.as_ref().map(|d| d.n), Some(3));
     assert!(f.memory_bytes.as_ref().is_some_and(|d| d.p50 > 0.0));
+    // The largest grammars: the three compiled, largest first, in KiB.
+    assert_eq!(f.worst_memory.len(), 3);
+    assert!(f.worst_memory.windows(2).all(|w| w[0].value >= w[1].value));
+    let largest = report.runs.iter().filter_map(|r| r.memory_bytes).max();
+    assert_eq!(
+        Some(f.worst_memory[0].value),
+        largest.map(|b| b as f64 / 1024.0)
+    );
+    let lists = stats::worst_lists("t", f, &|_, _, _| String::new());
+    assert!(lists.contains("t, largest grammars"), "{lists}");
     assert_eq!(f.failures.len(), 1);
     assert!(f.failures[0].0.contains("uniqueItems"), "{:?}", f.failures);
     assert_eq!(
