@@ -401,7 +401,21 @@ impl CompiledGrammar {
             + self
                 .counted_bases
                 .read()
-                .map(|m| m.values().map(|b| b.memory_bytes() + 16).sum())
+                .map(|m| {
+                    // Each rule's body DFA once, however many of its bases hold it.
+                    let mut dfas = rustc_hash::FxHashSet::default();
+                    m.values()
+                        .map(|b| {
+                            let dfa = b.dfa();
+                            let own = if dfas.insert(Arc::as_ptr(dfa)) {
+                                dfa.memory_bytes()
+                            } else {
+                                0
+                            };
+                            b.memory_bytes() + own + 16
+                        })
+                        .sum()
+                })
                 .unwrap_or(0);
         let counted: usize = a
             .counted

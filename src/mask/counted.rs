@@ -19,6 +19,8 @@
 //! are run again through the body DFA with the bounds (a few bytes each). Base tokens
 //! rejected stay rejected: bounds only take exits and restarts away.
 
+use std::sync::Arc;
+
 use super::cache::{token_set, NodeMask};
 use super::trie::TokenTrie;
 use crate::automaton::{byte_in, Counted};
@@ -31,9 +33,11 @@ const NONE: u32 = u32::MAX;
 /// Restart counts are kept up to this; a token with more is run again when it matters.
 const SATURATED: u8 = u8::MAX;
 
-/// A deterministic counted repetition's body DFA as dense tables.
+/// A deterministic counted repetition's body DFA as dense tables: one per counted rule,
+/// shared by the base walks of all its body states ([`body_dfa`]; a body of a few
+/// thousand states takes megabytes, and a grammar may walk a base per state).
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
-struct BodyDfa {
+pub(crate) struct BodyDfa {
     /// `S * 256` entries: the body state reached from state `s` on byte `b`, or [`NONE`].
     #[serde(with = "super::wire::words")]
     next: Box<[u32]>,
@@ -64,7 +68,8 @@ fn step(dfa: &BodyDfa, s: u32, b: u8) -> Option<(u32, bool)> {
 /// its masks from.
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub(crate) struct CountedBase {
-    dfa: BodyDfa,
+    #[serde(serialize_with = "write_dfa", deserialize_with = "read_dfa")]
+    dfa: Arc<BodyDfa>,
     /// The body state the walk starts in.
     state: u32,
     /// Ids of the tokens consumed whole with any number of restarts (`words` words).
@@ -84,7 +89,29 @@ pub(crate) struct CountedBase {
     uncertain: Box<[u32]>,
 }
 
+/// Writes a base's body DFA whole (each base read back gets its own copy).
+fn write_dfa<S: serde::Serializer>(dfa: &Arc<BodyDfa>, s: S) -> Result<S::Ok, S::Error> {
+    serde::Serialize::serialize(&**dfa, s)
+}
+
+/// Reads a base's body DFA.
+fn read_dfa<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Arc<BodyDfa>, D::Error> {
+    <BodyDfa as serde::Deserialize>::deserialize(d).map(Arc::new)
+}
+
+impl BodyDfa {
+    /// Heap bytes held.
+    pub(crate) fn memory_bytes(&self) -> usize {
+        self.next.len() * 4 + self.fin.len()
+    }
+}
+
 impl CountedBase {
+    /// Its body DFA (shared with the other bases of its counted rule).
+    pub(crate) fn dfa(&self) -> &Arc<BodyDfa> {
+        &self.dfa
+    }
+
     /// Every index in range, for a base read from bytes: the DFA's tables agree in size
     /// (at least one state) and lead to states, the start is a state, the bitset has
     /// `words` words, and the per-position tables cover the trie's `trie_len` positions.
@@ -125,14 +152,10 @@ impl CountedBase {
         Ok(())
     }
 
-    /// Heap bytes held.
+    /// Heap bytes held, its body DFA not included (shared by the bases of its rule:
+    /// [`CountedBase::dfa`], [`BodyDfa::memory_bytes`]).
     pub(crate) fn memory_bytes(&self) -> usize {
-        self.dfa.next.len() * 4
-            + self.dfa.fin.len()
-            + self.bits.len() * 4
-            + self.restarts.len()
-            + self.uncertain.len() * 4
-            + 128
+        self.bits.len() * 4 + self.restarts.len() + self.uncertain.len() * 4 + 128
     }
 }
 
@@ -160,17 +183,8 @@ pub(crate) fn base_key(cnt: &Counted, s: u32, follow: &[u64; 4]) -> Box<[u64]> {
     key.into_boxed_slice()
 }
 
-/// The unbounded walk of `cnt` from body state `s` (`s == cnt.states`: the rule's start),
-/// `follow` the bytes that may follow its rule. `None` when `deadline` passed (looked at
-/// every 1024 trie nodes). `cnt` must be [`derivable`].
-pub(crate) fn counted_base(
-    cnt: &Counted,
-    s: u32,
-    follow: &[u64; 4],
-    trie: &TokenTrie,
-    words: usize,
-    deadline: &Deadline,
-) -> Option<CountedBase> {
+/// The body DFA of `cnt` as dense tables, `follow` the bytes that may follow its rule.
+pub(crate) fn body_dfa(cnt: &Counted, follow: &[u64; 4]) -> Arc<BodyDfa> {
     let states = cnt.states as usize;
     let mut next = vec![NONE; states * 256].into_boxed_slice();
     for st in 0..cnt.states {
@@ -179,11 +193,25 @@ pub(crate) fn counted_base(
             next[row + e.lo as usize..=row + e.hi as usize].fill(e.target);
         }
     }
-    let dfa = BodyDfa {
+    Arc::new(BodyDfa {
         next,
         fin: cnt.body_final.clone().into_boxed_slice(),
         follow: *follow,
-    };
+    })
+}
+
+/// The unbounded walk of `cnt` from body state `s` (`s == cnt.states`: the rule's start),
+/// over `dfa`, its [`body_dfa`] (shared by the walks of one rule). `None` when `deadline`
+/// passed (looked at every 1024 trie nodes). `cnt` must be [`derivable`].
+pub(crate) fn counted_base(
+    cnt: &Counted,
+    s: u32,
+    dfa: Arc<BodyDfa>,
+    trie: &TokenTrie,
+    words: usize,
+    deadline: &Deadline,
+) -> Option<CountedBase> {
+    let follow = &dfa.follow;
     // The rule's start steps as body state 0, which is not final (the body is not
     // nullable): no iteration ends there either.
     let state = if s == cnt.states { 0 } else { s };
@@ -459,6 +487,20 @@ mod tests {
                             "{ebnf}: count {c}, body state {s}"
                         );
                     }
+                }
+            }
+            // The bases of one rule share its body DFA (one copy per rule, counted once).
+            let bases = g.counted_bases.read().unwrap();
+            for (k, cnt) in aut.counted.iter().enumerate() {
+                let of_k: Vec<_> = bases.iter().filter(|((r, _), _)| *r == k as u32).collect();
+                if deterministic && cnt.states > 1 {
+                    assert!(of_k.len() > 1, "{ebnf}: {} bases", of_k.len());
+                }
+                for (_, b) in &of_k {
+                    assert!(
+                        std::sync::Arc::ptr_eq(b.dfa(), of_k[0].1.dfa()),
+                        "{ebnf}: a DFA per base"
+                    );
                 }
             }
         }

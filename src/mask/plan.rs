@@ -26,7 +26,7 @@ use crate::mask::cache::{
     compute_first_bytes_mask, compute_node_mask, compute_pair_mask, delta_reference, or_token_set,
     token_set, NodeMask, TokenSet,
 };
-use crate::mask::counted::{base_key, counted_base, derive_mask, CountedBase};
+use crate::mask::counted::{base_key, body_dfa, counted_base, derive_mask, CountedBase};
 use crate::mask::TokenTrie;
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
@@ -446,8 +446,20 @@ impl CompiledGrammar {
             Some(b) => b,
             None => {
                 let words = self.vocab.bitmask_words();
+                // The rule's body DFA, from a base of another of its states when there is
+                // one: one copy per rule, not per state.
+                let dfa = self
+                    .counted_bases
+                    .read()
+                    .ok()
+                    .and_then(|m| {
+                        m.iter()
+                            .find(|((r, _), _)| *r == k as u32)
+                            .map(|(_, b)| b.dfa().clone())
+                    })
+                    .unwrap_or_else(|| body_dfa(cnt, follow));
                 let b = self.walked(deadline, || {
-                    counted_base(cnt, s, follow, &self.trie, words, deadline)
+                    counted_base(cnt, s, dfa, &self.trie, words, deadline)
                 })?;
                 self.shared.insert_base(&shared_key, Arc::new(b))
             }

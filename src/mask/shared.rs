@@ -101,7 +101,8 @@ impl SharedMasks {
     /// Stores `base` under `key` (unless larger than the whole capacity); returns the
     /// stored one.
     pub(crate) fn insert_base(&self, key: &[u64], base: Arc<CountedBase>) -> Arc<CountedBase> {
-        let size = base.memory_bytes();
+        // Its body DFA counted in full: the cache may hold it for no other base.
+        let size = base.memory_bytes() + base.dfa().memory_bytes();
         match self.insert_value(key, Value::Base(base.clone()), size) {
             Value::Base(b) => b,
             Value::Mask(_) => base,
