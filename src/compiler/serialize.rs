@@ -567,12 +567,24 @@ impl CompiledGrammar {
                     .collect(),
             ),
             counted_derivable: data.aut.counted.iter().map(derivable).collect(),
-            counted_bases: RwLock::new(
+            counted_bases: RwLock::new({
+                // Each base was read with its own copy of its rule's body DFA (checked equal
+                // to the rule's): one copy per rule again.
+                let mut dfas: FxHashMap<u32, Arc<crate::mask::counted::BodyDfa>> =
+                    FxHashMap::default();
                 data.counted_bases
                     .into_iter()
-                    .map(|(k, b)| (k, Arc::new(b)))
-                    .collect(),
-            ),
+                    .map(|(k, mut b)| {
+                        match dfas.get(&k.0) {
+                            Some(d) => b.share_dfa(d),
+                            None => {
+                                dfas.insert(k.0, b.dfa().clone());
+                            }
+                        }
+                        (k, Arc::new(b))
+                    })
+                    .collect()
+            }),
             aut: data.aut,
             max_token_len: compiler.trie.depth.iter().copied().max().unwrap_or(0) as u32,
             max_step_items: compiler.limits.max_step_items,
@@ -667,12 +679,26 @@ fn validate(d: &GrammarIn, sites: &[Vec<u32>], compiler: &GrammarCompiler) -> Re
     for (key, m) in &d.virtual_pair_masks {
         check(m, &|| format!("virtual context mask {key:?}"))?;
     }
+    // A base's body DFA must be its rule's: the walks of the rule's other states reuse it.
+    let mut dfas: FxHashMap<u32, Arc<crate::mask::counted::BodyDfa>> = FxHashMap::default();
     for (key, b) in &d.counted_bases {
-        if key.0 as usize >= aut.counted.len() {
+        let Some(cnt) = aut.counted.get(key.0 as usize) else {
             return Err(format!("counted base {key:?}: no such counted rule"));
-        }
+        };
         b.check_indices(trie_len, words)
             .map_err(|e| format!("counted base {key:?}: {e}"))?;
+        let follow = aut
+            .follow
+            .get(cnt.rule as usize)
+            .ok_or_else(|| format!("counted base {key:?}: no follow set for its rule"))?;
+        let dfa = dfas
+            .entry(key.0)
+            .or_insert_with(|| crate::mask::counted::body_dfa(cnt, follow));
+        if **b.dfa() != **dfa {
+            return Err(format!(
+                "counted base {key:?}: its body DFA is not its rule's"
+            ));
+        }
     }
     Ok(())
 }

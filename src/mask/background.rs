@@ -41,8 +41,9 @@ pub enum BackgroundStatus {
     /// so far are kept, the rest are computed on first use.
     MemoryLimit,
     /// Stopped once its mask walks had taken
-    /// [`Limits::compile_time`](crate::Limits::compile_time) (the time spent walking, not
-    /// waiting for a free core; looked at between walks), the budget an eager compile has:
+    /// [`Limits::compile_time`](crate::Limits::compile_time) (wall-clock time from each
+    /// walk's start to its end, not the waits for a free core between walks; looked at
+    /// between walks), the budget an eager compile has:
     /// a grammar whose masks would take longer does not hold the background thread from
     /// other grammars' fills. The masks computed so far are kept, the rest are computed on
     /// first use.
@@ -248,17 +249,16 @@ pub(crate) fn schedule(
 enum Stop {
     /// The grammar was dropped (nobody is left to tell).
     Dropped,
-    /// Cancelled or out of memory budget: the status to report.
+    /// Cancelled, or out of memory or time budget: the status to report.
     Status(BackgroundStatus),
 }
 
-/// Runs `work` on every item, `CHUNK` at a time, upgrading the weak reference and looking
-/// at the cancel flag before each chunk, and waiting at `gate` before each item; `work`
-/// returns the bytes it added to the grammar.
 /// Time the fill's walks have taken (`spent`, nanoseconds) and may take (`budget`; `None`:
 /// no bound). Looked at between walks: a walk itself runs unbounded, as a matcher's would
 /// (a bounded walk that ran out of time would make the grammar refuse every later bounded
 /// walk, `CompiledGrammar::walked`, and the fill must not do that to the matchers).
+/// The time is wall-clock time from each walk's start to its end (a walk preempted by
+/// other threads counts its wait; the waits for a free core between walks do not).
 struct WalkTime {
     spent: AtomicU64,
     budget: Option<Duration>,
@@ -272,6 +272,10 @@ impl WalkTime {
     }
 }
 
+/// Runs `work` on every item, `CHUNK` at a time, upgrading the weak reference and looking
+/// at the cancel flag before each chunk, and waiting at `gate` before each item; `work`
+/// returns the bytes it added to the grammar. Stops at the memory limit and once `time`
+/// is spent.
 fn phase<T: Sync + Copy>(
     weak: &Weak<CompiledGrammar>,
     gate: Option<usize>,

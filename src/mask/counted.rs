@@ -36,7 +36,7 @@ const SATURATED: u8 = u8::MAX;
 /// A deterministic counted repetition's body DFA as dense tables: one per counted rule,
 /// shared by the base walks of all its body states ([`body_dfa`]; a body of a few
 /// thousand states takes megabytes, and a grammar may walk a base per state).
-#[derive(Debug, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct BodyDfa {
     /// `S * 256` entries: the body state reached from state `s` on byte `b`, or [`NONE`].
     #[serde(with = "super::wire::words")]
@@ -110,6 +110,13 @@ impl CountedBase {
     /// Its body DFA (shared with the other bases of its counted rule).
     pub(crate) fn dfa(&self) -> &Arc<BodyDfa> {
         &self.dfa
+    }
+
+    /// Holds `dfa` (equal to its own) instead: the bases of a rule read back from bytes
+    /// share one copy again.
+    pub(crate) fn share_dfa(&mut self, dfa: &Arc<BodyDfa>) {
+        debug_assert!(*self.dfa == **dfa);
+        self.dfa = dfa.clone();
     }
 
     /// Every index in range, for a base read from bytes: the DFA's tables agree in size
@@ -440,7 +447,12 @@ mod tests {
     #[test]
     fn derived_masks_equal_chart_walks() {
         let v = vocab();
-        let compiler = GrammarCompiler::new(v);
+        // Lazy and no shared masks: the bases below are this grammar's, walked one by one
+        // (a background fill or another grammar's base could bring a second copy of a
+        // DFA, which is only memory, never a wrong mask).
+        let compiler = GrammarCompiler::new(v)
+            .with_precompute(crate::Precompute::Lazy)
+            .with_mask_cache_capacity(0);
         let grammars = [
             (r#"root ::= "\"" [a-c]{0,40} "\"""#, true),
             (r#"root ::= [a-c]{35,40} "b""#, true),

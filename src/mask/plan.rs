@@ -598,14 +598,22 @@ impl CompiledGrammar {
     }
 
     /// The precompute of counted rule `k`'s base walk from body state `s` (the walk stops
-    /// at `deadline`). Returns the bytes it holds.
+    /// at `deadline`). Returns the bytes it holds, its rule's body DFA included when no
+    /// other base holds it yet.
     pub(crate) fn precompute_counted_base(
         &self,
         k: usize,
         s: u32,
         deadline: &Deadline,
     ) -> Result<usize, LimitExceeded> {
-        Ok(self.counted_base_of(k, s, deadline)?.memory_bytes() + 16)
+        let b = self.counted_base_of(k, s, deadline)?;
+        let dfa = b.dfa();
+        let own = if Arc::strong_count(dfa) == 1 {
+            dfa.memory_bytes()
+        } else {
+            0
+        };
+        Ok(b.memory_bytes() + own + 16)
     }
 
     /// True when real node `n`'s mask (that of its mask class) is computed; false for
