@@ -112,6 +112,15 @@ impl CountedBase {
         &self.dfa
     }
 
+    /// The same base over another DFA (tests forge bytes with it).
+    #[cfg(test)]
+    pub(crate) fn with_dfa(&self, dfa: Arc<BodyDfa>) -> CountedBase {
+        let bytes = postcard::to_allocvec(self).expect("a base serializes");
+        let mut b: CountedBase = postcard::from_bytes(&bytes).expect("and reads back");
+        b.dfa = dfa;
+        b
+    }
+
     /// Holds `dfa` (equal to its own) instead: the bases of a rule read back from bytes
     /// share one copy again.
     pub(crate) fn share_dfa(&mut self, dfa: &Arc<BodyDfa>) {
@@ -444,6 +453,51 @@ mod tests {
     }
 
     /// Derived masks are exactly the chart walk's, at every count and body state.
+    /// A serialized grammar whose base of one counted rule carries another rule's body DFA
+    /// is refused (the rule's other states would walk over that DFA), and a faithful one
+    /// reads back with one DFA per rule.
+    #[test]
+    fn a_base_over_another_rules_dfa_is_refused() {
+        let compiler = GrammarCompiler::new(vocab())
+            .with_precompute(crate::Precompute::Eager)
+            .with_cache_enabled(false);
+        let g = compiler
+            .compile_grammar(r#"root ::= [a-c]{0,40} "x" [0-9]{0,40} "y""#)
+            .unwrap();
+        let back = CompiledGrammar::deserialize(&g.serialize().unwrap(), &compiler).unwrap();
+        {
+            let bases = back.counted_bases.read().unwrap();
+            for ((k, _), b) in bases.iter() {
+                let first = bases.iter().find(|((r, _), _)| r == k).unwrap().1;
+                assert!(std::sync::Arc::ptr_eq(b.dfa(), first.dfa()), "rule {k}");
+            }
+        }
+        let (of0, of1) = {
+            let bases = g.counted_bases.read().unwrap();
+            let of = |k: u32| {
+                bases
+                    .iter()
+                    .find(|((r, _), _)| *r == k)
+                    .map(|(key, b)| (*key, b.clone()))
+            };
+            (
+                of(0).expect("a base of rule 0"),
+                of(1).expect("a base of rule 1"),
+            )
+        };
+        assert!(**of0.1.dfa() != **of1.1.dfa());
+        let forged = of0.1.with_dfa(of1.1.dfa().clone());
+        g.counted_bases
+            .write()
+            .unwrap()
+            .insert(of0.0, std::sync::Arc::new(forged));
+        let err = CompiledGrammar::deserialize(&g.serialize().unwrap(), &compiler).unwrap_err();
+        assert!(
+            err.to_string().contains("body DFA is not its rule's"),
+            "{err}"
+        );
+    }
+
     #[test]
     fn derived_masks_equal_chart_walks() {
         let v = vocab();
