@@ -15,11 +15,12 @@ use crate::limits::{LimitExceeded, Limits};
 use crate::mask::background::{BackgroundFill, BackgroundStatus};
 use crate::mask::cache::{NodeMask, SubtreeMemo};
 use crate::mask::counted::CountedBase;
+use crate::mask::intern::MaskInterner;
 use crate::mask::plan::VirtualKey;
 use crate::mask::shared::SharedMasks;
 use crate::mask::TokenTrie;
 use crate::vocab::Vocabulary;
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::sync::{Arc, OnceLock, RwLock};
 
 mod cache;
@@ -111,6 +112,9 @@ pub struct CompiledGrammar {
     /// Per mask class (see `mask_class`): its mask, once computed; nodes without byte or
     /// call edges keep none.
     pub(crate) masks: Vec<OnceLock<Arc<NodeMask>>>,
+    /// The large masks of `masks` and `virtual_masks` by content: classes with equal
+    /// masks hold one copy (`mask::intern`).
+    pub(crate) interned: MaskInterner,
     /// What the structure keys of mask classes in `shared` are made from, made at the
     /// first key; `None` when masks are not shared (a small vocabulary) or once every mask
     /// is computed.
@@ -352,6 +356,20 @@ impl CompiledGrammar {
         self.aut.node_count()
     }
 
+    /// Heap bytes of the node masks: one slot per mask class, and each mask once however
+    /// many classes hold it (`mask::intern`).
+    pub(crate) fn node_mask_bytes(&self) -> usize {
+        let mut seen = FxHashSet::default();
+        let held: usize = self
+            .masks
+            .iter()
+            .filter_map(|m| m.get())
+            .filter(|m| seen.insert(Arc::as_ptr(m)))
+            .map(|m| m.memory_bytes())
+            .sum();
+        self.masks.len() * std::mem::size_of::<OnceLock<Arc<NodeMask>>>() + held
+    }
+
     /// Heap memory of this grammar in bytes: automata plus the masks computed so far (the
     /// shared vocabulary and trie are not counted).
     pub fn memory_bytes(&self) -> usize {
@@ -368,14 +386,8 @@ impl CompiledGrammar {
                 .map(|n| n.capacity() + 24)
                 .sum::<usize>()
             + a.key_filters.as_deref().map_or(0, |f| f.memory_bytes());
-        let masks: usize = self
-            .masks
-            .iter()
-            .map(|m| {
-                std::mem::size_of::<OnceLock<Arc<NodeMask>>>()
-                    + m.get().map_or(0, |m| m.memory_bytes())
-            })
-            .sum::<usize>()
+        let masks: usize = self.node_mask_bytes()
+            + self.interned.memory_bytes()
             + self.key_basis_bytes()
             + self.subtrees.memory_bytes();
         let pairs: usize = self
@@ -391,7 +403,23 @@ impl CompiledGrammar {
         let virt: usize = self
             .virtual_masks
             .read()
-            .map(|m| m.values().map(|m| m.memory_bytes() + 48).sum())
+            .map(|m| {
+                // A copy of a node mask (interned) is counted there.
+                let held: FxHashSet<*const NodeMask> = self
+                    .masks
+                    .iter()
+                    .filter_map(|m| m.get())
+                    .map(Arc::as_ptr)
+                    .collect();
+                let mut seen = FxHashSet::default();
+                m.values()
+                    .map(|m| {
+                        let p = Arc::as_ptr(m);
+                        let own = !held.contains(&p) && seen.insert(p);
+                        48 + if own { m.memory_bytes() } else { 0 }
+                    })
+                    .sum()
+            })
             .unwrap_or(0)
             + self
                 .virtual_pair_masks
@@ -403,7 +431,7 @@ impl CompiledGrammar {
                 .read()
                 .map(|m| {
                     // Each rule's body DFA once, however many of its bases hold it.
-                    let mut dfas = rustc_hash::FxHashSet::default();
+                    let mut dfas = FxHashSet::default();
                     m.values()
                         .map(|b| {
                             let dfa = b.dfa();

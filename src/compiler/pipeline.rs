@@ -11,6 +11,7 @@ use crate::limits::{check_memory, Deadline, IrLimits};
 use crate::mask::background::{self, BackgroundFill};
 use crate::mask::cache::SubtreeMemo;
 use crate::mask::counted::derivable;
+use crate::mask::intern::MaskInterner;
 use crate::mask::plan;
 use crate::parser::key_filter::KeyFilters;
 use rustc_hash::FxHashMap;
@@ -194,6 +195,7 @@ impl GrammarCompiler {
             grammar: grammar.clone(),
             aut,
             masks,
+            interned: MaskInterner::default(),
             key_basis,
             shared: self.shared.clone(),
             mask_class,

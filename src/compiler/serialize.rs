@@ -66,6 +66,7 @@ use crate::grammar::ebnf::parse_ebnf;
 use crate::limits::{check_memory, LimitExceeded};
 use crate::mask::cache::{NodeMask, SubtreeMemo, TokenSet};
 use crate::mask::counted::{derivable, CountedBase};
+use crate::mask::intern::MaskInterner;
 use crate::mask::plan::VirtualKey;
 use crate::parser::key_filter::KeyFilters;
 use crate::vocab::Vocabulary;
@@ -515,8 +516,14 @@ impl CompiledGrammar {
         validate(&data, &sites, compiler).map_err(DeserializeError::Malformed)?;
         let grammar = parse_ebnf(&data.ebnf, &data.root)
             .map_err(|e| DeserializeError::Malformed(format!("grammar text: {e}")))?;
-        let arc_map =
-            |v: Vec<(VirtualKey, NodeMask)>| v.into_iter().map(|(k, m)| (k, Arc::new(m))).collect();
+        // Equal masks written once per class read back as one copy again.
+        let interned = MaskInterner::default();
+        let arc_map = |v: Vec<(VirtualKey, NodeMask)>| {
+            v.into_iter()
+                .map(|(k, m)| (k, interned.intern(Arc::new(m)).0))
+                .collect()
+        };
+        let virtual_masks = RwLock::new(arc_map(data.virtual_masks));
         let compiled = CompiledGrammar {
             vocab: compiler.vocab.clone(),
             trie: compiler.trie.clone(),
@@ -528,11 +535,12 @@ impl CompiledGrammar {
                 .map(|m| {
                     let cell = OnceLock::new();
                     if let Some(m) = m {
-                        let _ = cell.set(Arc::new(m));
+                        let _ = cell.set(interned.intern(Arc::new(m)).0);
                     }
                     cell
                 })
                 .collect(),
+            interned,
             key_basis: data.shares_masks.then(OnceLock::new),
             shared: compiler.shared.clone(),
             mask_class: data.mask_class,
@@ -559,7 +567,7 @@ impl CompiledGrammar {
                     cell
                 })
                 .collect(),
-            virtual_masks: RwLock::new(arc_map(data.virtual_masks)),
+            virtual_masks,
             virtual_pair_masks: RwLock::new(
                 data.virtual_pair_masks
                     .into_iter()

@@ -500,6 +500,53 @@ mod tests {
         assert_same_masks("Hermes-style tag over 5 BFCL tools", &a, &b);
     }
 
+    /// A grammar holds one copy of each large mask, however many of its mask classes have
+    /// it (nodes that are not bisimilar often accept the same tokens: the states of an
+    /// enum's values, of a pattern's repeated groups), under the fill and under an eager
+    /// compile, and its memory counts that copy once.
+    #[test]
+    fn a_grammar_holds_each_large_mask_once() {
+        let Some(vocab) = llama() else { return };
+        let options = crate::JsonSchemaOptions::default();
+        let schemas = maskbench("Github_medium", 12);
+        let mut shared = 0;
+        for precompute in [Precompute::Background, Precompute::Eager] {
+            let compiler = GrammarCompiler::new(vocab.clone()).with_precompute(precompute);
+            for (i, schema) in schemas.iter().enumerate() {
+                let Ok(g) = compiler.compile_json_schema(schema, &options) else {
+                    continue;
+                };
+                g.wait_background();
+                let mut by_content: Vec<&Arc<NodeMask>> = Vec::new();
+                let mut distinct = rustc_hash::FxHashMap::default();
+                let mut arcs = 0;
+                for m in g.masks.iter().filter_map(|m| m.get()) {
+                    arcs += 1;
+                    distinct.insert(Arc::as_ptr(m), m.memory_bytes());
+                    if m.memory_bytes() < crate::mask::intern::MIN_BYTES {
+                        continue;
+                    }
+                    match by_content.iter().find(|o| ****o == **m) {
+                        Some(o) => assert!(
+                            Arc::ptr_eq(o, m),
+                            "{precompute:?} Github_medium #{i}: two copies of one mask"
+                        ),
+                        None => by_content.push(m),
+                    }
+                }
+                shared += arcs - distinct.len();
+                let slots =
+                    g.masks.len() * std::mem::size_of::<std::sync::OnceLock<Arc<NodeMask>>>();
+                assert_eq!(
+                    g.node_mask_bytes(),
+                    slots + distinct.values().sum::<usize>(),
+                    "{precompute:?} Github_medium #{i}: memory counts each copy once"
+                );
+            }
+        }
+        assert!(shared > 100, "only {shared} mask classes share a copy");
+    }
+
     /// The default precompute is the background fill: a compiler given no choice compiles
     /// lazily, schedules the fill, and ends with the masks of an eager compile.
     #[test]

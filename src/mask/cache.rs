@@ -19,7 +19,7 @@ use crate::parser::{Chart, Item, EXT};
 use crate::vocab::Vocabulary;
 
 /// The precomputed mask of one automaton node.
-#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct NodeMask {
     pub accepted: TokenSet,
     /// Trie positions (indices into [`TokenTrie::sorted`]) of uncertain tokens, ascending.

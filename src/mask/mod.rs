@@ -36,6 +36,7 @@
 pub(crate) mod background;
 pub(crate) mod cache;
 pub(crate) mod counted;
+pub(crate) mod intern;
 pub(crate) mod plan;
 pub(crate) mod shared;
 pub(crate) mod slices;

@@ -27,6 +27,7 @@ use crate::mask::cache::{
     token_set, NodeMask, TokenSet,
 };
 use crate::mask::counted::{base_key, body_dfa, counted_base, derive_mask, CountedBase};
+use crate::mask::intern;
 use crate::mask::TokenTrie;
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
@@ -114,24 +115,38 @@ impl CompiledGrammar {
         n: u32,
         deadline: &Deadline,
     ) -> Result<Option<MaskRef<'_>>, LimitExceeded> {
+        Ok(self.node_mask_added(n, deadline)?.map(|(m, _)| m))
+    }
+
+    /// As [`Self::node_mask_until`], with the heap bytes the grammar holds anew for it: 0
+    /// when the mask was known, or equal to one it holds (`mask::intern`).
+    fn node_mask_added(
+        &self,
+        n: u32,
+        deadline: &Deadline,
+    ) -> Result<Option<(MaskRef<'_>, usize)>, LimitExceeded> {
         if self.aut.is_virtual(n) {
             let key = self.virtual_key(n);
             if let Some(m) = self.read_cache(&self.virtual_masks, &key) {
-                return Ok(Some(MaskRef::Shared(m)));
+                return Ok(Some((MaskRef::Shared(m), 0)));
             }
-            let m = Arc::new(self.virtual_mask_by(n, deadline)?);
+            let (m, new) = self
+                .interned
+                .intern(Arc::new(self.virtual_mask_by(n, deadline)?));
+            let bytes = if new { m.memory_bytes() } else { 0 };
             let mut w = self
                 .virtual_masks
                 .write()
                 .unwrap_or_else(|e| e.into_inner());
-            return Ok(Some(MaskRef::Shared(w.entry(key).or_insert(m).clone())));
+            let m = w.entry(key).or_insert(m).clone();
+            return Ok(Some((MaskRef::Shared(m), bytes)));
         }
         if !self.has_mask[n as usize] {
             return Ok(None);
         }
         let c = self.mask_class[n as usize] as usize;
         if let Some(m) = self.masks[c].get() {
-            return Ok(Some(MaskRef::Borrowed(m)));
+            return Ok(Some((MaskRef::Borrowed(m), 0)));
         }
         let key = self
             .key_basis
@@ -144,18 +159,24 @@ impl CompiledGrammar {
                 });
                 self.aut.class_key(basis, &self.mask_class, c as u32)
             });
-        let m = match key.as_ref().and_then(|k| self.shared.get(k)) {
-            Some(m) => m,
+        let (m, hash) = match key.as_ref().and_then(|k| self.shared.get(k)) {
+            Some(hit) => hit,
             None => {
                 let m = Arc::new(self.node_mask_by(n, deadline)?);
+                let hash = intern::content_hash(&m);
                 match &key {
-                    Some(k) => self.shared.insert(k, m),
-                    None => m,
+                    Some(k) => self.shared.insert(k, m, hash),
+                    None => (m, hash),
                 }
             }
         };
+        let (m, new) = self.interned.intern_hashed(m, hash);
+        let bytes = if new { m.memory_bytes() } else { 0 };
         // Another thread may have set it meanwhile: the same mask, either one will do.
-        Ok(Some(MaskRef::Borrowed(self.masks[c].get_or_init(|| m))))
+        Ok(Some((
+            MaskRef::Borrowed(self.masks[c].get_or_init(|| m)),
+            bytes,
+        )))
     }
 
     /// Whether node `n`'s walk is cheaper than its structure key: it calls no rule and its
@@ -506,9 +527,7 @@ impl CompiledGrammar {
         {
             return Ok(0);
         }
-        Ok(self
-            .node_mask_until(n, deadline)?
-            .map_or(0, |m| m.memory_bytes()))
+        Ok(self.node_mask_added(n, deadline)?.map_or(0, |(_, b)| b))
     }
 
     /// One real node per mask class (the first of each), ascending: the node masks an

@@ -23,7 +23,9 @@ use std::sync::{Arc, RwLock};
 /// coincide: `counted::base_key` starts with a tag no structure key starts with).
 #[derive(Debug, Clone)]
 enum Value {
-    Mask(Arc<NodeMask>),
+    /// A node mask and its content hash (`mask::intern::content_hash`), so that a grammar
+    /// taking it interns it without hashing it again.
+    Mask(Arc<NodeMask>, u64),
     Base(Arc<CountedBase>),
 }
 
@@ -73,20 +75,26 @@ impl SharedMasks {
     }
 
     /// The mask stored under `key`, if any.
-    pub(crate) fn get(&self, key: &[u64]) -> Option<Arc<NodeMask>> {
+    pub(crate) fn get(&self, key: &[u64]) -> Option<(Arc<NodeMask>, u64)> {
         match self.get_value(key)? {
-            Value::Mask(m) => Some(m),
+            Value::Mask(m, hash) => Some((m, hash)),
             Value::Base(_) => None,
         }
     }
 
-    /// Stores `mask` under `key` (unless larger than the whole capacity); returns the
-    /// stored mask (another thread's, when it stored one first).
-    pub(crate) fn insert(&self, key: &[u64], mask: Arc<NodeMask>) -> Arc<NodeMask> {
+    /// Stores `mask` (`hash`: its content hash) under `key` (unless larger than the whole
+    /// capacity); returns the stored mask and its hash (another thread's, when it stored
+    /// one first).
+    pub(crate) fn insert(
+        &self,
+        key: &[u64],
+        mask: Arc<NodeMask>,
+        hash: u64,
+    ) -> (Arc<NodeMask>, u64) {
         let size = mask.memory_bytes();
-        match self.insert_value(key, Value::Mask(mask.clone()), size) {
-            Value::Mask(m) => m,
-            Value::Base(_) => mask,
+        match self.insert_value(key, Value::Mask(mask.clone(), hash), size) {
+            Value::Mask(m, hash) => (m, hash),
+            Value::Base(_) => (mask, hash),
         }
     }
 
@@ -94,7 +102,7 @@ impl SharedMasks {
     pub(crate) fn get_base(&self, key: &[u64]) -> Option<Arc<CountedBase>> {
         match self.get_value(key)? {
             Value::Base(b) => Some(b),
-            Value::Mask(_) => None,
+            Value::Mask(..) => None,
         }
     }
 
@@ -105,7 +113,7 @@ impl SharedMasks {
         let size = base.memory_bytes() + base.dfa().memory_bytes();
         match self.insert_value(key, Value::Base(base.clone()), size) {
             Value::Base(b) => b,
-            Value::Mask(_) => base,
+            Value::Mask(..) => base,
         }
     }
 
@@ -129,7 +137,7 @@ impl SharedMasks {
             );
         }
         self.bytes.fetch_add(size, Ordering::Relaxed);
-        if matches!(value, Value::Mask(_)) {
+        if matches!(value, Value::Mask(..)) {
             self.masks.fetch_add(1, Ordering::Relaxed);
         }
         let used = AtomicU64::new(self.clock.fetch_add(1, Ordering::Relaxed));
@@ -166,7 +174,7 @@ impl SharedMasks {
         for k in drop {
             if let Some(e) = map.remove(&k) {
                 self.bytes.fetch_sub(e.size, Ordering::Relaxed);
-                if matches!(e.value, Value::Mask(_)) {
+                if matches!(e.value, Value::Mask(..)) {
                     self.masks.fetch_sub(1, Ordering::Relaxed);
                 }
             }
@@ -208,19 +216,19 @@ mod tests {
         let one = mask(100).memory_bytes() + 8 + ENTRY_OVERHEAD;
         let c = SharedMasks::new(one * 4);
         for k in 0..4u64 {
-            c.insert(&[k], mask(100));
+            c.insert(&[k], mask(100), 0);
         }
         assert_eq!((c.len(), c.memory_bytes()), (4, one * 4));
         // Key 0 used again: 1, 2 and 3 are older.
         assert!(c.get(&[0]).is_some());
-        c.insert(&[4], mask(100));
+        c.insert(&[4], mask(100), 0);
         assert!(c.memory_bytes() <= one * 4 / 4 * 3);
         assert!(c.get(&[0]).is_some() && c.get(&[4]).is_some());
         assert!(c.get(&[1]).is_none() && c.get(&[2]).is_none());
         assert_eq!(c.len() * one, c.memory_bytes());
         // Too large for the whole cache: returned, not kept.
         let big = mask(10_000);
-        assert!(Arc::ptr_eq(&c.insert(&[9], big.clone()), &big));
+        assert!(Arc::ptr_eq(&c.insert(&[9], big.clone(), 7).0, &big));
         assert!(c.get(&[9]).is_none());
         c.clear();
         assert_eq!((c.len(), c.memory_bytes()), (0, 0));

@@ -1,0 +1,125 @@
+//! One copy per content of a grammar's large masks. Mask classes are bisimulation classes:
+//! two nodes whose futures differ get two classes, yet they often accept exactly the same
+//! tokens (the states inside an enum's values, of a pattern's repeated groups, of the
+//! many objects of one shape). Measured on MaskBench's `Github_medium---o42892` (Llama
+//! 3.1, eager): 1,373 bitset masks of 16 KiB, 211 distinct, 22 of its 23.7 MB. Each mask a
+//! grammar stores passes through [`MaskInterner::intern`], which hands back the copy it
+//! already holds when one has the same content.
+
+use super::cache::NodeMask;
+use super::token_set::TokenSet;
+use rustc_hash::FxHashMap;
+use std::sync::{Arc, Mutex};
+use xxhash_rust::xxh3::Xxh3;
+
+/// Heap bytes from which a mask is interned: a smaller one (a short list, a few runs)
+/// costs less than its entry here, about [`ENTRY_BYTES`].
+pub(crate) const MIN_BYTES: usize = 1024;
+
+/// Bytes counted per interned mask (map slot, `Arc`, vector).
+const ENTRY_BYTES: usize = 48;
+
+/// A grammar's large masks by content (see the module documentation). Thread safe; the
+/// lock is held for one hash lookup and at most a few comparisons, after a mask walk that
+/// took far longer.
+#[derive(Debug, Default)]
+pub(crate) struct MaskInterner {
+    map: Mutex<FxHashMap<u64, Vec<Arc<NodeMask>>>>,
+}
+
+impl MaskInterner {
+    /// `m`, or the copy of it already held (the same tokens in the same form, the same
+    /// uncertain positions); the flag is true when `m` itself is kept (its bytes are new
+    /// to the grammar). Masks under [`MIN_BYTES`] are returned as they are (flag true).
+    pub(crate) fn intern(&self, m: Arc<NodeMask>) -> (Arc<NodeMask>, bool) {
+        let hash = content_hash(&m);
+        self.intern_hashed(m, hash)
+    }
+
+    /// As [`Self::intern`], `hash` being `m`'s [`content_hash`] (a mask from the shared
+    /// cache carries it).
+    pub(crate) fn intern_hashed(&self, m: Arc<NodeMask>, hash: u64) -> (Arc<NodeMask>, bool) {
+        if m.memory_bytes() < MIN_BYTES {
+            return (m, true);
+        }
+        let key = hash;
+        let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
+        let same = map.entry(key).or_default();
+        if let Some(old) = same.iter().find(|o| ***o == *m) {
+            return (old.clone(), false);
+        }
+        same.push(m.clone());
+        (m, true)
+    }
+
+    /// Heap bytes of the table itself (the masks are counted where they are used).
+    pub(crate) fn memory_bytes(&self) -> usize {
+        let map = self.map.lock().unwrap_or_else(|e| e.into_inner());
+        map.values().map(|v| v.len()).sum::<usize>() * ENTRY_BYTES
+    }
+}
+
+/// A 64-bit hash (XXH3) of a mask's form and content: a 16 KiB bitset in about 1 µs; 0
+/// for a mask under [`MIN_BYTES`] (never interned).
+pub(crate) fn content_hash(m: &NodeMask) -> u64 {
+    if m.memory_bytes() < MIN_BYTES {
+        return 0;
+    }
+    let (tag, words): (u8, &[u32]) = match &m.accepted {
+        TokenSet::Accepted(v) => (1, v),
+        TokenSet::Rejected(v) => (2, v),
+        TokenSet::Bitset(b) => (3, b),
+        TokenSet::Runs(v) => (4, v),
+    };
+    let mut h = Xxh3::new();
+    h.update(&[tag]);
+    h.update(&(words.len() as u64).to_le_bytes());
+    h.update(as_bytes(words));
+    h.update(as_bytes(&m.uncertain));
+    h.digest()
+}
+
+/// The bytes of `words` (in the machine's byte order: the hash lives in one process).
+fn as_bytes(words: &[u32]) -> &[u8] {
+    // SAFETY: a `u32` has no padding and every byte pattern is a valid `u8`; the slice
+    // covers exactly the words' memory and borrows them for its lifetime.
+    unsafe { std::slice::from_raw_parts(words.as_ptr().cast::<u8>(), std::mem::size_of_val(words)) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bitset(words: usize, set: &[usize]) -> Arc<NodeMask> {
+        let mut b = vec![0u32; words];
+        for &i in set {
+            b[i / 32] |= 1 << (i % 32);
+        }
+        Arc::new(NodeMask {
+            accepted: TokenSet::Bitset(b.into_boxed_slice()),
+            uncertain: vec![],
+        })
+    }
+
+    #[test]
+    fn equal_large_masks_share_one_copy_and_others_stay_apart() {
+        let interner = MaskInterner::default();
+        let (a, new_a) = interner.intern(bitset(4096, &[1, 5, 900]));
+        assert!(new_a);
+        let (b, new_b) = interner.intern(bitset(4096, &[1, 5, 900]));
+        assert!(!new_b, "the second copy is not kept");
+        assert!(Arc::ptr_eq(&a, &b));
+        let (c, new_c) = interner.intern(bitset(4096, &[1, 5, 901]));
+        assert!(new_c && !Arc::ptr_eq(&a, &c));
+        // The same tokens with other uncertain positions are another mask.
+        let mut d = (*bitset(4096, &[1, 5, 900])).clone();
+        d.uncertain = vec![7];
+        let (d, new_d) = interner.intern(Arc::new(d));
+        assert!(new_d && !Arc::ptr_eq(&a, &d));
+        assert_eq!(interner.memory_bytes(), 3 * ENTRY_BYTES);
+        // Small masks are not interned.
+        let (e, new_e) = interner.intern(bitset(8, &[3]));
+        let (f, new_f) = interner.intern(bitset(8, &[3]));
+        assert!(new_e && new_f && !Arc::ptr_eq(&e, &f));
+    }
+}
