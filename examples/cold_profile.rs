@@ -29,7 +29,8 @@
 //! (`GrammarCompiler::with_deferred_tool_rules`: a tag's tool argument rules are stubs
 //! until a matcher comes near one; on by default) or `whole` (off). Prints wall-clock
 //! times of one run (for ratios only); with `COLD_PROFILE_STEPS` set, each first-pass step's
-//! time (each schema's compile → first mask with `many`) on stderr.
+//! time (each schema's compile → first mask with `many`) on stderr; with
+//! `COLD_PROFILE_REPEAT=N`, N more runs on fresh compilers (for a sampling profiler).
 
 #[path = "../benches/common/mod.rs"]
 mod common;
@@ -99,15 +100,19 @@ fn main() {
         compile_time: None,
         ..Default::default()
     };
-    let mut compiler = GrammarCompiler::new(tok.vocab.clone())
-        .with_precompute(precompute)
-        .with_limits(limits);
-    if flag("nocache") {
-        compiler = compiler.with_rule_automaton_cache_capacity(0);
-    }
-    if flag("deferred") || flag("whole") {
-        compiler = compiler.with_deferred_tool_rules(!flag("whole"));
-    }
+    let make_compiler = || {
+        let mut compiler = GrammarCompiler::new(tok.vocab.clone())
+            .with_precompute(precompute)
+            .with_limits(limits.clone());
+        if flag("nocache") {
+            compiler = compiler.with_rule_automaton_cache_capacity(0);
+        }
+        if flag("deferred") || flag("whole") {
+            compiler = compiler.with_deferred_tool_rules(!flag("whole"));
+        }
+        compiler
+    };
+    let compiler = make_compiler();
     let docs_of = |job: &Job| -> Vec<Vec<u32>> {
         match job {
             Job::Schema(_, inst) => inst.iter().map(|s| tok.encode_with_stop(s)).collect(),
@@ -127,6 +132,19 @@ fn main() {
         warming(&compiler, w, &docs_of(w));
     }
     measured(&compiler, &job, &docs_of(&job));
+    // `COLD_PROFILE_REPEAT=N`: N more runs, each on a fresh compiler (for a sampling
+    // profiler: keep the samples under `cold_profile::run`).
+    let repeat: usize = std::env::var("COLD_PROFILE_REPEAT")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(0);
+    for _ in 0..repeat {
+        let compiler = make_compiler();
+        if let Some(w) = &warm {
+            warming(&compiler, w, &docs_of(w));
+        }
+        measured(&compiler, &job, &docs_of(&job));
+    }
 }
 
 /// The first schema of `pair`: compile and first pass, not counted.

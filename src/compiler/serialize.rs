@@ -75,12 +75,14 @@ use serde::{Deserialize, Serialize};
 use std::sync::{Arc, OnceLock, RwLock};
 use xxhash_rust::xxh3::{xxh3_64, Xxh3};
 
-/// The format version written, and the only one read. Version 4 (this one) adds token
-/// sets written as runs of trie positions (`mask::cache::TokenSet::Runs`); version 3 added
+/// The format version written, and the only one read. Version 5 (this one) writes a mask
+/// that several mask classes hold once, the other classes referring to the first; version
+/// 4 added token sets written as runs of trie positions (`mask::cache::TokenSet::Runs`);
+/// version 3 added
 /// the key rules whose completions matchers check (`parser::key_filter`); version 2 wrote sorted id
 /// lists as gaps and bitsets as raw words, version 1 as plain varints. Older bytes are
 /// refused with [`DeserializeError::OlderVersion`] (re-serialize them).
-pub const FORMAT_VERSION: u32 = 4;
+pub const FORMAT_VERSION: u32 = 5;
 
 const GRAMMAR_MAGIC: [u8; 8] = *b"TSGRAMMR";
 const VOCAB_MAGIC: [u8; 8] = *b"TSVOCAB\0";
@@ -380,7 +382,7 @@ struct GrammarOut<'a> {
     root: &'a str,
     aut: &'a Automaton,
     mask_class: &'a [u32],
-    masks: Vec<Option<&'a NodeMask>>,
+    masks: Vec<SlotOut<'a>>,
     pair_masks: Vec<Option<Vec<Option<&'a NodeMask>>>>,
     virtual_masks: Vec<(VirtualKey, &'a NodeMask)>,
     virtual_pair_masks: Vec<((VirtualKey, u32), &'a NodeMask)>,
@@ -400,7 +402,7 @@ struct GrammarIn {
     root: String,
     aut: Automaton,
     mask_class: Vec<u32>,
-    masks: Vec<Option<NodeMask>>,
+    masks: Vec<SlotIn>,
     pair_masks: Vec<Option<Vec<Option<NodeMask>>>>,
     virtual_masks: Vec<(VirtualKey, NodeMask)>,
     virtual_pair_masks: Vec<((VirtualKey, u32), NodeMask)>,
@@ -409,6 +411,43 @@ struct GrammarIn {
     unique_keys: bool,
     closed: Vec<(String, Vec<String>)>,
     key_filters: Vec<(String, Vec<String>)>,
+}
+
+/// A mask class's mask as written: none computed, its own, or the one of an earlier class
+/// (a grammar holds one copy of equal masks, `mask::intern`, and writes it once; version 5).
+#[derive(Serialize)]
+enum SlotOut<'a> {
+    Empty,
+    Own(&'a NodeMask),
+    Same(u32),
+}
+
+/// [`SlotOut`] as read.
+#[derive(Deserialize)]
+enum SlotIn {
+    Empty,
+    Own(NodeMask),
+    Same(u32),
+}
+
+/// The mask slots of `masks` as written: a mask held by several classes is written at the
+/// first and referred to from the others.
+fn mask_slots(masks: &[OnceLock<Arc<NodeMask>>]) -> Vec<SlotOut<'_>> {
+    let mut first: FxHashMap<*const NodeMask, u32> = FxHashMap::default();
+    masks
+        .iter()
+        .enumerate()
+        .map(|(c, m)| match m.get() {
+            None => SlotOut::Empty,
+            Some(m) => match first.entry(Arc::as_ptr(m)) {
+                std::collections::hash_map::Entry::Occupied(e) => SlotOut::Same(*e.get()),
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    e.insert(c as u32);
+                    SlotOut::Own(m)
+                }
+            },
+        })
+        .collect()
 }
 
 type Guard<'a, K, V> = std::sync::RwLockReadGuard<'a, FxHashMap<K, Arc<V>>>;
@@ -455,7 +494,7 @@ impl CompiledGrammar {
             root,
             aut: &self.aut,
             mask_class: &self.mask_class,
-            masks: self.masks.iter().map(|m| m.get().map(|m| &**m)).collect(),
+            masks: mask_slots(&self.masks),
             pair_masks: self
                 .pair_masks
                 .iter()
@@ -529,17 +568,23 @@ impl CompiledGrammar {
             trie: compiler.trie.clone(),
             text_bits: compiler.text_bits.clone(),
             grammar: Arc::new(grammar),
-            masks: data
-                .masks
-                .into_iter()
-                .map(|m| {
+            masks: {
+                let mut cells: Vec<OnceLock<Arc<NodeMask>>> = Vec::with_capacity(data.masks.len());
+                for slot in data.masks {
                     let cell = OnceLock::new();
+                    let m = match slot {
+                        SlotIn::Empty => None,
+                        SlotIn::Own(m) => Some(interned.intern(Arc::new(m)).0),
+                        // Checked by `validate`: an earlier class with its own mask.
+                        SlotIn::Same(j) => cells[j as usize].get().cloned(),
+                    };
                     if let Some(m) = m {
-                        let _ = cell.set(interned.intern(Arc::new(m)).0);
+                        let _ = cell.set(m);
                     }
-                    cell
-                })
-                .collect(),
+                    cells.push(cell);
+                }
+                cells
+            },
             interned,
             key_basis: data.shares_masks.then(OnceLock::new),
             shared: compiler.shared.clone(),
@@ -670,8 +715,16 @@ fn validate(d: &GrammarIn, sites: &[Vec<u32>], compiler: &GrammarCompiler) -> Re
         }
     };
     for (c, m) in d.masks.iter().enumerate() {
-        if let Some(m) = m {
-            check(m, &|| format!("mask of class {c}"))?;
+        match m {
+            SlotIn::Empty => {}
+            SlotIn::Own(m) => check(m, &|| format!("mask of class {c}"))?,
+            SlotIn::Same(j) => {
+                if *j as usize >= c || !matches!(d.masks[*j as usize], SlotIn::Own(_)) {
+                    return Err(format!(
+                        "mask of class {c}: class {j} is not an earlier class with its own mask"
+                    ));
+                }
+            }
         }
     }
     for (node, row) in d.pair_masks.iter().enumerate() {
@@ -814,6 +867,116 @@ mod tests {
                 }
             }
         }
+    }
+    /// A mask that several mask classes hold (a grammar keeps one copy of equal masks) is
+    /// written once and reads back as one copy; a slot referring to a class that is not an
+    /// earlier one with its own mask is `Malformed`.
+    #[test]
+    fn a_mask_held_by_several_classes_is_written_once() {
+        let shared = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared");
+        let tok = shared.join("tokenizers/llama3_1/tokenizer.json");
+        let data = shared.join("testdata/jsonschemabench/Github_medium/Github_medium.jsonl.gz");
+        if !tok.is_file() || !data.is_file() {
+            assert!(
+                std::env::var("CI").map_or(true, |v| v != "true"),
+                "shared data missing"
+            );
+            eprintln!("skipping: shared data missing");
+            return;
+        }
+        let eager = GrammarCompiler::new(Vocabulary::from_tokenizer_json(&tok).unwrap())
+            .with_precompute(Precompute::Eager)
+            .with_cache_enabled(false);
+        let file = std::fs::File::open(&data).unwrap();
+        let opts = crate::JsonSchemaOptions {
+            ignore_unknown_keywords: true,
+            ..Default::default()
+        };
+        let bytes_of = |m: &NodeMask| postcard::to_allocvec(m).unwrap().len();
+        let mut most_shared: Option<(usize, Vec<u8>, Arc<CompiledGrammar>)> = None;
+        for line in std::io::BufReader::new(flate2::read::GzDecoder::new(file))
+            .lines()
+            .take(12)
+        {
+            let rec: serde_json::Value = serde_json::from_str(&line.unwrap()).unwrap();
+            let Ok(g) = eager.compile_json_schema(&rec["schema"], &opts) else {
+                continue;
+            };
+            let bytes = g.serialize().unwrap();
+            let back = CompiledGrammar::deserialize(&bytes, &eager).unwrap();
+            let mut first: FxHashMap<*const NodeMask, usize> = FxHashMap::default();
+            let mut repeated = 0;
+            for (c, (a, b)) in g.masks.iter().zip(&back.masks).enumerate() {
+                let (Some(a), Some(b)) = (a.get(), b.get()) else {
+                    assert_eq!(a.get().is_some(), b.get().is_some(), "class {c}");
+                    continue;
+                };
+                assert!(**a == **b, "class {c}");
+                match first.get(&Arc::as_ptr(a)) {
+                    Some(&f) => {
+                        let held = back.masks[f].get().unwrap();
+                        assert!(Arc::ptr_eq(held, b), "class {c} shares class {f}'s copy");
+                        repeated += bytes_of(a);
+                    }
+                    None => {
+                        first.insert(Arc::as_ptr(a), c);
+                    }
+                }
+            }
+            let copies = |g: &CompiledGrammar| {
+                let ptrs: rustc_hash::FxHashSet<*const NodeMask> = g
+                    .masks
+                    .iter()
+                    .filter_map(|m| m.get())
+                    .map(Arc::as_ptr)
+                    .collect();
+                ptrs.len()
+            };
+            assert_eq!(copies(&back), copies(&g), "one copy per mask read back");
+            if most_shared.as_ref().map_or(true, |m| m.0 < repeated) {
+                most_shared = Some((repeated, bytes, g));
+            }
+        }
+        let (repeated, bytes, g) = most_shared.expect("a schema compiles");
+        // Written each on its own, the masks would take `repeated` bytes more (less the few
+        // bytes of each reference).
+        let each: usize = g
+            .masks
+            .iter()
+            .filter_map(|m| m.get())
+            .map(|m| bytes_of(m))
+            .sum();
+        assert!(repeated > each / 5, "{repeated} of {each} bytes repeat");
+        let own: Vec<SlotOut<'_>> = g
+            .masks
+            .iter()
+            .map(|m| m.get().map_or(SlotOut::Empty, |m| SlotOut::Own(m)))
+            .collect();
+        let (once, all) = (
+            postcard::to_allocvec(&mask_slots(&g.masks)).unwrap().len(),
+            postcard::to_allocvec(&own).unwrap().len(),
+        );
+        assert!(
+            once + repeated * 9 / 10 <= all,
+            "{once} bytes written, {all} each on its own"
+        );
+        // A slot referring to itself (or any class not before it with its own mask).
+        let (_, payload) = open(&bytes, "grammar").unwrap();
+        let mut d: GrammarIn = decode(payload).unwrap();
+        let c = d
+            .masks
+            .iter()
+            .rposition(|m| matches!(m, SlotIn::Same(_)))
+            .unwrap();
+        d.masks[c] = SlotIn::Same(c as u32);
+        let mut sites: Vec<Vec<u32>> = vec![Vec::new(); d.aut.rule_start.len()];
+        for n in 0..d.aut.nodes.len() as u32 {
+            for e in d.aut.calls_of(n) {
+                sites[e.rule as usize].push(n);
+            }
+        }
+        let err = validate(&d, &sites, &eager).unwrap_err();
+        assert!(err.contains("not an earlier class"), "{err}");
     }
 }
 
