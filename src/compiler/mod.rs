@@ -358,8 +358,14 @@ impl CompiledGrammar {
 
     /// Heap bytes of the node masks: one slot per mask class, and each mask once however
     /// many classes hold it (`mask::intern`).
+    #[cfg(test)]
     pub(crate) fn node_mask_bytes(&self) -> usize {
-        let mut seen = FxHashSet::default();
+        self.node_mask_bytes_seen(&mut FxHashSet::default())
+    }
+
+    /// [`Self::node_mask_bytes`], counting only the masks not in `seen`, and adding them
+    /// to it.
+    fn node_mask_bytes_seen(&self, seen: &mut FxHashSet<*const NodeMask>) -> usize {
         let held: usize = self
             .masks
             .iter()
@@ -386,7 +392,9 @@ impl CompiledGrammar {
                 .map(|n| n.capacity() + 24)
                 .sum::<usize>()
             + a.key_filters.as_deref().map_or(0, |f| f.memory_bytes());
-        let masks: usize = self.node_mask_bytes()
+        // Each mask once, whether node masks or virtual masks hold it (`mask::intern`).
+        let mut seen = FxHashSet::default();
+        let masks: usize = self.node_mask_bytes_seen(&mut seen)
             + self.interned.memory_bytes()
             + self.key_basis_bytes()
             + self.subtrees.memory_bytes();
@@ -404,18 +412,9 @@ impl CompiledGrammar {
             .virtual_masks
             .read()
             .map(|m| {
-                // A copy of a node mask (interned) is counted there.
-                let held: FxHashSet<*const NodeMask> = self
-                    .masks
-                    .iter()
-                    .filter_map(|m| m.get())
-                    .map(Arc::as_ptr)
-                    .collect();
-                let mut seen = FxHashSet::default();
                 m.values()
                     .map(|m| {
-                        let p = Arc::as_ptr(m);
-                        let own = !held.contains(&p) && seen.insert(p);
+                        let own = seen.insert(Arc::as_ptr(m));
                         48 + if own { m.memory_bytes() } else { 0 }
                     })
                     .sum()

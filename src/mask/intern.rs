@@ -2,8 +2,9 @@
 //! two nodes whose futures differ get two classes, yet they often accept exactly the same
 //! tokens (the states inside an enum's values, of a pattern's repeated groups, of the
 //! many objects of one shape). Measured on MaskBench's `Github_medium---o42892` (Llama
-//! 3.1, eager): 1,373 bitset masks of 16 KiB, 211 distinct, 22 of its 23.7 MB. Each mask a
-//! grammar stores passes through [`MaskInterner::intern`], which hands back the copy it
+//! 3.1, eager): 1,373 bitset masks of 16 KiB, 211 distinct, 22 of its 23.7 MB. Each node
+//! mask and virtual-node mask a grammar stores (not the context masks, which are small
+//! lists) passes through [`MaskInterner::intern_hashed`], which hands back the copy it
 //! already holds when one has the same content.
 
 use super::cache::NodeMask;
@@ -12,8 +13,9 @@ use rustc_hash::FxHashMap;
 use std::sync::{Arc, Mutex};
 use xxhash_rust::xxh3::Xxh3;
 
-/// Heap bytes from which a mask is interned: a smaller one (a short list, a few runs)
-/// costs less than its entry here, about [`ENTRY_BYTES`].
+/// Heap bytes from which a mask is interned. A policy threshold: the large masks (bitsets,
+/// long lists) are most of a grammar's bytes, while the many small ones (a literal's next
+/// letters, a few runs) would cost a hash and an entry each for little.
 pub(crate) const MIN_BYTES: usize = 1024;
 
 /// Bytes counted per interned mask (map slot, `Arc`, vector).
@@ -29,27 +31,30 @@ pub(crate) struct MaskInterner {
 
 impl MaskInterner {
     /// `m`, or the copy of it already held (the same tokens in the same form, the same
-    /// uncertain positions); the flag is true when `m` itself is kept (its bytes are new
-    /// to the grammar). Masks under [`MIN_BYTES`] are returned as they are (flag true).
-    pub(crate) fn intern(&self, m: Arc<NodeMask>) -> (Arc<NodeMask>, bool) {
+    /// uncertain positions), and the bytes the grammar holds anew for it: 0 for a copy
+    /// already held; for `m` kept, its heap bytes and its entry here. A mask under
+    /// [`MIN_BYTES`] is returned as it is with its heap bytes (an upper bound: another
+    /// class may hold the same `Arc`, from the shared cache).
+    pub(crate) fn intern(&self, m: Arc<NodeMask>) -> (Arc<NodeMask>, usize) {
         let hash = content_hash(&m);
         self.intern_hashed(m, hash)
     }
 
     /// As [`Self::intern`], `hash` being `m`'s [`content_hash`] (a mask from the shared
     /// cache carries it).
-    pub(crate) fn intern_hashed(&self, m: Arc<NodeMask>, hash: u64) -> (Arc<NodeMask>, bool) {
-        if m.memory_bytes() < MIN_BYTES {
-            return (m, true);
+    pub(crate) fn intern_hashed(&self, m: Arc<NodeMask>, hash: u64) -> (Arc<NodeMask>, usize) {
+        let bytes = m.memory_bytes();
+        if bytes < MIN_BYTES {
+            return (m, bytes);
         }
         let key = hash;
         let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
         let same = map.entry(key).or_default();
         if let Some(old) = same.iter().find(|o| ***o == *m) {
-            return (old.clone(), false);
+            return (old.clone(), 0);
         }
         same.push(m.clone());
-        (m, true)
+        (m, bytes + ENTRY_BYTES)
     }
 
     /// Heap bytes of the table itself (the masks are counted where they are used).
@@ -105,21 +110,21 @@ mod tests {
     fn equal_large_masks_share_one_copy_and_others_stay_apart() {
         let interner = MaskInterner::default();
         let (a, new_a) = interner.intern(bitset(4096, &[1, 5, 900]));
-        assert!(new_a);
+        assert_eq!(new_a, 4096 * 4 + ENTRY_BYTES);
         let (b, new_b) = interner.intern(bitset(4096, &[1, 5, 900]));
-        assert!(!new_b, "the second copy is not kept");
+        assert_eq!(new_b, 0, "the second copy is not kept");
         assert!(Arc::ptr_eq(&a, &b));
         let (c, new_c) = interner.intern(bitset(4096, &[1, 5, 901]));
-        assert!(new_c && !Arc::ptr_eq(&a, &c));
+        assert!(new_c > 0 && !Arc::ptr_eq(&a, &c));
         // The same tokens with other uncertain positions are another mask.
         let mut d = (*bitset(4096, &[1, 5, 900])).clone();
         d.uncertain = vec![7];
         let (d, new_d) = interner.intern(Arc::new(d));
-        assert!(new_d && !Arc::ptr_eq(&a, &d));
+        assert!(new_d > 0 && !Arc::ptr_eq(&a, &d));
         assert_eq!(interner.memory_bytes(), 3 * ENTRY_BYTES);
         // Small masks are not interned.
         let (e, new_e) = interner.intern(bitset(8, &[3]));
         let (f, new_f) = interner.intern(bitset(8, &[3]));
-        assert!(new_e && new_f && !Arc::ptr_eq(&e, &f));
+        assert!(new_e == 32 && new_f == 32 && !Arc::ptr_eq(&e, &f));
     }
 }

@@ -130,10 +130,9 @@ impl CompiledGrammar {
             if let Some(m) = self.read_cache(&self.virtual_masks, &key) {
                 return Ok(Some((MaskRef::Shared(m), 0)));
             }
-            let (m, new) = self
+            let (m, bytes) = self
                 .interned
                 .intern(Arc::new(self.virtual_mask_by(n, deadline)?));
-            let bytes = if new { m.memory_bytes() } else { 0 };
             let mut w = self
                 .virtual_masks
                 .write()
@@ -170,8 +169,7 @@ impl CompiledGrammar {
                 }
             }
         };
-        let (m, new) = self.interned.intern_hashed(m, hash);
-        let bytes = if new { m.memory_bytes() } else { 0 };
+        let (m, bytes) = self.interned.intern_hashed(m, hash);
         // Another thread may have set it meanwhile: the same mask, either one will do.
         Ok(Some((
             MaskRef::Borrowed(self.masks[c].get_or_init(|| m)),
