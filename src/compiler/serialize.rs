@@ -770,22 +770,33 @@ mod tests {
     use crate::Precompute;
     use std::io::BufRead;
 
-    /// The mask of every real node and every context mask of a grammar read back equals
-    /// the original's (eager: as written; lazy: computed after loading), on MaskBench
-    /// schemas and a Hermes tool-call tag with the Llama 3.1 vocabulary.
-    #[test]
-    fn every_node_mask_survives_a_round_trip() {
+    /// The Llama 3.1 `tokenizer.json` and a MaskBench collection's records in `../shared`;
+    /// `None` (printed) when missing outside CI, a failure under `CI=true`.
+    fn llama_and_collection(collection: &str) -> Option<(std::path::PathBuf, std::path::PathBuf)> {
         let shared = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared");
         let tok = shared.join("tokenizers/llama3_1/tokenizer.json");
-        let data = shared.join("testdata/jsonschemabench/Github_easy/Github_easy.jsonl.gz");
+        let data = shared.join(format!(
+            "testdata/jsonschemabench/{collection}/{collection}.jsonl.gz"
+        ));
         if !tok.is_file() || !data.is_file() {
             assert!(
                 std::env::var("CI").map_or(true, |v| v != "true"),
                 "shared data missing"
             );
             eprintln!("skipping: shared data missing");
-            return;
+            return None;
         }
+        Some((tok, data))
+    }
+
+    /// The mask of every real node and every context mask of a grammar read back equals
+    /// the original's (eager: as written; lazy: computed after loading), on MaskBench
+    /// schemas and a Hermes tool-call tag with the Llama 3.1 vocabulary.
+    #[test]
+    fn every_node_mask_survives_a_round_trip() {
+        let Some((tok, data)) = llama_and_collection("Github_easy") else {
+            return;
+        };
         let vocab = Vocabulary::from_tokenizer_json(&tok).unwrap();
         // Node by node: the tag whole (a deferring compile writes its full grammar, whose
         // node ids are not the stub grammar's).
@@ -868,22 +879,15 @@ mod tests {
             }
         }
     }
+
     /// A mask that several mask classes hold (a grammar keeps one copy of equal masks) is
     /// written once and reads back as one copy; a slot referring to a class that is not an
     /// earlier one with its own mask is `Malformed`.
     #[test]
     fn a_mask_held_by_several_classes_is_written_once() {
-        let shared = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared");
-        let tok = shared.join("tokenizers/llama3_1/tokenizer.json");
-        let data = shared.join("testdata/jsonschemabench/Github_medium/Github_medium.jsonl.gz");
-        if !tok.is_file() || !data.is_file() {
-            assert!(
-                std::env::var("CI").map_or(true, |v| v != "true"),
-                "shared data missing"
-            );
-            eprintln!("skipping: shared data missing");
+        let Some((tok, data)) = llama_and_collection("Github_medium") else {
             return;
-        }
+        };
         let eager = GrammarCompiler::new(Vocabulary::from_tokenizer_json(&tok).unwrap())
             .with_precompute(Precompute::Eager)
             .with_cache_enabled(false);
