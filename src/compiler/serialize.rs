@@ -964,23 +964,41 @@ mod tests {
             once + repeated * 9 / 10 <= all,
             "{once} bytes written, {all} each on its own"
         );
-        // A slot referring to itself (or any class not before it with its own mask).
+        // References to: the slot itself, a later class with its own mask, past the end,
+        // a class without a mask before it, and a reference before it.
         let (_, payload) = open(&bytes, "grammar").unwrap();
         let mut d: GrammarIn = decode(payload).unwrap();
-        let c = d
-            .masks
-            .iter()
-            .rposition(|m| matches!(m, SlotIn::Same(_)))
-            .unwrap();
-        d.masks[c] = SlotIn::Same(c as u32);
         let mut sites: Vec<Vec<u32>> = vec![Vec::new(); d.aut.rule_start.len()];
         for n in 0..d.aut.nodes.len() as u32 {
             for e in d.aut.calls_of(n) {
                 sites[e.rule as usize].push(n);
             }
         }
-        let err = validate(&d, &sites, &eager).unwrap_err();
-        assert!(err.contains("not an earlier class"), "{err}");
+        validate(&d, &sites, &eager).expect("the grammar as written");
+        let is = |d: &GrammarIn, j: usize, f: fn(&SlotIn) -> bool| f(&d.masks[j]);
+        let c = (0..d.masks.len())
+            .rev()
+            .find(|&j| is(&d, j, |m| matches!(m, SlotIn::Same(_))))
+            .unwrap();
+        let later = (c + 1..d.masks.len()).find(|&j| is(&d, j, |m| matches!(m, SlotIn::Own(_))));
+        let empty = (0..c).find(|&j| is(&d, j, |m| matches!(m, SlotIn::Empty)));
+        let same = (0..c).find(|&j| is(&d, j, |m| matches!(m, SlotIn::Same(_))));
+        let own = (0..c)
+            .find(|&j| is(&d, j, |m| matches!(m, SlotIn::Own(_))))
+            .unwrap();
+        let mut refused = 0;
+        for j in [Some(c), later, Some(d.masks.len()), empty, same]
+            .into_iter()
+            .flatten()
+        {
+            d.masks[c] = SlotIn::Same(j as u32);
+            let err = validate(&d, &sites, &eager).unwrap_err();
+            assert!(err.contains("not an earlier class"), "class {j}: {err}");
+            refused += 1;
+        }
+        assert!(refused >= 3, "only {refused} forged references tried");
+        d.masks[c] = SlotIn::Same(own as u32);
+        validate(&d, &sites, &eager).expect("an earlier class with its own mask");
     }
 }
 

@@ -47,9 +47,8 @@ impl MaskInterner {
         if bytes < MIN_BYTES {
             return (m, bytes);
         }
-        let key = hash;
         let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
-        let same = map.entry(key).or_default();
+        let same = map.entry(hash).or_default();
         if let Some(old) = same.iter().find(|o| ***o == *m) {
             return (old.clone(), 0);
         }
