@@ -847,7 +847,7 @@ fn nr_ldh_label_max(first: Expr, len: u32) -> Expr {
             first,
             h(),
             alt(vec![seq(vec![a(), h()]), seq(vec![lit("-"), a()])]),
-            repeat(h(), 0, Some(len - 5)),
+            split_repeat(h(), 0, len - 5),
             a(),
         ]),
     ])

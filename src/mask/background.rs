@@ -358,7 +358,7 @@ fn fill(weak: &Weak<CompiledGrammar>, gate: Option<usize>) -> BackgroundStatus {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::mask::cache::{or_token_set, NodeMask};
     use crate::{GrammarCompiler, Precompute, Vocabulary};
@@ -387,7 +387,7 @@ mod tests {
     }
 
     /// The Llama 3.1 vocabulary of `../shared` (`None` when missing, outside CI).
-    fn llama() -> Option<Arc<Vocabulary>> {
+    pub(crate) fn llama() -> Option<Arc<Vocabulary>> {
         let path = shared().join("tokenizers/llama3_1/tokenizer.json");
         if !path.is_file() {
             assert!(std::env::var("CI").is_err(), "missing {}", path.display());

@@ -121,6 +121,21 @@ impl CountedBase {
         b
     }
 
+    /// Everything but the DFA, for tests to compare bases.
+    #[cfg(test)]
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn parts(&self) -> (u32, &[u32], usize, &[u8], u8, bool, &[u32]) {
+        (
+            self.state,
+            &self.bits,
+            self.count,
+            &self.restarts,
+            self.max_restarts,
+            self.exits_inside,
+            &self.uncertain,
+        )
+    }
+
     /// Holds `dfa` (equal to its own) instead: the bases of a rule read back from bytes
     /// share one copy again.
     pub(crate) fn share_dfa(&mut self, dfa: &Arc<BodyDfa>) {
@@ -216,6 +231,66 @@ pub(crate) fn body_dfa(cnt: &Counted, follow: &[u64; 4]) -> Arc<BodyDfa> {
     })
 }
 
+/// How a counted rule's body reads the strings of one vocabulary slice's language, when it
+/// reads each character as one iteration: from body state 0, every byte the language
+/// allows steps (never out of the body), a character's first byte restarts (but from
+/// state 0, where the walk starts), its other bytes do not, state 0 is never entered
+/// again, and no such byte may follow the rule. Then a token of the slice read from a
+/// body state at a character boundary restarts once per character (its
+/// [`TokenTrie::leads`], one fewer from state 0) and ends no iteration before a byte
+/// that may follow: a walk takes a pure subtree whole.
+struct SliceReading<'t> {
+    slice: &'t super::slices::Slice,
+    /// Per body state: met at a character boundary (and never inside one).
+    boundary: Vec<bool>,
+}
+
+/// The [`SliceReading`] of `dfa` over the trie's slice with the most tokens that it reads
+/// that way, if any.
+fn slice_reading<'t>(dfa: &BodyDfa, trie: &'t TokenTrie) -> Option<SliceReading<'t>> {
+    use super::slices::BOUNDARY;
+    let states = dfa.fin.len();
+    let reads = |slice: &super::slices::Slice| -> Option<Vec<bool>> {
+        // The UTF-8 decoder state each body state is met in (one only).
+        let mut met: Vec<Option<u8>> = vec![None; states];
+        met[0] = Some(BOUNDARY);
+        let mut stack = vec![(BOUNDARY, 0u32)];
+        while let Some((u, q)) = stack.pop() {
+            for &(lo, hi, u2) in slice.next_ranges(u) {
+                for b in lo..=hi {
+                    if byte_in(&dfa.follow, b) {
+                        return None;
+                    }
+                    let (q2, restart) = step(dfa, q, b)?;
+                    if q2 == 0 || restart != (u == BOUNDARY && q != 0) {
+                        return None;
+                    }
+                    match met[q2 as usize] {
+                        None => {
+                            met[q2 as usize] = Some(u2);
+                            stack.push((u2, q2));
+                        }
+                        Some(seen) if seen == u2 => {}
+                        Some(_) => return None,
+                    }
+                }
+            }
+        }
+        Some(met.iter().map(|&m| m == Some(BOUNDARY)).collect())
+    };
+    trie.slices
+        .iter()
+        .filter_map(|slice| Some((slice, reads(slice)?)))
+        .max_by_key(|(slice, _)| slice.tokens)
+        .map(|(slice, boundary)| SliceReading { slice, boundary })
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Base walks made on this thread (tests check that a base was derived instead).
+    pub(crate) static WALKS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
 /// The unbounded walk of `cnt` from body state `s` (`s == cnt.states`: the rule's start),
 /// over `dfa`, its [`body_dfa`] (shared by the walks of one rule). `None` when `deadline`
 /// passed (looked at every 1024 trie nodes). `cnt` must be [`derivable`].
@@ -226,6 +301,22 @@ pub(crate) fn counted_base(
     trie: &TokenTrie,
     words: usize,
     deadline: &Deadline,
+) -> Option<CountedBase> {
+    #[cfg(test)]
+    WALKS.with(|w| w.set(w.get() + 1));
+    walk_base(cnt, s, dfa, trie, words, deadline, true)
+}
+
+/// [`counted_base`], taking a slice's pure subtrees whole when `sliced` and the body reads
+/// the slice a character an iteration ([`SliceReading`]).
+fn walk_base(
+    cnt: &Counted,
+    s: u32,
+    dfa: Arc<BodyDfa>,
+    trie: &TokenTrie,
+    words: usize,
+    deadline: &Deadline,
+    sliced: bool,
 ) -> Option<CountedBase> {
     let follow = &dfa.follow;
     // The rule's start steps as body state 0, which is not final (the body is not
@@ -240,12 +331,14 @@ pub(crate) fn counted_base(
     // Per depth d (bytes consumed): body state, restarts (saturated), and as in
     // `cache::walk`: an iteration ends after d >= 1 bytes (`exit`), one ended after some k
     // in 1..d bytes with byte k + 1 a follow byte (`ok`).
+    // `leads`: the UTF-8 lead bytes read so far (for [`SliceReading`]).
     #[derive(Clone, Copy)]
     struct Frame {
         state: u32,
         restarts: u8,
         exit: bool,
         ok: bool,
+        leads: u16,
     }
     let max_depth = trie.max_depth;
     let mut frames = vec![
@@ -254,13 +347,19 @@ pub(crate) fn counted_base(
             restarts: 0,
             exit: false,
             ok: false,
+            leads: 0,
         };
         max_depth + 1
     ];
+    // Only from a state the reading met at a boundary: every slice string read from it
+    // then stays within what the reading checked.
+    let reading = slice_reading(&dfa, trie).filter(|r| sliced && r.boundary[state as usize]);
     let n = trie.byte.len();
     let mut i = 0usize;
     let mut visits = 0usize;
-    // Cost: one table lookup per trie node visited; failed subtrees are skipped whole.
+    // Cost: one table lookup per trie node visited; failed subtrees are skipped whole, and
+    // so are subtrees of a slice the body reads a character an iteration (one pass over
+    // their tokens).
     while i < n {
         visits += 1;
         if visits % 1024 == 0 && deadline.expired() {
@@ -268,6 +367,32 @@ pub(crate) fn counted_base(
         }
         let d = trie.depth[i] as usize;
         let up = frames[d - 1];
+        if let Some(r) = &reading {
+            if r.boundary[up.state as usize] && r.slice.is_pure(i) {
+                let end = trie.subtree_end[i] as usize;
+                let (a, z) = (trie.tok_start[i], trie.tok_start[end]);
+                // One restart per character below this node, but the first from state 0
+                // (which starts the first iteration).
+                let (add, sub) = (up.restarts as u32, up.leads as u32 + (up.state == 0) as u32);
+                let mut most = 0u8;
+                for p in a..z {
+                    let id = trie.sorted[p as usize];
+                    bits[(id / 32) as usize] |= 1 << (id % 32);
+                    let rs = (add + trie.leads[p as usize] as u32)
+                        .saturating_sub(sub)
+                        .min(SATURATED as u32) as u8;
+                    restarts[p as usize] = rs;
+                    most = most.max(rs);
+                }
+                if z > a {
+                    count += (z - a) as usize;
+                    max_restarts = max_restarts.max(most);
+                    exits_inside |= up.ok;
+                }
+                i = end;
+                continue;
+            }
+        }
         let b = trie.byte[i];
         let ok_before = up.ok || (d >= 2 && up.exit && byte_in(follow, b));
         match step(&dfa, up.state, b) {
@@ -289,6 +414,7 @@ pub(crate) fn counted_base(
                     restarts: r,
                     exit: dfa.fin[t as usize],
                     ok: ok_before,
+                    leads: up.leads + (b & 0xC0 != 0x80) as u16,
                 };
                 i += 1;
             }
@@ -311,6 +437,44 @@ pub(crate) fn counted_base(
         exits_inside,
         uncertain: uncertain.into_boxed_slice(),
     })
+}
+
+/// The base of body state `s`, final and without edges (after a character of a string
+/// body, say), from `zero`, the base of body state 0: every first byte from `s` restarts
+/// into the state that state 0 steps to on it, so the walk is state 0's with one restart
+/// more for every accepted token (saturating), the same tokens and the same uncertain
+/// ones. Costs one pass over the positions instead of a walk of the whole trie.
+pub(crate) fn restarted(zero: &CountedBase, s: u32, trie: &TokenTrie) -> CountedBase {
+    debug_assert_eq!(zero.state, 0);
+    debug_assert!(zero.dfa.fin[s as usize]);
+    debug_assert!(zero.dfa.next[s as usize * 256..][..256]
+        .iter()
+        .all(|&t| t == NONE));
+    let bits = zero.bits.clone();
+    let accepted = |p: usize| {
+        let id = trie.sorted[p];
+        bits[(id / 32) as usize] & (1 << (id % 32)) != 0
+    };
+    let restarts: Box<[u8]> = zero
+        .restarts
+        .iter()
+        .enumerate()
+        .map(|(p, &r)| match r {
+            0 if !accepted(p) => 0,
+            r => r.saturating_add(1),
+        })
+        .collect();
+    let max_restarts = restarts.iter().copied().max().unwrap_or(0);
+    CountedBase {
+        dfa: zero.dfa.clone(),
+        state: s,
+        bits,
+        count: zero.count,
+        restarts,
+        max_restarts,
+        exits_inside: zero.exits_inside,
+        uncertain: zero.uncertain.clone(),
+    }
 }
 
 /// What a token is from a virtual node: accepted, uncertain, or rejected.
@@ -367,7 +531,16 @@ pub(crate) fn derive_mask(
     // bytes per token run again.
     let cut_from = to_max.min(SATURATED as u32);
     if base.max_restarts as u32 >= cut_from {
-        for (p, &r) in base.restarts.iter().enumerate() {
+        // Chunks with no restart count that high are skipped on their maximum (which
+        // vectorizes): most tokens are a few characters long.
+        const CHUNK: usize = 64;
+        let hits = base
+            .restarts
+            .chunks(CHUNK)
+            .enumerate()
+            .filter(|(_, c)| c.iter().copied().max().unwrap_or(0) as u32 >= cut_from)
+            .flat_map(|(k, c)| c.iter().enumerate().map(move |(j, &r)| (k * CHUNK + j, r)));
+        for (p, r) in hits {
             if (r as u32) < cut_from {
                 continue;
             }
@@ -496,6 +669,99 @@ mod tests {
             err.to_string().contains("body DFA is not its rule's"),
             "{err}"
         );
+    }
+
+    /// The base of a final body state without edges, derived from state 0's base
+    /// (`restarted`), is the one its own walk gives; and a grammar's base of such a state
+    /// shares state 0's token bits: it was derived, not walked.
+    #[test]
+    fn a_base_after_a_whole_body_is_state_zeros_restarted() {
+        let v = vocab();
+        let compiler = GrammarCompiler::new(v)
+            .with_precompute(crate::Precompute::Lazy)
+            .with_mask_cache_capacity(0);
+        let grammars = [
+            r#"root ::= "\"" [a-c]{0,40} "\"""#,
+            r#"root ::= "\"" ("\\" ["n] | [^"\\]){0,40} "\"""#,
+            r#"root ::= [a-c]{40,} "\"""#,
+            r#"root ::= ("ab" | "c"){3,50} "a" | "x""#,
+        ];
+        let mut checked = 0;
+        for ebnf in grammars {
+            let g = compiler.compile_grammar(ebnf).unwrap();
+            for (k, cnt) in g.aut.counted.iter().enumerate() {
+                let follow = &g.aut.follow[cnt.rule as usize];
+                let dfa = super::body_dfa(cnt, follow);
+                let words = g.vocab.bitmask_words();
+                let never = Deadline::never();
+                let zero =
+                    super::counted_base(cnt, 0, dfa.clone(), &g.trie, words, &never).unwrap();
+                for s in 1..cnt.states {
+                    if !(cnt.body_final[s as usize] && cnt.edges_of(s).is_empty()) {
+                        continue;
+                    }
+                    let walked =
+                        super::counted_base(cnt, s, dfa.clone(), &g.trie, words, &never).unwrap();
+                    let derived = super::restarted(&zero, s, &g.trie);
+                    assert_eq!(derived.parts(), walked.parts(), "{ebnf}: state {s}");
+                    assert!(walked.max_restarts > 0, "{ebnf}: nothing accepted");
+                    g.counted_base_of(k, 0, &never).unwrap();
+                    let walks = super::WALKS.with(|w| w.get());
+                    let base = g.counted_base_of(k, s, &never).unwrap();
+                    assert_eq!(base.parts(), walked.parts(), "{ebnf}: state {s}");
+                    assert_eq!(
+                        super::WALKS.with(|w| w.get()),
+                        walks,
+                        "{ebnf}: state {s} was walked"
+                    );
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked >= 3, "{checked} states checked");
+    }
+
+    /// On Llama 3.1's vocabulary, the bases of JSON strings of bounded length (the body a
+    /// character an iteration, with escapes) take the JSON-string slice whole, and equal
+    /// the walk of every token, from every body state.
+    #[cfg(feature = "hf")]
+    #[test]
+    fn a_sliced_base_walk_equals_the_full_walk() {
+        let Some(vocab) = crate::mask::background::tests::llama() else {
+            eprintln!("skipping: ../shared missing");
+            return;
+        };
+        let compiler = GrammarCompiler::new(vocab).with_precompute(crate::Precompute::Lazy);
+        let schema = serde_json::json!({
+            "type": "object",
+            "properties": {
+                "a": {"type": "string", "maxLength": 20},
+                "b": {"type": "string", "minLength": 3, "maxLength": 300},
+                "c": {"type": "string", "pattern": "^[a-z]{2,80}$"}
+            }
+        });
+        let g = compiler
+            .compile_json_schema(&schema, &crate::JsonSchemaOptions::default())
+            .unwrap();
+        let words = g.vocab.bitmask_words();
+        let never = Deadline::never();
+        let mut sliced = 0;
+        for cnt in &g.aut.counted {
+            let follow = &g.aut.follow[cnt.rule as usize];
+            let dfa = super::body_dfa(cnt, follow);
+            let reading = super::slice_reading(&dfa, &g.trie);
+            for s in 0..=cnt.states {
+                let walk = |sliced| {
+                    super::walk_base(cnt, s, dfa.clone(), &g.trie, words, &never, sliced).unwrap()
+                };
+                assert_eq!(walk(true).parts(), walk(false).parts(), "rule {}", cnt.rule);
+            }
+            if let Some(r) = reading {
+                assert_eq!(r.slice.lang, crate::mask::slices::JSON_STRING);
+                sliced += 1;
+            }
+        }
+        assert!(sliced >= 2, "{sliced} counted rules read a slice");
     }
 
     #[test]

@@ -26,7 +26,7 @@ use crate::mask::cache::{
     compute_first_bytes_mask, compute_node_mask, compute_pair_mask, delta_reference, or_token_set,
     token_set, NodeMask, TokenSet,
 };
-use crate::mask::counted::{base_key, body_dfa, counted_base, derive_mask, CountedBase};
+use crate::mask::counted::{base_key, body_dfa, counted_base, derive_mask, restarted, CountedBase};
 use crate::mask::intern;
 use crate::mask::TokenTrie;
 use rayon::prelude::*;
@@ -447,7 +447,7 @@ impl CompiledGrammar {
 
     /// The base walk of counted rule `k` (derivable) from body state `s`: this grammar's,
     /// else the compiler's shared one, else walked now (until `deadline`) and kept in both.
-    fn counted_base_of(
+    pub(crate) fn counted_base_of(
         &self,
         k: usize,
         s: u32,
@@ -461,8 +461,15 @@ impl CompiledGrammar {
         }
         let follow = &self.aut.follow[cnt.rule as usize];
         let shared_key = base_key(cnt, s, follow);
+        let exit_only = s != 0 && cnt.body_final[s as usize] && cnt.edges_of(s).is_empty();
         let b = match self.shared.get_base(&shared_key) {
             Some(b) => b,
+            // After a whole body (a string's character): state 0's walk, restarted.
+            None if exit_only => {
+                let zero = self.counted_base_of(k, 0, deadline)?;
+                let b = restarted(&zero, s, &self.trie);
+                self.shared.insert_base(&shared_key, Arc::new(b))
+            }
             None => {
                 let words = self.vocab.bitmask_words();
                 // The rule's body DFA, from a base of another of its states when there is

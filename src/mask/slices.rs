@@ -136,12 +136,18 @@ impl Slice {
     pub fn memory_bytes(&self) -> usize {
         self.pure.len() * 8 + self.pure_ids.len() * 4
     }
+
+    /// The bytes the language allows next from UTF-8 decoder state `state` (
+    /// [`BOUNDARY`] at a character boundary), as ascending ranges `(lo, hi, state after)`.
+    pub(crate) fn next_ranges(&self, state: u8) -> &[(u8, u8, u8)] {
+        &self.ranges[state as usize]
+    }
 }
 
 /// The UTF-8 decoder states of [`utf8_step`]: at a character boundary, or inside a
 /// character with 1, 2 or 3 continuation bytes to come, or after a lead byte that narrows
 /// the next byte's range (E0, ED, F0, F4; RFC 3629 §4).
-const BOUNDARY: u8 = 0;
+pub(crate) const BOUNDARY: u8 = 0;
 const NEED1: u8 = 1;
 const NEED2: u8 = 2;
 const NEED3: u8 = 3;

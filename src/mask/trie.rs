@@ -55,6 +55,11 @@ pub struct TokenTrie {
     /// with the trie, like the slices, so that no compile pays for it
     /// ([`TokenTrie::deepest`]).
     deepest: Vec<u16>,
+    /// Per position of `sorted`: the token's UTF-8 lead bytes (bytes that are not
+    /// continuation bytes `80`–`BF`): its characters, for a token of a slice. A counted
+    /// rule of one character per iteration restarts once per character
+    /// (`counted::counted_base`).
+    pub(crate) leads: Vec<u16>,
 }
 
 impl TokenTrie {
@@ -152,6 +157,13 @@ impl TokenTrie {
         let mut trie = TokenTrie {
             slices: Vec::new(),
             deepest: Vec::new(),
+            leads: sorted
+                .iter()
+                .map(|&id| {
+                    let lead = bytes_of(id).iter().filter(|&&b| b & 0xC0 != 0x80).count();
+                    lead.min(u16::MAX as usize) as u16
+                })
+                .collect(),
             max_depth: depth.iter().copied().max().unwrap_or(0) as usize,
             quote_tokens,
             multi_quote_tokens,
@@ -246,7 +258,7 @@ impl TokenTrie {
     pub fn memory_bytes(&self) -> usize {
         self.sorted.capacity() * 4
             + self.byte.capacity()
-            + (self.depth.capacity() + self.deepest.capacity()) * 2
+            + (self.depth.capacity() + self.deepest.capacity() + self.leads.capacity()) * 2
             + self.subtree_end.capacity() * 4
             + self.tok_start.capacity() * 4
             + self.tok_here_end.capacity() * 4
