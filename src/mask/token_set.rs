@@ -137,13 +137,15 @@ pub(crate) fn token_set(
     if count <= list_max && count <= rejected_count {
         TokenSet::Accepted(set_bits(&bits))
     } else if rejected_count <= list_max {
-        let mut rej: Vec<u32> = trie
-            .sorted
-            .iter()
-            .copied()
-            .filter(|&id| bits[(id / 32) as usize] >> (id % 32) & 1 == 0)
-            .collect();
-        rej.sort_unstable();
+        // The text tokens not set, a word at a time (ascending).
+        let mut rej: Vec<u32> = Vec::with_capacity(rejected_count);
+        for (w, &text) in trie.text_ids.iter().enumerate() {
+            let mut x = text & !bits.get(w).copied().unwrap_or(0);
+            while x != 0 {
+                rej.push(w as u32 * 32 + x.trailing_zeros());
+                x &= x - 1;
+            }
+        }
         TokenSet::Rejected(rej)
     } else {
         TokenSet::Bitset(bits)
@@ -161,4 +163,44 @@ pub(super) fn set_bits(bits: &[u32]) -> Vec<u32> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Vocabulary;
+
+    /// A set of almost every text token is held as the list of the others, ascending,
+    /// without special tokens, stop tokens or empty tokens (which are not text tokens).
+    #[test]
+    fn a_rejected_list_names_exactly_the_text_tokens_not_set() {
+        let mut tokens: Vec<Vec<u8>> = (0..3000u32)
+            .map(|i| format!("t{}", i * 7919 % 3001).into_bytes())
+            .collect();
+        tokens[10] = b"<special>".to_vec();
+        tokens[2999] = b"</s>".to_vec();
+        tokens[500] = Vec::new();
+        let vocab = Vocabulary::from_token_bytes(&tokens, &[10, 2999], &[2999]).unwrap();
+        let trie = TokenTrie::new(&vocab);
+        let words = vocab.bitmask_words();
+        let mut bits = vec![u32::MAX; words].into_boxed_slice();
+        let unset = [0u32, 31, 32, 33, 640, 1777, 2998];
+        for &id in &unset {
+            bits[(id / 32) as usize] &= !(1 << (id % 32));
+        }
+        // Bits of tokens that are not text (special, stop, empty) unset too: only text
+        // tokens are listed.
+        for id in [10u32, 500, 2999] {
+            bits[(id / 32) as usize] &= !(1 << (id % 32));
+        }
+        let count = trie
+            .sorted
+            .iter()
+            .filter(|&&id| bits[(id / 32) as usize] >> (id % 32) & 1 == 1)
+            .count();
+        match token_set(&trie, bits, count, words) {
+            TokenSet::Rejected(ids) => assert_eq!(ids, unset),
+            other => panic!("not a rejected list: {other:?}"),
+        }
+    }
 }

@@ -60,6 +60,9 @@ pub struct TokenTrie {
     /// rule of one character per iteration restarts once per character
     /// (`counted::counted_base`).
     pub(crate) leads: Vec<u16>,
+    /// One bit per text token id (XGrammar's bitmask layout, up to the largest id of the
+    /// trie): the tokens a rejected list is taken from, a word at a time.
+    pub(crate) text_ids: Box<[u32]>,
 }
 
 impl TokenTrie {
@@ -157,6 +160,14 @@ impl TokenTrie {
         let mut trie = TokenTrie {
             slices: Vec::new(),
             deepest: Vec::new(),
+            text_ids: {
+                let words = sorted.iter().max().map_or(0, |&m| m as usize / 32 + 1);
+                let mut bits = vec![0u32; words].into_boxed_slice();
+                for &id in &sorted {
+                    bits[(id / 32) as usize] |= 1 << (id % 32);
+                }
+                bits
+            },
             leads: sorted
                 .iter()
                 .map(|&id| {
@@ -265,6 +276,7 @@ impl TokenTrie {
             + self.pos_of.capacity() * 4
             + self.roots.capacity() * 4
             + self.slices.iter().map(|s| s.memory_bytes()).sum::<usize>()
+            + self.text_ids.len() * 4
             + self.quote_tokens.capacity() * 4
             + self.multi_quote_tokens.capacity() * 4
             + self.three_quote_tokens.capacity() * 4
