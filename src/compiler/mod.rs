@@ -171,10 +171,10 @@ impl GrammarCompiler {
     pub fn new(vocab: impl Into<Arc<Vocabulary>>) -> Self {
         let vocab = vocab.into();
         let trie = TokenTrie::new(&vocab);
+        // The trie's text-token bits, to the vocabulary's width.
         let mut bits = vec![0u32; vocab.bitmask_words()];
-        for &id in &trie.sorted {
-            bits[(id / 32) as usize] |= 1 << (id % 32);
-        }
+        let n = trie.text_ids.len().min(bits.len());
+        bits[..n].copy_from_slice(&trie.text_ids[..n]);
         GrammarCompiler {
             vocab,
             trie: Arc::new(trie),

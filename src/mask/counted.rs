@@ -1,6 +1,7 @@
 //! Masks of the virtual nodes of counted repetitions (`body{m,n}`, see
 //! `automaton::Counted`), derived from one trie walk per body state instead of one per
-//! count.
+//! count (and a final body state without edges takes state 0's walk, restarted:
+//! [`restarted`]).
 //!
 //! A virtual node is "`c` iterations done, in body state `s`"; its masks depend on `s` and
 //! on the distances to `min` and `max` (`Counted::mask_key`), so `{24,24}` has a different
@@ -686,12 +687,13 @@ mod tests {
             r#"root ::= [a-c]{40,} "\"""#,
             r#"root ::= ("ab" | "c"){3,50} "a" | "x""#,
         ];
-        let mut checked = 0;
+        let (mut checked, mut read) = (0, 0);
         for ebnf in grammars {
             let g = compiler.compile_grammar(ebnf).unwrap();
             for (k, cnt) in g.aut.counted.iter().enumerate() {
                 let follow = &g.aut.follow[cnt.rule as usize];
                 let dfa = super::body_dfa(cnt, follow);
+                read += super::slice_reading(&dfa, &g.trie).is_some() as usize;
                 let words = g.vocab.bitmask_words();
                 let never = Deadline::never();
                 let zero =
@@ -704,6 +706,13 @@ mod tests {
                         super::counted_base(cnt, s, dfa.clone(), &g.trie, words, &never).unwrap();
                     let derived = super::restarted(&zero, s, &g.trie);
                     assert_eq!(derived.parts(), walked.parts(), "{ebnf}: state {s}");
+                    // And the walks taking a slice whole equal the walks of every token.
+                    let full = |s| {
+                        super::walk_base(cnt, s, dfa.clone(), &g.trie, words, &never, false)
+                            .unwrap()
+                    };
+                    assert_eq!(walked.parts(), full(s).parts(), "{ebnf}: state {s}");
+                    assert_eq!(zero.parts(), full(0).parts(), "{ebnf}: state 0");
                     assert!(walked.max_restarts > 0, "{ebnf}: nothing accepted");
                     g.counted_base_of(k, 0, &never).unwrap();
                     let walks = super::WALKS.with(|w| w.get());
@@ -719,6 +728,8 @@ mod tests {
             }
         }
         assert!(checked >= 3, "{checked} states checked");
+        // The string body reads the JSON-string slice: the sliced walks were compared.
+        assert!(read >= 1, "no body read a slice");
     }
 
     /// On Llama 3.1's vocabulary, the bases of JSON strings of bounded length (the body a
@@ -762,6 +773,26 @@ mod tests {
             }
         }
         assert!(sliced >= 2, "{sliced} counted rules read a slice");
+    }
+
+    /// The precompute lists state 0's base beside a final state without edges (whose base
+    /// is derived from it), so that base's bytes are counted against the memory limit.
+    #[test]
+    fn the_precompute_lists_state_zero_for_a_restarted_base() {
+        let compiler = GrammarCompiler::new(vocab()).with_precompute(crate::Precompute::Lazy);
+        let g = compiler
+            .compile_grammar(r#"root ::= "\"" [a-c]{0,40} "\"""#)
+            .unwrap();
+        let cnt = &g.aut.counted[0];
+        let exit_only: Vec<u32> = (1..cnt.states)
+            .filter(|&s| cnt.body_final[s as usize] && cnt.edges_of(s).is_empty())
+            .collect();
+        assert!(!exit_only.is_empty());
+        let listed = g.counted_base_states();
+        assert!(listed.contains(&(0, 0)), "{listed:?}");
+        for s in exit_only {
+            assert!(listed.contains(&(0, cnt.representative(s))), "{listed:?}");
+        }
     }
 
     #[test]

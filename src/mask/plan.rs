@@ -601,6 +601,11 @@ impl CompiledGrammar {
                     .filter(|&s| c.body_final[s as usize])
                     .map(|s| c.representative(s))
                     .collect();
+                // A final state without edges takes state 0's base (`counted::restarted`):
+                // that base is precomputed, and its bytes counted, too.
+                if finals.iter().any(|&s| s != 0 && c.edges_of(s).is_empty()) {
+                    finals.push(0);
+                }
                 finals.sort_unstable();
                 finals.dedup();
                 finals.into_iter().map(move |s| (k, s))
