@@ -672,15 +672,22 @@ mod tests {
         );
     }
 
+    /// A compiler of [`vocab`], lazy and without shared masks: a grammar's bases are its
+    /// own, walked one by one (a background fill or another grammar's base could bring a
+    /// second copy of a DFA, which is only memory, never a wrong mask).
+    fn lazy_unshared() -> GrammarCompiler {
+        GrammarCompiler::new(vocab())
+            .with_precompute(crate::Precompute::Lazy)
+            .with_mask_cache_capacity(0)
+    }
+
     /// The base of a final body state without edges, derived from state 0's base
-    /// (`restarted`), is the one its own walk gives; and a grammar's base of such a state
-    /// shares state 0's token bits: it was derived, not walked.
+    /// (`restarted`), is the one its own walk gives (and the walks taking a slice whole
+    /// equal those of every token); a grammar's base of such a state is derived, not
+    /// walked (the thread's walk count does not move).
     #[test]
     fn a_base_after_a_whole_body_is_state_zeros_restarted() {
-        let v = vocab();
-        let compiler = GrammarCompiler::new(v)
-            .with_precompute(crate::Precompute::Lazy)
-            .with_mask_cache_capacity(0);
+        let compiler = lazy_unshared();
         let grammars = [
             r#"root ::= "\"" [a-c]{0,40} "\"""#,
             r#"root ::= "\"" ("\\" ["n] | [^"\\]){0,40} "\"""#,
@@ -797,13 +804,7 @@ mod tests {
 
     #[test]
     fn derived_masks_equal_chart_walks() {
-        let v = vocab();
-        // Lazy and no shared masks: the bases below are this grammar's, walked one by one
-        // (a background fill or another grammar's base could bring a second copy of a
-        // DFA, which is only memory, never a wrong mask).
-        let compiler = GrammarCompiler::new(v)
-            .with_precompute(crate::Precompute::Lazy)
-            .with_mask_cache_capacity(0);
+        let compiler = lazy_unshared();
         let grammars = [
             (r#"root ::= "\"" [a-c]{0,40} "\"""#, true),
             (r#"root ::= [a-c]{35,40} "b""#, true),
