@@ -293,7 +293,9 @@ thread_local! {
 }
 
 /// The unbounded walk of `cnt` from body state `s` (`s == cnt.states`: the rule's start),
-/// over `dfa`, its [`body_dfa`] (shared by the walks of one rule). `None` when `deadline`
+/// over `dfa`, its [`body_dfa`] (shared by the walks of one rule), taking a slice's pure
+/// subtrees whole when `sliced` and the body reads the slice a character an iteration
+/// ([`SliceReading`]; tests walk with `sliced` off to compare). `None` when `deadline`
 /// passed (looked at every 1024 trie nodes). `cnt` must be [`derivable`].
 pub(crate) fn counted_base(
     cnt: &Counted,
@@ -302,23 +304,10 @@ pub(crate) fn counted_base(
     trie: &TokenTrie,
     words: usize,
     deadline: &Deadline,
+    sliced: bool,
 ) -> Option<CountedBase> {
     #[cfg(test)]
     WALKS.with(|w| w.set(w.get() + 1));
-    walk_base(cnt, s, dfa, trie, words, deadline, true)
-}
-
-/// [`counted_base`], taking a slice's pure subtrees whole when `sliced` and the body reads
-/// the slice a character an iteration ([`SliceReading`]).
-fn walk_base(
-    cnt: &Counted,
-    s: u32,
-    dfa: Arc<BodyDfa>,
-    trie: &TokenTrie,
-    words: usize,
-    deadline: &Deadline,
-    sliced: bool,
-) -> Option<CountedBase> {
     let follow = &dfa.follow;
     // The rule's start steps as body state 0, which is not final (the body is not
     // nullable): no iteration ends there either.
@@ -704,18 +693,19 @@ mod tests {
                 let words = g.vocab.bitmask_words();
                 let never = Deadline::never();
                 let zero =
-                    super::counted_base(cnt, 0, dfa.clone(), &g.trie, words, &never).unwrap();
+                    super::counted_base(cnt, 0, dfa.clone(), &g.trie, words, &never, true).unwrap();
                 for s in 1..cnt.states {
                     if !(cnt.body_final[s as usize] && cnt.edges_of(s).is_empty()) {
                         continue;
                     }
                     let walked =
-                        super::counted_base(cnt, s, dfa.clone(), &g.trie, words, &never).unwrap();
+                        super::counted_base(cnt, s, dfa.clone(), &g.trie, words, &never, true)
+                            .unwrap();
                     let derived = super::restarted(&zero, s, &g.trie);
                     assert_eq!(derived.parts(), walked.parts(), "{ebnf}: state {s}");
                     // And the walks taking a slice whole equal the walks of every token.
                     let full = |s| {
-                        super::walk_base(cnt, s, dfa.clone(), &g.trie, words, &never, false)
+                        super::counted_base(cnt, s, dfa.clone(), &g.trie, words, &never, false)
                             .unwrap()
                     };
                     assert_eq!(walked.parts(), full(s).parts(), "{ebnf}: state {s}");
@@ -770,7 +760,8 @@ mod tests {
             let reading = super::slice_reading(&dfa, &g.trie);
             for s in 0..=cnt.states {
                 let walk = |sliced| {
-                    super::walk_base(cnt, s, dfa.clone(), &g.trie, words, &never, sliced).unwrap()
+                    super::counted_base(cnt, s, dfa.clone(), &g.trie, words, &never, sliced)
+                        .unwrap()
                 };
                 assert_eq!(walk(true).parts(), walk(false).parts(), "rule {}", cnt.rule);
             }

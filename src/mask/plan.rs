@@ -485,7 +485,7 @@ impl CompiledGrammar {
                     })
                     .unwrap_or_else(|| body_dfa(cnt, follow));
                 let b = self.walked(deadline, || {
-                    counted_base(cnt, s, dfa, &self.trie, words, deadline)
+                    counted_base(cnt, s, dfa, &self.trie, words, deadline, true)
                 })?;
                 self.shared.insert_base(&shared_key, Arc::new(b))
             }
