@@ -435,8 +435,8 @@ impl Automaton {
             let e = &a.byte_edges[n.bytes.0 as usize..n.bytes.1 as usize];
             e.windows(2).all(|w| w[0].hi < w[1].lo)
         });
-        a.compute_nullable();
-        a.compute_follow();
+        let end = a.compute_nullable();
+        a.compute_follow(&end);
         Ok(a)
     }
 
@@ -911,54 +911,101 @@ impl Automaton {
         Ok(())
     }
 
-    /// `end[n]`: from node `n` the rule can reach its end through nullable calls only.
-    fn nullable_to_end(&self) -> Vec<bool> {
-        let mut end: Vec<bool> = self.nodes.iter().map(|n| n.is_final).collect();
-        loop {
-            let mut changed = false;
-            for n in 0..self.nodes.len() {
-                if end[n] {
-                    continue;
-                }
-                if self
-                    .calls_of(n as u32)
-                    .iter()
-                    .any(|c| self.nullable[c.rule as usize] && end[c.target as usize])
-                {
-                    end[n] = true;
-                    changed = true;
-                }
-            }
-            if !changed {
-                return end;
-            }
-        }
-    }
-
-    fn compute_nullable(&mut self) {
+    /// Sets `nullable[r]` for every rule whose start reaches its end through nullable
+    /// calls only (counted rules: `min == 0`), and returns `end[n]`: from node `n` the
+    /// rule can reach its end through nullable calls only. Both least fixed points, found
+    /// with a worklist over the call edges read backwards, so every edge is looked at a
+    /// bounded number of times (a round per change over every node would be quadratic in
+    /// chains of nullable rules, such as a JSON Schema object's optional members).
+    fn compute_nullable(&mut self) -> Vec<bool> {
         for c in &self.counted {
             self.nullable[c.rule as usize] = c.min == 0;
         }
-        loop {
-            let end = self.nullable_to_end();
-            let mut changed = false;
-            for r in 0..self.rule_start.len() {
-                if self.is_virtual(self.rule_start[r]) {
-                    continue;
-                }
-                if !self.nullable[r] && end[self.rule_start[r] as usize] {
-                    self.nullable[r] = true;
-                    changed = true;
-                }
-            }
-            if !changed {
-                return;
+        let nodes = self.nodes.len();
+        let rules = self.rule_start.len();
+        // Call edges by target node, as (caller node, rule), and by rule, as (caller
+        // node, target): compressed rows.
+        let mut by_target = vec![0u32; nodes + 1];
+        let mut by_rule = vec![0u32; rules + 1];
+        for c in &self.call_edges {
+            by_target[c.target as usize + 1] += 1;
+            by_rule[c.rule as usize + 1] += 1;
+        }
+        for i in 0..nodes {
+            by_target[i + 1] += by_target[i];
+        }
+        for i in 0..rules {
+            by_rule[i + 1] += by_rule[i];
+        }
+        let (mut fill_t, mut fill_r) = (by_target.clone(), by_rule.clone());
+        let mut callers_t = vec![(0u32, 0u32); self.call_edges.len()];
+        let mut callers_r = vec![(0u32, 0u32); self.call_edges.len()];
+        for (n, node) in self.nodes.iter().enumerate() {
+            for c in &self.call_edges[node.calls.0 as usize..node.calls.1 as usize] {
+                callers_t[fill_t[c.target as usize] as usize] = (n as u32, c.rule);
+                fill_t[c.target as usize] += 1;
+                callers_r[fill_r[c.rule as usize] as usize] = (n as u32, c.target);
+                fill_r[c.rule as usize] += 1;
             }
         }
+        // The rule each real node starts, if any.
+        let mut starts = vec![u32::MAX; nodes];
+        for (r, &s) in self.rule_start.iter().enumerate() {
+            if !self.is_virtual(s) {
+                starts[s as usize] = r as u32;
+            }
+        }
+        enum Event {
+            End(u32),
+            Nullable(u32),
+        }
+        let mut end = vec![false; nodes];
+        let mut work = Vec::new();
+        for (n, node) in self.nodes.iter().enumerate() {
+            if node.is_final {
+                end[n] = true;
+                work.push(Event::End(n as u32));
+            }
+        }
+        for r in 0..rules {
+            if self.nullable[r] {
+                work.push(Event::Nullable(r as u32));
+            }
+        }
+        while let Some(event) = work.pop() {
+            match event {
+                Event::End(m) => {
+                    let m = m as usize;
+                    let (lo, hi) = (by_target[m] as usize, by_target[m + 1] as usize);
+                    for &(n, rule) in &callers_t[lo..hi] {
+                        if self.nullable[rule as usize] && !end[n as usize] {
+                            end[n as usize] = true;
+                            work.push(Event::End(n));
+                        }
+                    }
+                    let r = starts[m];
+                    if r != u32::MAX && !self.nullable[r as usize] {
+                        self.nullable[r as usize] = true;
+                        work.push(Event::Nullable(r));
+                    }
+                }
+                Event::Nullable(r) => {
+                    let r = r as usize;
+                    let (lo, hi) = (by_rule[r] as usize, by_rule[r + 1] as usize);
+                    for &(n, target) in &callers_r[lo..hi] {
+                        if end[target as usize] && !end[n as usize] {
+                            end[n as usize] = true;
+                            work.push(Event::End(n));
+                        }
+                    }
+                }
+            }
+        }
+        end
     }
 
-    fn compute_follow(&mut self) {
-        let end = self.nullable_to_end();
+    /// `end`: from [`Automaton::compute_nullable`].
+    fn compute_follow(&mut self, end: &[bool]) {
         // first[n]: bytes that can come first from node n (through calls and nullable calls).
         let mut first: Vec<[u64; 4]> = vec![[0; 4]; self.nodes.len()];
         for (n, f) in first.iter_mut().enumerate() {
@@ -1053,6 +1100,101 @@ mod tests {
 
     fn edges(a: &Automaton) -> (Vec<ByteEdge>, Vec<CallEdge>) {
         (a.byte_edges.clone(), a.call_edges.clone())
+    }
+
+    /// The least fixed point of `nullable` and `end` by rounds over every node, as
+    /// [`Automaton::compute_nullable`] computed it before its worklist: the reference.
+    fn nullable_by_rounds(a: &Automaton) -> (Vec<bool>, Vec<bool>) {
+        let mut nullable = vec![false; a.rule_start.len()];
+        for c in &a.counted {
+            nullable[c.rule as usize] = c.min == 0;
+        }
+        loop {
+            let mut end: Vec<bool> = a.nodes.iter().map(|n| n.is_final).collect();
+            loop {
+                let mut changed = false;
+                for n in 0..a.nodes.len() {
+                    if !end[n]
+                        && a.calls_of(n as u32)
+                            .iter()
+                            .any(|c| nullable[c.rule as usize] && end[c.target as usize])
+                    {
+                        end[n] = true;
+                        changed = true;
+                    }
+                }
+                if !changed {
+                    break;
+                }
+            }
+            let mut changed = false;
+            for r in 0..a.rule_start.len() {
+                let s = a.rule_start[r];
+                if !a.is_virtual(s) && !nullable[r] && end[s as usize] {
+                    nullable[r] = true;
+                    changed = true;
+                }
+            }
+            if !changed {
+                return (nullable, end);
+            }
+        }
+    }
+
+    /// The worklist finds the rounds' fixed point: chains of nullable rules (in both
+    /// orders of definition), a rule nullable only through a nullable call after a
+    /// non-nullable one is ruled out, recursion, and counted rules with and without a
+    /// zero minimum.
+    #[test]
+    fn nullable_rules_are_the_rounds_fixed_point() {
+        for (src, any) in [
+            (
+                r#"root ::= a "x" | b
+               a ::= b c
+               b ::= c | "y"
+               c ::= d d
+               d ::= "" | "z""#,
+                true,
+            ),
+            (
+                r#"root ::= d
+               d ::= c c
+               c ::= b
+               b ::= a | "q"
+               a ::= """#,
+                true,
+            ),
+            (
+                r#"root ::= a b "!"
+               a ::= "k" a | b
+               b ::= a "m" | "n" | """#,
+                true,
+            ),
+            (
+                r#"root ::= x{0,300} y{2,300} z
+               x ::= "a" | ""
+               y ::= "b"
+               z ::= y{0,300} | "c""#,
+                true,
+            ),
+            (
+                r#"root ::= e f
+               e ::= f "w"
+               f ::= e | g
+               g ::= "v""#,
+                false,
+            ),
+        ] {
+            let g = parse_ebnf(src, "root").unwrap();
+            let (g, counted) = lower::lower_repeats(g);
+            let (limits, deadline) = (Limits::default(), Deadline::start(None));
+            let mut a =
+                Automaton::build(&g, &counted, &|_| 0, &limits, &deadline, None, &[]).unwrap();
+            let (nullable, end) = nullable_by_rounds(&a);
+            assert_eq!(a.nullable, nullable, "{src}");
+            assert_eq!(nullable.iter().any(|&n| n), any, "{src}");
+            assert_eq!(a.compute_nullable(), end, "{src}");
+        }
     }
 
     /// Pruning only the rules given finds what a whole pruning finds: nothing to remove

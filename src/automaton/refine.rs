@@ -69,6 +69,8 @@ pub(crate) fn refine(
     let mut spans: Vec<(u32, usize, usize)> = Vec::new();
     let mut touched: Vec<u32> = Vec::new();
     let mut moved: Vec<u32> = Vec::new();
+    let mut runs: Vec<(usize, usize)> = Vec::new();
+    recs.reserve(n);
     for round in 0..max_rounds {
         deadline.check()?;
         touched.clear();
@@ -123,7 +125,7 @@ pub(crate) fn refine(
             // (hash, signature), so such a collision only splits a class more finely
             // than needed (sound: classes only need equal masks).
             group.sort_unstable_by_key(|r| r.3);
-            p.split(c, group, &arena, &mut moved);
+            p.split(c, group, &arena, &mut moved, &mut runs);
         }
     }
     // Not settled: classes that still hold several states become one class per state.
@@ -224,7 +226,7 @@ impl Partition {
     /// `arena`, hash of the signature), sorted by hash: a group is a run of equal (hash,
     /// signature). The unmarked members keep `c`; when all are marked, the largest group
     /// keeps it. Every other group becomes a new class; its states are appended to
-    /// `moved`.
+    /// `moved`. `runs`: scratch space.
     ///
     /// A marked member never signs like an unmarked one: it is marked because a state its
     /// signature reads moved to a class made in the round before, and an unmarked member
@@ -236,11 +238,12 @@ impl Partition {
         group: &[(u32, u32, u32, u64)],
         arena: &[u64],
         moved: &mut Vec<u32>,
+        runs: &mut Vec<(usize, usize)>,
     ) {
         let ci = c as usize;
         let sig = |r: &(u32, u32, u32, u64)| (r.3, &arena[r.1 as usize..r.2 as usize]);
         // Runs of equal signatures: (lo, hi) into `group`.
-        let mut runs: Vec<(usize, usize)> = Vec::new();
+        runs.clear();
         let mut lo = 0;
         for i in 1..=group.len() {
             if i == group.len() || sig(&group[i]) != sig(&group[lo]) {

@@ -414,9 +414,24 @@ pub(crate) fn to_grammar(
     })
 }
 
-/// `ptr` + `/` + the escaped `token` (RFC 6901).
+/// `ptr` + `/` + the escaped `token` (RFC 6901): one allocation (the front end makes one
+/// per schema node it walks).
 pub(crate) fn child(ptr: &str, token: &str) -> String {
-    format!("{ptr}/{}", token.replace('~', "~0").replace('/', "~1"))
+    let mut s = String::with_capacity(ptr.len() + 1 + token.len());
+    s.push_str(ptr);
+    s.push('/');
+    if token.contains(['~', '/']) {
+        for c in token.chars() {
+            match c {
+                '~' => s.push_str("~0"),
+                '/' => s.push_str("~1"),
+                c => s.push(c),
+            }
+        }
+    } else {
+        s.push_str(token);
+    }
+    s
 }
 
 /// Builds the rules of one grammar.
@@ -1161,4 +1176,16 @@ pub(crate) fn keyword_instance_type(k: &str) -> Option<InstanceType> {
         | "divisibleBy" => InstanceType::Number,
         _ => return None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    /// RFC 6901: `~` is written `~0` and `/` is written `~1`, in that order of meaning.
+    #[test]
+    fn a_child_pointer_escapes_its_token() {
+        assert_eq!(super::child("#/properties", "a"), "#/properties/a");
+        assert_eq!(super::child("#", "a/b~c"), "#/a~1b~0c");
+        assert_eq!(super::child("#", "~1"), "#/~01");
+        assert_eq!(super::child("", ""), "/");
+    }
 }
