@@ -1128,10 +1128,9 @@ mod tests {
                 }
             }
             let mut changed = false;
-            for r in 0..a.rule_start.len() {
-                let s = a.rule_start[r];
-                if !a.is_virtual(s) && !nullable[r] && end[s as usize] {
-                    nullable[r] = true;
+            for (r, &s) in nullable.iter_mut().zip(&a.rule_start) {
+                if !a.is_virtual(s) && !*r && end[s as usize] {
+                    *r = true;
                     changed = true;
                 }
             }
