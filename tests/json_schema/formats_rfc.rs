@@ -699,6 +699,10 @@ fn regex() {
             ("a{2,}", A),             // §22.2.1 QuantifierPrefix
             ("\\s*\\S+", A),          // §22.2.1 CharacterClassEscape
             ("", A),                  // §22.2.1 Pattern: an empty Alternative
+            ("a||b|", A),             // §22.2.1 Disjunction of empty Alternatives
+            ("(a|(b|c)d)|e*", A),     // §22.2.1 Disjunctions in groups
+            ("(((a|b)|c))+", A),      // groups three deep
+            ("((((a))))", S),         // four deep: past the grammar's nesting
             ("(?<name>x)", S),        // §22.2.1 named group
             ("(?=a)b", S),            // §22.2.1 lookahead Assertion
             ("(", R),                 // §22.2.1: a group closes
