@@ -160,7 +160,9 @@ impl Automaton {
     /// `(offsets, nodes)`, row `m` being `nodes[offsets[m]..offsets[m + 1]]`.
     fn dependents(&self) -> (Vec<u32>, Vec<u32>) {
         let n = self.nodes.len();
-        let mut pairs: Vec<(u32, u32)> = Vec::new();
+        let mut pairs: Vec<(u32, u32)> = Vec::with_capacity(
+            self.byte_edges.len() + 2 * self.call_edges.len() + self.token_edges.len(),
+        );
         for (v, node) in self.nodes.iter().enumerate() {
             let v = v as u32;
             for e in &self.byte_edges[node.bytes.0 as usize..node.bytes.1 as usize] {
@@ -187,7 +189,9 @@ impl Automaton {
         let node = &self.nodes[v as usize];
         // Appends `parts`, sorted, behind a separator, and empties it.
         let flush = |parts: &mut Vec<(u64, u64)>, out: &mut Vec<u64>| {
-            parts.sort_unstable();
+            if parts.len() > 1 {
+                parts.sort_unstable();
+            }
             out.reserve(1 + 2 * parts.len());
             out.push(u64::MAX);
             for &(a, b) in parts.iter() {
@@ -197,11 +201,22 @@ impl Automaton {
             parts.clear();
         };
         parts.clear();
-        for e in &self.byte_edges[node.bytes.0 as usize..node.bytes.1 as usize] {
-            let range = ((e.lo as u64) << 8) | e.hi as u64;
-            parts.push((range, class[e.target as usize] as u64));
+        let bytes = &self.byte_edges[node.bytes.0 as usize..node.bytes.1 as usize];
+        if bytes.windows(2).all(|w| w[0].hi < w[1].lo) {
+            // Disjoint ranges in ascending order: already sorted, and no two share a range.
+            out.reserve(1 + 2 * bytes.len());
+            out.push(u64::MAX);
+            for e in bytes {
+                out.push(((e.lo as u64) << 8) | e.hi as u64);
+                out.push(class[e.target as usize] as u64);
+            }
+        } else {
+            for e in bytes {
+                let range = ((e.lo as u64) << 8) | e.hi as u64;
+                parts.push((range, class[e.target as usize] as u64));
+            }
+            flush(parts, out);
         }
-        flush(parts, out);
         for e in &self.call_edges[node.calls.0 as usize..node.calls.1 as usize] {
             let start = self.rule_start[e.rule as usize];
             let callee = match class.get(start as usize) {
