@@ -547,24 +547,39 @@ fn cyclic_rules(calls: &[Vec<u32>]) -> Vec<bool> {
 
 /// Replaces each call of an inlined rule in `e` by its body: moved out of `inline` when
 /// the rule has one use (`uses`), copied otherwise.
-fn substitute(e: &mut Expr, inline: &mut [Option<Expr>], uses: &[u32]) {
-    let mut stack = vec![e];
-    while let Some(e) = stack.pop() {
-        match e {
-            Expr::Rule(r) => {
-                let r = r.index();
-                if uses[r] == 1 {
-                    if let Some(body) = inline[r].take() {
-                        *e = body;
-                    }
-                } else if let Some(body) = &inline[r] {
-                    *e = body.clone();
+/// A copy of `e` in which every call of a rule with an inlined body (`inline[r]`) is that
+/// body: moved out for a rule called once, copied otherwise. One pass: the copy and the
+/// substitution (recursive, as `Expr`'s `Clone` is; bodies are at most
+/// `Grammar::MAX_DEPTH` + [`INLINE_MAX_DEPTH`] deep).
+fn copy_substituted(e: &Expr, inline: &mut [Option<Expr>], uses: &[u32]) -> Expr {
+    match e {
+        Expr::Rule(r) => {
+            let i = r.index();
+            if uses[i] == 1 {
+                if let Some(body) = inline[i].take() {
+                    return body;
                 }
+            } else if let Some(body) = &inline[i] {
+                return body.clone();
             }
-            Expr::Seq(v) | Expr::Choice(v) => stack.extend(v.iter_mut()),
-            Expr::Repeat { expr, .. } => stack.push(expr),
-            _ => {}
+            Expr::Rule(*r)
         }
+        Expr::Seq(v) => Expr::Seq(
+            v.iter()
+                .map(|x| copy_substituted(x, inline, uses))
+                .collect(),
+        ),
+        Expr::Choice(v) => Expr::Choice(
+            v.iter()
+                .map(|x| copy_substituted(x, inline, uses))
+                .collect(),
+        ),
+        Expr::Repeat { expr, min, max } => Expr::Repeat {
+            expr: Box::new(copy_substituted(expr, inline, uses)),
+            min: *min,
+            max: *max,
+        },
+        other => other.clone(),
     }
 }
 
@@ -621,15 +636,7 @@ pub(crate) fn inline_rules(grammar: &Grammar, keep: &[bool], always: &[bool]) ->
     let cyclic = cyclic_rules(&calls);
     // Post-order over the call DAG of non-cyclic rules: callees are finished first, so an
     // inlined body never contains a call of another inlinable rule.
-    let mut bodies: Vec<Expr> = grammar
-        .rules
-        .iter()
-        .zip(&reached)
-        .map(|(r, &reached)| match reached {
-            true => r.body.clone(),
-            false => Expr::Empty,
-        })
-        .collect();
+    let mut bodies: Vec<Expr> = vec![Expr::Empty; n];
     let mut inline: Vec<Option<Expr>> = vec![None; n];
     let mut inlined = vec![false; n];
     let mut done = reached.iter().map(|&r| !r).collect::<Vec<bool>>();
@@ -649,8 +656,7 @@ pub(crate) fn inline_rules(grammar: &Grammar, keep: &[bool], always: &[bool]) ->
                 }
             } else {
                 work.pop();
-                let mut body = std::mem::replace(&mut bodies[v], Expr::Empty);
-                substitute(&mut body, &mut inline, &uses);
+                let body = copy_substituted(&grammar.rules[v].body, &mut inline, &uses);
                 let candidate = !cyclic[v] && v != root && !keep.get(v).copied().unwrap_or(false);
                 let shared_cap = if uses[v] <= 1 {
                     INLINE_MAX_SIZE
