@@ -937,6 +937,7 @@ impl Automaton {
         for i in 0..rules {
             by_rule[i + 1] += by_rule[i];
         }
+        // (Every call edge lies in exactly one node's range, so the rows fill exactly.)
         let (mut fill_t, mut fill_r) = (by_target.clone(), by_rule.clone());
         let mut callers_t = vec![(0u32, 0u32); self.call_edges.len()];
         let mut callers_r = vec![(0u32, 0u32); self.call_edges.len()];
@@ -948,10 +949,12 @@ impl Automaton {
                 fill_r[c.rule as usize] += 1;
             }
         }
+        debug_assert!(fill_t[..nodes] == by_target[1..] && fill_r[..rules] == by_rule[1..]);
         // The rule each real node starts, if any.
         let mut starts = vec![u32::MAX; nodes];
         for (r, &s) in self.rule_start.iter().enumerate() {
             if !self.is_virtual(s) {
+                debug_assert_eq!(starts[s as usize], u32::MAX, "two rules start at one node");
                 starts[s as usize] = r as u32;
             }
         }
@@ -1140,10 +1143,10 @@ mod tests {
         }
     }
 
-    /// The worklist finds the rounds' fixed point: chains of nullable rules (in both
-    /// orders of definition), a rule nullable only through a nullable call after a
-    /// non-nullable one is ruled out, recursion, and counted rules with and without a
-    /// zero minimum.
+    /// The worklist finds the rounds' fixed points, from scratch: chains of nullable rules
+    /// (in both orders of definition), a rule nullable only through a nullable call after
+    /// a non-nullable one is ruled out, recursion, and counted rules (of bytes, so they
+    /// stay counted) with and without a zero minimum.
     #[test]
     fn nullable_rules_are_the_rounds_fixed_point() {
         for (src, any) in [
@@ -1177,6 +1180,16 @@ mod tests {
                 true,
             ),
             (
+                r#"root ::= "a"{0,300} "b"{2,300} z
+               z ::= "b"{0,300} | "c""#,
+                true,
+            ),
+            (
+                r#"root ::= "a"{1,300} w "!" w
+               w ::= "b"{2,300} | """#,
+                true,
+            ),
+            (
                 r#"root ::= e f
                e ::= f "w"
                f ::= e | g
@@ -1192,7 +1205,17 @@ mod tests {
             let (nullable, end) = nullable_by_rounds(&a);
             assert_eq!(a.nullable, nullable, "{src}");
             assert_eq!(nullable.iter().any(|&n| n), any, "{src}");
+            // From scratch: both fixed points, not `end` alone.
+            a.nullable.fill(false);
             assert_eq!(a.compute_nullable(), end, "{src}");
+            assert_eq!(a.nullable, nullable, "{src}");
+            if src.contains("\"{") {
+                assert!(!a.counted.is_empty(), "{src}: counted rules");
+                // Of non-empty bytes: nullable exactly when the minimum is zero.
+                for c in &a.counted {
+                    assert_eq!(nullable[c.rule as usize], c.min == 0, "{src}: {}", c.min);
+                }
+            }
         }
     }
 

@@ -331,8 +331,7 @@ impl Grammar {
         self.clone().into_reachable()
     }
 
-    /// As [`Grammar::reachable_only`], taking the grammar (no copy of the kept rules); the
-    /// last step of the compiler's inlining pass.
+    /// As [`Grammar::reachable_only`], taking the grammar (no copy of the kept rules).
     ///
     /// Walks with explicit stacks: no recursion on expression depth. Dangling rule ids
     /// (an invalid grammar) are left as they are, unreached.

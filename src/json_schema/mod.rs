@@ -414,8 +414,8 @@ pub(crate) fn to_grammar(
     })
 }
 
-/// `ptr` + `/` + the escaped `token` (RFC 6901): one allocation (the front end makes one
-/// per schema node it walks).
+/// `ptr` + `/` + the escaped `token` (RFC 6901): one allocation when the token has nothing
+/// to escape (the front end makes one per schema node it walks).
 pub(crate) fn child(ptr: &str, token: &str) -> String {
     let mut s = String::with_capacity(ptr.len() + 1 + token.len());
     s.push_str(ptr);
