@@ -54,11 +54,11 @@ fn percent_decode(s: &str) -> Option<String> {
     String::from_utf8(out).ok()
 }
 
-impl Builder<'_> {
+impl<'a> Builder<'a> {
     /// Resolves `reference`, written at `ptr` (the place of the `$ref`), against the base
     /// URI in force there: a JSON pointer or an anchor of this document, of a subschema
-    /// with an `$id`, or of one of [`JsonSchemaOptions::documents`]. Returns the target
-    /// and its canonical location.
+    /// with an `$id`, or of one of [`JsonSchemaOptions::documents`]. Returns a copy of the
+    /// target and its canonical location.
     ///
     /// [`JsonSchemaOptions::documents`]: super::JsonSchemaOptions::documents
     pub(crate) fn resolve(
@@ -66,6 +66,41 @@ impl Builder<'_> {
         reference: &Value,
         ptr: &str,
     ) -> Result<(Value, String), JsonSchemaError> {
+        let target = self.resolve_location(reference, ptr)?;
+        match self.res.lookup(self.root_schema, &target) {
+            Some(value) => Ok((value.clone(), target)),
+            None => Err(JsonSchemaError::UnresolvedRef {
+                reference: reference.as_str().unwrap_or_default().to_string(),
+                pointer: ptr.into(),
+            }),
+        }
+    }
+
+    /// The target of `reference` in the root document, borrowed (no copy): `None` when
+    /// the canonical location `target` (from [`Builder::resolve_location`]) is in another
+    /// document.
+    fn in_root(&self, target: &str) -> Option<&'a Value> {
+        let root: &'a Value = self.root_schema;
+        if !target.starts_with('#') {
+            return None;
+        }
+        super::resources::location_tokens(target)
+            .iter()
+            .try_fold(root, |cur, t| match cur {
+                Value::Object(o) => o.get(t),
+                Value::Array(a) => a.get(t.parse::<usize>().ok()?),
+                _ => None,
+            })
+    }
+
+    /// [`Builder::resolve`]'s canonical location of the target alone, with the same
+    /// errors: the target is looked up, not copied (a `$ref` met again, or only checked,
+    /// needs no copy of what it names).
+    pub(crate) fn resolve_location(
+        &self,
+        reference: &Value,
+        ptr: &str,
+    ) -> Result<String, JsonSchemaError> {
         let Value::String(r) = reference else {
             return Err(JsonSchemaError::InvalidKeyword {
                 keyword: "$ref".into(),
@@ -126,10 +161,10 @@ impl Builder<'_> {
                 None => return Err(unresolved()),
             }
         };
-        let Some(value) = self.res.lookup(self.root_schema, &target) else {
+        if self.res.lookup(self.root_schema, &target).is_none() {
             return Err(unresolved());
-        };
-        Ok((value.clone(), target))
+        }
+        Ok(target)
     }
 
     /// Checks that every `$ref` of the root document that points inside a given document
@@ -147,7 +182,9 @@ impl Builder<'_> {
             let Some(reference) = self.res.lookup(self.root_schema, loc) else {
                 continue;
             };
-            if let Err(e @ JsonSchemaError::UnresolvedRef { .. }) = self.resolve(reference, loc) {
+            if let Err(e @ JsonSchemaError::UnresolvedRef { .. }) =
+                self.resolve_location(reference, loc)
+            {
                 return Err(e);
             }
         }
@@ -160,10 +197,20 @@ impl Builder<'_> {
         reference: &Value,
         ptr: &str,
     ) -> Result<Expr, JsonSchemaError> {
-        let (target, target_ptr) = self.resolve(reference, ptr)?;
+        let target_ptr = self.resolve_location(reference, ptr)?;
         if let Some(&id) = self.refs.get(&target_ptr) {
             return Ok(Expr::Rule(id));
         }
+        // A target in the root document is borrowed; one in another document copied.
+        let copied;
+        let target: &Value = match self.in_root(&target_ptr) {
+            Some(t) => t,
+            None => {
+                let (t, _) = self.resolve(reference, ptr)?;
+                copied = t;
+                &copied
+            }
+        };
         let id = self.add_rule("ref", Expr::Empty);
         // Errors of this rule are errors of the target schema.
         self.pointers[id.index()] = target_ptr.clone();
@@ -179,7 +226,7 @@ impl Builder<'_> {
                 &target_ptr,
             ));
         }
-        let body = self.schema(&target, &target_ptr);
+        let body = self.schema(target, &target_ptr);
         self.ref_depth -= 1;
         self.rules[id.index()].body = body?.unwrap_or_else(never);
         Ok(Expr::Rule(id))
