@@ -206,8 +206,15 @@ impl<'a> Builder<'a> {
         let target: &Value = match self.in_root(&target_ptr) {
             Some(t) => t,
             None => {
-                let (t, _) = self.resolve(reference, ptr)?;
-                copied = t;
+                // Found by `resolve_location`: looked up again, not resolved again.
+                copied = self
+                    .res
+                    .lookup(self.root_schema, &target_ptr)
+                    .cloned()
+                    .ok_or_else(|| JsonSchemaError::UnresolvedRef {
+                        reference: reference.as_str().unwrap_or_default().to_string(),
+                        pointer: ptr.into(),
+                    })?;
                 &copied
             }
         };
