@@ -219,27 +219,20 @@ impl TokenTrie {
         deepest
     }
 
-    /// The children of node `t` (`None`: the root) whose byte is in `lo..=hi`.
-    pub(crate) fn children_in(&self, t: Option<u32>, lo: u8, hi: u8, mut f: impl FnMut(u8, u32)) {
+    /// The children of node `t` (`None`: the root), in byte order: (byte, child).
+    pub(crate) fn for_each_child(&self, t: Option<u32>, mut f: impl FnMut(u8, u32)) {
         match t {
             None => {
-                for b in lo..=hi {
-                    let c = self.roots[b as usize];
+                for (b, &c) in self.roots.iter().enumerate() {
                     if c != u32::MAX {
-                        f(b, c);
+                        f(b as u8, c);
                     }
                 }
             }
             Some(t) => {
                 let mut c = t as usize + 1;
                 while c < self.subtree_end[t as usize] as usize {
-                    let b = self.byte[c];
-                    if b > hi {
-                        break;
-                    }
-                    if b >= lo {
-                        f(b, c as u32);
-                    }
+                    f(self.byte[c], c as u32);
                     c = self.subtree_end[c] as usize;
                 }
             }
