@@ -274,29 +274,39 @@ const MAX_SET: usize = 16;
 /// more than [`MAX_SET`] nodes (answering the levels checked so far); fails fast on narrow
 /// nodes: the first byte of the language that no node of the set has an edge on ends it.
 pub(crate) fn consumed_depth(aut: &Automaton, n: u32, slice: &Slice, max_len: usize) -> usize {
-    let Some(start) = closed(aut, vec![n]) else {
+    let mut next = vec![n];
+    if !closed(aut, &mut next) {
         return 0;
+    }
+    // A state is its decoder state followed by its node set, in one slice: a state met
+    // again is looked up without a copy (most steps lead to a state already met).
+    let state = |s: u8, set: &[u32]| -> Box<[u32]> {
+        std::iter::once(u32::from(s))
+            .chain(set.iter().copied())
+            .collect()
     };
-    let mut seen: rustc_hash::FxHashSet<(u8, Box<[u32]>)> = Default::default();
-    let mut level = vec![(BOUNDARY, start.clone())];
-    seen.insert((BOUNDARY, start));
+    let start = state(BOUNDARY, &next);
+    let mut seen: rustc_hash::FxHashSet<Box<[u32]>> = Default::default();
+    seen.insert(start.clone());
+    let mut level = vec![start];
     let mut cuts: Vec<u16> = Vec::new();
-    let mut next = Vec::new();
+    let mut key: Vec<u32> = Vec::new();
     let mut depth = 0usize;
     while !level.is_empty() {
         if depth >= max_len {
             return depth;
         }
         let mut following = Vec::new();
-        for (s, set) in &level {
+        for st in &level {
+            let (s, set) = (st[0] as usize, &st[1..]);
             // The bytes the language allows next, as ranges with one decoder state each;
             // each range is cut where an edge of a node of the set starts or ends, so that
             // every piece has the same targets throughout.
-            for &(lo, hi, s2) in slice.ranges[*s as usize].iter() {
+            for &(lo, hi, s2) in slice.ranges[s].iter() {
                 cuts.clear();
                 cuts.push(lo as u16);
                 cuts.push(hi as u16 + 1);
-                for &q in set.iter() {
+                for &q in set {
                     for e in aut.bytes_of(q) {
                         for c in [e.lo as u16, e.hi as u16 + 1] {
                             if c > lo as u16 && c <= hi as u16 {
@@ -310,25 +320,26 @@ pub(crate) fn consumed_depth(aut: &Automaton, n: u32, slice: &Slice, max_len: us
                 for w in cuts.windows(2) {
                     let b = w[0] as u8;
                     next.clear();
-                    for &q in set.iter() {
+                    for &q in set {
                         let mut on_b = aut.bytes_of(q).iter().filter(|e| e.lo <= b && b <= e.hi);
                         // A node with several edges on `b` (an NFA state) is left out.
                         if let (Some(e), None) = (on_b.next(), on_b.next()) {
                             next.push(e.target);
                         }
                     }
-                    if next.is_empty() {
+                    if next.is_empty() || !closed(aut, &mut next) {
                         return depth;
                     }
-                    let Some(t) = closed(aut, std::mem::take(&mut next)) else {
-                        return depth;
-                    };
-                    if !seen.contains(&(s2, t.clone())) {
+                    key.clear();
+                    key.push(u32::from(s2));
+                    key.extend_from_slice(&next);
+                    if !seen.contains(key.as_slice()) {
                         if seen.len() >= MAX_PAIRS {
                             return depth;
                         }
-                        seen.insert((s2, t.clone()));
-                        following.push((s2, t));
+                        let t: Box<[u32]> = key.as_slice().into();
+                        seen.insert(t.clone());
+                        following.push(t);
                     }
                 }
             }
@@ -355,9 +366,9 @@ fn lang_ranges(s: u8, lang: Lang) -> Vec<(u8, u8, u8)> {
     out
 }
 
-/// `set` with the start node of every rule its nodes call, transitively; sorted, without
-/// repeats. `None` past [`MAX_SET`] nodes.
-fn closed(aut: &Automaton, mut set: Vec<u32>) -> Option<Box<[u32]>> {
+/// Adds to `set` the start node of every rule its nodes call, transitively, then sorts
+/// it and drops repeats. False past [`MAX_SET`] nodes (the set then partly extended).
+fn closed(aut: &Automaton, set: &mut Vec<u32>) -> bool {
     let mut i = 0;
     while i < set.len() {
         for c in aut.calls_of(set[i]) {
@@ -367,13 +378,13 @@ fn closed(aut: &Automaton, mut set: Vec<u32>) -> Option<Box<[u32]>> {
             }
         }
         if set.len() > MAX_SET {
-            return None;
+            return false;
         }
         i += 1;
     }
     set.sort_unstable();
     set.dedup();
-    Some(set.into_boxed_slice())
+    true
 }
 
 #[cfg(test)]
