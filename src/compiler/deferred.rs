@@ -30,7 +30,7 @@ use super::{CompileError, CompiledGrammar, GrammarCompiler};
 use crate::automaton::defer::{near_stubs, stub_rules, stubbed, NearStubs};
 use crate::automaton::lower::{inline_rules, lower_repeats, simplify_repeats};
 use crate::automaton::ClassSeed;
-use crate::grammar::{Expr, Grammar, Rule, TokenRef};
+use crate::grammar::{Expr, Grammar, TokenRef};
 use crate::limits::Deadline;
 use rustc_hash::FxHashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -70,8 +70,9 @@ struct Shared {
     /// The stub grammar still exists (else builds are made for the caller alone).
     kept: AtomicBool,
     /// The stub grammar lowered (set by the compile): what every build splices its tools'
-    /// lowered rules into.
-    base: OnceLock<Lowered>,
+    /// lowered rules into, in place (the stub grammar of hundreds of tools is not copied
+    /// for each build), and takes them out of again ([`Spliced`]).
+    base: OnceLock<Mutex<Lowered>>,
     /// The stub grammar's mask classes (set by the compile): builds refine from them.
     seed: OnceLock<ClassSeed>,
 }
@@ -85,6 +86,31 @@ struct Lowered {
     /// Per rule, whether it differs from the stub grammar's rule of that index (a built
     /// tool's rule); empty for the stub grammar itself.
     rebuilt: Vec<bool>,
+}
+
+/// The stub grammar with tools spliced in (`compile_built`); dropping it takes them out
+/// again, whatever the build's outcome: the stub grammar is as it was before.
+struct Spliced<'a> {
+    lowered: &'a mut Lowered,
+    /// The stub grammar's numbers of rules and of counted rules.
+    rules: usize,
+    counted: usize,
+    /// Per tool spliced in: its slot, and the stub's body taken from there.
+    taken: Vec<(usize, Expr)>,
+}
+
+impl Drop for Spliced<'_> {
+    fn drop(&mut self) {
+        let lowered = &mut *self.lowered;
+        lowered.grammar.rules.truncate(self.rules);
+        lowered.stub.truncate(self.rules);
+        lowered.counted.truncate(self.counted);
+        lowered.rebuilt = Vec::new();
+        for (slot, body) in self.taken.drain(..) {
+            lowered.grammar.rules[slot].body = body;
+            lowered.stub[slot] = true;
+        }
+    }
 }
 
 impl Shared {
@@ -332,13 +358,17 @@ impl GrammarCompiler {
             .iter()
             .map(|r| shared.root_ids.contains_key(&r.name))
             .collect();
-        let base = shared.base.get_or_init(|| Lowered {
-            grammar,
-            counted,
-            stub,
-            rebuilt: Vec::new(),
+        let base = shared.base.get_or_init(|| {
+            let lowered = Lowered {
+                grammar,
+                counted,
+                stub,
+                rebuilt: Vec::new(),
+            };
+            Mutex::new(lowered)
         });
-        self.assemble_lowered(shared, base, deadline)
+        let base = base.lock().unwrap_or_else(|e| e.into_inner());
+        self.assemble_lowered(shared, &base, deadline)
     }
 
     /// The grammar with the deferral roots `built` (ascending IR rule ids) built: each
@@ -356,56 +386,60 @@ impl GrammarCompiler {
             return self.compile_stubbed(shared, deadline);
         };
         let ir = shared.ir();
-        let mut rules = base.grammar.rules.clone();
-        let mut counted = base.counted.clone();
-        let mut stub = base.stub.clone();
-        let mut rebuilt = vec![false; rules.len()];
+        // Each tool is lowered before the stub grammar is locked.
+        let mut tools = Vec::new();
         for &r in built {
             let name = ir.rules[r as usize].name.as_str();
-            let Some(slot) = rules.iter().position(|x| x.name == name) else {
+            tools.push((name, lowered_component(ir, r, &shared.always)?));
+        }
+        let mut base = base.lock().unwrap_or_else(|e| e.into_inner());
+        let rules = base.grammar.rules.len();
+        let mut spliced = Spliced {
+            counted: base.counted.len(),
+            rules,
+            taken: Vec::new(),
+            lowered: &mut base,
+        };
+        let lowered = &mut *spliced.lowered;
+        lowered.rebuilt = vec![false; rules];
+        for (name, (tool, tool_counted)) in tools {
+            let Some(slot) = lowered.grammar.rules[..rules]
+                .iter()
+                .position(|x| x.name == name)
+            else {
                 continue;
             };
-            let (tool, tool_counted) = lowered_component(ir, r, &shared.always)?;
             // The tool's root takes the stub's place; its other rules go at the end.
-            let base_len = rules.len() as u32;
-            let mut new_id = Vec::with_capacity(tool.rules.len());
-            let mut next = base_len;
-            for i in 0..tool.rules.len() {
-                if i == tool.root.index() {
-                    new_id.push(slot as u32);
-                } else {
-                    new_id.push(next);
-                    next += 1;
-                }
-            }
-            counted.extend(tool_counted.iter().map(|&c| new_id[c as usize]));
+            let mut next = lowered.grammar.rules.len() as u32;
+            let new_id: Vec<u32> = (0..tool.rules.len())
+                .map(|i| {
+                    if i == tool.root.index() {
+                        slot as u32
+                    } else {
+                        next += 1;
+                        next - 1
+                    }
+                })
+                .collect();
+            lowered
+                .counted
+                .extend(tool_counted.iter().map(|&c| new_id[c as usize]));
             for (i, mut rule) in tool.rules.into_iter().enumerate() {
                 rule.body.rename_rules(|c| new_id[c as usize]);
                 if i == tool.root.index() {
-                    rules[slot].body = std::mem::replace(&mut rule.body, Expr::Empty);
-                    stub[slot] = false;
-                    rebuilt[slot] = true;
-                } else {
                     let body = std::mem::replace(&mut rule.body, Expr::Empty);
-                    rules.push(Rule {
-                        name: std::mem::take(&mut rule.name),
-                        body,
-                    });
-                    stub.push(false);
-                    rebuilt.push(true);
+                    let stub = std::mem::replace(&mut lowered.grammar.rules[slot].body, body);
+                    spliced.taken.push((slot, stub));
+                    lowered.stub[slot] = false;
+                    lowered.rebuilt[slot] = true;
+                } else {
+                    lowered.grammar.rules.push(rule);
+                    lowered.stub.push(false);
+                    lowered.rebuilt.push(true);
                 }
             }
         }
-        let lowered = Lowered {
-            grammar: Grammar {
-                rules,
-                root: base.grammar.root,
-            },
-            counted,
-            stub,
-            rebuilt,
-        };
-        self.assemble_lowered(shared, &lowered, deadline)
+        self.assemble_lowered(shared, spliced.lowered, deadline)
     }
 
     /// Assembles `lowered`, with the near-stub analysis and the stubs' deferral roots
@@ -583,6 +617,62 @@ mod tests {
             3 * small < large,
             "{small} nodes built, {large} with the whitespace inlined"
         );
+    }
+
+    /// Builds splice their tools into the stub grammar in place and take them out again:
+    /// after a build of one tool, of three (from a grammar with one built), and after a
+    /// build that fails on a limit, the lowered stub grammar is exactly what it was.
+    #[test]
+    fn a_build_leaves_the_stub_grammar_as_it_was() {
+        let tools: Vec<(String, serde_json::Value)> = (0..4)
+            .map(|i| {
+                let schema = serde_json::json!({
+                    "type": "object",
+                    "properties": {format!("p{i}"): {"type": "string"}, "n": {"type": "integer"}},
+                    "required": [format!("p{i}")]
+                });
+                (format!("tool_{i}"), schema)
+            })
+            .collect();
+        let tag = crate::structural_tag::hermes_like_tag(&tools, false);
+        let compile = |limits: crate::Limits| {
+            GrammarCompiler::new(wide_vocabulary())
+                .with_precompute(Precompute::Lazy)
+                .with_limits(limits)
+                .with_deferred_tool_rules(true)
+                .compile_structural_tag(&tag)
+                .unwrap()
+        };
+        let base = |g: &crate::CompiledGrammar| {
+            let d = g.deferred.as_deref().expect("the tag defers its tools");
+            let base = d.shared.base.get().expect("kept by the compile");
+            format!("{:?}", base.lock().unwrap())
+        };
+        let g = compile(crate::Limits::default());
+        let before = base(&g);
+        let d = g.deferred.as_deref().unwrap();
+        let mut stubs: Vec<u32> = d.stub_roots.keys().copied().collect();
+        stubs.sort_unstable();
+        let one = d.expand(Some(&stubs[1..2])).unwrap();
+        assert!(one.aut.nodes.len() > g.aut.nodes.len());
+        assert_eq!(base(&g), before, "after a build of one tool");
+        let more = one.deferred.as_deref().unwrap();
+        let mut left: Vec<u32> = more.stub_roots.keys().copied().collect();
+        left.sort_unstable();
+        let three = more.expand(Some(&left[..2])).unwrap();
+        assert_eq!(three.deferred.as_deref().unwrap().stubs(), 1);
+        assert_eq!(base(&g), before, "after a build of three tools");
+        // A limit that the stub grammar meets and every build passes.
+        let limits = crate::Limits {
+            max_automaton_nodes: g.aut.nodes.len(),
+            ..crate::Limits::default()
+        };
+        let tight = compile(limits);
+        let before = base(&tight);
+        let d = tight.deferred.as_deref().unwrap();
+        let err = d.expand(Some(&stubs[..1])).unwrap_err();
+        assert!(err.contains("automaton"), "{err}");
+        assert_eq!(base(&tight), before, "after a build that failed");
     }
 
     /// A build's mask classes are refined from the stub grammar's, starting at the tool
