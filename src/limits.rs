@@ -359,6 +359,19 @@ impl Deadline {
     pub(crate) fn budget(&self) -> Option<Duration> {
         self.budget
     }
+
+    /// This deadline with its clock held back by `paused`: time spent waiting for another
+    /// compile (a tool build waiting for the stub grammar), which is not this one's work.
+    pub(crate) fn paused_for(&self, paused: Duration) -> Deadline {
+        let start = std::sync::OnceLock::new();
+        if let Some(&s) = self.start.get() {
+            let _ = start.set(s.checked_add(paused).unwrap_or(s));
+        }
+        Deadline {
+            start,
+            budget: self.budget,
+        }
+    }
 }
 
 /// The IR-level limits (size, nesting depth, repetition bounds), checked one expression at

@@ -1,5 +1,5 @@
-//! Deferred compiles (issue 24, item 1; internal switch
-//! [`GrammarCompiler::with_deferred_tool_rules`], off by default).
+//! Deferred compiles (issue 24, item 1; [`GrammarCompiler::with_deferred_tool_rules`], on
+//! by default).
 //!
 //! What is deferred: the rules a structural tag's root reaches only through an embedded
 //! tool schema (`structural_tag::lower` marks their roots, the *deferral roots*;
@@ -71,7 +71,9 @@ struct Shared {
     kept: AtomicBool,
     /// The stub grammar lowered (set by the compile): what every build splices its tools'
     /// lowered rules into, in place (the stub grammar of hundreds of tools is not copied
-    /// for each build), and takes them out of again ([`Spliced`]).
+    /// for each build), and takes them out of again ([`Spliced`]). Builds of different
+    /// tool sets therefore take turns (each waits for the one assembling; the wait does not
+    /// count against its compile-time budget).
     base: OnceLock<Mutex<Lowered>>,
     /// The stub grammar's mask classes (set by the compile): builds refine from them.
     seed: OnceLock<ClassSeed>,
@@ -91,12 +93,13 @@ struct Lowered {
 /// The stub grammar with tools spliced in (`compile_built`); dropping it takes them out
 /// again, whatever the build's outcome: the stub grammar is as it was before.
 struct Spliced<'a> {
+    /// The stub grammar, locked.
     lowered: &'a mut Lowered,
     /// The stub grammar's numbers of rules and of counted rules.
     rules: usize,
     counted: usize,
-    /// Per tool spliced in: its slot, and the stub's body taken from there.
-    taken: Vec<(usize, Expr)>,
+    /// Per tool spliced in: its slot, and the stub's body and flag taken from there.
+    taken: Vec<(usize, Expr, bool)>,
 }
 
 impl Drop for Spliced<'_> {
@@ -106,9 +109,9 @@ impl Drop for Spliced<'_> {
         lowered.stub.truncate(self.rules);
         lowered.counted.truncate(self.counted);
         lowered.rebuilt = Vec::new();
-        for (slot, body) in self.taken.drain(..) {
+        for (slot, body, stub) in self.taken.drain(..) {
             lowered.grammar.rules[slot].body = body;
-            lowered.stub[slot] = true;
+            lowered.stub[slot] = stub;
         }
     }
 }
@@ -386,13 +389,10 @@ impl GrammarCompiler {
             return self.compile_stubbed(shared, deadline);
         };
         let ir = shared.ir();
-        // Each tool is lowered before the stub grammar is locked.
-        let mut tools = Vec::new();
-        for &r in built {
-            let name = ir.rules[r as usize].name.as_str();
-            tools.push((name, lowered_component(ir, r, &shared.always)?));
-        }
+        let waiting = std::time::Instant::now();
         let mut base = base.lock().unwrap_or_else(|e| e.into_inner());
+        // Builds of other tool sets take turns here: the wait is not this build's time.
+        let deadline = &deadline.paused_for(waiting.elapsed());
         let rules = base.grammar.rules.len();
         let mut spliced = Spliced {
             counted: base.counted.len(),
@@ -402,13 +402,15 @@ impl GrammarCompiler {
         };
         let lowered = &mut *spliced.lowered;
         lowered.rebuilt = vec![false; rules];
-        for (name, (tool, tool_counted)) in tools {
+        for &r in built {
+            let name = ir.rules[r as usize].name.as_str();
             let Some(slot) = lowered.grammar.rules[..rules]
                 .iter()
                 .position(|x| x.name == name)
             else {
                 continue;
             };
+            let (tool, tool_counted) = lowered_component(ir, r, &shared.always)?;
             // The tool's root takes the stub's place; its other rules go at the end.
             let mut next = lowered.grammar.rules.len() as u32;
             let new_id: Vec<u32> = (0..tool.rules.len())
@@ -429,7 +431,7 @@ impl GrammarCompiler {
                 if i == tool.root.index() {
                     let body = std::mem::replace(&mut rule.body, Expr::Empty);
                     let stub = std::mem::replace(&mut lowered.grammar.rules[slot].body, body);
-                    spliced.taken.push((slot, stub));
+                    spliced.taken.push((slot, stub, lowered.stub[slot]));
                     lowered.stub[slot] = false;
                     lowered.rebuilt[slot] = true;
                 } else {
@@ -662,7 +664,7 @@ mod tests {
         let three = more.expand(Some(&left[..2])).unwrap();
         assert_eq!(three.deferred.as_deref().unwrap().stubs(), 1);
         assert_eq!(base(&g), before, "after a build of three tools");
-        // A limit that the stub grammar meets and every build passes.
+        // A limit that the stub grammar meets and every build exceeds.
         let limits = crate::Limits {
             max_automaton_nodes: g.aut.nodes.len(),
             ..crate::Limits::default()
@@ -670,6 +672,8 @@ mod tests {
         let tight = compile(limits);
         let before = base(&tight);
         let d = tight.deferred.as_deref().unwrap();
+        let mut stubs: Vec<u32> = d.stub_roots.keys().copied().collect();
+        stubs.sort_unstable();
         let err = d.expand(Some(&stubs[..1])).unwrap_err();
         assert!(err.contains("automaton"), "{err}");
         assert_eq!(base(&tight), before, "after a build that failed");
