@@ -681,35 +681,27 @@ mod tests {
     /// A random grammar over `a`, `b` and `c`: rules `r0` (the root) to `r{rules - 2}` and
     /// `tool`, every rule free to call any other (`tool` included, which is the deferral
     /// root of [`the_walk_equals_token_by_token_reading`]).
-    fn random_grammar(seed: &mut u64, rules: usize) -> Grammar {
-        fn next(seed: &mut u64) -> u64 {
-            *seed ^= *seed << 13;
-            *seed ^= *seed >> 7;
-            *seed ^= *seed << 17;
-            *seed
-        }
-        fn expr(seed: &mut u64, rules: usize, depth: u32) -> Expr {
-            let pick = next(seed) % if depth > 2 { 3 } else { 6 };
+    fn random_grammar(rand: &mut impl FnMut(u64) -> u64, rules: usize) -> Grammar {
+        fn expr(rand: &mut impl FnMut(u64) -> u64, rules: usize, depth: u32) -> Expr {
+            let pick = rand(if depth > 2 { 3 } else { 6 });
             match pick {
-                0 => Expr::Bytes(
-                    (0..1 + next(seed) % 2)
-                        .map(|_| b'a' + (next(seed) % 3) as u8)
-                        .collect(),
-                ),
-                1 => Expr::Rule(RuleId((next(seed) % rules as u64) as u32)),
+                0 => Expr::Bytes((0..1 + rand(2)).map(|_| b'a' + rand(3) as u8).collect()),
+                1 => Expr::Rule(RuleId(rand(rules as u64) as u32)),
                 2 => Expr::Empty,
                 3 | 4 => {
-                    let parts = (0..1 + next(seed) % 3).map(|_| expr(seed, rules, depth + 1));
+                    let parts: Vec<Expr> = (0..1 + rand(3))
+                        .map(|_| expr(rand, rules, depth + 1))
+                        .collect();
                     match pick {
-                        3 => Expr::Seq(parts.collect()),
-                        _ => Expr::Choice(parts.collect()),
+                        3 => Expr::Seq(parts),
+                        _ => Expr::Choice(parts),
                     }
                 }
                 // Up to 40: a counted rule (virtual nodes) when its body is bytes only.
                 _ => Expr::Repeat {
-                    expr: Box::new(expr(seed, rules, depth + 1)),
-                    min: (next(seed) % 2) as u32,
-                    max: [None, Some(2), Some(40)][(next(seed) % 3) as usize],
+                    expr: Box::new(expr(rand, rules, depth + 1)),
+                    min: rand(2) as u32,
+                    max: [None, Some(2), Some(40)][rand(3) as usize],
                 },
             }
         }
@@ -721,7 +713,7 @@ mod tests {
                     } else {
                         format!("r{i}")
                     },
-                    body: expr(seed, rules, 0),
+                    body: expr(rand, rules, 0),
                 })
                 .collect(),
             root: RuleId(0),
@@ -735,21 +727,13 @@ mod tests {
     /// byte edge.
     #[test]
     fn the_walk_equals_token_by_token_reading() {
-        let mut seed = 0x2545_F491_4F6C_DD1Du64;
+        let mut rand = crate::automaton::minimize::tests::xorshift(0x2545_F491_4F6C_DD1D);
         let (mut near_seen, mut far_seen, mut built, mut virtuals) = (0, 0, 0, 0);
         for i in 0..600 {
-            let g = random_grammar(&mut seed, 2 + i % 5);
-            let mut tokens: Vec<Vec<u8>> = (0..4 + seed % 12)
-                .map(|k| {
-                    let x = seed.rotate_left(k as u32 * 7);
-                    (0..1 + x % 6)
-                        .map(|j| b'a' + (x >> (8 + 2 * j) & 3) as u8 % 3)
-                        .collect()
-                })
+            let g = random_grammar(&mut rand, 2 + i % 5);
+            let mut tokens: Vec<Vec<u8>> = (0..4 + rand(12))
+                .map(|_| (0..1 + rand(6)).map(|_| b'a' + rand(3) as u8).collect())
                 .collect();
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
             tokens.sort();
             tokens.dedup();
             let bytes: Vec<&[u8]> = tokens.iter().map(|t| t.as_slice()).collect();
