@@ -16,7 +16,6 @@ use super::trie::TokenTrie;
 use crate::automaton::{byte_in, Automaton};
 use crate::limits::Deadline;
 use crate::parser::{Chart, Item, EXT};
-use crate::vocab::Vocabulary;
 
 /// The precomputed mask of one automaton node.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -373,7 +372,6 @@ pub(crate) fn delta_reference(
 pub(crate) fn compute_pair_mask(
     aut: &Automaton,
     trie: &TokenTrie,
-    vocab: &Vocabulary,
     node_mask: &NodeMask,
     node: u32,
     caller: u32,
@@ -397,7 +395,7 @@ pub(crate) fn compute_pair_mask(
             return None;
         }
         let id = trie.sorted[p as usize];
-        let bytes = vocab.token_bytes(id).unwrap_or(&[]);
+        let bytes = trie.bytes_at(p);
         let lcp = prev.iter().zip(bytes).take_while(|(a, b)| a == b).count();
         if failed && lcp > pushed {
             // Shares the failed prefix: same verdict as the previous token.

@@ -26,7 +26,6 @@ use super::cache::{token_set, NodeMask};
 use super::trie::TokenTrie;
 use crate::automaton::{byte_in, Counted};
 use crate::limits::Deadline;
-use crate::vocab::Vocabulary;
 
 /// No edge on that byte.
 const NONE: u32 = u32::MAX;
@@ -511,7 +510,6 @@ pub(crate) fn derive_mask(
     to_min: u32,
     to_max: u32,
     trie: &TokenTrie,
-    vocab: &Vocabulary,
     words: usize,
 ) -> NodeMask {
     let mut bits = base.bits.clone();
@@ -536,7 +534,7 @@ pub(crate) fn derive_mask(
             }
             if r == SATURATED && to_max > SATURATED as u32 {
                 // Maybe fewer restarts than `to_max`: run it.
-                let bytes = vocab.token_bytes(trie.sorted[p]).unwrap_or(&[]);
+                let bytes = trie.bytes_at(p as u32);
                 match verdict(base, bytes, to_min, to_max) {
                     Verdict::Accepted => continue,
                     Verdict::Uncertain => again.push(p as u32),
@@ -551,7 +549,7 @@ pub(crate) fn derive_mask(
         }
     }
     let uncertain_of = |p: u32| {
-        let bytes = vocab.token_bytes(trie.sorted[p as usize]).unwrap_or(&[]);
+        let bytes = trie.bytes_at(p);
         let v = verdict(base, bytes, to_min, to_max);
         debug_assert_ne!(v, Verdict::Accepted);
         v == Verdict::Uncertain

@@ -214,7 +214,7 @@ impl CompiledGrammar {
         deadline: &Deadline,
     ) -> Result<NodeMask, LimitExceeded> {
         self.walked(deadline, || {
-            compute_pair_mask(&self.aut, &self.trie, &self.vocab, own, n, caller, deadline)
+            compute_pair_mask(&self.aut, &self.trie, own, n, caller, deadline)
         })
     }
 
@@ -440,7 +440,6 @@ impl CompiledGrammar {
             to_min,
             to_max,
             &self.trie,
-            &self.vocab,
             self.vocab.bitmask_words(),
         ))
     }

@@ -25,6 +25,12 @@ pub struct TokenTrie {
     pub(crate) tok_here_end: Vec<u32>,
     /// `pos_of[id]`: position of token `id` in `sorted`, or `u32::MAX`.
     pub(crate) pos_of: Vec<u32>,
+    /// The tokens' bytes in `sorted`'s order, end to end: position `p`'s are
+    /// `sorted_bytes[sorted_start[p]..sorted_start[p + 1]]` ([`TokenTrie::bytes_at`]).
+    /// Walks that visit tokens in trie order (context masks, uncertain tokens) then read
+    /// memory in order instead of one vocabulary entry per token here and there.
+    sorted_bytes: Vec<u8>,
+    sorted_start: Vec<u32>,
     /// Text tokens (ids, ascending) with a `"` byte: those that can close a JSON string.
     pub(crate) quote_tokens: Vec<u32>,
     /// Text tokens (ids, ascending) with two `"` bytes, or a `"` and a `\`: those that can
@@ -157,7 +163,16 @@ impl TokenTrie {
                 }
             }
         }
+        let mut sorted_start = Vec::with_capacity(sorted.len() + 1);
+        let mut sorted_bytes = Vec::new();
+        for &id in &sorted {
+            sorted_start.push(sorted_bytes.len() as u32);
+            sorted_bytes.extend_from_slice(bytes_of(id));
+        }
+        sorted_start.push(sorted_bytes.len() as u32);
         let mut trie = TokenTrie {
+            sorted_bytes,
+            sorted_start,
             slices: Vec::new(),
             deepest: Vec::new(),
             text_ids: {
@@ -239,6 +254,17 @@ impl TokenTrie {
         }
     }
 
+    /// The bytes of the token at position `p` of [`Self::sorted`] (`p` < the number of
+    /// text tokens), read from a copy laid out in that order.
+    #[inline]
+    pub(crate) fn bytes_at(&self, p: u32) -> &[u8] {
+        let (a, b) = (
+            self.sorted_start[p as usize] as usize,
+            self.sorted_start[p as usize + 1] as usize,
+        );
+        &self.sorted_bytes[a..b]
+    }
+
     /// Number of trie nodes.
     pub fn node_count(&self) -> usize {
         self.byte.len()
@@ -267,6 +293,8 @@ impl TokenTrie {
             + self.tok_start.capacity() * 4
             + self.tok_here_end.capacity() * 4
             + self.pos_of.capacity() * 4
+            + self.sorted_bytes.capacity()
+            + self.sorted_start.capacity() * 4
             + self.roots.capacity() * 4
             + self.slices.iter().map(|s| s.memory_bytes()).sum::<usize>()
             + self.text_ids.len() * 4

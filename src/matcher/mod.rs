@@ -995,7 +995,7 @@ impl GrammarMatcher {
         // Context-dependent tokens: run each through the full chart, sharing prefixes.
         let by_position = |p: &u32| {
             let id = compiled.trie.sorted[*p as usize];
-            (id, compiled.vocab.token_bytes(id).unwrap_or(&[]))
+            (id, compiled.trie.bytes_at(*p))
         };
         let memo = &mut self.uncertain_memo;
         let seen_before = !in_key
