@@ -367,9 +367,11 @@ impl Unique {
 /// a lower bound on the bytes from each node to a call of a stub rule (byte edges, calls,
 /// completions back to any call site of the rule; special-token edges are tokens of their
 /// own and end every path), capped at `reach` (the longest text token plus one). Counted
-/// rules may end at once; every call site counts as a caller. Each bound is the least
-/// fixed point from above of its equations, found by one sweep over the nodes and then
-/// only the nodes whose inputs dropped ([`Readers::relax`]): about one pass over the edges.
+/// rules may end at once; every call site counts as a caller. The node bounds are the
+/// greatest solution of their equations at most `reach`, found by one sweep over the
+/// nodes and then only the nodes whose inputs dropped ([`Readers::relax`]): about one pass
+/// over the edges. The bounds per rule (from its end) are then found by rounds over the
+/// call sites.
 pub(crate) fn near_stubs(aut: &Automaton, stub: &[bool], reach: u32) -> NearStubs {
     let readers = Readers::of(aut);
     near_stubs_by(aut, stub, reach, |_, step| readers.relax(step))
@@ -488,8 +490,8 @@ fn near_stubs_by(
 struct Readers {
     /// Compressed rows (`refine`'s [`dependents`](super::refine::dependents)): row `t`
     /// lists the nodes whose bound reads node `t`'s (`t` the target of one of their byte or
-    /// call edges, or the start of a rule they call; virtual nodes are constants and read
-    /// by no one's row).
+    /// call edges, or the start of a rule they call; virtual nodes are constants and have
+    /// no row).
     offsets: Vec<u32>,
     rows: Vec<u32>,
     /// The real nodes, each after the nodes it reads but around cycles (a depth-first
@@ -502,21 +504,7 @@ struct Readers {
 impl Readers {
     fn of(aut: &Automaton) -> Readers {
         let nodes = aut.nodes.len();
-        let mut pairs: Vec<(u32, u32)> =
-            Vec::with_capacity(aut.byte_edges.len() + 2 * aut.call_edges.len());
-        for n in 0..nodes as u32 {
-            for e in aut.bytes_of(n) {
-                pairs.push((e.target, n));
-            }
-            for c in aut.calls_of(n) {
-                pairs.push((c.target, n));
-                pairs.push((aut.rule_start[c.rule as usize], n));
-            }
-        }
-        pairs.retain(|&(t, _)| (t as usize) < nodes);
-        let (offsets, rows) = super::refine::dependents(nodes, &pairs);
-        // Post-order of a depth-first search along "reads": a node after every node it
-        // reads, but around cycles.
+        // The `k`-th node that node `n` reads (virtual ones and `u32::MAX` included).
         let reads = |n: u32, k: usize| -> Option<u32> {
             let bytes = aut.bytes_of(n);
             if k < bytes.len() {
@@ -528,6 +516,25 @@ impl Readers {
                 _ => aut.rule_start[c.rule as usize],
             })
         };
+        let mut pairs: Vec<(u32, u32)> =
+            Vec::with_capacity(aut.byte_edges.len() + 2 * aut.call_edges.len());
+        // The same nodes as `reads` lists (written out: a pass over the edges, not a call
+        // per read). A read missing here would leave a bound stale; the test against
+        // whole rounds finds it.
+        for n in 0..nodes as u32 {
+            for e in aut.bytes_of(n) {
+                pairs.push((e.target, n));
+            }
+            for c in aut.calls_of(n) {
+                pairs.push((c.target, n));
+                pairs.push((aut.rule_start[c.rule as usize], n));
+            }
+        }
+        pairs.retain(|&(t, _)| (t as usize) < nodes);
+        let (offsets, rows) = super::refine::dependents(nodes, &pairs);
+        drop(pairs);
+        // Post-order of a depth-first search along "reads": a node after every node it
+        // reads, but around cycles.
         let mut order: Vec<u32> = Vec::with_capacity(nodes);
         let mut visited = vec![false; nodes];
         let mut stack: Vec<(u32, usize)> = Vec::new();

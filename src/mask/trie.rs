@@ -164,7 +164,8 @@ impl TokenTrie {
             }
         }
         let mut sorted_start = Vec::with_capacity(sorted.len() + 1);
-        let mut sorted_bytes = Vec::new();
+        let mut sorted_bytes =
+            Vec::with_capacity(sorted.iter().map(|&id| bytes_of(id).len()).sum());
         for &id in &sorted {
             sorted_start.push(sorted_bytes.len() as u32);
             sorted_bytes.extend_from_slice(bytes_of(id));
