@@ -908,6 +908,7 @@ mod tests {
             "{built} grammars built, {virtuals} virtual nodes; {near_seen} near, {far_seen} far"
         );
     }
+
     /// Whole rounds over every node, last to first, until one changes nothing: the solver
     /// [`Readers::relax`] replaced, kept as its oracle.
     fn rounds(nodes: usize, step: &mut dyn FnMut(usize) -> bool) {
