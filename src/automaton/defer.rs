@@ -311,6 +311,124 @@ impl NearStubs {
                 .sum::<usize>()
     }
 
+    /// The same analysis without its memo of trie walks (what a build starts from).
+    pub(crate) fn without_memo(&self) -> NearStubs {
+        NearStubs {
+            dist: self.dist.clone(),
+            ret: self.ret.clone(),
+            reach: self.reach,
+            stub: self.stub.clone(),
+            returns: self.returns.clone(),
+            decided: Vec::new(),
+        }
+    }
+
+    /// The analysis of `aut`, this analysis's automaton with tools spliced in as `splice`
+    /// says ([`Automaton::splice`](super::Automaton::splice)), without solving the stub
+    /// grammar's part again. Its nodes and rules keep their bounds: a stub built is one
+    /// path fewer to a stub and its body at least as long as the stub's one byte, so every
+    /// bound of the stub grammar is still a lower bound (smaller bounds only send more
+    /// nodes to the trie walk, which decides exactly). A tool's nodes reach no stub inside
+    /// it (its rules call only its own): from there, the bytes to its rule's end, then the
+    /// rule's bound from its end, solved over the tool's nodes and call sites alone (its
+    /// root's from the stub's call sites, and any recursive ones). `None` when a tool's
+    /// root can end within less than one byte (then solve the whole with [`near_stubs`]).
+    pub(crate) fn spliced(
+        &self,
+        aut: &Automaton,
+        splice: &super::splice::Splice,
+    ) -> Option<NearStubs> {
+        let cap = self.reach;
+        let (base_nodes, base_rules) = (splice.base_nodes as usize, splice.base_rules as usize);
+        let (nodes, rules) = (aut.nodes.len(), aut.rule_start.len());
+        let new = base_nodes..nodes;
+        // m[n - base_nodes]: fewest bytes from a new node to its rule's end (virtual: 0).
+        let mut m = vec![cap; nodes - base_nodes];
+        let at = |m: &[u32], n: u32| -> u32 {
+            match (n as usize).checked_sub(base_nodes) {
+                Some(i) if i < m.len() => m[i],
+                _ => 0,
+            }
+        };
+        loop {
+            let mut changed = false;
+            for n in new.clone().rev() {
+                let mut best = if aut.nodes[n].is_final { 0 } else { cap };
+                for e in aut.bytes_of(n as u32) {
+                    best = best.min(at(&m, e.target).saturating_add(1));
+                }
+                for c in aut.calls_of(n as u32) {
+                    let start = aut.rule_start[c.rule as usize];
+                    best = best.min(at(&m, start).saturating_add(at(&m, c.target)));
+                }
+                if best.min(cap) < m[n - base_nodes] {
+                    m[n - base_nodes] = best.min(cap);
+                    changed = true;
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        let mut stub = self.stub.clone();
+        stub.resize(rules, false);
+        let mut ret = self.ret.clone();
+        ret.resize(rules, cap);
+        for &(slot, _) in &splice.slots {
+            stub[slot as usize] = false;
+            let start = aut.rule_start[slot as usize];
+            if !aut.is_virtual(start) && at(&m, start) == 0 {
+                return None;
+            }
+        }
+        let mut returns = self.returns.clone();
+        returns.resize(rules, Vec::new());
+        for n in new.clone() {
+            for c in aut.calls_of(n as u32) {
+                returns[c.rule as usize].push(c.target);
+            }
+        }
+        // The tools' rule bounds, by rounds over their call sites (targets are new nodes).
+        let d = |ret: &[u32], t: u32| -> u32 {
+            let r = aut.rule_of(t) as usize;
+            at(&m, t).saturating_add(ret[r]).min(cap)
+        };
+        loop {
+            let mut changed = false;
+            for n in new.clone() {
+                for c in aut.calls_of(n as u32) {
+                    let v = d(&ret, c.target);
+                    if v < ret[c.rule as usize] {
+                        ret[c.rule as usize] = v;
+                        changed = true;
+                    }
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        let mut dist = self.dist.clone();
+        dist.extend(new.map(|n| d(&ret, n as u32)));
+        debug_assert!(base_rules <= rules && dist.len() == nodes);
+        Some(NearStubs {
+            dist,
+            ret,
+            reach: cap,
+            stub,
+            returns,
+            decided: (0..nodes)
+                .map(|_| std::sync::atomic::AtomicU8::new(0))
+                .collect(),
+        })
+    }
+
+    /// The bounds per real node and per rule, and the cap.
+    #[cfg(test)]
+    pub(crate) fn bounds(&self) -> (&[u32], &[u32], u32) {
+        (&self.dist, &self.ret, self.reach)
+    }
+
     /// Number of real nodes within reach by the lower bound.
     #[cfg(test)]
     pub(crate) fn near_nodes(&self) -> usize {

@@ -16,6 +16,7 @@ mod nullable;
 mod refine;
 mod regular;
 pub(crate) mod rule_cache;
+pub(crate) mod splice;
 
 use crate::grammar::{Expr, Grammar, RuleId, TokenRef};
 use crate::limits::{Deadline, Limit, LimitExceeded, Limits};
@@ -439,6 +440,31 @@ impl Automaton {
         let end = a.compute_nullable();
         a.compute_follow(&end);
         Ok(a)
+    }
+
+    /// Heap bytes held.
+    pub(crate) fn memory_bytes(&self) -> usize {
+        let counted: usize = self
+            .counted
+            .iter()
+            .map(|c| {
+                c.edges.capacity() * 8 + c.body_edges.capacity() * 8 + c.body_final.capacity() + 64
+            })
+            .sum();
+        counted
+            + self.nodes.capacity() * std::mem::size_of::<Node>()
+            + self.byte_edges.capacity() * 8
+            + self.call_edges.capacity() * 8
+            + self.token_edges.capacity() * 8
+            + self.rule_start.capacity() * 4
+            + self.nullable.capacity()
+            + self.follow.capacity() * 32
+            + self
+                .rule_names
+                .iter()
+                .map(|n| n.capacity() + 24)
+                .sum::<usize>()
+            + self.key_filters.as_deref().map_or(0, |f| f.memory_bytes())
     }
 
     /// Removes every edge into a dead end: a node from which its rule can never complete,
@@ -912,31 +938,31 @@ impl Automaton {
         Ok(())
     }
 
-    /// `end`: from [`Automaton::compute_nullable`].
+    /// `end`: from [`Automaton::compute_nullable`]. Least fixed points by rounds over the
+    /// nodes with call edges only (the others' first bytes are their own edges').
     fn compute_follow(&mut self, end: &[bool]) {
         // first[n]: bytes that can come first from node n (through calls and nullable calls).
         let mut first: Vec<[u64; 4]> = vec![[0; 4]; self.nodes.len()];
         for (n, f) in first.iter_mut().enumerate() {
             for e in self.bytes_of(n as u32) {
-                for b in e.lo..=e.hi {
-                    f[(b >> 6) as usize] |= 1 << (b & 63);
-                }
+                add_range(f, e.lo, e.hi);
             }
         }
         // First bytes of counted rules: those of their body's start state.
         let mut counted_first: Vec<[u64; 4]> = vec![[0; 4]; self.rule_start.len()];
         for c in &self.counted {
             for e in c.edges_of(0) {
-                for b in e.lo..=e.hi {
-                    counted_first[c.rule as usize][(b >> 6) as usize] |= 1 << (b & 63);
-                }
+                add_range(&mut counted_first[c.rule as usize], e.lo, e.hi);
             }
         }
+        let callers: Vec<u32> = (0..self.nodes.len() as u32)
+            .filter(|&n| !self.calls_of(n).is_empty())
+            .collect();
         loop {
             let mut changed = false;
-            for n in 0..self.nodes.len() {
-                let mut acc = first[n];
-                for c in self.calls_of(n as u32) {
+            for &n in &callers {
+                let mut acc = first[n as usize];
+                for c in self.calls_of(n) {
                     let s = self.rule_start[c.rule as usize];
                     let f = if self.is_virtual(s) {
                         counted_first[c.rule as usize]
@@ -948,8 +974,8 @@ impl Automaton {
                         or_into(&mut acc, &first[c.target as usize]);
                     }
                 }
-                if acc != first[n] {
-                    first[n] = acc;
+                if acc != first[n as usize] {
+                    first[n as usize] = acc;
                     changed = true;
                 }
             }
@@ -959,9 +985,9 @@ impl Automaton {
         }
         loop {
             let mut changed = false;
-            for n in 0..self.nodes.len() {
-                let caller = self.nodes[n].rule as usize;
-                let (cs, ce) = self.nodes[n].calls;
+            for &n in &callers {
+                let caller = self.nodes[n as usize].rule as usize;
+                let (cs, ce) = self.nodes[n as usize].calls;
                 for ci in cs..ce {
                     let c = self.call_edges[ci as usize];
                     let mut acc = self.follow[c.rule as usize];
@@ -983,6 +1009,15 @@ impl Automaton {
     }
 }
 
+/// Adds the bytes `lo..=hi` to the 256-bit set `f`.
+fn add_range(f: &mut [u64; 4], lo: u8, hi: u8) {
+    for w in (lo >> 6)..=(hi >> 6) {
+        let from = lo.max(w << 6) - (w << 6);
+        let to = hi.min((w << 6) | 63) - (w << 6);
+        f[w as usize] |= (u64::MAX >> (63 - to)) & (u64::MAX << from);
+    }
+}
+
 fn or_into(a: &mut [u64; 4], b: &[u64; 4]) {
     for i in 0..4 {
         a[i] |= b[i];
@@ -999,6 +1034,22 @@ pub(crate) fn byte_in(s: &[u64; 4], b: u8) -> bool {
 mod tests {
     use super::*;
     use crate::grammar::ebnf::parse_ebnf;
+
+    /// A byte range added word-wise sets exactly the bits a byte-by-byte loop sets.
+    #[test]
+    fn add_range_sets_exactly_the_range() {
+        for lo in 0..=255u8 {
+            for hi in lo..=255u8 {
+                let mut by_byte = [0u64; 4];
+                for b in lo..=hi {
+                    by_byte[(b >> 6) as usize] |= 1 << (b & 63);
+                }
+                let mut f = [0u64; 4];
+                add_range(&mut f, lo, hi);
+                assert_eq!(f, by_byte, "{lo}..={hi}");
+            }
+        }
+    }
 
     fn automaton(src: &str) -> Automaton {
         let g = parse_ebnf(src, "root").unwrap();

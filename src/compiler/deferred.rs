@@ -29,7 +29,7 @@ use super::pipeline::{KeyChecks, Source};
 use super::{CompileError, CompiledGrammar, GrammarCompiler};
 use crate::automaton::defer::{near_stubs, stub_rules, stubbed, NearStubs};
 use crate::automaton::lower::{inline_rules, lower_repeats, simplify_repeats};
-use crate::automaton::ClassSeed;
+use crate::automaton::{Automaton, ClassSeed};
 use crate::grammar::{Expr, Grammar, TokenRef};
 use crate::limits::Deadline;
 use rustc_hash::FxHashMap;
@@ -77,6 +77,20 @@ struct Shared {
     base: OnceLock<Mutex<Lowered>>,
     /// The stub grammar's mask classes (set by the compile): builds refine from them.
     seed: OnceLock<ClassSeed>,
+    /// The stub grammar's automaton and near-stub analysis, with its stub rules by IR rule
+    /// id (set by the compile when its pruning removed nothing): builds splice their tools'
+    /// automata into a copy of it ([`Automaton::splice`]) instead of assembling every rule
+    /// of the tag again.
+    spliceable: OnceLock<Spliceable>,
+}
+
+/// What [`Shared::spliceable`] keeps.
+#[derive(Debug)]
+struct Spliceable {
+    aut: Automaton,
+    near: NearStubs,
+    /// The automaton rule of each deferral root's stub, by IR rule id.
+    slots: FxHashMap<u32, u32>,
 }
 
 /// A lowered grammar with its counted rules and, per rule, whether it is a stub.
@@ -237,7 +251,14 @@ impl Deferred {
                 .unwrap_or(0),
         };
         let seed = match self.owner {
-            true => self.shared.seed.get().map_or(0, ClassSeed::memory_bytes),
+            true => {
+                self.shared.seed.get().map_or(0, ClassSeed::memory_bytes)
+                    + self
+                        .shared
+                        .spliceable
+                        .get()
+                        .map_or(0, |s| s.aut.memory_bytes() + s.near.memory_bytes())
+            }
             false => 0,
         };
         self.near.memory_bytes() + self.stub_roots.len() * 16 + builds + seed
@@ -308,6 +329,7 @@ impl GrammarCompiler {
             kept: AtomicBool::new(true),
             base: OnceLock::new(),
             seed: OnceLock::new(),
+            spliceable: OnceLock::new(),
         });
         let (mut compiled, parts) = self.compile_stubbed(&shared, &deadline)?;
         let Some((near, stub_roots)) = parts else {
@@ -388,6 +410,9 @@ impl GrammarCompiler {
         let Some(base) = shared.base.get() else {
             return self.compile_stubbed(shared, deadline);
         };
+        if let Some(spliceable) = shared.spliceable.get() {
+            return self.compile_spliced(shared, spliceable, built, deadline);
+        }
         let ir = shared.ir();
         let waiting = std::time::Instant::now();
         let mut base = base.lock().unwrap_or_else(|e| e.into_inner());
@@ -483,13 +508,88 @@ impl GrammarCompiler {
         // No text token reaches a stub call from a node farther than the longest token.
         let reach = compiled.max_token_len.saturating_add(1);
         let near = near_stubs(&compiled.aut, &lowered.stub, reach);
-        let stub_roots = (0..lowered.grammar.rules.len())
+        let stub_roots: FxHashMap<u32, u32> = (0..lowered.grammar.rules.len())
             .filter(|&r| lowered.stub[r])
             .filter_map(|r| {
                 let root = shared.root_ids.get(&lowered.grammar.rules[r].name)?;
                 Some((r as u32, *root))
             })
             .collect();
+        if lowered.rebuilt.is_empty() && !compiled.aut.had_dead_ends && shared.seed.get().is_some()
+        {
+            let _ = shared.spliceable.set(Spliceable {
+                aut: compiled.aut.clone(),
+                near: near.without_memo(),
+                slots: stub_roots.iter().map(|(&a, &r)| (r, a)).collect(),
+            });
+        }
+        Ok((compiled, Some((near, stub_roots))))
+    }
+
+    /// The grammar with the deferral roots `built` (ascending IR rule ids) built, spliced
+    /// into the stub grammar's automaton (`spliceable`): each tool's rules lowered and
+    /// built alone (a tool's rules call no rule outside its schema), then appended in its
+    /// stub's place ([`Automaton::splice`]); the mask classes refined from the stub
+    /// grammar's, and the near-stub bounds carried over ([`NearStubs::spliced`]).
+    #[allow(clippy::type_complexity)]
+    fn compile_spliced(
+        &self,
+        shared: &Shared,
+        spliceable: &Spliceable,
+        built: &[u32],
+        deadline: &Deadline,
+    ) -> Result<(CompiledGrammar, Option<(NearStubs, FxHashMap<u32, u32>)>), CompileError> {
+        let ir = shared.ir();
+        let token = |t: &TokenRef| shared.resolved.get(t).copied().unwrap_or(0);
+        let mut tools = Vec::with_capacity(built.len());
+        for &r in built {
+            let Some(&slot) = spliceable.slots.get(&r) else {
+                continue;
+            };
+            let (tool, tool_counted) = lowered_component(ir, r, &shared.always)?;
+            let cache = Some(&*self.rule_automata);
+            let aut = Automaton::build(
+                &tool,
+                &tool_counted,
+                &token,
+                &self.limits,
+                deadline,
+                cache,
+                &[],
+            )?;
+            tools.push((slot, aut));
+        }
+        let parts: Vec<(u32, &Automaton)> = tools.iter().map(|(s, a)| (*s, a)).collect();
+        let (aut, splice) = spliceable.aut.splice(&parts, &self.limits)?;
+        let mut rebuilt = vec![false; splice.base_rules as usize];
+        for &(slot, _) in &splice.slots {
+            rebuilt[slot as usize] = true;
+        }
+        let seed = shared.seed.get().map(|s| (s, &rebuilt[..]));
+        let keys = KeyChecks::default();
+        let compiled = self.assemble_automaton(aut, &shared.source, false, keys, deadline, seed)?;
+        let stub_roots: FxHashMap<u32, u32> = spliceable
+            .slots
+            .iter()
+            .filter(|(r, _)| built.binary_search(r).is_err())
+            .map(|(&r, &a)| (a, r))
+            .collect();
+        if stub_roots.is_empty() {
+            return Ok((compiled, None));
+        }
+        let near = match spliceable.near.spliced(&compiled.aut, &splice) {
+            Some(near) => near,
+            None => {
+                let stub: Vec<bool> = (0..compiled.aut.rule_start.len() as u32)
+                    .map(|a| stub_roots.contains_key(&a))
+                    .collect();
+                near_stubs(
+                    &compiled.aut,
+                    &stub,
+                    compiled.max_token_len.saturating_add(1),
+                )
+            }
+        };
         Ok((compiled, Some((near, stub_roots))))
     }
 }
@@ -742,5 +842,93 @@ mod tests {
         let all = d.expand(None).unwrap();
         assert!(all.deferred.is_none());
         assert!(all.aut.is_stable_partition(&all.mask_class));
+    }
+
+    /// A build splices its tool's automaton into a copy of the stub grammar's: the stub
+    /// grammar's nodes keep their ids, rules and edges (but the stub's own, left with no
+    /// edge in a rule of their own), the tool's nodes come after, in the stub's rule and
+    /// new ones. The near-stub bounds carried over are lower bounds: at most those solved
+    /// again on the whole automaton, and equal on the tool's nodes.
+    #[test]
+    fn a_build_splices_its_tool_into_the_stub_grammars_automaton() {
+        let tools: Vec<(String, serde_json::Value)> = (0..4)
+            .map(|i| {
+                let schema = serde_json::json!({
+                    "type": "object",
+                    "properties": {
+                        format!("p{i}"): {"type": "string"},
+                        "list": {"type": "array", "items": {"type": "integer"}}
+                    },
+                    "required": [format!("p{i}")]
+                });
+                (format!("tool_{i}"), schema)
+            })
+            .collect();
+        let tag = crate::structural_tag::hermes_like_tag(&tools, false);
+        // A long token, so that bounds from the tool's nodes fall under the cap.
+        let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+        for a in b' '..=b'~' {
+            tokens.extend((b' '..=b'~').map(|b| vec![a, b]));
+        }
+        tokens.push(vec![b' '; 120]);
+        let stop = tokens.len() as u32;
+        tokens.push(b"</s>".to_vec());
+        let vocab = Vocabulary::from_token_bytes(&tokens, &[stop], &[stop]).unwrap();
+        let g = GrammarCompiler::new(Arc::new(vocab))
+            .with_precompute(Precompute::Lazy)
+            .with_deferred_tool_rules(true)
+            .compile_structural_tag(&tag)
+            .unwrap();
+        let d = g.deferred.as_deref().expect("the tag defers its tools");
+        assert!(
+            d.shared.spliceable.get().is_some(),
+            "the compile keeps its automaton"
+        );
+        let mut stubs: Vec<u32> = d.stub_roots.keys().copied().collect();
+        stubs.sort_unstable();
+        let slot = stubs[1];
+        let one = d.expand(Some(&[slot])).unwrap();
+        let (a, b) = (&g.aut, &one.aut);
+        b.check_indices().unwrap();
+        assert!(b.nodes.len() > a.nodes.len());
+        for n in 0..a.nodes.len() as u32 {
+            let (old, new) = (a.nodes[n as usize].rule, b.nodes[n as usize].rule);
+            if old == slot {
+                assert!(b.rule_names[new as usize].ends_with("#stub"), "node {n}");
+                assert!(!b.has_edges(n) && !b.nodes[n as usize].is_final, "node {n}");
+            } else {
+                assert_eq!(new, old, "node {n}");
+                assert_eq!(b.bytes_of(n), a.bytes_of(n), "node {n}");
+                assert_eq!(b.calls_of(n), a.calls_of(n), "node {n}");
+            }
+        }
+        let rules = a.rule_start.len() as u32;
+        assert!(b.nodes[a.nodes.len()..]
+            .iter()
+            .all(|x| x.rule == slot || x.rule >= rules));
+        assert_eq!(b.rule_start[slot as usize], a.nodes.len() as u32);
+        // The bounds carried over against the same analysis solved on the whole.
+        let near = &one.deferred.as_deref().expect("three tools left").near;
+        let stub: Vec<bool> = (0..b.rule_start.len() as u32)
+            .map(|r| near.is_stub(r))
+            .collect();
+        assert_eq!(stub.iter().filter(|&&s| s).count(), 3);
+        let (dist, ret, reach) = near.bounds();
+        let full = crate::automaton::defer::near_stubs(b, &stub, reach);
+        let (full_dist, full_ret, _) = full.bounds();
+        assert_eq!(dist.len(), full_dist.len());
+        for n in 0..dist.len() {
+            assert!(
+                dist[n] <= full_dist[n],
+                "node {n}: {} > {}",
+                dist[n],
+                full_dist[n]
+            );
+            if n >= a.nodes.len() {
+                assert_eq!(dist[n], full_dist[n], "tool node {n}");
+            }
+        }
+        assert!(ret.iter().zip(full_ret).all(|(x, y)| x <= y));
+        assert!(dist[a.nodes.len()..].iter().any(|&x| x < reach));
     }
 }

@@ -379,19 +379,7 @@ impl CompiledGrammar {
     /// Heap memory of this grammar in bytes: automata plus the masks computed so far (the
     /// shared vocabulary and trie are not counted).
     pub fn memory_bytes(&self) -> usize {
-        let a = &self.aut;
-        let aut = a.nodes.capacity() * std::mem::size_of::<crate::automaton::Node>()
-            + a.byte_edges.capacity() * 8
-            + a.call_edges.capacity() * 8
-            + a.token_edges.capacity() * 8
-            + a.rule_start.capacity() * 4
-            + a.nullable.capacity()
-            + a.follow.capacity() * 32
-            + a.rule_names
-                .iter()
-                .map(|n| n.capacity() + 24)
-                .sum::<usize>()
-            + a.key_filters.as_deref().map_or(0, |f| f.memory_bytes());
+        let aut = self.aut.memory_bytes();
         // Each mask once, whether node masks or virtual masks hold it (`mask::intern`).
         let mut seen = FxHashSet::default();
         let masks: usize = self.node_mask_bytes_seen(&mut seen)
@@ -444,19 +432,11 @@ impl CompiledGrammar {
                         .sum()
                 })
                 .unwrap_or(0);
-        let counted: usize = a
-            .counted
-            .iter()
-            .map(|c| {
-                c.edges.capacity() * 8 + c.body_edges.capacity() * 8 + c.body_final.capacity() + 64
-            })
-            .sum();
         let deferred = self.deferred.as_ref().map_or(0, |d| d.memory_bytes());
         aut + masks
             + pairs
             + sites
             + virt
-            + counted
             + deferred
             + self.has_mask.capacity()
             + self.mask_class.capacity() * 4

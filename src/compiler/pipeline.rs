@@ -151,7 +151,7 @@ impl GrammarCompiler {
         stub: &[bool],
         seed: Option<(&crate::automaton::ClassSeed, &[bool])>,
     ) -> Result<CompiledGrammar, CompileError> {
-        let mut aut = Automaton::build(
+        let aut = Automaton::build(
             lowered,
             counted,
             &|t| resolved.get(t).copied().unwrap_or(0),
@@ -160,6 +160,20 @@ impl GrammarCompiler {
             Some(&self.rule_automata),
             stub,
         )?;
+        self.assemble_automaton(aut, grammar, unique_keys, keys, deadline, seed)
+    }
+
+    /// [`GrammarCompiler::assemble`] from the automaton `aut` of `grammar` (built, or
+    /// spliced from a stub grammar's: `compiler::deferred`): pruned, with its mask tables.
+    pub(super) fn assemble_automaton(
+        &self,
+        mut aut: Automaton,
+        grammar: &Arc<Grammar>,
+        unique_keys: bool,
+        keys: KeyChecks<'_>,
+        deadline: &Deadline,
+        seed: Option<(&crate::automaton::ClassSeed, &[bool])>,
+    ) -> Result<CompiledGrammar, CompileError> {
         if unique_keys {
             aut.key_filters = KeyFilters::resolve(&aut.rule_names, keys.filters)
                 .map(|f| Arc::new(f.with_suspects(&self.trie, &self.vocab)));
