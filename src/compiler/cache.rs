@@ -162,13 +162,14 @@ impl GrammarCompiler {
         }
     }
 
-    /// Compiles through the cache: the grammar of (`kind`, `source`, `options` and this
-    /// compiler's precompute mode and limits) if held, else `compile()`'s, kept.
+    /// Compiles through the cache: the grammar of (`kind`, the (source, options) that
+    /// `key()` writes, and this compiler's precompute mode and limits) if held, else
+    /// `compile()`'s, kept. `key()` is called only when the cache is enabled (writing a
+    /// large schema or tag out is a few percent of its compile).
     pub(crate) fn cached<E>(
         &self,
         kind: &'static str,
-        source: &str,
-        options: &str,
+        key: impl FnOnce() -> (String, String),
         compile: impl FnOnce() -> Result<Arc<CompiledGrammar>, E>,
     ) -> Result<Arc<CompiledGrammar>, E> {
         let _compile = crate::mask::background::ForegroundCall::enter();
@@ -176,9 +177,10 @@ impl GrammarCompiler {
         if !cache.enabled {
             return compile();
         }
+        let (source, options) = key();
         let key: Key = (
             kind,
-            source.to_string(),
+            source,
             format!("{options}|{:?}|{:?}", self.precompute, self.limits),
         );
         let slot = {

@@ -40,10 +40,14 @@ impl GrammarCompiler {
         ebnf: &str,
         root: &str,
     ) -> Result<Arc<CompiledGrammar>, CompileError> {
-        self.cached("ebnf", ebnf, root, || {
-            let g = parse_ebnf(ebnf, root)?;
-            self.compile_ir(&g)
-        })
+        self.cached(
+            "ebnf",
+            || (ebnf.to_string(), root.to_string()),
+            || {
+                let g = parse_ebnf(ebnf, root)?;
+                self.compile_ir(&g)
+            },
+        )
     }
 
     /// Compiles the built-in grammar of any JSON value (RFC 8259).
@@ -51,7 +55,7 @@ impl GrammarCompiler {
     /// # Errors
     /// None in practice; the signature matches the other compile calls.
     pub fn compile_builtin_json(&self) -> Result<Arc<CompiledGrammar>, CompileError> {
-        self.cached("builtin_json", "", "", || {
+        self.cached("builtin_json", Default::default, || {
             self.compile_ir(&crate::grammar::builtin::json_grammar())
         })
     }
@@ -64,7 +68,7 @@ impl GrammarCompiler {
     pub fn compile_builtin_json_object_or_array(
         &self,
     ) -> Result<Arc<CompiledGrammar>, CompileError> {
-        self.cached("builtin_json_object_or_array", "", "", || {
+        self.cached("builtin_json_object_or_array", Default::default, || {
             self.compile_ir(&crate::grammar::builtin::json_object_or_array_grammar())
         })
     }
@@ -130,8 +134,7 @@ impl GrammarCompiler {
         let value = schema.to_schema_value()?;
         self.cached(
             "json_schema",
-            &value.to_string(),
-            &format!("{options:?}"),
+            || (value.to_string(), format!("{options:?}")),
             || {
                 let g = json_schema::to_grammar(
                     &value,
@@ -229,10 +232,14 @@ impl GrammarCompiler {
         pattern: &str,
         opts: &RegexOptions,
     ) -> Result<Arc<CompiledGrammar>, CompileError> {
-        self.cached("regex", pattern, &format!("{opts:?}"), || {
-            let g = regex_to_grammar(pattern, opts)?;
-            self.compile_ir(&g)
-        })
+        self.cached(
+            "regex",
+            || (pattern.to_string(), format!("{opts:?}")),
+            || {
+                let g = regex_to_grammar(pattern, opts)?;
+                self.compile_ir(&g)
+            },
+        )
     }
 
     /// Compiles a structural tag in XGrammar's JSON (text, a `serde_json::Value`, or a
@@ -252,28 +259,33 @@ impl GrammarCompiler {
         } else {
             ""
         };
-        self.cached("structural_tag", &format!("{tag:?}"), options, || {
-            // The compiler's limits hold for the schemas inside the tag too.
-            let (grammar, tools, always) = structural_tag::structural_tag_to_grammar_marking_tools(
-                &tag,
-                Some(self.vocabulary()),
-                self.limits(),
-            )?;
-            if self.defer_tool_rules {
-                let run = || self.compile_deferring(grammar, tools, always);
-                match &self.pool {
-                    Some(pool) => pool.install(run),
-                    None => run(),
+        self.cached(
+            "structural_tag",
+            || (format!("{tag:?}"), options.to_string()),
+            || {
+                // The compiler's limits hold for the schemas inside the tag too.
+                let (grammar, tools, always) =
+                    structural_tag::structural_tag_to_grammar_marking_tools(
+                        &tag,
+                        Some(self.vocabulary()),
+                        self.limits(),
+                    )?;
+                if self.defer_tool_rules {
+                    let run = || self.compile_deferring(grammar, tools, always);
+                    match &self.pool {
+                        Some(pool) => pool.install(run),
+                        None => run(),
+                    }
+                } else {
+                    self.compile_ir_keeping(
+                        Source::Shared(Arc::new(grammar)),
+                        &[],
+                        &always,
+                        false,
+                        KeyChecks::default(),
+                    )
                 }
-            } else {
-                self.compile_ir_keeping(
-                    Source::Shared(Arc::new(grammar)),
-                    &[],
-                    &always,
-                    false,
-                    KeyChecks::default(),
-                )
-            }
-        })
+            },
+        )
     }
 }

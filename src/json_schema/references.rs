@@ -115,11 +115,13 @@ impl<'a> Builder<'a> {
         // The base is the one in force where the `$ref` is written. A place built by the
         // compiler (a negation, a merge) is no location: there, only a document with a
         // single resource gives the same base everywhere.
-        let written_here = ptr
-            .rsplit_once('/')
-            .and_then(|(parent, _)| self.res.lookup(self.root_schema, parent))
-            .and_then(|o| o.get("$ref"))
-            .is_some_and(|v| v == reference);
+        // (With a single resource, every place has the same base: no lookup needed.)
+        let written_here = self.res.several
+            && ptr
+                .rsplit_once('/')
+                .and_then(|(parent, _)| self.res.lookup(self.root_schema, parent))
+                .and_then(|o| o.get("$ref"))
+                .is_some_and(|v| v == reference);
         if !written_here && self.res.several {
             return Err(JsonSchemaError::Unsupported {
                 keyword: "$ref".into(),

@@ -9,6 +9,7 @@
 //! the base in force where it is written. Nothing is fetched: a document that is not given
 //! is an error naming the reference.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use serde_json::Value;
@@ -293,14 +294,20 @@ fn child(ptr: &str, token: &str) -> String {
 
 /// Unescaped tokens of the pointer part (after `#`) of a canonical location.
 pub(crate) fn location_tokens(loc: &str) -> Vec<String> {
+    location_token_iter(loc).map(Cow::into_owned).collect()
+}
+
+/// [`location_tokens`] one at a time, copied only when one has an escape (`~`).
+fn location_token_iter(loc: &str) -> impl Iterator<Item = Cow<'_, str>> {
     let frag = loc.split_once('#').map_or("", |(_, f)| f);
-    if frag.is_empty() {
-        return Vec::new();
-    }
-    frag.trim_start_matches('/')
-        .split('/')
-        .map(|t| t.replace("~1", "/").replace("~0", "~"))
-        .collect()
+    let tokens = match frag.is_empty() {
+        true => None,
+        false => Some(frag.trim_start_matches('/').split('/')),
+    };
+    tokens.into_iter().flatten().map(|t| match t.contains('~') {
+        true => Cow::Owned(t.replace("~1", "/").replace("~0", "~")),
+        false => Cow::Borrowed(t),
+    })
 }
 
 impl Resources {
@@ -423,9 +430,9 @@ impl Resources {
                 .find(|(p, _)| p[..p.len() - 1] == *prefix)?
                 .1
         };
-        for t in location_tokens(loc) {
+        for t in location_token_iter(loc) {
             cur = match cur {
-                Value::Object(o) => o.get(&t)?,
+                Value::Object(o) => o.get(t.as_ref())?,
                 Value::Array(a) => a.get(t.parse::<usize>().ok()?)?,
                 _ => return None,
             };
