@@ -950,7 +950,10 @@ impl Builder<'_> {
                 message: "must be a string".into(),
             });
         };
-        Ok(Some(match name.as_str() {
+        if let Some((e, _)) = self.formats.get(name) {
+            return Ok(Some(e.clone()));
+        }
+        let e = match name.as_str() {
             "date" => date(),
             "time" => time(),
             // RFC 3339 §5.6 NOTE: "T" may be written lowercase.
@@ -987,7 +990,21 @@ impl Builder<'_> {
                 )?;
                 return Ok(None);
             }
-        }))
+        };
+        self.formats.insert(name.clone(), (e.clone(), None));
+        Ok(Some(e))
+    }
+
+    /// The JSON-escaped form ([`json_escaped`](super::strings::json_escaped)) of `e`, the
+    /// grammar [`Builder::format`] gave for `f`: made once per format.
+    pub(crate) fn escaped_format(&mut self, f: &Value, e: &Expr) -> Option<Expr> {
+        let Some((_, escaped)) = f.as_str().and_then(|name| self.formats.get_mut(name)) else {
+            return super::strings::json_escaped(e);
+        };
+        if escaped.is_none() {
+            *escaped = super::strings::json_escaped(e);
+        }
+        escaped.clone()
     }
 }
 
@@ -995,6 +1012,37 @@ impl Builder<'_> {
 mod tests {
     use super::*;
     use crate::grammar::builtin::reference::{accepts, language};
+
+    /// A format met again is the grammar made the first time, and its JSON-escaped form
+    /// the escape of that grammar: made once per format and builder.
+    #[test]
+    fn formats_are_made_once_per_builder() {
+        let root = serde_json::json!({});
+        let mut b = super::super::Builder::new(&root, Default::default());
+        for name in STANDARD_FORMATS {
+            let f = Value::String(name.to_string());
+            let Ok(Some(first)) = b.format(&f, "#/format") else {
+                continue;
+            };
+            let escaped = b.escaped_format(&f, &first);
+            assert_eq!(
+                escaped,
+                super::super::strings::json_escaped(&first),
+                "{name}"
+            );
+            assert_eq!(
+                b.format(&f, "#/format").unwrap(),
+                Some(first.clone()),
+                "{name}"
+            );
+            assert_eq!(b.escaped_format(&f, &first), escaped, "{name}");
+            assert!(b
+                .formats
+                .get(*name)
+                .is_some_and(|(e, x)| *e == first && *x == escaped));
+        }
+        assert!(b.formats.len() >= 15, "{} formats", b.formats.len());
+    }
 
     #[test]
     fn a_split_repetition_keeps_its_bounds() {

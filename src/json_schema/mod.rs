@@ -442,6 +442,9 @@ pub(crate) struct Builder<'a> {
     pub(crate) ignored: Vec<IgnoredKeyword>,
     /// Rules of `$ref` targets, by pointer.
     pub(crate) refs: HashMap<String, RuleId>,
+    /// The grammar of each `format` met so far, by name, with its JSON-escaped form once
+    /// made (a schema with many `uri` strings builds and escapes the IRI grammar once).
+    pub(crate) formats: HashMap<String, (Expr, Option<Expr>)>,
     /// Rules of the generic JSON value and its parts.
     pub(crate) any: Option<types::AnyRules>,
     /// The rule of any JSON string (see [`Builder::string_any`]), made on first use.
@@ -541,6 +544,7 @@ impl<'a> Builder<'a> {
             refs: HashMap::new(),
             any: None,
             string_rule: None,
+            formats: HashMap::new(),
             ws_rule: None,
             external_strings: false,
             key_rules: extra_keys::KeyRules::default(),

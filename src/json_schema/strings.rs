@@ -446,11 +446,13 @@ impl Builder<'_> {
                     }
                 }
                 // Formats are grammars of decoded text (`regex` has backslashes).
-                let e = json_escaped(&e).ok_or_else(|| JsonSchemaError::Unsupported {
-                    keyword: "format".into(),
-                    pointer: child(ptr, "format"),
-                    reason: "the format's grammar is not plain text".into(),
-                })?;
+                let e = self
+                    .escaped_format(f, &e)
+                    .ok_or_else(|| JsonSchemaError::Unsupported {
+                        keyword: "format".into(),
+                        pointer: child(ptr, "format"),
+                        reason: "the format's grammar is not plain text".into(),
+                    })?;
                 return Ok(Some(seq(vec![lit("\""), e, lit("\"")])));
             }
         }
