@@ -996,15 +996,25 @@ impl Builder<'_> {
     }
 
     /// The JSON-escaped form ([`json_escaped`](super::strings::json_escaped)) of `e`, the
-    /// grammar [`Builder::format`] gave for `f`: made once per format.
+    /// grammar [`Builder::format`] gave for `f`, as a call of a rule made once per format
+    /// (`to_grammar` has it inlined where it is called from one place only).
     pub(crate) fn escaped_format(&mut self, f: &Value, e: &Expr) -> Option<Expr> {
-        let Some((_, escaped)) = f.as_str().and_then(|name| self.formats.get_mut(name)) else {
+        let Some(name) = f.as_str().filter(|n| self.formats.contains_key(*n)) else {
             return super::strings::json_escaped(e);
         };
-        if escaped.is_none() {
-            *escaped = super::strings::json_escaped(e);
+        if let Some((_, Some(rule))) = self.formats.get(name) {
+            return rule.map(Expr::Rule);
         }
-        escaped.clone()
+        let rule = super::strings::json_escaped(e).map(|body| {
+            let id = self.add_rule(&format!("format_{}", name.replace('-', "_")), body);
+            // Shared by every string of this format: its place is the document's.
+            self.pointers[id.index()] = "#".into();
+            id
+        });
+        if let Some((_, slot)) = self.formats.get_mut(name) {
+            *slot = Some(rule);
+        }
+        rule.map(Expr::Rule)
     }
 }
 
@@ -1014,7 +1024,8 @@ mod tests {
     use crate::grammar::builtin::reference::{accepts, language};
 
     /// A format met again is the grammar made the first time, and its JSON-escaped form
-    /// the escape of that grammar: made once per format and builder.
+    /// a call of one rule holding the escape of that grammar: made once per format and
+    /// builder.
     #[test]
     fn formats_are_made_once_per_builder() {
         let root = serde_json::json!({});
@@ -1025,21 +1036,19 @@ mod tests {
                 continue;
             };
             let escaped = b.escaped_format(&f, &first);
-            assert_eq!(
-                escaped,
-                super::super::strings::json_escaped(&first),
-                "{name}"
-            );
+            let body = super::super::strings::json_escaped(&first);
+            match &escaped {
+                Some(Expr::Rule(r)) => assert_eq!(Some(&b.rules[r.index()].body), body.as_ref()),
+                other => assert!(other.is_none() && body.is_none(), "{name}: {other:?}"),
+            }
             assert_eq!(
                 b.format(&f, "#/format").unwrap(),
                 Some(first.clone()),
                 "{name}"
             );
+            let rules = b.rules.len();
             assert_eq!(b.escaped_format(&f, &first), escaped, "{name}");
-            assert!(b
-                .formats
-                .get(*name)
-                .is_some_and(|(e, x)| *e == first && *x == escaped));
+            assert_eq!(b.rules.len(), rules, "{name}: no second rule");
         }
         assert!(b.formats.len() >= 15, "{} formats", b.formats.len());
     }
@@ -1075,5 +1084,33 @@ mod tests {
         assert!(!accepts(&g, "a@-b.cd"));
         assert!(!accepts(&g, "a@b-.cd"));
         assert!(accepts(&g, "a@b-c.cd"));
+    }
+
+    /// Strings of one format share one rule of its grammar when there are several of them;
+    /// one string of a format has the rule written out where it is called (as before
+    /// formats were rules: its first mask is walked with what follows the string).
+    #[test]
+    fn a_format_used_twice_is_one_rule_and_once_is_inlined() {
+        let uri = serde_json::json!({"type": "string", "format": "uri"});
+        for uses in [1, 2, 3] {
+            let properties: serde_json::Map<String, Value> =
+                (0..uses).map(|i| (format!("p{i}"), uri.clone())).collect();
+            let schema = serde_json::json!({"type": "object", "properties": properties});
+            let limits = crate::Limits::default();
+            let options = Default::default();
+            let g = super::super::to_grammar(
+                &schema,
+                &options,
+                &limits,
+                true,
+                super::super::Form::Compact,
+            )
+            .unwrap();
+            let rules: Vec<usize> = (0..g.grammar.rules.len())
+                .filter(|&r| g.grammar.rules[r].name.starts_with("format_uri"))
+                .collect();
+            assert_eq!(rules.len(), 1, "{uses} uses");
+            assert_eq!(g.always[rules[0]], uses == 1, "{uses} uses");
+        }
     }
 }

@@ -401,6 +401,25 @@ pub(crate) fn to_grammar(
     if let Some(r) = b.ws_rule {
         always[r.index()] = true;
     }
+    // A format's rule called from one place is written out there, as before it was a
+    // rule: its first mask is then walked with what follows the string in one automaton.
+    let format_rules: Vec<usize> = b
+        .formats
+        .values()
+        .filter_map(|(_, r)| r.flatten())
+        .map(|r| r.index())
+        .collect();
+    if !format_rules.is_empty() {
+        let mut calls = vec![0u32; grammar.rules.len()];
+        for rule in &grammar.rules {
+            crate::automaton::lower::for_each_call(&rule.body, &mut |c| {
+                calls[c as usize] += 1;
+            });
+        }
+        for r in format_rules {
+            always[r] = calls[r] <= 1;
+        }
+    }
     Ok(JsonSchemaGrammar {
         grammar,
         ignored: b.ignored,
@@ -442,9 +461,11 @@ pub(crate) struct Builder<'a> {
     pub(crate) ignored: Vec<IgnoredKeyword>,
     /// Rules of `$ref` targets, by pointer.
     pub(crate) refs: HashMap<String, RuleId>,
-    /// The grammar of each `format` met so far, by name, with its JSON-escaped form once
-    /// made (a schema with many `uri` strings builds and escapes the IRI grammar once).
-    pub(crate) formats: HashMap<String, (Expr, Option<Expr>)>,
+    /// The grammar of each `format` met so far, by name, with the rule of its JSON-escaped
+    /// form once made (`None` inside: it has none): a schema with many `uri` strings builds
+    /// and escapes the IRI grammar once, and its automaton is built once, for one rule
+    /// (where it was written out in every string's rule); a format used once is inlined.
+    pub(crate) formats: HashMap<String, (Expr, Option<Option<RuleId>>)>,
     /// Rules of the generic JSON value and its parts.
     pub(crate) any: Option<types::AnyRules>,
     /// The rule of any JSON string (see [`Builder::string_any`]), made on first use.
