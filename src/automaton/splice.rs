@@ -6,9 +6,11 @@
 //! Layout: the stub grammar's real nodes keep their ids, so what was computed on them (mask
 //! classes, near-stub bounds) is read at the same index. Each tool's real nodes follow
 //! them, its root rule takes the stub rule's id, and its other rules get new ids after the
-//! stub grammar's. The stub's own nodes are left behind with no edge and not final, as the
-//! one state of a new rule that nothing calls (as `Automaton::build` leaves the rules it
-//! builds inline into their callers), so that every rule's nodes stay one run of ids.
+//! stub grammar's. The stub's own nodes (a stub's body is one byte: two nodes, no call)
+//! are left behind with no edge and not final, the states of a new rule that nothing calls
+//! (as `Automaton::build` leaves a dead state for the rules it builds inline into their
+//! callers), so that every rule's nodes stay one run of ids. Their edges stay in the edge
+//! arrays, in no node's range.
 //! Virtual nodes (counted repetitions) are numbered again after the real nodes, the stub
 //! grammar's first, in their order.
 
@@ -64,7 +66,9 @@ impl Automaton {
         for &(slot, tool) in tools {
             // The stub's nodes: a rule of their own that nothing calls, with no edge.
             let left = a.rule_start.len() as u32;
-            for node in a.nodes.iter_mut().filter(|n| n.rule == slot) {
+            // (A stub's nodes are the stub grammar's: the tools' come after them.)
+            let base = splice.base_nodes as usize;
+            for node in a.nodes[..base].iter_mut().filter(|n| n.rule == slot) {
                 node.rule = left;
                 node.is_final = false;
                 node.bytes = (node.bytes.0, node.bytes.0);

@@ -14,10 +14,13 @@
 //! grammar in which the stubs that tokens can enter are built as well (the tools already
 //! built stay built): [`Deferred::expand`]. Each such grammar is compiled once per set of
 //! built tools and shared by every matcher of the stub grammar (a `OnceLock` per set:
-//! matchers on other threads wait for the one build, then share it); the rule automata of
-//! the rules it shares with the stub grammar are hits of the compiler's rule cache. The
-//! matcher replays its accepted input on it (`matcher`). A call of a second tool expands
-//! again, from the grammar the matcher is on.
+//! matchers on other threads wait for the one build, then share it). A build lowers and
+//! builds the tools' rules alone and splices their automata into a copy of the stub
+//! grammar's ([`Automaton::splice`]), whose mask classes and near-stub bounds it starts
+//! from; when the stub grammar's pruning removed an edge, it lowers the whole with the
+//! tools built and assembles it again instead. The matcher replays its accepted input on
+//! it (`matcher`). A call of a second tool expands again, from the grammar the matcher is
+//! on.
 //!
 //! Why masks stay exact: before a switch, no token from the current state can enter a
 //! stub, and the grammars agree on every other path, so the masks are those of the whole
@@ -69,18 +72,18 @@ struct Shared {
     builds: Mutex<FxHashMap<Vec<u32>, Build>>,
     /// The stub grammar still exists (else builds are made for the caller alone).
     kept: AtomicBool,
-    /// The stub grammar lowered (set by the compile): what every build splices its tools'
-    /// lowered rules into, in place (the stub grammar of hundreds of tools is not copied
-    /// for each build), and takes them out of again ([`Spliced`]). Builds of different
-    /// tool sets therefore take turns (each waits for the one assembling; the wait does not
-    /// count against its compile-time budget).
+    /// The stub grammar lowered (set by the compile): what a build without `spliceable`
+    /// splices its tools' lowered rules into, in place (the stub grammar of hundreds of
+    /// tools is not copied for each build), and takes them out of again ([`Spliced`]).
+    /// Such builds of different tool sets therefore take turns (each waits for the one
+    /// assembling; the wait does not count against its compile-time budget).
     base: OnceLock<Mutex<Lowered>>,
     /// The stub grammar's mask classes (set by the compile): builds refine from them.
     seed: OnceLock<ClassSeed>,
     /// The stub grammar's automaton and near-stub analysis, with its stub rules by IR rule
     /// id (set by the compile when its pruning removed nothing): builds splice their tools'
     /// automata into a copy of it ([`Automaton::splice`]) instead of assembling every rule
-    /// of the tag again.
+    /// of the tag again. A copy, counted in the stub grammar's memory (a few KiB a tool).
     spliceable: OnceLock<Spliceable>,
 }
 
@@ -515,8 +518,7 @@ impl GrammarCompiler {
                 Some((r as u32, *root))
             })
             .collect();
-        if lowered.rebuilt.is_empty() && !compiled.aut.had_dead_ends && shared.seed.get().is_some()
-        {
+        if lowered.rebuilt.is_empty() && !compiled.aut.had_dead_ends {
             let _ = shared.spliceable.set(Spliceable {
                 aut: compiled.aut.clone(),
                 near: near.without_memo(),
@@ -721,9 +723,12 @@ mod tests {
         );
     }
 
-    /// Builds splice their tools into the stub grammar in place and take them out again:
-    /// after a build of one tool, of three (from a grammar with one built), and after a
-    /// build that fails on a limit, the lowered stub grammar is exactly what it was.
+    /// Builds leave the stub grammar as it was: its lowered IR (which the builds of a stub
+    /// grammar with dead ends splice their tools into in place, and take them out of
+    /// again) and the copy of its automaton that builds splice into, after a build of one
+    /// tool, of three (from a grammar with one built), and after a build that fails on a
+    /// limit. These builds are spliced into the automaton (their stubs' nodes are left
+    /// in rules of their own).
     #[test]
     fn a_build_leaves_the_stub_grammar_as_it_was() {
         let tools: Vec<(String, serde_json::Value)> = (0..4)
@@ -748,7 +753,8 @@ mod tests {
         let base = |g: &crate::CompiledGrammar| {
             let d = g.deferred.as_deref().expect("the tag defers its tools");
             let base = d.shared.base.get().expect("kept by the compile");
-            format!("{:?}", base.lock().unwrap())
+            let aut = &d.shared.spliceable.get().expect("kept by the compile").aut;
+            format!("{:?} {aut:?}", base.lock().unwrap())
         };
         let g = compile(crate::Limits::default());
         let before = base(&g);
@@ -757,6 +763,7 @@ mod tests {
         stubs.sort_unstable();
         let one = d.expand(Some(&stubs[1..2])).unwrap();
         assert!(one.aut.nodes.len() > g.aut.nodes.len());
+        assert!(one.aut.rule_names.iter().any(|n| n.ends_with("#stub")));
         assert_eq!(base(&g), before, "after a build of one tool");
         let more = one.deferred.as_deref().unwrap();
         let mut left: Vec<u32> = more.stub_roots.keys().copied().collect();

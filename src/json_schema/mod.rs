@@ -402,13 +402,15 @@ pub(crate) fn to_grammar(
         always[r.index()] = true;
     }
     // A format's rule called from one place is written out there, as before it was a
-    // rule: its first mask is then walked with what follows the string in one automaton.
+    // rule: its first mask is then walked with what follows the string in one automaton
+    // (and a tool's build, which keeps `always` rules, inlines it too).
     let format_rules: Vec<usize> = b
         .formats
         .values()
         .filter_map(|(_, r)| r.flatten())
         .map(|r| r.index())
         .collect();
+    let mut grammar = grammar;
     if !format_rules.is_empty() {
         let mut calls = vec![0u32; grammar.rules.len()];
         for rule in &grammar.rules {
@@ -416,8 +418,19 @@ pub(crate) fn to_grammar(
                 calls[c as usize] += 1;
             });
         }
-        for r in format_rules {
-            always[r] = calls[r] <= 1;
+        // (The grammars users print have every format written out.)
+        let once: Vec<usize> = format_rules
+            .into_iter()
+            .filter(|&r| calls[r] == 1 || form == Form::Written)
+            .collect();
+        if !once.is_empty() {
+            let bodies: HashMap<usize, Expr> = once
+                .iter()
+                .map(|&r| (r, grammar.rules[r].body.clone()))
+                .collect();
+            for rule in &mut grammar.rules {
+                substitute_calls(&mut rule.body, &bodies);
+            }
         }
     }
     Ok(JsonSchemaGrammar {
@@ -451,6 +464,24 @@ pub(crate) fn child(ptr: &str, token: &str) -> String {
         s.push_str(token);
     }
     s
+}
+
+/// Replaces each call in `e` of a rule in `bodies` by that rule's body (the bodies call
+/// none of them).
+fn substitute_calls(e: &mut Expr, bodies: &HashMap<usize, Expr>) {
+    let mut stack = vec![e];
+    while let Some(e) = stack.pop() {
+        match e {
+            Expr::Rule(r) => {
+                if let Some(body) = bodies.get(&r.index()) {
+                    *e = body.clone();
+                }
+            }
+            Expr::Seq(v) | Expr::Choice(v) => stack.extend(v.iter_mut()),
+            Expr::Repeat { expr, .. } => stack.push(expr),
+            _ => {}
+        }
+    }
 }
 
 /// Builds the rules of one grammar.
