@@ -109,45 +109,30 @@ impl Automaton {
                 }
             }
             for node in &tool.nodes {
-                let b0 = a.byte_edges.len() as u32;
-                let (bs, be) = node.bytes;
-                a.byte_edges
-                    .extend(
-                        tool.byte_edges[bs as usize..be as usize]
-                            .iter()
-                            .map(|e| ByteEdge {
-                                target: e.target + off,
-                                ..*e
-                            }),
-                    );
-                let c0 = a.call_edges.len() as u32;
-                let (cs, ce) = node.calls;
-                a.call_edges
-                    .extend(
-                        tool.call_edges[cs as usize..ce as usize]
-                            .iter()
-                            .map(|e| CallEdge {
-                                rule: rule[e.rule as usize],
-                                target: e.target + off,
-                            }),
-                    );
-                let t0 = a.token_edges.len() as u32;
-                let (ts, te) = node.tokens;
-                a.token_edges
-                    .extend(
-                        tool.token_edges[ts as usize..te as usize]
-                            .iter()
-                            .map(|e| TokenEdge {
-                                target: e.target + off,
-                                ..*e
-                            }),
-                    );
+                let bytes = append(&mut a.byte_edges, &tool.byte_edges, node.bytes, |e| {
+                    ByteEdge {
+                        target: e.target + off,
+                        ..*e
+                    }
+                });
+                let calls = append(&mut a.call_edges, &tool.call_edges, node.calls, |e| {
+                    CallEdge {
+                        rule: rule[e.rule as usize],
+                        target: e.target + off,
+                    }
+                });
+                let tokens = append(&mut a.token_edges, &tool.token_edges, node.tokens, |e| {
+                    TokenEdge {
+                        target: e.target + off,
+                        ..*e
+                    }
+                });
                 a.nodes.push(Node {
                     rule: rule[node.rule as usize],
                     is_final: node.is_final,
-                    bytes: (b0, a.byte_edges.len() as u32),
-                    calls: (c0, a.call_edges.len() as u32),
-                    tokens: (t0, a.token_edges.len() as u32),
+                    bytes,
+                    calls,
+                    tokens,
                 });
             }
             counted.extend(tool.counted.iter().map(|c| super::Counted {
@@ -183,4 +168,16 @@ impl Automaton {
         a.compute_follow(&end);
         Ok((a, splice))
     }
+}
+
+/// Appends `from[range]`, each edge mapped by `f`, to `to`; returns where they went.
+fn append<E: Copy>(
+    to: &mut Vec<E>,
+    from: &[E],
+    range: (u32, u32),
+    f: impl Fn(&E) -> E,
+) -> (u32, u32) {
+    let start = to.len() as u32;
+    to.extend(from[range.0 as usize..range.1 as usize].iter().map(f));
+    (start, to.len() as u32)
 }

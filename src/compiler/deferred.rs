@@ -678,6 +678,24 @@ mod tests {
         .unwrap()
     }
 
+    /// A Hermes-like tag over four tools `tool_{i}`, each an object of a required string
+    /// `p{i}` and the properties `more`.
+    fn four_tool_tag(more: serde_json::Value) -> crate::StructuralTag {
+        let tools: Vec<(String, serde_json::Value)> = (0..4)
+            .map(|i| {
+                let mut properties = more.clone();
+                properties[format!("p{i}")] = serde_json::json!({"type": "string"});
+                let schema = serde_json::json!({
+                    "type": "object",
+                    "properties": properties,
+                    "required": [format!("p{i}")]
+                });
+                (format!("tool_{i}"), schema)
+            })
+            .collect();
+        crate::structural_tag::hermes_like_tag(&tools, false)
+    }
+
     /// A tool build keeps capped whitespace as one rule that the tool's automata call,
     /// instead of writing it out at each of the arguments' places of whitespace (about 26
     /// states each): the tool's automata in the build have under a third of the nodes they
@@ -731,17 +749,7 @@ mod tests {
     /// in rules of their own).
     #[test]
     fn a_build_leaves_the_stub_grammar_as_it_was() {
-        let tools: Vec<(String, serde_json::Value)> = (0..4)
-            .map(|i| {
-                let schema = serde_json::json!({
-                    "type": "object",
-                    "properties": {format!("p{i}"): {"type": "string"}, "n": {"type": "integer"}},
-                    "required": [format!("p{i}")]
-                });
-                (format!("tool_{i}"), schema)
-            })
-            .collect();
-        let tag = crate::structural_tag::hermes_like_tag(&tools, false);
+        let tag = four_tool_tag(serde_json::json!({"n": {"type": "integer"}}));
         let compile = |limits: crate::Limits| {
             GrammarCompiler::new(wide_vocabulary())
                 .with_precompute(Precompute::Lazy)
@@ -792,21 +800,7 @@ mod tests {
     /// left as they were are kept.
     #[test]
     fn a_build_refines_its_mask_classes_from_the_stub_grammars() {
-        let tools: Vec<(String, serde_json::Value)> = (0..4)
-            .map(|i| {
-                let schema = serde_json::json!({
-                    "type": "object",
-                    "properties": {
-                        format!("p{i}"): {"type": "string"},
-                        "n": {"type": "integer"},
-                        "any": {}
-                    },
-                    "required": [format!("p{i}")]
-                });
-                (format!("tool_{i}"), schema)
-            })
-            .collect();
-        let tag = crate::structural_tag::hermes_like_tag(&tools, false);
+        let tag = four_tool_tag(serde_json::json!({"n": {"type": "integer"}, "any": {}}));
         let compiler = GrammarCompiler::new(wide_vocabulary())
             .with_precompute(Precompute::Lazy)
             .with_deferred_tool_rules(true);
@@ -858,20 +852,8 @@ mod tests {
     /// again on the whole automaton, and equal on the tool's nodes.
     #[test]
     fn a_build_splices_its_tool_into_the_stub_grammars_automaton() {
-        let tools: Vec<(String, serde_json::Value)> = (0..4)
-            .map(|i| {
-                let schema = serde_json::json!({
-                    "type": "object",
-                    "properties": {
-                        format!("p{i}"): {"type": "string"},
-                        "list": {"type": "array", "items": {"type": "integer"}}
-                    },
-                    "required": [format!("p{i}")]
-                });
-                (format!("tool_{i}"), schema)
-            })
-            .collect();
-        let tag = crate::structural_tag::hermes_like_tag(&tools, false);
+        let list = serde_json::json!({"type": "array", "items": {"type": "integer"}});
+        let tag = four_tool_tag(serde_json::json!({ "list": list }));
         // A long token, so that bounds from the tool's nodes fall under the cap.
         let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
         for a in b' '..=b'~' {

@@ -401,38 +401,9 @@ pub(crate) fn to_grammar(
     if let Some(r) = b.ws_rule {
         always[r.index()] = true;
     }
-    // A format's rule called from one place is written out there, as before it was a
-    // rule: its first mask is then walked with what follows the string in one automaton
-    // (and a tool's build, which keeps `always` rules, inlines it too).
-    let format_rules: Vec<usize> = b
-        .formats
-        .values()
-        .filter_map(|(_, r)| r.flatten())
-        .map(|r| r.index())
-        .collect();
+    // A format's rule called from one place is written out there.
     let mut grammar = grammar;
-    if !format_rules.is_empty() {
-        let mut calls = vec![0u32; grammar.rules.len()];
-        for rule in &grammar.rules {
-            crate::automaton::lower::for_each_call(&rule.body, &mut |c| {
-                calls[c as usize] += 1;
-            });
-        }
-        // (The grammars users print have every format written out.)
-        let once: Vec<usize> = format_rules
-            .into_iter()
-            .filter(|&r| calls[r] == 1 || form == Form::Written)
-            .collect();
-        if !once.is_empty() {
-            let bodies: HashMap<usize, Expr> = once
-                .iter()
-                .map(|&r| (r, grammar.rules[r].body.clone()))
-                .collect();
-            for rule in &mut grammar.rules {
-                substitute_calls(&mut rule.body, &bodies);
-            }
-        }
-    }
+    formats::write_out_single_use(&mut grammar, &b.formats, form == Form::Written);
     Ok(JsonSchemaGrammar {
         grammar,
         ignored: b.ignored,
@@ -466,24 +437,6 @@ pub(crate) fn child(ptr: &str, token: &str) -> String {
     s
 }
 
-/// Replaces each call in `e` of a rule in `bodies` by that rule's body (the bodies call
-/// none of them).
-fn substitute_calls(e: &mut Expr, bodies: &HashMap<usize, Expr>) {
-    let mut stack = vec![e];
-    while let Some(e) = stack.pop() {
-        match e {
-            Expr::Rule(r) => {
-                if let Some(body) = bodies.get(&r.index()) {
-                    *e = body.clone();
-                }
-            }
-            Expr::Seq(v) | Expr::Choice(v) => stack.extend(v.iter_mut()),
-            Expr::Repeat { expr, .. } => stack.push(expr),
-            _ => {}
-        }
-    }
-}
-
 /// Builds the rules of one grammar.
 pub(crate) struct Builder<'a> {
     pub(crate) root_schema: &'a Value,
@@ -493,9 +446,8 @@ pub(crate) struct Builder<'a> {
     /// Rules of `$ref` targets, by pointer.
     pub(crate) refs: HashMap<String, RuleId>,
     /// The grammar of each `format` met so far, by name, with the rule of its JSON-escaped
-    /// form once made (`None` inside: it has none): a schema with many `uri` strings builds
-    /// and escapes the IRI grammar once, and its automaton is built once, for one rule
-    /// (where it was written out in every string's rule); a format used once is inlined.
+    /// form once made (`None` inside: it has none): many `uri` strings build, escape and
+    /// make an automaton of the IRI grammar once (`formats::write_out_single_use`).
     pub(crate) formats: HashMap<String, (Expr, Option<Option<RuleId>>)>,
     /// Rules of the generic JSON value and its parts.
     pub(crate) any: Option<types::AnyRules>,
