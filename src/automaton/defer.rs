@@ -353,16 +353,9 @@ impl NearStubs {
         loop {
             let mut changed = false;
             for n in new.clone().rev() {
-                let mut best = if aut.nodes[n].is_final { 0 } else { cap };
-                for e in aut.bytes_of(n as u32) {
-                    best = best.min(at(&m, e.target).saturating_add(1));
-                }
-                for c in aut.calls_of(n as u32) {
-                    let start = aut.rule_start[c.rule as usize];
-                    best = best.min(at(&m, start).saturating_add(at(&m, c.target)));
-                }
-                if best.min(cap) < m[n - base_nodes] {
-                    m[n - base_nodes] = best.min(cap);
+                let best = bytes_to_end(aut, n, cap, |t| at(&m, t));
+                if best < m[n - base_nodes] {
+                    m[n - base_nodes] = best;
                     changed = true;
                 }
             }
@@ -514,15 +507,7 @@ fn near_stubs_by(
     let mut m = vec![cap; nodes];
     let at = |v: &Vec<u32>, n: u32| v.get(n as usize).copied().unwrap_or(0);
     solve(nodes, &mut |n| {
-        let mut best = if aut.nodes[n].is_final { 0 } else { cap };
-        for e in aut.bytes_of(n as u32) {
-            best = best.min(at(&m, e.target).saturating_add(1));
-        }
-        for c in aut.calls_of(n as u32) {
-            let through = at(&m, start(c.rule)).saturating_add(at(&m, c.target));
-            best = best.min(through);
-        }
-        best = best.min(cap);
+        let best = bytes_to_end(aut, n, cap, |t| at(&m, t));
         if best < m[n] {
             m[n] = best;
             return true;
@@ -602,6 +587,21 @@ fn near_stubs_by(
             .map(|_| std::sync::atomic::AtomicU8::new(0))
             .collect(),
     }
+}
+
+/// One step of the equations of `m` in [`near_stubs`]: the fewest bytes from real node `n`
+/// to its rule's end, by its edges and calls, from the current bounds `m` (virtual nodes
+/// read as 0), capped at `cap`.
+fn bytes_to_end(aut: &Automaton, n: usize, cap: u32, m: impl Fn(u32) -> u32) -> u32 {
+    let mut best = if aut.nodes[n].is_final { 0 } else { cap };
+    for e in aut.bytes_of(n as u32) {
+        best = best.min(m(e.target).saturating_add(1));
+    }
+    for c in aut.calls_of(n as u32) {
+        let start = aut.rule_start[c.rule as usize];
+        best = best.min(m(start).saturating_add(m(c.target)));
+    }
+    best.min(cap)
 }
 
 /// Who reads whom in [`near_stubs`]' node equations, and the order to evaluate them in.

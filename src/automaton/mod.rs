@@ -399,11 +399,7 @@ impl Automaton {
         let mut next = a.nodes.len() as u64;
         for (rule, dfa, min, max) in pending {
             let states = dfa.len() as u32;
-            let counts = match max {
-                Some(m) => m.max(1),
-                None => min + 1,
-            };
-            let span = counts as u64 * (states as u64 + 1);
+            let span = virtual_span(min, max, states);
             if next + span >= u32::MAX as u64 / 2 {
                 return Err(AutomatonError::TooManyStates {
                     rule: a.rule_names[rule as usize].clone(),
@@ -1016,6 +1012,16 @@ fn add_range(f: &mut [u64; 4], lo: u8, hi: u8) {
         let to = hi.min((w << 6) | 63) - (w << 6);
         f[w as usize] |= (u64::MAX >> (63 - to)) & (u64::MAX << from);
     }
+}
+
+/// How many virtual node ids a counted rule `body{min,max}` of a `states`-state body takes:
+/// one run of `states + 1` per count it tells apart ([`Counted`]).
+fn virtual_span(min: u32, max: Option<u32>, states: u32) -> u64 {
+    let counts = match max {
+        Some(m) => m.max(1),
+        None => min + 1,
+    };
+    counts as u64 * (states as u64 + 1)
 }
 
 fn or_into(a: &mut [u64; 4], b: &[u64; 4]) {

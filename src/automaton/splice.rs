@@ -14,7 +14,7 @@
 //! Virtual nodes (counted repetitions) are numbered again after the real nodes, the stub
 //! grammar's first, in their order.
 
-use super::{Automaton, ByteEdge, CallEdge, Node, TokenEdge};
+use super::{Automaton, AutomatonError, ByteEdge, CallEdge, Node, TokenEdge};
 use crate::limits::{Limit, LimitExceeded, Limits};
 
 /// Where a build's tools went in the automaton [`Automaton::splice`] returns.
@@ -38,12 +38,13 @@ impl Automaton {
     /// for the whole.
     ///
     /// # Errors
-    /// [`Limit::AutomatonNodes`] when the nodes together exceed `limits`.
+    /// [`Limit::AutomatonNodes`] when the nodes together exceed `limits`; too many virtual
+    /// nodes, as `Automaton::build` reports them.
     pub(crate) fn splice(
         &self,
         tools: &[(u32, &Automaton)],
         limits: &Limits,
-    ) -> Result<(Automaton, Splice), LimitExceeded> {
+    ) -> Result<(Automaton, Splice), AutomatonError> {
         let real: usize =
             self.nodes.len() + tools.iter().map(|(_, t)| t.nodes.len()).sum::<usize>();
         if real > limits.max_automaton_nodes {
@@ -52,7 +53,8 @@ impl Automaton {
                 limits.max_automaton_nodes as u64,
                 real as u64,
                 None,
-            ));
+            )
+            .into());
         }
         let mut a = self.clone();
         a.had_dead_ends = false;
@@ -144,18 +146,12 @@ impl Automaton {
         // Virtual nodes after the real ones, in the same order (`Automaton::build`'s spans).
         let mut first = a.nodes.len() as u64;
         for c in &mut counted {
-            let counts = match c.max {
-                Some(m) => m.max(1),
-                None => c.min + 1,
-            };
-            let span = counts as u64 * (c.states as u64 + 1);
+            let span = super::virtual_span(c.min, c.max, c.states);
             if first + span >= u32::MAX as u64 / 2 {
-                return Err(LimitExceeded::new(
-                    Limit::AutomatonNodes,
-                    u32::MAX as u64 / 2,
-                    first + span,
-                    Some(&a.rule_names[c.rule as usize]),
-                ));
+                return Err(AutomatonError::TooManyStates {
+                    rule: a.rule_names[c.rule as usize].clone(),
+                    limit: (u32::MAX / 2) as usize,
+                });
             }
             c.first = first as u32;
             a.rule_start[c.rule as usize] = c.first + c.states;
