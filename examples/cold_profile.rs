@@ -159,6 +159,12 @@ fn measured(compiler: &GrammarCompiler, job: &Job, docs: &[Vec<u32>]) {
     run(compiler, job, docs);
 }
 
+/// One step's fill, alone under its own symbol (see `COLD_PROFILE_ONLY_STEP`).
+#[inline(never)]
+fn fill_one_step(m: &mut GrammarMatcher, mask: &mut [u32]) {
+    m.fill_next_token_bitmask(mask).expect("mask");
+}
+
 /// Compile → first mask → one teacher-forced first pass over `docs`; prints the figures.
 #[inline(never)]
 fn run(compiler: &GrammarCompiler, job: &Job, docs: &[Vec<u32>]) {
@@ -209,6 +215,11 @@ fn run(compiler: &GrammarCompiler, job: &Job, docs: &[Vec<u32>]) {
     m.fill_next_token_bitmask(&mut mask).expect("mask");
     let first = t.elapsed();
     let mut steps = 0;
+    // `COLD_PROFILE_ONLY_STEP=K`: step K's fill runs inside `fill_one_step`, for
+    // `--toggle-collect='cold_profile::fill_one_step'`.
+    let only_step: Option<usize> = std::env::var("COLD_PROFILE_ONLY_STEP")
+        .ok()
+        .and_then(|k| k.parse().ok());
     let mut slowest = std::time::Duration::ZERO;
     let mut accepted = 0;
     let pass = Instant::now();
@@ -217,7 +228,11 @@ fn run(compiler: &GrammarCompiler, job: &Job, docs: &[Vec<u32>]) {
         let mut ok = true;
         for &tk in doc {
             let s = Instant::now();
-            m.fill_next_token_bitmask(&mut mask).expect("mask");
+            if only_step == Some(steps) {
+                fill_one_step(&mut m, &mut mask);
+            } else {
+                m.fill_next_token_bitmask(&mut mask).expect("mask");
+            }
             slowest = slowest.max(s.elapsed());
             if std::env::var_os("COLD_PROFILE_STEPS").is_some() {
                 let built = m.compiled_grammar().deferred_rules();
