@@ -71,6 +71,11 @@ impl RuleAutomatonCache {
         }
     }
 
+    /// True when the cache keeps automata (its capacity is not zero).
+    pub(crate) fn is_on(&self) -> bool {
+        self.limit > 0
+    }
+
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }

@@ -349,6 +349,11 @@ impl GrammarCompiler {
                 KeyChecks::default(),
             );
         }
+        // What every tool's build would build first, built once here (`machinery`).
+        let ir = shared.ir();
+        let machinery = super::machinery::shared_tool_rules(ir, &shared.roots, &shared.always);
+        let token = |t: &TokenRef| shared.resolved.get(t).copied().unwrap_or(0);
+        self.build_shared_tool_rules(ir, &machinery, &token, &deadline);
         compiled.deferred = Some(Box::new(Deferred {
             shared: shared.clone(),
             owner: true,
@@ -641,8 +646,21 @@ mod tests {
     /// A tag over `tools` tools of three properties each (no others), whitespace capped at 12 characters
     /// with one line feed (what the tool families set), compiled deferring its tools.
     fn capped_whitespace_tag(tools: usize) -> crate::StructuralTag {
+        capped_whitespace_tag_with(tools, serde_json::json!({}))
+    }
+
+    /// [`capped_whitespace_tag`] with the optional properties `more` in every tool.
+    fn capped_whitespace_tag_with(tools: usize, more: serde_json::Value) -> crate::StructuralTag {
         let tags: Vec<serde_json::Value> = (0..tools)
             .map(|i| {
+                let mut properties = serde_json::json!({
+                    format!("p{i}"): {"type": "string"},
+                    "n": {"type": "integer"},
+                    "flag": {"type": "boolean"}
+                });
+                for (k, v) in more.as_object().into_iter().flatten() {
+                    properties[k] = v.clone();
+                }
                 serde_json::json!({
                     "type": "tag",
                     "begin": format!("<tool_call>\n{{\"name\": \"tool_{i}\", \"arguments\": "),
@@ -650,11 +668,7 @@ mod tests {
                         "type": "json_schema",
                         "json_schema": {
                             "type": "object",
-                            "properties": {
-                                format!("p{i}"): {"type": "string"},
-                                "n": {"type": "integer"},
-                                "flag": {"type": "boolean"}
-                            },
+                            "properties": properties,
                             "required": [format!("p{i}"), "n"],
                             "additionalProperties": false
                         },
@@ -792,6 +806,35 @@ mod tests {
         let err = d.expand(Some(&stubs[..1])).unwrap_err();
         assert!(err.contains("automaton"), "{err}");
         assert_eq!(base(&tight), before, "after a build that failed");
+    }
+
+    /// A deferring compile builds into the compiler's cache the automata of what its tools
+    /// share (the tag's JSON string rule, the capped whitespace of each tool), so that the
+    /// first build of a tool builds only the rules of its own schema; the warm-up leaves
+    /// the tag's language as it was.
+    #[test]
+    fn the_compile_builds_what_the_tools_share_so_a_build_builds_only_its_own_rules() {
+        let tag = capped_whitespace_tag_with(4, serde_json::json!({"s": {"type": "string"}}));
+        let compiler = GrammarCompiler::new(wide_vocabulary())
+            .with_precompute(Precompute::Lazy)
+            .with_deferred_tool_rules(true);
+        let g = compiler.compile_structural_tag(&tag).unwrap();
+        let d = g.deferred.as_deref().expect("the tag defers its tools");
+        let mut stubs: Vec<u32> = d.stub_roots.keys().copied().collect();
+        stubs.sort_unstable();
+        let before = compiler.rule_automaton_cache_stats();
+        let built = d.expand(Some(&stubs[2..3])).unwrap();
+        let after = compiler.rule_automaton_cache_stats();
+        assert_eq!(
+            after.builds - before.builds,
+            1,
+            "only the tool's root is built fresh ({:?} then {after:?}; rules {:?})",
+            before,
+            built.aut.rule_names
+        );
+        assert!(after.hits - before.hits >= 2, "{before:?} then {after:?}");
+        let mut m = crate::GrammarMatcher::new(g.clone());
+        assert!(m.accept_string("<tool_call>\n{\"name\": \"tool_2\", \"arguments\": {\"p2\": \"x\", \"n\": 1, \"s\": \"y\"}}\n</tool_call>"));
     }
 
     /// A build's mask classes are refined from the stub grammar's, starting at the tool

@@ -28,6 +28,7 @@ mod cache;
 mod compact_tests;
 mod deferred;
 mod entry;
+mod machinery;
 mod pipeline;
 mod serialize;
 #[cfg(test)]

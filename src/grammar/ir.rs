@@ -454,22 +454,47 @@ impl Grammar {
     /// 0), in order of discovery (breadth first), their calls renamed; with, per rule of
     /// it, its id here. Names and bodies are copied.
     pub(crate) fn component(&self, root: u32) -> (Grammar, Vec<u32>) {
+        self.reached_from(vec![root], None)
+    }
+
+    /// The rules reachable from `roots`, as a grammar of their own rooted at a new rule 0
+    /// named `name` that chooses among them (in the order given), the others in order of
+    /// discovery (breadth first), their calls renamed; with, per rule after the new one,
+    /// its id here.
+    pub(crate) fn component_of(&self, roots: &[u32], name: &str) -> (Grammar, Vec<u32>) {
+        self.reached_from(roots.to_vec(), Some(name))
+    }
+
+    /// [`Grammar::component`] from `start` (distinct rule ids); with `root` named, a new
+    /// rule 0 of that name chooses among them.
+    fn reached_from(&self, start: Vec<u32>, root: Option<&str>) -> (Grammar, Vec<u32>) {
+        let first = root.is_some() as u32;
         let mut new_id = vec![u32::MAX; self.rules.len()];
-        let mut order = vec![root];
-        new_id[root as usize] = 0;
+        for (i, &r) in start.iter().enumerate() {
+            new_id[r as usize] = first + i as u32;
+        }
+        let chooser = root.map(|name| Rule {
+            name: name.to_string(),
+            body: Expr::Choice(
+                (first..first + start.len() as u32)
+                    .map(|r| Expr::Rule(RuleId(r)))
+                    .collect(),
+            ),
+        });
+        let mut order = start;
         let mut i = 0;
         while i < order.len() {
             crate::automaton::lower::for_each_call(&self.rules[order[i] as usize].body, &mut |c| {
                 if new_id[c as usize] == u32::MAX {
-                    new_id[c as usize] = order.len() as u32;
+                    new_id[c as usize] = first + order.len() as u32;
                     order.push(c);
                 }
             });
             i += 1;
         }
-        let rules = order
-            .iter()
-            .map(|&r| {
+        let rules = chooser
+            .into_iter()
+            .chain(order.iter().map(|&r| {
                 let rule = &self.rules[r as usize];
                 let mut body = rule.body.clone();
                 body.rename_rules(|c| new_id[c as usize]);
@@ -477,7 +502,7 @@ impl Grammar {
                     name: rule.name.clone(),
                     body,
                 }
-            })
+            }))
             .collect();
         let g = Grammar {
             rules,
