@@ -352,71 +352,96 @@ const MAX_KEY_CLASSES: usize = 48;
 const KEY_BUDGET: usize = 1 << 18;
 
 /// What [`Automaton::class_key`] needs, made once per grammar on first use: a
-/// representative node and a structural hash per mask class (to order edges that share a
-/// label), and the class visits spent on keys so far (against [`KEY_BUDGET`]).
+/// representative node per mask class, the structural hash of each class met so far (to
+/// order edges that share a label; made on demand, [`Automaton::class_hash`]), and the
+/// class visits spent on keys so far (against [`KEY_BUDGET`]).
 #[derive(Debug)]
 pub(crate) struct KeyBasis {
     rep: Vec<u32>,
-    hash: Vec<u64>,
+    /// Hashes made so far, at `(round - 1) * classes + class` for rounds 1 to
+    /// [`HASH_ROUNDS`] (0: not made yet; allocated on the first key): a key reads the
+    /// hashes of the few classes near the one it is made for, so a grammar of thousands
+    /// of classes (a tag of hundreds of tools, or a tool built into it) hashes those, not
+    /// every class.
+    hash: std::sync::Mutex<Vec<u32>>,
     spent: std::sync::atomic::AtomicUsize,
 }
 
 impl KeyBasis {
     /// Heap bytes held.
     pub(crate) fn memory_bytes(&self) -> usize {
-        self.rep.capacity() * 4 + self.hash.capacity() * 8
+        let hashes = self.hash.lock().map_or(0, |h| h.capacity() * 4);
+        self.rep.capacity() * 4 + hashes
     }
 }
 
+/// Rounds of structural hashing: a class's hash sums up its future this many edges deep.
+const HASH_ROUNDS: usize = 4;
+
 impl Automaton {
     /// The [`KeyBasis`] of the partition `class` (`classes` classes): a representative per
-    /// class and four rounds of structural hashing. Cost: four passes over the edges of one
-    /// node per class.
+    /// class (one pass over the nodes); hashes are made on demand.
     pub(crate) fn key_basis(&self, class: &[u32], classes: usize) -> KeyBasis {
         let mut rep = vec![u32::MAX; classes];
         for (n, &c) in class.iter().enumerate().rev() {
             rep[c as usize] = n as u32;
         }
-        let start_class = |rule: u32| -> Option<u32> {
-            class.get(self.rule_start[rule as usize] as usize).copied()
-        };
-        let mut h: Vec<u64> = rep
-            .iter()
-            .map(|&n| {
-                let node = &self.nodes[n as usize];
-                let f = &self.follow[node.rule as usize];
-                mix(&[node.is_final as u64, f[0], f[1], f[2], f[3]])
-            })
-            .collect();
-        for _ in 0..4 {
-            h = rep
-                .iter()
-                .enumerate()
-                .map(|(c, &n)| {
-                    let node = &self.nodes[n as usize];
-                    let mut acc = h[c];
-                    for e in &self.byte_edges[node.bytes.0 as usize..node.bytes.1 as usize] {
-                        let t = h[class[e.target as usize] as usize];
-                        acc = acc.wrapping_add(mix(&[1, e.lo as u64, e.hi as u64, t]));
-                    }
-                    for e in &self.call_edges[node.calls.0 as usize..node.calls.1 as usize] {
-                        let callee = start_class(e.rule).map_or(u64::MAX, |s| h[s as usize]);
-                        let t = h[class[e.target as usize] as usize];
-                        acc = acc.wrapping_add(mix(&[2, callee, t]));
-                    }
-                    for e in &self.token_edges[node.tokens.0 as usize..node.tokens.1 as usize] {
-                        let t = h[class[e.target as usize] as usize];
-                        acc = acc.wrapping_add(mix(&[3, e.token as u64, t]));
-                    }
-                    mix(&[acc])
-                })
-                .collect();
-        }
         KeyBasis {
             rep,
-            hash: h,
+            hash: Default::default(),
             spent: Default::default(),
         }
+    }
+
+    /// The structural hash of class `c` after `round` rounds: round 0 hashes the finality
+    /// and follow bytes of its representative, each later round adds, per edge of the
+    /// representative, its label and the previous round's hash of its target (of the
+    /// callee's start and the return target, for a call). Rounds past 0 are kept in
+    /// `memo` ([`KeyBasis::hash`]).
+    fn class_hash(
+        &self,
+        rep: &[u32],
+        class: &[u32],
+        memo: &mut [u32],
+        round: usize,
+        c: u32,
+    ) -> u32 {
+        let classes = rep.len();
+        let at = round.wrapping_sub(1).wrapping_mul(classes) + c as usize;
+        if round > 0 && memo[at] != 0 {
+            return memo[at];
+        }
+        let node = &self.nodes[rep[c as usize] as usize];
+        let h = if round == 0 {
+            let f = &self.follow[node.rule as usize];
+            mix(&[node.is_final as u64, f[0], f[1], f[2], f[3]])
+        } else {
+            let mut prev = |c: u32| self.class_hash(rep, class, memo, round - 1, c) as u64;
+            let mut acc = prev(c);
+            for e in &self.byte_edges[node.bytes.0 as usize..node.bytes.1 as usize] {
+                let t = prev(class[e.target as usize]);
+                acc = acc.wrapping_add(mix(&[1, e.lo as u64, e.hi as u64, t]));
+            }
+            for e in &self.call_edges[node.calls.0 as usize..node.calls.1 as usize] {
+                let start = class
+                    .get(self.rule_start[e.rule as usize] as usize)
+                    .copied();
+                let callee = start.map_or(u64::MAX, &mut prev);
+                let t = prev(class[e.target as usize]);
+                acc = acc.wrapping_add(mix(&[2, callee, t]));
+            }
+            for e in &self.token_edges[node.tokens.0 as usize..node.tokens.1 as usize] {
+                let t = prev(class[e.target as usize]);
+                acc = acc.wrapping_add(mix(&[3, e.token as u64, t]));
+            }
+            mix(&[acc])
+        };
+        // 0 marks a hash not made yet.
+        let h = (h as u32).max(1);
+        if round > 0 {
+            memo[at] = h;
+        }
+        h
     }
 
     /// The canonical key of mask class `c0`: the whole automaton reachable from the class
@@ -434,7 +459,12 @@ impl Automaton {
         if basis.spent.load(Relaxed) > KEY_BUDGET {
             return None;
         }
-        let (rep, h) = (&basis.rep, &basis.hash);
+        let rep = &basis.rep;
+        let mut memo = basis.hash.lock().unwrap_or_else(|e| e.into_inner());
+        if memo.is_empty() {
+            *memo = vec![0; HASH_ROUNDS * rep.len()];
+        }
+        let mut h = |c: u32| self.class_hash(rep, class, &mut memo, HASH_ROUNDS, c) as u64;
         let start_class = |rule: u32| -> Option<u32> {
             class.get(self.rule_start[rule as usize] as usize).copied()
         };
@@ -461,7 +491,7 @@ impl Automaton {
             for e in &self.byte_edges[node.bytes.0 as usize..node.bytes.1 as usize] {
                 let t = class[e.target as usize];
                 let range = ((e.lo as u64) << 8) | e.hi as u64;
-                edges.push((1, range, h[t as usize], t, u32::MAX));
+                edges.push((1, range, h(t), t, u32::MAX));
             }
             for e in &self.call_edges[node.calls.0 as usize..node.calls.1 as usize] {
                 let Some(s) = start_class(e.rule) else {
@@ -469,11 +499,11 @@ impl Automaton {
                 };
                 let t = class[e.target as usize];
                 // The callee's start, then the return target.
-                edges.push((2, h[s as usize], h[t as usize], s, t));
+                edges.push((2, h(s), h(t), s, t));
             }
             for e in &self.token_edges[node.tokens.0 as usize..node.tokens.1 as usize] {
                 let t = class[e.target as usize];
-                edges.push((3, e.token as u64, h[t as usize], t, u32::MAX));
+                edges.push((3, e.token as u64, h(t), t, u32::MAX));
             }
             edges.sort_unstable_by_key(|e| (e.0, e.1, e.2));
             key.push(edges.len() as u64);
@@ -623,5 +653,84 @@ mod tests {
             .collect();
         assert!(key_of_start(&short).is_some());
         assert!(key_of_start(&long).is_none());
+    }
+
+    /// Class hashes are made on demand and kept: each equals the hash made by whole
+    /// rounds over every class (the reference below), whatever order they are asked in,
+    /// and a key of a class near the end of a long grammar hashes a few classes only.
+    #[test]
+    fn class_hashes_made_on_demand_equal_whole_rounds() {
+        let c = compiler();
+        let g = c
+            .compile_json_schema(
+                &serde_json::json!({"type": "object", "properties": {
+                    "name": {"type": "string", "minLength": 2},
+                    "tags": {"type": "array", "items": {"enum": ["a", "bb", "ccc"]}},
+                    "n": {"type": "integer"}, "x": {"type": "number"}},
+                    "required": ["name"]}),
+                &JsonSchemaOptions::default(),
+            )
+            .unwrap();
+        let aut = &g.aut;
+        let (class, count) = aut.mask_classes(&crate::limits::Deadline::never()).unwrap();
+        let basis = aut.key_basis(&class, count);
+        // The reference: round 0 per class, then whole rounds, as the eager basis was made.
+        let rep = &basis.rep;
+        let start = |rule: u32| class.get(aut.rule_start[rule as usize] as usize).copied();
+        let mut h: Vec<u32> = rep
+            .iter()
+            .map(|&n| {
+                let node = &aut.nodes[n as usize];
+                let f = &aut.follow[node.rule as usize];
+                (super::mix(&[node.is_final as u64, f[0], f[1], f[2], f[3]]) as u32).max(1)
+            })
+            .collect();
+        for _ in 0..super::HASH_ROUNDS {
+            h = rep
+                .iter()
+                .enumerate()
+                .map(|(c, &n)| {
+                    let node = &aut.nodes[n as usize];
+                    let mut acc = h[c] as u64;
+                    for e in aut.bytes_of(n) {
+                        let t = h[class[e.target as usize] as usize] as u64;
+                        acc = acc.wrapping_add(super::mix(&[1, e.lo as u64, e.hi as u64, t]));
+                    }
+                    for e in aut.calls_of(n) {
+                        let callee = start(e.rule).map_or(u64::MAX, |s| h[s as usize] as u64);
+                        let t = h[class[e.target as usize] as usize] as u64;
+                        acc = acc.wrapping_add(super::mix(&[2, callee, t]));
+                    }
+                    for e in &aut.token_edges[node.tokens.0 as usize..node.tokens.1 as usize] {
+                        let t = h[class[e.target as usize] as usize] as u64;
+                        acc = acc.wrapping_add(super::mix(&[3, e.token as u64, t]));
+                    }
+                    (super::mix(&[acc]) as u32).max(1)
+                })
+                .collect();
+        }
+        // One key first (of the last class that has one): it hashes some classes, not all.
+        let keyed = (0..count as u32)
+            .rev()
+            .find(|&c| {
+                aut.class_key(&aut.key_basis(&class, count), &class, c)
+                    .is_some()
+            })
+            .expect("some class has a key");
+        assert!(aut.class_key(&basis, &class, keyed).is_some());
+        let made = |b: &super::KeyBasis| b.hash.lock().unwrap().iter().filter(|&&x| x != 0).count();
+        assert!(made(&basis) > 0);
+        assert!(
+            made(&basis) < super::HASH_ROUNDS * count,
+            "{} of {} hashes made for one key",
+            made(&basis),
+            super::HASH_ROUNDS * count
+        );
+        // Then every class, from the last one down.
+        let mut memo = basis.hash.lock().unwrap();
+        for c in (0..count as u32).rev() {
+            let lazy = aut.class_hash(rep, &class, &mut memo, super::HASH_ROUNDS, c);
+            assert_eq!(lazy, h[c as usize], "class {c} of {count}");
+        }
     }
 }
