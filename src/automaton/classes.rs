@@ -358,8 +358,8 @@ const KEY_BUDGET: usize = 1 << 18;
 #[derive(Debug)]
 pub(crate) struct KeyBasis {
     rep: Vec<u32>,
-    /// Hashes made so far, at `(round - 1) * classes + class` for rounds 1 to
-    /// [`HASH_ROUNDS`] (0: not made yet; allocated on the first key): a key reads the
+    /// Hashes made so far, at `round * classes + class` for rounds 0 to [`HASH_ROUNDS`]
+    /// (0: not made yet; allocated on the first key): a key reads the
     /// hashes of the few classes near the one it is made for, so a grammar of thousands
     /// of classes (a tag of hundreds of tools, or a tool built into it) hashes those, not
     /// every class.
@@ -396,8 +396,8 @@ impl Automaton {
     /// The structural hash of class `c` after `round` rounds: round 0 hashes the finality
     /// and follow bytes of its representative, each later round adds, per edge of the
     /// representative, its label and the previous round's hash of its target (of the
-    /// callee's start and the return target, for a call). Rounds past 0 are kept in
-    /// `memo` ([`KeyBasis::hash`]).
+    /// callee's start and the return target, for a call). Kept in `memo`
+    /// ([`KeyBasis::hash`]).
     fn class_hash(
         &self,
         rep: &[u32],
@@ -406,9 +406,8 @@ impl Automaton {
         round: usize,
         c: u32,
     ) -> u32 {
-        let classes = rep.len();
-        let at = round.wrapping_sub(1).wrapping_mul(classes) + c as usize;
-        if round > 0 && memo[at] != 0 {
+        let at = round * rep.len() + c as usize;
+        if memo[at] != 0 {
             return memo[at];
         }
         let node = &self.nodes[rep[c as usize] as usize];
@@ -438,9 +437,7 @@ impl Automaton {
         };
         // 0 marks a hash not made yet.
         let h = (h as u32).max(1);
-        if round > 0 {
-            memo[at] = h;
-        }
+        memo[at] = h;
         h
     }
 
@@ -462,7 +459,7 @@ impl Automaton {
         let rep = &basis.rep;
         let mut memo = basis.hash.lock().unwrap_or_else(|e| e.into_inner());
         if memo.is_empty() {
-            *memo = vec![0; HASH_ROUNDS * rep.len()];
+            *memo = vec![0; (HASH_ROUNDS + 1) * rep.len()];
         }
         let mut h = |c: u32| self.class_hash(rep, class, &mut memo, HASH_ROUNDS, c) as u64;
         let start_class = |rule: u32| -> Option<u32> {
@@ -721,10 +718,10 @@ mod tests {
         let made = |b: &super::KeyBasis| b.hash.lock().unwrap().iter().filter(|&&x| x != 0).count();
         assert!(made(&basis) > 0);
         assert!(
-            made(&basis) < super::HASH_ROUNDS * count,
+            made(&basis) < (super::HASH_ROUNDS + 1) * count,
             "{} of {} hashes made for one key",
             made(&basis),
-            super::HASH_ROUNDS * count
+            (super::HASH_ROUNDS + 1) * count
         );
         // Then every class, from the last one down.
         let mut memo = basis.hash.lock().unwrap();
