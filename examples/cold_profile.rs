@@ -117,10 +117,16 @@ fn main() {
         match job {
             Job::Schema(_, inst) => inst.iter().map(|s| tok.encode_with_stop(s)).collect(),
             Job::Tools(tools) => {
-                let args = first_call_arguments(&tools[tools.len() / 2]);
+                // `COLD_PROFILE_TOOL=I`: call tool I instead of the middle one.
+                let called = std::env::var("COLD_PROFILE_TOOL")
+                    .ok()
+                    .and_then(|i| i.parse().ok())
+                    .filter(|&i: &usize| i < tools.len())
+                    .unwrap_or(tools.len() / 2);
+                let args = first_call_arguments(&tools[called]);
                 let text = format!(
                     "I will call it.\n<tool_call>\n{{\"name\": \"{}\", \"arguments\": {}}}\n</tool_call>",
-                    tools[tools.len() / 2].name,
+                    tools[called].name,
                     args
                 );
                 vec![tok.encode_with_stop(&text)]
