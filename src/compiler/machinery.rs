@@ -12,8 +12,8 @@
 //! the same compiler finds them there too.
 //!
 //! What is built: a grammar whose root chooses among the shared rules, lowered as a tool
-//! is (`inline_rules` keeping its root and those rules, so each one's body is inlined
-//! as in a tool's build and its cache key is the same). Best effort: an error (a limit)
+//! is (`inline_rules` keeping its root, those rules and the capped whitespace, so each
+//! one's body is inlined as in a tool's build and its cache key is the same). Best effort: an error (a limit)
 //! leaves the cache as it was and the compile goes on.
 
 use super::GrammarCompiler;
@@ -88,11 +88,13 @@ pub(super) fn shared_tool_rules(ir: &Grammar, roots: &[bool], always: &[bool]) -
 
 impl GrammarCompiler {
     /// Builds the automata of the rules `rules` of `ir` (from [`shared_tool_rules`]) into
-    /// the compiler's rule-automaton cache, lowered as a tool's build lowers them; nothing
+    /// the compiler's rule-automaton cache, lowered as a tool's build lowers them (the
+    /// rules with `always[r]` set kept as rules, as `deferred::lowered_component` does); nothing
     /// when there are none or the cache is off. `token` resolves token terminals.
     pub(super) fn build_shared_tool_rules(
         &self,
         ir: &Grammar,
+        always: &[bool],
         rules: &[u32],
         token: &dyn Fn(&TokenRef) -> u32,
         deadline: &Deadline,
@@ -112,7 +114,9 @@ impl GrammarCompiler {
         // The new root and the shared rules stay rules; what they call is inlined or not
         // as in a tool's build.
         let keep: Vec<bool> = std::iter::once(true)
-            .chain(order.iter().map(|r| rules.binary_search(r).is_ok()))
+            .chain(order.iter().map(|&r| {
+                rules.binary_search(&r).is_ok() || always.get(r as usize).copied().unwrap_or(false)
+            }))
             .collect();
         let Ok(simplified) = simplify_repeats(inline_rules(&g, &keep, &[])) else {
             return;

@@ -82,19 +82,18 @@ impl GrammarBuilder {
 
     /// Moves every rule of `g` in, renamed under `prefix`; returns the id of `g`'s root.
     pub(crate) fn embed(&mut self, g: Grammar, prefix: &str) -> RuleId {
-        self.embed_redirecting(g, prefix, None)
+        self.embed_redirecting(g, prefix, &[])
     }
 
     /// [`GrammarBuilder::embed`], with the calls of `g`'s rule `from` sent to this
-    /// builder's rule `to` instead, when `redirect` is `Some((from, to))` (`from` is still
+    /// builder's rule `to` instead, for each `(from, to)` of `redirects` (`from` is still
     /// moved in, uncalled).
     pub(crate) fn embed_redirecting(
         &mut self,
         g: Grammar,
         prefix: &str,
-        redirect: Option<(u32, RuleId)>,
+        redirects: &[(u32, RuleId)],
     ) -> RuleId {
-        let (from, to) = redirect.map_or((u32::MAX, 0), |(f, t)| (f, t.0));
         let base = self.rules.len() as u32;
         let root = g.root.0;
         let mut hint = String::new();
@@ -106,7 +105,10 @@ impl GrammarBuilder {
             let name = self.fresh(&hint);
             let mut r = r;
             let mut body = std::mem::replace(&mut r.body, Expr::Empty);
-            body.rename_rules(|c| if c == from { to } else { c + base });
+            body.rename_rules(|c| match redirects.iter().find(|r| r.0 == c) {
+                Some(&(_, to)) => to.0,
+                None => c + base,
+            });
             self.rules.push(Rule { name, body });
         }
         RuleId(base + root)

@@ -451,47 +451,55 @@ impl Expr {
 
 impl Grammar {
     /// The rules reachable from rule `root`, as a grammar of their own rooted there (rule
-    /// 0), in order of discovery (breadth first), their calls renamed; with, per rule of
-    /// it, its id here. Names and bodies are copied.
+    /// 0), the others in the order of their ids here, their calls renamed; with, per rule
+    /// of it, its id here. Names and bodies are copied. (Two components that share rules
+    /// number them in the same relative order, so a shared rule's automaton has the same
+    /// cache key in both: `automaton::rule_cache`.)
     pub(crate) fn component(&self, root: u32) -> (Grammar, Vec<u32>) {
-        self.reached_from(vec![root], None)
+        self.reached_from(&[root], None)
     }
 
     /// The rules reachable from `roots`, as a grammar of their own rooted at a new rule 0
-    /// named `name` that chooses among them (in the order given), the others in order of
-    /// discovery (breadth first), their calls renamed; with, per rule after the new one,
+    /// named `name` that chooses among them (in the order given), the others after it in
+    /// the order of their ids here, their calls renamed; with, per rule after the new one,
     /// its id here.
     pub(crate) fn component_of(&self, roots: &[u32], name: &str) -> (Grammar, Vec<u32>) {
-        self.reached_from(roots.to_vec(), Some(name))
+        self.reached_from(roots, Some(name))
     }
 
     /// [`Grammar::component`] from `start` (distinct rule ids); with `root` named, a new
-    /// rule 0 of that name chooses among them.
-    fn reached_from(&self, start: Vec<u32>, root: Option<&str>) -> (Grammar, Vec<u32>) {
-        let first = root.is_some() as u32;
-        let mut new_id = vec![u32::MAX; self.rules.len()];
-        for (i, &r) in start.iter().enumerate() {
-            new_id[r as usize] = first + i as u32;
-        }
-        let chooser = root.map(|name| Rule {
-            name: name.to_string(),
-            body: Expr::Choice(
-                (first..first + start.len() as u32)
-                    .map(|r| Expr::Rule(RuleId(r)))
-                    .collect(),
-            ),
-        });
-        let mut order = start;
+    /// rule 0 of that name chooses among them (and `start` is ordered with the others).
+    fn reached_from(&self, start: &[u32], root: Option<&str>) -> (Grammar, Vec<u32>) {
+        let mut seen = vec![false; self.rules.len()];
+        let mut order = start.to_vec();
+        order.iter().for_each(|&r| seen[r as usize] = true);
         let mut i = 0;
         while i < order.len() {
             crate::automaton::lower::for_each_call(&self.rules[order[i] as usize].body, &mut |c| {
-                if new_id[c as usize] == u32::MAX {
-                    new_id[c as usize] = first + order.len() as u32;
+                if !seen[c as usize] {
+                    seen[c as usize] = true;
                     order.push(c);
                 }
             });
             i += 1;
         }
+        // A component's root stays first; the rest by id.
+        let fixed = usize::from(root.is_none());
+        order[fixed..].sort_unstable();
+        let first = u32::from(root.is_some());
+        let mut new_id = vec![u32::MAX; self.rules.len()];
+        for (i, &r) in order.iter().enumerate() {
+            new_id[r as usize] = first + i as u32;
+        }
+        let chooser = root.map(|name| Rule {
+            name: name.to_string(),
+            body: Expr::Choice(
+                start
+                    .iter()
+                    .map(|&r| Expr::Rule(RuleId(new_id[r as usize])))
+                    .collect(),
+            ),
+        });
         let rules = chooser
             .into_iter()
             .chain(order.iter().map(|&r| {

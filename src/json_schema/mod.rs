@@ -232,6 +232,9 @@ pub struct JsonSchemaGrammar {
     /// placeholder with an empty body: the embedder must send its calls to a string rule
     /// of its own, built for the same [`JsonSchemaOptions::string_excludes`].
     pub(crate) string_rule: Option<RuleId>,
+    /// The rule of the generic JSON value, when the grammar calls it (an embedder may send
+    /// its calls to one rule of its own built for the same options, `structural_tag`).
+    pub(crate) any_rule: Option<RuleId>,
     /// Built for a matcher that forbids repeated keys (`compile_json_schema`), so objects
     /// rely on it (see `Builder::unique_keys`).
     pub(crate) unique_keys: bool,
@@ -324,8 +327,7 @@ pub(crate) enum Form {
     Written,
     /// For the compile: whitespace with a line cap (written out, one alternative per place
     /// of the line feed) is one rule called where whitespace goes, marked in
-    /// [`JsonSchemaGrammar::always`] for the compile to inline back: the same language in
-    /// a smaller IR.
+    /// [`JsonSchemaGrammar::always`] for the compile to inline back: a smaller IR.
     Compact,
     /// [`Form::Compact`], and any JSON string is a call of an empty placeholder rule
     /// ([`JsonSchemaGrammar::string_rule`]) that the embedder sends to one string
@@ -398,9 +400,7 @@ pub(crate) fn to_grammar(
         keep[r.index()] = true;
     }
     let mut always = vec![false; grammar.rules.len()];
-    if let Some(r) = b.ws_rule {
-        always[r.index()] = true;
-    }
+    b.ws_rule.inspect(|r| always[r.index()] = true);
     // A format's rule called from one place is written out there.
     let mut grammar = grammar;
     formats::write_out_single_use(&mut grammar, &b.formats, form == Form::Written);
@@ -411,6 +411,7 @@ pub(crate) fn to_grammar(
         keep,
         always,
         string_rule: b.string_rule,
+        any_rule: b.any.map(|a| a.value),
         unique_keys,
         closed: b.closed_objects,
         key_filters: b.key_rules.filters,

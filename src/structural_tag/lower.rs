@@ -46,6 +46,7 @@ pub(super) fn lower(
         compact,
         always: Vec::new(),
         strings: Default::default(),
+        anys: Default::default(),
     };
     let root = l.b.reserve("root");
     let body = l.format(&tag.format, "format", &[])?;
@@ -97,6 +98,8 @@ pub(super) struct Lowerer<'v> {
     always: Vec<crate::grammar::RuleId>,
     /// The JSON string rule every compact schema calls, by the strings it excludes.
     strings: rustc_hash::FxHashMap<Vec<String>, crate::grammar::RuleId>,
+    /// The generic JSON value rule every compact schema calls, by its options (written).
+    anys: rustc_hash::FxHashMap<String, crate::grammar::RuleId>,
 }
 
 impl Lowerer<'_> {
@@ -232,7 +235,8 @@ impl Lowerer<'_> {
 
     /// Embeds a JSON Schema's grammar made under `opts` (rules prefixed `prefix`), keeping
     /// its rules to inline, its JSON strings sent to the tag's one string rule for `opts`'
-    /// excluded strings; returns its root.
+    /// excluded strings and its generic JSON values to the tag's one such rule for `opts`;
+    /// returns its root.
     ///
     /// # Errors
     /// As [`Lowerer::string_rule`].
@@ -243,15 +247,71 @@ impl Lowerer<'_> {
         prefix: &str,
         path: &str,
     ) -> Result<RuleId, StructuralTagError> {
-        let string = match g.string_rule.filter(|_| self.json_form() == Form::Embedded) {
-            Some(p) => Some((p.0, self.string_rule(opts, path)?)),
-            None => None,
-        };
+        let embedded = self.json_form() == Form::Embedded;
+        let mut redirects = Vec::new();
+        if let Some(p) = g.string_rule.filter(|_| embedded) {
+            redirects.push((p.0, self.string_rule(opts, path)?));
+        }
+        if let Some(p) = g.any_rule.filter(|_| embedded) {
+            redirects.push((p.0, self.any_rule(opts, path)?));
+        }
+        Ok(self.embed_json_redirecting(g, prefix, &redirects))
+    }
+
+    /// Embeds `g` with `redirects` ([`GrammarBuilder::embed_redirecting`]), its rules to
+    /// inline marked; returns its root.
+    fn embed_json_redirecting(
+        &mut self,
+        g: crate::json_schema::JsonSchemaGrammar,
+        prefix: &str,
+        redirects: &[(u32, RuleId)],
+    ) -> RuleId {
         let base = self.b.rules_len() as u32;
         for (r, _) in g.always.iter().enumerate().filter(|(_, &a)| a) {
             self.always.push(RuleId(base + r as u32));
         }
-        Ok(self.b.embed_redirecting(g.grammar, prefix, string))
+        self.b.embed_redirecting(g.grammar, prefix, redirects)
+    }
+
+    /// The tag's rule of the generic JSON value under `opts` (its strings the tag's string
+    /// rule), made on first use: every tool's generic values call it, so its automaton is
+    /// built once (`compiler::machinery`) and its masks are walked once.
+    ///
+    /// # Errors
+    /// The front end's error for `true` under `opts` (none is expected).
+    fn any_rule(
+        &mut self,
+        opts: &JsonSchemaOptions,
+        path: &str,
+    ) -> Result<RuleId, StructuralTagError> {
+        let only = JsonSchemaOptions {
+            root_whitespace: false,
+            ..opts.clone()
+        };
+        let key = format!("{only:?}");
+        if let Some(&r) = self.anys.get(&key) {
+            return Ok(r);
+        }
+        let g = json_schema_to_grammar_limited(
+            &serde_json::Value::Bool(true),
+            &only,
+            &self.limits,
+            Form::Embedded,
+        )
+        .map_err(|e| StructuralTagError::Schema {
+            path: path.to_string(),
+            source: Box::new(e),
+        })?;
+        let mut redirects = Vec::new();
+        if let Some(p) = g.string_rule {
+            redirects.push((p.0, self.string_rule(opts, path)?));
+        }
+        let base = self.b.rules_len() as u32;
+        let root = g.any_rule.map(|r| RuleId(base + r.0));
+        let top = self.embed_json_redirecting(g, "json", &redirects);
+        let any = root.unwrap_or(top);
+        self.anys.insert(key, any);
+        Ok(any)
     }
 
     /// The tag's rule of any JSON string that holds none of `opts`' excluded strings,
