@@ -4,8 +4,9 @@
 //! A tool's build (`compiler::deferred`) lowers the rules its schema reaches and builds an
 //! automaton per rule left, through the compiler's rule-automaton cache. Some of those
 //! rules are the same in every tool of a tag: the tag's one JSON string rule (when a tool
-//! calls it from several places, it stays a rule), and each tool's capped whitespace (a
-//! copy per tool, all alike). Built cold, they were most of a small tool's build (Hermes
+//! calls it from several places, it stays a rule) and its one generic JSON value rule
+//! (`structural_tag::lower`), and each tool's capped whitespace (a copy per tool, all
+//! alike). Built cold, they were most of a small tool's build (Hermes
 //! on Qwen3, 10 tools: the whitespace and string automata were about 270 µs of the first
 //! call's 800 µs build). The compile builds them once instead, so that a build finds them
 //! in the cache and builds only the rules of its own schema; the next tag compiled with
@@ -13,8 +14,9 @@
 //!
 //! What is built: a grammar whose root chooses among the shared rules, lowered as a tool
 //! is (`inline_rules` keeping its root, those rules and the capped whitespace, so each
-//! one's body is inlined as in a tool's build and its cache key is the same). Best effort: an error (a limit)
-//! leaves the cache as it was and the compile goes on.
+//! one's body is inlined as in a tool's build; `Grammar::component_of` numbers the rules
+//! in IR order, as a tool's component does, so each one's cache key is the same). Best
+//! effort: an error (a limit) leaves the cache as it was and the compile goes on.
 
 use super::GrammarCompiler;
 use crate::automaton::lower::{for_each_call, inline_rules, lower_repeats, simplify_repeats};
@@ -89,8 +91,8 @@ pub(super) fn shared_tool_rules(ir: &Grammar, roots: &[bool], always: &[bool]) -
 impl GrammarCompiler {
     /// Builds the automata of the rules `rules` of `ir` (from [`shared_tool_rules`]) into
     /// the compiler's rule-automaton cache, lowered as a tool's build lowers them (the
-    /// rules with `always[r]` set kept as rules, as `deferred::lowered_component` does); nothing
-    /// when there are none or the cache is off. `token` resolves token terminals.
+    /// rules with `always[r]` set kept as rules, as `deferred::lowered_component` does);
+    /// nothing when there are none or the cache is off. `token` resolves token terminals.
     pub(super) fn build_shared_tool_rules(
         &self,
         ir: &Grammar,
