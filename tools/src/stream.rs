@@ -161,6 +161,10 @@ pub struct StreamingParser<'a> {
     /// The last call's sent argument text is the whole of its parsed one, not written as
     /// a JSON string (so [`Resume::infer`] may read it).
     args_current: bool,
+    /// How many bytes the last parse added to the end of that call's argument text.
+    args_added: usize,
+    /// The text's length at the last parse (what arrived after it is new to the next).
+    parsed_len: usize,
     /// The open last call's arguments, read by the stream itself (see [`resume`]), and the
     /// call's index.
     resume: Option<(Resume, usize)>,
@@ -210,6 +214,8 @@ impl<'a> StreamingParser<'a> {
             sent_errors: 0,
             credit: ALLOWANCE,
             args_current: false,
+            args_added: 0,
+            parsed_len: 0,
             resume: None,
             elided: None,
             finished: false,
@@ -454,6 +460,7 @@ impl<'a> StreamingParser<'a> {
 
     fn parse(&mut self, at_end: bool, out: &mut Vec<StreamEvent>) {
         self.unparsed = 0;
+        let arrived_from = std::mem::replace(&mut self.parsed_len, self.text.len());
         self.resume = None;
         let elided = self.elided.take();
         let elided = elided.and_then(|(run, how)| self.parse_elided(run, how, at_end));
@@ -481,7 +488,9 @@ impl<'a> StreamingParser<'a> {
             let index = self.base_index + self.calls.iter().filter(|c| c.ended).count();
             self.scanned += call.sent_args.len();
             self.credit = self.credit.saturating_sub(call.sent_args.len());
-            self.resume = Resume::infer(&self.text, &call.sent_args).map(|r| (r, index));
+            let added = self.args_added;
+            self.resume =
+                Resume::infer(&self.text, &call.sent_args, arrived_from, added).map(|r| (r, index));
         }
     }
 
@@ -647,7 +656,7 @@ impl<'a> StreamingParser<'a> {
             true
         };
         let mut sent_errors = self.sent_errors;
-        let mut args_current = false;
+        let (mut args_current, mut args_added) = (false, 0);
         for (i, call) in p.calls.into_iter().enumerate() {
             if self.calls.len() <= i {
                 self.calls.push(SentCall::default());
@@ -683,6 +692,7 @@ impl<'a> StreamingParser<'a> {
                     });
                 }
                 let now = streamed_arguments(&call.arguments_text);
+                args_added = now.len().saturating_sub(sent.sent_args.len());
                 let mut ending = false;
                 if sent.resumed > 0 {
                     // What the stream's scan sent is the parse's text after `sent_args`
@@ -737,6 +747,7 @@ impl<'a> StreamingParser<'a> {
         }
         self.sent_errors = sent_errors;
         self.args_current = args_current;
+        self.args_added = args_added;
     }
 }
 

@@ -400,3 +400,24 @@ fn values_holding_the_closing_tag_are_escaped_or_refused() {
         assert_eq!(f.parse(&text, &ts).tool_calls, vec![call]);
     }
 }
+
+#[test]
+fn a_key_that_reads_as_json_arguments_streams_as_whole() {
+    // Proptest's minimal failing input (seed 340): while `<arg_key>{` arrived, the
+    // arguments so far (`{`) were the output's last byte, and the stream read the key on
+    // as the call's JSON arguments (`{"tz": "UTC"` sent, then the real key). The
+    // others: shorter, without newlines, and a value.
+    let texts = [
+        "<tool_call>get_weather\n<arg_key>{\"tz\": \"UTC\"}<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n</tool_call>",
+        "<tool_call>get_weather\n<arg_key>{\"a\": 1}</arg_key>\n<arg_value>x</arg_value>\n</tool_call>",
+        "<tool_call>get_weather<arg_key>{\"a\": [1, 2]}</arg_key><arg_value>x</arg_value></tool_call>",
+        // A non-string value `{` read on after a delta of whitespace only.
+        "<tool_call>get_weather\n<arg_key>days</arg_key>\n<arg_value>{\n3</arg_value>\n</tool_call>",
+    ];
+    for f in [
+        Glm::glm45(FormatOptions::default()),
+        Glm::glm47(FormatOptions::default()),
+    ] {
+        crate::test_support::assert_each_streams_as_whole(&f, &texts, &tools());
+    }
+}

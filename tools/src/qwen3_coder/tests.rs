@@ -437,3 +437,15 @@ fn a_tool_call_marker_inside_an_open_parameter_streams_as_whole() {
         crate::test_support::assert_streams_as_whole(&f, text, &ts);
     }
 }
+
+#[test]
+fn a_parameter_name_that_reads_as_json_arguments_streams_as_whole() {
+    // GLM's `<arg_key>{` seed: the arguments so far (`{`) were the output's last byte
+    // while `<parameter={` arrived, and the stream read the name on as JSON arguments.
+    // Seed 87: a non-string value `{` read on after a delta of whitespace only.
+    let texts = [
+        "<tool_call>\n<function=get_weather>\n<parameter={\"a\": 1}>\nx\n</parameter>\n</function>\n</tool_call>",
+        "<tool_call>\n<function=get_weather>\n<parameter=days>{\n3<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call>",
+    ];
+    crate::test_support::assert_each_streams_as_whole(&Qwen3Coder::default(), &texts, &tools());
+}

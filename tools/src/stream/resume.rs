@@ -8,7 +8,10 @@
 //! declares anything, so every family whose argument text has one of them is resumed):
 //!
 //! * **Verbatim**: the argument text is the output's last bytes (JSON families: the
-//!   arguments object `{…` as written; pythonic: the keyword arguments `text='…'`). The
+//!   arguments object `{…` as written; pythonic: the keyword arguments `text='…'`), and
+//!   the parse that gave it added to it every byte that arrived since the parse before
+//!   (else a family that builds its argument text, XML parameters as JSON, could match
+//!   by chance: GLM's `{` while `<arg_key>{` arrives). The
 //!   scan keeps the lexer state (bracket depth, the quote of the string it is in, a pending
 //!   backslash) and stops before a closing bracket that would close the arguments, and
 //!   outside strings before any character that is not JSON (or Python keyword-argument)
@@ -78,9 +81,12 @@ pub(super) struct Resume {
 
 impl Resume {
     /// The resumption of an open call whose argument text so far (as sent) is `args`, at
-    /// the end of `text`; `None` when `args` is neither a copy of the end of `text` nor a
-    /// JSON string holding it, or holds syntax the scan leaves to the parser.
-    pub(super) fn infer(text: &str, args: &str) -> Option<Self> {
+    /// the end of `text`, after a parse that added the last `added` bytes of `args` and
+    /// was the first to see the text from `arrived_from` on; `None` when `args` is neither
+    /// a copy of the end of `text` that this parse made (it added to `args`, at least
+    /// every byte from `arrived_from` on but trailing whitespace) nor a JSON string
+    /// holding it, or holds syntax the scan leaves to the parser.
+    pub(super) fn infer(text: &str, args: &str, arrived_from: usize, added: usize) -> Option<Self> {
         let end = text.trim_end().len();
         let first = args.chars().next()?;
         let lexed = |mode| {
@@ -110,6 +116,14 @@ impl Resume {
             Some(r)
         };
         if text[..end].ends_with(args) {
+            // A copy only if this parse copied what arrived: a family that builds its
+            // argument text (XML parameters as JSON) holds back text that may read the
+            // same (`<arg_key>{` or a non-string `<arg_value>{` still arriving, with `{`
+            // the arguments so far), and the scan would send it as arguments. A parse that
+            // added nothing shows no copy, even when only whitespace arrived.
+            if added == 0 || end.saturating_sub(arrived_from) > added {
+                return None;
+            }
             let mode = if first == '{' {
                 Mode::Json
             } else if first.is_ascii_alphabetic() || first == '_' {
@@ -661,7 +675,9 @@ mod tests {
         ];
         for (start, args, taken, declined) in cases {
             let mut text = start.to_owned();
-            let mut r = Resume::infer(&text, args).expect(args);
+            // The parse that showed `args` added all of it.
+            let from = text.len().saturating_sub(args.len());
+            let mut r = Resume::infer(&text, args, from, args.len()).expect(args);
             for delta in taken {
                 let from = text.len();
                 text.push_str(delta);
@@ -682,6 +698,26 @@ mod tests {
                 assert_eq!(format!("{r:?}"), before);
             }
         }
+    }
+
+    /// An argument text that ends the output is a copy only when the parse that gave it
+    /// copied what arrived: GLM's `{` (no argument yet) while `<arg_key>{` arrives is not,
+    /// nor after a delta of whitespace.
+    #[test]
+    fn a_copy_is_resumed_only_when_the_parse_copied_what_arrived() {
+        let text = "<tool_call>get_weather\n<arg_key>{";
+        let key_open = text.len() - 1;
+        assert!(Resume::infer(text, "{", key_open, 0).is_none());
+        assert!(Resume::infer(text, "{", 0, 1).is_none());
+        // Then whitespace only: still nothing copied.
+        let text = format!("{text}\n");
+        assert!(Resume::infer(&text, "{", text.len(), 0).is_none());
+        let text = "<tool_call>{\"name\": \"f\", \"arguments\": {";
+        assert!(Resume::infer(text, "{", text.len() - 1, 1).is_some());
+        // Whitespace the parse held back before counts as arrived before it.
+        let text = "<tool_call>{\"name\": \"f\", \"arguments\": {\"a\": 1,\n \"b\"";
+        let args = "{\"a\": 1,\n \"b\"";
+        assert!(Resume::infer(text, args, text.len() - 3, 6).is_some());
     }
 
     /// `unescape` decodes what `serde_json` decodes, and refuses what it refuses: every
