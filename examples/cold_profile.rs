@@ -30,7 +30,10 @@
 //! until a matcher comes near one; on by default) or `whole` (off). Prints wall-clock
 //! times of one run (for ratios only); with `COLD_PROFILE_STEPS` set, each first-pass step's
 //! time (each schema's compile → first mask with `many`) on stderr; with
-//! `COLD_PROFILE_REPEAT=N`, N more runs on fresh compilers (for a sampling profiler).
+//! `COLD_PROFILE_REPEAT=N`, N more runs on fresh compilers (for a sampling profiler); with
+//! `COLD_PROFILE_ONLY_STEP=K`, step K's fill runs inside `fill_one_step` (toggle on
+//! `cold_profile::fill_one_step` for that step alone); with `COLD_PROFILE_TOOL=I`, `tools`
+//! calls tool I (when there is one) instead of the middle one.
 
 #[path = "../benches/common/mod.rs"]
 mod common;

@@ -11,6 +11,8 @@ use super::refine::{dependents, refine};
 use super::Automaton;
 use rustc_hash::FxHashMap;
 use std::hash::BuildHasher;
+use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
+use std::sync::OnceLock;
 
 /// Most refinement rounds of [`Automaton::mask_classes`]. A long literal such as `"abab…"`
 /// needs one round per byte to be told apart; a round costs work in proportion to the nodes
@@ -359,18 +361,19 @@ const KEY_BUDGET: usize = 1 << 18;
 pub(crate) struct KeyBasis {
     rep: Vec<u32>,
     /// Hashes made so far, at `round * classes + class` for rounds 0 to [`HASH_ROUNDS`]
-    /// (0: not made yet; allocated on the first key): a key reads the
-    /// hashes of the few classes near the one it is made for, so a grammar of thousands
-    /// of classes (a tag of hundreds of tools, or a tool built into it) hashes those, not
-    /// every class.
-    hash: std::sync::Mutex<Vec<u32>>,
+    /// (0: not made yet; allocated on the first key): a key reads the hashes of the few
+    /// classes near the one it is made for, so a grammar of thousands of classes (a tag of
+    /// hundreds of tools, or a tool built into it) hashes those, not every class. Atomic,
+    /// so keys made on several threads never wait on each other: a hash is a function of
+    /// the automaton, and two threads that make it store the same value.
+    hash: OnceLock<Box<[AtomicU32]>>,
     spent: std::sync::atomic::AtomicUsize,
 }
 
 impl KeyBasis {
     /// Heap bytes held.
     pub(crate) fn memory_bytes(&self) -> usize {
-        let hashes = self.hash.lock().map_or(0, |h| h.capacity() * 4);
+        let hashes = self.hash.get().map_or(0, |h| h.len() * 4);
         self.rep.capacity() * 4 + hashes
     }
 }
@@ -402,13 +405,14 @@ impl Automaton {
         &self,
         rep: &[u32],
         class: &[u32],
-        memo: &mut [u32],
+        memo: &[AtomicU32],
         round: usize,
         c: u32,
     ) -> u32 {
         let at = round * rep.len() + c as usize;
-        if memo[at] != 0 {
-            return memo[at];
+        let made = memo[at].load(Relaxed);
+        if made != 0 {
+            return made;
         }
         let node = &self.nodes[rep[c as usize] as usize];
         let h = if round == 0 {
@@ -437,7 +441,7 @@ impl Automaton {
         };
         // 0 marks a hash not made yet.
         let h = (h as u32).max(1);
-        memo[at] = h;
+        memo[at].store(h, Relaxed);
         h
     }
 
@@ -452,16 +456,16 @@ impl Automaton {
     /// The order in which edges are listed only affects how often keys coincide, never what
     /// a key means: it is made as canonical as cheap hashing allows.
     pub(crate) fn class_key(&self, basis: &KeyBasis, class: &[u32], c0: u32) -> Option<Box<[u64]>> {
-        use std::sync::atomic::Ordering::Relaxed;
         if basis.spent.load(Relaxed) > KEY_BUDGET {
             return None;
         }
         let rep = &basis.rep;
-        let mut memo = basis.hash.lock().unwrap_or_else(|e| e.into_inner());
-        if memo.is_empty() {
-            *memo = vec![0; (HASH_ROUNDS + 1) * rep.len()];
-        }
-        let mut h = |c: u32| self.class_hash(rep, class, &mut memo, HASH_ROUNDS, c) as u64;
+        let memo = basis.hash.get_or_init(|| {
+            (0..(HASH_ROUNDS + 1) * rep.len())
+                .map(|_| AtomicU32::new(0))
+                .collect()
+        });
+        let h = |c: u32| self.class_hash(rep, class, memo, HASH_ROUNDS, c) as u64;
         let start_class = |rule: u32| -> Option<u32> {
             class.get(self.rule_start[rule as usize] as usize).copied()
         };
@@ -657,6 +661,7 @@ mod tests {
     /// and a key of a class near the end of a long grammar hashes a few classes only.
     #[test]
     fn class_hashes_made_on_demand_equal_whole_rounds() {
+        use std::sync::atomic::Ordering::Relaxed;
         let c = compiler();
         let g = c
             .compile_json_schema(
@@ -715,7 +720,10 @@ mod tests {
             })
             .expect("some class has a key");
         assert!(aut.class_key(&basis, &class, keyed).is_some());
-        let made = |b: &super::KeyBasis| b.hash.lock().unwrap().iter().filter(|&&x| x != 0).count();
+        let made = |b: &super::KeyBasis| {
+            let memo = b.hash.get().expect("made by the key");
+            memo.iter().filter(|x| x.load(Relaxed) != 0).count()
+        };
         assert!(made(&basis) > 0);
         assert!(
             made(&basis) < (super::HASH_ROUNDS + 1) * count,
@@ -724,9 +732,9 @@ mod tests {
             (super::HASH_ROUNDS + 1) * count
         );
         // Then every class, from the last one down.
-        let mut memo = basis.hash.lock().unwrap();
+        let memo = basis.hash.get().unwrap();
         for c in (0..count as u32).rev() {
-            let lazy = aut.class_hash(rep, &class, &mut memo, super::HASH_ROUNDS, c);
+            let lazy = aut.class_hash(rep, &class, memo, super::HASH_ROUNDS, c);
             assert_eq!(lazy, h[c as usize], "class {c} of {count}");
         }
     }

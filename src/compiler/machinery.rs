@@ -13,10 +13,13 @@
 //! the same compiler finds them there too.
 //!
 //! What is built: a grammar whose root chooses among the shared rules, lowered as a tool
-//! is (`inline_rules` keeping its root, those rules and the capped whitespace, so each
-//! one's body is inlined as in a tool's build; `Grammar::component_of` numbers the rules
-//! in IR order, as a tool's component does, so each one's cache key is the same). Best
-//! effort: an error (a limit) leaves the cache as it was and the compile goes on.
+//! is (`inline_rules` keeping its root, those rules and the capped whitespace;
+//! `Grammar::component_of` numbers the rules in IR order, as a tool's component does), so
+//! that each one's cache key is, as a rule, the one a tool's build makes. Where it is not
+//! (a callee inlined in one and not the other), the build builds that rule itself: a
+//! cache miss, never a wrong automaton, since the key holds the body. Best effort: an
+//! error (a limit) ends the warm-up, the rules built before it stay cached, and the
+//! compile goes on. It runs within the compile's time budget.
 
 use super::GrammarCompiler;
 use crate::automaton::lower::{for_each_call, inline_rules, lower_repeats, simplify_repeats};
@@ -41,10 +44,10 @@ const MAX_SCANNED_ROOTS: usize = 16;
 pub(super) fn shared_tool_rules(ir: &Grammar, roots: &[bool], always: &[bool]) -> Vec<u32> {
     let n = ir.rules.len();
     let flag = |of: &[bool], r: usize| of.get(r).copied().unwrap_or(false);
-    // How many roots reach each rule (saturating at 2), by a walk from each root; `mark`
-    // holds the last root that reached a rule. A rule two roots reach already is not
-    // walked again (what it calls is reached by both as well), so each body is read at
-    // most twice. `calls` keeps every call read, as (caller, callee).
+    // How many roots reach each rule, by a walk from each root; `mark` holds the last root
+    // that reached a rule. A rule is walked by the first root that reaches it only (the
+    // outermost shared rule is still found: it is reached again from a rule of one tool),
+    // so each body is read once. `calls` keeps every call read, as (caller, callee).
     let mut reach = vec![0u8; n];
     let mut mark = vec![u32::MAX; n];
     let mut todo = Vec::new();
@@ -92,7 +95,8 @@ impl GrammarCompiler {
     /// Builds the automata of the rules `rules` of `ir` (from [`shared_tool_rules`]) into
     /// the compiler's rule-automaton cache, lowered as a tool's build lowers them (the
     /// rules with `always[r]` set kept as rules, as `deferred::lowered_component` does);
-    /// nothing when there are none or the cache is off. `token` resolves token terminals.
+    /// nothing when there are none or the cache is off. `rules` ascending; `token`
+    /// resolves token terminals.
     pub(super) fn build_shared_tool_rules(
         &self,
         ir: &Grammar,
@@ -104,6 +108,7 @@ impl GrammarCompiler {
         if rules.is_empty() || !self.rule_automata.is_on() {
             return;
         }
+        debug_assert!(rules.windows(2).all(|w| w[0] < w[1]), "rules ascending");
         let (mut g, order) = ir.component_of(rules, "#shared");
         // A byte after each call: a rule called only last in its caller would be built
         // into it (`regular::TailPlan`), not as an automaton of its own.

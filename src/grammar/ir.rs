@@ -541,4 +541,33 @@ mod tests {
         // Already minimal: unchanged.
         assert_eq!(r.reachable_only(), r);
     }
+
+    /// A component keeps its root first and numbers the other rules in their order here
+    /// (not the order a walk finds them); `component_of` puts a new rule choosing among
+    /// its roots first, and orders the roots with the others.
+    #[test]
+    fn components_number_their_rules_in_order_of_id() {
+        let g = parse_ebnf(
+            "root ::= c a\na ::= \"a\" b\nb ::= \"b\"\nc ::= b \"c\"\nd ::= c \"d\" a\n",
+            "root",
+        )
+        .unwrap();
+        let id = |name: &str| g.rules.iter().position(|r| r.name == name).unwrap() as u32;
+        let (c, order) = g.component(id("d"));
+        let names: Vec<&str> = c.rules.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(names, ["d", "a", "b", "c"]);
+        assert_eq!(order, [id("d"), id("a"), id("b"), id("c")]);
+        assert_eq!(
+            c.to_string(),
+            "d ::= c \"d\" a\na ::= \"a\" b\nb ::= \"b\"\nc ::= b \"c\"\n"
+        );
+        let (c, order) = g.component_of(&[id("c"), id("a")], "both");
+        let names: Vec<&str> = c.rules.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(names, ["both", "a", "b", "c"]);
+        assert_eq!(order, [id("a"), id("b"), id("c")]);
+        use super::{Expr, RuleId};
+        let chooser = Expr::Choice(vec![Expr::Rule(RuleId(3)), Expr::Rule(RuleId(1))]);
+        assert_eq!(c.rules[0].body, chooser);
+        assert!(c.validate().is_ok());
+    }
 }

@@ -98,7 +98,8 @@ pub(super) struct Lowerer<'v> {
     always: Vec<crate::grammar::RuleId>,
     /// The JSON string rule every compact schema calls, by the strings it excludes.
     strings: rustc_hash::FxHashMap<Vec<String>, crate::grammar::RuleId>,
-    /// The generic JSON value rule every compact schema calls, by its options (written).
+    /// The generic JSON value rule that the compact schemas calling one share, by their
+    /// options (as `Debug` writes them).
     anys: rustc_hash::FxHashMap<String, crate::grammar::RuleId>,
 }
 
@@ -239,7 +240,7 @@ impl Lowerer<'_> {
     /// returns its root.
     ///
     /// # Errors
-    /// As [`Lowerer::string_rule`].
+    /// As [`Lowerer::string_rule`] and [`Lowerer::any_rule`].
     pub(super) fn embed_json(
         &mut self,
         g: crate::json_schema::JsonSchemaGrammar,
