@@ -60,6 +60,10 @@ struct Shared {
     roots: Vec<bool>,
     /// `always[r]`: rule `r` of the IR is inlined whatever its size (`inline_rules`).
     always: Vec<bool>,
+    /// What the tools share, built by the compile ([`super::machinery`]): IR rule ids,
+    /// ascending, kept rules in every build (so a build lowers them as the compile did,
+    /// and finds their automata in the cache).
+    machinery: Vec<u32>,
     /// The deferral roots by name (lowering renumbers rules but keeps the names of kept
     /// rules, so a lowered rule is a deferral root's stub by its name).
     root_ids: FxHashMap<String, u32>,
@@ -311,6 +315,7 @@ impl GrammarCompiler {
             .filter(|&r| roots[r])
             .map(|r| (ir.rules[r].name.clone(), r as u32))
             .collect();
+        let machinery = super::machinery::shared_tool_rules(ir, &roots, &always);
         let mut compiler = self.clone();
         compiler.grammar_cache = Arc::new(super::cache::GrammarCache::new(false, None));
         // Under eager precompute, the stub grammar and every build fill their masks in the
@@ -325,6 +330,7 @@ impl GrammarCompiler {
             rewritten,
             roots,
             always,
+            machinery,
             root_ids,
             resolved,
             compiler,
@@ -351,9 +357,8 @@ impl GrammarCompiler {
         }
         // What every tool's build would build first, built once here (`machinery`).
         let ir = shared.ir();
-        let machinery = super::machinery::shared_tool_rules(ir, &shared.roots, &shared.always);
         let token = |t: &TokenRef| shared.resolved.get(t).copied().unwrap_or(0);
-        self.build_shared_tool_rules(ir, &shared.always, &machinery, &token, &deadline);
+        self.build_shared_tool_rules(ir, &shared.always, &shared.machinery, &token, &deadline);
         compiled.deferred = Some(Box::new(Deferred {
             shared: shared.clone(),
             owner: true,
@@ -443,7 +448,7 @@ impl GrammarCompiler {
             else {
                 continue;
             };
-            let (tool, tool_counted) = lowered_component(ir, r, &shared.always)?;
+            let (tool, tool_counted) = lowered_component(ir, r, &shared.always, &shared.machinery)?;
             // The tool's root takes the stub's place; its other rules go at the end.
             let mut next = lowered.grammar.rules.len() as u32;
             let new_id: Vec<u32> = (0..tool.rules.len())
@@ -553,7 +558,7 @@ impl GrammarCompiler {
             let Some(&slot) = spliceable.slots.get(&r) else {
                 continue;
             };
-            let (tool, tool_counted) = lowered_component(ir, r, &shared.always)?;
+            let (tool, tool_counted) = lowered_component(ir, r, &shared.always, &shared.machinery)?;
             let cache = Some(&*self.rule_automata);
             let aut = Automaton::build(
                 &tool,
@@ -603,8 +608,10 @@ impl GrammarCompiler {
 
 /// The rules of `ir` reachable from rule `root` (a deferral root), as a grammar of their
 /// own rooted there, inlined and lowered: with its counted rules. The root is kept, and so
-/// are the rules with `always[r]` set (capped JSON whitespace), which a whole compile
-/// inlines: a build is made while a matcher waits, and a member of the arguments with its
+/// are the rules `machinery` lists (what the tools share, built by the compile: kept, the
+/// build's lowering of them and of their callers is the compile's, so their automata are
+/// found in the cache, and their masks are shared across tools) and the rules with
+/// `always[r]` set (capped JSON whitespace), which a whole compile inlines: a build is made while a matcher waits, and a member of the arguments with its
 /// whitespace written out at each of its four places is about 200 automaton states where
 /// the calls leave a few dozen (the build's automata, classes and masks shrink with it;
 /// masks stay exact whatever the rule boundaries).
@@ -612,13 +619,18 @@ fn lowered_component(
     ir: &Grammar,
     root: u32,
     always: &[bool],
+    machinery: &[u32],
 ) -> Result<(Grammar, Vec<u32>), CompileError> {
     let (component, order) = ir.component(root);
     // `order[0]` is the root.
     let keep: Vec<bool> = order
         .iter()
         .enumerate()
-        .map(|(i, &r)| i == 0 || always.get(r as usize).copied().unwrap_or(false))
+        .map(|(i, &r)| {
+            i == 0
+                || always.get(r as usize).copied().unwrap_or(false)
+                || machinery.binary_search(&r).is_ok()
+        })
         .collect();
     let simplified = simplify_repeats(inline_rules(&component, &keep, &[]))?;
     Ok(lower_repeats(simplified))
@@ -651,29 +663,44 @@ mod tests {
 
     /// [`capped_whitespace_tag`] with the optional properties `more` in every tool.
     fn capped_whitespace_tag_with(tools: usize, more: serde_json::Value) -> crate::StructuralTag {
-        let tags: Vec<serde_json::Value> = (0..tools)
-            .map(|i| {
-                let mut properties = serde_json::json!({
-                    format!("p{i}"): {"type": "string"},
-                    "n": {"type": "integer"},
-                    "flag": {"type": "boolean"}
-                });
-                for (k, v) in more.as_object().into_iter().flatten() {
-                    properties[k] = v.clone();
-                }
+        let schemas = (0..tools).map(|i| {
+            let mut properties = serde_json::json!({
+                format!("p{i}"): {"type": "string"},
+                "n": {"type": "integer"},
+                "flag": {"type": "boolean"}
+            });
+            for (k, v) in more.as_object().into_iter().flatten() {
+                properties[k] = v.clone();
+            }
+            serde_json::json!({
+                "type": "object",
+                "properties": properties,
+                "required": [format!("p{i}"), "n"],
+                "additionalProperties": false
+            })
+        });
+        capped_tag(schemas, &[])
+    }
+
+    /// A tag over tools `tool_{i}` of the arguments schemas `schemas`, whitespace capped
+    /// as [`capped_whitespace_tag`]'s, strings free of `excludes` (as Hermes's are of
+    /// `</tool_call>`).
+    fn capped_tag(
+        schemas: impl Iterator<Item = serde_json::Value>,
+        excludes: &[&str],
+    ) -> crate::StructuralTag {
+        let tags: Vec<serde_json::Value> = schemas
+            .enumerate()
+            .map(|(i, schema)| {
                 serde_json::json!({
                     "type": "tag",
                     "begin": format!("<tool_call>\n{{\"name\": \"tool_{i}\", \"arguments\": "),
                     "content": {
                         "type": "json_schema",
-                        "json_schema": {
-                            "type": "object",
-                            "properties": properties,
-                            "required": [format!("p{i}"), "n"],
-                            "additionalProperties": false
-                        },
+                        "json_schema": schema,
                         "max_whitespace": 12,
-                        "max_whitespace_newlines": 1
+                        "max_whitespace_newlines": 1,
+                        "string_excludes": excludes
                     },
                     "end": "}\n</tool_call>",
                 })
@@ -839,6 +866,41 @@ mod tests {
         );
         let mut m = crate::GrammarMatcher::new(g.clone());
         assert!(m.accept_string("<tool_call>\n{\"name\": \"tool_2\", \"arguments\": {\"p2\": \"x\", \"n\": 1, \"s\": \"y\", \"meta\": [{\"k\": null}]}}\n</tool_call>"));
+    }
+
+    /// As above, for tools whose members are untyped but one string (BFCL's
+    /// `FireBirdUtils.getViewSourceWithHeader`): the generic value calls the tag's string
+    /// rule there, and a build keeps the rules the compile built as rules, so the generic
+    /// value it lowers is the one the compile built (it was built again, inlining the
+    /// string: 6% of the first build of BFCL's tool, 7.6M instructions).
+    #[test]
+    fn a_build_finds_the_generic_value_of_tools_with_untyped_members() {
+        let schemas = (0..4).map(|i| {
+            serde_json::json!({
+                "type": "object",
+                "properties": {format!("m{i}"): {}, "view": {}, "source": {"type": "string"}},
+                "required": [format!("m{i}"), "view", "source"],
+                "additionalProperties": false
+            })
+        });
+        let tag = capped_tag(schemas, &["</tool_call>"]);
+        let compiler = GrammarCompiler::new(wide_vocabulary())
+            .with_precompute(Precompute::Lazy)
+            .with_deferred_tool_rules(true);
+        let g = compiler.compile_structural_tag(&tag).unwrap();
+        let d = g.deferred.as_deref().expect("the tag defers its tools");
+        let mut stubs: Vec<u32> = d.stub_roots.keys().copied().collect();
+        stubs.sort_unstable();
+        let before = compiler.rule_automaton_cache_stats();
+        let built = d.expand(Some(&stubs[1..2])).unwrap();
+        let after = compiler.rule_automaton_cache_stats();
+        let (hits, fresh) = (after.hits - before.hits, after.builds - before.builds);
+        let names = &built.aut.rule_names;
+        // Built: the tool's root and its arguments object; the rest was the compile's.
+        assert_eq!(fresh, 2, "{before:?} then {after:?}; {names:?}");
+        assert!(hits >= 4, "{before:?} then {after:?}; {names:?}");
+        let mut m = crate::GrammarMatcher::new(g.clone());
+        assert!(m.accept_string("<tool_call>\n{\"name\": \"tool_1\", \"arguments\": {\"m1\": {\"a\": [1, \"b\"]}, \"view\": \"v\", \"source\": \"s\"}}\n</tool_call>"));
     }
 
     /// A build's mask classes are refined from the stub grammar's, starting at the tool

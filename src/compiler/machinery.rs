@@ -13,11 +13,12 @@
 //! the same compiler finds them there too.
 //!
 //! What is built: a grammar whose root chooses among the shared rules, lowered as a tool
-//! is (`inline_rules` keeping its root, those rules and the capped whitespace;
-//! `Grammar::component_of` numbers the rules in IR order, as a tool's component does), so
-//! that each one's cache key is, as a rule, the one a tool's build makes. Where it is not
-//! (a callee inlined in one and not the other), the build builds that rule itself: a
-//! cache miss, never a wrong automaton, since the key holds the body. Best effort: an
+//! is (`inline_rules` keeping its root, those rules and the capped whitespace; a tool's
+//! build keeps the same rules, `deferred::lowered_component`; `Grammar::component_of`
+//! numbers the rules in IR order, as a tool's component does), so that each one's cache
+//! key is, as a rule, the one a tool's build makes. Where it is not (a callee inlined in
+//! one and not the other), the build builds that rule itself: a cache miss, never a
+//! wrong automaton, since the key holds the body. Best effort: an
 //! error (a limit) ends the warm-up, the rules built before it stay cached, and the
 //! compile goes on. It runs within the compile's time budget.
 

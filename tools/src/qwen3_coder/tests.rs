@@ -449,3 +449,21 @@ fn a_parameter_name_that_reads_as_json_arguments_streams_as_whole() {
     ];
     crate::test_support::assert_each_streams_as_whole(&Qwen3Coder::default(), &texts, &tools());
 }
+
+#[test]
+fn zz_scratch_debug() {
+    let ts = tools();
+    let f = Qwen3Coder::default();
+    let text = "<function=get_time><parameter=city><think></function><think>a";
+    for i in 0..=text.len() {
+        let p = f.parse_partial(&text[..i], &ts, false);
+        let c = p.calls.first().map(|c| (c.arguments_text.clone(), c.complete.is_some()));
+        eprintln!("{:?} -> {:?} settled {:?}", &text[..i], c, p.settled.map(|s| s.offset));
+    }
+    let mut p = StreamingParser::new(&f, &ts);
+    for i in 0..text.len() {
+        let ev = p.push(&text[i..i + 1]);
+        eprintln!("push {:?}: {:?}", &text[i..i + 1], ev);
+    }
+    eprintln!("finish: {:?}", p.finish());
+}
