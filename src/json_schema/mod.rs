@@ -848,8 +848,8 @@ impl<'a> Builder<'a> {
 
     fn schema_inner(&mut self, schema: &Value, ptr: &str) -> Result<Option<Expr>, JsonSchemaError> {
         let obj = match schema {
-            Value::Bool(true) => return Ok(Some(self.any_value())),
-            Value::Bool(false) => return Ok(None),
+            Value::Bool(b) => return Ok(b.then(|| self.any_value())),
+            Value::Object(o) if self.untyped(o) => return Ok(Some(self.any_value())),
             Value::Object(o) => o,
             _ => {
                 return Err(JsonSchemaError::InvalidKeyword {

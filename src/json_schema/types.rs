@@ -101,7 +101,29 @@ pub(crate) fn parse_types(obj: &Map<String, Value>, ptr: &str) -> Result<TypeSet
     Ok(set)
 }
 
+/// Keywords that assert nothing (JSON Schema 2020-12, Meta-Data and Core vocabularies'
+/// annotations): a schema of these alone accepts every value.
+const ANNOTATIONS: &[&str] = &[
+    "title",
+    "description",
+    "$comment",
+    "examples",
+    "default",
+    "deprecated",
+    "readOnly",
+    "writeOnly",
+];
+
 impl Builder<'_> {
+    /// Whether the schema object `obj` accepts every JSON value as `true` does, so that it
+    /// is the generic value rule ([`Self::any_value`]) rather than each type written out
+    /// where it is used: it holds annotations alone (or nothing), and undeclared keys are
+    /// allowed where no keyword says otherwise (not [`super::JsonSchemaOptions::strict`],
+    /// under which its objects are closed).
+    pub(crate) fn untyped(&self, obj: &Map<String, Value>) -> bool {
+        !self.opts.strict && obj.keys().all(|k| ANNOTATIONS.contains(&k.as_str()))
+    }
+
     /// The generic JSON value (a rule).
     pub(crate) fn any_value(&mut self) -> Expr {
         if let Some(a) = self.any {
