@@ -60,10 +60,6 @@ struct Shared {
     roots: Vec<bool>,
     /// `always[r]`: rule `r` of the IR is inlined whatever its size (`inline_rules`).
     always: Vec<bool>,
-    /// What the tools share, built by the compile ([`super::machinery`]): IR rule ids,
-    /// ascending, kept rules in every build (so a build lowers them as the compile did,
-    /// and finds their automata in the cache).
-    machinery: Vec<u32>,
     /// The deferral roots by name (lowering renumbers rules but keeps the names of kept
     /// rules, so a lowered rule is a deferral root's stub by its name).
     root_ids: FxHashMap<String, u32>,
@@ -315,7 +311,6 @@ impl GrammarCompiler {
             .filter(|&r| roots[r])
             .map(|r| (ir.rules[r].name.clone(), r as u32))
             .collect();
-        let machinery = super::machinery::shared_tool_rules(ir, &roots, &always);
         let mut compiler = self.clone();
         compiler.grammar_cache = Arc::new(super::cache::GrammarCache::new(false, None));
         // Under eager precompute, the stub grammar and every build fill their masks in the
@@ -330,7 +325,6 @@ impl GrammarCompiler {
             rewritten,
             roots,
             always,
-            machinery,
             root_ids,
             resolved,
             compiler,
@@ -357,8 +351,9 @@ impl GrammarCompiler {
         }
         // What every tool's build would build first, built once here (`machinery`).
         let ir = shared.ir();
+        let machinery = super::machinery::shared_tool_rules(ir, &shared.roots, &shared.always);
         let token = |t: &TokenRef| shared.resolved.get(t).copied().unwrap_or(0);
-        self.build_shared_tool_rules(ir, &shared.always, &shared.machinery, &token, &deadline);
+        self.build_shared_tool_rules(ir, &shared.always, &machinery, &token, &deadline);
         compiled.deferred = Some(Box::new(Deferred {
             shared: shared.clone(),
             owner: true,
@@ -448,7 +443,7 @@ impl GrammarCompiler {
             else {
                 continue;
             };
-            let (tool, tool_counted) = lowered_component(ir, r, &shared.always, &shared.machinery)?;
+            let (tool, tool_counted) = lowered_component(ir, r, &shared.always)?;
             // The tool's root takes the stub's place; its other rules go at the end.
             let mut next = lowered.grammar.rules.len() as u32;
             let new_id: Vec<u32> = (0..tool.rules.len())
@@ -558,7 +553,7 @@ impl GrammarCompiler {
             let Some(&slot) = spliceable.slots.get(&r) else {
                 continue;
             };
-            let (tool, tool_counted) = lowered_component(ir, r, &shared.always, &shared.machinery)?;
+            let (tool, tool_counted) = lowered_component(ir, r, &shared.always)?;
             let cache = Some(&*self.rule_automata);
             let aut = Automaton::build(
                 &tool,
@@ -608,10 +603,8 @@ impl GrammarCompiler {
 
 /// The rules of `ir` reachable from rule `root` (a deferral root), as a grammar of their
 /// own rooted there, inlined and lowered: with its counted rules. The root is kept, and so
-/// are the rules `machinery` lists (what the tools share, built by the compile: kept, the
-/// build's lowering of them and of their callers is the compile's, so their automata are
-/// found in the cache, and their masks are shared across tools) and the rules with
-/// `always[r]` set (capped JSON whitespace), which a whole compile inlines: a build is made while a matcher waits, and a member of the arguments with its
+/// are the rules with `always[r]` set (capped JSON whitespace), which a whole compile
+/// inlines: a build is made while a matcher waits, and a member of the arguments with its
 /// whitespace written out at each of its four places is about 200 automaton states where
 /// the calls leave a few dozen (the build's automata, classes and masks shrink with it;
 /// masks stay exact whatever the rule boundaries).
@@ -619,18 +612,13 @@ fn lowered_component(
     ir: &Grammar,
     root: u32,
     always: &[bool],
-    machinery: &[u32],
 ) -> Result<(Grammar, Vec<u32>), CompileError> {
     let (component, order) = ir.component(root);
     // `order[0]` is the root.
     let keep: Vec<bool> = order
         .iter()
         .enumerate()
-        .map(|(i, &r)| {
-            i == 0
-                || always.get(r as usize).copied().unwrap_or(false)
-                || machinery.binary_search(&r).is_ok()
-        })
+        .map(|(i, &r)| i == 0 || always.get(r as usize).copied().unwrap_or(false))
         .collect();
     let simplified = simplify_repeats(inline_rules(&component, &keep, &[]))?;
     Ok(lower_repeats(simplified))
@@ -870,11 +858,12 @@ mod tests {
     }
 
     /// As above, for tools whose members are untyped but one string (BFCL's
-    /// `FireBirdUtils.getViewSourceWithHeader`): the generic value calls the tag's string
-    /// rule there, and a build keeps the rules the compile built as rules, so the generic
-    /// value it lowers is the one the compile built (it was built again, inlining the
-    /// string: 6% of the first build of BFCL's tool, 7.6M instructions); the untyped
-    /// members call it (they wrote every JSON type out, most of the tool's states).
+    /// `FireBirdUtils.getViewSourceWithHeader`), with strings that avoid the end marker
+    /// (so the tag's string is a small rule that calls its body): the compile lowers the
+    /// generic value as a build does, inlining the string's small rule into it (the
+    /// compile kept that rule, so a build built the generic value again: 6% of the first
+    /// build of BFCL's tool, 7.6M instructions), and the untyped members call the generic
+    /// value (they wrote every JSON type out, most of the tool's states).
     #[test]
     fn a_build_finds_the_generic_value_of_tools_with_untyped_members() {
         let schemas = (0..4).map(|i| {
@@ -898,9 +887,9 @@ mod tests {
         let after = compiler.rule_automaton_cache_stats();
         let (hits, fresh) = (after.hits - before.hits, after.builds - before.builds);
         let names = &built.aut.rule_names;
-        // Built: the tool's root (its arguments object). Found: the string's wrapper and
-        // body, the generic value and its object and array, and the two whitespace rules.
-        let want = (7, 1);
+        // Built: the tool's root (its arguments object). Found: the string's body, the
+        // generic value and its object and array, and the two whitespace rules.
+        let want = (6, 1);
         assert_eq!((hits, fresh), want, "{before:?} then {after:?}; {names:?}");
         let mut m = crate::GrammarMatcher::new(g.clone());
         assert!(m.accept_string("<tool_call>\n{\"name\": \"tool_1\", \"arguments\": {\"m1\": {\"a\": [1, \"b\"]}, \"view\": \"v\", \"source\": \"s\"}}\n</tool_call>"));

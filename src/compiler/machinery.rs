@@ -13,12 +13,13 @@
 //! the same compiler finds them there too.
 //!
 //! What is built: a grammar whose root chooses among the shared rules, lowered as a tool
-//! is (`inline_rules` keeping its root, those rules and the capped whitespace; a tool's
-//! build keeps the same rules, `deferred::lowered_component`; `Grammar::component_of`
-//! numbers the rules in IR order, as a tool's component does), so that each one's cache
-//! key is, as a rule, the one a tool's build makes. Where it is not (a callee inlined in
-//! one and not the other), the build builds that rule itself: a cache miss, never a
-//! wrong automaton, since the key holds the body. Best effort: an
+//! is (`inline_rules` keeping its root and the capped whitespace, as
+//! `deferred::lowered_component` does: a small rule, such as the string's `"` then its
+//! body's call, is inlined into its callers in both; `Grammar::component_of` numbers the
+//! rules in IR order, as a tool's component does), so that each rule left has, as a rule,
+//! the cache key a tool's build makes. Where it does not (a rule called once in a tool
+//! is inlined there), the build builds that rule itself: a cache miss, never a wrong
+//! automaton, since the key holds the body. Best effort: an
 //! error (a limit) ends the warm-up, the rules built before it stay cached, and the
 //! compile goes on. It runs within the compile's time budget.
 
@@ -93,9 +94,11 @@ pub(super) fn shared_tool_rules(ir: &Grammar, roots: &[bool], always: &[bool]) -
 }
 
 impl GrammarCompiler {
-    /// Builds the automata of the rules `rules` of `ir` (from [`shared_tool_rules`]) into
-    /// the compiler's rule-automaton cache, lowered as a tool's build lowers them (the
-    /// rules with `always[r]` set kept as rules, as `deferred::lowered_component` does);
+    /// Builds the automata of the rules `rules` of `ir` (from [`shared_tool_rules`]) and
+    /// of the rules they call into the compiler's rule-automaton cache, lowered as a
+    /// tool's build lowers them (only the rules with `always[r]` set kept from inlining,
+    /// as `deferred::lowered_component` does; keeping more made a build's generic value,
+    /// which inlines the string's small rule, a cache miss);
     /// nothing when there are none or the cache is off. `rules` ascending; `token`
     /// resolves token terminals.
     pub(super) fn build_shared_tool_rules(
@@ -119,12 +122,13 @@ impl GrammarCompiler {
                 *c = Expr::Seq(vec![call, Expr::Bytes(vec![0])]);
             }
         }
-        // The new root and the shared rules stay rules; what they call is inlined or not
-        // as in a tool's build.
+        // The new root stays a rule; the rest is inlined or not as in a tool's build.
         let keep: Vec<bool> = std::iter::once(true)
-            .chain(order.iter().map(|&r| {
-                rules.binary_search(&r).is_ok() || always.get(r as usize).copied().unwrap_or(false)
-            }))
+            .chain(
+                order
+                    .iter()
+                    .map(|&r| always.get(r as usize).copied().unwrap_or(false)),
+            )
             .collect();
         let Ok(simplified) = simplify_repeats(inline_rules(&g, &keep, &[])) else {
             return;
