@@ -268,9 +268,9 @@ impl CompiledGrammar {
     /// nullable callees, must have no calls, so a composition never waits on another.
     ///
     /// `Ok(None)` when `n` is not such a node, or a callee starts at a call-only node
-    /// itself, or a nullable callee returns to `n` or to another call-only node (so the
-    /// composition never loops through left recursion); the limit error if `deadline`
-    /// passed first.
+    /// itself, or a nullable callee returns to `n`, or to another call-only node whose own
+    /// composition would read a call-only node again (so the composition never loops
+    /// through left recursion); the limit error if `deadline` passed first.
     fn call_only_mask_by(
         &self,
         n: u32,
@@ -284,13 +284,23 @@ impl CompiledGrammar {
         let call_only = |m: u32| {
             !aut.is_virtual(m) && aut.bytes_of(m).is_empty() && !aut.calls_of(m).is_empty()
         };
+        // Whether node `m`'s calls compose it without another call-only node.
+        let leaf = |m: u32| {
+            !aut.calls_of(m).iter().any(|c| {
+                call_only(aut.rule_start[c.rule as usize])
+                    || aut.nullable[c.rule as usize] && (c.target == m || call_only(c.target))
+            })
+        };
         let own = aut.bytes_of(n);
         if own.is_empty() {
             // A nullable callee may also be skipped: the token then starts at the call's
-            // return node, which must be walked (or composed) without `n`'s mask.
+            // return node, which must be walked (or composed) without `n`'s mask. A
+            // call-only return node (a value after whitespace) is composed when its own
+            // composition reads no call-only node: one level, never a loop.
             if calls.iter().any(|c| {
                 call_only(aut.rule_start[c.rule as usize])
-                    || aut.nullable[c.rule as usize] && (c.target == n || call_only(c.target))
+                    || aut.nullable[c.rule as usize]
+                        && (c.target == n || call_only(c.target) && !leaf(c.target))
             }) {
                 return Ok(None);
             }

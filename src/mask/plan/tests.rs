@@ -315,10 +315,21 @@ x ::= [a-z]* | "\"" [0-9]
 "#,
             )
             .unwrap(),
+        // A nullable call (whitespace) whose return node only calls (a value): a tool's
+        // member value, after its colon.
+        compiler
+            .compile_grammar(
+                r#"root ::= "{" ws v ws "}" | ":" ws v | "=" ws ws v
+ws ::= "" | " " ws
+v ::= "1" | "[" ws v ws "]" | "\"" [a-z]* "\""
+"#,
+            )
+            .unwrap(),
     ];
     let never = Deadline::never();
     let mut composed = 0;
     let mut mixed = 0;
+    let mut chained = 0;
     for g in &grammars {
         for n in 0..g.aut.nodes.len() as u32 {
             let Some(derived) = g.call_only_mask_by(n, &never).unwrap() else {
@@ -326,9 +337,20 @@ x ::= [a-z]* | "\"" [0-9]
             };
             composed += 1;
             mixed += !g.aut.bytes_of(n).is_empty() as usize;
+            let call_only = |m: u32| g.aut.bytes_of(m).is_empty() && !g.aut.calls_of(m).is_empty();
+            chained += g
+                .aut
+                .calls_of(n)
+                .iter()
+                .any(|c| g.aut.nullable[c.rule as usize] && call_only(c.target))
+                as usize;
             assert_full_walk_mask(g, n, &derived, "composed");
         }
     }
+    assert!(
+        chained >= 2,
+        "only {chained} masks composed through a call-only return node"
+    );
     assert!(composed >= 9, "only {composed} masks were composed");
     // Nodes with byte edges beside their calls: the key states that avoid the declared
     // names (their undeclared tails are calls), and the EBNF choices below.
