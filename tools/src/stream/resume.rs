@@ -18,7 +18,10 @@
 //!   syntax, such as the `<` or `[` of a marker.
 //! * **Escaped**: the argument text ends inside a JSON string whose decoded content is
 //!   the output's last bytes, escaped as `serde_json` escapes (XML-style families stream a
-//!   raw parameter value so). Each new byte is sent escaped; the scan stops at a `<`
+//!   raw parameter value so), and the parse that gave it added to it as many bytes as
+//!   arrived since the parse before (else a value the parser keeps while the text after
+//!   it may still be its own could match by chance: Qwen3-Coder's `<think>` while
+//!   `</function><think>` arrives). Each new byte is sent escaped; the scan stops at a `<`
 //!   followed by anything that may start a tag (`</parameter>`, `</arg_value>`, a DSML
 //!   marker), and holds a `<` that ends the text until the next byte tells.
 //!
@@ -83,9 +86,10 @@ impl Resume {
     /// The resumption of an open call whose argument text so far (as sent) is `args`, at
     /// the end of `text`, after a parse that added the last `added` bytes of `args` and
     /// was the first to see the text from `arrived_from` on; `None` when `args` is neither
-    /// a copy of the end of `text` that this parse made (it added to `args`, at least
-    /// every byte from `arrived_from` on but trailing whitespace) nor a JSON string
-    /// holding it, or holds syntax the scan leaves to the parser.
+    /// a copy of the end of `text` nor a JSON string holding it, when this parse did not
+    /// make it so (it added to `args` nothing, or fewer bytes than arrived from
+    /// `arrived_from` on but trailing whitespace), or when it holds syntax the scan leaves
+    /// to the parser.
     pub(super) fn infer(text: &str, args: &str, arrived_from: usize, added: usize) -> Option<Self> {
         let end = text.trim_end().len();
         let first = args.chars().next()?;
@@ -115,15 +119,17 @@ impl Resume {
             r.run_start = if r.escape { usize::MAX } else { end };
             Some(r)
         };
+        // A copy (or a value's text) only if this parse copied what arrived: a family that
+        // builds its argument text (XML parameters as JSON) holds back text that may read
+        // the same (`<arg_key>{` or a non-string `<arg_value>{` still arriving, with `{`
+        // the arguments so far; a value `<think>` kept while `</function><think>` arrives,
+        // the `</function>` maybe its text), and the scan would send what follows as
+        // arguments. A parse that added nothing shows no copy, even when only whitespace
+        // arrived.
+        if added == 0 || end.saturating_sub(arrived_from) > added {
+            return None;
+        }
         if text[..end].ends_with(args) {
-            // A copy only if this parse copied what arrived: a family that builds its
-            // argument text (XML parameters as JSON) holds back text that may read the
-            // same (`<arg_key>{` or a non-string `<arg_value>{` still arriving, with `{`
-            // the arguments so far), and the scan would send it as arguments. A parse that
-            // added nothing shows no copy, even when only whitespace arrived.
-            if added == 0 || end.saturating_sub(arrived_from) > added {
-                return None;
-            }
             let mode = if first == '{' {
                 Mode::Json
             } else if first.is_ascii_alphabetic() || first == '_' {
@@ -718,6 +724,26 @@ mod tests {
         let text = "<tool_call>{\"name\": \"f\", \"arguments\": {\"a\": 1,\n \"b\"";
         let args = "{\"a\": 1,\n \"b\"";
         assert!(Resume::infer(text, args, text.len() - 3, 6).is_some());
+    }
+
+    /// A value's text that the output ends with is resumed only when the parse that gave
+    /// it added what arrived: Qwen3-Coder's `<think>`, kept while `</function><think>`
+    /// arrives (the `</function>` may still be the value's), is not, nor after a delta of
+    /// whitespace.
+    #[test]
+    fn a_value_is_resumed_only_when_the_parse_added_what_arrived() {
+        let args = "{\"city\": \"<think>";
+        let text = "<function=get_time><parameter=city><think>";
+        assert!(Resume::infer(text, args, text.len() - 1, 1).is_some());
+        let text = "<function=get_time><parameter=city><think></function><think>";
+        assert!(Resume::infer(text, args, text.len() - 1, 0).is_none());
+        let text = format!("{text} ");
+        assert!(Resume::infer(&text, args, text.len() - 1, 0).is_none());
+        // The value grew by what arrived, held whitespace with it.
+        let args = "{\"city\": \"New York";
+        let text = "<function=get_weather><parameter=city>New York";
+        assert!(Resume::infer(text, args, text.len() - 4, 5).is_some());
+        assert!(Resume::infer(text, args, text.len() - 4, 3).is_none());
     }
 
     /// `unescape` decodes what `serde_json` decodes, and refuses what it refuses: every
