@@ -56,9 +56,26 @@ impl Automaton {
             )
             .into());
         }
-        let mut a = self.clone();
-        a.had_dead_ends = false;
-        a.key_filters = None;
+        // A copy with room for the tools: a clone's vectors are full, so the first push of
+        // each would copy it again (at 500 tools, a tenth of a build's instructions went
+        // to growing them).
+        let extra = |f: fn(&Automaton) -> usize| tools.iter().map(|(_, t)| f(t)).sum::<usize>();
+        let rules = extra(|t| t.rule_start.len());
+        let mut a = Automaton {
+            nodes: with_room(&self.nodes, extra(|t| t.nodes.len())),
+            byte_edges: with_room(&self.byte_edges, extra(|t| t.byte_edges.len())),
+            call_edges: with_room(&self.call_edges, extra(|t| t.call_edges.len())),
+            token_edges: with_room(&self.token_edges, extra(|t| t.token_edges.len())),
+            rule_start: with_room(&self.rule_start, rules),
+            rule_names: with_room(&self.rule_names, rules),
+            nullable: with_room(&self.nullable, rules),
+            follow: with_room(&self.follow, rules),
+            root: self.root,
+            counted: self.counted.clone(),
+            deterministic: self.deterministic,
+            had_dead_ends: false,
+            key_filters: None,
+        };
         let mut counted = std::mem::take(&mut a.counted);
         let mut splice = Splice {
             base_nodes: self.nodes.len() as u32,
@@ -164,6 +181,13 @@ impl Automaton {
         a.compute_follow(&end);
         Ok((a, splice))
     }
+}
+
+/// A copy of `v` with room for `extra` more items.
+fn with_room<T: Clone>(v: &[T], extra: usize) -> Vec<T> {
+    let mut out = Vec::with_capacity(v.len() + extra);
+    out.extend_from_slice(v);
+    out
 }
 
 /// Appends `from[range]`, each edge mapped by `f`, to `to`; returns where they went.
