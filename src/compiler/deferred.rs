@@ -831,7 +831,33 @@ mod tests {
     #[test]
     fn the_compile_builds_what_the_tools_share_so_a_build_builds_only_its_own_rules() {
         let more = serde_json::json!({"s": {"type": "string"}, "meta": {}});
-        let tag = capped_whitespace_tag_with(4, more);
+        let g = build_counting(capped_whitespace_tag_with(4, more), 2, (7, 2));
+        // Found: the tag's string rule, both whitespace rules (the tool's and the generic
+        // value's), the generic value (which the untyped `meta` calls) and its object and
+        // array, and one of the arguments' rules (its body is that of one built just
+        // before it). Built: the tool's root and its arguments' object rule.
+        let mut m = crate::GrammarMatcher::new(g);
+        assert!(m.accept_string("<tool_call>\n{\"name\": \"tool_2\", \"arguments\": {\"p2\": \"x\", \"n\": 1, \"s\": \"y\", \"meta\": [{\"k\": null}]}}\n</tool_call>"));
+    }
+
+    /// A tag without string excludes writes its JSON string out in one rule, which a tool
+    /// with two strings calls from both: the compile builds it as a rule too (it calls it
+    /// twice; called once, it was inlined there and built by each such tool).
+    #[test]
+    fn the_compile_builds_the_string_rule_that_tools_call_twice() {
+        let more = serde_json::json!({"s": {"type": "string"}});
+        // Found: the string and the whitespace. Built: the tool's root and object rule.
+        build_counting(capped_whitespace_tag_with(4, more), 2, (2, 1));
+    }
+
+    /// Compiles `tag` deferring its tools, builds tool `tool` alone, and asserts that the
+    /// build found `want.0` rule automata in the compiler's cache and built `want.1`.
+    /// Returns the compiled tag.
+    fn build_counting(
+        tag: crate::StructuralTag,
+        tool: usize,
+        want: (u64, u64),
+    ) -> std::sync::Arc<crate::CompiledGrammar> {
         let compiler = GrammarCompiler::new(wide_vocabulary())
             .with_precompute(Precompute::Lazy)
             .with_deferred_tool_rules(true);
@@ -840,21 +866,12 @@ mod tests {
         let mut stubs: Vec<u32> = d.stub_roots.keys().copied().collect();
         stubs.sort_unstable();
         let before = compiler.rule_automaton_cache_stats();
-        let built = d.expand(Some(&stubs[2..3])).unwrap();
+        let built = d.expand(Some(&stubs[tool..tool + 1])).unwrap();
         let after = compiler.rule_automaton_cache_stats();
-        // Found: the tag's string rule, both whitespace rules (the tool's and the generic
-        // value's), the generic value (which the untyped `meta` calls) and its object and
-        // array, and a rule of the arguments whose body one built before it has. Built:
-        // the tool's root and its arguments' object rule.
         let (hits, fresh) = (after.hits - before.hits, after.builds - before.builds);
         let names = &built.aut.rule_names;
-        assert_eq!(
-            (hits, fresh),
-            (7, 2),
-            "{before:?} then {after:?}; {names:?}"
-        );
-        let mut m = crate::GrammarMatcher::new(g.clone());
-        assert!(m.accept_string("<tool_call>\n{\"name\": \"tool_2\", \"arguments\": {\"p2\": \"x\", \"n\": 1, \"s\": \"y\", \"meta\": [{\"k\": null}]}}\n</tool_call>"));
+        assert_eq!((hits, fresh), want, "{before:?} then {after:?}; {names:?}");
+        g
     }
 
     /// As above, for tools whose members are untyped but one string (BFCL's
@@ -874,24 +891,10 @@ mod tests {
                 "additionalProperties": false
             })
         });
-        let tag = capped_tag(schemas, &["</tool_call>"]);
-        let compiler = GrammarCompiler::new(wide_vocabulary())
-            .with_precompute(Precompute::Lazy)
-            .with_deferred_tool_rules(true);
-        let g = compiler.compile_structural_tag(&tag).unwrap();
-        let d = g.deferred.as_deref().expect("the tag defers its tools");
-        let mut stubs: Vec<u32> = d.stub_roots.keys().copied().collect();
-        stubs.sort_unstable();
-        let before = compiler.rule_automaton_cache_stats();
-        let built = d.expand(Some(&stubs[1..2])).unwrap();
-        let after = compiler.rule_automaton_cache_stats();
-        let (hits, fresh) = (after.hits - before.hits, after.builds - before.builds);
-        let names = &built.aut.rule_names;
         // Built: the tool's root (its arguments object). Found: the string's body, the
         // generic value and its object and array, and the two whitespace rules.
-        let want = (6, 1);
-        assert_eq!((hits, fresh), want, "{before:?} then {after:?}; {names:?}");
-        let mut m = crate::GrammarMatcher::new(g.clone());
+        let g = build_counting(capped_tag(schemas, &["</tool_call>"]), 1, (6, 1));
+        let mut m = crate::GrammarMatcher::new(g);
         assert!(m.accept_string("<tool_call>\n{\"name\": \"tool_1\", \"arguments\": {\"m1\": {\"a\": [1, \"b\"]}, \"view\": \"v\", \"source\": \"s\"}}\n</tool_call>"));
     }
 

@@ -15,11 +15,14 @@
 //! What is built: a grammar whose root chooses among the shared rules, lowered as a tool
 //! is (`inline_rules` keeping its root and the capped whitespace, as
 //! `deferred::lowered_component` does: a small rule, such as the string's `"` then its
-//! body's call, is inlined into its callers in both; `Grammar::component_of` numbers the
-//! rules in IR order, as a tool's component does), so that each rule left has, as a rule,
-//! the cache key a tool's build makes. Where it does not (a rule called once in a tool
-//! is inlined there), the build builds that rule itself: a cache miss, never a wrong
-//! automaton, since the key holds the body. Best effort: an
+//! body's call, is inlined into its callers in both; the root calls each shared rule
+//! twice, as a tool that shares it calls it from several places; `Grammar::component_of`
+//! numbers the rules in IR order, as a tool's component does), so that each rule left
+//! has, as a rule, the cache key a tool's build makes. A shared rule inlined here (a
+//! small one) has no automaton of its own, and the rules it calls are built instead.
+//! Where a tool lowers otherwise (a shared rule it calls once is inlined into its
+//! caller), the build builds that caller with the rule in it: a cache miss, never a
+//! wrong automaton, since the key holds the body. Best effort: an
 //! error (a limit) ends the warm-up, the rules built before it stay cached, and the
 //! compile goes on. It runs within the compile's time budget.
 
@@ -94,9 +97,9 @@ pub(super) fn shared_tool_rules(ir: &Grammar, roots: &[bool], always: &[bool]) -
 }
 
 impl GrammarCompiler {
-    /// Builds the automata of the rules `rules` of `ir` (from [`shared_tool_rules`]) and
-    /// of the rules they call into the compiler's rule-automaton cache, lowered as a
-    /// tool's build lowers them (only the rules with `always[r]` set kept from inlining,
+    /// Builds the automata of the rules `rules` of `ir` (from [`shared_tool_rules`]; those
+    /// small enough to be inlined, of the rules they call instead) into the compiler's
+    /// rule-automaton cache, lowered as a tool's build lowers them (only the rules with `always[r]` set kept from inlining,
     /// as `deferred::lowered_component` does; keeping more made a build's generic value,
     /// which inlines the string's small rule, a cache miss);
     /// nothing when there are none or the cache is off. `rules` ascending; `token`
@@ -114,12 +117,15 @@ impl GrammarCompiler {
         }
         debug_assert!(rules.windows(2).all(|w| w[0] < w[1]), "rules ascending");
         let (mut g, order) = ir.component_of(rules, "#shared");
-        // A byte after each call: a rule called only last in its caller would be built
-        // into it (`regular::TailPlan`), not as an automaton of its own.
+        // Each call twice, with a byte after each: a rule called only last in its caller
+        // would be built into it (`regular::TailPlan`), not as an automaton of its own;
+        // and `inline_rules` inlines a larger rule called once (a JSON string written
+        // out) than one called from several places, as a tool that shares it calls it.
         if let Expr::Choice(calls) = &mut g.rules[0].body {
             for c in calls.iter_mut() {
                 let call = std::mem::replace(c, Expr::Empty);
-                *c = Expr::Seq(vec![call, Expr::Bytes(vec![0])]);
+                let nul = Expr::Bytes(vec![0]);
+                *c = Expr::Seq(vec![call.clone(), nul.clone(), call, nul]);
             }
         }
         // The new root stays a rule; the rest is inlined or not as in a tool's build.

@@ -101,27 +101,15 @@ pub(crate) fn parse_types(obj: &Map<String, Value>, ptr: &str) -> Result<TypeSet
     Ok(set)
 }
 
-/// Keywords that assert nothing (JSON Schema 2020-12, Meta-Data and Core vocabularies'
-/// annotations): a schema of these alone accepts every value.
-const ANNOTATIONS: &[&str] = &[
-    "title",
-    "description",
-    "$comment",
-    "examples",
-    "default",
-    "deprecated",
-    "readOnly",
-    "writeOnly",
-];
-
 impl Builder<'_> {
     /// Whether the schema object `obj` accepts every JSON value as `true` does, so that it
     /// is the generic value rule ([`Self::any_value`]) rather than each type written out
-    /// where it is used: it holds annotations alone (or nothing), and undeclared keys are
-    /// allowed where no keyword says otherwise (not [`super::JsonSchemaOptions::strict`],
-    /// under which its objects are closed).
+    /// where it is used: it holds annotations alone (`keywords::is_annotation`: titles,
+    /// `$defs`, identifiers...) or nothing, and undeclared keys are allowed where no
+    /// keyword says otherwise (not [`super::JsonSchemaOptions::strict`], under which its
+    /// objects are closed).
     pub(crate) fn untyped(&self, obj: &Map<String, Value>) -> bool {
-        !self.opts.strict && obj.keys().all(|k| ANNOTATIONS.contains(&k.as_str()))
+        !self.opts.strict && obj.keys().all(|k| super::keywords::is_annotation(k, ""))
     }
 
     /// The generic JSON value (a rule).
@@ -130,6 +118,8 @@ impl Builder<'_> {
             return Expr::Rule(a.value);
         }
         let value = self.add_rule("any_value", Expr::Empty);
+        // Shared by every untyped schema: its place is the document's (as `string_any`'s).
+        self.pointers[value.index()] = "#".into();
         self.any = Some(AnyRules { value });
         let ws = self.ws();
         let v = Expr::Rule(value);
@@ -144,6 +134,7 @@ impl Builder<'_> {
             lit("}"),
         ]);
         let object = self.add_rule("any_object", object_body);
+        self.pointers[object.index()] = "#".into();
         let element = seq(vec![v, ws.clone()]);
         let array_body = seq(vec![
             lit("["),
@@ -155,6 +146,7 @@ impl Builder<'_> {
             lit("]"),
         ]);
         let array = self.add_rule("any_array", array_body);
+        self.pointers[array.index()] = "#".into();
         let number = self.number_any();
         // The last thing of its rule: written out (see `string_inline`), unless it must
         // avoid strings (a shared rule of several).

@@ -967,7 +967,7 @@ fn an_untyped_schema_is_the_generic_value_as_true_is() {
     for opts in [JsonSchemaOptions::default(), capped] {
         let as_true = grammar(json!(true), &opts);
         assert_eq!(grammar(json!({}), &opts), as_true);
-        let annotated = json!({"description": "anything", "title": "A", "examples": [1], "default": null, "$comment": "c"});
+        let annotated = json!({"description": "anything", "title": "A", "examples": [1], "default": null, "$comment": "c", "$defs": {"x": {"type": "integer"}}});
         assert_eq!(grammar(annotated, &opts), as_true);
         assert_ne!(grammar(json!({"minimum": 1}), &opts), as_true);
     }

@@ -337,7 +337,11 @@ v ::= "1" | "[" ws v ws "]" | "\"" [a-z]* "\""
             };
             composed += 1;
             mixed += !g.aut.bytes_of(n).is_empty() as usize;
-            let call_only = |m: u32| g.aut.bytes_of(m).is_empty() && !g.aut.calls_of(m).is_empty();
+            let call_only = |m: u32| {
+                !g.aut.is_virtual(m)
+                    && g.aut.bytes_of(m).is_empty()
+                    && !g.aut.calls_of(m).is_empty()
+            };
             chained += g
                 .aut
                 .calls_of(n)
