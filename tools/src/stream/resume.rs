@@ -18,9 +18,10 @@
 //!   syntax, such as the `<` or `[` of a marker.
 //! * **Escaped**: the argument text ends inside a JSON string whose decoded content is
 //!   the output's last bytes, escaped as `serde_json` escapes (XML-style families stream a
-//!   raw parameter value so), and the parse that gave it added to it as many bytes as
-//!   arrived since the parse before (else a value the parser keeps while the text after
-//!   it may still be its own could match by chance: Qwen3-Coder's `<think>` while
+//!   raw parameter value so), and the parse that gave it added to it at least what
+//!   arrived since the parse before (trailing whitespace aside), all of it inside the
+//!   value, escaped as written (else a value the parser keeps while the text after it
+//!   may still be its own could match by chance: Qwen3-Coder's `<think>` while
 //!   `</function><think>` arrives). Each new byte is sent escaped; the scan stops at a `<`
 //!   followed by anything that may start a tag (`</parameter>`, `</arg_value>`, a DSML
 //!   marker), and holds a `<` that ends the text until the next byte tells.
@@ -88,8 +89,9 @@ impl Resume {
     /// was the first to see the text from `arrived_from` on; `None` when `args` is neither
     /// a copy of the end of `text` nor a JSON string holding it, when this parse did not
     /// make it so (it added to `args` nothing, or fewer bytes than arrived from
-    /// `arrived_from` on but trailing whitespace), or when it holds syntax the scan leaves
-    /// to the parser.
+    /// `arrived_from` on but trailing whitespace; for a JSON string, fewer than what
+    /// arrived takes escaped, or some of it arrived before the string's content), or when
+    /// it holds syntax the scan leaves to the parser.
     pub(super) fn infer(text: &str, args: &str, arrived_from: usize, added: usize) -> Option<Self> {
         let end = text.trim_end().len();
         let first = args.chars().next()?;
@@ -145,6 +147,14 @@ impl Resume {
         let content: String = serde_json::from_str(&format!("\"{escaped}\"")).ok()?;
         let last = content.chars().last()?;
         if last.is_whitespace() || !text[..end].ends_with(&content) || escape(&content) != escaped {
+            return None;
+        }
+        // What arrived must lie in the value, and the value must have grown by it as
+        // written in the arguments (escaped): `added` also counts the JSON around a new
+        // value (`"key": "`) and escapes, which a chance match of markup that arrived
+        // (`</function>ab` after a value `ab`) may equal byte for byte.
+        let arrived = text.get(arrived_from.min(end)..end)?;
+        if arrived_from < end - content.len() || escape(arrived).len() > added {
             return None;
         }
         // An unclosed `<` at the output's end may be a tag's start that the parser holds
@@ -681,8 +691,8 @@ mod tests {
         ];
         for (start, args, taken, declined) in cases {
             let mut text = start.to_owned();
-            // The parse that showed `args` added all of it.
-            let from = text.len().saturating_sub(args.len());
+            // The parse that showed `args` added all of it, `hello` having arrived last.
+            let from = text.len() - "hello".len();
             let mut r = Resume::infer(&text, args, from, args.len()).expect(args);
             for delta in taken {
                 let from = text.len();
@@ -744,6 +754,20 @@ mod tests {
         let text = "<function=get_weather><parameter=city>New York";
         assert!(Resume::infer(text, args, text.len() - 4, 5).is_some());
         assert!(Resume::infer(text, args, text.len() - 4, 3).is_none());
+        // Markup that arrived with a chance match: a new value's JSON (`"description":
+        // "ab`, 18 bytes) as long as what arrived (`on>ab</function>ab`), or escapes
+        // (three U+0001, 18 bytes escaped, after `</function>`) longer than it.
+        let text = "<function=get_time><parameter=description>ab</function>ab";
+        let args = "{\"description\": \"ab";
+        assert!(Resume::infer(text, args, text.len() - 18, 18).is_none());
+        let text = "<function=f><parameter=p>\u{1}\u{1}\u{1}</function>\u{1}\u{1}\u{1}";
+        let args = "{\"p\": \"\\u0001\\u0001\\u0001";
+        assert!(Resume::infer(text, args, text.len() - 14, 18).is_none());
+        // The value's own bytes, escaped, are what its growth is measured against.
+        let text = "<function=f><parameter=p>\u{1}\u{1}";
+        let args = "{\"p\": \"\\u0001\\u0001";
+        assert!(Resume::infer(text, args, text.len() - 1, 6).is_some());
+        assert!(Resume::infer(text, args, text.len() - 1, 1).is_none());
     }
 
     /// `unescape` decodes what `serde_json` decodes, and refuses what it refuses: every
