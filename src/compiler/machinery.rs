@@ -97,13 +97,13 @@ pub(super) fn shared_tool_rules(ir: &Grammar, roots: &[bool], always: &[bool]) -
 }
 
 impl GrammarCompiler {
-    /// Builds the automata of the rules `rules` of `ir` (from [`shared_tool_rules`]; those
-    /// small enough to be inlined, of the rules they call instead) into the compiler's
-    /// rule-automaton cache, lowered as a tool's build lowers them (only the rules with `always[r]` set kept from inlining,
-    /// as `deferred::lowered_component` does; keeping more made a build's generic value,
-    /// which inlines the string's small rule, a cache miss);
-    /// nothing when there are none or the cache is off. `rules` ascending; `token`
-    /// resolves token terminals.
+    /// Builds the automata of the rules `rules` of `ir` (from [`shared_tool_rules`]; for
+    /// those small enough to be inlined, of the rules they call instead) into the
+    /// compiler's rule-automaton cache, lowered as a tool's build lowers them: only the
+    /// rules with `always[r]` set kept from inlining, as `deferred::lowered_component`
+    /// does (keeping more made a build's generic value, which inlines the string's small
+    /// rule, a cache miss). Nothing when there are none or the cache is off. `rules`
+    /// ascending; `token` resolves token terminals.
     pub(super) fn build_shared_tool_rules(
         &self,
         ir: &Grammar,
