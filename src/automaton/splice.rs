@@ -34,8 +34,12 @@ impl Automaton {
     /// stub rule `slot`: `tool` is the automaton of one deferral root's rules alone
     /// (`Automaton::build` of its component, its root the rule to put at `slot`). The
     /// result reads the language of the stub grammar with those tools built; rules are
-    /// numbered as in the module docs, and nullability and follow bytes are computed again
-    /// for the whole.
+    /// numbered as in the module docs.
+    ///
+    /// Nullability and follow bytes: with `stub_byte_alone` (from
+    /// [`Automaton::stub_byte_alone`] on this automaton) and no tool's root nullable, the
+    /// stub grammar's are kept and only the tools' are solved ([`Automaton::solve_appended`]):
+    /// the work is in proportion to the tools. Else both are computed again for the whole.
     ///
     /// # Errors
     /// [`Limit::AutomatonNodes`] when the nodes together exceed `limits`; too many virtual
@@ -44,6 +48,7 @@ impl Automaton {
         &self,
         tools: &[(u32, &Automaton)],
         limits: &Limits,
+        stub_byte_alone: bool,
     ) -> Result<(Automaton, Splice), AutomatonError> {
         let real: usize =
             self.nodes.len() + tools.iter().map(|(_, t)| t.nodes.len()).sum::<usize>();
@@ -117,7 +122,7 @@ impl Automaton {
                 if r as u32 != tool.root {
                     a.rule_start.push(u32::MAX);
                     a.rule_names.push(name.clone());
-                    a.nullable.push(false);
+                    a.nullable.push(tool.nullable[r]);
                     a.follow.push([0; 4]);
                 }
             }
@@ -175,12 +180,195 @@ impl Automaton {
             first += span;
         }
         a.counted = counted;
-        a.nullable.iter_mut().for_each(|x| *x = false);
-        a.follow.iter_mut().for_each(|f| *f = [0; 4]);
-        let end = a.compute_nullable();
-        a.compute_follow(&end);
+        let incremental = stub_byte_alone
+            && tools
+                .iter()
+                .all(|(_, t)| !t.nullable.get(t.root as usize).copied().unwrap_or(true));
+        if incremental {
+            let _built = a.solve_appended(&splice);
+            #[cfg(test)]
+            check_appended(&a, _built);
+        } else {
+            a.solve_whole();
+        }
         Ok((a, splice))
     }
+
+    /// Nullability and follow bytes computed again for the whole automaton.
+    fn solve_whole(&mut self) {
+        self.nullable.iter_mut().for_each(|x| *x = false);
+        self.follow.iter_mut().for_each(|f| *f = [0; 4]);
+        let end = self.compute_nullable();
+        self.compute_follow(&end);
+    }
+
+    /// True when no edge of this automaton reads [`STUB_BYTE`](super::defer::STUB_BYTE)
+    /// but those of the rules with `stub[r]` set (a stub's body is that byte): then a
+    /// rule's follow bytes hold it exactly when a stub can come first after the rule.
+    pub(crate) fn stub_byte_alone(&self, stub: &[bool]) -> bool {
+        let b = super::defer::STUB_BYTE;
+        let reads = |e: &ByteEdge| e.lo <= b && b <= e.hi;
+        self.nodes.iter().enumerate().all(|(n, node)| {
+            stub.get(node.rule as usize).copied().unwrap_or(false)
+                || !self.bytes_of(n as u32).iter().any(reads)
+        }) && self.counted.iter().all(|c| !c.edges.iter().any(reads))
+    }
+
+    /// Nullability and follow bytes of an automaton [`Automaton::splice`] made, from the
+    /// stub grammar's (which it holds for the stub grammar's rules) and the tools' own
+    /// nullability (set on their rules), solved over the tools' nodes alone.
+    ///
+    /// Why the stub grammar's stay right: a tool's root, like the stub it replaces, is not
+    /// nullable, so nullability is unchanged, and only the first bytes of a built slot
+    /// changed (the stub's one byte, `STUB_BYTE`, became the tool's first bytes). Each
+    /// follow set that depends on them holds `STUB_BYTE` (which no other edge reads:
+    /// [`Automaton::stub_byte_alone`]); those get every built tool's first bytes added.
+    /// So every follow set is a superset of the exact one, larger by at most `STUB_BYTE`
+    /// and tools' first bytes. Follow bytes only ever let a walk defer a token that
+    /// crosses its rule's end to the chart, which decides it exactly: masks are the same.
+    /// Returns the built tools' first bytes.
+    fn solve_appended(&mut self, splice: &Splice) -> [u64; 4] {
+        let from = splice.base_nodes as usize;
+        let len = self.nodes.len() - from;
+        // Tool nodes call tool rules only: their targets and callees' starts are tool
+        // nodes (or virtual).
+        let at = |n: u32| n as usize - from;
+        // end[i]: from tool node `from + i`, its rule can end through nullable calls only.
+        let mut end: Vec<bool> = self.nodes[from..].iter().map(|n| n.is_final).collect();
+        let callers: Vec<u32> = (from as u32..self.nodes.len() as u32)
+            .filter(|&n| !self.calls_of(n).is_empty())
+            .collect();
+        loop {
+            let mut changed = false;
+            for &n in callers.iter().rev() {
+                if !end[at(n)]
+                    && self
+                        .calls_of(n)
+                        .iter()
+                        .any(|c| self.nullable[c.rule as usize] && end[at(c.target)])
+                {
+                    end[at(n)] = true;
+                    changed = true;
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        // First bytes of the tools' counted rules: those of their body's start state.
+        let mut counted_first: rustc_hash::FxHashMap<u32, [u64; 4]> = Default::default();
+        for c in self
+            .counted
+            .iter()
+            .filter(|c| c.first >= self.nodes.len() as u32)
+        {
+            let f = counted_first.entry(c.rule).or_default();
+            for e in c.edges_of(0) {
+                super::add_range(f, e.lo, e.hi);
+            }
+        }
+        let mut first: Vec<[u64; 4]> = vec![[0; 4]; len];
+        for (i, f) in first.iter_mut().enumerate() {
+            for e in self.bytes_of((from + i) as u32) {
+                super::add_range(f, e.lo, e.hi);
+            }
+        }
+        let start_first = |first: &[[u64; 4]], rule: u32| -> [u64; 4] {
+            let s = self.rule_start[rule as usize];
+            match self.is_virtual(s) {
+                true => counted_first.get(&rule).copied().unwrap_or_default(),
+                false => first[at(s)],
+            }
+        };
+        loop {
+            let mut changed = false;
+            for &n in &callers {
+                let mut acc = first[at(n)];
+                for c in self.calls_of(n) {
+                    super::or_into(&mut acc, &start_first(&first, c.rule));
+                    if self.nullable[c.rule as usize] {
+                        super::or_into(&mut acc, &first[at(c.target)]);
+                    }
+                }
+                if acc != first[at(n)] {
+                    first[at(n)] = acc;
+                    changed = true;
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        // The stub grammar's follow sets that a stub could start: the built tools' first
+        // bytes too.
+        let mut built = [0u64; 4];
+        for &(slot, _) in &splice.slots {
+            super::or_into(&mut built, &start_first(&first, slot));
+        }
+        for f in &mut self.follow[..splice.base_rules as usize] {
+            if super::byte_in(f, super::defer::STUB_BYTE) {
+                super::or_into(f, &built);
+            }
+        }
+        // The tools' rules, from their call sites (a call that can end its caller's rule
+        // adds the caller's follow bytes, a slot's among them).
+        loop {
+            let mut changed = false;
+            for &n in &callers {
+                let caller = self.nodes[n as usize].rule as usize;
+                for ci in self.nodes[n as usize].calls.0..self.nodes[n as usize].calls.1 {
+                    let c = self.call_edges[ci as usize];
+                    let mut acc = self.follow[c.rule as usize];
+                    super::or_into(&mut acc, &first[at(c.target)]);
+                    if end[at(c.target)] {
+                        let fc = self.follow[caller];
+                        super::or_into(&mut acc, &fc);
+                    }
+                    if acc != self.follow[c.rule as usize] {
+                        self.follow[c.rule as usize] = acc;
+                        changed = true;
+                    }
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        built
+    }
+}
+
+/// Checks [`Automaton::solve_appended`] against the whole computation: the same
+/// nullability, and follow sets that hold the exact ones and differ by `STUB_BYTE` and the
+/// built tools' first bytes at most.
+#[cfg(test)]
+fn check_appended(a: &Automaton, built: [u64; 4]) {
+    let mut whole = a.clone();
+    whole.solve_whole();
+    assert_eq!(whole.nullable, a.nullable, "nullability");
+    let mut allowed = built;
+    super::add_range(
+        &mut allowed,
+        super::defer::STUB_BYTE,
+        super::defer::STUB_BYTE,
+    );
+    for (r, (got, exact)) in a.follow.iter().zip(&whole.follow).enumerate() {
+        for w in 0..4 {
+            assert_eq!(got[w] & exact[w], exact[w], "rule {r}: follow bytes lost");
+            assert_eq!(
+                got[w] & !exact[w] & !allowed[w],
+                0,
+                "rule {r}: follow bytes added"
+            );
+        }
+    }
+    APPENDED.with(|c| c.set(c.get() + 1));
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Splices whose nullability and follow bytes were solved over the tools alone (tests).
+    pub(crate) static APPENDED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
 /// A copy of `v` with room for `extra` more items.

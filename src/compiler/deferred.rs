@@ -94,6 +94,9 @@ struct Spliceable {
     near: NearStubs,
     /// The automaton rule of each deferral root's stub, by IR rule id.
     slots: FxHashMap<u32, u32>,
+    /// [`Automaton::stub_byte_alone`] of `aut`: a build solves follow bytes over its
+    /// tools alone.
+    stub_byte_alone: bool,
 }
 
 /// A lowered grammar with its counted rules and, per rule, whether it is a stub.
@@ -528,6 +531,7 @@ impl GrammarCompiler {
                 aut: compiled.aut.clone(),
                 near: near.without_memo(),
                 slots: stub_roots.iter().map(|(&a, &r)| (r, a)).collect(),
+                stub_byte_alone: compiled.aut.stub_byte_alone(&lowered.stub),
             });
         }
         Ok((compiled, Some((near, stub_roots))))
@@ -567,7 +571,10 @@ impl GrammarCompiler {
             tools.push((slot, aut));
         }
         let parts: Vec<(u32, &Automaton)> = tools.iter().map(|(s, a)| (*s, a)).collect();
-        let (aut, splice) = spliceable.aut.splice(&parts, &self.limits)?;
+        let (aut, splice) =
+            spliceable
+                .aut
+                .splice(&parts, &self.limits, spliceable.stub_byte_alone)?;
         let mut rebuilt = vec![false; splice.base_rules as usize];
         for &(slot, _) in &splice.slots {
             rebuilt[slot as usize] = true;
@@ -947,6 +954,40 @@ mod tests {
         let all = d.expand(None).unwrap();
         assert!(all.deferred.is_none());
         assert!(all.aut.is_stable_partition(&all.mask_class));
+    }
+
+    /// A build keeps the stub grammar's nullability and follow bytes and solves only its
+    /// tools' (`Automaton::solve_appended`; in tests, each such splice is checked against
+    /// the whole computation: same nullability, follow sets that hold the exact ones).
+    /// Builds of one tool, of a second from there, and of every tool take that path.
+    #[test]
+    fn a_build_solves_follow_bytes_over_its_tools_alone() {
+        use crate::automaton::splice::APPENDED;
+        let optional = serde_json::json!({"type": "array", "items": {"type": "integer"}});
+        let tag = four_tool_tag(serde_json::json!({ "list": optional, "n": {"type": "number"} }));
+        let g = GrammarCompiler::new(wide_vocabulary())
+            .with_precompute(Precompute::Lazy)
+            .with_deferred_tool_rules(true)
+            .compile_structural_tag(&tag)
+            .unwrap();
+        let d = g.deferred.as_deref().expect("the tag defers its tools");
+        let spliceable = d.shared.spliceable.get().expect("the compile keeps its automaton");
+        assert!(spliceable.stub_byte_alone);
+        // The stubs' own edges read the stub byte.
+        assert!(!g.aut.stub_byte_alone(&[]));
+        let mut stubs: Vec<u32> = d.stub_roots.keys().copied().collect();
+        stubs.sort_unstable();
+        let before = APPENDED.with(|c| c.get());
+        let one = d.expand(Some(&stubs[1..2])).unwrap();
+        let two = one.deferred.as_deref().unwrap().expand(Some(&stubs[2..3])).unwrap();
+        let all = d.expand(None).unwrap();
+        assert_eq!(APPENDED.with(|c| c.get()) - before, 3);
+        assert_eq!(two.deferred.as_deref().map(|d| d.stubs()), Some(2));
+        assert!(all.deferred.is_none());
+        let mut m = crate::GrammarMatcher::new(all.clone());
+        assert!(m.accept_string(
+            "<tool_call>\n{\"name\": \"tool_2\", \"arguments\": {\"list\": [1, 2], \"n\": 1.5, \"p2\": \"x\"}}\n</tool_call>"
+        ));
     }
 
     /// A build splices its tool's automaton into a copy of the stub grammar's: the stub
