@@ -7,7 +7,7 @@
 //! nodes that are bisimilar under those observations have equal masks. Moore-style
 //! partition refinement finds them; masks are then computed once per class.
 
-use super::refine::{dependents, refine};
+use super::refine::{dependents, refine, Deps};
 use super::Automaton;
 use rustc_hash::FxHashMap;
 use std::hash::BuildHasher;
@@ -40,7 +40,7 @@ impl Automaton {
         let r = refine(
             self.initial_classes(),
             None,
-            &self.dependents(),
+            &Deps::whole(&self.dependents()),
             |v, class, out| self.sign(v, class, &mut parts, out),
             MAX_ROUNDS,
             deadline,
@@ -71,6 +71,7 @@ impl Automaton {
             class: class.to_vec(),
             classes,
             had_dead_ends: self.had_dead_ends,
+            deps: self.dependents(),
         }
     }
 
@@ -85,12 +86,23 @@ impl Automaton {
     /// the tag. The classes are stable (nodes of a class have equal masks), and may be
     /// finer than the coarsest. `Ok(None)` when an unchanged rule's node count differs
     /// (then use [`Automaton::mask_classes`]).
+    ///
+    /// With `seeded.spliced` (`Automaton::splice`'s layout), only the rules that changed
+    /// and the new nodes are looked at, and the seed's rows of readers are kept
+    /// ([`Automaton::mask_classes_spliced`]).
     pub(crate) fn mask_classes_seeded(
         &self,
-        seed: &ClassSeed,
-        rebuilt: &[bool],
+        seeded: Seeded<'_>,
         deadline: &crate::limits::Deadline,
     ) -> Result<Option<(Vec<u32>, usize)>, crate::LimitExceeded> {
+        let Seeded {
+            seed,
+            rebuilt,
+            spliced,
+        } = seeded;
+        if spliced {
+            return self.mask_classes_spliced(seed, rebuilt, deadline).map(Some);
+        }
         let now = self.rule_nodes();
         let mut fresh = vec![true; now.len()];
         for (r, f) in fresh.iter_mut().enumerate() {
@@ -123,25 +135,91 @@ impl Automaton {
                 class.push(seed.class[old]);
             }
         }
-        let mut dense = vec![u32::MAX; seed.classes + ids.len()];
-        let mut count = 0u32;
-        for c in class.iter_mut() {
-            if dense[*c as usize] == u32::MAX {
-                dense[*c as usize] = count;
-                count += 1;
-            }
-            *c = dense[*c as usize];
-        }
+        dense_classes(&mut class, seed.classes + ids.len());
         let mut parts: Vec<(u64, u64)> = Vec::new();
         let r = refine(
             class,
             Some(&changed),
-            &self.dependents(),
+            &Deps::whole(&self.dependents()),
             |v, class, out| self.sign(v, class, &mut parts, out),
             MAX_ROUNDS,
             deadline,
         )?;
         Ok(Some((r.class, r.count)))
+    }
+
+    /// [`Automaton::mask_classes_seeded`] for an automaton that `Automaton::splice` made of
+    /// the seed's: its nodes below the seed's count are the seed automaton's, with the
+    /// same ids, rules and edges, but the nodes of the `rebuilt` rules (the slots), left
+    /// with none; the tools' nodes follow. The unchanged rules' nodes keep their classes
+    /// (a copy); the slots' old nodes, the nodes of rules whose follow bytes changed and
+    /// the new nodes start in new classes. Readers: the seed's rows for the old nodes, and
+    /// rows made here for the new ones (a slot's new start is read by the callers that
+    /// read its old nodes).
+    fn mask_classes_spliced(
+        &self,
+        seed: &ClassSeed,
+        rebuilt: &[bool],
+        deadline: &crate::limits::Deadline,
+    ) -> Result<(Vec<u32>, usize), crate::LimitExceeded> {
+        let from = seed.class.len();
+        let n = self.nodes.len();
+        let mut ids: FxHashMap<[u64; 5], u32> = FxHashMap::default();
+        let mut changed = Vec::new();
+        let mut class: Vec<u32> = Vec::with_capacity(n);
+        class.extend_from_slice(&seed.class);
+        class.resize(n, 0);
+        let mut fresh = |v: usize, class: &mut [u32]| {
+            let node = &self.nodes[v];
+            let f = &self.follow[node.rule as usize];
+            let key = [node.is_final as u64, f[0], f[1], f[2], f[3]];
+            let next = ids.len() as u32;
+            class[v] = seed.classes as u32 + *ids.entry(key).or_insert(next);
+            changed.push(v as u32);
+        };
+        for (r, &(first, count)) in seed.nodes.iter().enumerate() {
+            if rebuilt.get(r).copied().unwrap_or(true) || seed.follow[r] != self.follow[r] {
+                for v in first as usize..(first + count) as usize {
+                    fresh(v, &mut class);
+                }
+            }
+        }
+        for v in from..n {
+            fresh(v, &mut class);
+        }
+        dense_classes(&mut class, seed.classes + ids.len());
+        // Rows of the new nodes: what reads them among the new nodes, and a slot's new
+        // start read by what read the slot's old nodes.
+        let mut pairs: Vec<(u32, u32)> = Vec::new();
+        for v in from..n {
+            self.reading(v as u32, |m| {
+                if m as usize >= from {
+                    pairs.push((m - from as u32, v as u32));
+                }
+            });
+        }
+        for (r, &(first, count)) in seed.nodes.iter().enumerate() {
+            let start = self.rule_start[r] as usize;
+            if rebuilt.get(r).copied().unwrap_or(true) && (from..n).contains(&start) {
+                for old in first..first + count {
+                    let (lo, hi) = (seed.deps.0[old as usize], seed.deps.0[old as usize + 1]);
+                    for &v in &seed.deps.1[lo as usize..hi as usize] {
+                        pairs.push(((start - from) as u32, v));
+                    }
+                }
+            }
+        }
+        let top = dependents(n - from, &pairs);
+        let mut parts: Vec<(u64, u64)> = Vec::new();
+        let r = refine(
+            class,
+            Some(&changed),
+            &Deps::layered(&seed.deps, from, &top),
+            |v, class, out| self.sign(v, class, &mut parts, out),
+            MAX_ROUNDS,
+            deadline,
+        )?;
+        Ok((r.class, r.count))
     }
 
     /// Classes by (finality, follow bytes of the node's rule), ids dense from 0.
@@ -201,23 +279,31 @@ impl Automaton {
         let mut pairs: Vec<(u32, u32)> = Vec::with_capacity(
             self.byte_edges.len() + 2 * self.call_edges.len() + self.token_edges.len(),
         );
-        for (v, node) in self.nodes.iter().enumerate() {
-            let v = v as u32;
-            for e in &self.byte_edges[node.bytes.0 as usize..node.bytes.1 as usize] {
-                pairs.push((e.target, v));
-            }
-            for e in &self.call_edges[node.calls.0 as usize..node.calls.1 as usize] {
-                pairs.push((e.target, v));
-                let start = self.rule_start[e.rule as usize];
-                if (start as usize) < n {
-                    pairs.push((start, v));
-                }
-            }
-            for e in &self.token_edges[node.tokens.0 as usize..node.tokens.1 as usize] {
-                pairs.push((e.target, v));
-            }
+        for v in 0..n as u32 {
+            self.reading(v, |m| pairs.push((m, v)));
         }
         dependents(n, &pairs)
+    }
+
+    /// Calls `f` with each real node whose class node `v`'s signature reads: its edges'
+    /// targets, and the starts of the rules it calls.
+    #[inline]
+    fn reading(&self, v: u32, mut f: impl FnMut(u32)) {
+        let n = self.nodes.len();
+        let node = &self.nodes[v as usize];
+        for e in &self.byte_edges[node.bytes.0 as usize..node.bytes.1 as usize] {
+            f(e.target);
+        }
+        for e in &self.call_edges[node.calls.0 as usize..node.calls.1 as usize] {
+            f(e.target);
+            let start = self.rule_start[e.rule as usize];
+            if (start as usize) < n {
+                f(start);
+            }
+        }
+        for e in &self.token_edges[node.tokens.0 as usize..node.tokens.1 as usize] {
+            f(e.target);
+        }
     }
 
     /// Appends node `v`'s signature under `class` to `out`: its byte edges (range, target
@@ -317,6 +403,8 @@ impl Automaton {
 /// automaton that shares most of its rules ([`Automaton::mask_classes_seeded`]).
 #[derive(Debug)]
 pub(crate) struct ClassSeed {
+    /// Who reads whom (`Automaton::dependents`), for builds spliced from it.
+    deps: (Vec<u32>, Vec<u32>),
     /// Per rule: first real node, number of real nodes.
     nodes: Vec<(u32, u32)>,
     /// Per rule: the bytes that may follow it (`Automaton::follow`).
@@ -338,7 +426,37 @@ impl ClassSeed {
 
     /// Heap bytes held.
     pub(crate) fn memory_bytes(&self) -> usize {
-        self.nodes.capacity() * 8 + self.follow.capacity() * 32 + self.class.capacity() * 4
+        self.nodes.capacity() * 8
+            + self.follow.capacity() * 32
+            + self.class.capacity() * 4
+            + (self.deps.0.capacity() + self.deps.1.capacity()) * 4
+    }
+}
+
+/// How an automaton relates to the one a [`ClassSeed`] was made of
+/// ([`Automaton::mask_classes_seeded`]).
+#[derive(Clone, Copy)]
+pub(crate) struct Seeded<'a> {
+    pub seed: &'a ClassSeed,
+    /// Per rule of the seed's: it differs from the seed automaton's rule (a tool built);
+    /// the rules past its end are new.
+    pub rebuilt: &'a [bool],
+    /// `Automaton::splice`'s layout: the seed automaton's nodes keep their ids and edges
+    /// (but the rebuilt rules', left with none), the new nodes come after them.
+    pub spliced: bool,
+}
+
+/// Renumbers the classes of `class` (ids below `ids`) densely from 0, in order of first
+/// appearance (classes no node has are left out).
+fn dense_classes(class: &mut [u32], ids: usize) {
+    let mut dense = vec![u32::MAX; ids];
+    let mut count = 0u32;
+    for c in class.iter_mut() {
+        if dense[*c as usize] == u32::MAX {
+            dense[*c as usize] = count;
+            count += 1;
+        }
+        *c = dense[*c as usize];
     }
 }
 

@@ -12,7 +12,7 @@
 //! automata does not hold.
 
 use super::build::Dfa;
-use super::refine::{dependents, refine};
+use super::refine::{dependents, refine, Deps};
 use super::{ByteEdge, CallEdge, TokenEdge};
 use crate::limits::Deadline;
 
@@ -104,7 +104,15 @@ fn blocks(dfa: &Dfa) -> Option<(Vec<u32>, usize)> {
         scratch.of(dfa, v as usize, class);
         scratch.write(out);
     };
-    let r = refine(initial, None, &deps, sign, MAX_ROUNDS, &Deadline::never()).ok()?;
+    let r = refine(
+        initial,
+        None,
+        &Deps::whole(&deps),
+        sign,
+        MAX_ROUNDS,
+        &Deadline::never(),
+    )
+    .ok()?;
     r.settled.then_some((r.class, r.count))
 }
 

@@ -9,7 +9,7 @@
 mod build;
 mod classes;
 pub(crate) mod defer;
-pub(crate) use classes::{ClassSeed, KeyBasis};
+pub(crate) use classes::{ClassSeed, KeyBasis, Seeded};
 pub(crate) mod lower;
 pub(crate) mod minimize;
 mod nullable;

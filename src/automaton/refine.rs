@@ -42,10 +42,55 @@ pub(crate) fn dependents(n: usize, pairs: &[(u32, u32)]) -> (Vec<u32>, Vec<u32>)
     (offsets, readers)
 }
 
+/// "Who reads whom" for [`refine`]: compressed rows ([`dependents`]) over every state, or
+/// the rows of an automaton that a splice extended (`Automaton::splice`): the states below
+/// `from` read by the rows of the automaton it extended (a superset is sound: a state
+/// listed needlessly is only signed again), the others by rows of their own.
+#[derive(Clone, Copy)]
+pub(crate) struct Deps<'a> {
+    base: &'a (Vec<u32>, Vec<u32>),
+    from: usize,
+    top: Option<&'a (Vec<u32>, Vec<u32>)>,
+}
+
+impl<'a> Deps<'a> {
+    /// The rows `rows` of every state.
+    pub(crate) fn whole(rows: &'a (Vec<u32>, Vec<u32>)) -> Self {
+        Deps {
+            base: rows,
+            from: usize::MAX,
+            top: None,
+        }
+    }
+
+    /// States below `from` by `base`'s rows, state `from + i` by `top`'s row `i`.
+    pub(crate) fn layered(
+        base: &'a (Vec<u32>, Vec<u32>),
+        from: usize,
+        top: &'a (Vec<u32>, Vec<u32>),
+    ) -> Self {
+        Deps {
+            base,
+            from,
+            top: Some(top),
+        }
+    }
+
+    /// The states whose signature reads state `m`'s class.
+    #[inline]
+    fn row(&self, m: u32) -> &'a [u32] {
+        let (rows, i) = match self.top {
+            Some(top) if m as usize >= self.from => (top, m as usize - self.from),
+            _ => (self.base, m as usize),
+        };
+        &rows.1[rows.0[i] as usize..rows.0[i + 1] as usize]
+    }
+}
+
 /// Refines the partition `initial` (a class per state, ids dense from 0) until members of
 /// a class have equal signatures. `sign(v, class, out)` appends state `v`'s signature
 /// under the classes `class` to `out`; it may read only the classes of the states that
-/// `deps` (from [`dependents`]) lists `v` as a reader of. At most `max_rounds` rounds
+/// `deps` lists `v` as a reader of. At most `max_rounds` rounds
 /// (then see [`Refined::settled`]). `Err` when `deadline` passes (looked at every round).
 ///
 /// `changed`: `None`, the first round signs every state; `Some(list)`, `initial` is
@@ -56,7 +101,7 @@ pub(crate) fn dependents(n: usize, pairs: &[(u32, u32)]) -> (Vec<u32>, Vec<u32>)
 pub(crate) fn refine(
     initial: Vec<u32>,
     changed: Option<&[u32]>,
-    deps: &(Vec<u32>, Vec<u32>),
+    deps: &Deps<'_>,
     mut sign: impl FnMut(u32, &[u32], &mut Vec<u64>),
     max_rounds: usize,
     deadline: &Deadline,
@@ -86,8 +131,7 @@ pub(crate) fn refine(
                 moved.extend_from_slice(changed.unwrap_or(&[]));
             }
             for &d in &moved {
-                let (lo, hi) = (deps.0[d as usize] as usize, deps.0[d as usize + 1] as usize);
-                for &v in &deps.1[lo..hi] {
+                for &v in deps.row(d) {
                     p.mark(v, &mut touched);
                 }
             }

@@ -338,6 +338,131 @@ impl Automaton {
     }
 }
 
+impl Automaton {
+    /// True when no edge of the tools [`Automaton::splice`] appended leads into a dead
+    /// end (a node from which its rule can never complete, a call of a rule that can
+    /// never complete, a counted body state that cannot), and every slot's rule can
+    /// complete: then the build needs no pruning ([`Automaton::prune_unproductive`] would
+    /// remove nothing). The stub grammar's rules are taken as productive, as a build from
+    /// a stub grammar whose pruning removed nothing may. Linear in the tools' nodes and
+    /// edges; false sends the build to the whole pruning.
+    pub(crate) fn appended_dead_free(&self, splice: &Splice) -> bool {
+        let from = splice.base_nodes as usize;
+        let len = self.nodes.len() - from;
+        let at = |n: u32| n as usize - from;
+        let base_rules = splice.base_rules as usize;
+        let mut examined = vec![false; self.rule_start.len()];
+        examined[base_rules..].iter_mut().for_each(|x| *x = true);
+        for &(slot, _) in &splice.slots {
+            examined[slot as usize] = true;
+        }
+        let mut rule_ok: Vec<bool> = examined.iter().map(|&x| !x).collect();
+        // Counted rules of the tools: body states that reach a final one.
+        let mut counted_ok: Vec<Vec<bool>> = Vec::new();
+        for c in self.counted.iter().filter(|c| examined[c.rule as usize]) {
+            let mut ok = c.body_final.clone();
+            loop {
+                let mut changed = false;
+                for st in 0..c.states {
+                    if !ok[st as usize] && c.edges_of(st).iter().any(|e| ok[e.target as usize]) {
+                        ok[st as usize] = true;
+                        changed = true;
+                    }
+                }
+                if !changed {
+                    break;
+                }
+            }
+            rule_ok[c.rule as usize] = c.min == 0 || ok.first().copied().unwrap_or(false);
+            if c.edges.iter().any(|e| !ok[e.target as usize]) {
+                return false;
+            }
+            counted_ok.push(ok);
+        }
+        // Productive tool nodes, backwards from the final ones (reverse edges in
+        // compressed rows; a call edge waits for its rule too).
+        const NO_RULE: u32 = u32::MAX;
+        let mut first = vec![0u32; len + 1];
+        for n in from..self.nodes.len() {
+            let n = n as u32;
+            let targets = self.bytes_of(n).iter().map(|e| e.target);
+            let targets = targets.chain(self.tokens_of(n).iter().map(|e| e.target));
+            for t in targets.chain(self.calls_of(n).iter().map(|e| e.target)) {
+                first[at(t) + 1] += 1;
+            }
+        }
+        for i in 0..len {
+            first[i + 1] += first[i];
+        }
+        let mut fill = first.clone();
+        let mut rev = vec![(0u32, NO_RULE); first[len] as usize];
+        let mut waiting: rustc_hash::FxHashMap<u32, Vec<(u32, u32)>> = Default::default();
+        for n in from as u32..self.nodes.len() as u32 {
+            let mut put = |t: u32, rule: u32| {
+                rev[fill[at(t)] as usize] = (n, rule);
+                fill[at(t)] += 1;
+            };
+            self.bytes_of(n).iter().for_each(|e| put(e.target, NO_RULE));
+            self.tokens_of(n)
+                .iter()
+                .for_each(|e| put(e.target, NO_RULE));
+            for e in self.calls_of(n) {
+                put(e.target, e.rule);
+                waiting.entry(e.rule).or_default().push((n, e.target));
+            }
+        }
+        let mut starts: rustc_hash::FxHashMap<u32, Vec<u32>> = Default::default();
+        for (r, &s) in self.rule_start.iter().enumerate() {
+            if examined[r] && !self.is_virtual(s) && s as usize >= from {
+                starts.entry(s).or_default().push(r as u32);
+            }
+        }
+        let mut node_ok: Vec<bool> = self.nodes[from..].iter().map(|n| n.is_final).collect();
+        let mut stack: Vec<u32> = (0..len as u32)
+            .filter(|&i| node_ok[i as usize])
+            .map(|i| i + from as u32)
+            .collect();
+        let mut rule_stack: Vec<u32> = waiting
+            .keys()
+            .copied()
+            .filter(|&r| rule_ok[r as usize])
+            .collect();
+        loop {
+            if let Some(r) = rule_stack.pop() {
+                for &(p, t) in waiting.get(&r).map_or(&[][..], |w| &w[..]) {
+                    if node_ok[at(t)] && !node_ok[at(p)] {
+                        node_ok[at(p)] = true;
+                        stack.push(p);
+                    }
+                }
+                continue;
+            }
+            let Some(n) = stack.pop() else { break };
+            for &r in starts.get(&n).map_or(&[][..], |s| &s[..]) {
+                if !rule_ok[r as usize] {
+                    rule_ok[r as usize] = true;
+                    rule_stack.push(r);
+                }
+            }
+            for &(p, r) in &rev[first[at(n)] as usize..first[at(n) + 1] as usize] {
+                if !node_ok[at(p)] && (r == NO_RULE || rule_ok[r as usize]) {
+                    node_ok[at(p)] = true;
+                    stack.push(p);
+                }
+            }
+        }
+        let dead_edge = (from as u32..self.nodes.len() as u32).any(|n| {
+            self.bytes_of(n).iter().any(|e| !node_ok[at(e.target)])
+                || self.tokens_of(n).iter().any(|e| !node_ok[at(e.target)])
+                || self
+                    .calls_of(n)
+                    .iter()
+                    .any(|e| !rule_ok[e.rule as usize] || !node_ok[at(e.target)])
+        });
+        !dead_edge && splice.slots.iter().all(|&(slot, _)| rule_ok[slot as usize])
+    }
+}
+
 /// Checks [`Automaton::solve_appended`] against the whole computation: the same
 /// nullability, and follow sets that hold the exact ones and differ by `STUB_BYTE` and the
 /// built tools' first bytes at most.

@@ -32,7 +32,7 @@ use super::pipeline::{KeyChecks, Source};
 use super::{CompileError, CompiledGrammar, GrammarCompiler};
 use crate::automaton::defer::{near_stubs, stub_rules, stubbed, NearStubs};
 use crate::automaton::lower::{inline_rules, lower_repeats, simplify_repeats};
-use crate::automaton::{Automaton, ClassSeed};
+use crate::automaton::{Automaton, ClassSeed, Seeded};
 use crate::grammar::{Expr, Grammar, TokenRef};
 use crate::limits::Deadline;
 use rustc_hash::FxHashMap;
@@ -493,7 +493,11 @@ impl GrammarCompiler {
         // A build refines its mask classes from the stub grammar's (same rules but the
         // tools built); the stub grammar keeps its classes for them.
         let seed = match shared.seed.get() {
-            Some(seed) if !lowered.rebuilt.is_empty() => Some((seed, &lowered.rebuilt[..])),
+            Some(seed) if !lowered.rebuilt.is_empty() => Some(Seeded {
+                seed,
+                rebuilt: &lowered.rebuilt[..],
+                spliced: false,
+            }),
             _ => None,
         };
         let compiled = self.assemble(
@@ -579,9 +583,22 @@ impl GrammarCompiler {
         for &(slot, _) in &splice.slots {
             rebuilt[slot as usize] = true;
         }
-        let seed = shared.seed.get().map(|s| (s, &rebuilt[..]));
+        let seed = shared.seed.get().map(|seed| Seeded {
+            seed,
+            rebuilt: &rebuilt[..],
+            spliced: true,
+        });
         let keys = KeyChecks::default();
-        let compiled = self.assemble_automaton(aut, &shared.source, false, keys, deadline, seed)?;
+        // No pruning when the tools lead into no dead end (their nodes alone are examined).
+        let pruned = aut.appended_dead_free(&splice);
+        #[cfg(test)]
+        {
+            let mut whole = aut.clone();
+            assert!(whole.prune_unproductive(None));
+            assert_eq!(pruned, !whole.had_dead_ends, "the tools' dead ends");
+        }
+        let compiled =
+            self.assemble_automaton(aut, &shared.source, false, keys, deadline, seed, pruned)?;
         let stub_roots: FxHashMap<u32, u32> = spliceable
             .slots
             .iter()
@@ -633,6 +650,7 @@ fn lowered_component(
 
 #[cfg(test)]
 mod tests {
+    use super::Seeded;
     use crate::{GrammarCompiler, Precompute, Vocabulary};
     use std::sync::Arc;
 
@@ -943,11 +961,17 @@ mod tests {
             .map(|r| r >= old_rules || &built.aut.rule_names[r] == slot)
             .collect();
         let seed = d.shared.seed.get().unwrap();
+        assert!(d.shared.spliceable.get().is_some(), "the build was spliced");
+        let seeded = Seeded {
+            seed,
+            rebuilt: &rebuilt[..old_rules],
+            spliced: true,
+        };
         let (class, count) = built
             .aut
-            .mask_classes_seeded(seed, &rebuilt, &deadline)
+            .mask_classes_seeded(seeded, &deadline)
             .unwrap()
-            .expect("the stub grammar's rules keep their node counts");
+            .expect("a splice always refines");
         assert_eq!(count, classes);
         assert_eq!(class, built.mask_class);
         // Every tool built, from the stub grammar too.
@@ -971,7 +995,11 @@ mod tests {
             .compile_structural_tag(&tag)
             .unwrap();
         let d = g.deferred.as_deref().expect("the tag defers its tools");
-        let spliceable = d.shared.spliceable.get().expect("the compile keeps its automaton");
+        let spliceable = d
+            .shared
+            .spliceable
+            .get()
+            .expect("the compile keeps its automaton");
         assert!(spliceable.stub_byte_alone);
         // The stubs' own edges read the stub byte.
         assert!(!g.aut.stub_byte_alone(&[]));
@@ -979,10 +1007,19 @@ mod tests {
         stubs.sort_unstable();
         let before = APPENDED.with(|c| c.get());
         let one = d.expand(Some(&stubs[1..2])).unwrap();
-        let two = one.deferred.as_deref().unwrap().expand(Some(&stubs[2..3])).unwrap();
+        let two = one
+            .deferred
+            .as_deref()
+            .unwrap()
+            .expand(Some(&stubs[2..3]))
+            .unwrap();
         let all = d.expand(None).unwrap();
         assert_eq!(APPENDED.with(|c| c.get()) - before, 3);
         assert_eq!(two.deferred.as_deref().map(|d| d.stubs()), Some(2));
+        // Mask classes refined from the stub grammar's over the tools alone are stable.
+        for built in [&one, &two, &all] {
+            assert!(built.aut.is_stable_partition(&built.mask_class));
+        }
         assert!(all.deferred.is_none());
         let mut m = crate::GrammarMatcher::new(all.clone());
         assert!(m.accept_string(

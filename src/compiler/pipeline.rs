@@ -149,7 +149,7 @@ impl GrammarCompiler {
         keys: KeyChecks<'_>,
         deadline: &Deadline,
         stub: &[bool],
-        seed: Option<(&crate::automaton::ClassSeed, &[bool])>,
+        seed: Option<crate::automaton::Seeded<'_>>,
     ) -> Result<CompiledGrammar, CompileError> {
         let aut = Automaton::build(
             lowered,
@@ -160,11 +160,14 @@ impl GrammarCompiler {
             Some(&self.rule_automata),
             stub,
         )?;
-        self.assemble_automaton(aut, grammar, unique_keys, keys, deadline, seed)
+        self.assemble_automaton(aut, grammar, unique_keys, keys, deadline, seed, false)
     }
 
     /// [`GrammarCompiler::assemble`] from the automaton `aut` of `grammar` (built, or
     /// spliced from a stub grammar's: `compiler::deferred`): pruned, with its mask tables.
+    /// `pruned`: the caller found that no edge leads into a dead end
+    /// (`Automaton::appended_dead_free`), so pruning is skipped.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn assemble_automaton(
         &self,
         mut aut: Automaton,
@@ -172,17 +175,18 @@ impl GrammarCompiler {
         unique_keys: bool,
         keys: KeyChecks<'_>,
         deadline: &Deadline,
-        seed: Option<(&crate::automaton::ClassSeed, &[bool])>,
+        seed: Option<crate::automaton::Seeded<'_>>,
+        pruned: bool,
     ) -> Result<CompiledGrammar, CompileError> {
         if unique_keys {
             aut.key_filters = KeyFilters::resolve(&aut.rule_names, keys.filters)
                 .map(|f| Arc::new(f.with_suspects(&self.trie, &self.vocab)));
         }
         // A build examines only its rules built when its stub grammar had no dead end.
-        let only = seed
-            .filter(|(s, _)| !s.had_dead_ends())
-            .map(|(_, rebuilt)| rebuilt);
-        if !aut.prune_unproductive(only) {
+        let only = seed.filter(|s| !s.seed.had_dead_ends()).map(|s| s.rebuilt);
+        if pruned {
+            aut.had_dead_ends = false;
+        } else if !aut.prune_unproductive(only) {
             return Err(CompileError::EmptyLanguage {
                 root: grammar.rules[grammar.root.index()].name.clone(),
             });

@@ -19,7 +19,7 @@
 //! Every mask is computed on first use and stored through a `OnceLock`, so eager,
 //! background and lazy compiles store the same masks.
 
-use crate::automaton::{Automaton, ClassSeed, KeyBasis};
+use crate::automaton::{Automaton, KeyBasis, Seeded};
 use crate::compiler::CompiledGrammar;
 use crate::limits::{Deadline, LimitExceeded};
 use crate::mask::cache::{
@@ -82,11 +82,11 @@ pub(crate) fn mask_classes(
     aut: &Automaton,
     trie: &TokenTrie,
     deadline: &Deadline,
-    seed: Option<(&ClassSeed, &[bool])>,
+    seed: Option<Seeded<'_>>,
 ) -> Result<MaskClasses, LimitExceeded> {
     if trie.token_count() >= SHARE_MIN_TOKENS {
         let seeded = match seed {
-            Some((seed, rebuilt)) => aut.mask_classes_seeded(seed, rebuilt, deadline)?,
+            Some(seeded) => aut.mask_classes_seeded(seeded, deadline)?,
             None => None,
         };
         let (class, classes) = match seeded {
