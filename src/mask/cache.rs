@@ -540,18 +540,9 @@ const NO_EDGE: u32 = u32::MAX;
 const FINAL: u32 = 1 << 31;
 
 thread_local! {
-    /// Slots of [`DfaTables`] between walks on this thread, all [`UNSEEN`], and its table
-    /// space, empty, with the room it grew to (up to [`KEPT_TABLE_ROOM`]): a walk through a
-    /// few thousand DFA nodes (a tag's tool names) fills megabytes of tables, which grown
-    /// anew by each walk were copied again at each doubling.
-    static DFA_SLOTS: std::cell::RefCell<(Vec<u32>, Vec<u32>)> =
-        const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
+    /// Slots of [`DfaTables`] between walks on this thread, all [`UNSEEN`].
+    static DFA_SLOTS: std::cell::RefCell<Vec<u32>> = const { std::cell::RefCell::new(Vec::new()) };
 }
-
-/// Table entries a thread's table space starts with (4 MiB: 4,096 tables, pages the
-/// system maps only once written) and keeps between walks: a walk meets more DFA nodes
-/// than that only in a tag of thousands of tool names.
-const KEPT_TABLE_ROOM: usize = 1 << 20;
 
 impl Drop for DfaTables {
     fn drop(&mut self) {
@@ -559,15 +550,10 @@ impl Drop for DfaTables {
             self.slot[n as usize] = UNSEEN;
         }
         let slot = std::mem::take(&mut self.slot);
-        let mut tables = std::mem::take(&mut self.tables);
-        tables.clear();
         DFA_SLOTS.with(|s| {
             if let Ok(mut s) = s.try_borrow_mut() {
-                if s.0.len() < slot.len() {
-                    s.0 = slot;
-                }
-                if tables.capacity() <= KEPT_TABLE_ROOM && s.1.capacity() < tables.capacity() {
-                    s.1 = tables;
+                if s.len() < slot.len() {
+                    *s = slot;
                 }
             }
         });
@@ -577,23 +563,17 @@ impl Drop for DfaTables {
 impl DfaTables {
     fn new(aut: &Automaton) -> Self {
         let nodes = aut.nodes.len();
-        let (mut slot, mut tables) = DFA_SLOTS
-            .with(|s| {
-                s.try_borrow_mut()
-                    .map(|mut s| (std::mem::take(&mut s.0), std::mem::take(&mut s.1)))
-            })
+        let mut slot = DFA_SLOTS
+            .with(|s| s.try_borrow_mut().map(|mut s| std::mem::take(&mut *s)))
             .unwrap_or_default();
         if slot.len() < nodes {
             slot.resize(nodes, UNSEEN);
-        }
-        if tables.capacity() == 0 {
-            tables.reserve_exact(KEPT_TABLE_ROOM);
         }
         DfaTables {
             nodes,
             slot,
             touched: Vec::new(),
-            tables,
+            tables: Vec::new(),
         }
     }
 
