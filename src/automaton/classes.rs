@@ -71,7 +71,12 @@ impl Automaton {
             class: class.to_vec(),
             classes,
             had_dead_ends: self.had_dead_ends,
-            deps: self.dependents(),
+            // Read by builds spliced into this automaton, made only of one that had no
+            // dead ends (`compiler::deferred`).
+            deps: match self.had_dead_ends {
+                true => (vec![0; self.nodes.len() + 1], Vec::new()),
+                false => self.dependents(),
+            },
         }
     }
 
@@ -100,7 +105,8 @@ impl Automaton {
             rebuilt,
             spliced,
         } = seeded;
-        if spliced {
+        let layout = seed.class.len() <= self.nodes.len() && rebuilt.len() == seed.nodes.len();
+        if spliced && layout && !seed.had_dead_ends {
             return self.mask_classes_spliced(seed, rebuilt, deadline).map(Some);
         }
         let now = self.rule_nodes();

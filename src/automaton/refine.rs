@@ -44,8 +44,9 @@ pub(crate) fn dependents(n: usize, pairs: &[(u32, u32)]) -> (Vec<u32>, Vec<u32>)
 
 /// "Who reads whom" for [`refine`]: compressed rows ([`dependents`]) over every state, or
 /// the rows of an automaton that a splice extended (`Automaton::splice`): the states below
-/// `from` read by the rows of the automaton it extended (a superset is sound: a state
-/// listed needlessly is only signed again), the others by rows of their own.
+/// `from` read by the rows of the automaton it extended, the others by rows of their own.
+/// Rows may list more readers than read (sound: a state listed needlessly is marked and
+/// signed again, which may split its class more finely than needed, never wrongly).
 #[derive(Clone, Copy)]
 pub(crate) struct Deps<'a> {
     base: &'a (Vec<u32>, Vec<u32>),
@@ -275,7 +276,9 @@ impl Partition {
     /// A marked member never signs like an unmarked one: it is marked because a state its
     /// signature reads moved to a class made in the round before, and an unmarked member
     /// reads no such class. So with unmarked members, every group of marked ones is a
-    /// class of its own.
+    /// class of its own. (In a seeded first round, and for states marked needlessly, a
+    /// marked member may sign like the unmarked ones: it still gets a class of its own,
+    /// finer than needed, never wrong.)
     fn split(
         &mut self,
         c: u32,

@@ -36,10 +36,9 @@ impl Automaton {
     /// result reads the language of the stub grammar with those tools built; rules are
     /// numbered as in the module docs.
     ///
-    /// Nullability and follow bytes: with `stub_byte_alone` (from
-    /// [`Automaton::stub_byte_alone`] on this automaton) and no tool's root nullable, the
-    /// stub grammar's are kept and only the tools' are solved ([`Automaton::solve_appended`]):
-    /// the work is in proportion to the tools. Else both are computed again for the whole.
+    /// Nullability and follow bytes: when no tool's root is nullable, the stub grammar's
+    /// are kept and only the tools' are solved ([`Automaton::solve_appended`]): the work
+    /// is in proportion to the tools. Else both are computed again for the whole.
     ///
     /// # Errors
     /// [`Limit::AutomatonNodes`] when the nodes together exceed `limits`; too many virtual
@@ -48,7 +47,6 @@ impl Automaton {
         &self,
         tools: &[(u32, &Automaton)],
         limits: &Limits,
-        stub_byte_alone: bool,
     ) -> Result<(Automaton, Splice), AutomatonError> {
         let real: usize =
             self.nodes.len() + tools.iter().map(|(_, t)| t.nodes.len()).sum::<usize>();
@@ -180,10 +178,9 @@ impl Automaton {
             first += span;
         }
         a.counted = counted;
-        let incremental = stub_byte_alone
-            && tools
-                .iter()
-                .all(|(_, t)| !t.nullable.get(t.root as usize).copied().unwrap_or(true));
+        let incremental = tools
+            .iter()
+            .all(|(_, t)| !t.nullable.get(t.root as usize).copied().unwrap_or(true));
         if incremental {
             let _built = a.solve_appended(&splice);
             #[cfg(test)]
@@ -202,30 +199,19 @@ impl Automaton {
         self.compute_follow(&end);
     }
 
-    /// True when no edge of this automaton reads [`STUB_BYTE`](super::defer::STUB_BYTE)
-    /// but those of the rules with `stub[r]` set (a stub's body is that byte): then a
-    /// rule's follow bytes hold it exactly when a stub can come first after the rule.
-    pub(crate) fn stub_byte_alone(&self, stub: &[bool]) -> bool {
-        let b = super::defer::STUB_BYTE;
-        let reads = |e: &ByteEdge| e.lo <= b && b <= e.hi;
-        self.nodes.iter().enumerate().all(|(n, node)| {
-            stub.get(node.rule as usize).copied().unwrap_or(false)
-                || !self.bytes_of(n as u32).iter().any(reads)
-        }) && self.counted.iter().all(|c| !c.edges.iter().any(reads))
-    }
-
     /// Nullability and follow bytes of an automaton [`Automaton::splice`] made, from the
     /// stub grammar's (which it holds for the stub grammar's rules) and the tools' own
     /// nullability (set on their rules), solved over the tools' nodes alone.
     ///
     /// Why the stub grammar's stay right: a tool's root, like the stub it replaces, is not
     /// nullable, so nullability is unchanged, and only the first bytes of a built slot
-    /// changed (the stub's one byte, `STUB_BYTE`, became the tool's first bytes). Each
-    /// follow set that depends on them holds `STUB_BYTE` (which no other edge reads:
-    /// [`Automaton::stub_byte_alone`]); those get every built tool's first bytes added.
-    /// So every follow set is a superset of the exact one, larger by at most `STUB_BYTE`
-    /// and tools' first bytes. Follow bytes only ever let a walk defer a token that
-    /// crosses its rule's end to the chart, which decides it exactly: masks are the same.
+    /// changed (the stub's one byte, `STUB_BYTE`, became the tool's first bytes). Every
+    /// follow set that depends on them holds `STUB_BYTE`; each set that holds it gets
+    /// every built tool's first bytes added (a set that holds it for another reason, such
+    /// as a raw byte range of the grammar or another stub, gets them needlessly). So every
+    /// follow set is a superset of the exact one, larger by at most `STUB_BYTE` and tools'
+    /// first bytes. Follow bytes only ever let a walk defer a token that crosses its
+    /// rule's end to the chart, which decides it exactly: masks are the same.
     /// Returns the built tools' first bytes.
     fn solve_appended(&mut self, splice: &Splice) -> [u64; 4] {
         let from = splice.base_nodes as usize;
@@ -256,12 +242,10 @@ impl Automaton {
             }
         }
         // First bytes of the tools' counted rules: those of their body's start state.
+        let tool_rule =
+            |r: u32| r >= splice.base_rules || splice.slots.iter().any(|&(slot, _)| slot == r);
         let mut counted_first: rustc_hash::FxHashMap<u32, [u64; 4]> = Default::default();
-        for c in self
-            .counted
-            .iter()
-            .filter(|c| c.first >= self.nodes.len() as u32)
-        {
+        for c in self.counted.iter().filter(|c| tool_rule(c.rule)) {
             let f = counted_first.entry(c.rule).or_default();
             for e in c.edges_of(0) {
                 super::add_range(f, e.lo, e.hi);
@@ -357,27 +341,29 @@ impl Automaton {
             examined[slot as usize] = true;
         }
         let mut rule_ok: Vec<bool> = examined.iter().map(|&x| !x).collect();
-        // Counted rules of the tools: body states that reach a final one.
-        let mut counted_ok: Vec<Vec<bool>> = Vec::new();
+        // Counted rules of the tools: body states that reach a final one (backwards from
+        // the final ones).
         for c in self.counted.iter().filter(|c| examined[c.rule as usize]) {
-            let mut ok = c.body_final.clone();
-            loop {
-                let mut changed = false;
-                for st in 0..c.states {
-                    if !ok[st as usize] && c.edges_of(st).iter().any(|e| ok[e.target as usize]) {
-                        ok[st as usize] = true;
-                        changed = true;
-                    }
+            let mut preds: Vec<Vec<u32>> = vec![Vec::new(); c.states as usize];
+            for st in 0..c.states {
+                for e in c.edges_of(st) {
+                    preds[e.target as usize].push(st);
                 }
-                if !changed {
-                    break;
+            }
+            let mut ok = c.body_final.clone();
+            let mut stack: Vec<u32> = (0..c.states).filter(|&st| ok[st as usize]).collect();
+            while let Some(t) = stack.pop() {
+                for &p in &preds[t as usize] {
+                    if !ok[p as usize] {
+                        ok[p as usize] = true;
+                        stack.push(p);
+                    }
                 }
             }
             rule_ok[c.rule as usize] = c.min == 0 || ok.first().copied().unwrap_or(false);
             if c.edges.iter().any(|e| !ok[e.target as usize]) {
                 return false;
             }
-            counted_ok.push(ok);
         }
         // Productive tool nodes, backwards from the final ones (reverse edges in
         // compressed rows; a call edge waits for its rule too).

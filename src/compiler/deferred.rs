@@ -94,9 +94,6 @@ struct Spliceable {
     near: NearStubs,
     /// The automaton rule of each deferral root's stub, by IR rule id.
     slots: FxHashMap<u32, u32>,
-    /// [`Automaton::stub_byte_alone`] of `aut`: a build solves follow bytes over its
-    /// tools alone.
-    stub_byte_alone: bool,
 }
 
 /// A lowered grammar with its counted rules and, per rule, whether it is a stub.
@@ -535,7 +532,6 @@ impl GrammarCompiler {
                 aut: compiled.aut.clone(),
                 near: near.without_memo(),
                 slots: stub_roots.iter().map(|(&a, &r)| (r, a)).collect(),
-                stub_byte_alone: compiled.aut.stub_byte_alone(&lowered.stub),
             });
         }
         Ok((compiled, Some((near, stub_roots))))
@@ -575,10 +571,7 @@ impl GrammarCompiler {
             tools.push((slot, aut));
         }
         let parts: Vec<(u32, &Automaton)> = tools.iter().map(|(s, a)| (*s, a)).collect();
-        let (aut, splice) =
-            spliceable
-                .aut
-                .splice(&parts, &self.limits, spliceable.stub_byte_alone)?;
+        let (aut, splice) = spliceable.aut.splice(&parts, &self.limits)?;
         let mut rebuilt = vec![false; splice.base_rules as usize];
         for &(slot, _) in &splice.slots {
             rebuilt[slot as usize] = true;
@@ -594,7 +587,7 @@ impl GrammarCompiler {
         #[cfg(test)]
         {
             let mut whole = aut.clone();
-            assert!(whole.prune_unproductive(None));
+            whole.prune_unproductive(None);
             assert_eq!(pruned, !whole.had_dead_ends, "the tools' dead ends");
         }
         let compiled =
@@ -995,14 +988,10 @@ mod tests {
             .compile_structural_tag(&tag)
             .unwrap();
         let d = g.deferred.as_deref().expect("the tag defers its tools");
-        let spliceable = d
-            .shared
-            .spliceable
-            .get()
-            .expect("the compile keeps its automaton");
-        assert!(spliceable.stub_byte_alone);
-        // The stubs' own edges read the stub byte.
-        assert!(!g.aut.stub_byte_alone(&[]));
+        assert!(
+            d.shared.spliceable.get().is_some(),
+            "the compile keeps its automaton"
+        );
         let mut stubs: Vec<u32> = d.stub_roots.keys().copied().collect();
         stubs.sort_unstable();
         let before = APPENDED.with(|c| c.get());
@@ -1025,6 +1014,49 @@ mod tests {
         assert!(m.accept_string(
             "<tool_call>\n{\"name\": \"tool_2\", \"arguments\": {\"list\": [1, 2], \"n\": 1.5, \"p2\": \"x\"}}\n</tool_call>"
         ));
+    }
+
+    /// The same with tools that call their own root (a tree of `$ref: "#"`) and a counted
+    /// repetition (an array of 2 to 40 items): each build's follow bytes, pruning and
+    /// classes are checked against the whole computations (in tests, inside the build).
+    #[test]
+    fn recursive_and_counted_tools_build_over_their_own_nodes() {
+        use crate::automaton::splice::APPENDED;
+        let tag = four_tool_tag(serde_json::json!({
+            "children": {"type": "array", "items": {"$ref": "#"}},
+            "ids": {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 40}
+        }));
+        let g = GrammarCompiler::new(wide_vocabulary())
+            .with_precompute(Precompute::Lazy)
+            .with_deferred_tool_rules(true)
+            .compile_structural_tag(&tag)
+            .unwrap();
+        let d = g.deferred.as_deref().expect("the tag defers its tools");
+        assert!(d.shared.spliceable.get().is_some());
+        assert!(
+            g.aut.counted.is_empty(),
+            "the stub grammar has no counted rule"
+        );
+        let mut stubs: Vec<u32> = d.stub_roots.keys().copied().collect();
+        stubs.sort_unstable();
+        let before = APPENDED.with(|c| c.get());
+        let one = d.expand(Some(&stubs[3..4])).unwrap();
+        assert_eq!(APPENDED.with(|c| c.get()) - before, 1);
+        assert!(
+            !one.aut.counted.is_empty(),
+            "the build has the tool's counted rule"
+        );
+        assert!(one.aut.is_stable_partition(&one.mask_class));
+        let mut m = crate::GrammarMatcher::new(g.clone());
+        let ids: Vec<String> = (0..30).map(|i| i.to_string()).collect();
+        let call = format!(
+            "<tool_call>\n{{\"name\": \"tool_3\", \"arguments\": {{\"children\": [{{\"p3\": \"a\"}}, {{\"children\": [], \"p3\": \"b\"}}], \"ids\": [{}], \"p3\": \"c\"}}}}\n</tool_call>",
+            ids.join(", ")
+        );
+        assert!(m.accept_string(&call), "{call}");
+        let mut m = crate::GrammarMatcher::new(g);
+        let refused = call.replace(&ids.join(", "), "1");
+        assert!(!m.accept_string(&refused), "one id is too few");
     }
 
     /// A build splices its tool's automaton into a copy of the stub grammar's: the stub
