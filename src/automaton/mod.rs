@@ -155,6 +155,28 @@ impl Counted {
         (k / (self.states + 1), k % (self.states + 1))
     }
 
+    /// Per body state: whether it reaches a final body state (backwards from the final
+    /// ones, linear in the body's edges).
+    pub(crate) fn productive_states(&self) -> Vec<bool> {
+        let mut preds: Vec<Vec<u32>> = vec![Vec::new(); self.states as usize];
+        for st in 0..self.states {
+            for e in self.edges_of(st) {
+                preds[e.target as usize].push(st);
+            }
+        }
+        let mut ok = self.body_final.clone();
+        let mut stack: Vec<u32> = (0..self.states).filter(|&s| ok[s as usize]).collect();
+        while let Some(t) = stack.pop() {
+            for &p in &preds[t as usize] {
+                if !ok[p as usize] {
+                    ok[p as usize] = true;
+                    stack.push(p);
+                }
+            }
+        }
+        ok
+    }
+
     /// Edges of body state `s`; the rule's start behaves as body state 0.
     #[inline]
     pub(crate) fn edges_of(&self, s: u32) -> &[ByteEdge] {
@@ -541,23 +563,7 @@ impl Automaton {
                 counted_ok.push(vec![true; c.states as usize]);
                 continue;
             }
-            // Body states that reach a final body state (backwards from the final ones).
-            let mut preds: Vec<Vec<u32>> = vec![Vec::new(); c.states as usize];
-            for st in 0..c.states {
-                for e in c.edges_of(st) {
-                    preds[e.target as usize].push(st);
-                }
-            }
-            let mut ok: Vec<bool> = c.body_final.clone();
-            let mut stack: Vec<u32> = (0..c.states).filter(|&s| ok[s as usize]).collect();
-            while let Some(t) = stack.pop() {
-                for &p in &preds[t as usize] {
-                    if !ok[p as usize] {
-                        ok[p as usize] = true;
-                        stack.push(p);
-                    }
-                }
-            }
+            let ok = c.productive_states();
             rule_ok[c.rule as usize] = c.min == 0 || ok.first().copied().unwrap_or(false);
             counted_ok.push(ok);
         }

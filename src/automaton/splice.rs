@@ -341,25 +341,9 @@ impl Automaton {
             examined[slot as usize] = true;
         }
         let mut rule_ok: Vec<bool> = examined.iter().map(|&x| !x).collect();
-        // Counted rules of the tools: body states that reach a final one (backwards from
-        // the final ones).
+        // Counted rules of the tools: body states that reach a final one.
         for c in self.counted.iter().filter(|c| examined[c.rule as usize]) {
-            let mut preds: Vec<Vec<u32>> = vec![Vec::new(); c.states as usize];
-            for st in 0..c.states {
-                for e in c.edges_of(st) {
-                    preds[e.target as usize].push(st);
-                }
-            }
-            let mut ok = c.body_final.clone();
-            let mut stack: Vec<u32> = (0..c.states).filter(|&st| ok[st as usize]).collect();
-            while let Some(t) = stack.pop() {
-                for &p in &preds[t as usize] {
-                    if !ok[p as usize] {
-                        ok[p as usize] = true;
-                        stack.push(p);
-                    }
-                }
-            }
+            let ok = c.productive_states();
             rule_ok[c.rule as usize] = c.min == 0 || ok.first().copied().unwrap_or(false);
             if c.edges.iter().any(|e| !ok[e.target as usize]) {
                 return false;

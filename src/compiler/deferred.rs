@@ -973,6 +973,27 @@ mod tests {
         assert!(all.aut.is_stable_partition(&all.mask_class));
     }
 
+    /// `tag` compiled deferring its tools on `vocab` (lazily), the stub grammar keeping its
+    /// automaton for builds to splice into; with its stub rules, ascending.
+    fn stub_grammar(
+        tag: &crate::StructuralTag,
+        vocab: Arc<Vocabulary>,
+    ) -> (Arc<crate::CompiledGrammar>, Vec<u32>) {
+        let g = GrammarCompiler::new(vocab)
+            .with_precompute(Precompute::Lazy)
+            .with_deferred_tool_rules(true)
+            .compile_structural_tag(tag)
+            .unwrap();
+        let d = g.deferred.as_deref().expect("the tag defers its tools");
+        assert!(
+            d.shared.spliceable.get().is_some(),
+            "the compile keeps its automaton"
+        );
+        let mut stubs: Vec<u32> = d.stub_roots.keys().copied().collect();
+        stubs.sort_unstable();
+        (g, stubs)
+    }
+
     /// A build keeps the stub grammar's nullability and follow bytes and solves only its
     /// tools' (`Automaton::solve_appended`; in tests, each such splice is checked against
     /// the whole computation: same nullability, follow sets that hold the exact ones).
@@ -982,18 +1003,8 @@ mod tests {
         use crate::automaton::splice::APPENDED;
         let optional = serde_json::json!({"type": "array", "items": {"type": "integer"}});
         let tag = four_tool_tag(serde_json::json!({ "list": optional, "n": {"type": "number"} }));
-        let g = GrammarCompiler::new(wide_vocabulary())
-            .with_precompute(Precompute::Lazy)
-            .with_deferred_tool_rules(true)
-            .compile_structural_tag(&tag)
-            .unwrap();
-        let d = g.deferred.as_deref().expect("the tag defers its tools");
-        assert!(
-            d.shared.spliceable.get().is_some(),
-            "the compile keeps its automaton"
-        );
-        let mut stubs: Vec<u32> = d.stub_roots.keys().copied().collect();
-        stubs.sort_unstable();
+        let (g, stubs) = stub_grammar(&tag, wide_vocabulary());
+        let d = g.deferred.as_deref().unwrap();
         let before = APPENDED.with(|c| c.get());
         let one = d.expand(Some(&stubs[1..2])).unwrap();
         let two = one
@@ -1026,19 +1037,12 @@ mod tests {
             "children": {"type": "array", "items": {"$ref": "#"}},
             "ids": {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 40}
         }));
-        let g = GrammarCompiler::new(wide_vocabulary())
-            .with_precompute(Precompute::Lazy)
-            .with_deferred_tool_rules(true)
-            .compile_structural_tag(&tag)
-            .unwrap();
-        let d = g.deferred.as_deref().expect("the tag defers its tools");
-        assert!(d.shared.spliceable.get().is_some());
+        let (g, stubs) = stub_grammar(&tag, wide_vocabulary());
+        let d = g.deferred.as_deref().unwrap();
         assert!(
             g.aut.counted.is_empty(),
             "the stub grammar has no counted rule"
         );
-        let mut stubs: Vec<u32> = d.stub_roots.keys().copied().collect();
-        stubs.sort_unstable();
         let before = APPENDED.with(|c| c.get());
         let one = d.expand(Some(&stubs[3..4])).unwrap();
         assert_eq!(APPENDED.with(|c| c.get()) - before, 1);
@@ -1077,18 +1081,8 @@ mod tests {
         let stop = tokens.len() as u32;
         tokens.push(b"</s>".to_vec());
         let vocab = Vocabulary::from_token_bytes(&tokens, &[stop], &[stop]).unwrap();
-        let g = GrammarCompiler::new(Arc::new(vocab))
-            .with_precompute(Precompute::Lazy)
-            .with_deferred_tool_rules(true)
-            .compile_structural_tag(&tag)
-            .unwrap();
-        let d = g.deferred.as_deref().expect("the tag defers its tools");
-        assert!(
-            d.shared.spliceable.get().is_some(),
-            "the compile keeps its automaton"
-        );
-        let mut stubs: Vec<u32> = d.stub_roots.keys().copied().collect();
-        stubs.sort_unstable();
+        let (g, stubs) = stub_grammar(&tag, Arc::new(vocab));
+        let d = g.deferred.as_deref().unwrap();
         let slot = stubs[1];
         let one = d.expand(Some(&[slot])).unwrap();
         let (a, b) = (&g.aut, &one.aut);
