@@ -1,8 +1,9 @@
 //! Which rules can match the empty string, and from which nodes a rule can reach its end
-//! through nullable calls only: the least fixed points the follow bytes of each rule
-//! (`Automaton::compute_follow`) start from.
+//! through nullable calls only; then the follow bytes of each rule
+//! (`Automaton::compute_follow`), over every node or over the nodes a splice appended
+//! (`Automaton::solve_appended`).
 
-use super::Automaton;
+use super::{add_range, or_into, Automaton};
 
 impl Automaton {
     /// Sets `nullable[r]` for every rule whose start reaches its end through nullable
@@ -99,6 +100,104 @@ impl Automaton {
             }
         }
         end
+    }
+}
+
+impl Automaton {
+    /// `end`: from [`Automaton::compute_nullable`]. Least fixed points by rounds over the
+    /// nodes with call edges only (the others' first bytes are their own edges').
+    pub(super) fn compute_follow(&mut self, end: &[bool]) {
+        let callers: Vec<u32> = (0..self.nodes.len() as u32)
+            .filter(|&n| !self.calls_of(n).is_empty())
+            .collect();
+        let first = self.first_bytes(0, &callers, |_| true);
+        self.follow_rounds(0, &callers, &first, |n| end[n as usize]);
+    }
+
+    /// Per node from `from` on: the bytes that can come first from it, through calls and
+    /// nullable calls (least fixed point by rounds over `callers`, the nodes from `from`
+    /// on with call edges; their callees' starts are such nodes, or virtual). Counted
+    /// rules (those `counted` accepts) start with their body's start state's bytes.
+    pub(super) fn first_bytes(
+        &self,
+        from: usize,
+        callers: &[u32],
+        counted: impl Fn(u32) -> bool,
+    ) -> Vec<[u64; 4]> {
+        let mut counted_first: Vec<[u64; 4]> = vec![[0; 4]; self.rule_start.len()];
+        for c in self.counted.iter().filter(|c| counted(c.rule)) {
+            for e in c.edges_of(0) {
+                add_range(&mut counted_first[c.rule as usize], e.lo, e.hi);
+            }
+        }
+        let mut first: Vec<[u64; 4]> = vec![[0; 4]; self.nodes.len() - from];
+        for (i, f) in first.iter_mut().enumerate() {
+            for e in self.bytes_of((from + i) as u32) {
+                add_range(f, e.lo, e.hi);
+            }
+        }
+        loop {
+            let mut changed = false;
+            for &n in callers {
+                let mut acc = first[n as usize - from];
+                for c in self.calls_of(n) {
+                    let s = self.rule_start[c.rule as usize];
+                    let f = match self.is_virtual(s) {
+                        true => counted_first[c.rule as usize],
+                        false => first[s as usize - from],
+                    };
+                    or_into(&mut acc, &f);
+                    if self.nullable[c.rule as usize] {
+                        or_into(&mut acc, &first[c.target as usize - from]);
+                    }
+                }
+                if acc != first[n as usize - from] {
+                    first[n as usize - from] = acc;
+                    changed = true;
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        first
+    }
+
+    /// Adds to the follow bytes of each rule called from `callers` (nodes from `from` on,
+    /// calling rules whose nodes are from `from` on) what can come after its calls: the
+    /// first bytes of the return node (`first`, from [`Automaton::first_bytes`]) and, when
+    /// the caller's rule can end there (`end`), the caller's rule's follow bytes. Least
+    /// fixed point by rounds, from the follow bytes the rules hold.
+    pub(super) fn follow_rounds(
+        &mut self,
+        from: usize,
+        callers: &[u32],
+        first: &[[u64; 4]],
+        end: impl Fn(u32) -> bool,
+    ) {
+        loop {
+            let mut changed = false;
+            for &n in callers {
+                let caller = self.nodes[n as usize].rule as usize;
+                let (cs, ce) = self.nodes[n as usize].calls;
+                for ci in cs..ce {
+                    let c = self.call_edges[ci as usize];
+                    let mut acc = self.follow[c.rule as usize];
+                    or_into(&mut acc, &first[c.target as usize - from]);
+                    if end(c.target) {
+                        let fc = self.follow[caller];
+                        or_into(&mut acc, &fc);
+                    }
+                    if acc != self.follow[c.rule as usize] {
+                        self.follow[c.rule as usize] = acc;
+                        changed = true;
+                    }
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
     }
 }
 

@@ -215,7 +215,6 @@ impl Automaton {
     /// Returns the built tools' first bytes.
     fn solve_appended(&mut self, splice: &Splice) -> [u64; 4] {
         let from = splice.base_nodes as usize;
-        let len = self.nodes.len() - from;
         // Tool nodes call tool rules only: their targets and callees' starts are tool
         // nodes (or virtual).
         let at = |n: u32| n as usize - from;
@@ -241,53 +240,23 @@ impl Automaton {
                 break;
             }
         }
-        // First bytes of the tools' counted rules: those of their body's start state.
         let tool_rule =
             |r: u32| r >= splice.base_rules || splice.slots.iter().any(|&(slot, _)| slot == r);
-        let mut counted_first: rustc_hash::FxHashMap<u32, [u64; 4]> = Default::default();
-        for c in self.counted.iter().filter(|c| tool_rule(c.rule)) {
-            let f = counted_first.entry(c.rule).or_default();
-            for e in c.edges_of(0) {
-                super::add_range(f, e.lo, e.hi);
-            }
-        }
-        let mut first: Vec<[u64; 4]> = vec![[0; 4]; len];
-        for (i, f) in first.iter_mut().enumerate() {
-            for e in self.bytes_of((from + i) as u32) {
-                super::add_range(f, e.lo, e.hi);
-            }
-        }
-        let start_first = |first: &[[u64; 4]], rule: u32| -> [u64; 4] {
-            let s = self.rule_start[rule as usize];
-            match self.is_virtual(s) {
-                true => counted_first.get(&rule).copied().unwrap_or_default(),
-                false => first[at(s)],
-            }
-        };
-        loop {
-            let mut changed = false;
-            for &n in &callers {
-                let mut acc = first[at(n)];
-                for c in self.calls_of(n) {
-                    super::or_into(&mut acc, &start_first(&first, c.rule));
-                    if self.nullable[c.rule as usize] {
-                        super::or_into(&mut acc, &first[at(c.target)]);
-                    }
-                }
-                if acc != first[at(n)] {
-                    first[at(n)] = acc;
-                    changed = true;
-                }
-            }
-            if !changed {
-                break;
-            }
-        }
+        let first = self.first_bytes(from, &callers, tool_rule);
         // The stub grammar's follow sets that a stub could start: the built tools' first
         // bytes too.
         let mut built = [0u64; 4];
         for &(slot, _) in &splice.slots {
-            super::or_into(&mut built, &start_first(&first, slot));
+            let s = self.rule_start[slot as usize];
+            match self.is_virtual(s) {
+                true => {
+                    let c = self.counted.iter().find(|c| c.rule == slot);
+                    for e in c.map_or(&[][..], |c| c.edges_of(0)) {
+                        super::add_range(&mut built, e.lo, e.hi);
+                    }
+                }
+                false => super::or_into(&mut built, &first[at(s)]),
+            }
         }
         for f in &mut self.follow[..splice.base_rules as usize] {
             if super::byte_in(f, super::defer::STUB_BYTE) {
@@ -296,28 +265,7 @@ impl Automaton {
         }
         // The tools' rules, from their call sites (a call that can end its caller's rule
         // adds the caller's follow bytes, a slot's among them).
-        loop {
-            let mut changed = false;
-            for &n in &callers {
-                let caller = self.nodes[n as usize].rule as usize;
-                for ci in self.nodes[n as usize].calls.0..self.nodes[n as usize].calls.1 {
-                    let c = self.call_edges[ci as usize];
-                    let mut acc = self.follow[c.rule as usize];
-                    super::or_into(&mut acc, &first[at(c.target)]);
-                    if end[at(c.target)] {
-                        let fc = self.follow[caller];
-                        super::or_into(&mut acc, &fc);
-                    }
-                    if acc != self.follow[c.rule as usize] {
-                        self.follow[c.rule as usize] = acc;
-                        changed = true;
-                    }
-                }
-            }
-            if !changed {
-                break;
-            }
-        }
+        self.follow_rounds(from, &callers, &first, |n| end[at(n)]);
         built
     }
 }
@@ -467,6 +415,7 @@ thread_local! {
 }
 
 /// A copy of `v` with room for `extra` more items.
+#[inline]
 fn with_room<T: Clone>(v: &[T], extra: usize) -> Vec<T> {
     let mut out = Vec::with_capacity(v.len() + extra);
     out.extend_from_slice(v);
