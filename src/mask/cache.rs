@@ -278,8 +278,15 @@ fn dominant_target(trie: &TokenTrie, class: &[u32], row: &[u32]) -> (u32, u64) {
     // (class or, for a virtual node, the node id with the top bit set; first target seen;
     // tokens).
     let mut weights: Vec<(u32, u32, u64)> = Vec::new();
-    for (b, &t) in row.iter().enumerate() {
-        let w = trie.first_byte_range(b as u8).len() as u64;
+    // Bytes in runs of one target (a row is a few ranges): one lookup per run.
+    let mut b = 0usize;
+    while b < row.len() {
+        let t = row[b];
+        let mut w = 0u64;
+        while b < row.len() && row[b] == t {
+            w += trie.first_byte_range(b as u8).len() as u64;
+            b += 1;
+        }
         if t == NO_EDGE || w == 0 {
             continue;
         }
@@ -385,33 +392,32 @@ pub(crate) fn compute_pair_mask(
     let mut prefix_ok: Vec<bool> = vec![false];
     let mut exit_here: Vec<bool> = vec![false];
     let mut prev: &[u8] = &[];
-    // Bytes of `prev` on the chart; `failed`: byte `pushed` of `prev` was rejected.
+    // Bytes of `prev` on the chart.
     let mut pushed = 0usize;
-    let mut failed = false;
-    // Cost: one chart push per byte not shared with the previous token.
+    // Cost: one chart push per byte not shared with the previous token; the tokens that
+    // share a rejected prefix are skipped as one run (found by a galloping search: tokens
+    // of one prefix are contiguous in trie order), so a whitespace node's thousands of
+    // uncertain tokens that fail on their second byte (` the`, ` for`...) cost a search,
+    // not a visit each.
     let mut last_look = 0u64;
-    for (k, &p) in node_mask.uncertain.iter().enumerate() {
+    let all = &node_mask.uncertain[..];
+    let mut k = 0usize;
+    while k < all.len() {
+        let p = all[k];
         if past_deadline(k + 1, &chart, &mut last_look, deadline) {
             return None;
         }
         let id = trie.sorted[p as usize];
         let bytes = trie.bytes_at(p);
         let lcp = prev.iter().zip(bytes).take_while(|(a, b)| a == b).count();
-        if failed && lcp > pushed {
-            // Shares the failed prefix: same verdict as the previous token.
-            if prefix_ok_at_failure(&prefix_ok, &exit_here, pushed, prev[pushed], follow) {
-                uncertain.push(p);
-            }
-            continue;
-        }
         if lcp < pushed {
             chart.truncate(base + lcp);
             prefix_ok.truncate(lcp + 1);
             exit_here.truncate(lcp + 1);
             pushed = lcp;
         }
-        failed = false;
         prev = bytes;
+        let mut failed = false;
         while pushed < bytes.len() {
             let b = bytes[pushed];
             let ok_before = prefix_ok_at_failure(&prefix_ok, &exit_here, pushed, b, follow);
@@ -421,14 +427,19 @@ pub(crate) fn compute_pair_mask(
                 exit_here.push(chart.can_exit());
             } else {
                 failed = true;
+                // Every later token with these `pushed + 1` bytes first fails here too,
+                // with the same verdict.
+                let end = k + 1 + run_with_prefix(trie, &all[k + 1..], &bytes[..=pushed]);
                 if ok_before {
-                    uncertain.push(p);
+                    uncertain.extend_from_slice(&all[k..end]);
                 }
+                k = end;
                 break;
             }
         }
         if !failed {
             accepted.push(id);
+            k += 1;
         }
     }
     accepted.sort_unstable();
@@ -436,6 +447,21 @@ pub(crate) fn compute_pair_mask(
         accepted: TokenSet::Accepted(accepted),
         uncertain,
     })
+}
+
+/// How many trie positions at the start of `positions` (ascending) hold tokens that start
+/// with `prefix`: they are contiguous in trie order, so a galloping search finds the end
+/// of the run in about `2 log2` of its length looks.
+fn run_with_prefix(trie: &TokenTrie, positions: &[u32], prefix: &[u8]) -> usize {
+    let has = |i: usize| trie.bytes_at(positions[i]).starts_with(prefix);
+    // Grow a window `lo..hi` whose start holds the prefix until its end does not.
+    let (mut lo, mut hi) = (0usize, 1usize);
+    while hi <= positions.len() && has(hi - 1) {
+        lo = hi;
+        hi *= 2;
+    }
+    let hi = hi.min(positions.len());
+    lo + positions[lo..hi].partition_point(|&q| trie.bytes_at(q).starts_with(prefix))
 }
 
 /// With `c` bytes consumed and byte `b` next: could the base rule have ended after some

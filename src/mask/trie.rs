@@ -273,6 +273,7 @@ impl TokenTrie {
 
     /// Positions in [`Self::sorted`] of the tokens whose first byte is `b` (a contiguous
     /// range, empty when none).
+    #[inline]
     pub(crate) fn first_byte_range(&self, b: u8) -> std::ops::Range<u32> {
         match self.roots[b as usize] {
             u32::MAX => 0..0,

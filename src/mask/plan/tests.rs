@@ -464,6 +464,119 @@ word ::= [ab]+ | "\"" [ab]* "\"" | word "1"
     assert!(walked >= 40, "only {walked} nodes walked");
 }
 
+/// Every context mask (a node called from a caller) equals running each of the node's
+/// uncertain tokens alone through the chart from that call: accepted when every byte is
+/// scanned, uncertain when it failed after the caller's rule could have ended with a
+/// following byte that may follow that rule. The vocabulary holds long runs of tokens
+/// that share a prefix the context refuses (` ab`, ` abc`, `  ab`... after a nullable
+/// whitespace whose return wants a digit), which the pair walk skips as one run.
+#[test]
+fn a_pair_mask_equals_token_by_token_chart_runs() {
+    use crate::parser::Chart;
+    let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+    for a in b'a'..=b'z' {
+        for b in b'a'..=b'z' {
+            tokens.push(vec![b' ', a, b]);
+            tokens.push(vec![b' ', b' ', a, b]);
+            tokens.push(vec![b' ', a, b, b'1']);
+            tokens.push(vec![b' ', a, b, a, b]);
+        }
+        tokens.push(vec![b' ', a]);
+        tokens.push(vec![b' ', b'1', a]);
+        tokens.push(vec![b' ', b'"', a, b'"']);
+    }
+    for t in [
+        &b" 1"[..],
+        b" 12",
+        b" 1}",
+        b"  1",
+        b" [",
+        b" ]",
+        b"1]",
+        b" \"",
+        b"\"}",
+    ] {
+        tokens.push(t.to_vec());
+    }
+    let compiler = GrammarCompiler::new(with_stop(tokens)).with_precompute(Precompute::Lazy);
+    let grammars = [
+        // The whitespace's follow bytes hold letters (from `w`) and digits (from `v`);
+        // called before `v`, a letter after spaces fails.
+        compiler
+            .compile_grammar(
+                r#"root ::= "{" ws v ws "}" | "(" ws w ws ")" | "[" ws v "]"
+ws ::= "" | " " ws
+v ::= [0-9]+
+w ::= [a-z]+ | "\"" [a-z]* "\""
+"#,
+            )
+            .unwrap(),
+        compiler.compile_builtin_json().unwrap(),
+    ];
+    let never = Deadline::never();
+    let (mut pairs, mut runs) = (0, 0);
+    for g in &grammars {
+        let aut = &g.aut;
+        for n in 0..aut.nodes.len() as u32 {
+            if !g.has_mask[n as usize] || aut.is_virtual(n) {
+                continue;
+            }
+            let Some(own) = g.node_mask_until(n, &never).unwrap() else {
+                continue;
+            };
+            if own.uncertain.is_empty() {
+                continue;
+            }
+            for &caller in &g.sites[aut.rule_of(n) as usize] {
+                pairs += 1;
+                let m =
+                    crate::mask::cache::compute_pair_mask(aut, &g.trie, &own, n, caller, &never)
+                        .unwrap();
+                let follow = &aut.follow[aut.rule_of(caller) as usize];
+                let mut accepted = Vec::new();
+                let mut uncertain = Vec::new();
+                let mut failed_at: Vec<Vec<u8>> = Vec::new();
+                for &p in &own.uncertain {
+                    let id = g.trie.sorted[p as usize];
+                    let bytes = g.vocab.token_bytes(id).unwrap();
+                    let mut chart = Chart::with_caller(aut, caller, n);
+                    let (mut ok, mut exit) = (false, false);
+                    let mut all = true;
+                    for (k, &b) in bytes.iter().enumerate() {
+                        ok |= k >= 1 && exit && crate::automaton::byte_in(follow, b);
+                        if !chart.push_byte(aut, b) {
+                            all = false;
+                            failed_at.push(bytes[..=k].to_vec());
+                            break;
+                        }
+                        exit = chart.can_exit();
+                    }
+                    if all {
+                        accepted.push(id);
+                    } else if ok {
+                        uncertain.push(p);
+                    }
+                }
+                // Tokens that failed on a prefix another token failed on too: a run.
+                failed_at.sort();
+                runs += failed_at.windows(2).filter(|w| w[0] == w[1]).count();
+                accepted.sort_unstable();
+                assert_eq!(
+                    m.accepted.ids(&g.text_bits, &g.trie.sorted),
+                    accepted,
+                    "node {n} from {caller}: accepted"
+                );
+                assert_eq!(m.uncertain, uncertain, "node {n} from {caller}: uncertain");
+            }
+        }
+    }
+    assert!(pairs >= 20, "only {pairs} context masks");
+    assert!(
+        runs >= 1000,
+        "only {runs} tokens failed on a prefix shared with another"
+    );
+}
+
 /// A node whose walk costs less than its structure key (`cheap_walk`) is walked without
 /// one: the next letter of a literal (few tokens start with it), not a letter loop nor a
 /// node that calls a rule. Its mask is the full walk's, and none is shared.
