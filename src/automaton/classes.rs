@@ -11,7 +11,7 @@ use super::refine::{dependents, refine, Deps};
 use super::Automaton;
 use rustc_hash::FxHashMap;
 use std::hash::BuildHasher;
-use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::Relaxed};
 use std::sync::OnceLock;
 
 /// Most refinement rounds of [`Automaton::mask_classes`]. A long literal such as `"abab…"`
@@ -491,6 +491,10 @@ pub(crate) struct KeyBasis {
     /// so keys made on several threads never wait on each other: a hash is a function of
     /// the automaton, and two threads that make it store the same value.
     hash: OnceLock<Box<[AtomicU32]>>,
+    /// Per class: its future is known to reach more than [`MAX_KEY_CLASSES`] classes, so
+    /// it gets no key, and neither does any class whose future holds it (a key walk that
+    /// meets it stops there). Allocated with `hash`.
+    big: OnceLock<Box<[AtomicBool]>>,
     spent: std::sync::atomic::AtomicUsize,
 }
 
@@ -498,7 +502,8 @@ impl KeyBasis {
     /// Heap bytes held.
     pub(crate) fn memory_bytes(&self) -> usize {
         let hashes = self.hash.get().map_or(0, |h| h.len() * 4);
-        self.rep.capacity() * 4 + hashes
+        let big = self.big.get().map_or(0, |b| b.len());
+        self.rep.capacity() * 4 + hashes + big
     }
 }
 
@@ -516,6 +521,7 @@ impl Automaton {
         KeyBasis {
             rep,
             hash: Default::default(),
+            big: Default::default(),
             spent: Default::default(),
         }
     }
@@ -589,6 +595,13 @@ impl Automaton {
                 .map(|_| AtomicU32::new(0))
                 .collect()
         });
+        let big = basis
+            .big
+            .get_or_init(|| (0..rep.len()).map(|_| AtomicBool::new(false)).collect());
+        let is_big = |c: u32| big[c as usize].load(Relaxed);
+        if is_big(c0) {
+            return None;
+        }
         let h = |c: u32| self.class_hash(rep, class, memo, HASH_ROUNDS, c) as u64;
         let start_class = |rule: u32| -> Option<u32> {
             class.get(self.rule_start[rule as usize] as usize).copied()
@@ -605,6 +618,7 @@ impl Automaton {
                 break true;
             }
             if order.len() > MAX_KEY_CLASSES {
+                big[c0 as usize].store(true, Relaxed);
                 break false;
             }
             let c = order[i];
@@ -613,24 +627,48 @@ impl Automaton {
             let f = &self.follow[node.rule as usize];
             key.extend_from_slice(&[node.is_final as u64, f[0], f[1], f[2], f[3]]);
             edges.clear();
+            // A target known to be too big makes this future too big: stop before hashing.
+            let mut too_big = false;
             for e in &self.byte_edges[node.bytes.0 as usize..node.bytes.1 as usize] {
                 let t = class[e.target as usize];
+                too_big |= is_big(t);
                 let range = ((e.lo as u64) << 8) | e.hi as u64;
-                edges.push((1, range, h(t), t, u32::MAX));
+                edges.push((1, range, 0, t, u32::MAX));
             }
             for e in &self.call_edges[node.calls.0 as usize..node.calls.1 as usize] {
                 let Some(s) = start_class(e.rule) else {
                     break 'walk false;
                 };
                 let t = class[e.target as usize];
+                too_big |= is_big(s) || is_big(t);
                 // The callee's start, then the return target.
-                edges.push((2, h(s), h(t), s, t));
+                edges.push((2, 0, 0, s, t));
             }
             for e in &self.token_edges[node.tokens.0 as usize..node.tokens.1 as usize] {
                 let t = class[e.target as usize];
-                edges.push((3, e.token as u64, h(t), t, u32::MAX));
+                too_big |= is_big(t);
+                edges.push((3, e.token as u64, 0, t, u32::MAX));
             }
-            edges.sort_unstable_by_key(|e| (e.0, e.1, e.2));
+            if too_big {
+                big[c0 as usize].store(true, Relaxed);
+                break false;
+            }
+            // A call's label is its callee's hash. The targets' hashes only break ties
+            // between edges of one label (an NFA node's), so they are made only then: the
+            // order, and so the key, is the same as when they are always made.
+            for e in edges.iter_mut().filter(|e| e.0 == 2) {
+                e.1 = h(e.3);
+            }
+            edges.sort_unstable_by_key(|e| (e.0, e.1));
+            if edges
+                .windows(2)
+                .any(|w| (w[0].0, w[0].1) == (w[1].0, w[1].1))
+            {
+                for e in edges.iter_mut() {
+                    e.2 = h(if e.0 == 2 { e.4 } else { e.3 });
+                }
+                edges.sort_unstable_by_key(|e| (e.0, e.1, e.2));
+            }
             key.push(edges.len() as u64);
             for &(kind, label, _, t, t2) in &edges {
                 let mut id = |c: u32| -> u64 {
@@ -780,6 +818,38 @@ mod tests {
         assert!(key_of_start(&long).is_none());
     }
 
+    /// A class whose future is too big for a key is marked so, and a later key walk that
+    /// meets it stops there (its future holds the marked one's): the key of a literal's
+    /// start, made after its second letter's, visits one class instead of the limit's
+    /// number, and is none, as a fresh walk finds.
+    #[test]
+    fn a_key_walk_stops_at_a_class_known_too_big() {
+        use std::sync::atomic::Ordering::Relaxed;
+        let c = compiler();
+        let long: String = ('a'..='z')
+            .chain('A'..='Z')
+            .take(super::MAX_KEY_CLASSES + 4)
+            .collect();
+        let g = c.compile_grammar(&format!("root ::= \"{long}\"")).unwrap();
+        let aut = &g.aut;
+        let (class, count) = aut.mask_classes(&crate::limits::Deadline::never()).unwrap();
+        let start = aut.rule_start[aut.root as usize];
+        let second = aut.bytes_of(start)[0].target;
+        let (c0, c1) = (class[start as usize], class[second as usize]);
+        let fresh = aut.key_basis(&class, count);
+        assert!(aut.class_key(&fresh, &class, c0).is_none());
+        let walked_alone = fresh.spent.load(Relaxed);
+        assert!(walked_alone > super::MAX_KEY_CLASSES, "{walked_alone}");
+        let basis = aut.key_basis(&class, count);
+        assert!(aut.class_key(&basis, &class, c1).is_none());
+        let before = basis.spent.load(Relaxed);
+        assert!(aut.class_key(&basis, &class, c0).is_none());
+        assert_eq!(basis.spent.load(Relaxed) - before, 1, "one class visited");
+        // Asked again, a marked class stops before any visit.
+        assert!(aut.class_key(&basis, &class, c0).is_none());
+        assert_eq!(basis.spent.load(Relaxed) - before, 1);
+    }
+
     /// Class hashes are made on demand and kept: each equals the hash made by whole
     /// rounds over every class (the reference below), whatever order they are asked in,
     /// and a key of a class near the end of a long grammar hashes a few classes only.
@@ -787,14 +857,12 @@ mod tests {
     fn class_hashes_made_on_demand_equal_whole_rounds() {
         use std::sync::atomic::Ordering::Relaxed;
         let c = compiler();
+        // Calls (whose labels are hashes) and a long literal (many classes).
         let g = c
-            .compile_json_schema(
-                &serde_json::json!({"type": "object", "properties": {
-                    "name": {"type": "string", "minLength": 2},
-                    "tags": {"type": "array", "items": {"enum": ["a", "bb", "ccc"]}},
-                    "n": {"type": "integer"}, "x": {"type": "number"}},
-                    "required": ["name"]}),
-                &JsonSchemaOptions::default(),
+            .compile_grammar(
+                r#"root ::= "[" item ("," item)* "]" | "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOP"
+item ::= "a" | "(" item ")" | "{" item item "}"
+"#,
             )
             .unwrap();
         let aut = &g.aut;
@@ -835,19 +903,20 @@ mod tests {
                 })
                 .collect();
         }
-        // One key first (of the last class that has one): it hashes some classes, not all.
-        let keyed = (0..count as u32)
-            .rev()
-            .find(|&c| {
-                aut.class_key(&aut.key_basis(&class, count), &class, c)
-                    .is_some()
-            })
-            .expect("some class has a key");
-        assert!(aut.class_key(&basis, &class, keyed).is_some());
+        // One key first (of the last class whose key hashes: one that reads a call or
+        // two edges of one label): it hashes some classes, not all.
         let made = |b: &super::KeyBasis| {
             let memo = b.hash.get().expect("made by the key");
             memo.iter().filter(|x| x.load(Relaxed) != 0).count()
         };
+        let keyed = (0..count as u32)
+            .rev()
+            .find(|&c| {
+                let b = aut.key_basis(&class, count);
+                aut.class_key(&b, &class, c).is_some() && made(&b) > 0
+            })
+            .expect("some class has a key that hashes");
+        assert!(aut.class_key(&basis, &class, keyed).is_some());
         assert!(made(&basis) > 0);
         assert!(
             made(&basis) < (super::HASH_ROUNDS + 1) * count,
