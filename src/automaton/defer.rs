@@ -276,10 +276,8 @@ impl NearStubs {
                 continue;
             };
             let need = here.0.saturating_add(nearest);
-            trie.for_each_child((t != NONE).then_some(t), |b, c| {
-                if deepest[c as usize] as u32 <= need {
-                    return;
-                }
+            let more_than = need.min(u16::MAX as u32) as u16;
+            trie.for_each_child_deeper((t != NONE).then_some(t), more_than, |b, c| {
                 let below = span(c);
                 let first = arena.len();
                 unique.restart();

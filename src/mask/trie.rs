@@ -8,6 +8,10 @@
 
 use crate::vocab::Vocabulary;
 
+/// Tokens of at least this many bytes are *long*: the trie indexes, per node, its
+/// children with a long token below ([`TokenTrie::for_each_child_deeper`]).
+const LONG_TOKEN: u16 = 32;
+
 /// A byte trie over the vocabulary's text tokens.
 #[derive(Clone, Debug)]
 pub struct TokenTrie {
@@ -61,6 +65,11 @@ pub struct TokenTrie {
     /// with the trie, like the slices, so that no compile pays for it
     /// ([`TokenTrie::deepest`]).
     deepest: Vec<u16>,
+    /// The children with a long token below ([`LONG_TOKEN`] bytes or more) of every node
+    /// that has one below, end to end; `long_at[node]` (the root: `u32::MAX`) is the range
+    /// of the node's ([`TokenTrie::for_each_child_deeper`]).
+    long_children: Vec<u32>,
+    long_at: rustc_hash::FxHashMap<u32, (u32, u32)>,
     /// Per position of `sorted`: the token's UTF-8 lead bytes (bytes that are not
     /// continuation bytes `80`–`BF`): its characters, for a token of a slice. A counted
     /// rule of one character per iteration restarts once per character
@@ -176,6 +185,8 @@ impl TokenTrie {
             sorted_start,
             slices: Vec::new(),
             deepest: Vec::new(),
+            long_children: Vec::new(),
+            long_at: Default::default(),
             text_ids: {
                 let words = sorted.iter().max().map_or(0, |&m| m as usize / 32 + 1);
                 let mut bits = vec![0u32; words].into_boxed_slice();
@@ -212,7 +223,61 @@ impl TokenTrie {
             .map(|&x| super::slices::compute(&trie, x, &bytes_of))
             .collect();
         trie.deepest = trie.subtree_depths();
+        trie.index_long_children();
         trie
+    }
+
+    /// Fills [`TokenTrie::long_children`] from `deepest`: one pass over the children of
+    /// the nodes with a long token below (a few thousand nodes: Qwen3 has about 250 tokens
+    /// of 32 bytes or more).
+    fn index_long_children(&mut self) {
+        let long = |c: u32| self.deepest[c as usize] >= LONG_TOKEN;
+        let mut parents: Vec<u32> = vec![u32::MAX];
+        parents.extend((0..self.byte.len() as u32).filter(|&i| long(i)));
+        let mut children = Vec::new();
+        let mut at = rustc_hash::FxHashMap::default();
+        for p in parents {
+            let start = children.len() as u32;
+            self.for_each_child((p != u32::MAX).then_some(p), |_, c| {
+                if long(c) {
+                    children.push(c);
+                }
+            });
+            at.insert(p, (start, children.len() as u32));
+        }
+        self.long_children = children;
+        self.long_at = at;
+    }
+
+    /// [`TokenTrie::for_each_child`] restricted to the children whose longest token below
+    /// is longer than `more_than` bytes. When that means a long token
+    /// ([`LONG_TOKEN`] bytes or more), only the node's long children are looked at, from
+    /// an index: a walk that follows the few tokens long enough to reach something far
+    /// away (`automaton::defer::NearStubs`) skips the hundreds of short children of the
+    /// nodes on their paths (the children of four spaces, say).
+    pub(crate) fn for_each_child_deeper(
+        &self,
+        t: Option<u32>,
+        more_than: u16,
+        mut f: impl FnMut(u8, u32),
+    ) {
+        let deeper = |c: u32| self.deepest[c as usize] > more_than;
+        if more_than >= LONG_TOKEN - 1 {
+            let Some(&(a, b)) = self.long_at.get(&t.unwrap_or(u32::MAX)) else {
+                return;
+            };
+            for &c in &self.long_children[a as usize..b as usize] {
+                if deeper(c) {
+                    f(self.byte[c as usize], c);
+                }
+            }
+            return;
+        }
+        self.for_each_child(t, |b, c| {
+            if deeper(c) {
+                f(b, c)
+            }
+        });
     }
 
     /// Per node: the length of the longest token of its subtree.
@@ -300,6 +365,8 @@ impl TokenTrie {
             + self.roots.capacity() * 4
             + self.slices.iter().map(|s| s.memory_bytes()).sum::<usize>()
             + self.text_ids.len() * 4
+            + self.long_children.capacity() * 4
+            + self.long_at.capacity() * 16
             + self.quote_tokens.capacity() * 4
             + self.multi_quote_tokens.capacity() * 4
             + self.three_quote_tokens.capacity() * 4
@@ -338,5 +405,42 @@ mod tests {
         assert_eq!(t.first_byte_range(b'a'), 0..4);
         assert_eq!(t.first_byte_range(b'b'), 4..5);
         assert_eq!(t.first_byte_range(b'c'), 0..0);
+    }
+
+    /// The children deeper than a bound are those of the plain listing whose longest
+    /// token below is longer, for every node and bound, below and above the long-token
+    /// length (where the index of long children answers).
+    #[test]
+    fn children_deeper_than_a_bound_are_the_listed_ones_filtered() {
+        let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+        for n in 1..=80usize {
+            tokens.push(vec![b' '; n]);
+            tokens.push([vec![b' '; n], b"x".to_vec()].concat());
+            if n % 7 == 0 {
+                tokens.push([vec![b'-'; n], vec![b'a' + (n % 26) as u8; n]].concat());
+            }
+        }
+        let v = Vocabulary::from_token_bytes(&tokens, &[], &[]).unwrap();
+        let t = TokenTrie::new(&v);
+        assert!(t.max_depth >= 2 * LONG_TOKEN as usize);
+        let mut long_listed = 0;
+        let nodes = std::iter::once(None).chain((0..t.byte.len() as u32).map(Some));
+        for node in nodes {
+            for more_than in [0u16, 5, LONG_TOKEN - 2, LONG_TOKEN - 1, LONG_TOKEN, 50, 200] {
+                let mut want = Vec::new();
+                t.for_each_child(node, |b, c| {
+                    if t.deepest()[c as usize] > more_than {
+                        want.push((b, c));
+                    }
+                });
+                let mut got = Vec::new();
+                t.for_each_child_deeper(node, more_than, |b, c| got.push((b, c)));
+                assert_eq!(got, want, "node {node:?}, more than {more_than}");
+                if more_than >= LONG_TOKEN - 1 {
+                    long_listed += got.len();
+                }
+            }
+        }
+        assert!(long_listed > 100, "{long_listed}");
     }
 }
