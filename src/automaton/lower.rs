@@ -8,7 +8,7 @@
 //! `A_k` (0 to k) `::= P_J | E_{2^J} A_{k-2^J}` where `2^J <= k < 2^{J+1}`.
 //! So `body{m,n}` is `E_m A_{n-m}` and `body{m,}` is `E_m body*`.
 
-use crate::grammar::{Expr, Grammar, Rule, RuleId};
+use crate::grammar::{Expr, Grammar, Rule, RuleId, RulesView};
 use rustc_hash::FxHashMap;
 
 /// Repetitions whose inline expansion would exceed this many IR nodes become helper rules.
@@ -549,10 +549,10 @@ fn cyclic_rules(calls: &[Vec<u32>]) -> Vec<bool> {
 /// body: moved out for a rule called once, copied otherwise. One pass: the copy and the
 /// substitution (recursive, as `Expr`'s `Clone` is; bodies are at most
 /// `Grammar::MAX_DEPTH` + [`INLINE_MAX_DEPTH`] deep).
-fn copy_substituted(e: &Expr, inline: &mut [Option<Expr>], uses: &[u32]) -> Expr {
+fn copy_substituted(e: &Expr, inline: &mut [Option<Expr>], uses: &[u32], v: RulesView) -> Expr {
     match e {
         Expr::Rule(r) => {
-            let i = r.index();
+            let i = v.local(r.0) as usize;
             if uses[i] == 1 {
                 if let Some(body) = inline[i].take() {
                     return body;
@@ -560,20 +560,20 @@ fn copy_substituted(e: &Expr, inline: &mut [Option<Expr>], uses: &[u32]) -> Expr
             } else if let Some(body) = &inline[i] {
                 return body.clone();
             }
-            Expr::Rule(*r)
+            Expr::Rule(RuleId(i as u32))
         }
-        Expr::Seq(v) => Expr::Seq(
-            v.iter()
-                .map(|x| copy_substituted(x, inline, uses))
+        Expr::Seq(x) => Expr::Seq(
+            x.iter()
+                .map(|x| copy_substituted(x, inline, uses, v))
                 .collect(),
         ),
-        Expr::Choice(v) => Expr::Choice(
-            v.iter()
-                .map(|x| copy_substituted(x, inline, uses))
+        Expr::Choice(x) => Expr::Choice(
+            x.iter()
+                .map(|x| copy_substituted(x, inline, uses, v))
                 .collect(),
         ),
         Expr::Repeat { expr, min, max } => Expr::Repeat {
-            expr: Box::new(copy_substituted(expr, inline, uses)),
+            expr: Box::new(copy_substituted(expr, inline, uses, v)),
             min: *min,
             max: *max,
         },
@@ -593,8 +593,17 @@ fn copy_substituted(e: &Expr, inline: &mut [Option<Expr>], uses: &[u32]) -> Expr
 /// for a body it would otherwise have written out at every use (JSON whitespace with a
 /// line cap), so that the IR it hands over stays small until it is lowered.
 pub(crate) fn inline_rules(grammar: &Grammar, keep: &[bool], always: &[bool]) -> Grammar {
-    let n = grammar.rules.len();
-    let root = grammar.root.index();
+    let view = RulesView {
+        grammar,
+        part: None,
+    };
+    inline_rules_of(view, keep, always)
+}
+
+/// [`inline_rules`] over the rules of `view` (`keep` and `always` by its ids).
+pub(crate) fn inline_rules_of(view: RulesView, keep: &[bool], always: &[bool]) -> Grammar {
+    let n = view.len();
+    let root = view.root().index();
     // The rules the root reaches (a front end may leave others: JSON Schema objects leave
     // a third of their state rules unreferenced) and each one's callees. Rules the root
     // does not reach are neither copied nor walked again, but their calls count in
@@ -612,7 +621,7 @@ pub(crate) fn inline_rules(grammar: &Grammar, keep: &[bool], always: &[bool]) ->
     }
     while let Some(r) = todo.pop() {
         let mut v = Vec::new();
-        for_each_call(&grammar.rules[r].body, &mut |c| v.push(c));
+        for_each_call(&view.rule(r).body, &mut |c| v.push(view.local(c)));
         for &c in &v {
             let c = c as usize;
             uses[c] += 1;
@@ -625,11 +634,11 @@ pub(crate) fn inline_rules(grammar: &Grammar, keep: &[bool], always: &[bool]) ->
         v.dedup();
         calls[r] = v;
     }
-    for (r, rule) in grammar.rules.iter().enumerate() {
+    for r in (0..n).filter(|&r| !reached[r]) {
         // Unreached rules' calls (see above).
-        if !reached[r] {
-            for_each_call(&rule.body, &mut |c| uses[c as usize] += 1);
-        }
+        for_each_call(&view.rule(r).body, &mut |c| {
+            uses[view.local(c) as usize] += 1
+        });
     }
     let cyclic = cyclic_rules(&calls);
     // Post-order over the call DAG of non-cyclic rules: callees are finished first, so an
@@ -654,7 +663,7 @@ pub(crate) fn inline_rules(grammar: &Grammar, keep: &[bool], always: &[bool]) ->
                 }
             } else {
                 work.pop();
-                let body = copy_substituted(&grammar.rules[v].body, &mut inline, &uses);
+                let body = copy_substituted(&view.rule(v).body, &mut inline, &uses, view);
                 let candidate = !cyclic[v] && v != root && !keep.get(v).copied().unwrap_or(false);
                 let shared_cap = if uses[v] <= 1 {
                     INLINE_MAX_SIZE
@@ -685,7 +694,7 @@ pub(crate) fn inline_rules(grammar: &Grammar, keep: &[bool], always: &[bool]) ->
         if reached[i] && !inlined[i] {
             new_id[i] = rules.len() as u32;
             rules.push(Rule {
-                name: grammar.rules[i].name.clone(),
+                name: view.rule(i).name.clone(),
                 body,
             });
         }
@@ -700,7 +709,7 @@ pub(crate) fn inline_rules(grammar: &Grammar, keep: &[bool], always: &[bool]) ->
     }
     let root = match new_id.get(root) {
         Some(&id) => RuleId(id),
-        None => grammar.root,
+        None => view.root(),
     };
     Grammar { rules, root }
 }

@@ -31,9 +31,9 @@
 use super::pipeline::{KeyChecks, Source};
 use super::{CompileError, CompiledGrammar, GrammarCompiler};
 use crate::automaton::defer::{near_stubs, stub_rules, stubbed, NearStubs};
-use crate::automaton::lower::{inline_rules, lower_repeats, simplify_repeats};
+use crate::automaton::lower::{inline_rules, inline_rules_of, lower_repeats, simplify_repeats};
 use crate::automaton::{Automaton, ClassSeed, Seeded};
-use crate::grammar::{Expr, Grammar, TokenRef};
+use crate::grammar::{Expr, Grammar, RulesView, TokenRef};
 use crate::limits::Deadline;
 use rustc_hash::FxHashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -630,14 +630,19 @@ fn lowered_component(
     root: u32,
     always: &[bool],
 ) -> Result<(Grammar, Vec<u32>), CompileError> {
-    let (component, order) = ir.component(root);
-    // `order[0]` is the root.
+    // Read in place, not copied: the component's rules are this grammar's (`order[0]` is
+    // the root), their calls renamed as they are inlined.
+    let (order, local) = ir.component_order(root);
     let keep: Vec<bool> = order
         .iter()
         .enumerate()
         .map(|(i, &r)| i == 0 || always.get(r as usize).copied().unwrap_or(false))
         .collect();
-    let simplified = simplify_repeats(inline_rules(&component, &keep, &[]))?;
+    let view = RulesView {
+        grammar: ir,
+        part: Some((&order, &local)),
+    };
+    let simplified = simplify_repeats(inline_rules_of(view, &keep, &[]))?;
     Ok(lower_repeats(simplified))
 }
 

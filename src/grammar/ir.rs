@@ -454,7 +454,9 @@ impl Grammar {
     /// 0), the others in the order of their ids here, their calls renamed; with, per rule
     /// of it, its id here. Names and bodies are copied. (Two components that share rules
     /// number them in the same relative order, so a shared rule's automaton has the same
-    /// cache key in both: `automaton::rule_cache`.)
+    /// cache key in both: `automaton::rule_cache`.) Builds read it in place instead
+    /// ([`Grammar::component_order`]).
+    #[cfg(test)]
     pub(crate) fn component(&self, root: u32) -> (Grammar, Vec<u32>) {
         self.reached_from(&[root], None)
     }
@@ -467,9 +469,17 @@ impl Grammar {
         self.reached_from(roots, Some(name))
     }
 
-    /// [`Grammar::component`] from `start` (distinct rule ids); with `root` named, a new
-    /// rule 0 of that name chooses among them (and `start` is ordered with the others).
-    fn reached_from(&self, start: &[u32], root: Option<&str>) -> (Grammar, Vec<u32>) {
+    /// [`Grammar::component`] without its copy: the order of its rules (ids here, `root`
+    /// first) and, per rule here, its index in that order (`u32::MAX`: not in it). A
+    /// [`RulesView`] of them lets `automaton::lower::inline_rules_of` read the component
+    /// from this grammar (a tool's build: no copy of the shared JSON rules it reaches).
+    pub(crate) fn component_order(&self, root: u32) -> (Vec<u32>, Vec<u32>) {
+        self.reached_order(&[root], false)
+    }
+
+    /// The order of [`Grammar::reached_from`]'s rules (ids here) and their new ids, per
+    /// rule here (`u32::MAX`: not reached); with `named_root`, ids from 1 on.
+    fn reached_order(&self, start: &[u32], named_root: bool) -> (Vec<u32>, Vec<u32>) {
         let mut seen = vec![false; self.rules.len()];
         let mut order = start.to_vec();
         order.iter().for_each(|&r| seen[r as usize] = true);
@@ -484,13 +494,19 @@ impl Grammar {
             i += 1;
         }
         // A component's root stays first; the rest by id.
-        let fixed = usize::from(root.is_none());
-        order[fixed..].sort_unstable();
-        let first = u32::from(root.is_some());
+        order[usize::from(!named_root)..].sort_unstable();
+        let first = u32::from(named_root);
         let mut new_id = vec![u32::MAX; self.rules.len()];
         for (i, &r) in order.iter().enumerate() {
             new_id[r as usize] = first + i as u32;
         }
+        (order, new_id)
+    }
+
+    /// [`Grammar::component`] from `start` (distinct rule ids); with `root` named, a new
+    /// rule 0 of that name chooses among them (and `start` is ordered with the others).
+    fn reached_from(&self, start: &[u32], root: Option<&str>) -> (Grammar, Vec<u32>) {
+        let (order, new_id) = self.reached_order(start, root.is_some());
         let chooser = root.map(|name| Rule {
             name: name.to_string(),
             body: Expr::Choice(
@@ -520,6 +536,36 @@ impl Grammar {
     }
 }
 
+/// The rules `automaton::lower::inline_rules_of` reads: all of a grammar's, or a
+/// component of them without a copy (rule `i` is `grammar.rules[order[i]]`, its calls
+/// renamed by `local`, from [`Grammar::component_order`]; its root is rule 0).
+#[derive(Clone, Copy)]
+pub(crate) struct RulesView<'a> {
+    pub grammar: &'a Grammar,
+    /// `(order, local)`.
+    pub part: Option<(&'a [u32], &'a [u32])>,
+}
+
+impl RulesView<'_> {
+    pub(crate) fn len(&self) -> usize {
+        self.part.map_or(self.grammar.rules.len(), |(o, _)| o.len())
+    }
+
+    pub(crate) fn rule(&self, i: usize) -> &Rule {
+        &self.grammar.rules[self.part.map_or(i, |(o, _)| o[i] as usize)]
+    }
+
+    /// The view's id of a call of rule `c` in one of its bodies.
+    #[inline]
+    pub(crate) fn local(&self, c: u32) -> u32 {
+        self.part.map_or(c, |(_, l)| l[c as usize])
+    }
+
+    pub(crate) fn root(&self) -> RuleId {
+        self.part.map_or(self.grammar.root, |_| RuleId(0))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::ebnf::parse_ebnf;
@@ -540,6 +586,46 @@ mod tests {
         assert_eq!(r.rules[r.root.index()].name, "root");
         // Already minimal: unchanged.
         assert_eq!(r.reachable_only(), r);
+    }
+
+    /// Inlining a component read in place ([`Grammar::component_order`], [`RulesView`])
+    /// gives the grammar that inlining its copy ([`Grammar::component`]) gives, for every
+    /// root and with rules kept or not: a tool's build lowers its component so.
+    #[test]
+    fn a_component_inlined_in_place_equals_its_copy_inlined() {
+        use super::RulesView;
+        use crate::automaton::lower::{inline_rules, inline_rules_of};
+        let g = parse_ebnf(
+            "root ::= c a | big\na ::= \"a\" b | \"(\" a \")\"\nb ::= \"b\"\nc ::= b \"c\" b\n\
+             d ::= c \"d\" a ws big ws\nws ::= [ \\t]*\n\
+             big ::= \"0123456789\" \"abcdefghij\" \"klmnopqrst\" [a-z]+ \"uvwxyz\" b b b b\n",
+            "root",
+        )
+        .unwrap();
+        let mut compared = 0;
+        for root in 0..g.rules.len() as u32 {
+            let (copy, order) = g.component(root);
+            let (order2, local) = g.component_order(root);
+            assert_eq!(order, order2);
+            for kept in [None, Some("ws"), Some("big"), Some("b")] {
+                let keep: Vec<bool> = order
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &r)| i == 0 || Some(g.rules[r as usize].name.as_str()) == kept)
+                    .collect();
+                let view = RulesView {
+                    grammar: &g,
+                    part: Some((&order2, &local)),
+                };
+                assert_eq!(
+                    inline_rules_of(view, &keep, &[]),
+                    inline_rules(&copy, &keep, &[]),
+                    "root {root}, {kept:?} kept"
+                );
+                compared += 1;
+            }
+        }
+        assert_eq!(compared, 4 * g.rules.len());
     }
 
     /// A component keeps its root first and numbers the other rules in their order here

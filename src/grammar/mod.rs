@@ -17,4 +17,5 @@ pub use ebnf::{parse_ebnf, EbnfError, EbnfErrorKind, MAX_NESTING_DEPTH, MAX_REPE
 /// serialized grammar): after a NUL, which no narrowed (plain) declared name contains.
 pub(crate) const OPEN_PREFIX_MARK: char = '\0';
 
+pub(crate) use ir::RulesView;
 pub use ir::{CharClass, Expr, Grammar, InvalidGrammar, Rule, RuleId, TokenRef};
