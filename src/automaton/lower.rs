@@ -469,16 +469,9 @@ const INLINE_SHARED_MAX_SIZE: u64 = 16;
 /// `Grammar::MAX_DEPTH + INLINE_MAX_DEPTH` levels (the later passes recurse on depth).
 const INLINE_MAX_DEPTH: usize = 64;
 
+/// Calls `f` with the callee of every rule call in `e` ([`Expr::for_each_call`]).
 pub(crate) fn for_each_call(e: &Expr, f: &mut dyn FnMut(u32)) {
-    let mut stack = vec![e];
-    while let Some(e) = stack.pop() {
-        match e {
-            Expr::Seq(v) | Expr::Choice(v) => stack.extend(v.iter()),
-            Expr::Repeat { expr, .. } => stack.push(expr),
-            Expr::Rule(r) => f(r.0),
-            _ => {}
-        }
-    }
+    e.for_each_call(f);
 }
 
 /// `cyclic[r]`: rule `r` can reach itself through calls (Tarjan's SCC, iterative).

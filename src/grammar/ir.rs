@@ -422,6 +422,9 @@ impl Drop for Rule {
     }
 }
 
+/// Levels [`Expr::for_each_call`] recurses before it takes a stack.
+const CALLS_RECURSION: usize = 128;
+
 impl Expr {
     /// Drops this expression without recursing on its depth.
     ///
@@ -432,6 +435,37 @@ impl Expr {
     /// A [`Rule`] (and so a [`Grammar`]) always drops its body this way.
     pub fn into_flat_drop(mut self) {
         drop_iteratively(&mut self);
+    }
+
+    /// Calls `f` with the callee of every rule call in this expression, in preorder, the
+    /// last child first. It runs over every body of every build, so it recurses without
+    /// allocating down to [`CALLS_RECURSION`] levels and goes on with a stack below that
+    /// (a hand-built expression may be nested deeper than a thread's stack holds).
+    pub(crate) fn for_each_call(&self, f: &mut dyn FnMut(u32)) {
+        self.calls_from(f, 0);
+    }
+
+    fn calls_from(&self, f: &mut dyn FnMut(u32), depth: usize) {
+        if depth == CALLS_RECURSION {
+            let mut stack = vec![self];
+            while let Some(e) = stack.pop() {
+                match e {
+                    Expr::Seq(v) | Expr::Choice(v) => stack.extend(v.iter()),
+                    Expr::Repeat { expr, .. } => stack.push(expr),
+                    Expr::Rule(r) => f(r.0),
+                    _ => {}
+                }
+            }
+            return;
+        }
+        match self {
+            Expr::Seq(v) | Expr::Choice(v) => {
+                v.iter().rev().for_each(|x| x.calls_from(f, depth + 1));
+            }
+            Expr::Repeat { expr, .. } => expr.calls_from(f, depth + 1),
+            Expr::Rule(r) => f(r.0),
+            _ => {}
+        }
     }
 
     /// Renames every rule reference of this expression through `f` (without recursion on
@@ -469,10 +503,11 @@ impl Grammar {
         self.reached_from(roots, Some(name))
     }
 
-    /// [`Grammar::component`] without its copy: the order of its rules (ids here, `root`
-    /// first) and, per rule here, its index in that order (`u32::MAX`: not in it). A
-    /// [`RulesView`] of them lets `automaton::lower::inline_rules_of` read the component
-    /// from this grammar (a tool's build: no copy of the shared JSON rules it reaches).
+    /// `Grammar::component` (kept for tests) without its copy: the order of its rules
+    /// (ids here, `root` first) and, per rule here, its index in that order (`u32::MAX`:
+    /// not in it). A [`RulesView`] of them lets `automaton::lower::inline_rules_of` read
+    /// the component from this grammar (a tool's build: no copy of the shared JSON rules
+    /// it reaches).
     pub(crate) fn component_order(&self, root: u32) -> (Vec<u32>, Vec<u32>) {
         self.reached_order(&[root], false)
     }
@@ -503,7 +538,7 @@ impl Grammar {
         (order, new_id)
     }
 
-    /// [`Grammar::component`] from `start` (distinct rule ids); with `root` named, a new
+    /// `Grammar::component` from `start` (distinct rule ids); with `root` named, a new
     /// rule 0 of that name chooses among them (and `start` is ordered with the others).
     fn reached_from(&self, start: &[u32], root: Option<&str>) -> (Grammar, Vec<u32>) {
         let (order, new_id) = self.reached_order(start, root.is_some());
@@ -547,10 +582,12 @@ pub(crate) struct RulesView<'a> {
 }
 
 impl RulesView<'_> {
+    /// Rules in the view.
     pub(crate) fn len(&self) -> usize {
         self.part.map_or(self.grammar.rules.len(), |(o, _)| o.len())
     }
 
+    /// The view's rule `i` (its body's calls in the grammar's ids: see [`Self::local`]).
     pub(crate) fn rule(&self, i: usize) -> &Rule {
         &self.grammar.rules[self.part.map_or(i, |(o, _)| o[i] as usize)]
     }
@@ -561,6 +598,7 @@ impl RulesView<'_> {
         self.part.map_or(c, |(_, l)| l[c as usize])
     }
 
+    /// The view's root: the grammar's, or a component's first rule.
     pub(crate) fn root(&self) -> RuleId {
         self.part.map_or(self.grammar.root, |_| RuleId(0))
     }
@@ -586,6 +624,55 @@ mod tests {
         assert_eq!(r.rules[r.root.index()].name, "root");
         // Already minimal: unchanged.
         assert_eq!(r.reachable_only(), r);
+    }
+
+    /// Calls are reported in the order of a walk with a stack (preorder, last child
+    /// first), in a shallow body and in one nested far past the recursion's depth, which
+    /// does not overflow the stack.
+    #[test]
+    fn calls_are_listed_in_stack_order_at_any_depth() {
+        use super::{Expr, RuleId};
+        let by_stack = |e: &Expr| {
+            let mut out = Vec::new();
+            let mut stack = vec![e];
+            while let Some(e) = stack.pop() {
+                match e {
+                    Expr::Seq(v) | Expr::Choice(v) => stack.extend(v.iter()),
+                    Expr::Repeat { expr, .. } => stack.push(expr),
+                    Expr::Rule(r) => out.push(r.0),
+                    _ => {}
+                }
+            }
+            out
+        };
+        let mut deep = Expr::Rule(RuleId(0));
+        for i in 1..20_000u32 {
+            let inner = if i % 3 == 0 {
+                Expr::Repeat {
+                    expr: Box::new(deep),
+                    min: 0,
+                    max: None,
+                }
+            } else {
+                deep
+            };
+            deep = Expr::Seq(vec![
+                Expr::Rule(RuleId(i)),
+                inner,
+                Expr::Choice(vec![Expr::Rule(RuleId(i + 1)), Expr::Empty]),
+            ]);
+        }
+        let shallow = Expr::Choice(vec![
+            Expr::Rule(RuleId(7)),
+            Expr::Seq(vec![Expr::Rule(RuleId(8)), Expr::Rule(RuleId(9))]),
+        ]);
+        for e in [&shallow, &deep] {
+            let mut got = Vec::new();
+            e.for_each_call(&mut |c| got.push(c));
+            assert_eq!(got, by_stack(e));
+        }
+        assert_eq!(by_stack(&shallow), [9, 8, 7]);
+        deep.into_flat_drop();
     }
 
     /// Inlining a component read in place ([`Grammar::component_order`], [`RulesView`])
