@@ -493,7 +493,9 @@ pub(crate) struct KeyBasis {
     hash: OnceLock<Box<[AtomicU32]>>,
     /// Per class: its future is known to reach more than [`MAX_KEY_CLASSES`] classes, so
     /// it gets no key, and neither does any class whose future holds it (a key walk that
-    /// meets it stops there). Allocated with `hash`.
+    /// meets it stops there). Allocated with `hash`. Walks stopped early add less to
+    /// `spent`, so a grammar that reaches [`KEY_BUDGET`] may key a few more classes than
+    /// without the marks; a key's meaning never changes.
     big: OnceLock<Box<[AtomicBool]>>,
     spent: std::sync::atomic::AtomicUsize,
 }
@@ -655,7 +657,8 @@ impl Automaton {
             }
             // A call's label is its callee's hash. The targets' hashes only break ties
             // between edges of one label (an NFA node's), so they are made only then: the
-            // order, and so the key, is the same as when they are always made.
+            // order, and so the key, is the same as when they are always made (up to
+            // edges equal in kind, label and hash, whose order was arbitrary before too).
             for e in edges.iter_mut().filter(|e| e.0 == 2) {
                 e.1 = h(e.3);
             }

@@ -21,7 +21,8 @@ use crate::parser::{Chart, Item, EXT};
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct NodeMask {
     pub accepted: TokenSet,
-    /// Trie positions (indices into [`TokenTrie::sorted`]) of uncertain tokens, ascending.
+    /// Trie positions (indices into [`TokenTrie::sorted`]) of uncertain tokens, ascending
+    /// (`compute_pair_mask` relies on it: tokens of one prefix are then contiguous).
     #[serde(with = "super::wire::gaps")]
     pub uncertain: Vec<u32>,
 }
@@ -374,8 +375,8 @@ pub(crate) fn delta_reference(
 /// edge to `node`'s rule). Only the node's own uncertain tokens are examined: the result's
 /// `accepted` lists those that this context accepts (the node's own accepted set is applied
 /// separately), and `uncertain` those that may also run past the caller's rule. `None` when
-/// `deadline` passed (looked at every [`DEADLINE_EVERY`] tokens and every
-/// [`DEADLINE_WORK`] units of chart work).
+/// `deadline` passed (looked at every [`DEADLINE_EVERY`] tokens visited, a run of tokens
+/// skipped together counting as one, and every [`DEADLINE_WORK`] units of chart work).
 pub(crate) fn compute_pair_mask(
     aut: &Automaton,
     trie: &TokenTrie,
@@ -402,9 +403,12 @@ pub(crate) fn compute_pair_mask(
     let mut last_look = 0u64;
     let all = &node_mask.uncertain[..];
     let mut k = 0usize;
+    // Tokens visited (a skipped run counts as one), for the deadline's count.
+    let mut visits = 0usize;
     while k < all.len() {
         let p = all[k];
-        if past_deadline(k + 1, &chart, &mut last_look, deadline) {
+        visits += 1;
+        if past_deadline(visits, &chart, &mut last_look, deadline) {
             return None;
         }
         let id = trie.sorted[p as usize];

@@ -66,10 +66,11 @@ pub struct TokenTrie {
     /// ([`TokenTrie::deepest`]).
     deepest: Vec<u16>,
     /// The children with a long token below ([`LONG_TOKEN`] bytes or more) of every node
-    /// that has one below, end to end; `long_at[node]` (the root: `u32::MAX`) is the range
-    /// of the node's ([`TokenTrie::for_each_child_deeper`]).
+    /// that has one below, end to end; `long_at` holds, ascending by node (the root:
+    /// `u32::MAX`, last), each such node and the range of its children there
+    /// ([`TokenTrie::for_each_child_deeper`]).
     long_children: Vec<u32>,
-    long_at: rustc_hash::FxHashMap<u32, (u32, u32)>,
+    long_at: Vec<(u32, u32, u32)>,
     /// Per position of `sorted`: the token's UTF-8 lead bytes (bytes that are not
     /// continuation bytes `80`–`BF`): its characters, for a token of a slice. A counted
     /// rule of one character per iteration restarts once per character
@@ -186,7 +187,7 @@ impl TokenTrie {
             slices: Vec::new(),
             deepest: Vec::new(),
             long_children: Vec::new(),
-            long_at: Default::default(),
+            long_at: Vec::new(),
             text_ids: {
                 let words = sorted.iter().max().map_or(0, |&m| m as usize / 32 + 1);
                 let mut bits = vec![0u32; words].into_boxed_slice();
@@ -232,10 +233,10 @@ impl TokenTrie {
     /// of 32 bytes or more).
     fn index_long_children(&mut self) {
         let long = |c: u32| self.deepest[c as usize] >= LONG_TOKEN;
-        let mut parents: Vec<u32> = vec![u32::MAX];
-        parents.extend((0..self.byte.len() as u32).filter(|&i| long(i)));
+        let mut parents: Vec<u32> = (0..self.byte.len() as u32).filter(|&i| long(i)).collect();
+        parents.push(u32::MAX);
         let mut children = Vec::new();
-        let mut at = rustc_hash::FxHashMap::default();
+        let mut at = Vec::with_capacity(parents.len());
         for p in parents {
             let start = children.len() as u32;
             self.for_each_child((p != u32::MAX).then_some(p), |_, c| {
@@ -243,7 +244,7 @@ impl TokenTrie {
                     children.push(c);
                 }
             });
-            at.insert(p, (start, children.len() as u32));
+            at.push((p, start, children.len() as u32));
         }
         self.long_children = children;
         self.long_at = at;
@@ -263,9 +264,11 @@ impl TokenTrie {
     ) {
         let deeper = |c: u32| self.deepest[c as usize] > more_than;
         if more_than >= LONG_TOKEN - 1 {
-            let Some(&(a, b)) = self.long_at.get(&t.unwrap_or(u32::MAX)) else {
+            let node = t.unwrap_or(u32::MAX);
+            let Ok(k) = self.long_at.binary_search_by_key(&node, |&(p, _, _)| p) else {
                 return;
             };
+            let (_, a, b) = self.long_at[k];
             for &c in &self.long_children[a as usize..b as usize] {
                 if deeper(c) {
                     f(self.byte[c as usize], c);
@@ -366,7 +369,7 @@ impl TokenTrie {
             + self.slices.iter().map(|s| s.memory_bytes()).sum::<usize>()
             + self.text_ids.len() * 4
             + self.long_children.capacity() * 4
-            + self.long_at.capacity() * 16
+            + self.long_at.capacity() * 12
             + self.quote_tokens.capacity() * 4
             + self.multi_quote_tokens.capacity() * 4
             + self.three_quote_tokens.capacity() * 4
