@@ -364,6 +364,26 @@ v ::= "1" | "[" ws v ws "]" | "\"" [a-z]* "\""
     );
 }
 
+/// One token run alone through `chart` (from a node, or from a call of one): whether every
+/// byte was scanned; whether it failed after the rule could have ended after some `k >= 1`
+/// bytes with byte `k` in `follow`; and how many bytes were scanned.
+fn run_alone(
+    aut: &crate::automaton::Automaton,
+    mut chart: crate::parser::Chart,
+    bytes: &[u8],
+    follow: &[u64; 4],
+) -> (bool, bool, usize) {
+    let (mut ok, mut exit) = (false, false);
+    for (k, &b) in bytes.iter().enumerate() {
+        ok |= k >= 1 && exit && crate::automaton::byte_in(follow, b);
+        if !chart.push_byte(aut, b) {
+            return (false, ok, k);
+        }
+        exit = chart.can_exit();
+    }
+    (true, ok, bytes.len())
+}
+
 /// Every walked mask equals running each token alone through the Earley chart from the
 /// node (accepted: every byte scanned; uncertain: it failed after the node's rule could
 /// have ended with a following byte that may follow the rule). The grammars call DFA
@@ -433,19 +453,7 @@ word ::= [ab]+ | "\"" [ab]* "\"" | word "1"
             let mut uncertain = Vec::new();
             for (p, &id) in trie.sorted.iter().enumerate() {
                 let bytes = g.vocab.token_bytes(id).unwrap();
-                let mut chart = Chart::new(aut, n);
-                // ok: the rule could have ended after some k >= 1 bytes with byte k
-                // following it.
-                let (mut ok, mut exit) = (false, false);
-                let mut all = true;
-                for (k, &b) in bytes.iter().enumerate() {
-                    ok |= k >= 1 && exit && crate::automaton::byte_in(follow, b);
-                    if !chart.push_byte(aut, b) {
-                        all = false;
-                        break;
-                    }
-                    exit = chart.can_exit();
-                }
+                let (all, ok, _) = run_alone(aut, Chart::new(aut, n), bytes, follow);
                 if all {
                     accepted.push(id);
                 } else if ok {
@@ -539,17 +547,10 @@ w ::= [a-z]+ | "\"" [a-z]* "\""
                 for &p in &own.uncertain {
                     let id = g.trie.sorted[p as usize];
                     let bytes = g.vocab.token_bytes(id).unwrap();
-                    let mut chart = Chart::with_caller(aut, caller, n);
-                    let (mut ok, mut exit) = (false, false);
-                    let mut all = true;
-                    for (k, &b) in bytes.iter().enumerate() {
-                        ok |= k >= 1 && exit && crate::automaton::byte_in(follow, b);
-                        if !chart.push_byte(aut, b) {
-                            all = false;
-                            failed_at.push(bytes[..=k].to_vec());
-                            break;
-                        }
-                        exit = chart.can_exit();
+                    let chart = Chart::with_caller(aut, caller, n);
+                    let (all, ok, read) = run_alone(aut, chart, bytes, follow);
+                    if !all {
+                        failed_at.push(bytes[..=read].to_vec());
                     }
                     if all {
                         accepted.push(id);
