@@ -608,9 +608,12 @@ impl Automaton {
         let start_class = |rule: u32| -> Option<u32> {
             class.get(self.rule_start[rule as usize] as usize).copied()
         };
-        let mut num: FxHashMap<u32, u64> = FxHashMap::default();
-        let mut order: Vec<u32> = vec![c0];
-        let mut key: Vec<u64> = Vec::new();
+        // Sized for a key of the limit's classes, so a key grows no table on the way.
+        let mut num: FxHashMap<u32, u64> =
+            FxHashMap::with_capacity_and_hasher(MAX_KEY_CLASSES + 1, Default::default());
+        let mut order: Vec<u32> = Vec::with_capacity(MAX_KEY_CLASSES + 1);
+        order.push(c0);
+        let mut key: Vec<u64> = Vec::with_capacity(8 * (MAX_KEY_CLASSES + 1));
         // (kind, label, tie-break hash, target class, second class for calls).
         let mut edges: Vec<(u64, u64, u64, u32, u32)> = Vec::new();
         num.insert(c0, 0);
