@@ -384,6 +384,21 @@ fn run_alone(
     (true, ok, bytes.len())
 }
 
+/// Asserts that mask `m` of grammar `g` accepts exactly the token ids `accepted` (any
+/// order) and holds exactly the trie positions `uncertain`; `what` names it.
+fn assert_mask_is(
+    g: &CompiledGrammar,
+    m: &NodeMask,
+    mut accepted: Vec<u32>,
+    uncertain: &[u32],
+    what: &str,
+) {
+    accepted.sort_unstable();
+    let got = m.accepted.ids(&g.text_bits, &g.trie.sorted);
+    assert_eq!(got, accepted, "{what}: accepted");
+    assert_eq!(m.uncertain, uncertain, "{what}: uncertain");
+}
+
 /// Every walked mask equals running each token alone through the Earley chart from the
 /// node (accepted: every byte scanned; uncertain: it failed after the node's rule could
 /// have ended with a following byte that may follow the rule). The grammars call DFA
@@ -460,13 +475,7 @@ word ::= [ab]+ | "\"" [ab]* "\"" | word "1"
                     uncertain.push(p as u32);
                 }
             }
-            accepted.sort_unstable();
-            assert_eq!(
-                m.accepted.ids(&g.text_bits, &g.trie.sorted),
-                accepted,
-                "node {n}: accepted"
-            );
-            assert_eq!(m.uncertain, uncertain, "node {n}: uncertain");
+            assert_mask_is(g, &m, accepted, &uncertain, &format!("node {n}"));
         }
     }
     assert!(walked >= 40, "only {walked} nodes walked");
@@ -561,13 +570,13 @@ w ::= [a-z]+ | "\"" [a-z]* "\""
                 // Tokens that failed on a prefix another token failed on too: a run.
                 failed_at.sort();
                 runs += failed_at.windows(2).filter(|w| w[0] == w[1]).count();
-                accepted.sort_unstable();
-                assert_eq!(
-                    m.accepted.ids(&g.text_bits, &g.trie.sorted),
+                assert_mask_is(
+                    g,
+                    &m,
                     accepted,
-                    "node {n} from {caller}: accepted"
+                    &uncertain,
+                    &format!("node {n} from {caller}"),
                 );
-                assert_eq!(m.uncertain, uncertain, "node {n} from {caller}: uncertain");
             }
         }
     }
