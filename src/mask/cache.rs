@@ -109,7 +109,7 @@ pub(crate) fn compute_first_bytes_mask(
 
 /// A vocabulary slice a walk takes whole, and up to which token length: the automaton
 /// from the walk's node consumes every string of the slice's language of at most `len`
-/// bytes ([`slices::consumed_depth`]; `usize::MAX`: all of them).
+/// bytes ([`slices::consumed_depth_from`]; `usize::MAX`: all of them).
 #[derive(Clone, Copy)]
 pub(crate) struct Taken<'t> {
     pub slice: &'t Slice,
@@ -133,12 +133,13 @@ impl Taken<'_> {
 /// slices whose every token the automaton from `node` consumes, the one with the most
 /// tokens; else, of those it consumes up to some length, the one with the longest.
 pub(crate) fn pick_slice<'t>(aut: &Automaton, trie: &'t TokenTrie, node: u32) -> Option<Taken<'t>> {
+    let start = slices::Start::new(aut, node)?;
     let mut best: Option<Taken> = None;
     for s in &trie.slices {
         if best.is_some_and(|b| b.whole(trie) && b.slice.tokens >= s.tokens) {
             continue;
         }
-        let len = match slices::consumed_depth(aut, node, s, trie.max_depth) {
+        let len = match slices::consumed_depth_from(aut, &start, s, trie.max_depth) {
             0 => continue,
             d if d >= trie.max_depth => usize::MAX,
             d => d,

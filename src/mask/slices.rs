@@ -16,7 +16,7 @@
 //!
 //! The trie keeps, per slice, one bit per trie node: set when every token of the node's
 //! subtree is in the slice ("pure"). When the automaton from a node `n` consumes every
-//! string of a slice's language ([`consumed_depth`]), every token of a pure subtree is accepted at `n`: the mask walk from `n`
+//! string of a slice's language ([`consumed_depth_from`]), every token of a pure subtree is accepted at `n`: the mask walk from `n`
 //! adds the subtree's tokens as one range of trie positions and skips it. The walk then
 //! visits only the trie nodes above a token outside the slice (for JSON string contents on
 //! Llama 3.1: tokens with a quote, a backslash, a control character or a UTF-8 fragment),
@@ -121,7 +121,7 @@ pub(crate) struct Slice {
     /// token (a string body's hundred thousand tokens were most of its cold mask).
     pub pure_ids: Box<[u32]>,
     /// Per UTF-8 decoder state, the bytes the language allows next ([`lang_ranges`]),
-    /// made once: [`consumed_depth`] reads them for every mask it is asked about.
+    /// made once: [`consumed_depth_from`] reads them for every mask it is asked about.
     ranges: [Box<[(u8, u8, u8)]>; STATES],
 }
 
@@ -251,16 +251,77 @@ pub(crate) fn compute<'v>(trie: &TokenTrie, lang: Lang, bytes: &dyn Fn(u32) -> &
     }
 }
 
-/// States (decoder state, set of nodes) [`consumed_depth`] explores at most (enough for a
+/// States (decoder state, set of nodes) [`consumed_depth_from`] explores at most (enough for a
 /// bounded repetition a longest token long, over every UTF-8 decoder state).
 const MAX_PAIRS: usize = 1024;
 
-/// Nodes a state of [`consumed_depth`] holds at most before it stops.
+/// Nodes a state of [`consumed_depth_from`] holds at most before it stops.
 const MAX_SET: usize = 16;
 
-/// How far the automaton, from real node `n`, consumes every string of `slice`'s language
-/// without leaving `n`'s rule: `usize::MAX` when it consumes them all (a string body's
-/// loop), else the largest `k` such that it consumes every such string of at most `k`
+/// Where [`consumed_depth_from`] starts from a node: the node with the start of every rule
+/// it calls, transitively ([`closed`]), and the bytes some node of that set has an edge
+/// on. Made once per node and read for every slice ([`crate::mask::cache::pick_slice`]).
+pub(crate) struct Start {
+    set: Vec<u32>,
+    /// Bit `b % 64` of word `b / 64` set when a node of `set` has an edge on byte `b`.
+    bytes: [u64; 4],
+}
+
+impl Start {
+    /// The start from real node `n`; `None` when its set passes [`MAX_SET`] nodes (then
+    /// [`consumed_depth_from`] is 0 for every slice).
+    pub(crate) fn new(aut: &Automaton, n: u32) -> Option<Start> {
+        let mut set = vec![n];
+        if !closed(aut, &mut set) {
+            return None;
+        }
+        let mut bytes = [0u64; 4];
+        for &q in &set {
+            for e in aut.bytes_of(q) {
+                for (w, r) in bytes.iter_mut().zip(byte_range(e.lo, e.hi)) {
+                    *w |= r;
+                }
+            }
+        }
+        Some(Start { set, bytes })
+    }
+
+    /// False when a byte that may start a string of `slice`'s language has no edge from
+    /// the set: [`consumed_depth_from`] is then 0 (its first level fails on that byte), and
+    /// need not be asked. A name's or a literal's next letter fails here for every slice,
+    /// before any exploration.
+    pub(crate) fn may_consume(&self, slice: &Slice) -> bool {
+        slice.ranges[BOUNDARY as usize].iter().all(|&(lo, hi, _)| {
+            let r = byte_range(lo, hi);
+            (0..4).all(|w| r[w] & !self.bytes[w] == 0)
+        })
+    }
+}
+
+/// Bytes `lo..=hi` as a 256-bit set (bit `b % 64` of word `b / 64`).
+fn byte_range(lo: u8, hi: u8) -> [u64; 4] {
+    std::array::from_fn(|w| {
+        let base = (w * 64) as u16;
+        let (l, h) = ((lo as u16).max(base), (hi as u16).min(base + 63));
+        match l > h {
+            true => 0,
+            false => (u64::MAX >> (63 - (h - base))) & (u64::MAX << (l - base)),
+        }
+    })
+}
+
+/// [`consumed_depth_from`] from node `n`.
+#[cfg(test)]
+pub(crate) fn consumed_depth(aut: &Automaton, n: u32, slice: &Slice, max_len: usize) -> usize {
+    match Start::new(aut, n) {
+        Some(start) => consumed_depth_from(aut, &start, slice, max_len),
+        None => 0,
+    }
+}
+
+/// How far the automaton, from a [`Start`] made for real node `n`, consumes every string
+/// of `slice`'s language without leaving `n`'s rule: `usize::MAX` when it consumes them all
+/// (a string body's loop), else the largest `k` such that it consumes every such string of at most `k`
 /// bytes (a bounded repetition with `k` copies left, a pattern's `{0,254}`). Every token of
 /// the slice of at most that many bytes is then accepted at `n`, whatever follows.
 ///
@@ -273,7 +334,130 @@ const MAX_SET: usize = 16;
 /// `max_len` bytes (the longest token: enough), after [`MAX_PAIRS`] states or at a set of
 /// more than [`MAX_SET`] nodes (answering the levels checked so far); fails fast on narrow
 /// nodes: the first byte of the language that no node of the set has an edge on ends it.
-pub(crate) fn consumed_depth(aut: &Automaton, n: u32, slice: &Slice, max_len: usize) -> usize {
+pub(crate) fn consumed_depth_from(
+    aut: &Automaton,
+    start: &Start,
+    slice: &Slice,
+    max_len: usize,
+) -> usize {
+    if !start.may_consume(slice) {
+        return 0;
+    }
+    // States, each its decoder state followed by its node set, one after another in
+    // `level` (this level's) and `following` (the next one's), with their ends.
+    let mut seen: rustc_hash::FxHashSet<Box<[u32]>> = Default::default();
+    let mut key: Vec<u32> = Vec::with_capacity(start.set.len() + 1);
+    key.push(u32::from(BOUNDARY));
+    key.extend_from_slice(&start.set);
+    seen.insert(key.as_slice().into());
+    let (mut level, mut ends) = (key.clone(), vec![key.len()]);
+    let (mut following, mut following_ends) = (Vec::new(), Vec::new());
+    let mut bounds: Vec<u16> = Vec::new();
+    let mut next: Vec<u32> = Vec::new();
+    let mut depth = 0usize;
+    while !ends.is_empty() {
+        if depth >= max_len {
+            return depth;
+        }
+        following.clear();
+        following_ends.clear();
+        let mut from = 0;
+        for &to in &ends {
+            let (s, set) = (level[from] as usize, &level[from + 1..to]);
+            from = to;
+            // Where an edge of a node of the set starts or ends: the language's ranges are
+            // cut there, so that every piece has the same targets throughout.
+            bounds.clear();
+            for &q in set {
+                for e in aut.bytes_of(q) {
+                    bounds.extend([e.lo as u16, e.hi as u16 + 1]);
+                }
+            }
+            bounds.sort_unstable();
+            bounds.dedup();
+            for &(lo, hi, s2) in slice.ranges[s].iter() {
+                let end = hi as u16 + 1;
+                let mut cut = bounds.partition_point(|&c| c <= lo as u16);
+                let mut b = lo as u16;
+                while b < end {
+                    next.clear();
+                    // A node with several edges on the byte (an NFA state) is left out.
+                    next.extend(set.iter().filter_map(|&q| aut.dfa_step(q, b as u8)));
+                    if next.is_empty() || !closed(aut, &mut next) {
+                        return depth;
+                    }
+                    key.clear();
+                    key.push(u32::from(s2));
+                    key.extend_from_slice(&next);
+                    if !seen.contains(key.as_slice()) {
+                        if seen.len() >= MAX_PAIRS {
+                            return depth;
+                        }
+                        seen.insert(key.as_slice().into());
+                        following.extend_from_slice(&key);
+                        following_ends.push(following.len());
+                    }
+                    b = match bounds.get(cut) {
+                        Some(&c) if c < end => c,
+                        _ => end,
+                    };
+                    cut += 1;
+                }
+            }
+        }
+        // Every string of `depth + 1` bytes is consumed.
+        depth += 1;
+        std::mem::swap(&mut level, &mut following);
+        std::mem::swap(&mut ends, &mut following_ends);
+    }
+    usize::MAX
+}
+
+/// The bytes that may follow in language `lang` from decoder state `s`, as ascending
+/// ranges `(lo, hi, state after)` (see [`utf8_step`]).
+fn lang_ranges(s: u8, lang: Lang) -> Vec<(u8, u8, u8)> {
+    let mut out: Vec<(u8, u8, u8)> = Vec::new();
+    for b in 0..=255u8 {
+        if let Some(t) = utf8_step(s, b, lang) {
+            match out.last_mut() {
+                Some(last) if last.1 as u16 + 1 == b as u16 && last.2 == t => last.1 = b,
+                _ => out.push((b, b, t)),
+            }
+        }
+    }
+    out
+}
+
+/// Adds to `set` the start node of every rule its nodes call, transitively, then sorts
+/// it and drops repeats. False past [`MAX_SET`] nodes (the set then partly extended).
+fn closed(aut: &Automaton, set: &mut Vec<u32>) -> bool {
+    let mut i = 0;
+    while i < set.len() {
+        for c in aut.calls_of(set[i]) {
+            let st = aut.rule_start[c.rule as usize];
+            if !set.contains(&st) {
+                set.push(st);
+            }
+        }
+        if set.len() > MAX_SET {
+            return false;
+        }
+        i += 1;
+    }
+    set.sort_unstable();
+    set.dedup();
+    true
+}
+
+/// The exploration as first written (cuts per range, a scan of the edges per piece,
+/// a copy per state): what [`consumed_depth`] must answer.
+#[cfg(test)]
+pub(crate) fn consumed_depth_reference(
+    aut: &Automaton,
+    n: u32,
+    slice: &Slice,
+    max_len: usize,
+) -> usize {
     let mut next = vec![n];
     if !closed(aut, &mut next) {
         return 0;
@@ -349,42 +533,6 @@ pub(crate) fn consumed_depth(aut: &Automaton, n: u32, slice: &Slice, max_len: us
         level = following;
     }
     usize::MAX
-}
-
-/// The bytes that may follow in language `lang` from decoder state `s`, as ascending
-/// ranges `(lo, hi, state after)` (see [`utf8_step`]).
-fn lang_ranges(s: u8, lang: Lang) -> Vec<(u8, u8, u8)> {
-    let mut out: Vec<(u8, u8, u8)> = Vec::new();
-    for b in 0..=255u8 {
-        if let Some(t) = utf8_step(s, b, lang) {
-            match out.last_mut() {
-                Some(last) if last.1 as u16 + 1 == b as u16 && last.2 == t => last.1 = b,
-                _ => out.push((b, b, t)),
-            }
-        }
-    }
-    out
-}
-
-/// Adds to `set` the start node of every rule its nodes call, transitively, then sorts
-/// it and drops repeats. False past [`MAX_SET`] nodes (the set then partly extended).
-fn closed(aut: &Automaton, set: &mut Vec<u32>) -> bool {
-    let mut i = 0;
-    while i < set.len() {
-        for c in aut.calls_of(set[i]) {
-            let st = aut.rule_start[c.rule as usize];
-            if !set.contains(&st) {
-                set.push(st);
-            }
-        }
-        if set.len() > MAX_SET {
-            return false;
-        }
-        i += 1;
-    }
-    set.sort_unstable();
-    set.dedup();
-    true
 }
 
 #[cfg(test)]

@@ -80,14 +80,10 @@ pub(crate) fn assert_full_walk_mask(g: &CompiledGrammar, n: u32, got: &NodeMask,
     );
 }
 
-/// Every node's mask walked with the vocabulary slices it consumes equals the walk of
-/// every token, over grammars whose wide nodes are JSON string contents, free text, and
-/// free text before a `<tool_call>` trigger, and `.` in a `pattern` or a
-/// `patternProperties` key, on a vocabulary with quotes, `<`, control characters,
-/// multi-byte characters (the line separator U+2028 among them) and UTF-8 fragments.
-#[test]
-fn a_sliced_walk_equals_the_full_walk() {
-    use crate::mask::slices;
+/// The grammars [`a_sliced_walk_equals_the_full_walk`] walks, one for each slice (see its
+/// comments), compiled on a vocabulary of pieces with quotes, `<`, control characters and
+/// UTF-8 fragments.
+fn slice_grammars() -> Vec<Arc<CompiledGrammar>> {
     let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
     let pieces: Vec<&[u8]> = vec![
         b"a",
@@ -156,7 +152,7 @@ fn a_sliced_walk_equals_the_full_walk() {
             "stop_after_first": false
         }
     });
-    let grammars = [
+    vec![
         compiler
             .compile_json_schema(&schema, &crate::JsonSchemaOptions::default())
             .unwrap(),
@@ -180,7 +176,18 @@ fn a_sliced_walk_equals_the_full_walk() {
                 &crate::JsonSchemaOptions::default(),
             )
             .unwrap(),
-    ];
+    ]
+}
+
+/// Every node's mask walked with the vocabulary slices it consumes equals the walk of
+/// every token, over grammars whose wide nodes are JSON string contents, free text, and
+/// free text before a `<tool_call>` trigger, and `.` in a `pattern` or a
+/// `patternProperties` key, on a vocabulary with quotes, `<`, control characters,
+/// multi-byte characters (the line separator U+2028 among them) and UTF-8 fragments.
+#[test]
+fn a_sliced_walk_equals_the_full_walk() {
+    use crate::mask::slices;
+    let grammars = slice_grammars();
     let mut used = [0usize; slices::SLICES.len()];
     let mut via_calls = 0;
     let mut bounded = 0;
@@ -213,6 +220,42 @@ fn a_sliced_walk_equals_the_full_walk() {
     assert!(via_calls > 0, "no slice was taken at a node with calls");
     // The last copies of the bounded repetition (fewer left than the longest token).
     assert!(bounded > 0, "no slice was taken up to a length");
+}
+
+/// The exploration that says how far a node consumes a slice's language answers as the
+/// exploration first written did (`slices::consumed_depth_reference`: cuts made per range,
+/// the edges scanned per byte piece, no early look at the first bytes), for every node of
+/// the slice grammars, every slice, and lengths that stop it early.
+#[test]
+fn consumed_depths_equal_the_first_exploration() {
+    use crate::mask::slices;
+    let (mut max, mut bounded, mut refused_first) = (0, 0, 0);
+    for g in &slice_grammars() {
+        for n in 0..g.aut.nodes.len() as u32 {
+            let start = slices::Start::new(&g.aut, n);
+            for s in &g.trie.slices {
+                for len in [g.trie.max_depth, 3, 1] {
+                    let want = slices::consumed_depth_reference(&g.aut, n, s, len);
+                    let got = slices::consumed_depth(&g.aut, n, s, len);
+                    assert_eq!(got, want, "node {n}, slice {:?}, length {len}", s.lang);
+                    match want {
+                        usize::MAX => max += 1,
+                        0 => {
+                            refused_first +=
+                                start.as_ref().is_some_and(|st| !st.may_consume(s)) as usize
+                        }
+                        _ => bounded += 1,
+                    }
+                }
+            }
+        }
+    }
+    // Whole languages, lengths, and refusals on a first byte without exploring: each
+    // kind of answer is met.
+    assert!(
+        max > 0 && bounded > 0 && refused_first > 0,
+        "{max} whole, {bounded} bounded, {refused_first} refused at once"
+    );
 }
 
 #[test]
