@@ -561,16 +561,22 @@ struct DfaTables {
     /// The nodes whose slot was set.
     touched: Vec<u32>,
     /// 256 entries per table: the target node on that byte, with [`FINAL`] set when the
-    /// target is final, or [`NO_EDGE`].
-    tables: Vec<u32>,
+    /// target is final, or [`NO_EDGE`]. Tables sit in chunks of [`TABLES_PER_CHUNK`], which
+    /// never move: table `t` is at `chunks[t / TABLES_PER_CHUNK]`, entry
+    /// `(t % TABLES_PER_CHUNK) * 256`, and its offset (what [`DfaTables::table`] returns) is
+    /// `t * 256`.
+    chunks: Vec<Vec<u32>>,
+    /// Tables made so far.
+    tables: usize,
 }
 
-/// DFA tables a walk's [`DfaTables`] has room for from the start (256 `u32` each, so
-/// 16 KiB): a walk that steps many DFA nodes (a tag's tool names after `"name": "`) grew
-/// them by doubling, copying each time. This much, from the heap, took a tenth off that
-/// step (Hermes, 100 tools, 135 → 122 µs); 4 MiB reserved up front was slower (page
-/// faults), and table space kept per thread no faster (session 42).
-const DFA_TABLES_RESERVED: usize = 16;
+/// DFA tables per chunk of [`DfaTables::chunks`] (256 `u32` each, so 16 KiB a chunk). A
+/// walk that steps many DFA nodes (a tag's tool names after `"name": "`: hundreds) once
+/// kept its tables in one vector grown by doubling, which copied every table made so far
+/// at each growth; chunks are added instead. (Session 43 had reserved room for 16 tables
+/// up front, 135 → 122 µs at that step with 100 tools; 4 MiB reserved up front was slower,
+/// for page faults, and table space kept per thread no faster, session 42.)
+const TABLES_PER_CHUNK: usize = 16;
 
 const UNSEEN: u32 = u32::MAX;
 const NOT_DFA: u32 = u32::MAX - 1;
@@ -611,8 +617,17 @@ impl DfaTables {
             nodes,
             slot,
             touched: Vec::new(),
-            tables: Vec::with_capacity(DFA_TABLES_RESERVED * 256),
+            chunks: Vec::new(),
+            tables: 0,
         }
+    }
+
+    /// Entry `b` of the table at offset `off` (from [`DfaTables::table`]).
+    #[inline]
+    fn entry(&self, off: u32, b: u8) -> u32 {
+        const CHUNK: usize = TABLES_PER_CHUNK * 256;
+        let off = off as usize;
+        self.chunks[off / CHUNK][off % CHUNK + b as usize]
     }
 
     /// The table offset of node `n`, or `None` when it needs the chart (a virtual node
@@ -628,13 +643,20 @@ impl DfaTables {
             let node = &aut.nodes[n as usize];
             let edges = &aut.byte_edges[node.bytes.0 as usize..node.bytes.1 as usize];
             *slot = if is_dfa_node(aut, n) {
-                let off = self.tables.len();
-                self.tables.resize(off + 256, NO_EDGE);
+                let t = self.tables;
+                self.tables += 1;
+                if t % TABLES_PER_CHUNK == 0 {
+                    self.chunks.push(Vec::with_capacity(TABLES_PER_CHUNK * 256));
+                }
+                // Within its capacity: the chunk does not move.
+                let chunk = &mut self.chunks[t / TABLES_PER_CHUNK];
+                let at = (t % TABLES_PER_CHUNK) * 256;
+                chunk.resize(at + 256, NO_EDGE);
                 for e in edges {
                     let fin = aut.is_final(e.target) as u32 * FINAL;
-                    self.tables[off + e.lo as usize..=off + e.hi as usize].fill(e.target | fin);
+                    chunk[at + e.lo as usize..=at + e.hi as usize].fill(e.target | fin);
                 }
-                off as u32
+                (t * 256) as u32
             } else {
                 NOT_DFA
             };
@@ -780,7 +802,7 @@ fn walk(
         let exit = if chart_from != usize::MAX {
             let mut stepped = None;
             if dfa[d - 1] != IN_CHART {
-                let e = dfa_tables.tables[dfa[d - 1] as usize + b as usize];
+                let e = dfa_tables.entry(dfa[d - 1], b);
                 let it = item[d - 1];
                 if e == NO_EDGE {
                     stepped = Some(None);
@@ -818,7 +840,7 @@ fn walk(
                 })
             })
         } else {
-            let e = dfa_tables.tables[dfa[d - 1] as usize + b as usize];
+            let e = dfa_tables.entry(dfa[d - 1], b);
             // Bisimilar nodes (one mask class) have the same subtree sets; virtual nodes
             // have no class and are not memoised.
             let class_of = |t: u32| class.get(t as usize).copied();
@@ -1017,134 +1039,4 @@ fn set_positions(trie: &TokenTrie, ranges: &[(u32, u32)], bits: &mut [u32]) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::automaton::minimize::tests::xorshift;
-    use crate::mask::plan::tests::wide_vocabulary;
-    use crate::mask::token_set::set_bits;
-
-    /// A walk's accepted ranges become the token set of exactly their tokens, in the form
-    /// [`token_set`] chooses for that count: a short list, the list of the tokens left
-    /// out (read from the gaps between the ranges), or a bitset; or their runs, when
-    /// smaller than the list, or instead of a bitset when few enough.
-    #[test]
-    fn finish_keeps_exactly_the_tokens_of_the_ranges_in_the_smallest_form() {
-        let vocab = wide_vocabulary();
-        let trie = TokenTrie::new(&vocab);
-        let words = vocab.bitmask_words();
-        let n = trie.token_count() as u32;
-        let list_max = (words / LIST_PER_WORDS) as u32;
-        let mut rand = xorshift(0x9E37_79B9_7F4A_7C15);
-        let mut next = |m: u32| rand(m as u64) as u32;
-        // Accepted counts around both thresholds, and in between.
-        let mut runs_seen = 0;
-        let words32 = words as u32;
-        for target in [
-            0,
-            1,
-            list_max / 2,
-            list_max,
-            words32,
-            words32 + 1,
-            n / 2,
-            n - list_max,
-            n - 3,
-            n,
-        ] {
-            for style in 0..6 {
-                // `target` positions: the first ones, the last ones, or in random
-                // ascending disjoint ranges.
-                let mut chosen = vec![false; n as usize];
-                let mut left = target;
-                match style {
-                    0 => chosen[..target as usize].fill(true),
-                    1 => chosen[(n - target) as usize..].fill(true),
-                    _ => {}
-                }
-                if style < 2 {
-                    left = 0;
-                }
-                while left > 0 {
-                    let start = next(n);
-                    let len = (next(40) + 1).min(left);
-                    for p in start..(start + len).min(n) {
-                        if !chosen[p as usize] && left > 0 {
-                            chosen[p as usize] = true;
-                            left -= 1;
-                        }
-                    }
-                }
-                let mut ranges: Vec<(u32, u32)> = Vec::new();
-                for p in 0..n {
-                    if chosen[p as usize] {
-                        match ranges.last_mut() {
-                            Some(r) if r.1 == p => r.1 = p + 1,
-                            _ => ranges.push((p, p + 1)),
-                        }
-                    }
-                }
-                let mut want: Vec<u32> = (0..n)
-                    .filter(|&p| chosen[p as usize])
-                    .map(|p| trie.sorted[p as usize])
-                    .collect();
-                want.sort_unstable();
-                let got = finish(&trie, &ranges, Vec::new(), words, None);
-                let rejected = n - target;
-                let as_list = target <= list_max && target <= rejected;
-                let runs = 2 * ranges.len() as u32;
-                let as_runs = (as_list && runs < target)
-                    || (!as_list && rejected > list_max && target <= words32 && runs <= list_max);
-                let mut ids = match &got.accepted {
-                    TokenSet::Runs(v) => {
-                        assert!(as_runs, "{target} in {} runs", ranges.len());
-                        assert_eq!(v.len(), 2 * ranges.len());
-                        assert!(v.windows(2).all(|w| w[0] < w[1]), "ascending");
-                        runs_seen += 1;
-                        v.chunks(2)
-                            .flat_map(|r| r[0]..r[1])
-                            .map(|p| trie.sorted[p as usize])
-                            .collect()
-                    }
-                    _ if as_runs => panic!("{target} in {} runs: not runs", ranges.len()),
-                    TokenSet::Accepted(v) => {
-                        assert!(as_list, "{target}");
-                        v.clone()
-                    }
-                    TokenSet::Rejected(v) => {
-                        assert!(
-                            rejected <= list_max && !(target <= list_max && target <= rejected)
-                        );
-                        assert!(v.windows(2).all(|w| w[0] < w[1]), "ascending");
-                        trie.sorted
-                            .iter()
-                            .copied()
-                            .filter(|i| v.binary_search(i).is_err())
-                            .collect()
-                    }
-                    TokenSet::Bitset(b) => {
-                        assert!(target > list_max && rejected > list_max, "{target}");
-                        set_bits(b)
-                    }
-                };
-                ids.sort_unstable();
-                assert_eq!(ids, want, "{target} tokens accepted");
-                // Applied to a bitmask, the set gives the same tokens.
-                let mut bits = vec![0u32; words];
-                let mut text_bits = vec![0u32; words];
-                for &id in &trie.sorted {
-                    text_bits[(id / 32) as usize] |= 1 << (id % 32);
-                }
-                or_token_set(
-                    &mut bits,
-                    &mut true,
-                    &got.accepted,
-                    &text_bits,
-                    &trie.sorted,
-                    &mut Vec::new(),
-                );
-                assert_eq!(set_bits(&bits), want, "{target} tokens applied");
-            }
-        }
-        assert!(runs_seen >= 8, "runs chosen {runs_seen} times");
-    }
-}
+mod tests;
