@@ -80,17 +80,20 @@ pub(crate) fn compute_node_mask(
 }
 
 /// The part of `node`'s mask made of the tokens whose first byte is marked in `only` (256
-/// entries): the walk from `node` over those tokens alone, every other token rejected.
-/// `None` when `deadline` passed.
-pub(crate) fn compute_first_bytes_mask(
+/// entries): the walk from `node` over those tokens alone. Sets the accepted tokens' bits
+/// in `bits` (XGrammar's layout, the bitmask's words: a composed mask's, set in place
+/// rather than made a mask of its own and merged into it) and returns the uncertain
+/// tokens' trie positions, ascending. `None` when `deadline` passed (`bits` then partly
+/// set).
+pub(crate) fn first_bytes_walk_into(
     aut: &Automaton,
     trie: &TokenTrie,
     node: u32,
-    words: usize,
     memo: (&SubtreeMemo, &[u32]),
     deadline: &Deadline,
     only: &[bool],
-) -> Option<NodeMask> {
+    bits: &mut [u32],
+) -> Option<Vec<u32>> {
     let follow = &aut.follow[aut.rule_of(node) as usize];
     let slice = pick_slice(aut, trie, node);
     let w = walk(
@@ -104,7 +107,8 @@ pub(crate) fn compute_first_bytes_mask(
         deadline,
         false,
     )?;
-    Some(finish(trie, &w.accepted, w.uncertain, words, None))
+    set_positions(trie, &w.accepted, bits);
+    Some(w.uncertain)
 }
 
 /// A vocabulary slice a walk takes whole, and up to which token length: the automaton
@@ -202,9 +206,11 @@ pub(crate) fn compute_node_mask_in(
         false,
     )?;
     let mut bits = vec![0u32; words].into_boxed_slice();
+    // Allocated zeroed: a list is set into it as it is, a bitset copied over it.
+    let mut blank = !matches!(base.accepted, TokenSet::Accepted(_) | TokenSet::Runs(_));
     or_token_set(
         &mut bits,
-        &mut true,
+        &mut blank,
         &base.accepted,
         text_bits,
         &trie.sorted,
@@ -561,21 +567,24 @@ struct DfaTables {
     /// The nodes whose slot was set.
     touched: Vec<u32>,
     /// 256 entries per table: the target node on that byte, with [`FINAL`] set when the
-    /// target is final, or [`NO_EDGE`]. Tables sit in chunks of [`TABLES_PER_CHUNK`], which
-    /// never move: table `t` is at `chunks[t / TABLES_PER_CHUNK]`, entry
-    /// `(t % TABLES_PER_CHUNK) * 256`, and its offset (what [`DfaTables::table`] returns) is
-    /// `t * 256`.
+    /// target is final, or [`NO_EDGE`]. The first [`TABLES_PER_CHUNK`] tables (all that
+    /// most walks make) sit here, read with one bounds check; the others in `chunks`. Table
+    /// `t`'s offset (what [`DfaTables::table`] returns) is `t * 256`.
+    first: Vec<u32>,
+    /// Tables past the first [`TABLES_PER_CHUNK`], in chunks of that many that never move:
+    /// table `t` at `chunks[t / TABLES_PER_CHUNK - 1]`, entry `(t % TABLES_PER_CHUNK) * 256`.
     chunks: Vec<Vec<u32>>,
     /// Tables made so far.
     tables: usize,
 }
 
-/// DFA tables per chunk of [`DfaTables::chunks`] (256 `u32` each, so 16 KiB a chunk). A
-/// walk that steps many DFA nodes (a tag's tool names after `"name": "`: hundreds) once
-/// kept its tables in one vector grown by doubling, which copied every table made so far
-/// at each growth; chunks are added instead. (Session 43 had reserved room for 16 tables
-/// up front, 135 → 122 µs at that step with 100 tools; 4 MiB reserved up front was slower,
-/// for page faults, and table space kept per thread no faster, session 42.)
+/// DFA tables in [`DfaTables::first`] and per chunk of [`DfaTables::chunks`] (256 `u32`
+/// each, so 16 KiB a chunk). A walk that steps many DFA nodes (a tag's tool names after
+/// `"name": "`: hundreds) once kept its tables in one vector grown by doubling, which
+/// copied every table made so far at each growth; chunks are added instead. (Session 43
+/// had reserved room for 16 tables up front, 135 → 122 µs at that step with 100 tools;
+/// 4 MiB reserved up front was slower, for page faults, and table space kept per thread no
+/// faster, session 42.)
 const TABLES_PER_CHUNK: usize = 16;
 
 const UNSEEN: u32 = u32::MAX;
@@ -617,6 +626,7 @@ impl DfaTables {
             nodes,
             slot,
             touched: Vec::new(),
+            first: Vec::with_capacity(TABLES_PER_CHUNK * 256),
             chunks: Vec::new(),
             tables: 0,
         }
@@ -625,9 +635,14 @@ impl DfaTables {
     /// Entry `b` of the table at offset `off` (from [`DfaTables::table`]).
     #[inline]
     fn entry(&self, off: u32, b: u8) -> u32 {
-        const CHUNK: usize = TABLES_PER_CHUNK * 256;
-        let off = off as usize;
-        self.chunks[off / CHUNK][off % CHUNK + b as usize]
+        let at = off as usize + b as usize;
+        match self.first.get(at) {
+            Some(&e) => e,
+            None => {
+                const CHUNK: usize = TABLES_PER_CHUNK * 256;
+                self.chunks[at / CHUNK - 1][at % CHUNK]
+            }
+        }
     }
 
     /// The table offset of node `n`, or `None` when it needs the chart (a virtual node
@@ -645,11 +660,16 @@ impl DfaTables {
             *slot = if is_dfa_node(aut, n) {
                 let t = self.tables;
                 self.tables += 1;
-                if t % TABLES_PER_CHUNK == 0 {
-                    self.chunks.push(Vec::with_capacity(TABLES_PER_CHUNK * 256));
-                }
-                // Within its capacity: the chunk does not move.
-                let chunk = &mut self.chunks[t / TABLES_PER_CHUNK];
+                // Within its capacity: `first` and each chunk never move.
+                let chunk = match t / TABLES_PER_CHUNK {
+                    0 => &mut self.first,
+                    c => {
+                        if t % TABLES_PER_CHUNK == 0 {
+                            self.chunks.push(Vec::with_capacity(TABLES_PER_CHUNK * 256));
+                        }
+                        &mut self.chunks[c - 1]
+                    }
+                };
                 let at = (t % TABLES_PER_CHUNK) * 256;
                 chunk.resize(at + 256, NO_EDGE);
                 for e in edges {

@@ -23,7 +23,7 @@ use crate::automaton::{Automaton, KeyBasis, Seeded};
 use crate::compiler::CompiledGrammar;
 use crate::limits::{Deadline, LimitExceeded};
 use crate::mask::cache::{
-    compute_first_bytes_mask, compute_node_mask, compute_pair_mask, delta_reference, or_token_set,
+    compute_node_mask, compute_pair_mask, delta_reference, first_bytes_walk_into, or_token_set,
     token_set, NodeMask, TokenSet,
 };
 use crate::mask::counted::{base_key, body_dfa, counted_base, derive_mask, restarted, CountedBase};
@@ -333,6 +333,11 @@ impl CompiledGrammar {
         let mut blank = true;
         let mut scratch = Vec::new();
         let mut or = |set: &TokenSet| {
+            // `bits` is allocated zeroed: a list is set into it as it is (a blank buffer
+            // would be zeroed again first), a bitset or rejected list copied over it.
+            if matches!(set, TokenSet::Accepted(_) | TokenSet::Runs(_)) {
+                blank = false;
+            }
             or_token_set(
                 &mut bits,
                 &mut blank,
@@ -400,26 +405,19 @@ impl CompiledGrammar {
                 }
             }
             uncertain.retain(|p| !own_ranges.iter().any(|r| r.contains(p)));
+            // `bits` starts zeroed, so a blank one takes the walk's tokens as they are.
             let walked = self.walked(deadline, || {
-                compute_first_bytes_mask(
+                first_bytes_walk_into(
                     &self.aut,
                     &self.trie,
                     n,
-                    words,
                     (&self.subtrees, &self.mask_class),
                     deadline,
                     &own_first,
+                    &mut bits,
                 )
             })?;
-            or_token_set(
-                &mut bits,
-                &mut blank,
-                &walked.accepted,
-                &self.text_bits,
-                &self.trie.sorted,
-                &mut scratch,
-            );
-            uncertain.extend_from_slice(&walked.uncertain);
+            uncertain.extend_from_slice(&walked);
         }
         uncertain.sort_unstable();
         uncertain.dedup();

@@ -155,11 +155,19 @@ pub(crate) fn token_set(
 /// The indices of the set bits, ascending.
 pub(super) fn set_bits(bits: &[u32]) -> Vec<u32> {
     let mut out = Vec::new();
-    for (w, &word) in bits.iter().enumerate() {
-        let mut x = word;
-        while x != 0 {
-            out.push(w as u32 * 32 + x.trailing_zeros());
-            x &= x - 1;
+    // A short list's bitmask is nearly all zero words: they are passed eight at a time
+    // (one OR of a chunk, which the compiler vectorizes) rather than one by one.
+    const CHUNK: usize = 8;
+    for (c, chunk) in bits.chunks(CHUNK).enumerate() {
+        if chunk.iter().fold(0, |a, &w| a | w) == 0 {
+            continue;
+        }
+        for (i, &word) in chunk.iter().enumerate() {
+            let mut x = word;
+            while x != 0 {
+                out.push((c * CHUNK + i) as u32 * 32 + x.trailing_zeros());
+                x &= x - 1;
+            }
         }
     }
     out
@@ -169,6 +177,25 @@ pub(super) fn set_bits(bits: &[u32]) -> Vec<u32> {
 mod tests {
     use super::*;
     use crate::Vocabulary;
+
+    /// The set bits' indices come out ascending, every one and no other, wherever they
+    /// fall: alone in a run of zero words, at both ends of a word, in the last words past
+    /// the final whole chunk of eight.
+    #[test]
+    fn set_bits_lists_each_set_bit_once_in_order() {
+        for words in [0usize, 1, 7, 8, 9, 17, 4741] {
+            let mut bits = vec![0u32; words];
+            let mut want = Vec::new();
+            for id in (0..words as u32 * 32).filter(|i| i % 97 == 0 || i % 1013 < 2 || i % 32 == 31)
+            {
+                if id as usize / 32 % 5 != 2 {
+                    bits[id as usize / 32] |= 1 << (id % 32);
+                    want.push(id);
+                }
+            }
+            assert_eq!(set_bits(&bits), want, "{words} words");
+        }
+    }
 
     /// A set of almost every text token is held as the list of the others, ascending,
     /// without special tokens, stop tokens or empty tokens (which are not text tokens).

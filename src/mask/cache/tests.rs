@@ -146,7 +146,7 @@ fn dfa_tables_past_several_chunks_read_as_their_nodes_edges() {
         assert_eq!(tables.table(&g.aut, n), Some(off));
         for b in 0..=255u8 {
             let want = match g.aut.dfa_step(n, b) {
-                Some(t) => t | g.aut.is_final(t) as u32 * FINAL,
+                Some(t) => t | (g.aut.is_final(t) as u32 * FINAL),
                 None => NO_EDGE,
             };
             assert_eq!(tables.entry(off, b), want, "node {n}, byte {b}");
