@@ -83,8 +83,8 @@ pub(crate) fn compute_node_mask(
 /// entries): the walk from `node` over those tokens alone. Sets the accepted tokens' bits
 /// in `bits` (XGrammar's layout, the bitmask's words: a composed mask's, set in place
 /// rather than made a mask of its own and merged into it) and returns the uncertain
-/// tokens' trie positions, ascending. `None` when `deadline` passed (`bits` then partly
-/// set).
+/// tokens' trie positions, ascending. `None` when `deadline` passed (`bits` then
+/// untouched).
 pub(crate) fn first_bytes_walk_into(
     aut: &Automaton,
     trie: &TokenTrie,
@@ -560,7 +560,8 @@ impl SubtreeMemo {
 struct DfaTables {
     /// Real nodes of the automaton (`slot` may be longer).
     nodes: usize,
-    /// Per real node: [`UNSEEN`], [`NOT_DFA`], or the offset of its table in `tables`.
+    /// Per real node: [`UNSEEN`], [`NOT_DFA`], or its table's offset (`t * 256` for table
+    /// `t`, read by [`DfaTables::entry`]).
     /// Borrowed from the thread's [`DFA_SLOTS`] and given back all [`UNSEEN`] again, so a
     /// walk that meets a few nodes does not pay for one slot per node of the automaton.
     slot: Vec<u32>,

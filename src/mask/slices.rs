@@ -16,8 +16,9 @@
 //!
 //! The trie keeps, per slice, one bit per trie node: set when every token of the node's
 //! subtree is in the slice ("pure"). When the automaton from a node `n` consumes every
-//! string of a slice's language ([`consumed_depth_from`]), every token of a pure subtree is accepted at `n`: the mask walk from `n`
-//! adds the subtree's tokens as one range of trie positions and skips it. The walk then
+//! string of a slice's language ([`consumed_depth_from`]), every token of a pure subtree is
+//! accepted at `n`: the mask walk from `n` adds the subtree's tokens as one range of trie
+//! positions and skips it. The walk then
 //! visits only the trie nodes above a token outside the slice (for JSON string contents on
 //! Llama 3.1: tokens with a quote, a backslash, a control character or a UTF-8 fragment),
 //! and its result is the same as without the slice: the test
@@ -321,9 +322,10 @@ pub(crate) fn consumed_depth(aut: &Automaton, n: u32, slice: &Slice, max_len: us
 
 /// How far the automaton, from a [`Start`] made for real node `n`, consumes every string
 /// of `slice`'s language without leaving `n`'s rule: `usize::MAX` when it consumes them all
-/// (a string body's loop), else the largest `k` such that it consumes every such string of at most `k`
-/// bytes (a bounded repetition with `k` copies left, a pattern's `{0,254}`). Every token of
-/// the slice of at most that many bytes is then accepted at `n`, whatever follows.
+/// (a string body's loop), else the largest `k` such that it consumes every such string of
+/// at most `k` bytes (a bounded repetition with `k` copies left, a pattern's `{0,254}`).
+/// Every token of the slice of at most that many bytes is then accepted at `n`, whatever
+/// follows.
 ///
 /// Explores, level by level (one byte a level), the product of the UTF-8 decoder and the
 /// sets of nodes a string can reach: a node's single byte step, and the start of every rule

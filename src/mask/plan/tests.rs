@@ -176,6 +176,11 @@ fn slice_grammars() -> Vec<Arc<CompiledGrammar>> {
                 &crate::JsonSchemaOptions::default(),
             )
             .unwrap(),
+        // Past its subset construction's budget (the eleventh character from the end is an
+        // `a`): the rule stays an NFA, whose nodes have several edges on `a`.
+        compiler
+            .compile_regex(r#"[^"\\\x00-\x1f]*a[^"\\\x00-\x1f]{10}"#)
+            .unwrap(),
     ]
 }
 
@@ -229,10 +234,11 @@ fn a_sliced_walk_equals_the_full_walk() {
 #[test]
 fn consumed_depths_equal_the_first_exploration() {
     use crate::mask::slices;
-    let (mut max, mut bounded, mut refused_first) = (0, 0, 0);
+    let (mut max, mut bounded, mut refused_first, mut nfa) = (0, 0, 0, 0);
     for g in &slice_grammars() {
         for n in 0..g.aut.nodes.len() as u32 {
             let start = slices::Start::new(&g.aut, n);
+            nfa += g.aut.bytes_of(n).windows(2).any(|w| w[1].lo <= w[0].hi) as usize;
             for s in &g.trie.slices {
                 for len in [g.trie.max_depth, 3, 1] {
                     let want = slices::consumed_depth_reference(&g.aut, n, s, len);
@@ -251,10 +257,10 @@ fn consumed_depths_equal_the_first_exploration() {
         }
     }
     // Whole languages, lengths, and refusals on a first byte without exploring: each
-    // kind of answer is met.
+    // kind of answer is met, and nodes with several edges on one byte are explored.
     assert!(
-        max > 0 && bounded > 0 && refused_first > 0,
-        "{max} whole, {bounded} bounded, {refused_first} refused at once"
+        max > 0 && bounded > 0 && refused_first > 0 && nfa > 0,
+        "{max} whole, {bounded} bounded, {refused_first} refused at once, {nfa} NFA nodes"
     );
 }
 
