@@ -942,7 +942,7 @@ impl Automaton {
 }
 
 /// Adds the bytes `lo..=hi` to the 256-bit set `f`.
-fn add_range(f: &mut [u64; 4], lo: u8, hi: u8) {
+pub(crate) fn add_range(f: &mut [u64; 4], lo: u8, hi: u8) {
     for w in (lo >> 6)..=(hi >> 6) {
         let from = lo.max(w << 6) - (w << 6);
         let to = hi.min((w << 6) | 63) - (w << 6);

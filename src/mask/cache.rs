@@ -206,8 +206,8 @@ pub(crate) fn compute_node_mask_in(
         false,
     )?;
     let mut bits = vec![0u32; words].into_boxed_slice();
-    // Allocated zeroed: a list is set into it as it is, a bitset copied over it.
-    let mut blank = !matches!(base.accepted, TokenSet::Accepted(_) | TokenSet::Runs(_));
+    // Allocated zeroed (see `TokenSet::is_list`).
+    let mut blank = !base.accepted.is_list();
     or_token_set(
         &mut bits,
         &mut blank,

@@ -333,11 +333,8 @@ impl CompiledGrammar {
         let mut blank = true;
         let mut scratch = Vec::new();
         let mut or = |set: &TokenSet| {
-            // `bits` is allocated zeroed: a list is set into it as it is (a blank buffer
-            // would be zeroed again first), a bitset or rejected list copied over it.
-            if matches!(set, TokenSet::Accepted(_) | TokenSet::Runs(_)) {
-                blank = false;
-            }
+            // `bits` is allocated zeroed (see `TokenSet::is_list`).
+            blank &= !set.is_list();
             or_token_set(
                 &mut bits,
                 &mut blank,

@@ -25,7 +25,7 @@
 //! `a_sliced_walk_equals_the_full_walk` compares the two on every node.
 
 use super::trie::TokenTrie;
-use crate::automaton::Automaton;
+use crate::automaton::{add_range, Automaton};
 
 /// A slice's language: strings of the characters it allows, by the ASCII characters it
 /// leaves out, and whether characters from U+0080 on are allowed (all of them, all but
@@ -279,9 +279,7 @@ impl Start {
         let mut bytes = [0u64; 4];
         for &q in &set {
             for e in aut.bytes_of(q) {
-                for (w, r) in bytes.iter_mut().zip(byte_range(e.lo, e.hi)) {
-                    *w |= r;
-                }
+                add_range(&mut bytes, e.lo, e.hi);
             }
         }
         Some(Start { set, bytes })
@@ -293,22 +291,11 @@ impl Start {
     /// before any exploration.
     pub(crate) fn may_consume(&self, slice: &Slice) -> bool {
         slice.ranges[BOUNDARY as usize].iter().all(|&(lo, hi, _)| {
-            let r = byte_range(lo, hi);
+            let mut r = [0u64; 4];
+            add_range(&mut r, lo, hi);
             (0..4).all(|w| r[w] & !self.bytes[w] == 0)
         })
     }
-}
-
-/// Bytes `lo..=hi` as a 256-bit set (bit `b % 64` of word `b / 64`).
-fn byte_range(lo: u8, hi: u8) -> [u64; 4] {
-    std::array::from_fn(|w| {
-        let base = (w * 64) as u16;
-        let (l, h) = ((lo as u16).max(base), (hi as u16).min(base + 63));
-        match l > h {
-            true => 0,
-            false => (u64::MAX >> (63 - (h - base))) & (u64::MAX << (l - base)),
-        }
-    })
 }
 
 /// [`consumed_depth_from`] from node `n`.

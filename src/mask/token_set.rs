@@ -22,6 +22,13 @@ pub(crate) enum TokenSet {
 }
 
 impl TokenSet {
+    /// Whether the set is a list of accepted ids or of runs: [`or_token_set`] sets its ids
+    /// one by one, zeroing a blank buffer first, so a buffer allocated zeroed is passed as
+    /// not blank for it (a bitset or a rejected list is copied over a blank one instead).
+    pub(crate) fn is_list(&self) -> bool {
+        matches!(self, TokenSet::Accepted(_) | TokenSet::Runs(_))
+    }
+
     /// The ids of the set, ascending, as [`or_token_set`] applies it (`text_bits`: every
     /// text token, `sorted`: [`TokenTrie::sorted`]).
     #[cfg(test)]
