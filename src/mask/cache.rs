@@ -11,7 +11,7 @@
 
 use super::slices::{self, Slice};
 pub(crate) use super::token_set::{or_token_set, token_set, TokenSet};
-use super::token_set::{LIST_PER_WORDS, RUNS_IDS_PER_WORD};
+use super::token_set::{Composer, LIST_PER_WORDS, RUNS_IDS_PER_WORD};
 use super::trie::TokenTrie;
 use crate::automaton::{byte_in, Automaton};
 use crate::limits::Deadline;
@@ -80,11 +80,10 @@ pub(crate) fn compute_node_mask(
 }
 
 /// The part of `node`'s mask made of the tokens whose first byte is marked in `only` (256
-/// entries): the walk from `node` over those tokens alone. Sets the accepted tokens' bits
-/// in `bits` (XGrammar's layout, the bitmask's words: a composed mask's, set in place
-/// rather than made a mask of its own and merged into it) and returns the uncertain
-/// tokens' trie positions, ascending. `None` when `deadline` passed (`bits` then
-/// untouched).
+/// entries): the walk from `node` over those tokens alone. Adds the accepted tokens to
+/// `accepted` (a composed mask's, added in place rather than made a mask of their own and
+/// merged into it) and returns the uncertain tokens' trie positions, ascending. `None`
+/// when `deadline` passed (`accepted` then untouched).
 pub(crate) fn first_bytes_walk_into(
     aut: &Automaton,
     trie: &TokenTrie,
@@ -92,7 +91,7 @@ pub(crate) fn first_bytes_walk_into(
     memo: (&SubtreeMemo, &[u32]),
     deadline: &Deadline,
     only: &[bool],
-    bits: &mut [u32],
+    accepted: &mut Composer,
 ) -> Option<Vec<u32>> {
     let follow = &aut.follow[aut.rule_of(node) as usize];
     let slice = pick_slice(aut, trie, node);
@@ -107,7 +106,7 @@ pub(crate) fn first_bytes_walk_into(
         deadline,
         false,
     )?;
-    set_positions(trie, &w.accepted, bits);
+    accepted.add_positions(&w.accepted);
     Some(w.uncertain)
 }
 

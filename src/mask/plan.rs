@@ -23,11 +23,12 @@ use crate::automaton::{Automaton, KeyBasis, Seeded};
 use crate::compiler::CompiledGrammar;
 use crate::limits::{Deadline, LimitExceeded};
 use crate::mask::cache::{
-    compute_node_mask, compute_pair_mask, delta_reference, first_bytes_walk_into, or_token_set,
-    token_set, NodeMask, TokenSet,
+    compute_node_mask, compute_pair_mask, delta_reference, first_bytes_walk_into, NodeMask,
+    TokenSet,
 };
 use crate::mask::counted::{base_key, body_dfa, counted_base, derive_mask, restarted, CountedBase};
 use crate::mask::intern;
+use crate::mask::token_set::Composer;
 use crate::mask::TokenTrie;
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
@@ -328,22 +329,9 @@ impl CompiledGrammar {
         if own_tokens * 2 > self.trie.token_count() {
             return Ok(None);
         }
-        let words = self.vocab.bitmask_words();
-        let mut bits = vec![0u32; words].into_boxed_slice();
-        let mut blank = true;
-        let mut scratch = Vec::new();
-        let mut or = |set: &TokenSet| {
-            // `bits` is allocated zeroed (see `TokenSet::is_list`).
-            blank &= !set.is_list();
-            or_token_set(
-                &mut bits,
-                &mut blank,
-                set,
-                &self.text_bits,
-                &self.trie.sorted,
-                &mut scratch,
-            );
-        };
+        // The accepted tokens: a list while the parts are short lists (`Composer`).
+        let mut accepted = Composer::new(&self.trie, &self.text_bits);
+        let mut or = |set: &TokenSet| accepted.or(set);
         let mut uncertain: Vec<u32> = Vec::new();
         for c in calls {
             if aut.nullable[c.rule as usize] {
@@ -395,14 +383,8 @@ impl CompiledGrammar {
         if !own.is_empty() {
             // The tokens whose first byte `n` has an edge on: the walk's verdict alone
             // (through the callees too), in place of the callees' above.
-            for r in &own_ranges {
-                for p in r.clone() {
-                    let id = self.trie.sorted[p as usize];
-                    bits[(id / 32) as usize] &= !(1 << (id % 32));
-                }
-            }
+            accepted.remove_positions(&own_ranges, &own_first);
             uncertain.retain(|p| !own_ranges.iter().any(|r| r.contains(p)));
-            // `bits` starts zeroed, so a blank one takes the walk's tokens as they are.
             let walked = self.walked(deadline, || {
                 first_bytes_walk_into(
                     &self.aut,
@@ -411,7 +393,7 @@ impl CompiledGrammar {
                     (&self.subtrees, &self.mask_class),
                     deadline,
                     &own_first,
-                    &mut bits,
+                    &mut accepted,
                 )
             })?;
             uncertain.extend_from_slice(&walked);
@@ -419,13 +401,9 @@ impl CompiledGrammar {
         uncertain.sort_unstable();
         uncertain.dedup();
         // A token accepted through one callee is not uncertain through another.
-        uncertain.retain(|&p| {
-            let id = self.trie.sorted[p as usize];
-            bits[(id / 32) as usize] >> (id % 32) & 1 == 0
-        });
-        let count = bits.iter().map(|w| w.count_ones() as usize).sum();
+        let accepted = accepted.finish(&mut uncertain);
         Ok(Some(NodeMask {
-            accepted: token_set(&self.trie, bits, count, words),
+            accepted,
             uncertain,
         }))
     }

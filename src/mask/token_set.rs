@@ -159,6 +159,170 @@ pub(crate) fn token_set(
     }
 }
 
+/// A token set built from parts: a composed mask's accepted tokens (the OR of its callees'
+/// sets and its own walk's tokens). While the parts are lists of at most `words /
+/// LIST_PER_WORDS` ids in all (the largest accepted list [`token_set`] keeps), their ids are
+/// gathered in a list; past that, or at the first bitset or rejected list, in a bitmask of
+/// the vocabulary. A short composition (a number's next digit, a key's next letter, with
+/// the whitespace and the closers after it) then never allocates, zeroes, counts or scans a
+/// whole-vocabulary bitmask: that was most of such a cold mask's cost (4,740 words on
+/// Qwen3). The result is the same either way ([`Composer::finish`]).
+pub(crate) struct Composer<'t> {
+    trie: &'t TokenTrie,
+    /// Every text token's bit (the vocabulary's `ceil(vocab_size / 32)` words).
+    text_bits: &'t [u32],
+    /// The ids so far, unsorted and maybe repeated, while the set is a list.
+    ids: Vec<u32>,
+    /// The bitmask, once the set is no list (`None` before).
+    bits: Option<Box<[u32]>>,
+    /// Whether `bits` is still zero (see [`or_token_set`]'s `blank`).
+    blank: bool,
+    scratch: Vec<u32>,
+}
+
+impl<'t> Composer<'t> {
+    /// An empty set over `trie`'s vocabulary (`text_bits`: every text token's bit).
+    pub(crate) fn new(trie: &'t TokenTrie, text_bits: &'t [u32]) -> Self {
+        Composer {
+            trie,
+            text_bits,
+            ids: Vec::new(),
+            bits: None,
+            blank: true,
+            scratch: Vec::new(),
+        }
+    }
+
+    /// The most ids gathered as a list.
+    fn list_max(&self) -> usize {
+        self.text_bits.len() / LIST_PER_WORDS
+    }
+
+    /// Whether the set is still gathered as a list (no bitmask made).
+    #[cfg(test)]
+    pub(crate) fn is_list(&self) -> bool {
+        self.bits.is_none()
+    }
+
+    /// The bitmask, made from the ids gathered so far at the first call.
+    fn dense(&mut self) -> &mut [u32] {
+        if self.bits.is_none() {
+            // A zeroed buffer takes a bitset or a rejected list as it is.
+            self.blank = self.ids.is_empty();
+        }
+        let (ids, words) = (&mut self.ids, self.text_bits.len());
+        self.bits.get_or_insert_with(|| {
+            let mut bits = vec![0u32; words].into_boxed_slice();
+            for &id in ids.iter() {
+                bits[(id / 32) as usize] |= 1 << (id % 32);
+            }
+            *ids = Vec::new();
+            bits
+        })
+    }
+
+    /// Adds the tokens of `set`.
+    pub(crate) fn or(&mut self, set: &TokenSet) {
+        let (trie, text_bits) = (self.trie, self.text_bits);
+        if self.bits.is_none() {
+            let room = self.list_max().saturating_sub(self.ids.len());
+            match set {
+                TokenSet::Accepted(ids) if ids.len() <= room => {
+                    self.ids.extend_from_slice(ids);
+                    return;
+                }
+                TokenSet::Runs(bounds)
+                    if bounds
+                        .chunks_exact(2)
+                        .map(|r| r[1].saturating_sub(r[0]) as usize)
+                        .sum::<usize>()
+                        <= room =>
+                {
+                    for r in bounds.chunks_exact(2) {
+                        self.ids
+                            .extend_from_slice(&trie.sorted[r[0] as usize..r[1] as usize]);
+                    }
+                    return;
+                }
+                _ => {}
+            }
+        }
+        self.dense();
+        // A zeroed buffer is not blank for a list (it is set into as it is).
+        let mut blank = self.blank && !set.is_list();
+        let mut scratch = std::mem::take(&mut self.scratch);
+        let bits = self.dense();
+        or_token_set(bits, &mut blank, set, text_bits, &trie.sorted, &mut scratch);
+        self.blank = false;
+        self.scratch = scratch;
+    }
+
+    /// Adds the tokens at the trie positions of the half-open ranges `ranges`.
+    pub(crate) fn add_positions(&mut self, ranges: &[(u32, u32)]) {
+        let sorted = &self.trie.sorted;
+        let n: usize = ranges.iter().map(|&(a, z)| (z - a) as usize).sum();
+        if self.bits.is_none() && self.ids.len() + n <= self.list_max() {
+            for &(a, z) in ranges {
+                self.ids.extend_from_slice(&sorted[a as usize..z as usize]);
+            }
+            return;
+        }
+        let bits = self.dense();
+        for p in ranges.iter().flat_map(|&(a, z)| a..z) {
+            let id = sorted[p as usize];
+            bits[(id / 32) as usize] |= 1 << (id % 32);
+        }
+        self.blank = false;
+    }
+
+    /// Takes out the tokens whose first byte is marked in `first` (256 entries): the trie
+    /// positions of the ranges `ranges`, which are those bytes' [`TokenTrie::first_byte_range`]s.
+    pub(crate) fn remove_positions(&mut self, ranges: &[std::ops::Range<u32>], first: &[bool]) {
+        match self.bits.as_deref_mut() {
+            None => {
+                let trie = self.trie;
+                self.ids.retain(|&id| match trie.pos_of.get(id as usize) {
+                    Some(&p) if p != u32::MAX => {
+                        !trie.bytes_at(p).first().is_some_and(|&b| first[b as usize])
+                    }
+                    _ => true,
+                });
+            }
+            Some(bits) => {
+                for p in ranges.iter().flat_map(|r| r.clone()) {
+                    let id = self.trie.sorted[p as usize];
+                    bits[(id / 32) as usize] &= !(1 << (id % 32));
+                }
+            }
+        }
+    }
+
+    /// The set in its smallest form ([`token_set`]), and `uncertain` (trie positions,
+    /// ascending) without the tokens the set holds.
+    pub(crate) fn finish(mut self, uncertain: &mut Vec<u32>) -> TokenSet {
+        let sorted = &self.trie.sorted;
+        let words = self.text_bits.len();
+        if self.bits.is_none() {
+            self.ids.sort_unstable();
+            self.ids.dedup();
+            let ids = &self.ids;
+            uncertain.retain(|&p| ids.binary_search(&sorted[p as usize]).is_err());
+            let count = ids.len();
+            if count <= self.trie.token_count() - count {
+                return TokenSet::Accepted(std::mem::take(&mut self.ids));
+            }
+        }
+        self.dense();
+        let bits = self.bits.take().unwrap_or_default();
+        uncertain.retain(|&p| {
+            let id = sorted[p as usize];
+            bits[(id / 32) as usize] >> (id % 32) & 1 == 0
+        });
+        let count = bits.iter().map(|w| w.count_ones() as usize).sum();
+        token_set(self.trie, bits, count, words)
+    }
+}
+
 /// The indices of the set bits, ascending.
 pub(super) fn set_bits(bits: &[u32]) -> Vec<u32> {
     let mut out = Vec::new();
@@ -203,6 +367,138 @@ mod tests {
                 want.push(id);
             }
             assert_eq!(set_bits(&bits), want, "{words} words");
+        }
+    }
+
+    /// A composition gives the set a bitmask of its parts gives (the same ids in the same
+    /// smallest form, and the same uncertain tokens left), whether it stays a list (short
+    /// accepted lists and runs) or turns to a bitmask (a bitset part, a rejected list, or
+    /// lists past the list size), with tokens taken out by first byte and walk tokens
+    /// added after.
+    #[test]
+    fn a_composition_equals_the_bitmask_of_its_parts() {
+        // 12,000 text tokens over 30 first bytes, a special token and an empty one.
+        let mut tokens: Vec<Vec<u8>> = (0..12_000u32)
+            .map(|i| format!("{}{}", (b'a' + (i * 7 % 30) as u8) as char, i).into_bytes())
+            .collect();
+        tokens.push(b"<special>".to_vec());
+        tokens.push(Vec::new());
+        let vocab = Vocabulary::from_token_bytes(&tokens, &[12_000], &[12_000]).unwrap();
+        let trie = TokenTrie::new(&vocab);
+        let words = vocab.bitmask_words();
+        let mut text_bits = vec![0u32; words];
+        for &id in &trie.sorted {
+            text_bits[(id / 32) as usize] |= 1 << (id % 32);
+        }
+        let mut seed = 12345u32;
+        let mut next = move |m: u32| {
+            seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12345);
+            (seed >> 8) % m
+        };
+        let mut list = |n: usize| -> Vec<u32> {
+            let mut v: Vec<u32> = (0..n).map(|_| trie.sorted[next(12_000) as usize]).collect();
+            v.sort_unstable();
+            v.dedup();
+            v
+        };
+        let bitset = |ids: &[u32]| {
+            let mut b = vec![0u32; words].into_boxed_slice();
+            for &id in ids {
+                b[(id / 32) as usize] |= 1 << (id % 32);
+            }
+            b
+        };
+        let list_max = words / LIST_PER_WORDS;
+        let (a, b, big) = (list(8), list(12), list(list_max - 5));
+        let runs = vec![10u32, 14, 200, 203];
+        let cases: Vec<(&str, Vec<TokenSet>, bool)> = vec![
+            (
+                "lists",
+                vec![TokenSet::Accepted(a.clone()), TokenSet::Accepted(b.clone())],
+                true,
+            ),
+            (
+                "lists and runs",
+                vec![TokenSet::Accepted(a.clone()), TokenSet::Runs(runs)],
+                true,
+            ),
+            (
+                "a bitset first",
+                vec![TokenSet::Bitset(bitset(&b)), TokenSet::Accepted(a.clone())],
+                false,
+            ),
+            (
+                "a bitset after",
+                vec![TokenSet::Accepted(a.clone()), TokenSet::Bitset(bitset(&b))],
+                false,
+            ),
+            (
+                "past the list size",
+                vec![TokenSet::Accepted(big), TokenSet::Accepted(b.clone())],
+                false,
+            ),
+            (
+                "a rejected list",
+                vec![TokenSet::Accepted(a.clone()), TokenSet::Rejected(b.clone())],
+                false,
+            ),
+            ("nothing", vec![], true),
+        ];
+        // Tokens starting with 'a' or 'c' are taken out, then two walk ranges added.
+        let mut first = vec![false; 256];
+        first[b'a' as usize] = true;
+        first[b'c' as usize] = true;
+        let ranges: Vec<std::ops::Range<u32>> = [b'a', b'c']
+            .iter()
+            .map(|&c| trie.first_byte_range(c))
+            .collect();
+        let walk = [(ranges[0].start, ranges[0].start + 3), (11_990, 11_995)];
+        for (name, parts, stays_list) in cases {
+            let mut want = vec![0u32; words];
+            let mut blank = false;
+            let mut composer = Composer::new(&trie, &text_bits);
+            for part in &parts {
+                or_token_set(
+                    &mut want,
+                    &mut blank,
+                    part,
+                    &text_bits,
+                    &trie.sorted,
+                    &mut Vec::new(),
+                );
+                composer.or(part);
+            }
+            for p in ranges.iter().flat_map(|r| r.clone()) {
+                let id = trie.sorted[p as usize];
+                want[(id / 32) as usize] &= !(1 << (id % 32));
+            }
+            composer.remove_positions(&ranges, &first);
+            for p in walk.iter().flat_map(|&(a, z)| a..z) {
+                let id = trie.sorted[p as usize];
+                want[(id / 32) as usize] |= 1 << (id % 32);
+            }
+            composer.add_positions(&walk);
+            assert_eq!(composer.is_list(), stays_list, "{name}");
+            // Uncertain positions: some of them accepted, and so left out.
+            let uncertain: Vec<u32> = (0..12_000).step_by(37).collect();
+            let want_uncertain: Vec<u32> = uncertain
+                .iter()
+                .copied()
+                .filter(|&p| {
+                    let id = trie.sorted[p as usize];
+                    want[(id / 32) as usize] >> (id % 32) & 1 == 0
+                })
+                .collect();
+            assert!(want_uncertain.len() < uncertain.len(), "{name}");
+            let mut got_uncertain = uncertain.clone();
+            let got = composer.finish(&mut got_uncertain);
+            let count = want.iter().map(|w| w.count_ones() as usize).sum();
+            assert_eq!(
+                got,
+                token_set(&trie, want.into_boxed_slice(), count, words),
+                "{name}"
+            );
+            assert_eq!(got_uncertain, want_uncertain, "{name}");
         }
     }
 
