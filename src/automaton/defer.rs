@@ -16,7 +16,7 @@
 //! into any caller, but not through special-token edges, which are tokens of their own) has
 //! the same mask and the same accepted tokens in both grammars.
 
-use super::Automaton;
+use super::{add_range, Automaton};
 use crate::grammar::{Expr, Grammar, RuleId};
 use crate::mask::TokenTrie;
 
@@ -277,7 +277,21 @@ impl NearStubs {
             };
             let need = here.0.saturating_add(nearest);
             let more_than = need.min(u16::MAX as u32) as u16;
+            // The bytes some state has an edge on: a child on another byte leads nowhere.
+            // The trie's root and its children have children on most byte values (after
+            // a space: every letter), where a few states' edges take a few (digits, a
+            // quote, whitespace). Read there only (deeper nodes have a few children each,
+            // which the states' edges cost more to read than to try), for at most
+            // `NARROW_EDGES` edges of real nodes (past that, as at a tag's name dispatch,
+            // every child is tried).
+            let on = match here.0 {
+                0 | 1 => narrow_bytes(aut, &states).unwrap_or([u64::MAX; 4]),
+                _ => [u64::MAX; 4],
+            };
             trie.for_each_child_deeper((t != NONE).then_some(t), more_than, |b, c| {
+                if on[(b >> 6) as usize] >> (b & 63) & 1 == 0 {
+                    return;
+                }
                 let below = span(c);
                 let first = arena.len();
                 unique.restart();
@@ -425,6 +439,28 @@ impl NearStubs {
     pub(crate) fn near_nodes(&self) -> usize {
         self.dist.iter().filter(|&&d| d < self.reach).count()
     }
+}
+
+/// Edges read at most by [`narrow_bytes`].
+const NARROW_EDGES: usize = 64;
+
+/// The bytes on which some state of `states` (real nodes, with any return targets) has a
+/// byte edge, as a 256-bit set; `None` when a state is virtual or the states have more
+/// than [`NARROW_EDGES`] edges in all.
+fn narrow_bytes(aut: &Automaton, states: &[(u32, u32)]) -> Option<[u64; 4]> {
+    let mut on = [0u64; 4];
+    let mut budget = NARROW_EDGES;
+    for &(v, _) in states {
+        if aut.is_virtual(v) {
+            return None;
+        }
+        let edges = aut.bytes_of(v);
+        budget = budget.checked_sub(edges.len())?;
+        for e in edges {
+            add_range(&mut on, e.lo, e.hi);
+        }
+    }
+    Some(on)
 }
 
 /// Appends states to the end of a list, each once: looked up in the list while the part
