@@ -823,6 +823,15 @@ impl Automaton {
         }
     }
 
+    /// [`Self::has_edges`] of every real node, in order: read from the nodes' edge bounds
+    /// in one pass (a build of a tag of hundreds of tools asks it of thousands of nodes).
+    pub(crate) fn real_nodes_with_edges(&self) -> Vec<bool> {
+        self.nodes
+            .iter()
+            .map(|node| node.bytes.0 != node.bytes.1 || node.calls.0 != node.calls.1)
+            .collect()
+    }
+
     /// True when node `n` has byte or call edges (so it has a token mask).
     pub(crate) fn has_edges(&self, n: u32) -> bool {
         let mut any = false;
@@ -1035,5 +1044,25 @@ mod tests {
         assert!(some.prune_unproductive(Some(&only)));
         assert!(!some.had_dead_ends);
         assert_eq!(edges(&some), edges(&whole));
+    }
+
+    /// The one-pass edge flags are `has_edges` node by node: nodes with byte edges, with
+    /// calls only, with both, and final nodes with neither.
+    #[test]
+    fn real_nodes_with_edges_are_the_nodes_has_edges_names() {
+        let a = automaton(
+            r#"root ::= "a" b c | d
+               b ::= "x" b | "y"
+               c ::= b b
+               d ::= "" | "q""#,
+        );
+        let flags = a.real_nodes_with_edges();
+        assert_eq!(flags.len(), a.nodes.len());
+        let want: Vec<bool> = (0..a.nodes.len() as u32).map(|n| a.has_edges(n)).collect();
+        assert_eq!(flags, want);
+        assert!(flags.contains(&true) && flags.contains(&false));
+        let call_only = (0..a.nodes.len() as u32)
+            .any(|n| a.bytes_of(n).is_empty() && !a.calls_of(n).is_empty());
+        assert!(call_only, "a node with calls alone");
     }
 }

@@ -191,9 +191,7 @@ impl GrammarCompiler {
                 root: grammar.rules[grammar.root.index()].name.clone(),
             });
         }
-        let has_mask: Vec<bool> = (0..aut.nodes.len() as u32)
-            .map(|n| aut.has_edges(n))
-            .collect();
+        let has_mask = aut.real_nodes_with_edges();
         let (mask_class, classes, key_basis) =
             plan::mask_classes(&aut, &self.trie, deadline, seed)?;
         let masks = (0..classes).map(|_| OnceLock::new()).collect();
@@ -222,7 +220,7 @@ impl GrammarCompiler {
             virtual_pair_masks: RwLock::new(FxHashMap::default()),
             counted_derivable: Vec::new(),
             counted_bases: RwLock::new(FxHashMap::default()),
-            max_token_len: self.trie.depth.iter().copied().max().unwrap_or(0) as u32,
+            max_token_len: self.trie.max_depth as u32,
             max_step_items: self.limits.max_step_items,
             lazy_budget: self.limits.compile_time,
             walk_failed: OnceLock::new(),

@@ -543,9 +543,7 @@ impl CompiledGrammar {
             .map_err(DeserializeError::Malformed)?;
         // Derived from the automaton, not read: nothing to trust.
         let aut = &data.aut;
-        let has_mask: Vec<bool> = (0..aut.nodes.len() as u32)
-            .map(|n| aut.has_edges(n))
-            .collect();
+        let has_mask = aut.real_nodes_with_edges();
         let mut sites: Vec<Vec<u32>> = vec![Vec::new(); aut.rule_start.len()];
         for n in 0..aut.nodes.len() as u32 {
             for c in aut.calls_of(n) {
@@ -639,7 +637,7 @@ impl CompiledGrammar {
                     .collect()
             }),
             aut: data.aut,
-            max_token_len: compiler.trie.depth.iter().copied().max().unwrap_or(0) as u32,
+            max_token_len: compiler.trie.max_depth as u32,
             max_step_items: compiler.limits.max_step_items,
             lazy_budget: compiler.limits.compile_time,
             walk_failed: OnceLock::new(),

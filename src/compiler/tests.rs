@@ -175,3 +175,19 @@ fn an_email_address_counts_only_its_labels() {
         g.aut.rule_names
     );
 }
+
+/// A compiled grammar's longest token is the vocabulary's longest text token (special
+/// tokens, however long their text, are not text), whether compiled or read back.
+#[test]
+fn a_grammar_knows_the_longest_text_token() {
+    let tokens: Vec<String> = (1..=9)
+        .map(|n| "a".repeat(n))
+        .chain(["<|a_very_long_special_token|>".to_string()])
+        .collect();
+    let vocab = Arc::new(Vocabulary::from_token_bytes(&tokens, &[9], &[9]).unwrap());
+    let c = GrammarCompiler::new(vocab);
+    let g = c.compile_grammar(r#"root ::= "a"+"#).unwrap();
+    assert_eq!(g.max_token_len, 9);
+    let back = CompiledGrammar::deserialize(&g.serialize().unwrap(), &c).unwrap();
+    assert_eq!(back.max_token_len, 9);
+}
