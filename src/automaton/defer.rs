@@ -16,7 +16,7 @@
 //! into any caller, but not through special-token edges, which are tokens of their own) has
 //! the same mask and the same accepted tokens in both grammars.
 
-use super::{add_range, Automaton};
+use super::{add_range, byte_in, Automaton};
 use crate::grammar::{Expr, Grammar, RuleId};
 use crate::mask::TokenTrie;
 
@@ -289,7 +289,7 @@ impl NearStubs {
                 _ => [u64::MAX; 4],
             };
             trie.for_each_child_deeper((t != NONE).then_some(t), more_than, |b, c| {
-                if on[(b >> 6) as usize] >> (b & 63) & 1 == 0 {
+                if !byte_in(&on, b) {
                     return;
                 }
                 let below = span(c);
@@ -1105,6 +1105,41 @@ mod tests {
         assert!(
             built > 1800 && needed_more > 25,
             "{built} grammars built, {needed_more} needing more than one sweep"
+        );
+    }
+
+    /// The walk's byte filter reads the states' edges: their bytes as a set, or nothing
+    /// (no filter) for a virtual state or past `NARROW_EDGES` edges.
+    #[test]
+    fn narrow_bytes_are_the_states_edge_bytes() {
+        let (aut, _, _) = build(
+            r#"root ::= ("a" | [0-9] | "\"") rest | big
+               rest ::= "z"
+               big ::= "q"{300,400}"#,
+            &[],
+            &["a"],
+        );
+        let start = aut.rule_start[aut.root as usize];
+        let want = {
+            let mut on = [0u64; 4];
+            for b in [b'a', b'"'].into_iter().chain(b'0'..=b'9') {
+                on[(b >> 6) as usize] |= 1 << (b & 63);
+            }
+            on
+        };
+        let none = u32::MAX;
+        // The root's start: its own edges (the counted rule is a call, not a byte edge).
+        let own = narrow_bytes(&aut, &[(start, none)]);
+        assert_eq!(own, Some(want));
+        let edges = aut.bytes_of(start).len();
+        assert!(edges > 0);
+        let many = vec![(start, none); NARROW_EDGES / edges + 1];
+        assert_eq!(narrow_bytes(&aut, &many), None, "past the edges read");
+        let counted = aut.counted.first().expect("a counted rule");
+        assert!(aut.is_virtual(counted.first));
+        assert_eq!(
+            narrow_bytes(&aut, &[(start, none), (counted.first, none)]),
+            None
         );
     }
 }

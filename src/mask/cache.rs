@@ -11,7 +11,7 @@
 
 use super::slices::{self, Slice};
 pub(crate) use super::token_set::{or_token_set, token_set, TokenSet};
-use super::token_set::{Composer, LIST_PER_WORDS, RUNS_IDS_PER_WORD};
+use super::token_set::{set_positions, Composer, LIST_PER_WORDS, RUNS_IDS_PER_WORD};
 use super::trie::TokenTrie;
 use crate::automaton::{byte_in, Automaton};
 use crate::limits::Deadline;
@@ -1046,15 +1046,6 @@ fn finish(
     NodeMask {
         accepted: token_set(trie, bits, count, words),
         uncertain,
-    }
-}
-
-/// Sets in `bits` the id of every token at the trie positions of `ranges` (cost: one
-/// scattered bit per position).
-fn set_positions(trie: &TokenTrie, ranges: &[(u32, u32)], bits: &mut [u32]) {
-    for p in ranges.iter().flat_map(|&(a, z)| a..z) {
-        let id = trie.sorted[p as usize];
-        bits[(id / 32) as usize] |= 1 << (id % 32);
     }
 }
 

@@ -383,7 +383,7 @@ impl CompiledGrammar {
         if !own.is_empty() {
             // The tokens whose first byte `n` has an edge on: the walk's verdict alone
             // (through the callees too), in place of the callees' above.
-            accepted.remove_positions(&own_ranges, &own_first);
+            accepted.remove_first_bytes(&own_first);
             uncertain.retain(|p| !own_ranges.iter().any(|r| r.contains(p)));
             let walked = self.walked(deadline, || {
                 first_bytes_walk_into(

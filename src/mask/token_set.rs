@@ -83,9 +83,7 @@ pub(crate) fn or_token_set(
                 bitmask.fill(0);
                 *blank = false;
             }
-            for &id in ids {
-                bitmask[(id / 32) as usize] |= 1 << (id % 32);
-            }
+            set_ids(bitmask, ids);
         }
         TokenSet::Runs(bounds) => {
             if *blank {
@@ -175,7 +173,10 @@ pub(crate) struct Composer<'t> {
     ids: Vec<u32>,
     /// The bitmask, once the set is no list (`None` before).
     bits: Option<Box<[u32]>>,
-    /// Whether `bits` is still zero (see [`or_token_set`]'s `blank`).
+    /// Whether `bits` was allocated zeroed and nothing has been set in it yet: a bitset
+    /// or a rejected list is then copied over it (`or_token_set` with `blank`, which
+    /// there means "whatever the buffer holds is overwritten"). Meaningless before
+    /// `bits` exists.
     blank: bool,
     scratch: Vec<u32>,
 }
@@ -204,7 +205,8 @@ impl<'t> Composer<'t> {
         self.bits.is_none()
     }
 
-    /// The bitmask, made from the ids gathered so far at the first call.
+    /// The bitmask, made from the ids gathered so far at the first call (which empties
+    /// `ids` and sets `blank` when there were none).
     fn dense(&mut self) -> &mut [u32] {
         if self.bits.is_none() {
             // A zeroed buffer takes a bitset or a rejected list as it is.
@@ -213,9 +215,7 @@ impl<'t> Composer<'t> {
         let (ids, words) = (&mut self.ids, self.text_bits.len());
         self.bits.get_or_insert_with(|| {
             let mut bits = vec![0u32; words].into_boxed_slice();
-            for &id in ids.iter() {
-                bits[(id / 32) as usize] |= 1 << (id % 32);
-            }
+            set_ids(&mut bits, ids);
             *ids = Vec::new();
             bits
         })
@@ -260,38 +260,37 @@ impl<'t> Composer<'t> {
     /// Adds the tokens at the trie positions of the half-open ranges `ranges`.
     pub(crate) fn add_positions(&mut self, ranges: &[(u32, u32)]) {
         let sorted = &self.trie.sorted;
-        let n: usize = ranges.iter().map(|&(a, z)| (z - a) as usize).sum();
+        let n: usize = ranges
+            .iter()
+            .map(|&(a, z)| z.saturating_sub(a) as usize)
+            .sum();
         if self.bits.is_none() && self.ids.len() + n <= self.list_max() {
             for &(a, z) in ranges {
                 self.ids.extend_from_slice(&sorted[a as usize..z as usize]);
             }
             return;
         }
-        let bits = self.dense();
-        for p in ranges.iter().flat_map(|&(a, z)| a..z) {
-            let id = sorted[p as usize];
-            bits[(id / 32) as usize] |= 1 << (id % 32);
-        }
+        let trie = self.trie;
+        set_positions(trie, ranges, self.dense());
         self.blank = false;
     }
 
-    /// Takes out the tokens whose first byte is marked in `first` (256 entries): the trie
-    /// positions of the ranges `ranges`, which are those bytes' [`TokenTrie::first_byte_range`]s.
-    pub(crate) fn remove_positions(&mut self, ranges: &[std::ops::Range<u32>], first: &[bool]) {
+    /// Takes out the tokens whose first byte is marked in `first` (256 entries).
+    pub(crate) fn remove_first_bytes(&mut self, first: &[bool]) {
+        let trie = self.trie;
         match self.bits.as_deref_mut() {
-            None => {
-                let trie = self.trie;
-                self.ids.retain(|&id| match trie.pos_of.get(id as usize) {
-                    Some(&p) if p != u32::MAX => {
-                        !trie.bytes_at(p).first().is_some_and(|&b| first[b as usize])
-                    }
-                    _ => true,
-                });
-            }
+            None => self.ids.retain(|&id| match trie.pos_of.get(id as usize) {
+                Some(&p) if p != u32::MAX => {
+                    !trie.bytes_at(p).first().is_some_and(|&b| first[b as usize])
+                }
+                _ => true,
+            }),
             Some(bits) => {
-                for p in ranges.iter().flat_map(|r| r.clone()) {
-                    let id = self.trie.sorted[p as usize];
-                    bits[(id / 32) as usize] &= !(1 << (id % 32));
+                for b in (0..=255u8).filter(|&b| first[b as usize]) {
+                    for p in trie.first_byte_range(b) {
+                        let id = trie.sorted[p as usize];
+                        bits[(id / 32) as usize] &= !(1 << (id % 32));
+                    }
                 }
             }
         }
@@ -320,6 +319,22 @@ impl<'t> Composer<'t> {
         });
         let count = bits.iter().map(|w| w.count_ones() as usize).sum();
         token_set(self.trie, bits, count, words)
+    }
+}
+
+/// Sets the bit of each id of `ids` in `bits` (cost: one scattered bit per id).
+fn set_ids(bits: &mut [u32], ids: &[u32]) {
+    for &id in ids {
+        bits[(id / 32) as usize] |= 1 << (id % 32);
+    }
+}
+
+/// Sets in `bits` the id of every token at the trie positions of `ranges` (cost: one
+/// scattered bit per position).
+pub(super) fn set_positions(trie: &TokenTrie, ranges: &[(u32, u32)], bits: &mut [u32]) {
+    for p in ranges.iter().flat_map(|&(a, z)| a..z) {
+        let id = trie.sorted[p as usize];
+        bits[(id / 32) as usize] |= 1 << (id % 32);
     }
 }
 
@@ -411,7 +426,27 @@ mod tests {
         let list_max = words / LIST_PER_WORDS;
         let (a, b, big) = (list(8), list(12), list(list_max - 5));
         let runs = vec![10u32, 14, 200, 203];
+        let long_runs = vec![100u32, 100 + list_max as u32];
+        // Tokens none of which is taken out below: with the walk's eight, past the size.
+        let mut b_tokens: Vec<u32> =
+            trie.sorted[trie.first_byte_range(b'b').start as usize..][..list_max - 4].to_vec();
+        b_tokens.sort_unstable();
         let cases: Vec<(&str, Vec<TokenSet>, bool)> = vec![
+            (
+                "runs past the list size",
+                vec![TokenSet::Accepted(a.clone()), TokenSet::Runs(long_runs)],
+                false,
+            ),
+            (
+                "a rejected list first",
+                vec![TokenSet::Rejected(b.clone()), TokenSet::Accepted(a.clone())],
+                false,
+            ),
+            (
+                "walk tokens past the list size",
+                vec![TokenSet::Accepted(b_tokens)],
+                false,
+            ),
             (
                 "lists",
                 vec![TokenSet::Accepted(a.clone()), TokenSet::Accepted(b.clone())],
@@ -472,7 +507,7 @@ mod tests {
                 let id = trie.sorted[p as usize];
                 want[(id / 32) as usize] &= !(1 << (id % 32));
             }
-            composer.remove_positions(&ranges, &first);
+            composer.remove_first_bytes(&first);
             for p in walk.iter().flat_map(|&(a, z)| a..z) {
                 let id = trie.sorted[p as usize];
                 want[(id / 32) as usize] |= 1 << (id % 32);
@@ -500,6 +535,30 @@ mod tests {
             );
             assert_eq!(got_uncertain, want_uncertain, "{name}");
         }
+
+        // A vocabulary of few text tokens among many special ones: a list of most of its
+        // text tokens is held as the list of the others.
+        let tokens: Vec<Vec<u8>> = (0..12_000u32)
+            .map(|i| format!("t{i}").into_bytes())
+            .collect();
+        let special: Vec<u32> = (150..12_000).collect();
+        let vocab = Vocabulary::from_token_bytes(&tokens, &special, &[]).unwrap();
+        let trie = TokenTrie::new(&vocab);
+        let words = vocab.bitmask_words();
+        let mut text_bits = vec![0u32; words];
+        for &id in &trie.sorted {
+            text_bits[(id / 32) as usize] |= 1 << (id % 32);
+        }
+        let mut composer = Composer::new(&trie, &text_bits);
+        composer.or(&TokenSet::Accepted((0..90).collect()));
+        assert!(composer.is_list());
+        let mut uncertain = vec![trie.pos_of[5], trie.pos_of[120]];
+        uncertain.sort_unstable();
+        assert_eq!(
+            composer.finish(&mut uncertain),
+            TokenSet::Rejected((90..150).collect())
+        );
+        assert_eq!(uncertain, [trie.pos_of[120]]);
     }
 
     /// A set of almost every text token is held as the list of the others, ascending,
