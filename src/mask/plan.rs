@@ -101,6 +101,29 @@ pub(crate) fn mask_classes(
     }
 }
 
+/// The positions of `sorted` (ascending) that no range of `ranges` (ascending, disjoint)
+/// holds, copied a run at a time: a callee's uncertain tokens (after a space, most of the
+/// vocabulary) less those of a node's own first bytes, without a look at each one.
+pub(crate) fn outside(sorted: &[u32], ranges: &[std::ops::Range<u32>]) -> Vec<u32> {
+    debug_assert!(
+        sorted.windows(2).all(|w| w[0] <= w[1]),
+        "positions ascending"
+    );
+    debug_assert!(
+        ranges.windows(2).all(|w| w[0].end <= w[1].start),
+        "ranges ascending"
+    );
+    let mut out = Vec::with_capacity(sorted.len());
+    let mut at = 0;
+    for r in ranges {
+        let a = at + sorted[at..].partition_point(|&p| p < r.start);
+        out.extend_from_slice(&sorted[at..a]);
+        at = a + sorted[a..].partition_point(|&p| p < r.end);
+    }
+    out.extend_from_slice(&sorted[at..]);
+    out
+}
+
 impl CompiledGrammar {
     /// The mask of node `n`, computed on first use. `None` for nodes without byte or call
     /// edges (they accept no text token).
@@ -358,12 +381,7 @@ impl CompiledGrammar {
                 }
                 let rest = NodeMask {
                     accepted: TokenSet::default(),
-                    uncertain: own
-                        .uncertain
-                        .iter()
-                        .copied()
-                        .filter(|p| !own_ranges.iter().any(|r| r.contains(p)))
-                        .collect(),
+                    uncertain: outside(&own.uncertain, &own_ranges),
                 };
                 if rest.uncertain.is_empty() {
                     continue;

@@ -673,3 +673,26 @@ fn narrow_nodes_are_walked_without_a_structure_key() {
     assert_full_walk_mask(&g, root, &m, "literal");
     assert_eq!(g.shared.len(), before, "a narrow node's mask is not shared");
 }
+
+/// `outside` keeps exactly the positions no range holds: ranges before, between and
+/// after the positions, empty ranges, ranges that hold every position, none at all.
+#[test]
+fn outside_keeps_the_positions_no_range_holds() {
+    let sorted: Vec<u32> = (0..400u32).filter(|p| p % 7 != 3).map(|p| p * 3).collect();
+    let cases: Vec<Vec<std::ops::Range<u32>>> = vec![
+        vec![],
+        vec![0..0],
+        vec![0..5, 30..31, 31..90, 600..601, 1190..5000],
+        vec![0..u32::MAX],
+        vec![2..3, 4..4, 5000..6000],
+    ];
+    for ranges in cases {
+        let want: Vec<u32> = sorted
+            .iter()
+            .copied()
+            .filter(|p| !ranges.iter().any(|r| r.contains(p)))
+            .collect();
+        assert_eq!(super::outside(&sorted, &ranges), want, "{ranges:?}");
+    }
+    assert!(super::outside(&[], &[0..9]).is_empty());
+}
