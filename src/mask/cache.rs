@@ -289,11 +289,11 @@ fn dominant_target(trie: &TokenTrie, class: &[u32], row: &[u32]) -> (u32, u64) {
     let mut b = 0usize;
     while b < row.len() {
         let t = row[b];
-        let mut w = 0u64;
+        let from = b;
         while b < row.len() && row[b] == t {
-            w += trie.first_byte_range(b as u8).len() as u64;
             b += 1;
         }
+        let w = trie.first_bytes_tokens(from..b) as u64;
         if t == NO_EDGE || w == 0 {
             continue;
         }

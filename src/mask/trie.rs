@@ -56,6 +56,11 @@ pub struct TokenTrie {
     /// Per byte value (256 entries): the root child for that first byte, or `u32::MAX`
     /// when no token starts with it.
     pub(crate) roots: Vec<u32>,
+    /// `first_start[b]` (257 entries): the number of text tokens whose first byte is below
+    /// `b`, so that [`Self::first_byte_range`] is `first_start[b]..first_start[b + 1]` (the
+    /// tokens are sorted by their bytes) and a run of bytes' tokens one subtraction (each
+    /// cold mask weighs a DFA row's runs: `mask::cache::dominant_target`).
+    first_start: Vec<u32>,
     /// The largest of `depth` (0 for an empty trie): the longest token, in bytes.
     pub(crate) max_depth: usize,
     /// The vocabulary slices ([`super::slices::SLICES`], in that order) that mask walks take
@@ -140,6 +145,14 @@ impl TokenTrie {
             roots[byte[r] as usize] = r as u32;
             r = subtree_end[r] as usize;
         }
+        let mut first_start = vec![0u32; 257];
+        for (b, &r) in roots.iter().enumerate() {
+            let count = match r {
+                u32::MAX => 0,
+                r => tok_start[subtree_end[r as usize] as usize] - tok_start[r as usize],
+            };
+            first_start[b + 1] = first_start[b] + count;
+        }
         let mut quote_tokens = Vec::new();
         let mut multi_quote_tokens = Vec::new();
         let mut three_quote_tokens = Vec::new();
@@ -211,6 +224,7 @@ impl TokenTrie {
             closer_tokens,
             key_closers,
             roots,
+            first_start,
             sorted,
             byte,
             depth,
@@ -343,10 +357,13 @@ impl TokenTrie {
     /// range, empty when none).
     #[inline]
     pub(crate) fn first_byte_range(&self, b: u8) -> std::ops::Range<u32> {
-        match self.roots[b as usize] {
-            u32::MAX => 0..0,
-            r => self.tok_start[r as usize]..self.tok_start[self.subtree_end[r as usize] as usize],
-        }
+        self.first_start[b as usize]..self.first_start[b as usize + 1]
+    }
+
+    /// The number of text tokens whose first byte is in `bytes` (within `0..256`).
+    #[inline]
+    pub(crate) fn first_bytes_tokens(&self, bytes: std::ops::Range<usize>) -> u32 {
+        self.first_start[bytes.end] - self.first_start[bytes.start]
     }
 
     /// Number of text tokens (those in the trie).
@@ -366,6 +383,7 @@ impl TokenTrie {
             + self.sorted_bytes.capacity()
             + self.sorted_start.capacity() * 4
             + self.roots.capacity() * 4
+            + self.first_start.capacity() * 4
             + self.slices.iter().map(|s| s.memory_bytes()).sum::<usize>()
             + self.text_ids.len() * 4
             + self.long_children.capacity() * 4
@@ -407,7 +425,33 @@ mod tests {
         assert_eq!(t.pos_of[5], u32::MAX);
         assert_eq!(t.first_byte_range(b'a'), 0..4);
         assert_eq!(t.first_byte_range(b'b'), 4..5);
-        assert_eq!(t.first_byte_range(b'c'), 0..0);
+        assert!(t.first_byte_range(b'c').is_empty());
+    }
+
+    /// Each byte's range holds exactly the positions of the tokens that start with it,
+    /// on a vocabulary of every first byte there is, and of none for some.
+    #[test]
+    fn first_byte_ranges_hold_the_tokens_starting_with_their_byte() {
+        let tokens: Vec<Vec<u8>> = (0..3000u32)
+            .map(|i| vec![(i * 7 % 251) as u8, (i % 13) as u8, (i / 13) as u8])
+            .collect();
+        let v = Vocabulary::from_token_bytes(&tokens, &[], &[]).unwrap();
+        let t = TokenTrie::new(&v);
+        for b in 0..=255u8 {
+            let want: Vec<u32> = (0..t.token_count() as u32)
+                .filter(|&p| t.bytes_at(p)[0] == b)
+                .collect();
+            let got: Vec<u32> = t.first_byte_range(b).collect();
+            assert_eq!(got, want, "byte {b}");
+        }
+        assert!(t.first_byte_range(252).is_empty() && !t.first_byte_range(0).is_empty());
+        for (lo, hi) in [(0, 256), (0, 0), (5, 6), (40, 200), (251, 256)] {
+            let want: u32 = (lo..hi)
+                .map(|b| t.first_byte_range(b as u8).len() as u32)
+                .sum();
+            assert_eq!(t.first_bytes_tokens(lo..hi), want, "{lo}..{hi}");
+        }
+        assert_eq!(t.first_bytes_tokens(0..256) as usize, t.token_count());
     }
 
     /// The children deeper than a bound are those of the plain listing whose longest
