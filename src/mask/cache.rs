@@ -110,6 +110,30 @@ pub(crate) fn first_bytes_walk_into(
     Some(w.uncertain)
 }
 
+/// The positions of `sorted` (ascending) that no range of `ranges` (ascending, disjoint)
+/// holds, copied a run at a time: a callee's uncertain tokens (after a space, most of the
+/// vocabulary) less those of a node's own first bytes, or a delta reference's less those
+/// walked again, without a look at each one.
+pub(crate) fn outside(sorted: &[u32], ranges: &[std::ops::Range<u32>]) -> Vec<u32> {
+    debug_assert!(
+        sorted.windows(2).all(|w| w[0] <= w[1]),
+        "positions ascending"
+    );
+    debug_assert!(
+        ranges.windows(2).all(|w| w[0].end <= w[1].start),
+        "ranges ascending"
+    );
+    let mut out = Vec::with_capacity(sorted.len());
+    let mut at = 0;
+    for r in ranges {
+        let a = at + sorted[at..].partition_point(|&p| p < r.start);
+        out.extend_from_slice(&sorted[at..a]);
+        at = a + sorted[a..].partition_point(|&p| p < r.end);
+    }
+    out.extend_from_slice(&sorted[at..]);
+    out
+}
+
 /// A vocabulary slice a walk takes whole, and up to which token length: the automaton
 /// from the walk's node consumes every string of the slice's language of at most `len`
 /// bytes ([`slices::consumed_depth_from`]; `usize::MAX`: all of them).
@@ -228,12 +252,7 @@ pub(crate) fn compute_node_mask_in(
     }
     set_positions(trie, &accepted, &mut bits);
     let count = bits.iter().map(|w| w.count_ones() as usize).sum();
-    uncertain.extend(
-        base.uncertain
-            .iter()
-            .copied()
-            .filter(|p| !walked.iter().any(|r| r.contains(p))),
-    );
+    uncertain.extend(outside(&base.uncertain, &walked));
     uncertain.sort_unstable();
     Some(NodeMask {
         accepted: token_set(trie, bits, count, words),

@@ -23,8 +23,8 @@ use crate::automaton::{Automaton, KeyBasis, Seeded};
 use crate::compiler::CompiledGrammar;
 use crate::limits::{Deadline, LimitExceeded};
 use crate::mask::cache::{
-    compute_node_mask, compute_pair_mask, delta_reference, first_bytes_walk_into, NodeMask,
-    TokenSet,
+    compute_node_mask, compute_pair_mask, delta_reference, first_bytes_walk_into, outside,
+    NodeMask, TokenSet,
 };
 use crate::mask::counted::{base_key, body_dfa, counted_base, derive_mask, restarted, CountedBase};
 use crate::mask::intern;
@@ -99,29 +99,6 @@ pub(crate) fn mask_classes(
         let n = aut.nodes.len();
         Ok(((0..n as u32).collect(), n, None))
     }
-}
-
-/// The positions of `sorted` (ascending) that no range of `ranges` (ascending, disjoint)
-/// holds, copied a run at a time: a callee's uncertain tokens (after a space, most of the
-/// vocabulary) less those of a node's own first bytes, without a look at each one.
-pub(crate) fn outside(sorted: &[u32], ranges: &[std::ops::Range<u32>]) -> Vec<u32> {
-    debug_assert!(
-        sorted.windows(2).all(|w| w[0] <= w[1]),
-        "positions ascending"
-    );
-    debug_assert!(
-        ranges.windows(2).all(|w| w[0].end <= w[1].start),
-        "ranges ascending"
-    );
-    let mut out = Vec::with_capacity(sorted.len());
-    let mut at = 0;
-    for r in ranges {
-        let a = at + sorted[at..].partition_point(|&p| p < r.start);
-        out.extend_from_slice(&sorted[at..a]);
-        at = a + sorted[a..].partition_point(|&p| p < r.end);
-    }
-    out.extend_from_slice(&sorted[at..]);
-    out
 }
 
 impl CompiledGrammar {

@@ -360,9 +360,11 @@ impl TokenTrie {
         self.first_start[b as usize]..self.first_start[b as usize + 1]
     }
 
-    /// The number of text tokens whose first byte is in `bytes` (within `0..256`).
+    /// The number of text tokens whose first byte is in `bytes` (within `0..256`, not
+    /// reversed).
     #[inline]
     pub(crate) fn first_bytes_tokens(&self, bytes: std::ops::Range<usize>) -> u32 {
+        debug_assert!(bytes.start <= bytes.end, "{bytes:?}");
         self.first_start[bytes.end] - self.first_start[bytes.start]
     }
 
@@ -428,8 +430,8 @@ mod tests {
         assert!(t.first_byte_range(b'c').is_empty());
     }
 
-    /// Each byte's range holds exactly the positions of the tokens that start with it,
-    /// on a vocabulary of every first byte there is, and of none for some.
+    /// Each byte's range holds exactly the positions of the tokens that start with it, on
+    /// a vocabulary whose tokens start with bytes 0 to 250 (251 to 255 start none).
     #[test]
     fn first_byte_ranges_hold_the_tokens_starting_with_their_byte() {
         let tokens: Vec<Vec<u8>> = (0..3000u32)

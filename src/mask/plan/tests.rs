@@ -692,7 +692,11 @@ fn outside_keeps_the_positions_no_range_holds() {
             .copied()
             .filter(|p| !ranges.iter().any(|r| r.contains(p)))
             .collect();
-        assert_eq!(super::outside(&sorted, &ranges), want, "{ranges:?}");
+        assert_eq!(
+            crate::mask::cache::outside(&sorted, &ranges),
+            want,
+            "{ranges:?}"
+        );
     }
-    assert!(super::outside(&[], std::slice::from_ref(&(0..9))).is_empty());
+    assert!(crate::mask::cache::outside(&[], std::slice::from_ref(&(0..9))).is_empty());
 }
