@@ -10,8 +10,10 @@
 //! completed caller is itself in the matcher's item set.)
 
 use super::slices::{self, Slice};
+use super::token_set::{
+    clear_positions, set_positions, Composer, LIST_PER_WORDS, RUNS_IDS_PER_WORD,
+};
 pub(crate) use super::token_set::{or_token_set, token_set, TokenSet};
-use super::token_set::{set_positions, Composer, LIST_PER_WORDS, RUNS_IDS_PER_WORD};
 use super::trie::TokenTrie;
 use crate::automaton::{byte_in, Automaton};
 use crate::limits::Deadline;
@@ -239,17 +241,8 @@ pub(crate) fn compute_node_mask_in(
         &trie.sorted,
         &mut Vec::new(),
     );
-    let walked: Vec<std::ops::Range<u32>> = (0..=255u8)
-        .filter(|&b| delta.differ[b as usize])
-        .map(|b| trie.first_byte_range(b))
-        .filter(|r| !r.is_empty())
-        .collect();
-    for r in &walked {
-        for p in r.clone() {
-            let id = trie.sorted[p as usize];
-            bits[(id / 32) as usize] &= !(1 << (id % 32));
-        }
-    }
+    let walked = trie.first_byte_ranges(&delta.differ);
+    clear_positions(trie, &walked, &mut bits);
     set_positions(trie, &accepted, &mut bits);
     let count = bits.iter().map(|w| w.count_ones() as usize).sum();
     uncertain.extend(outside(&base.uncertain, &walked));

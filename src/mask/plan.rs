@@ -320,23 +320,18 @@ impl CompiledGrammar {
         for e in own {
             own_first[e.lo as usize..=e.hi as usize].fill(true);
         }
-        let own_ranges: Vec<std::ops::Range<u32>> = (0..=255u8)
-            .filter(|&b| own_first[b as usize])
-            .map(|b| self.trie.first_byte_range(b))
-            .filter(|r| !r.is_empty())
-            .collect();
+        let own_ranges = self.trie.first_byte_ranges(&own_first);
         let own_tokens: usize = own_ranges.iter().map(|r| r.len()).sum();
         if own_tokens * 2 > self.trie.token_count() {
             return Ok(None);
         }
         // The accepted tokens: a list while the parts are short lists (`Composer`).
         let mut accepted = Composer::new(&self.trie, &self.text_bits);
-        let mut or = |set: &TokenSet| accepted.or(set);
         let mut uncertain: Vec<u32> = Vec::new();
         for c in calls {
             if aut.nullable[c.rule as usize] {
                 if let Some(skip) = self.node_mask_until(c.target, deadline)? {
-                    or(&skip.accepted);
+                    accepted.or(&skip.accepted);
                     uncertain.extend_from_slice(&skip.uncertain);
                 }
             }
@@ -344,7 +339,7 @@ impl CompiledGrammar {
             let Some(own) = self.node_mask_until(start, deadline)? else {
                 continue;
             };
-            or(&own.accepted);
+            accepted.or(&own.accepted);
             if own.uncertain.is_empty() {
                 continue;
             }
@@ -364,7 +359,7 @@ impl CompiledGrammar {
                     continue;
                 }
                 let pair = self.pair_mask_by(&rest, start, n, deadline)?;
-                or(&pair.accepted);
+                accepted.or(&pair.accepted);
                 uncertain.extend_from_slice(&pair.uncertain);
                 continue;
             }
@@ -372,7 +367,7 @@ impl CompiledGrammar {
                 // Not a call site of the callee after all: leave it to the walk.
                 return Ok(None);
             };
-            or(&pair.accepted);
+            accepted.or(&pair.accepted);
             uncertain.extend_from_slice(&pair.uncertain);
         }
         if !own.is_empty() {

@@ -285,14 +285,7 @@ impl<'t> Composer<'t> {
                 }
                 _ => true,
             }),
-            Some(bits) => {
-                for b in (0..=255u8).filter(|&b| first[b as usize]) {
-                    for p in trie.first_byte_range(b) {
-                        let id = trie.sorted[p as usize];
-                        bits[(id / 32) as usize] &= !(1 << (id % 32));
-                    }
-                }
-            }
+            Some(bits) => clear_positions(trie, &trie.first_byte_ranges(first), bits),
         }
     }
 
@@ -335,6 +328,15 @@ pub(super) fn set_positions(trie: &TokenTrie, ranges: &[(u32, u32)], bits: &mut 
     for p in ranges.iter().flat_map(|&(a, z)| a..z) {
         let id = trie.sorted[p as usize];
         bits[(id / 32) as usize] |= 1 << (id % 32);
+    }
+}
+
+/// Clears in `bits` the id of every token at the trie positions of `ranges` (cost: one
+/// scattered bit per position).
+pub(super) fn clear_positions(trie: &TokenTrie, ranges: &[std::ops::Range<u32>], bits: &mut [u32]) {
+    for p in ranges.iter().flat_map(|r| r.clone()) {
+        let id = trie.sorted[p as usize];
+        bits[(id / 32) as usize] &= !(1 << (id % 32));
     }
 }
 

@@ -360,6 +360,16 @@ impl TokenTrie {
         self.first_start[b as usize]..self.first_start[b as usize + 1]
     }
 
+    /// The non-empty [`Self::first_byte_range`]s of the bytes marked in `first` (256
+    /// entries), ascending.
+    pub(crate) fn first_byte_ranges(&self, first: &[bool]) -> Vec<std::ops::Range<u32>> {
+        (0..=255u8)
+            .filter(|&b| first[b as usize])
+            .map(|b| self.first_byte_range(b))
+            .filter(|r| !r.is_empty())
+            .collect()
+    }
+
     /// The number of text tokens whose first byte is in `bytes` (within `0..256`, not
     /// reversed).
     #[inline]
