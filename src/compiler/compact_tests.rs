@@ -71,6 +71,75 @@ fn compact_schemas_inline_to_the_written_out_grammar() {
     assert!(c * 3 < f, "compact IR {c} against written out {f}");
 }
 
+/// Embedded schemas (a tag's tools) call one rule for any number and one for any
+/// integer, marked for inlining back: inlined, the grammar is the compact one rule for
+/// rule (the JSON string placeholder given the compact string's body). Bounded numbers are
+/// written out where they go, as are the items of an array whose count is bounded (a
+/// counted repetition needs a body without calls), and the generic value's number.
+#[test]
+fn embedded_numbers_are_one_rule_each_inlined_back_by_the_compile() {
+    let cases: [(&str, [usize; 2]); 9] = [
+        (SCHEMAS[0], [0, 1]),
+        (SCHEMAS[2], [1, 0]),
+        (SCHEMAS[3], [0, 1]),
+        (SCHEMAS[5], [0, 1]),
+        (
+            r#"{"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"integer"},"x":{"type":"number"}}}"#,
+            [1, 1],
+        ),
+        (
+            r#"{"type":"object","properties":{"a":{"type":"integer","minimum":0},"x":{"type":"number","maximum":5}}}"#,
+            [0, 0],
+        ),
+        (
+            r#"{"$schema":"http://json-schema.org/draft-04/schema#","type":"integer"}"#,
+            [0, 1],
+        ),
+        (
+            r#"{"type":"array","items":{"type":"integer"},"maxItems":8}"#,
+            [0, 0],
+        ),
+        (
+            r#"{"type":"array","items":{"type":"array","items":{"type":"number"}},"minItems":2}"#,
+            [0, 0],
+        ),
+    ];
+    for opts in [capped(), JsonSchemaOptions::default()] {
+        for (s, want) in cases {
+            let v: Value = serde_json::from_str(s).unwrap();
+            let limits = Limits::default();
+            let compact = to_grammar(&v, &opts, &limits, true, Form::Compact).unwrap();
+            let mut embedded = to_grammar(&v, &opts, &limits, true, Form::Embedded).unwrap();
+            let rules = |g: &Grammar, name: &str| -> Vec<usize> {
+                let named = |r: &&crate::grammar::Rule| r.name.split('_').nth(1) == Some(name);
+                g.rules
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, r)| named(r))
+                    .map(|(i, _)| i)
+                    .collect()
+            };
+            let (numbers, integers) = (
+                rules(&embedded.grammar, "number"),
+                rules(&embedded.grammar, "integer"),
+            );
+            assert_eq!([numbers.len(), integers.len()], want, "{s}");
+            for r in numbers.iter().chain(&integers) {
+                assert!(embedded.always[*r], "{s}: rule {r} inlined back");
+            }
+            assert!(rules(&compact.grammar, "number").is_empty());
+            assert!(rules(&compact.grammar, "integer").is_empty());
+            if let (Some(p), Some(c)) = (embedded.string_rule, compact.string_rule) {
+                embedded.grammar.rules[p.index()].body =
+                    compact.grammar.rules[c.index()].body.clone();
+            }
+            let a = inline_rules(&compact.grammar, &compact.keep, &compact.always);
+            let b = inline_rules(&embedded.grammar, &embedded.keep, &embedded.always);
+            assert_eq!(canonical(&a), canonical(&b), "{s}");
+        }
+    }
+}
+
 /// The strings a tag's arguments refuse.
 const MARKERS: &[&str] = &["<tool_call>", "</tool_call>"];
 
@@ -103,9 +172,10 @@ fn embedded_tags_share_one_string_rule_and_keep_the_language() {
     let (compact, tools, always) =
         structural_tag_to_grammar_marking_tools(&tag, None, &Limits::default()).unwrap();
     assert_eq!(tools.iter().filter(|&&t| t).count(), 4);
-    // Each tool's whitespace, and that of the tag's generic JSON value for each of the
-    // two option sets whose tools (a and d: undeclared properties) call it.
-    assert_eq!(always.iter().filter(|&&a| a).count(), 6);
+    // Each tool's whitespace, that of the tag's generic JSON value for each of the two
+    // option sets whose tools (a and d: undeclared properties) call it, and the integer
+    // rule of each tool with an integer (a, c and d).
+    assert_eq!(always.iter().filter(|&&a| a).count(), 9);
     let (f, c) = (ir_size(&written), ir_size(&compact));
     assert!(c * 3 < f, "compact IR {c} against written out {f}");
     // The rule of any JSON string: one per tool written out, one for the tag compact (the

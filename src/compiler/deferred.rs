@@ -620,11 +620,12 @@ impl GrammarCompiler {
 
 /// The rules of `ir` reachable from rule `root` (a deferral root), as a grammar of their
 /// own rooted there, inlined and lowered: with its counted rules. The root is kept, and so
-/// are the rules with `always[r]` set (capped JSON whitespace), which a whole compile
-/// inlines: a build is made while a matcher waits, and a member of the arguments with its
-/// whitespace written out at each of its four places is about 200 automaton states where
-/// the calls leave a few dozen (the build's automata, classes and masks shrink with it;
-/// masks stay exact whatever the rule boundaries).
+/// are the rules with `always[r]` set (capped JSON whitespace, any number, any integer),
+/// which a whole compile inlines: a build is made while a matcher waits, and a member of
+/// the arguments with its whitespace written out at each of its four places is about 200
+/// automaton states where the calls leave a few dozen, as an integer capped at 24 digits
+/// is about 50 (the build's automata, classes and masks shrink with it; masks stay exact
+/// whatever the rule boundaries).
 fn lowered_component(
     ir: &Grammar,
     root: u32,
@@ -847,18 +848,17 @@ mod tests {
     }
 
     /// A deferring compile builds into the compiler's cache the automata of what its tools
-    /// share (the tag's JSON string and generic value rules, the capped whitespace of each
-    /// tool), so that the
-    /// first build of a tool builds only the rules of its own schema; the warm-up leaves
-    /// the tag's language as it was.
+    /// share (the tag's JSON string and generic value rules, the capped whitespace and the
+    /// integer rule of each tool), so that the first build of a tool builds only the rules
+    /// of its own schema; the warm-up leaves the tag's language as it was.
     #[test]
     fn the_compile_builds_what_the_tools_share_so_a_build_builds_only_its_own_rules() {
         let more = serde_json::json!({"s": {"type": "string"}, "meta": {}});
-        let g = build_counting(capped_whitespace_tag_with(4, more), 2, (7, 2));
+        let g = build_counting(capped_whitespace_tag_with(4, more), 2, (8, 2));
         // Found: the tag's string rule, both whitespace rules (the tool's and the generic
         // value's), the generic value (which the untyped `meta` calls) and its object and
-        // array, and one of the arguments' rules (its body is that of one built just
-        // before it). Built: the tool's root and its arguments' object rule.
+        // array, the integer, and one of the arguments' rules (its body is that of one
+        // built just before it). Built: the tool's root and its arguments' object rule.
         let mut m = crate::GrammarMatcher::new(g);
         assert!(m.accept_string("<tool_call>\n{\"name\": \"tool_2\", \"arguments\": {\"p2\": \"x\", \"n\": 1, \"s\": \"y\", \"meta\": [{\"k\": null}]}}\n</tool_call>"));
     }
@@ -869,8 +869,9 @@ mod tests {
     #[test]
     fn the_compile_builds_the_string_rule_that_tools_call_twice() {
         let more = serde_json::json!({"s": {"type": "string"}});
-        // Found: the string and the whitespace. Built: the tool's root and object rule.
-        build_counting(capped_whitespace_tag_with(4, more), 2, (2, 1));
+        // Found: the string, the whitespace and the integer. Built: the tool's root and
+        // object rule.
+        build_counting(capped_whitespace_tag_with(4, more), 2, (3, 1));
     }
 
     /// Compiles `tag` deferring its tools, builds tool `tool` alone, and asserts that the

@@ -5,8 +5,8 @@
 //! automaton per rule left, through the compiler's rule-automaton cache. Some of those
 //! rules are the same in every tool of a tag: the tag's one JSON string rule (when a tool
 //! calls it from several places, it stays a rule) and its one generic JSON value rule
-//! (`structural_tag::lower`), and each tool's capped whitespace (a copy per tool, all
-//! alike). Built cold, they were most of a small tool's build (Hermes
+//! (`structural_tag::lower`), and each tool's capped whitespace and number rules (a copy
+//! per tool, all alike). Built cold, they were most of a small tool's build (Hermes
 //! on Qwen3, 10 tools: the whitespace and string automata were about 270 µs of the first
 //! call's 800 µs build). The compile builds them once instead, so that a build finds them
 //! in the cache and builds only the rules of its own schema; the next tag compiled with
@@ -32,8 +32,9 @@ use crate::automaton::Automaton;
 use crate::grammar::{Expr, Grammar, TokenRef};
 use crate::limits::Deadline;
 
-/// Distinct whitespace rules built at most (a tag's tools normally share one setting).
-const MAX_ALWAYS_BODIES: usize = 4;
+/// Distinct bodies of rules to inline back built at most: whitespace (a tag's tools
+/// normally share one setting), the integer and the number (`json_schema::numbers`).
+const MAX_ALWAYS_BODIES: usize = 6;
 
 /// Tools looked at for what they share: the first ones of the tag. What tools share is
 /// the tag's own (its JSON string rule, the whitespace its family sets), so a few tools

@@ -72,7 +72,17 @@ impl Builder<'_> {
                         .into(),
                 })
             }
-            Some(s) => self.schema(s, &items_ptr)?,
+            Some(s) => {
+                // Items repeated a bounded number of times are counted when their body is
+                // bytes alone (`lower_repeats`): their numbers are written out there, not
+                // calls of the shared number rules.
+                let counted = max.is_some() || min > 1;
+                let shared = self.shared_numbers;
+                self.shared_numbers &= !counted;
+                let items = self.schema(s, &items_ptr);
+                self.shared_numbers = shared;
+                items?
+            }
         };
         if unique {
             if let Some(e) = self.unique_kinds(obj, prefix_schemas, min, max, ptr)? {

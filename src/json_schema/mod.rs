@@ -363,6 +363,7 @@ pub(crate) fn to_grammar(
     b.check_references()?;
     let root = b.add_rule("root", Expr::Empty);
     b.external_strings = form == Form::Embedded;
+    b.shared_numbers = form == Form::Embedded;
     if form != Form::Written {
         // Whitespace with a line cap is written out as one alternative per place of the
         // line feed: one rule, called where whitespace goes, instead of a copy at every
@@ -401,6 +402,9 @@ pub(crate) fn to_grammar(
     }
     let mut always = vec![false; grammar.rules.len()];
     b.ws_rule.inspect(|r| always[r.index()] = true);
+    for r in b.number_rules.iter().flatten() {
+        always[r.index()] = true;
+    }
     // A format's rule called from one place is written out there.
     let mut grammar = grammar;
     formats::write_out_single_use(&mut grammar, &b.formats, form == Form::Written);
@@ -459,6 +463,12 @@ pub(crate) struct Builder<'a> {
     /// The one whitespace rule of a compact grammar, which [`Builder::ws`] calls (`None`:
     /// whitespace is written out where it goes).
     ws_rule: Option<RuleId>,
+    /// Any number and any integer are each a call of one rule ([`Form::Embedded`]; see
+    /// [`Builder::shared_number`]).
+    pub(crate) shared_numbers: bool,
+    /// The rules of any number (`[0]`) and any integer (`[1]`), made on first use when
+    /// [`Builder::shared_numbers`] is set.
+    number_rules: [Option<RuleId>; 2],
     /// The shared rules of undeclared keys, made on first use.
     pub(crate) key_rules: extra_keys::KeyRules,
     /// Closed `any_order` objects whose keys the matcher narrows to the names not yet
@@ -551,6 +561,8 @@ impl<'a> Builder<'a> {
             string_rule: None,
             formats: HashMap::new(),
             ws_rule: None,
+            shared_numbers: false,
+            number_rules: [None; 2],
             external_strings: false,
             key_rules: extra_keys::KeyRules::default(),
             closed_objects: Vec::new(),

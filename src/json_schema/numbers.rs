@@ -179,8 +179,15 @@ impl Builder<'_> {
         self.opts.max_number_digits
     }
 
-    /// Any JSON number.
+    /// Any JSON number (a call of the grammar's one number rule when numbers are shared:
+    /// [`Builder::shared_number`]).
     pub(crate) fn number_any(&mut self) -> Expr {
+        let body = self.number_written();
+        self.shared_number(0, "json_number", body)
+    }
+
+    /// Any JSON number, written out.
+    pub(crate) fn number_written(&self) -> Expr {
         let cap = self.digit_cap();
         seq(vec![
             opt(lit("-")),
@@ -194,6 +201,28 @@ impl Builder<'_> {
         ])
     }
 
+    /// `body` (any number, `which` 0, or any integer, 1) as a call of one rule per grammar
+    /// when numbers are shared ([`super::Form::Embedded`]: the schemas of a tag's tools),
+    /// else `body` itself. The rule is marked for inlining back (`JsonSchemaGrammar::
+    /// always`), so a whole compile writes it out where it is called, as it writes
+    /// capped whitespace out; a tool's build keeps it a rule (`compiler::deferred`), whose
+    /// automaton the compile builds once for every tool of the tag (`compiler::
+    /// machinery`): a number capped at 24 digits is one state per digit place, and an
+    /// object of two integers was most of a small tool's automaton (BFCL's `math.hcf`).
+    fn shared_number(&mut self, which: usize, name: &str, body: Expr) -> Expr {
+        if !self.shared_numbers {
+            return body;
+        }
+        if let Some(r) = self.number_rules[which] {
+            return Expr::Rule(r);
+        }
+        let id = self.add_rule(name, body);
+        // Shared by every place that calls it: its place is the document's.
+        self.pointers[id.index()] = "#".into();
+        self.number_rules[which] = Some(id);
+        Expr::Rule(id)
+    }
+
     /// Integers in the bounds of `obj`, or `None`.
     pub(crate) fn integer(
         &mut self,
@@ -204,8 +233,19 @@ impl Builder<'_> {
         Ok(self.integers_in(lo, hi))
     }
 
-    /// Integer syntax in `[lo, hi]` (with a zero fraction allowed after draft 4).
-    fn integers_in(&self, lo: Option<i128>, hi: Option<i128>) -> Option<Expr> {
+    /// Integer syntax in `[lo, hi]` (with a zero fraction allowed after draft 4); without
+    /// bounds, a call of the grammar's one integer rule when numbers are shared
+    /// ([`Builder::shared_number`]).
+    fn integers_in(&mut self, lo: Option<i128>, hi: Option<i128>) -> Option<Expr> {
+        let e = self.integers_written(lo, hi)?;
+        Some(match (lo, hi) {
+            (None, None) => self.shared_number(1, "json_integer", e),
+            _ => e,
+        })
+    }
+
+    /// [`Builder::integers_in`] written out.
+    fn integers_written(&self, lo: Option<i128>, hi: Option<i128>) -> Option<Expr> {
         // A zero fraction (`6000.0`, `-0.00`) keeps the value an integer (JSON Schema
         // compares values): every integer also with `.0+`.
         // Not in draft 4, where an integer is a number without a fraction part.

@@ -147,9 +147,9 @@ impl Builder<'_> {
         ]);
         let array = self.add_rule("any_array", array_body);
         self.pointers[array.index()] = "#".into();
-        let number = self.number_any();
-        // The last thing of its rule: written out (see `string_inline`), unless it must
-        // avoid strings (a shared rule of several).
+        // The last things of their rule: written out (see `string_inline`), the string
+        // unless it must avoid strings (a shared rule of several).
+        let number = self.number_written();
         let string = if self.opts.string_excludes.is_empty() {
             super::strings::string_inline()
         } else {
