@@ -658,9 +658,23 @@ impl DfaTables {
     }
 
     /// The table offset of node `n`, or `None` when it needs the chart (a virtual node
-    /// too, or a node id that does not fit beside the [`FINAL`] bit).
-    #[inline]
+    /// too, or a node id that does not fit beside the [`FINAL`] bit). A node met before
+    /// is one read, inlined into the walk's loop (which asks at nearly every trie node
+    /// it visits); [`DfaTables::table_first`] sees a node the first time.
+    #[inline(always)]
     fn table(&mut self, aut: &Automaton, n: u32) -> Option<u32> {
+        if let Some(&s) = self.slot[..self.nodes].get(n as usize) {
+            if s < NOT_DFA {
+                return Some(s);
+            }
+        }
+        self.table_first(aut, n)
+    }
+
+    /// [`DfaTables::table`] for a node not met before (or not a DFA node, or past the real
+    /// nodes).
+    #[inline(never)]
+    fn table_first(&mut self, aut: &Automaton, n: u32) -> Option<u32> {
         if n as usize >= self.nodes {
             return None;
         }
