@@ -735,6 +735,28 @@ fn push_range(ranges: &mut PositionRanges, floor: usize, a: u32, z: u32) {
     ranges.push((a, z));
 }
 
+/// The state of a [`walk`] at one depth `c` (bytes consumed), written when it enters a
+/// trie node of depth `c` and read by that node's children.
+#[derive(Clone, Copy)]
+struct Depth {
+    /// The table of the DFA node reached, or [`IN_CHART`].
+    dfa: u32,
+    /// Inside the chart (depths from the walk's `chart_from` on), a state that is one item
+    /// at a DFA node (`dfa` its table, `item` the item) steps by table lookups as long as
+    /// the node reached needs no completion: a callee's string body is walked as fast as
+    /// the base rule's.
+    item: Item,
+    /// The chart's length holding the state at this depth (or the state before it, when
+    /// the state is not a set of its own).
+    sets: usize,
+    /// The state is a set of the chart (not a lone DFA item stepped past it).
+    real: bool,
+    /// The base rule could end after some k in 1..c bytes with byte k in its follow set.
+    prefix_ok: bool,
+    /// The base rule could end here.
+    exit_here: bool,
+}
+
 /// Walks the trie from base node `node` (the mask walk of [`compute_node_mask`]). While
 /// the chart would hold one item at a DFA node (see [`Step`]), the walk steps that node
 /// directly; at the first other node it starts a chart there (its closure is what the
@@ -763,25 +785,21 @@ fn walk(
     let start = dfa_tables.table(aut, node);
     let mut chart_from = if start.is_some() { usize::MAX } else { 0 };
     // Per depth c (bytes consumed), written when the walk enters a trie node of depth c
-    // and read by its children: `dfa[c]`, the table of the DFA node reached, or IN_CHART;
-    // `exit_here[c]`, the base rule could end there; `prefix_ok[c]`, it could end after
-    // some k in 1..c bytes with byte k in `follow`.
-    //
-    // Inside the chart (depths from `chart_from` on), a state that is one item at a DFA
-    // node (`dfa[c]` its table, `item[c]` the item) steps by table lookups as long as the
-    // node reached needs no completion: a callee's string body is walked as fast as the
-    // base rule's. Such a state is a set of the chart only when `real[c]`; `sets[c]` is
-    // the chart's length holding the state at depth c (or the state before it, when the
-    // state is not a set of its own).
+    // and read by its children: `at[c]` ([`Depth`]), one record per depth so that a visit
+    // reads its parent's state and writes its own with one bounds check each.
     let depths = trie.max_depth + 1;
-    let mut dfa: Vec<u32> = vec![IN_CHART; depths];
-    dfa[0] = start.unwrap_or(IN_CHART);
-    let mut prefix_ok: Vec<bool> = vec![false; depths];
-    let mut exit_here: Vec<bool> = vec![false; depths];
-    let no_item = Item { node: 0, origin: 0 };
-    let mut item: Vec<Item> = vec![no_item; depths];
-    let mut real: Vec<bool> = vec![true; depths];
-    let mut sets: Vec<usize> = vec![chart.len(); depths];
+    let mut at: Vec<Depth> = vec![
+        Depth {
+            dfa: IN_CHART,
+            item: Item { node: 0, origin: 0 },
+            sets: chart.len(),
+            real: true,
+            prefix_ok: false,
+            exit_here: false,
+        };
+        depths
+    ];
+    at[0].dfa = start.unwrap_or(IN_CHART);
     let mut accepted: PositionRanges = Vec::new();
     let mut uncertain: Vec<u32> = Vec::new();
     // With `pure_apart`, the slice's pure subtrees taken whole (see `Walked::pure`).
@@ -835,37 +853,39 @@ fn walk(
             i = end;
             continue;
         }
+        let up = at[d - 1];
         if chart_from != usize::MAX {
             if d - 1 < chart_from {
                 chart_from = usize::MAX;
             } else {
-                chart.truncate(sets[d - 1]);
+                chart.truncate(up.sets);
             }
         }
         let b = trie.byte[i];
         // Could the rule end before this byte (after d - 1 >= 1 bytes) with b following it?
-        let ok_before = prefix_ok[d - 1] || (d >= 2 && exit_here[d - 1] && byte_in(follow, b));
+        let ok_before = up.prefix_ok || (d >= 2 && up.exit_here && byte_in(follow, b));
         let exit = if chart_from != usize::MAX {
             let mut stepped = None;
-            if dfa[d - 1] != IN_CHART {
-                let e = dfa_tables.entry(dfa[d - 1], b);
-                let it = item[d - 1];
+            if up.dfa != IN_CHART {
+                let e = dfa_tables.entry(up.dfa, b);
+                let it = up.item;
                 if e == NO_EDGE {
                     stepped = Some(None);
                 } else if it.origin == EXT || e & FINAL == 0 {
                     let t = e & !FINAL;
                     if let Some(off) = dfa_tables.table(aut, t) {
-                        dfa[d] = off;
-                        item[d] = Item {
+                        let here = &mut at[d];
+                        here.dfa = off;
+                        here.item = Item {
                             node: t,
                             origin: it.origin,
                         };
-                        real[d] = false;
-                        sets[d] = sets[d - 1];
+                        here.real = false;
+                        here.sets = up.sets;
                         stepped = Some(Some(it.origin == EXT && e & FINAL != 0));
                     }
                 }
-                if stepped.is_none() && !real[d - 1] {
+                if stepped.is_none() && !up.real {
                     let exit = it.origin == EXT && aut.is_final(it.node);
                     // (A walk's chart never checks key names, so the byte is not kept.)
                     chart.push_closed_item(it, exit, 0);
@@ -873,20 +893,21 @@ fn walk(
             }
             stepped.unwrap_or_else(|| {
                 chart.push_byte(aut, b).then(|| {
-                    dfa[d] = IN_CHART;
-                    real[d] = true;
-                    sets[d] = chart.len();
+                    let here = &mut at[d];
+                    here.dfa = IN_CHART;
+                    here.real = true;
+                    here.sets = chart.len();
                     if let [one] = chart.current() {
                         if let Some(off) = dfa_tables.table(aut, one.node) {
-                            dfa[d] = off;
-                            item[d] = *one;
+                            here.dfa = off;
+                            here.item = *one;
                         }
                     }
                     chart.can_exit()
                 })
             })
         } else {
-            let e = dfa_tables.entry(dfa[d - 1], b);
+            let e = dfa_tables.entry(up.dfa, b);
             // Bisimilar nodes (one mask class) have the same subtree sets; virtual nodes
             // have no class and are not memoised.
             let class_of = |t: u32| class.get(t as usize).copied();
@@ -909,15 +930,16 @@ fn walk(
                 let t = e & !FINAL;
                 match dfa_tables.table(aut, t) {
                     Some(off) => {
-                        dfa[d] = off;
+                        at[d].dfa = off;
                         e & FINAL != 0
                     }
                     None => {
                         chart.reset(aut, t);
                         chart_from = d;
-                        dfa[d] = IN_CHART;
-                        real[d] = true;
-                        sets[d] = chart.len();
+                        let here = &mut at[d];
+                        here.dfa = IN_CHART;
+                        here.real = true;
+                        here.sets = chart.len();
                         chart.can_exit()
                     }
                 }
@@ -931,8 +953,9 @@ fn walk(
                     trie.tok_start[i],
                     trie.tok_here_end[i],
                 );
-                prefix_ok[d] = ok_before;
-                exit_here[d] = exit;
+                let here = &mut at[d];
+                here.prefix_ok = ok_before;
+                here.exit_here = exit;
                 i += 1;
             }
             None => {
