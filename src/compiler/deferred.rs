@@ -922,6 +922,80 @@ mod tests {
         assert!(m.accept_string("<tool_call>\n{\"name\": \"tool_1\", \"arguments\": {\"m1\": {\"a\": [1, \"b\"]}, \"view\": \"v\", \"source\": \"s\"}}\n</tool_call>"));
     }
 
+    /// A build whose tool calls the number and integer rules (a number ends where the next
+    /// byte says, so a token such as `2}` or `5,` crosses the rule's end) masks as the
+    /// whole grammar at every byte of calls into two of the tools, and along seeded random
+    /// walks into each.
+    #[test]
+    fn a_build_with_number_calls_masks_as_the_whole_grammar() {
+        let more = serde_json::json!({
+            "x": {"type": "number"},
+            "k": {"type": "array", "items": {"type": "integer"}}
+        });
+        let tag = capped_whitespace_tag_with(3, more);
+        let vocab = wide_vocabulary();
+        let lazy = GrammarCompiler::new(vocab.clone()).with_precompute(Precompute::Lazy);
+        let whole = lazy
+            .clone()
+            .with_deferred_tool_rules(false)
+            .compile_structural_tag(&tag)
+            .unwrap();
+        let deferred = lazy
+            .with_deferred_tool_rules(true)
+            .compile_structural_tag(&tag)
+            .unwrap();
+        assert!(deferred.deferred.is_some(), "the tag defers its tools");
+        let masks = |m: &mut crate::GrammarMatcher| {
+            let mut k = vec![0u32; vocab.bitmask_words()];
+            m.fill_next_token_bitmask(&mut k).unwrap();
+            k
+        };
+        let calls = [
+            "<tool_call>\n{\"name\": \"tool_0\", \"arguments\": {\"p0\": \"a\", \"n\": -120, \"flag\": true, \"x\": 0.25e-3, \"k\": [1, 22,333]}}\n</tool_call>",
+            "<tool_call>\n{\"name\": \"tool_2\", \"arguments\": {\"p2\": \"b\",\n \"n\": 7.00,\"x\": -0,\"k\": [0 ]}}\n</tool_call>",
+        ];
+        for call in calls {
+            let mut a = crate::GrammarMatcher::new(whole.clone());
+            let mut b = crate::GrammarMatcher::new(deferred.clone());
+            for (i, byte) in call.bytes().enumerate() {
+                assert_eq!(masks(&mut a), masks(&mut b), "{call:?} at byte {i}");
+                let t = byte as u32;
+                assert!(
+                    a.accept_token(t) && b.accept_token(t),
+                    "{call:?} at byte {i}"
+                );
+            }
+            assert_eq!(masks(&mut a), masks(&mut b), "{call:?} at its end");
+        }
+        let mut rand = crate::automaton::minimize::tests::xorshift(0x9e37_79b9_7f4a_7c15);
+        for tool in 0..3 {
+            for _ in 0..6 {
+                let mut a = crate::GrammarMatcher::new(whole.clone());
+                let mut b = crate::GrammarMatcher::new(deferred.clone());
+                let prefix = format!(
+                    "<tool_call>\n{{\"name\": \"tool_{tool}\", \"arguments\": {{\"p{tool}\": \"v\", \"n\": "
+                );
+                assert!(a.accept_string(&prefix) && b.accept_string(&prefix));
+                for step in 0..60 {
+                    let ka = masks(&mut a);
+                    assert_eq!(ka, masks(&mut b), "tool {tool}, step {step}");
+                    let allowed: Vec<u32> = (0..vocab.tokenizer_size() as u32)
+                        .filter(|&t| ka[(t / 32) as usize] >> (t % 32) & 1 == 1)
+                        .filter(|&t| vocab.token_bytes(t).is_some_and(|b| !b.is_empty()))
+                        .collect();
+                    if allowed.is_empty() {
+                        break;
+                    }
+                    let t = allowed[rand(allowed.len() as u64) as usize];
+                    assert!(
+                        a.accept_token(t) && b.accept_token(t),
+                        "tool {tool}, step {step}"
+                    );
+                }
+            }
+        }
+    }
+
     /// A build's mask classes are refined from the stub grammar's, starting at the tool
     /// built: they are stable (nodes of a class have equal masks), about as coarse as a
     /// refinement of the whole built grammar, and the stub grammar's classes of the rules

@@ -13,7 +13,8 @@
 //! the same compiler finds them there too.
 //!
 //! What is built: a grammar whose root chooses among the shared rules, lowered as a tool
-//! is (`inline_rules` keeping its root and the capped whitespace, as
+//! is (`inline_rules` keeping its root and the rules to inline back, the capped
+//! whitespace, the number and the integer, as
 //! `deferred::lowered_component` does: a small rule, such as the string's `"` then its
 //! body's call, is inlined into its callers in both; the root calls each shared rule
 //! twice, as a tool that shares it calls it from several places; `Grammar::component_of`

@@ -73,15 +73,8 @@ impl Builder<'_> {
                 })
             }
             Some(s) => {
-                // Items repeated a bounded number of times are counted when their body is
-                // bytes alone (`lower_repeats`): their numbers are written out there, not
-                // calls of the shared number rules.
                 let counted = max.is_some() || min > 1;
-                let shared = self.shared_numbers;
-                self.shared_numbers &= !counted;
-                let items = self.schema(s, &items_ptr);
-                self.shared_numbers = shared;
-                items?
+                self.numbers_written_if(counted, |b| b.schema(s, &items_ptr))?
             }
         };
         if unique {
@@ -180,14 +173,17 @@ impl Builder<'_> {
         }
         let items = obj.get("items").cloned().unwrap_or(Value::Bool(true));
         let both = serde_json::json!({ "allOf": [items.clone(), c.clone()] });
-        let yes = self.schema(&both, &cptr)?;
+        // Without `maxContains`, the items after the first match repeat `k - 1` times.
+        let counted = m.is_none() && k > 1;
+        let yes = self.numbers_written_if(counted, |b| b.schema(&both, &cptr))?;
         let ws = self.ws();
         let comma = self.comma();
         let Some(max_c) = m else {
             let Some(yes) = yes else {
                 return Ok(Some(None));
             };
-            let Some(any) = self.schema(&items, &child(ptr, "items"))? else {
+            let any = self.numbers_written_if(counted, |b| b.schema(&items, &child(ptr, "items")));
+            let Some(any) = any? else {
                 return Ok(Some(None));
             };
             let ex = seq(vec![any, ws.clone()]);

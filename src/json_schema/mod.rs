@@ -226,7 +226,9 @@ pub struct JsonSchemaGrammar {
     /// shared rule of any JSON string (see `Builder::string_any`).
     pub(crate) keep: Vec<bool>,
     /// Per rule of `grammar`: inlined into its callers when compiled, whatever its size:
-    /// the one whitespace rule of a compact grammar (see `Builder::ws`).
+    /// the one whitespace rule of a compact grammar (see `Builder::ws`), and under
+    /// [`Form::Embedded`] the one rule of any number and the one of any integer (see
+    /// `Builder::shared_number`). A deferred tool's build keeps them rules.
     pub(crate) always: Vec<bool>,
     /// The rule of any JSON string, when the grammar calls it. Under [`Form::Embedded`] a
     /// placeholder with an empty body: the embedder must send its calls to a string rule
@@ -331,7 +333,9 @@ pub(crate) enum Form {
     Compact,
     /// [`Form::Compact`], and any JSON string is a call of an empty placeholder rule
     /// ([`JsonSchemaGrammar::string_rule`]) that the embedder sends to one string
-    /// rule shared by every schema it embeds (a tag's tools).
+    /// rule shared by every schema it embeds (a tag's tools); any number and any integer
+    /// are each a call of one rule, marked in [`JsonSchemaGrammar::always`] (see
+    /// `Builder::shared_number`).
     Embedded,
 }
 
@@ -465,7 +469,7 @@ pub(crate) struct Builder<'a> {
     ws_rule: Option<RuleId>,
     /// Any number and any integer are each a call of one rule ([`Form::Embedded`]; see
     /// [`Builder::shared_number`]).
-    pub(crate) shared_numbers: bool,
+    shared_numbers: bool,
     /// The rules of any number (`[0]`) and any integer (`[1]`), made on first use when
     /// [`Builder::shared_numbers`] is set.
     number_rules: [Option<RuleId>; 2],

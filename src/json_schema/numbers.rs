@@ -203,12 +203,13 @@ impl Builder<'_> {
 
     /// `body` (any number, `which` 0, or any integer, 1) as a call of one rule per grammar
     /// when numbers are shared ([`super::Form::Embedded`]: the schemas of a tag's tools),
-    /// else `body` itself. The rule is marked for inlining back (`JsonSchemaGrammar::
-    /// always`), so a whole compile writes it out where it is called, as it writes
-    /// capped whitespace out; a tool's build keeps it a rule (`compiler::deferred`), whose
-    /// automaton the compile builds once for every tool of the tag (`compiler::
-    /// machinery`): a number capped at 24 digits is one state per digit place, and an
-    /// object of two integers was most of a small tool's automaton (BFCL's `math.hcf`).
+    /// else `body` itself. The rule is marked for inlining back
+    /// ([`super::JsonSchemaGrammar::always`]), so a whole compile writes it out where it
+    /// is called, as it writes capped whitespace out; a tool's build keeps it a rule
+    /// (`compiler::deferred`), whose automaton the compile builds once for every tool of
+    /// the tag (`compiler::machinery`): a number capped at 24 digits is one state per
+    /// digit place, and an object of two integers was most of a small tool's automaton
+    /// (BFCL's `math.hcf`).
     fn shared_number(&mut self, which: usize, name: &str, body: Expr) -> Expr {
         if !self.shared_numbers {
             return body;
@@ -231,6 +232,24 @@ impl Builder<'_> {
     ) -> Result<Option<Expr>, JsonSchemaError> {
         let (lo, hi) = int_bounds(obj, ptr)?;
         Ok(self.integers_in(lo, hi))
+    }
+
+    /// Runs `f` (which compiles the items of an array) with the numbers it writes not
+    /// calls of the shared number rules when `counted` (the items repeat a bounded number
+    /// of times) and whitespace is written out: `lower_repeats` counts such a repetition
+    /// (one copy of its body's automaton, whatever the bound) only when its body calls no
+    /// rule. Whitespace that is a rule (a line cap, as the tool families set) is already
+    /// a call there, so numbers stay calls too.
+    pub(crate) fn numbers_written_if<T>(
+        &mut self,
+        counted: bool,
+        f: impl FnOnce(&mut Self) -> T,
+    ) -> T {
+        let shared = self.shared_numbers;
+        self.shared_numbers &= !(counted && self.ws_rule.is_none());
+        let r = f(self);
+        self.shared_numbers = shared;
+        r
     }
 
     /// Integer syntax in `[lo, hi]` (with a zero fraction allowed after draft 4); without
