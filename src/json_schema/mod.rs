@@ -513,25 +513,6 @@ pub(crate) struct Builder<'a> {
     pub(crate) unique_keys: bool,
 }
 
-/// Whether `v` has an object key `unevaluatedProperties` or `unevaluatedItems` at any
-/// depth (without recursion).
-fn has_unevaluated_key(v: &Value) -> bool {
-    let mut stack = vec![v];
-    while let Some(v) = stack.pop() {
-        match v {
-            Value::Object(o) => {
-                if o.contains_key("unevaluatedProperties") || o.contains_key("unevaluatedItems") {
-                    return true;
-                }
-                stack.extend(o.values());
-            }
-            Value::Array(a) => stack.extend(a.iter()),
-            _ => {}
-        }
-    }
-    false
-}
-
 /// The deepest nesting of compilation (subschemas, and references inlined by merges and
 /// branches), whatever the limits: it bounds the recursion of the front end. The
 /// document's own nesting is bounded first by [`Limits::max_schema_depth`].
@@ -552,8 +533,11 @@ impl<'a> Builder<'a> {
                     .any(|d| s.contains(d))
             });
         let res = resources::Resources::new(root_schema, &opts.documents, draft4, ref_alone);
-        let has_unevaluated = has_unevaluated_key(root_schema)
-            || opts.documents.iter().any(|(_, d)| has_unevaluated_key(d));
+        let has_unevaluated = unevaluated::has_unevaluated_key(root_schema)
+            || opts
+                .documents
+                .iter()
+                .any(|(_, d)| unevaluated::has_unevaluated_key(d));
         Builder {
             res,
             root_schema,

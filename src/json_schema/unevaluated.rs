@@ -647,3 +647,22 @@ fn list<'v>(v: &'v Value, keyword: &str, ptr: &str) -> Result<&'v [Value], JsonS
         }),
     }
 }
+
+/// Whether `v` has an object key `unevaluatedProperties` or `unevaluatedItems` at any
+/// depth (without recursion).
+pub(super) fn has_unevaluated_key(v: &Value) -> bool {
+    let mut stack = vec![v];
+    while let Some(v) = stack.pop() {
+        match v {
+            Value::Object(o) => {
+                if o.contains_key("unevaluatedProperties") || o.contains_key("unevaluatedItems") {
+                    return true;
+                }
+                stack.extend(o.values());
+            }
+            Value::Array(a) => stack.extend(a.iter()),
+            _ => {}
+        }
+    }
+    false
+}
