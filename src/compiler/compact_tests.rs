@@ -249,24 +249,43 @@ fn embedded_tags_share_one_string_rule_and_keep_the_language() {
             let mut mb = GrammarMatcher::new(b.clone());
             let prefix = format!("<tool_call>\n{{\"name\": \"{name}\", \"arguments\": ");
             assert!(ma.accept_string(&prefix) && mb.accept_string(&prefix));
-            let (mut ka, mut kb) = (
-                vec![0u32; vocab.bitmask_words()],
-                vec![0u32; vocab.bitmask_words()],
-            );
-            for step in 0..80 {
-                ma.fill_next_token_bitmask(&mut ka).unwrap();
-                mb.fill_next_token_bitmask(&mut kb).unwrap();
-                assert_eq!(ka, kb, "tool {name}, step {step}");
-                let allowed: Vec<u32> = (0..vocab.tokenizer_size() as u32)
-                    .filter(|&t| ka[(t / 32) as usize] >> (t % 32) & 1 == 1)
-                    .filter(|&t| vocab.token_bytes(t).is_some_and(|b| !b.is_empty()))
-                    .collect();
-                if allowed.is_empty() {
-                    break;
-                }
-                let t = allowed[rand(allowed.len() as u64) as usize];
-                assert!(ma.accept_token(t) && mb.accept_token(t));
-            }
+            let what = format!("tool {name}");
+            assert_random_walk_agrees(&mut ma, &mut mb, &vocab, &mut rand, 80, &what);
         }
+    }
+}
+
+/// Feeds matchers `a` and `b` (over `vocab`, at the same point of grammars with one
+/// language) the same tokens for up to `steps` steps, each drawn by `rand` among the text
+/// tokens `a`'s mask allows, and asserts that their masks agree at every step (`what`
+/// names the walk in messages). Stops early where no text token is allowed.
+pub(super) fn assert_random_walk_agrees(
+    a: &mut crate::GrammarMatcher,
+    b: &mut crate::GrammarMatcher,
+    vocab: &crate::Vocabulary,
+    rand: &mut impl FnMut(u64) -> u64,
+    steps: usize,
+    what: &str,
+) {
+    let (mut ka, mut kb) = (
+        vec![0u32; vocab.bitmask_words()],
+        vec![0u32; vocab.bitmask_words()],
+    );
+    for step in 0..steps {
+        a.fill_next_token_bitmask(&mut ka).unwrap();
+        b.fill_next_token_bitmask(&mut kb).unwrap();
+        assert_eq!(ka, kb, "{what}, step {step}");
+        let allowed: Vec<u32> = (0..vocab.tokenizer_size() as u32)
+            .filter(|&t| ka[(t / 32) as usize] >> (t % 32) & 1 == 1)
+            .filter(|&t| vocab.token_bytes(t).is_some_and(|b| !b.is_empty()))
+            .collect();
+        if allowed.is_empty() {
+            break;
+        }
+        let t = allowed[rand(allowed.len() as u64) as usize];
+        assert!(
+            a.accept_token(t) && b.accept_token(t),
+            "{what}, step {step}"
+        );
     }
 }

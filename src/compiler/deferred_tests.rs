@@ -19,6 +19,25 @@ fn wide_vocabulary() -> Arc<Vocabulary> {
     Arc::new(Vocabulary::from_token_bytes(&tokens, &[stop], &[stop]).unwrap())
 }
 
+/// `tag` compiled lazily over `vocab` whole (its tools not deferred), then deferring its
+/// tools.
+fn whole_and_deferred(
+    tag: &crate::StructuralTag,
+    vocab: &Arc<Vocabulary>,
+) -> (Arc<crate::CompiledGrammar>, Arc<crate::CompiledGrammar>) {
+    let lazy = GrammarCompiler::new(vocab.clone()).with_precompute(Precompute::Lazy);
+    let whole = lazy
+        .clone()
+        .with_deferred_tool_rules(false)
+        .compile_structural_tag(tag)
+        .unwrap();
+    let deferred = lazy
+        .with_deferred_tool_rules(true)
+        .compile_structural_tag(tag)
+        .unwrap();
+    (whole, deferred)
+}
+
 /// A tag over `tools` tools of three properties each (no others), whitespace capped at 12 characters
 /// with one line feed (what the tool families set), compiled deferring its tools.
 fn capped_whitespace_tag(tools: usize) -> crate::StructuralTag {
@@ -109,19 +128,8 @@ fn four_tool_tag(more: serde_json::Value) -> crate::StructuralTag {
 #[test]
 fn a_tool_build_calls_its_whitespace_rule_instead_of_inlining_it() {
     let tag = capped_whitespace_tag(1);
-    let vocab = wide_vocabulary();
-    let lazy = GrammarCompiler::new(vocab.clone()).with_precompute(Precompute::Lazy);
-    let whole = lazy
-        .clone()
-        .with_deferred_tool_rules(false)
-        .compile_structural_tag(&tag)
-        .unwrap();
+    let (whole, g) = whole_and_deferred(&tag, &wide_vocabulary());
     assert!(whole.deferred.is_none());
-    let g = lazy
-        .clone()
-        .with_deferred_tool_rules(true)
-        .compile_structural_tag(&tag)
-        .unwrap();
     let d = g.deferred.as_deref().expect("the tag defers its tool");
     let built = d.expand(None).unwrap();
     assert!(built.deferred.is_none());
@@ -286,17 +294,19 @@ fn a_build_with_number_calls_masks_as_the_whole_grammar() {
     });
     let tag = capped_whitespace_tag_with(3, more);
     let vocab = wide_vocabulary();
-    let lazy = GrammarCompiler::new(vocab.clone()).with_precompute(Precompute::Lazy);
-    let whole = lazy
-        .clone()
-        .with_deferred_tool_rules(false)
-        .compile_structural_tag(&tag)
-        .unwrap();
-    let deferred = lazy
-        .with_deferred_tool_rules(true)
-        .compile_structural_tag(&tag)
-        .unwrap();
-    assert!(deferred.deferred.is_some(), "the tag defers its tools");
+    let (whole, deferred) = whole_and_deferred(&tag, &vocab);
+    let d = deferred
+        .deferred
+        .as_deref()
+        .expect("the tag defers its tools");
+    let built = d.expand(None).unwrap();
+    for rule in ["json_number", "json_integer"] {
+        let names = &built.aut.rule_names;
+        assert!(
+            names.iter().any(|n| n.contains(rule)),
+            "the build calls {rule}: {names:?}"
+        );
+    }
     let masks = |m: &mut crate::GrammarMatcher| {
         let mut k = vec![0u32; vocab.bitmask_words()];
         m.fill_next_token_bitmask(&mut k).unwrap();
@@ -328,22 +338,10 @@ fn a_build_with_number_calls_masks_as_the_whole_grammar() {
                 "<tool_call>\n{{\"name\": \"tool_{tool}\", \"arguments\": {{\"p{tool}\": \"v\", \"n\": "
             );
             assert!(a.accept_string(&prefix) && b.accept_string(&prefix));
-            for step in 0..60 {
-                let ka = masks(&mut a);
-                assert_eq!(ka, masks(&mut b), "tool {tool}, step {step}");
-                let allowed: Vec<u32> = (0..vocab.tokenizer_size() as u32)
-                    .filter(|&t| ka[(t / 32) as usize] >> (t % 32) & 1 == 1)
-                    .filter(|&t| vocab.token_bytes(t).is_some_and(|b| !b.is_empty()))
-                    .collect();
-                if allowed.is_empty() {
-                    break;
-                }
-                let t = allowed[rand(allowed.len() as u64) as usize];
-                assert!(
-                    a.accept_token(t) && b.accept_token(t),
-                    "tool {tool}, step {step}"
-                );
-            }
+            let what = format!("tool {tool}");
+            crate::compiler::compact_tests::assert_random_walk_agrees(
+                &mut a, &mut b, &vocab, &mut rand, 60, &what,
+            );
         }
     }
 }
