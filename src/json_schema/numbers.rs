@@ -182,12 +182,11 @@ impl Builder<'_> {
     /// Any JSON number (a call of the grammar's one number rule when numbers are shared:
     /// [`Builder::shared_number`]).
     pub(crate) fn number_any(&mut self) -> Expr {
-        let body = self.number_written();
-        self.shared_number(0, "json_number", body)
+        self.shared_number(0, "json_number", Self::number_written)
     }
 
     /// Any JSON number, written out.
-    pub(crate) fn number_written(&self) -> Expr {
+    pub(super) fn number_written(&self) -> Expr {
         let cap = self.digit_cap();
         seq(vec![
             opt(lit("-")),
@@ -201,23 +200,24 @@ impl Builder<'_> {
         ])
     }
 
-    /// `body` (any number, `which` 0, or any integer, 1) as a call of one rule per grammar
-    /// when numbers are shared ([`super::Form::Embedded`]: the schemas of a tag's tools),
-    /// else `body` itself. The rule is marked for inlining back
+    /// `body` (any number, `which` 0, or any integer, 1; written only when the rule is
+    /// made or numbers are not shared) as a call of one rule per grammar when numbers are
+    /// shared ([`super::Form::Embedded`]: the schemas of a tag's tools), else `body`
+    /// itself. The rule is marked for inlining back
     /// ([`super::JsonSchemaGrammar::always`]), so a whole compile writes it out where it
     /// is called, as it writes capped whitespace out; a tool's build keeps it a rule
     /// (`compiler::deferred`), whose automaton the compile builds once for every tool of
     /// the tag (`compiler::machinery`): a number capped at 24 digits is one state per
     /// digit place, and an object of two integers was most of a small tool's automaton
     /// (BFCL's `math.hcf`).
-    fn shared_number(&mut self, which: usize, name: &str, body: Expr) -> Expr {
+    fn shared_number(&mut self, which: usize, name: &str, body: fn(&Self) -> Expr) -> Expr {
         if !self.shared_numbers {
-            return body;
+            return body(self);
         }
         if let Some(r) = self.number_rules[which] {
             return Expr::Rule(r);
         }
-        let id = self.add_rule(name, body);
+        let id = self.add_rule(name, body(self));
         // Shared by every place that calls it: its place is the document's.
         self.pointers[id.index()] = "#".into();
         self.number_rules[which] = Some(id);
@@ -240,7 +240,7 @@ impl Builder<'_> {
     /// (one copy of its body's automaton, whatever the bound) only when its body calls no
     /// rule. Whitespace that is a rule (a line cap, as the tool families set) is already
     /// a call there, so numbers stay calls too.
-    pub(crate) fn numbers_written_if<T>(
+    pub(super) fn numbers_written_if<T>(
         &mut self,
         counted: bool,
         f: impl FnOnce(&mut Self) -> T,
@@ -256,11 +256,13 @@ impl Builder<'_> {
     /// bounds, a call of the grammar's one integer rule when numbers are shared
     /// ([`Builder::shared_number`]).
     fn integers_in(&mut self, lo: Option<i128>, hi: Option<i128>) -> Option<Expr> {
-        let e = self.integers_written(lo, hi)?;
-        Some(match (lo, hi) {
-            (None, None) => self.shared_number(1, "json_integer", e),
-            _ => e,
-        })
+        match (lo, hi) {
+            // Integers without bounds always have a grammar (`never` is not reached).
+            (None, None) => Some(self.shared_number(1, "json_integer", |b| {
+                b.integers_written(None, None).unwrap_or_else(super::never)
+            })),
+            _ => self.integers_written(lo, hi),
+        }
     }
 
     /// [`Builder::integers_in`] written out.
