@@ -458,6 +458,10 @@ pub(crate) struct Builder<'a> {
     /// form once made (`None` inside: it has none): many `uri` strings build, escape and
     /// make an automaton of the IRI grammar once (`formats::write_out_single_use`).
     pub(crate) formats: HashMap<String, (Expr, Option<Option<RuleId>>)>,
+    /// The content made for each `pattern` with character bounds `(min, max)` met so far
+    /// (`Builder::pattern_bounded`: a product automaton of hundreds of rules; `None`, no
+    /// string satisfies both): met again, the same rules are called.
+    pub(crate) bounded_patterns: HashMap<(String, u32, Option<u32>), Option<Expr>>,
     /// Rules of the generic JSON value and its parts.
     pub(crate) any: Option<types::AnyRules>,
     /// The rule of any JSON string (see [`Builder::string_any`]), made on first use.
@@ -548,6 +552,7 @@ impl<'a> Builder<'a> {
             any: None,
             string_rule: None,
             formats: HashMap::new(),
+            bounded_patterns: HashMap::new(),
             ws_rule: None,
             shared_numbers: false,
             number_rules: [None; 2],

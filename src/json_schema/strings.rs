@@ -176,7 +176,24 @@ impl Builder<'_> {
     /// character automaton with a length counter ([`super::key_dfa::KeyDfa::bounded`]).
     /// `Ok(None)`: no string satisfies both. `Err`: why not (the automaton or the product
     /// is too large, or the regex is not supported).
+    /// Made once per `(p, min, max)` of a grammar ([`Builder::bounded_patterns`]).
     fn pattern_bounded(
+        &mut self,
+        p: &str,
+        min: u32,
+        max: Option<u32>,
+    ) -> Result<Option<Expr>, String> {
+        let key = (p.to_string(), min, max);
+        if let Some(made) = self.bounded_patterns.get(&key) {
+            return Ok(made.clone());
+        }
+        let made = self.pattern_product(p, min, max)?;
+        self.bounded_patterns.insert(key, made.clone());
+        Ok(made)
+    }
+
+    /// [`Builder::pattern_bounded`] made anew.
+    fn pattern_product(
         &mut self,
         p: &str,
         min: u32,

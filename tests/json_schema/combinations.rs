@@ -444,6 +444,56 @@ fn lengths_implied_by_pattern_or_format() {
     );
 }
 
+/// A `pattern` with `minLength`/`maxLength` that its matches do not imply is the product of
+/// the pattern's automaton with a length counter: hundreds of rules. Written again with
+/// the same bounds (three `*_ref` objects of MaskBench's `Github_hard---o82821` hold the
+/// same `curie` and `tag`), it calls the rules made the first time; other bounds get rules
+/// of their own.
+#[test]
+fn a_bounded_pattern_met_again_calls_the_rules_made_the_first_time() {
+    let curie = "^([a-z0-9-]+):([a-z0-9.-]+):([a-z0-9-]+)?:([a-z0-9-]+)$";
+    let product_rules = |schema: &serde_json::Value| {
+        let g = json_schema_to_grammar(schema, &JsonSchemaOptions::default()).expect("compiles");
+        g.rules
+            .iter()
+            .filter(|r| r.name.starts_with("pattern_len"))
+            .count()
+    };
+    let string = |max: u32| json!({"type": "string", "pattern": curie, "maxLength": max});
+    let once = product_rules(&json!({"type": "object", "properties": {"a": string(146)}}));
+    assert!(once > 100, "{once} rules for one product");
+    let thrice = json!({"type": "object",
+        "properties": {"a": string(146), "b": {"type": "array", "items": string(146)},
+                       "c": {"type": "object", "properties": {"d": string(146)}}}});
+    assert_eq!(product_rules(&thrice), once);
+    let other = json!({"type": "object", "properties": {"a": string(146), "b": string(20)}});
+    let other_rules = product_rules(&other);
+    assert!(
+        other_rules > once,
+        "{other_rules} rules, {once} for one product"
+    );
+    check(
+        thrice,
+        &[
+            "{\"a\":\"a:b::c\",\"b\":[\"arn:aws:s3:x\"],\"c\":{\"d\":\"x:y:z:w\"}}",
+            &format!("{{\"c\":{{\"d\":\"a:b::{}\"}}}}", "c".repeat(141)),
+        ],
+        &[
+            "{\"b\":[\"a:b:c\"]}",
+            &format!("{{\"c\":{{\"d\":\"a:b::{}\"}}}}", "c".repeat(142)),
+            &format!("{{\"b\":[\"a:b::{}\"]}}", "c".repeat(142)),
+        ],
+    );
+    check(
+        other,
+        &[
+            "{\"b\":\"a:b::c\"}",
+            &format!("{{\"b\":\"a:b::{}\"}}", "c".repeat(15)),
+        ],
+        &[&format!("{{\"b\":\"a:b::{}\"}}", "c".repeat(16))],
+    );
+}
+
 fn digits_capped(n: u32) -> JsonSchemaOptions {
     JsonSchemaOptions {
         max_number_digits: Some(n),
