@@ -549,6 +549,7 @@ fn sort_dedup_from<T: Copy + PartialEq, K: Ord>(
 
 /// The DFA states met so far, each an ε-closed set of NFA states (sorted), interned: the
 /// sets lie end to end in `arena`, found again by their hash.
+#[derive(Default)]
 struct StateSets {
     arena: Vec<u32>,
     /// Per DFA state: its set, `arena[start..end]`.
@@ -559,6 +560,14 @@ struct StateSets {
 }
 
 impl StateSets {
+    /// Empty, keeping its room.
+    fn clear(&mut self) {
+        self.arena.clear();
+        self.range.clear();
+        self.by_hash.clear();
+        self.same_hash.clear();
+    }
+
     fn get(&self, s: u32) -> &[u32] {
         let (a, b) = self.range[s as usize];
         &self.arena[a as usize..b as usize]
@@ -595,34 +604,119 @@ fn subset_construction(
     max_bytes: u64,
     deadline: &Deadline,
 ) -> Result<Dfa, BuildError> {
-    let mut seen = vec![false; nfa.states()];
-    let mut stack = Vec::new();
+    let mut scratch = SUBSET_SCRATCH
+        .with(|s| s.try_borrow_mut().map(|mut s| std::mem::take(&mut *s)))
+        .unwrap_or_default();
+    scratch.clear();
+    let built = subset_construction_in(
+        nfa,
+        start,
+        accept,
+        (max_states, max_bytes),
+        deadline,
+        &mut scratch,
+    );
+    if scratch.held() <= MAX_SCRATCH_HELD {
+        SUBSET_SCRATCH.with(|s| {
+            if let Ok(mut s) = s.try_borrow_mut() {
+                *s = scratch;
+            }
+        });
+    }
+    built
+}
+
+/// Elements a thread's [`SubsetScratch`] keeps between builds at most (4 MiB of `u32`s):
+/// the scratch of a rule past that (a blow-up near the state limit) is dropped.
+const MAX_SCRATCH_HELD: usize = 1 << 20;
+
+/// The working sets of [`subset_construction`], kept per thread between rules: a schema of
+/// thousands of rules grew each anew (about 5% of its compile in reallocations).
+#[derive(Default)]
+struct SubsetScratch {
+    seen: Vec<bool>,
+    stack: Vec<u32>,
+    sets: StateSets,
+    raw: StateSets,
+    raw_state: Vec<u32>,
+    targets: Vec<u32>,
+    set: Vec<u32>,
+    byte_ranges: Vec<(u8, u8, u32)>,
+    calls: Vec<(u32, u32)>,
+    toks: Vec<(u32, u32)>,
+    bounds: Vec<u16>,
+}
+
+impl SubsetScratch {
+    /// Elements held (capacity), about.
+    fn held(&self) -> usize {
+        self.seen.capacity() / 4
+            + self.sets.arena.capacity()
+            + self.raw.arena.capacity()
+            + 2 * (self.sets.range.capacity() + self.raw.range.capacity())
+            + self.sets.by_hash.capacity() * 3
+            + self.raw.by_hash.capacity() * 3
+            + self.raw_state.capacity()
+            + self.stack.capacity()
+            + self.targets.capacity()
+            + self.set.capacity()
+    }
+
+    /// Empties every part, keeping its room (`seen` is all false between uses).
+    fn clear(&mut self) {
+        self.stack.clear();
+        self.sets.clear();
+        self.raw.clear();
+        self.raw_state.clear();
+        self.targets.clear();
+        self.set.clear();
+        self.byte_ranges.clear();
+        self.calls.clear();
+        self.toks.clear();
+        self.bounds.clear();
+    }
+}
+
+thread_local! {
+    /// [`SubsetScratch`] between builds on this thread.
+    static SUBSET_SCRATCH: std::cell::RefCell<SubsetScratch> =
+        std::cell::RefCell::new(SubsetScratch::default());
+}
+
+/// [`subset_construction`] with its working sets in `scratch` (cleared).
+fn subset_construction_in(
+    nfa: &Frozen,
+    start: u32,
+    accept: u32,
+    (max_states, max_bytes): (usize, u64),
+    deadline: &Deadline,
+    scratch: &mut SubsetScratch,
+) -> Result<Dfa, BuildError> {
+    let SubsetScratch {
+        seen,
+        stack,
+        sets,
+        raw,
+        raw_state,
+        targets,
+        set,
+        byte_ranges,
+        calls,
+        toks,
+        bounds,
+    } = scratch;
+    // `seen` is all false here (the closure clears what it sets).
+    if seen.len() < nfa.states() {
+        seen.resize(nfa.states(), false);
+    }
     let mut used = 0u64;
-    let mut sets = StateSets {
-        arena: Vec::new(),
-        range: Vec::new(),
-        by_hash: FxHashMap::default(),
-        same_hash: Vec::new(),
-    };
-    // The state of each distinct set of edge targets met so far (before its closure):
-    // a set met again, from another state or byte interval, skips closure and lookup.
-    let mut raw = StateSets {
-        arena: Vec::new(),
-        range: Vec::new(),
-        by_hash: FxHashMap::default(),
-        same_hash: Vec::new(),
-    };
-    let mut raw_state: Vec<u32> = Vec::new();
-    let mut targets = vec![start];
-    nfa.closure(&mut targets, &mut seen, &mut stack);
-    sets.intern(&targets, max_states.max(1));
+    // `raw`: the state of each distinct set of edge targets met so far (before its
+    // closure): a set met again, from another state or byte interval, skips closure and
+    // lookup.
+    targets.push(start);
+    nfa.closure(targets, seen, stack);
+    sets.intern(targets, max_states.max(1));
     let mut out = Dfa::default();
-    // Scratch, reused from state to state.
-    let mut set: Vec<u32> = Vec::new();
-    let mut byte_ranges: Vec<(u8, u8, u32)> = Vec::new();
-    let mut calls: Vec<(u32, u32)> = Vec::new();
-    let mut toks: Vec<(u32, u32)> = Vec::new();
-    let mut bounds: Vec<u16> = Vec::new();
     let mut i = 0;
     while i < sets.range.len() {
         if i % DEADLINE_EVERY == DEADLINE_EVERY - 1 && deadline.expired() {
@@ -633,7 +727,7 @@ fn subset_construction(
         byte_ranges.clear();
         calls.clear();
         toks.clear();
-        for &s in &set {
+        for &s in set.iter() {
             for &(l, t) in nfa.edges_of(s) {
                 match l {
                     Label::Eps => {}
@@ -652,7 +746,7 @@ fn subset_construction(
                     return Ok(raw_state[r as usize]);
                 }
                 used += targets.len() as u64 * SET_ELEMENT_BYTES * 2;
-                nfa.closure(targets, &mut seen, &mut stack);
+                nfa.closure(targets, seen, stack);
                 let (id, new) = sets.intern(targets, max_states).ok_or(BuildError::Blowup)?;
                 raw_state.push(id);
                 if new {
@@ -665,7 +759,7 @@ fn subset_construction(
             };
         // Split the byte ranges into elementary intervals with one target set each.
         bounds.clear();
-        for &(lo, hi, _) in &byte_ranges {
+        for &(lo, hi, _) in byte_ranges.iter() {
             bounds.push(lo as u16);
             bounds.push(hi as u16 + 1);
         }
@@ -684,7 +778,7 @@ fn subset_construction(
             if targets.is_empty() {
                 continue;
             }
-            let target = intern(&mut targets, &mut sets)?;
+            let target = intern(targets, sets)?;
             match out.bytes[b0..].last_mut() {
                 Some(last) if last.target == target && last.hi as u16 + 1 == lo => {
                     last.hi = hi as u8
@@ -697,13 +791,13 @@ fn subset_construction(
             }
         }
         // Calls and tokens: one edge per label, to the set of all its targets.
-        by_label(&mut calls, &mut targets, |rule, t| {
-            let target = intern(t, &mut sets)?;
+        by_label(calls, targets, |rule, t| {
+            let target = intern(t, sets)?;
             out.calls.push(CallEdge { rule, target });
             Ok(())
         })?;
-        by_label(&mut toks, &mut targets, |token, t| {
-            let target = intern(t, &mut sets)?;
+        by_label(toks, targets, |token, t| {
+            let target = intern(t, sets)?;
             out.tokens.push(TokenEdge { token, target });
             Ok(())
         })?;

@@ -114,7 +114,7 @@ pub(crate) fn refine(
     let mut recs: Vec<(u32, u32, u32, u64)> = Vec::new();
     let mut spans: Vec<(u32, usize, usize)> = Vec::new();
     let mut touched: Vec<u32> = Vec::new();
-    let mut moved: Vec<u32> = Vec::new();
+    let mut moved: Vec<u32> = Vec::with_capacity(n);
     let mut runs: Vec<(usize, usize)> = Vec::new();
     recs.reserve(n);
     for round in 0..max_rounds {
@@ -209,15 +209,23 @@ impl Partition {
     /// The partition with class `class[v]` for each state `v` (ids dense from 0).
     fn new(class: Vec<u32>) -> Partition {
         let count = class.iter().map(|&c| c as usize + 1).max().unwrap_or(0);
-        let mut len = vec![0u32; count];
+        // Classes only split, so there are never more than states: with room for that
+        // many, `split` never grows these three (their growth was a tenth of a large
+        // schema's mask-class refinement).
+        let n = class.len().max(count);
+        let mut len = Vec::with_capacity(n);
+        len.resize(count, 0u32);
         for &c in &class {
             len[c as usize] += 1;
         }
-        let mut start = vec![0u32; count];
+        let mut start = Vec::with_capacity(n);
+        start.resize(count, 0u32);
         for c in 1..count {
             start[c] = start[c - 1] + len[c - 1];
         }
-        let mut fill = start.clone();
+        let mut marked = Vec::with_capacity(n);
+        marked.resize(count, 0u32);
+        let mut fill = start[..count].to_vec();
         let mut elems = vec![0u32; class.len()];
         let mut pos = vec![0u32; class.len()];
         for (v, &c) in class.iter().enumerate() {
@@ -232,7 +240,7 @@ impl Partition {
             class,
             start,
             len,
-            marked: vec![0; count],
+            marked,
         }
     }
 
