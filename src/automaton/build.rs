@@ -44,9 +44,15 @@ pub(crate) struct ClassTemplate {
 
 /// Class fragments by class, made once per automaton build: a JSON string body's class
 /// recurs in every string of every rule, and each made anew cost its normalization and
-/// UTF-8 split.
+/// UTF-8 split. It also keeps the vectors of the last rule's NFA (its edges, and its
+/// frozen form) for the next rule to fill: a schema of thousands of rules grew them anew
+/// for each.
 #[derive(Debug, Default)]
-pub(crate) struct ClassMemo(FxHashMap<CharClass, std::rc::Rc<ClassTemplate>>);
+pub(crate) struct ClassMemo(
+    FxHashMap<CharClass, std::rc::Rc<ClassTemplate>>,
+    Vec<(u32, Label, u32)>,
+    Option<Frozen>,
+);
 
 impl ClassMemo {
     /// The fragment of `c`: each UTF-8 byte sequence of the class, its tails shared. Every
@@ -266,6 +272,7 @@ impl Tail {
 }
 
 /// A built NFA: each state's edges in one slice (compressed rows, in the order added).
+#[derive(Debug)]
 struct Frozen {
     /// Row `s` is `edges[offsets[s]..offsets[s + 1]]`.
     offsets: Vec<u32>,
@@ -278,22 +285,41 @@ struct Frozen {
 }
 
 impl Frozen {
-    fn new(nfa: &Nfa, accept: u32) -> Frozen {
+    /// `nfa` frozen, in the vectors of `spare` (a frozen NFA no longer needed) when given.
+    fn new_in(nfa: &Nfa, accept: u32, spare: Option<Frozen>) -> Frozen {
+        let Frozen {
+            mut offsets,
+            mut edges,
+            mut kept,
+        } = spare.unwrap_or(Frozen {
+            offsets: Vec::new(),
+            edges: Vec::new(),
+            kept: Vec::new(),
+        });
         let n = nfa.states as usize;
-        let mut offsets = vec![0u32; n + 1];
+        offsets.clear();
+        offsets.resize(n + 1, 0);
         for &(from, _, _) in &nfa.edges {
             offsets[from as usize + 1] += 1;
         }
         for i in 0..n {
             offsets[i + 1] += offsets[i];
         }
-        let mut fill = offsets.clone();
-        let mut edges = vec![(Label::Eps, 0u32); nfa.edges.len()];
+        edges.clear();
+        edges.resize(nfa.edges.len(), (Label::Eps, 0u32));
+        // Each state's next free slot: its row's start, then moved along as it is filled
+        // (so `offsets[s]` ends as row `s + 1`'s start, and is shifted back below).
         for &(from, l, to) in &nfa.edges {
-            edges[fill[from as usize] as usize] = (l, to);
-            fill[from as usize] += 1;
+            let at = &mut offsets[from as usize];
+            edges[*at as usize] = (l, to);
+            *at += 1;
         }
-        let mut kept = vec![false; n];
+        for i in (1..=n).rev() {
+            offsets[i] = offsets[i - 1];
+        }
+        offsets[0] = 0;
+        kept.clear();
+        kept.resize(n, false);
         for &(from, l, _) in &nfa.edges {
             kept[from as usize] |= l != Label::Eps;
         }
@@ -424,9 +450,13 @@ pub(crate) fn build_automaton(
     rule: u32,
     memo: &mut ClassMemo,
 ) -> Result<Dfa, BuildError> {
+    let mut edges = std::mem::take(&mut memo.1);
+    edges.clear();
+    let spare = memo.2.take();
     let mut nfa = Nfa {
         plan: Some(plan),
         memo: std::mem::take(memo),
+        edges,
         ..Nfa::default()
     };
     let start = nfa.state();
@@ -451,13 +481,16 @@ pub(crate) fn build_automaton(
     }
     let budget = (nfa.states as usize * 4 + 256).min(max_states);
     *memo = std::mem::take(&mut nfa.memo);
-    let nfa = Frozen::new(&nfa, accept);
-    match subset_construction(&nfa, start, accept, budget, max_bytes, deadline) {
+    let frozen = Frozen::new_in(&nfa, accept, spare);
+    memo.1 = std::mem::take(&mut nfa.edges);
+    let built = match subset_construction(&frozen, start, accept, budget, max_bytes, deadline) {
         Err(BuildError::Blowup | BuildError::Memory(_)) => {
-            epsilon_free(&nfa, start, accept, max_states, max_bytes, deadline)
+            epsilon_free(&frozen, start, accept, max_states, max_bytes, deadline)
         }
         other => other,
-    }
+    };
+    memo.2 = Some(frozen);
+    built
 }
 
 /// How many states the constructions build between two looks at the deadline.
