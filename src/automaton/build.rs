@@ -42,17 +42,18 @@ pub(crate) struct ClassTemplate {
     tails: u32,
 }
 
-/// Class fragments by class, made once per automaton build: a JSON string body's class
-/// recurs in every string of every rule, and each made anew cost its normalization and
-/// UTF-8 split. It also keeps the vectors of the last rule's NFA (its edges, and its
-/// frozen form) for the next rule to fill: a schema of thousands of rules grew them anew
-/// for each.
+/// What one automaton build keeps from rule to rule: class fragments by class (a JSON
+/// string body's class recurs in every string of every rule, and each made anew cost its
+/// normalization and UTF-8 split), and the vectors of the last rule's NFA for the next
+/// rule to fill (a schema of thousands of rules grew them anew for each).
 #[derive(Debug, Default)]
-pub(crate) struct ClassMemo(
-    FxHashMap<CharClass, std::rc::Rc<ClassTemplate>>,
-    Vec<(u32, Label, u32)>,
-    Option<Frozen>,
-);
+pub(crate) struct ClassMemo {
+    classes: FxHashMap<CharClass, std::rc::Rc<ClassTemplate>>,
+    /// The last rule's NFA edges (emptied before use).
+    edges: Vec<(u32, Label, u32)>,
+    /// The last rule's NFA frozen (its rows are overwritten by [`Frozen::new_in`]).
+    frozen: Option<Frozen>,
+}
 
 impl ClassMemo {
     /// The fragment of `c`: each UTF-8 byte sequence of the class, its tails shared. Every
@@ -62,7 +63,7 @@ impl ClassMemo {
     /// one per sequence, and the subset construction makes no state per sequence for
     /// minimization to merge back.
     fn class(&mut self, c: &CharClass) -> std::rc::Rc<ClassTemplate> {
-        if let Some(t) = self.0.get(c) {
+        if let Some(t) = self.classes.get(c) {
             return t.clone();
         }
         let mut edges = Vec::new();
@@ -93,7 +94,7 @@ impl ClassMemo {
             edges,
             tails: tails.len() as u32,
         });
-        self.0.insert(c.clone(), t.clone());
+        self.classes.insert(c.clone(), t.clone());
         t
     }
 }
@@ -450,9 +451,9 @@ pub(crate) fn build_automaton(
     rule: u32,
     memo: &mut ClassMemo,
 ) -> Result<Dfa, BuildError> {
-    let mut edges = std::mem::take(&mut memo.1);
+    let mut edges = std::mem::take(&mut memo.edges);
     edges.clear();
-    let spare = memo.2.take();
+    let spare = memo.frozen.take();
     let mut nfa = Nfa {
         plan: Some(plan),
         memo: std::mem::take(memo),
@@ -482,14 +483,14 @@ pub(crate) fn build_automaton(
     let budget = (nfa.states as usize * 4 + 256).min(max_states);
     *memo = std::mem::take(&mut nfa.memo);
     let frozen = Frozen::new_in(&nfa, accept, spare);
-    memo.1 = std::mem::take(&mut nfa.edges);
+    memo.edges = std::mem::take(&mut nfa.edges);
     let built = match subset_construction(&frozen, start, accept, budget, max_bytes, deadline) {
         Err(BuildError::Blowup | BuildError::Memory(_)) => {
             epsilon_free(&frozen, start, accept, max_states, max_bytes, deadline)
         }
         other => other,
     };
-    memo.2 = Some(frozen);
+    memo.frozen = Some(frozen);
     built
 }
 
@@ -638,7 +639,9 @@ fn subset_construction(
     deadline: &Deadline,
 ) -> Result<Dfa, BuildError> {
     let mut scratch = SUBSET_SCRATCH
-        .with(|s| s.try_borrow_mut().map(|mut s| std::mem::take(&mut *s)))
+        .try_with(|s| s.try_borrow_mut().map(|mut s| std::mem::take(&mut *s)))
+        .ok()
+        .and_then(Result::ok)
         .unwrap_or_default();
     scratch.clear();
     let built = subset_construction_in(
@@ -649,8 +652,8 @@ fn subset_construction(
         deadline,
         &mut scratch,
     );
-    if scratch.held() <= MAX_SCRATCH_HELD {
-        SUBSET_SCRATCH.with(|s| {
+    if scratch.held_bytes() <= MAX_SCRATCH_BYTES {
+        let _ = SUBSET_SCRATCH.try_with(|s| {
             if let Ok(mut s) = s.try_borrow_mut() {
                 *s = scratch;
             }
@@ -659,21 +662,33 @@ fn subset_construction(
     built
 }
 
-/// Elements a thread's [`SubsetScratch`] keeps between builds at most (4 MiB of `u32`s):
-/// the scratch of a rule past that (a blow-up near the state limit) is dropped.
-const MAX_SCRATCH_HELD: usize = 1 << 20;
+/// Bytes a thread's [`SubsetScratch`] keeps between builds at most, on each thread that
+/// builds automata (the compiling threads and the background pool's): the scratch of a
+/// rule past that (a blow-up near the state limit) is dropped. Not counted in a grammar's
+/// memory: it belongs to no grammar.
+const MAX_SCRATCH_BYTES: usize = 1 << 20;
 
 /// The working sets of [`subset_construction`], kept per thread between rules: a schema of
 /// thousands of rules grew each anew (about 5% of its compile in reallocations).
 #[derive(Default)]
 struct SubsetScratch {
+    /// One flag per NFA state, all false between uses ([`Frozen::closure`] clears what it
+    /// sets).
     seen: Vec<bool>,
+    /// The closure's stack.
     stack: Vec<u32>,
+    /// The DFA states, by their (closed) set of NFA states.
     sets: StateSets,
+    /// Each distinct set of edge targets met so far, before its closure: a set met again,
+    /// from another state or byte interval, skips closure and lookup.
     raw: StateSets,
+    /// The DFA state of each set of `raw`.
     raw_state: Vec<u32>,
+    /// The targets of one label (then their closure).
     targets: Vec<u32>,
+    /// The set of the DFA state being expanded.
     set: Vec<u32>,
+    /// Its byte edges, calls and tokens, and the bounds of its byte ranges.
     byte_ranges: Vec<(u8, u8, u32)>,
     calls: Vec<(u32, u32)>,
     toks: Vec<(u32, u32)>,
@@ -681,18 +696,26 @@ struct SubsetScratch {
 }
 
 impl SubsetScratch {
-    /// Elements held (capacity), about.
-    fn held(&self) -> usize {
-        self.seen.capacity() / 4
-            + self.sets.arena.capacity()
-            + self.raw.arena.capacity()
-            + 2 * (self.sets.range.capacity() + self.raw.range.capacity())
-            + self.sets.by_hash.capacity() * 3
-            + self.raw.by_hash.capacity() * 3
-            + self.raw_state.capacity()
-            + self.stack.capacity()
-            + self.targets.capacity()
-            + self.set.capacity()
+    /// Heap bytes held (capacities; a hash entry counted as 24 bytes, its key, value and
+    /// control byte with room to spare).
+    fn held_bytes(&self) -> usize {
+        let sets = |s: &StateSets| {
+            s.arena.capacity() * 4
+                + s.range.capacity() * 8
+                + s.same_hash.capacity() * 4
+                + s.by_hash.capacity() * 24
+        };
+        self.seen.capacity()
+            + (self.stack.capacity()
+                + self.raw_state.capacity()
+                + self.targets.capacity()
+                + self.set.capacity())
+                * 4
+            + sets(&self.sets)
+            + sets(&self.raw)
+            + self.byte_ranges.capacity() * 8
+            + (self.calls.capacity() + self.toks.capacity()) * 8
+            + self.bounds.capacity() * 2
     }
 
     /// Empties every part, keeping its room (`seen` is all false between uses).
@@ -743,9 +766,6 @@ fn subset_construction_in(
         seen.resize(nfa.states(), false);
     }
     let mut used = 0u64;
-    // `raw`: the state of each distinct set of edge targets met so far (before its
-    // closure): a set met again, from another state or byte interval, skips closure and
-    // lookup.
     targets.push(start);
     nfa.closure(targets, seen, stack);
     sets.intern(targets, max_states.max(1));
@@ -901,6 +921,56 @@ mod tests {
         .expect("builds");
         let built = dfa.len();
         (built, super::super::minimize::minimize(dfa).len())
+    }
+
+    /// Builds reuse the thread's subset-construction scratch and the build's NFA vectors
+    /// (`SubsetScratch`, `ClassMemo`): a large rule, a small one, the large one under a
+    /// state limit it passes, and the large one again, one after another on one thread and
+    /// memo, give what each gives alone (the automaton, or the error) on a fresh thread
+    /// with a fresh memo.
+    #[test]
+    fn builds_one_after_another_equal_fresh_builds() {
+        let large = avoiding(&["</tool_call>", "<tool_call>"], &[], Expr::Empty, &[]);
+        let small = avoiding(&["ab"], &[], Expr::Bytes(b"\"".to_vec()), &[]);
+        let build = |g: &Grammar, max_states: usize, memo: &mut ClassMemo| {
+            let plan = TailPlan::new(g, &[]);
+            let token = |_: &crate::grammar::TokenRef| 0;
+            let dfa = build_automaton(
+                &g.rules[0].body,
+                &token,
+                max_states,
+                u64::MAX,
+                &Deadline::start(None),
+                &plan,
+                0,
+                memo,
+            );
+            format!("{dfa:?}")
+        };
+        let cases = [
+            (&large, 1 << 20),
+            (&small, 1 << 20),
+            (&large, 8),
+            (&large, 1 << 20),
+        ];
+        let mut memo = ClassMemo::default();
+        let mut outputs = Vec::new();
+        for (g, max) in cases {
+            outputs.push(build(g, max, &mut memo));
+        }
+        for (k, (g, max)) in cases.into_iter().enumerate() {
+            let g = g.clone();
+            let alone = std::thread::spawn(move || build(&g, max, &mut ClassMemo::default()))
+                .join()
+                .unwrap();
+            assert_eq!(outputs[k], alone, "build {k}");
+        }
+        assert_ne!(outputs[0], outputs[1]);
+        assert!(outputs[0].starts_with("Ok"), "{}", outputs[0]);
+        assert_ne!(
+            outputs[0], outputs[2],
+            "the limited build gives up or is ε-free"
+        );
     }
 
     /// Text avoiding a marker is one rule per live state of the marker's Aho–Corasick

@@ -225,7 +225,7 @@ impl Partition {
         }
         let mut marked = Vec::with_capacity(n);
         marked.resize(count, 0u32);
-        let mut fill = start[..count].to_vec();
+        let mut fill = start.clone();
         let mut elems = vec![0u32; class.len()];
         let mut pos = vec![0u32; class.len()];
         for (v, &c) in class.iter().enumerate() {

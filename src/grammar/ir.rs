@@ -395,7 +395,7 @@ impl fmt::Display for RuleId {
 }
 
 /// Levels below which [`drop_iteratively`] cuts subtrees off (the derived drop of what
-/// is left recurses at most this deep).
+/// is left recurses at most one level more).
 const DROP_RECURSION: usize = 64;
 
 /// Drops an expression tree so that dropping never recurses more than
@@ -433,12 +433,13 @@ fn drop_iteratively(root: &mut Expr) {
     cut(root, DROP_RECURSION, &mut stack);
     while let Some(mut e) = stack.pop() {
         cut(&mut e, DROP_RECURSION, &mut stack);
-        // `e` now nests at most `DROP_RECURSION` levels: its own drop recurses that deep.
+        // `e` now nests at most `DROP_RECURSION + 1` levels: its own drop recurses no deeper.
     }
 }
 
 impl Drop for Rule {
-    /// Drops the body without recursion on its depth (see [`Expr::into_flat_drop`]).
+    /// Drops the body recursing at most [`DROP_RECURSION`] levels, whatever its depth (see
+    /// [`Expr::into_flat_drop`]).
     fn drop(&mut self) {
         drop_iteratively(&mut self.body);
     }
@@ -448,7 +449,8 @@ impl Drop for Rule {
 const CALLS_RECURSION: usize = 128;
 
 impl Expr {
-    /// Drops this expression without recursing on its depth.
+    /// Drops this expression recursing at most [`DROP_RECURSION`] levels, whatever its
+    /// depth.
     ///
     /// `Expr`'s own drop is the derived one, which recurses once per nesting level; a tree
     /// nested deeper than about 10,000 levels (only a hand-built one: every front end and

@@ -460,7 +460,9 @@ pub(crate) struct Builder<'a> {
     pub(crate) formats: HashMap<String, (Expr, Option<Option<RuleId>>)>,
     /// The content made for each `pattern` with character bounds `(min, max)` met so far
     /// (`Builder::pattern_bounded`: a product automaton of hundreds of rules; `None`, no
-    /// string satisfies both): met again, the same rules are called.
+    /// string satisfies both): met again, the same rules are called. (Their rules keep the
+    /// pointer of the first place, which a later error about them names; a product that
+    /// failed is not kept, so each place reports its own refusal.)
     pub(crate) bounded_patterns: HashMap<(String, u32, Option<u32>), Option<Expr>>,
     /// Rules of the generic JSON value and its parts.
     pub(crate) any: Option<types::AnyRules>,
