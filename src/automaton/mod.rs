@@ -11,6 +11,7 @@ mod classes;
 pub(crate) mod defer;
 pub(crate) use classes::{ClassSeed, KeyBasis, Seeded};
 pub(crate) mod lower;
+mod measure;
 pub(crate) mod minimize;
 mod nullable;
 mod refine;

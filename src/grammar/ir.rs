@@ -438,7 +438,7 @@ fn drop_iteratively(root: &mut Expr) {
 }
 
 impl Drop for Rule {
-    /// Drops the body recursing at most [`DROP_RECURSION`] levels, whatever its depth (see
+    /// Drops the body recursing at most 65 levels, whatever its depth (see
     /// [`Expr::into_flat_drop`]).
     fn drop(&mut self) {
         drop_iteratively(&mut self.body);
@@ -449,8 +449,7 @@ impl Drop for Rule {
 const CALLS_RECURSION: usize = 128;
 
 impl Expr {
-    /// Drops this expression recursing at most [`DROP_RECURSION`] levels, whatever its
-    /// depth.
+    /// Drops this expression recursing at most 65 levels, whatever its depth.
     ///
     /// `Expr`'s own drop is the derived one, which recurses once per nesting level; a tree
     /// nested deeper than about 10,000 levels (only a hand-built one: every front end and

@@ -736,28 +736,6 @@ impl<'a> Builder<'a> {
         best.map(|(_, q)| q)
     }
 
-    /// A [`Limit::RepeatBound`] error at `ptr/keyword` when a repetition `n` times (from
-    /// the count keyword `keyword` of the schema at `ptr`, whose value is `value`) exceeds
-    /// [`Builder::max_repeat`]: refused here, where the keyword is known, rather than when
-    /// the grammar is compiled. (A larger upper bound is not read as "no bound": that
-    /// would accept longer values than the schema allows.)
-    pub(crate) fn check_count(
-        &self,
-        keyword: &str,
-        n: u32,
-        value: u32,
-        ptr: &str,
-    ) -> Result<(), JsonSchemaError> {
-        if n > self.max_repeat {
-            return Err(repeat_limit_error(
-                u64::from(self.max_repeat),
-                u64::from(value.max(n)),
-                &child(ptr, keyword),
-            ));
-        }
-        Ok(())
-    }
-
     /// Whitespace between tokens (a call of the whitespace rule in a compact grammar).
     pub(crate) fn ws(&self) -> Expr {
         if let Some(r) = self.ws_rule {

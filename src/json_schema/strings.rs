@@ -150,6 +150,28 @@ pub(crate) fn count_keyword(
 }
 
 impl Builder<'_> {
+    /// A [`Limit::RepeatBound`](crate::Limit::RepeatBound) error at `ptr/keyword` when a
+    /// repetition `n` times (from the count keyword `keyword` of the schema at `ptr`, whose
+    /// value is `value`) exceeds [`Builder::max_repeat`]: refused here, where the keyword
+    /// is known, rather than when the grammar is compiled. (A larger upper bound is not
+    /// read as "no bound": that would accept longer values than the schema allows.)
+    pub(crate) fn check_count(
+        &self,
+        keyword: &str,
+        n: u32,
+        value: u32,
+        ptr: &str,
+    ) -> Result<(), JsonSchemaError> {
+        if n > self.max_repeat {
+            return Err(super::repeat_limit_error(
+                u64::from(self.max_repeat),
+                u64::from(value.max(n)),
+                &child(ptr, keyword),
+            ));
+        }
+        Ok(())
+    }
+
     /// The content (between the quotes) of the strings whose decoded value matches the
     /// ECMA-262 regex `p` anywhere (JSON Schema `pattern`), or why not.
     /// Also returns the range of lengths (in characters) of the decoded matches, when known.
