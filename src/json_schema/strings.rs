@@ -291,6 +291,113 @@ impl Builder<'_> {
         Ok(Some(Some(super::repeat(one, lo, hi))))
     }
 
+    /// When the ECMA-262 regex `p` is a choice of branches (or one branch), each a sequence
+    /// of pieces of a fixed number of characters around at most one unbounded run of one
+    /// character class (`^([\w-]|[\w-][\w/-]*[\w-])$`, `^v[0-9]+$`), the content of its
+    /// matches with `min..=max` characters: each branch's run gets the bounds its fixed
+    /// pieces leave (`min - F ..= max - F`), a counted repetition whose masks are shared
+    /// across counts, instead of [`Self::pattern_bounded`]'s product automaton (a rule per
+    /// (state, count) pair: about 1,000 rules for that pattern with `maxLength` 255).
+    /// Exact: a match's length is its fixed pieces' plus its run's. `Some(None)`: no branch
+    /// has a length in bounds; `None`: `p` is not of that shape. The limit error of
+    /// `minLength`/`maxLength` (at `ptr`) as for a plain string.
+    fn one_run_bounded(
+        &mut self,
+        p: &str,
+        min: u32,
+        max: Option<u32>,
+        ptr: &str,
+    ) -> Result<Option<Option<Expr>>, JsonSchemaError> {
+        let Ok(raw) = self.pattern_raw(p) else {
+            return Ok(None);
+        };
+        let mut top = &raw;
+        while let Expr::Seq(v) = top {
+            match v.as_slice() {
+                [one] => top = one,
+                _ => break,
+            }
+        }
+        let branches: Vec<&Expr> = match top {
+            Expr::Choice(v) => v.iter().collect(),
+            e => vec![e],
+        };
+        let mut alts = Vec::new();
+        for branch in branches {
+            let mut pieces: Vec<&Expr> = Vec::new();
+            let mut open = vec![branch];
+            // Nested sequences flattened, in order.
+            while let Some(e) = open.pop() {
+                match e {
+                    Expr::Seq(v) => open.extend(v.iter().rev()),
+                    e => pieces.push(e),
+                }
+            }
+            let mut fixed = 0u64;
+            let mut run: Option<(usize, &Expr, u32)> = None;
+            for (i, piece) in pieces.iter().enumerate() {
+                match piece {
+                    Expr::Repeat {
+                        expr,
+                        min: run_min,
+                        max: None,
+                    } if char_len_range(expr) == Some((1, Some(1))) => {
+                        if run.is_some() {
+                            return Ok(None);
+                        }
+                        run = Some((i, expr.as_ref(), *run_min));
+                    }
+                    piece => match char_len_range(piece) {
+                        Some((lo, Some(hi))) if lo == hi => fixed = fixed.saturating_add(lo),
+                        _ => return Ok(None),
+                    },
+                }
+            }
+            // The run's bounds, or `None` when no length of this branch is in bounds.
+            let bounds = match run {
+                None => (u64::from(min) <= fixed && max.map_or(true, |m| fixed <= u64::from(m)))
+                    .then_some((0, None)),
+                Some((_, _, run_min)) => {
+                    let lo = u64::from(min).saturating_sub(fixed).max(u64::from(run_min));
+                    match max {
+                        Some(m) if u64::from(m) < fixed.saturating_add(lo) => None,
+                        Some(m) => Some((lo, Some(u64::from(m) - fixed))),
+                        None => Some((lo, None)),
+                    }
+                }
+            };
+            let Some((lo, hi)) = bounds else { continue };
+            let (Ok(lo), Ok(hi)) = (u32::try_from(lo), hi.map(u32::try_from).transpose()) else {
+                return Ok(None);
+            };
+            let mut escaped = Vec::with_capacity(pieces.len());
+            for (i, piece) in pieces.iter().enumerate() {
+                match run {
+                    Some((at, one, _)) if at == i => {
+                        let Some(one) = json_escaped(one) else {
+                            return Ok(None);
+                        };
+                        self.check_count("minLength", lo, min, ptr)?;
+                        if let (Some(hi), Some(max)) = (hi, max) {
+                            self.check_count("maxLength", hi, max, ptr)?;
+                        }
+                        escaped.push(super::repeat(one, lo, hi));
+                    }
+                    _ => match json_escaped(piece) {
+                        Some(e) => escaped.push(e),
+                        None => return Ok(None),
+                    },
+                }
+            }
+            alts.push(seq(escaped));
+        }
+        Ok(Some(match alts.len() {
+            0 => None,
+            1 => alts.pop(),
+            _ => Some(Expr::Choice(alts)),
+        }))
+    }
+
     /// `pattern` as the content of a JSON string (between the quotes), or why not.
     pub(crate) fn pattern_content(&mut self, p: &str) -> Result<Expr, String> {
         self.pattern(p).map(|(e, _)| e)
@@ -448,7 +555,10 @@ impl Builder<'_> {
                         Lengths::Unknown => {
                             let bounded = match self.class_run_bounded(p, min, max, ptr)? {
                                 Some(run) => Ok(run),
-                                None => self.pattern_bounded(p, min, max),
+                                None => match self.one_run_bounded(p, min, max, ptr)? {
+                                    Some(runs) => Ok(runs),
+                                    None => self.pattern_bounded(p, min, max),
+                                },
                             };
                             match bounded {
                                 Ok(Some(e)) => return Ok(Some(seq(vec![lit("\""), e, lit("\"")]))),

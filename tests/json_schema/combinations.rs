@@ -378,6 +378,67 @@ fn a_pattern_of_one_character_class_run_with_lengths_is_a_counted_repetition() {
         .is_err());
 }
 
+/// A `pattern` whose branches each hold at most one unbounded run of one character class
+/// among pieces of fixed length, with `minLength`/`maxLength`: each run gets the bounds
+/// its branch's fixed pieces leave (a counted repetition), not the product of the
+/// pattern's automaton with a counter (`Github_medium---o42892`'s `tag` with `maxLength`
+/// 255: about 1,000 rules).
+#[test]
+fn a_pattern_with_one_run_per_branch_and_lengths_bounds_the_run() {
+    let c = byte_compiler(tokensieve::Limits::default());
+    let opts = JsonSchemaOptions::default();
+    let nodes = |schema: serde_json::Value| {
+        c.compile_json_schema(&schema, &opts)
+            .expect("compiles")
+            .node_count()
+    };
+    let tag = "^([\\w\\/-]|[\\w-][\\w\\/-]*[\\w-])$";
+    let plain = nodes(json!({"type": "string", "minLength": 1, "maxLength": 255}));
+    let bounded = nodes(json!({"type": "string", "pattern": tag, "maxLength": 255}));
+    assert!(
+        bounded <= plain + 16,
+        "{bounded} nodes for the tag, {plain} for a plain string"
+    );
+    let long = format!("\"a{}b\"", "/".repeat(253));
+    let too_long = format!("\"a{}b\"", "/".repeat(254));
+    check_against_oracle(
+        json!({"type": "string", "pattern": tag, "maxLength": 255}),
+        &["\"a\"", "\"/\"", "\"a/b\"", &long],
+        &["\"\"", "\"a/\"", "\"/a\"", &too_long],
+    );
+    check_against_oracle(
+        json!({"type": "string", "pattern": tag, "minLength": 3, "maxLength": 4}),
+        &["\"a-b\"", "\"a//b\""],
+        &["\"a\"", "\"ab\"", "\"a///b\""],
+    );
+    check_against_oracle(
+        json!({"type": "string", "pattern": "^v[0-9]+$", "maxLength": 4}),
+        &["\"v1\"", "\"v123\""],
+        &["\"v\"", "\"v1234\"", "\"x1\""],
+    );
+    // Anchored at the start only: the rest is a run of any character.
+    check_against_oracle(
+        json!({"type": "string", "pattern": "^ab", "maxLength": 3}),
+        &["\"ab\"", "\"abc\"", "\"ab\\n\""],
+        &["\"a\"", "\"abcd\"", "\"xab\""],
+    );
+    // A branch no length in bounds reaches is left out; with none left, no string.
+    check_against_oracle(
+        json!({"type": "string", "pattern": "^(a|bbbb[0-9]*)$", "maxLength": 3}),
+        &["\"a\""],
+        &["\"bbbb\"", "\"bbbb1\"", "\"b\""],
+    );
+    let none = json!({"type": "string", "pattern": "^(a|bbbb[0-9]*)$",
+                      "minLength": 2, "maxLength": 3});
+    assert!(c.compile_json_schema(&none, &opts).is_err());
+    // Two runs in one branch: the product, as before (exact either way).
+    check_against_oracle(
+        json!({"type": "string", "pattern": "^[a-z]+-[0-9]+$", "maxLength": 4}),
+        &["\"a-1\"", "\"ab-1\"", "\"a-12\""],
+        &["\"abc-1\"", "\"a-\"", "\"-1\""],
+    );
+}
+
 #[test]
 fn lengths_implied_by_pattern_or_format() {
     check(
