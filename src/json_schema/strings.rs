@@ -243,64 +243,18 @@ impl Builder<'_> {
         Ok(start)
     }
 
-    /// When the ECMA-262 regex `p` matches exactly the runs of one character class
-    /// (`^[…]+$`, `^[…]*$`, `^[…]{m,n}$`), the content of the strings of such a run with
-    /// `min..=max` characters: one counted repetition of the class, whose masks are shared
-    /// across counts, instead of [`Self::pattern_bounded`]'s product automaton (a rule per
-    /// count). `Some(None)`: no length satisfies both; `None`: `p` is not such a run.
-    /// The limit error of `minLength`/`maxLength` (at `ptr`) as for a plain string.
-    fn class_run_bounded(
-        &mut self,
-        p: &str,
-        min: u32,
-        max: Option<u32>,
-        ptr: &str,
-    ) -> Result<Option<Option<Expr>>, JsonSchemaError> {
-        let Ok(Expr::Repeat {
-            expr,
-            min: run_min,
-            max: run_max,
-        }) = self.pattern_raw(p)
-        else {
-            return Ok(None);
-        };
-        // A class, or one character (a one-member class is read as a literal).
-        let one_char = match &*expr {
-            Expr::Class(_) => true,
-            Expr::Bytes(b) => std::str::from_utf8(b).is_ok_and(|t| t.chars().count() == 1),
-            _ => false,
-        };
-        if !one_char {
-            return Ok(None);
-        }
-        let Some(one) = json_escaped(&expr) else {
-            return Ok(None);
-        };
-        let lo = min.max(run_min);
-        let hi = match (max, run_max) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-        if hi.is_some_and(|hi| lo > hi) {
-            return Ok(Some(None));
-        }
-        self.check_count("minLength", lo, min, ptr)?;
-        if let (Some(hi), Some(max)) = (hi, max) {
-            self.check_count("maxLength", hi, max, ptr)?;
-        }
-        Ok(Some(Some(super::repeat(one, lo, hi))))
-    }
-
     /// When the ECMA-262 regex `p` is a choice of branches (or one branch), each a sequence
-    /// of pieces of a fixed number of characters around at most one unbounded run of one
-    /// character class (`^([\w-]|[\w-][\w/-]*[\w-])$`, `^v[0-9]+$`), the content of its
-    /// matches with `min..=max` characters: each branch's run gets the bounds its fixed
-    /// pieces leave (`min - F ..= max - F`), a counted repetition whose masks are shared
-    /// across counts, instead of [`Self::pattern_bounded`]'s product automaton (a rule per
-    /// (state, count) pair: about 1,000 rules for that pattern with `maxLength` 255).
-    /// Exact: a match's length is its fixed pieces' plus its run's. `Some(None)`: no branch
-    /// has a length in bounds; `None`: `p` is not of that shape. The limit error of
-    /// `minLength`/`maxLength` (at `ptr`) as for a plain string.
+    /// of pieces of a fixed number of characters around at most one run of one character
+    /// of varying count (`^[A-Za-z0-9:_-]+$`, `^[a-z]{2,9}$`, `^([\w-]|[\w-][\w/-]*[\w-])$`,
+    /// `^v[0-9]+$`), the content of its matches with `min..=max` characters: each branch's
+    /// run gets the bounds its fixed pieces leave (`min - F ..= max - F`, within the run's
+    /// own), a counted repetition whose masks are shared across counts, instead of
+    /// [`Self::pattern_bounded`]'s product automaton (a rule per (state, count) pair: about
+    /// 1,000 rules for that last-but-one pattern with `maxLength` 255). An escape is one
+    /// character where the class holds it. Exact: a match's length is its fixed pieces'
+    /// plus its run's. `Some(None)`: no branch has a length in bounds; `None`: `p` is not
+    /// of that shape. The limit error of `minLength`/`maxLength` (at `ptr`) as for a plain
+    /// string.
     fn one_run_bounded(
         &mut self,
         p: &str,
@@ -334,18 +288,20 @@ impl Builder<'_> {
                 }
             }
             let mut fixed = 0u64;
-            let mut run: Option<(usize, &Expr, u32)> = None;
+            let mut run: Option<(usize, &Expr, u32, Option<u32>)> = None;
             for (i, piece) in pieces.iter().enumerate() {
                 match piece {
                     Expr::Repeat {
                         expr,
                         min: run_min,
-                        max: None,
-                    } if char_len_range(expr) == Some((1, Some(1))) => {
+                        max: run_max,
+                    } if *run_max != Some(*run_min)
+                        && char_len_range(expr) == Some((1, Some(1))) =>
+                    {
                         if run.is_some() {
                             return Ok(None);
                         }
-                        run = Some((i, expr.as_ref(), *run_min));
+                        run = Some((i, expr.as_ref(), *run_min, *run_max));
                     }
                     piece => match char_len_range(piece) {
                         Some((lo, Some(hi))) if lo == hi => fixed = fixed.saturating_add(lo),
@@ -357,12 +313,18 @@ impl Builder<'_> {
             let bounds = match run {
                 None => (u64::from(min) <= fixed && max.map_or(true, |m| fixed <= u64::from(m)))
                     .then_some((0, None)),
-                Some((_, _, run_min)) => {
+                Some((_, _, run_min, run_max)) => {
                     let lo = u64::from(min).saturating_sub(fixed).max(u64::from(run_min));
-                    match max {
-                        Some(m) if u64::from(m) < fixed.saturating_add(lo) => None,
-                        Some(m) => Some((lo, Some(u64::from(m) - fixed))),
-                        None => Some((lo, None)),
+                    let left = max.map(|m| u64::from(m).checked_sub(fixed));
+                    let hi = match (left, run_max) {
+                        (Some(None), _) => None,
+                        (Some(Some(l)), r) => Some(Some(r.map_or(l, |r| l.min(u64::from(r))))),
+                        (None, r) => Some(r.map(u64::from)),
+                    };
+                    // `None`: the fixed pieces alone pass `max`, or the run cannot reach `lo`.
+                    match hi {
+                        Some(hi) if hi.map_or(true, |h| h >= lo) => Some((lo, hi)),
+                        _ => None,
                     }
                 }
             };
@@ -373,7 +335,7 @@ impl Builder<'_> {
             let mut escaped = Vec::with_capacity(pieces.len());
             for (i, piece) in pieces.iter().enumerate() {
                 match run {
-                    Some((at, one, _)) if at == i => {
+                    Some((at, one, ..)) if at == i => {
                         let Some(one) = json_escaped(one) else {
                             return Ok(None);
                         };
@@ -553,12 +515,9 @@ impl Builder<'_> {
                         Lengths::Implied => return Ok(Some(seq(vec![lit("\""), e, lit("\"")]))),
                         Lengths::Disjoint => return Ok(None),
                         Lengths::Unknown => {
-                            let bounded = match self.class_run_bounded(p, min, max, ptr)? {
-                                Some(run) => Ok(run),
-                                None => match self.one_run_bounded(p, min, max, ptr)? {
-                                    Some(runs) => Ok(runs),
-                                    None => self.pattern_bounded(p, min, max),
-                                },
+                            let bounded = match self.one_run_bounded(p, min, max, ptr)? {
+                                Some(runs) => Ok(runs),
+                                None => self.pattern_bounded(p, min, max),
                             };
                             match bounded {
                                 Ok(Some(e)) => return Ok(Some(seq(vec![lit("\""), e, lit("\"")]))),

@@ -330,17 +330,20 @@ fn enum_values_filtered_by_simple_keywords() {
     );
 }
 
+/// The automaton nodes of `schema` compiled by `c` (default options); it must compile.
+fn node_count(c: &tokensieve::GrammarCompiler, schema: &serde_json::Value) -> usize {
+    c.compile_json_schema(schema, &JsonSchemaOptions::default())
+        .expect("compiles")
+        .node_count()
+}
+
 #[test]
 fn a_pattern_of_one_character_class_run_with_lengths_is_a_counted_repetition() {
     // `^[class]+$` with `maxLength` is `[class]{1,max}`: one counted repetition (whose masks
     // are shared across counts), not the pattern's automaton times a 256-state counter.
     let c = byte_compiler(tokensieve::Limits::default());
     let opts = JsonSchemaOptions::default();
-    let nodes = |schema: serde_json::Value| {
-        c.compile_json_schema(&schema, &opts)
-            .expect("compiles")
-            .node_count()
-    };
+    let nodes = |schema: serde_json::Value| node_count(&c, &schema);
     let plain = nodes(json!({"type": "string", "minLength": 1, "maxLength": 255}));
     let run = nodes(json!({"type": "string", "pattern": "^[A-Za-z0-9:_\\-]+$", "maxLength": 255}));
     assert!(
@@ -387,11 +390,7 @@ fn a_pattern_of_one_character_class_run_with_lengths_is_a_counted_repetition() {
 fn a_pattern_with_one_run_per_branch_and_lengths_bounds_the_run() {
     let c = byte_compiler(tokensieve::Limits::default());
     let opts = JsonSchemaOptions::default();
-    let nodes = |schema: serde_json::Value| {
-        c.compile_json_schema(&schema, &opts)
-            .expect("compiles")
-            .node_count()
-    };
+    let nodes = |schema: serde_json::Value| node_count(&c, &schema);
     let tag = "^([\\w\\/-]|[\\w-][\\w\\/-]*[\\w-])$";
     let plain = nodes(json!({"type": "string", "minLength": 1, "maxLength": 255}));
     let bounded = nodes(json!({"type": "string", "pattern": tag, "maxLength": 255}));
