@@ -15,8 +15,17 @@ use rustc_hash::FxHashMap;
 
 /// Repetitions whose inline expansion would exceed this many IR nodes become helper rules.
 const INLINE_BUDGET: u64 = 512;
-/// Repetitions with more than this many copies always become helper rules.
+/// Repetitions with more than this many copies always become helper rules (or a counted
+/// rule), but for those of one character class ([`INLINE_MAX_CLASS_COUNT`]).
 const INLINE_MAX_COUNT: u32 = 32;
+/// Repetitions of one character class (one IR node) with at most this many copies are
+/// written out: a host name's label `[A-Za-z0-9-]{0,61}`, an identifier's
+/// `[a-zA-Z0-9_-]{1,40}`. The rule's DFA is then a chain of states a mask walk steps by
+/// table lookups, taking the tokens of the class whole (`mask::cache`'s byte runs); as a
+/// counted rule called from the pattern's rule, each of its first masks was a chart walk
+/// of the whole vocabulary (4.5 ms after `https://` in `Github_hard---o21334` on Qwen3,
+/// 0.5 ms written out).
+const INLINE_MAX_CLASS_COUNT: u32 = 64;
 
 struct Lowerer {
     rules: Vec<Rule>,
@@ -129,9 +138,12 @@ impl Lowerer {
             Expr::Repeat { expr, min, max } => {
                 let inner = self.lower(*expr);
                 let copies = max.unwrap_or(min).max(1);
-                if copies <= INLINE_MAX_COUNT
-                    && size(&inner).saturating_mul(copies as u64) <= INLINE_BUDGET
-                {
+                let most = if is_ascii_class(&inner) {
+                    INLINE_MAX_CLASS_COUNT
+                } else {
+                    INLINE_MAX_COUNT
+                };
+                if copies <= most && size(&inner).saturating_mul(copies as u64) <= INLINE_BUDGET {
                     return Expr::Repeat {
                         expr: Box::new(inner),
                         min,
@@ -178,6 +190,16 @@ impl Lowerer {
             }
             other => other,
         }
+    }
+}
+
+/// True for one ASCII character: a class of ASCII characters only, or one byte below
+/// `80` (what [`INLINE_MAX_CLASS_COUNT`] writes out).
+fn is_ascii_class(e: &Expr) -> bool {
+    match e {
+        Expr::Class(c) => !c.negated && c.ranges.iter().all(|&(_, hi)| hi < 0x80),
+        Expr::Bytes(b) => b.len() == 1 && b[0] < 0x80,
+        _ => false,
     }
 }
 

@@ -564,152 +564,12 @@ impl SubtreeMemo {
     }
 }
 
-/// Per walk: the DFA nodes met so far, each with a dense transition table. A node steps
-/// as a DFA state when it is a real node with no call edges and pairwise disjoint byte
-/// edges: the chart would hold it as a lone item, and one table lookup per trie node
-/// replaces a chart push. Any other node needs the Earley chart.
-struct DfaTables {
-    /// Real nodes of the automaton (`slot` may be longer).
-    nodes: usize,
-    /// Per real node: [`UNSEEN`], [`NOT_DFA`], or its table's offset (`t * 256` for table
-    /// `t`, read by [`DfaTables::entry`]).
-    /// Borrowed from the thread's [`DFA_SLOTS`] and given back all [`UNSEEN`] again, so a
-    /// walk that meets a few nodes does not pay for one slot per node of the automaton.
-    slot: Vec<u32>,
-    /// The nodes whose slot was set.
-    touched: Vec<u32>,
-    /// 256 entries per table: the target node on that byte, with [`FINAL`] set when the
-    /// target is final, or [`NO_EDGE`]. The first [`TABLES_PER_CHUNK`] tables (all that
-    /// most walks make) sit here, read with one bounds check; the others in `chunks`. Table
-    /// `t`'s offset (what [`DfaTables::table`] returns) is `t * 256`.
-    first: Vec<u32>,
-    /// Tables past the first [`TABLES_PER_CHUNK`], in chunks of that many that never move:
-    /// table `t` at `chunks[t / TABLES_PER_CHUNK - 1]`, entry `(t % TABLES_PER_CHUNK) * 256`.
-    chunks: Vec<Vec<u32>>,
-    /// Tables made so far.
-    tables: usize,
-}
-
-/// DFA tables in [`DfaTables::first`] and per chunk of [`DfaTables::chunks`] (256 `u32`
-/// each, so 16 KiB a chunk). A walk that steps many DFA nodes (a tag's tool names after
-/// `"name": "`: hundreds) once kept its tables in one vector grown by doubling, which
-/// copied every table made so far at each growth; chunks are added instead. (Session 43
-/// had reserved room for 16 tables up front, 135 → 122 µs at that step with 100 tools;
-/// 4 MiB reserved up front was slower, for page faults, and table space kept per thread no
-/// faster, session 42.)
-const TABLES_PER_CHUNK: usize = 16;
-
-const UNSEEN: u32 = u32::MAX;
-const NOT_DFA: u32 = u32::MAX - 1;
-const NO_EDGE: u32 = u32::MAX;
-const FINAL: u32 = 1 << 31;
-
-thread_local! {
-    /// Slots of [`DfaTables`] between walks on this thread, all [`UNSEEN`].
-    static DFA_SLOTS: std::cell::RefCell<Vec<u32>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
-impl Drop for DfaTables {
-    fn drop(&mut self) {
-        for &n in &self.touched {
-            self.slot[n as usize] = UNSEEN;
-        }
-        let slot = std::mem::take(&mut self.slot);
-        DFA_SLOTS.with(|s| {
-            if let Ok(mut s) = s.try_borrow_mut() {
-                if s.len() < slot.len() {
-                    *s = slot;
-                }
-            }
-        });
-    }
-}
-
-impl DfaTables {
-    fn new(aut: &Automaton) -> Self {
-        let nodes = aut.nodes.len();
-        let mut slot = DFA_SLOTS
-            .with(|s| s.try_borrow_mut().map(|mut s| std::mem::take(&mut *s)))
-            .unwrap_or_default();
-        if slot.len() < nodes {
-            slot.resize(nodes, UNSEEN);
-        }
-        DfaTables {
-            nodes,
-            slot,
-            touched: Vec::new(),
-            first: Vec::with_capacity(TABLES_PER_CHUNK * 256),
-            chunks: Vec::new(),
-            tables: 0,
-        }
-    }
-
-    /// Entry `b` of the table at offset `off` (from [`DfaTables::table`]).
-    #[inline]
-    fn entry(&self, off: u32, b: u8) -> u32 {
-        let at = off as usize + b as usize;
-        match self.first.get(at) {
-            Some(&e) => e,
-            None => {
-                const CHUNK: usize = TABLES_PER_CHUNK * 256;
-                self.chunks[at / CHUNK - 1][at % CHUNK]
-            }
-        }
-    }
-
-    /// The table offset of node `n`, or `None` when it needs the chart (a virtual node
-    /// too, or a node id that does not fit beside the [`FINAL`] bit). A node met before
-    /// is one read, inlined into the walk's loop (which asks at nearly every trie node
-    /// it visits); [`DfaTables::table_first`] sees a node the first time.
-    #[inline(always)]
-    fn table(&mut self, aut: &Automaton, n: u32) -> Option<u32> {
-        if let Some(&s) = self.slot[..self.nodes].get(n as usize) {
-            if s < NOT_DFA {
-                return Some(s);
-            }
-        }
-        self.table_first(aut, n)
-    }
-
-    /// [`DfaTables::table`] for a node not met before (or not a DFA node, or past the real
-    /// nodes).
-    #[inline(never)]
-    fn table_first(&mut self, aut: &Automaton, n: u32) -> Option<u32> {
-        if n as usize >= self.nodes {
-            return None;
-        }
-        let slot = &mut self.slot[n as usize];
-        if *slot == UNSEEN {
-            self.touched.push(n);
-            let node = &aut.nodes[n as usize];
-            let edges = &aut.byte_edges[node.bytes.0 as usize..node.bytes.1 as usize];
-            *slot = if is_dfa_node(aut, n) {
-                let t = self.tables;
-                self.tables += 1;
-                // Within its capacity: `first` and each chunk never move.
-                let chunk = match t / TABLES_PER_CHUNK {
-                    0 => &mut self.first,
-                    c => {
-                        if t % TABLES_PER_CHUNK == 0 {
-                            self.chunks.push(Vec::with_capacity(TABLES_PER_CHUNK * 256));
-                        }
-                        &mut self.chunks[c - 1]
-                    }
-                };
-                let at = (t % TABLES_PER_CHUNK) * 256;
-                chunk.resize(at + 256, NO_EDGE);
-                for e in edges {
-                    let fin = aut.is_final(e.target) as u32 * FINAL;
-                    chunk[at + e.lo as usize..=at + e.hi as usize].fill(e.target | fin);
-                }
-                (t * 256) as u32
-            } else {
-                NOT_DFA
-            };
-        }
-        (*slot != NOT_DFA).then_some(*slot)
-    }
-}
+mod tables;
+#[cfg(test)]
+use tables::TABLES_PER_CHUNK;
+use tables::{DfaTables, FINAL, NO_EDGE};
+#[cfg(test)]
+pub(crate) use tables::{NO_BYTE_RUNS, RUN_TAKES};
 
 /// Marks a depth whose state is in the chart rather than in `dfa`.
 const IN_CHART: u32 = u32::MAX;
@@ -779,7 +639,7 @@ fn walk(
     deadline: &Deadline,
     pure_apart: bool,
 ) -> Option<Walked> {
-    let mut dfa_tables = DfaTables::new(aut);
+    let mut dfa_tables = DfaTables::new(aut, trie.max_depth);
     let mut chart = Chart::new(aut, node);
     // Depth (bytes consumed) of the chart's set 0 while a subtree is walked with the chart.
     let start = dfa_tables.table(aut, node);
@@ -818,7 +678,79 @@ fn walk(
     // The same for `pure`: a memo entry's pure ranges must not be merged into the range
     // before its subtree (the entry would then miss them).
     let mut pure_floor = 0usize;
+    // The slice, with whether it takes every pure subtree whatever its depth.
+    let sliced = slice.map(|t| (t, t.whole(trie)));
+    // The trie's arrays, cut to its `n` nodes (`tok_start` has one entry more), so that
+    // the hot loop's reads at `i < n` need no bounds check.
+    let (depth, byte) = (&trie.depth[..n], &trie.byte[..n]);
+    let (subtree_end, tok_here_end) = (&trie.subtree_end[..n], &trie.tok_here_end[..n]);
+    let (tok_start, deepest) = (&trie.tok_start[..=n], &trie.deepest()[..n]);
+    let bytes_below = &trie.bytes_below()[..n];
     while i < n {
+        if chart_from == usize::MAX {
+            // The walk's hot loop: the base node's own DFA stepped by table lookups, one
+            // trie node a turn, below the first byte (a first byte's memo and `only` are
+            // the loop below's). It leaves a node it cannot step (a callee's start, a
+            // virtual node) to the loop below, which visits it afresh.
+            while i < n {
+                let d = depth[i] as usize;
+                if d < 2 || d >= at.len() {
+                    break;
+                }
+                let up = at[d - 1];
+                let b = byte[i];
+                let e = dfa_tables.entry(up.dfa, b);
+                if e == NO_EDGE {
+                    // Most visits of a narrow node: its byte fails (a slice's or a run's
+                    // subtree never starts with a byte the node has no edge on).
+                    let end = subtree_end[i] as usize;
+                    if up.prefix_ok || (up.exit_here && byte_in(follow, b)) {
+                        uncertain.extend(tok_start[i]..tok_start[end]);
+                    }
+                    i = end;
+                } else {
+                    if let Some((t, whole)) = sliced {
+                        if t.slice.is_pure(i) && (whole || deepest[i] as usize <= t.len) {
+                            let end = subtree_end[i] as usize;
+                            let (ranges, fl) = if pure_apart {
+                                (&mut pure, pure_floor)
+                            } else {
+                                (&mut accepted, floor)
+                            };
+                            push_range(ranges, fl, tok_start[i], tok_start[end]);
+                            i = end;
+                            visits += 1;
+                            continue;
+                        }
+                    }
+                    if dfa_tables.run_takes(up.dfa, bytes_below[i], deepest[i], d) {
+                        // Every token below is bytes of the node's run, no longer than it:
+                        // the subtree is accepted whole.
+                        let end = subtree_end[i] as usize;
+                        push_range(&mut accepted, floor, tok_start[i], tok_start[end]);
+                        i = end;
+                        visits += 1;
+                        continue;
+                    }
+                    let Some(off) = dfa_tables.table(aut, e & !FINAL) else {
+                        break;
+                    };
+                    let here = &mut at[d];
+                    here.dfa = off;
+                    here.prefix_ok = up.prefix_ok || (up.exit_here && byte_in(follow, b));
+                    here.exit_here = e & FINAL != 0;
+                    push_range(&mut accepted, floor, tok_start[i], tok_here_end[i]);
+                    i += 1;
+                }
+                visits += 1;
+                if visits % DEADLINE_EVERY == 0 && deadline.expired() {
+                    return None;
+                }
+            }
+            if i >= n {
+                break;
+            }
+        }
         visits += 1;
         if past_deadline(visits, &chart, &mut last_look, deadline) {
             return None;
@@ -859,6 +791,15 @@ fn walk(
                 chart_from = usize::MAX;
             } else {
                 chart.truncate(up.sets);
+            }
+        }
+        if up.dfa != IN_CHART {
+            // A DFA node, or a lone item at one in the chart: the hot loop's byte runs.
+            if dfa_tables.run_takes(up.dfa, trie.bytes_below()[i], trie.deepest()[i], d) {
+                let end = trie.subtree_end[i] as usize;
+                push_range(&mut accepted, floor, trie.tok_start[i], trie.tok_start[end]);
+                i = end;
+                continue;
             }
         }
         let b = trie.byte[i];

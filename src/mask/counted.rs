@@ -623,7 +623,7 @@ mod tests {
             .with_precompute(crate::Precompute::Eager)
             .with_cache_enabled(false);
         let g = compiler
-            .compile_grammar(r#"root ::= [a-c]{0,40} "x" [0-9]{0,40} "y""#)
+            .compile_grammar(r#"root ::= [a-c]{0,70} "x" [0-9]{0,70} "y""#)
             .unwrap();
         let back = CompiledGrammar::deserialize(&g.serialize().unwrap(), &compiler).unwrap();
         {
@@ -676,9 +676,9 @@ mod tests {
     fn a_base_after_a_whole_body_is_state_zeros_restarted() {
         let compiler = lazy_unshared();
         let grammars = [
-            r#"root ::= "\"" [a-c]{0,40} "\"""#,
+            r#"root ::= "\"" [a-c]{0,70} "\"""#,
             r#"root ::= "\"" ("\\" ["n] | [^"\\]){0,40} "\"""#,
-            r#"root ::= [a-c]{40,} "\"""#,
+            r#"root ::= [a-c]{70,} "\"""#,
             r#"root ::= ("ab" | "c"){3,50} "a" | "x""#,
         ];
         let (mut checked, mut read) = (0, 0);
@@ -777,7 +777,7 @@ mod tests {
     fn the_precompute_lists_state_zero_for_a_restarted_base() {
         let compiler = GrammarCompiler::new(vocab()).with_precompute(crate::Precompute::Lazy);
         let g = compiler
-            .compile_grammar(r#"root ::= "\"" [a-c]{0,40} "\"""#)
+            .compile_grammar(r#"root ::= "\"" [a-c]{0,70} "\"""#)
             .unwrap();
         let cnt = &g.aut.counted[0];
         let exit_only: Vec<u32> = (1..cnt.states)
@@ -795,11 +795,11 @@ mod tests {
     fn derived_masks_equal_chart_walks() {
         let compiler = lazy_unshared();
         let grammars = [
-            (r#"root ::= "\"" [a-c]{0,40} "\"""#, true),
-            (r#"root ::= [a-c]{35,40} "b""#, true),
+            (r#"root ::= "\"" [a-c]{0,70} "\"""#, true),
+            (r#"root ::= [a-c]{65,70} "b""#, true),
             (r#"root ::= ("ab" | "c"){3,50} "a" | "x""#, true),
-            (r#"root ::= [a-c]{40,} "\"""#, true),
-            (r#"root ::= "x"{33,} "y" | "y""#, true),
+            (r#"root ::= [a-c]{70,} "\"""#, true),
+            (r#"root ::= "x"{65,} "y" | "y""#, true),
             (r#"root ::= "\"" ("\\" ["n] | [^"\\]){0,40} "\"""#, true),
             (r#"root ::= "\"" [^"\\]{34,45} "\"" "a"?"#, true),
             (r#"root ::= ([ab] [ab]?){33,40} "x""#, false),

@@ -12,6 +12,15 @@ use crate::vocab::Vocabulary;
 /// children with a long token below ([`TokenTrie::for_each_child_deeper`]).
 const LONG_TOKEN: u16 = 32;
 
+/// Byte `b` as a set of [`TokenTrie::bytes_below`]: its own bit for ASCII bytes 1 to 127,
+/// bit 0 for byte 0 and the bytes from `80` on.
+pub(crate) fn byte_bit(b: u8) -> [u64; 2] {
+    let b = if b >= 0x80 { 0 } else { b };
+    let mut set = [0u64; 2];
+    set[(b >> 6) as usize] = 1 << (b & 63);
+    set
+}
+
 /// A byte trie over the vocabulary's text tokens.
 #[derive(Clone, Debug)]
 pub struct TokenTrie {
@@ -70,6 +79,13 @@ pub struct TokenTrie {
     /// with the trie, like the slices, so that no compile pays for it
     /// ([`TokenTrie::deepest`]).
     deepest: Vec<u16>,
+    /// Per node: the bytes of its subtree, its own edge's included (bit `b % 64` of word
+    /// `b / 64` for ASCII byte `b` from 1 to 127; bit 0 stands for byte 0 and every byte
+    /// from `80` on). A mask walk at a DFA node whose byte run holds every byte of a
+    /// child's set, for as many bytes as the child's longest token, accepts the child's
+    /// whole subtree without a visit (`mask::cache::byte_run`). 16 bytes per node (5.3 MB
+    /// on Qwen3's 333,009 nodes).
+    bytes_below: Vec<[u64; 2]>,
     /// The children with a long token below ([`LONG_TOKEN`] bytes or more) of every node
     /// that has one below, end to end; `long_at` holds, ascending by node (the root:
     /// `u32::MAX`, last), each such node and the range of its children there
@@ -199,6 +215,7 @@ impl TokenTrie {
             sorted_start,
             slices: Vec::new(),
             deepest: Vec::new(),
+            bytes_below: Vec::new(),
             long_children: Vec::new(),
             long_at: Vec::new(),
             text_ids: {
@@ -238,6 +255,7 @@ impl TokenTrie {
             .map(|&x| super::slices::compute(&trie, x, &bytes_of))
             .collect();
         trie.deepest = trie.subtree_depths();
+        trie.bytes_below = trie.subtree_bytes();
         trie.index_long_children();
         trie
     }
@@ -317,6 +335,25 @@ impl TokenTrie {
         deepest
     }
 
+    /// Per node: the bytes of its subtree ([`TokenTrie::bytes_below`]'s field).
+    pub(crate) fn bytes_below(&self) -> &[[u64; 2]] {
+        &self.bytes_below
+    }
+
+    /// [`TokenTrie::bytes_below`], made like [`TokenTrie::subtree_depths`].
+    fn subtree_bytes(&self) -> Vec<[u64; 2]> {
+        let n = self.byte.len();
+        let mut below: Vec<[u64; 2]> = self.byte.iter().map(|&b| byte_bit(b)).collect();
+        for i in (0..n).rev() {
+            let mut c = i + 1;
+            while c < self.subtree_end[i] as usize {
+                below[i] = [below[i][0] | below[c][0], below[i][1] | below[c][1]];
+                c = self.subtree_end[c] as usize;
+            }
+        }
+        below
+    }
+
     /// The children of node `t` (`None`: the root), in byte order: (byte, child).
     pub(crate) fn for_each_child(&self, t: Option<u32>, mut f: impl FnMut(u8, u32)) {
         match t {
@@ -388,6 +425,7 @@ impl TokenTrie {
         self.sorted.capacity() * 4
             + self.byte.capacity()
             + (self.depth.capacity() + self.deepest.capacity() + self.leads.capacity()) * 2
+            + self.bytes_below.capacity() * 16
             + self.subtree_end.capacity() * 4
             + self.tok_start.capacity() * 4
             + self.tok_here_end.capacity() * 4

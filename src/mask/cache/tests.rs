@@ -137,7 +137,7 @@ fn dfa_tables_past_several_chunks_read_as_their_nodes_edges() {
     let compiler = crate::GrammarCompiler::new(std::sync::Arc::new(wide_vocabulary()))
         .with_precompute(crate::Precompute::Lazy);
     let g = compiler.compile_regex(&words.join("|")).unwrap();
-    let mut tables = DfaTables::new(&g.aut);
+    let mut tables = DfaTables::new(&g.aut, g.trie.max_depth);
     let made: Vec<(u32, u32)> = (0..g.aut.nodes.len() as u32)
         .filter_map(|n| Some((n, tables.table(&g.aut, n)?)))
         .collect();

@@ -37,9 +37,14 @@ fn with_stop(mut tokens: Vec<Vec<u8>>) -> Vocabulary {
     Vocabulary::from_token_bytes(&tokens, &[stop], &[stop]).unwrap()
 }
 
-/// Node `n`'s mask by a full walk of the trie (a fresh subtree memo, no deadline).
+/// Node `n`'s mask by a full walk of the trie (a fresh subtree memo, no deadline, no
+/// slice and no byte run taken whole).
 fn full_walk(g: &CompiledGrammar, n: u32) -> NodeMask {
-    walk_with_slice(g, n, None)
+    use crate::mask::cache::NO_BYTE_RUNS;
+    let before = NO_BYTE_RUNS.with(|x| x.replace(true));
+    let m = walk_with_slice(g, n, None);
+    NO_BYTE_RUNS.with(|x| x.set(before));
+    m
 }
 
 /// Node `n`'s mask by a walk of the trie that starts from `slice`'s token set when given
@@ -225,6 +230,79 @@ fn a_sliced_walk_equals_the_full_walk() {
     assert!(via_calls > 0, "no slice was taken at a node with calls");
     // The last copies of the bounded repetition (fewer left than the longest token).
     assert!(bounded > 0, "no slice was taken up to a length");
+}
+
+/// Every node's mask walked with byte runs (subtrees of a DFA node's run of ASCII bytes,
+/// no longer than the run, taken whole) equals the walk of every token, over patterns
+/// whose classes loop (`[\w\s/.,:-]+`) or are counted out (a host name's label of at
+/// most 61 characters, `[a-z0-9_-]{1,40}`), JSON strings (whose body loops on ASCII
+/// characters but `"` and `\`), formats, and a recursive rule called from three places;
+/// both a looping run and a bounded one take subtrees.
+#[test]
+fn a_walk_taking_byte_runs_whole_equals_the_full_walk() {
+    use crate::mask::cache::RUN_TAKES;
+    // Every string of 2 to 3 of the first bytes, of 4 to 5 of `a`, `1` and `-`, and of 4
+    // to 7 letters `a` and `b`: below depth 3, subtrees pure in each class, of every depth.
+    let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+    for (alphabet, lengths) in [(&b"ab1-_. \""[..], 2..=3), (b"a1-", 4..=5), (b"ab", 4..=7)] {
+        let mut level: Vec<Vec<u8>> = vec![vec![]];
+        for len in 1..=*lengths.end() {
+            level = level
+                .iter()
+                .flat_map(|t| alphabet.iter().map(move |&b| [&t[..], &[b]].concat()))
+                .collect();
+            if lengths.contains(&len) {
+                tokens.extend(level.iter().cloned());
+            }
+        }
+    }
+    let compiler = GrammarCompiler::new(with_stop(tokens)).with_precompute(Precompute::Lazy);
+    let mut grammars = vec![
+        compiler.compile_regex(r"[\w\s/.,:-]+").unwrap(),
+        compiler
+            .compile_regex(r"https://([a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[A-Za-z0-9])?\.)*gov\.uk")
+            .unwrap(),
+        compiler
+            .compile_regex(r"[a-z0-9_-]{1,40}\.[a-z]{0,3}")
+            .unwrap(),
+        // A recursive rule called from three places (walks through calls).
+        compiler
+            .compile_grammar(
+                r#"root ::= "<" id ">" | "." id "_" | " " id "-"
+                id ::= [ab]{0,6} | "1" id "1" | "-" [ab]{1,3}"#,
+            )
+            .unwrap(),
+    ];
+    let schema = serde_json::json!({
+        "type": "object",
+        "properties": {
+            "host": {"type": "string", "format": "hostname"},
+            "mail": {"type": "string", "format": "email"},
+            "id": {"type": "string", "pattern": "^[a-zA-Z0-9_-]{1,40}$"},
+            "text": {"type": "string"}
+        },
+        "additionalProperties": {"type": "integer"}
+    });
+    grammars.push(
+        compiler
+            .compile_json_schema(&schema, &crate::JsonSchemaOptions::default())
+            .unwrap(),
+    );
+    RUN_TAKES.with(|t| t.set((0, 0)));
+    let mut nodes = 0;
+    for g in &grammars {
+        for n in 0..g.aut.nodes.len() as u32 {
+            let walked = walk_with_slice(g, n, None);
+            assert_full_walk_mask(g, n, &walked, "byte runs");
+            nodes += 1;
+        }
+    }
+    let (all, bounded) = RUN_TAKES.with(|t| t.get());
+    assert!(nodes > 200, "{nodes} nodes");
+    assert!(
+        all > 1000 && bounded > 100,
+        "{all} subtrees taken, {bounded} by a bounded run"
+    );
 }
 
 /// The exploration that says how far a node consumes a slice's language answers as the

@@ -1,0 +1,287 @@
+//! The DFA tables of one mask walk ([`DfaTables`]) and the byte runs it takes whole
+//! ([`byte_run`]).
+
+use super::is_dfa_node;
+use crate::automaton::Automaton;
+
+/// Per walk: the DFA nodes met so far, each with a dense transition table. A node steps
+/// as a DFA state when it is a real node with no call edges and pairwise disjoint byte
+/// edges: the chart would hold it as a lone item, and one table lookup per trie node
+/// replaces a chart push. Any other node needs the Earley chart.
+pub(super) struct DfaTables {
+    /// Real nodes of the automaton (`slot` may be longer).
+    nodes: usize,
+    /// Per real node: [`UNSEEN`], [`NOT_DFA`], or its table's offset (`t * 256` for table
+    /// `t`, read by [`DfaTables::entry`]).
+    /// Borrowed from the thread's [`DFA_SLOTS`] and given back all [`UNSEEN`] again, so a
+    /// walk that meets a few nodes does not pay for one slot per node of the automaton.
+    slot: Vec<u32>,
+    /// The nodes whose slot was set.
+    touched: Vec<u32>,
+    /// 256 entries per table: the target node on that byte, with [`FINAL`] set when the
+    /// target is final, or [`NO_EDGE`]. The first [`TABLES_PER_CHUNK`] tables (all that
+    /// most walks make) sit here, read with one bounds check; the others in `chunks`. Table
+    /// `t`'s offset (what [`DfaTables::table`] returns) is `t * 256`.
+    first: Vec<u32>,
+    /// Tables past the first [`TABLES_PER_CHUNK`], in chunks of that many that never move:
+    /// table `t` at `chunks[t / TABLES_PER_CHUNK - 1]`, entry `(t % TABLES_PER_CHUNK) * 256`.
+    chunks: Vec<Vec<u32>>,
+    /// Tables made so far.
+    tables: usize,
+    /// Per table: its node's [`byte_run`]. A subtree whose bytes are all of the run's and
+    /// whose tokens are no longer than the run is accepted whole.
+    runs: Vec<([u64; 2], u32)>,
+    /// Bytes of the longest token: a run this long holds every token.
+    max_depth: u32,
+}
+
+/// DFA tables in [`DfaTables::first`] and per chunk of [`DfaTables::chunks`] (256 `u32`
+/// each, so 16 KiB a chunk). A walk that steps many DFA nodes (a tag's tool names after
+/// `"name": "`: hundreds) once kept its tables in one vector grown by doubling, which
+/// copied every table made so far at each growth; chunks are added instead. (Session 43
+/// had reserved room for 16 tables up front, 135 → 122 µs at that step with 100 tools;
+/// 4 MiB reserved up front was slower, for page faults, and table space kept per thread no
+/// faster, session 42.)
+pub(super) const TABLES_PER_CHUNK: usize = 16;
+
+pub(super) const UNSEEN: u32 = u32::MAX;
+pub(super) const NOT_DFA: u32 = u32::MAX - 1;
+pub(super) const NO_EDGE: u32 = u32::MAX;
+pub(super) const FINAL: u32 = 1 << 31;
+
+thread_local! {
+    /// Slots of [`DfaTables`] between walks on this thread, all [`UNSEEN`].
+    static DFA_SLOTS: std::cell::RefCell<Vec<u32>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+impl Drop for DfaTables {
+    fn drop(&mut self) {
+        for &n in &self.touched {
+            self.slot[n as usize] = UNSEEN;
+        }
+        let slot = std::mem::take(&mut self.slot);
+        DFA_SLOTS.with(|s| {
+            if let Ok(mut s) = s.try_borrow_mut() {
+                if s.len() < slot.len() {
+                    *s = slot;
+                }
+            }
+        });
+    }
+}
+
+impl DfaTables {
+    /// True when the byte run of the node whose table is at `off` (at depth `d - 1`) takes
+    /// whole the subtree of a trie node at depth `d` with bytes `below` and longest token
+    /// `deepest` ([`run_holds`]).
+    #[inline(always)]
+    pub(super) fn run_takes(&self, off: u32, below: [u64; 2], deepest: u16, d: usize) -> bool {
+        let run = self.runs[(off / 256) as usize];
+        let holds = run_holds(run, below, deepest, d);
+        if holds {
+            count_run_take(run.1, self.max_depth);
+        }
+        holds
+    }
+
+    pub(super) fn new(aut: &Automaton, max_depth: usize) -> Self {
+        let max_depth = max_depth.min(u32::MAX as usize / 2) as u32;
+        let nodes = aut.nodes.len();
+        let mut slot = DFA_SLOTS
+            .with(|s| s.try_borrow_mut().map(|mut s| std::mem::take(&mut *s)))
+            .unwrap_or_default();
+        if slot.len() < nodes {
+            slot.resize(nodes, UNSEEN);
+        }
+        DfaTables {
+            nodes,
+            slot,
+            touched: Vec::new(),
+            first: Vec::with_capacity(TABLES_PER_CHUNK * 256),
+            chunks: Vec::new(),
+            tables: 0,
+            runs: Vec::new(),
+            max_depth,
+        }
+    }
+
+    /// Entry `b` of the table at offset `off` (from [`DfaTables::table`]).
+    #[inline]
+    pub(super) fn entry(&self, off: u32, b: u8) -> u32 {
+        let at = off as usize + b as usize;
+        match self.first.get(at) {
+            Some(&e) => e,
+            None => {
+                const CHUNK: usize = TABLES_PER_CHUNK * 256;
+                self.chunks[at / CHUNK - 1][at % CHUNK]
+            }
+        }
+    }
+
+    /// The table offset of node `n`, or `None` when it needs the chart (a virtual node
+    /// too, or a node id that does not fit beside the [`FINAL`] bit). A node met before
+    /// is one read, inlined into the walk's loop (which asks at nearly every trie node
+    /// it visits); [`DfaTables::table_first`] sees a node the first time.
+    #[inline(always)]
+    pub(super) fn table(&mut self, aut: &Automaton, n: u32) -> Option<u32> {
+        // Slots past the real nodes stay `UNSEEN` (`table_first` answers them).
+        if let Some(&s) = self.slot.get(n as usize) {
+            if s < NOT_DFA {
+                return Some(s);
+            }
+        }
+        self.table_first(aut, n)
+    }
+
+    /// [`DfaTables::table`] for a node not met before (or not a DFA node, or past the real
+    /// nodes).
+    #[inline(never)]
+    fn table_first(&mut self, aut: &Automaton, n: u32) -> Option<u32> {
+        if n as usize >= self.nodes {
+            return None;
+        }
+        let slot = &mut self.slot[n as usize];
+        if *slot == UNSEEN {
+            self.touched.push(n);
+            let node = &aut.nodes[n as usize];
+            let edges = &aut.byte_edges[node.bytes.0 as usize..node.bytes.1 as usize];
+            *slot = if is_dfa_node(aut, n) {
+                let t = self.tables;
+                self.tables += 1;
+                // Within its capacity: `first` and each chunk never move.
+                let chunk = match t / TABLES_PER_CHUNK {
+                    0 => &mut self.first,
+                    c => {
+                        if t % TABLES_PER_CHUNK == 0 {
+                            self.chunks.push(Vec::with_capacity(TABLES_PER_CHUNK * 256));
+                        }
+                        &mut self.chunks[c - 1]
+                    }
+                };
+                let at = (t % TABLES_PER_CHUNK) * 256;
+                chunk.resize(at + 256, NO_EDGE);
+                for e in edges {
+                    let fin = aut.is_final(e.target) as u32 * FINAL;
+                    chunk[at + e.lo as usize..=at + e.hi as usize].fill(e.target | fin);
+                }
+                #[cfg(test)]
+                let run = if NO_BYTE_RUNS.with(|x| x.get()) {
+                    ([0, 0], 0)
+                } else {
+                    byte_run(aut, n, self.max_depth)
+                };
+                #[cfg(not(test))]
+                let run = byte_run(aut, n, self.max_depth);
+                self.runs.push(run);
+                (t * 256) as u32
+            } else {
+                NOT_DFA
+            };
+        }
+        (*slot != NOT_DFA).then_some(*slot)
+    }
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Walks on this thread take no byte run whole (tests compare them with those that do).
+    pub(crate) static NO_BYTE_RUNS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// Subtrees walks on this thread took whole by a byte run: (all, by a bounded run).
+    pub(crate) static RUN_TAKES: std::cell::Cell<(usize, usize)> = const { std::cell::Cell::new((0, 0)) };
+}
+
+/// Counts a subtree taken whole by a run of length `len` of a walk whose runs hold every
+/// token at `limit` (tests only).
+#[inline]
+fn count_run_take(_len: u32, _limit: u32) {
+    #[cfg(test)]
+    RUN_TAKES.with(|t| {
+        let (all, bounded) = t.get();
+        t.set((all + 1, bounded + (_len < _limit) as usize));
+    });
+}
+
+/// True when a [`byte_run`] `(bytes, length)` of the node at depth `d - 1` takes whole the
+/// subtree of a trie node at depth `d` whose bytes are `below` and whose longest token is
+/// `deepest` bytes: every byte is the run's, and the run is at least the
+/// `deepest - (d - 1)` bytes its tokens read from that node.
+#[inline(always)]
+fn run_holds(run: ([u64; 2], u32), below: [u64; 2], deepest: u16, d: usize) -> bool {
+    below[0] & !run.0[0] == 0 && below[1] & !run.0[1] == 0 && (deepest as u32) < run.1 + d as u32
+}
+
+/// The ASCII bytes `lo..=hi`, from 1 to 127 only, as a [`TokenTrie::bytes_below`](super::TokenTrie::bytes_below) set.
+fn ascii_set(lo: u8, hi: u8) -> [u64; 2] {
+    let (lo, hi) = (lo.max(1), hi.min(0x7F));
+    if lo > hi {
+        return [0, 0];
+    }
+    let span = |a: u32, z: u32| -> u64 {
+        // Bits a..=z of one word (a <= z < 64).
+        (u64::MAX >> (63 - z)) & (u64::MAX << a)
+    };
+    let (lo, hi) = (lo as u32, hi as u32);
+    match (lo < 64, hi < 64) {
+        (true, true) => [span(lo, hi), 0],
+        (true, false) => [span(lo, 63), span(0, hi - 64)],
+        _ => [0, span(lo - 64, hi - 64)],
+    }
+}
+
+/// The *byte run* of real node `n`: the ASCII bytes (1 to 127) on which it steps to its
+/// most common such target, and how many of them in a row the automaton consumes from
+/// `n`, one path through nodes that each step all of them to one node: every string of
+/// those bytes of at most that many bytes is then accepted from `n`. A self-loop (a
+/// string body's `[^"\\]`), or a run `limit` long (the longest token), gives `limit`; a
+/// bounded repetition written out (a host name's label of at most 63 letters and digits),
+/// the bound left. Edges on several targets for one byte of the run end it.
+fn byte_run(aut: &Automaton, n: u32, limit: u32) -> ([u64; 2], u32) {
+    let or = |a: [u64; 2], b: [u64; 2]| [a[0] | b[0], a[1] | b[1]];
+    let and = |a: [u64; 2], b: [u64; 2]| [a[0] & b[0], a[1] & b[1]];
+    // The target with the most ASCII bytes, and those bytes.
+    let mut counts: Vec<(u32, u32, [u64; 2])> = Vec::new();
+    for e in aut.bytes_of(n) {
+        let set = ascii_set(e.lo, e.hi);
+        let k = set[0].count_ones() + set[1].count_ones();
+        if k == 0 {
+            continue;
+        }
+        match counts.iter_mut().find(|c| c.0 == e.target) {
+            Some(c) => {
+                c.1 += k;
+                c.2 = or(c.2, set);
+            }
+            None => counts.push((e.target, k, set)),
+        }
+    }
+    let Some(&(first, _, class)) = counts.iter().max_by_key(|c| c.1) else {
+        return ([0, 0], 0);
+    };
+    let (mut at, mut len) = (first, 1u32);
+    while len < limit {
+        // Every byte of the class steps from `at` to one node.
+        let (mut next, mut covered) = (None, [0u64; 2]);
+        for e in aut.bytes_of(at) {
+            let set = and(ascii_set(e.lo, e.hi), class);
+            if set == [0, 0] {
+                continue;
+            }
+            if next.is_some_and(|t| t != e.target) {
+                return (class, len);
+            }
+            next = Some(e.target);
+            covered = or(covered, set);
+        }
+        match next {
+            Some(t) if covered == class => {
+                if t == at {
+                    return (class, limit);
+                }
+                at = t;
+                len += 1;
+            }
+            _ => return (class, len),
+        }
+    }
+    (class, limit)
+}
