@@ -974,7 +974,8 @@ mod tests {
                         _ => Expr::Choice(parts),
                     }
                 }
-                // Up to 40: a counted rule (virtual nodes) when its body is bytes only.
+                // Up to 40: a counted rule (virtual nodes) when its body is bytes only and
+                // more than one ASCII character (those are written out up to 64 copies).
                 _ => Expr::Repeat {
                     expr: Box::new(expr(rand, rules, depth + 1)),
                     min: rand(2) as u32,

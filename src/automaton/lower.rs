@@ -15,16 +15,14 @@ use rustc_hash::FxHashMap;
 
 /// Repetitions whose inline expansion would exceed this many IR nodes become helper rules.
 const INLINE_BUDGET: u64 = 512;
-/// Repetitions with more than this many copies always become helper rules (or a counted
-/// rule), but for those of one character class ([`INLINE_MAX_CLASS_COUNT`]).
+/// Repetitions with more copies become helper rules or a counted rule (one of one ASCII
+/// class or byte may have [`INLINE_MAX_CLASS_COUNT`]).
 const INLINE_MAX_COUNT: u32 = 32;
-/// Repetitions of one character class (one IR node) with at most this many copies are
-/// written out: a host name's label `[A-Za-z0-9-]{0,61}`, an identifier's
-/// `[a-zA-Z0-9_-]{1,40}`. The rule's DFA is then a chain of states a mask walk steps by
-/// table lookups, taking the tokens of the class whole (`mask::cache`'s byte runs); as a
-/// counted rule called from the pattern's rule, each of its first masks was a chart walk
-/// of the whole vocabulary (4.5 ms after `https://` in `Github_hard---o21334` on Qwen3,
-/// 0.5 ms written out).
+/// One repetition of one ASCII class per rule (`[A-Za-z0-9-]{0,61}`) is written out up to
+/// this many copies: a chain of DFA states whose mask walks take the class's tokens whole
+/// (`mask::cache`'s byte runs), where a counted rule called from the pattern's rule made
+/// each first mask a chart walk (4.5 ms after `https://` in `o21334` on Qwen3, 0.5 ms
+/// written out). Two in a row would multiply their states: the second is counted.
 const INLINE_MAX_CLASS_COUNT: u32 = 64;
 
 struct Lowerer {
@@ -36,6 +34,9 @@ struct Lowerer {
     pow: FxHashMap<(u32, u32), u32>,
     atmost: FxHashMap<(u32, u32), u32>,
     counted: Vec<u32>,
+    /// The rule being lowered has written out a repetition of one ASCII class of more
+    /// than [`INLINE_MAX_COUNT`] copies (at most one is, per rule).
+    long_class_written: bool,
     /// Per base name, the next numeric suffix to try.
     suffix: FxHashMap<String, u32>,
     /// Name of the source rule being lowered: helper rules are named `{source}/{kind}`,
@@ -138,11 +139,14 @@ impl Lowerer {
             Expr::Repeat { expr, min, max } => {
                 let inner = self.lower(*expr);
                 let copies = max.unwrap_or(min).max(1);
-                let most = if is_ascii_class(&inner) {
+                let most = if is_ascii_class(&inner) && !self.long_class_written {
                     INLINE_MAX_CLASS_COUNT
                 } else {
                     INLINE_MAX_COUNT
                 };
+                if copies > INLINE_MAX_COUNT && copies <= most {
+                    self.long_class_written = true;
+                }
                 if copies <= most && size(&inner).saturating_mul(copies as u64) <= INLINE_BUDGET {
                     return Expr::Repeat {
                         expr: Box::new(inner),
@@ -194,7 +198,7 @@ impl Lowerer {
 }
 
 /// True for one ASCII character: a class of ASCII characters only, or one byte below
-/// `80` (what [`INLINE_MAX_CLASS_COUNT`] writes out).
+/// 0x80 (what [`INLINE_MAX_CLASS_COUNT`] writes out).
 fn is_ascii_class(e: &Expr) -> bool {
     match e {
         Expr::Class(c) => !c.negated && c.ranges.iter().all(|&(_, hi)| hi < 0x80),
@@ -217,11 +221,13 @@ pub(crate) fn lower_repeats(grammar: Grammar) -> (Grammar, Vec<u32>) {
         pow: FxHashMap::default(),
         atmost: FxHashMap::default(),
         counted: Vec::new(),
+        long_class_written: false,
         suffix: FxHashMap::default(),
         source: String::new(),
     };
     for i in 0..l.rules.len() {
         l.source.clone_from(&l.rules[i].name);
+        l.long_class_written = false;
         let body = std::mem::replace(&mut l.rules[i].body, Expr::Empty);
         l.rules[i].body = l.lower(body);
     }
@@ -1141,5 +1147,53 @@ mod tests {
         let (out, counted) = lower_repeats(g.clone());
         assert!(counted.is_empty());
         assert!(out.rules.len() < 60, "{} rules", out.rules.len());
+    }
+
+    /// One repetition of one ASCII class per rule is written out up to 64 copies; a
+    /// second one in the same rule, a larger one, a non-ASCII class and a longer body are
+    /// counted past 32; another rule writes out its own.
+    #[test]
+    fn one_ascii_class_repetition_per_rule_is_written_out_up_to_64() {
+        let rep = |e: Expr, max: u32| Expr::Repeat {
+            expr: Box::new(e),
+            min: 0,
+            max: Some(max),
+        };
+        let class = |lo: char, hi: char| {
+            let ranges = vec![(lo as u32, hi as u32)];
+            Expr::Class(crate::grammar::CharClass {
+                negated: false,
+                ranges,
+            })
+        };
+        let az = || class('a', 'z');
+        let counted_of = |bodies: Vec<Expr>| {
+            let rules = bodies.into_iter().map(|body| Rule {
+                name: "r".into(),
+                body,
+            });
+            let rules = rules.collect();
+            lower_repeats(Grammar {
+                rules,
+                root: RuleId(0),
+            })
+            .1
+            .len()
+        };
+        assert_eq!(counted_of(vec![rep(az(), 61)]), 0);
+        assert_eq!(counted_of(vec![rep(Expr::Bytes(b"-".to_vec()), 64)]), 0);
+        assert_eq!(counted_of(vec![rep(az(), 65)]), 1);
+        assert_eq!(counted_of(vec![rep(class('é', 'é'), 40)]), 1);
+        assert_eq!(counted_of(vec![rep(Expr::Bytes(b"ab".to_vec()), 40)]), 1);
+        // `[a-z]{0,63} "." [a-z]{0,63}`: the second is counted; `{0,20}` is not.
+        let dot = || Expr::Bytes(b".".to_vec());
+        let two = Expr::Seq(vec![rep(az(), 63), dot(), rep(az(), 63)]);
+        assert_eq!(counted_of(vec![two.clone()]), 1);
+        assert_eq!(
+            counted_of(vec![Expr::Seq(vec![rep(az(), 63), dot(), rep(az(), 20)])]),
+            0
+        );
+        assert_eq!(counted_of(vec![rep(az(), 63), rep(az(), 62)]), 0);
+        assert_eq!(counted_of(vec![two, rep(az(), 62)]), 1);
     }
 }

@@ -220,9 +220,11 @@ fn email() -> Expr {
 
 /// `e{min,max}` written as `e{min,half} e{0,max-half}` (`half` = `max / 2`, at least
 /// `min`): the same language, in repetitions small enough to be built into the rule's DFA
-/// (lowering turns one of more than 32 copies into helper rules or a counted rule, whose
-/// calls take a cold mask walk off the DFA's fast path: the first mask inside an email
-/// address cost about 5 ms that way). The split is ambiguous, which a DFA does not see.
+/// (lowering turns one of more than 32 copies into helper rules or a counted rule, but for
+/// one repetition of one ASCII class per rule, written out up to 64 copies; a counted
+/// rule's calls take a cold mask walk off the DFA's fast path: the first mask inside an
+/// email address cost about 5 ms that way). The split is ambiguous, which a DFA does not
+/// see.
 fn split_repeat(e: Expr, min: u32, max: u32) -> Expr {
     let half = (max / 2).max(min);
     seq(vec![

@@ -697,6 +697,10 @@ fn walk(
                 if d < 2 || d >= at.len() {
                     break;
                 }
+                visits += 1;
+                if visits % DEADLINE_EVERY == 0 && deadline.expired() {
+                    return None;
+                }
                 let up = at[d - 1];
                 let b = byte[i];
                 let e = dfa_tables.entry(up.dfa, b);
@@ -719,7 +723,6 @@ fn walk(
                             };
                             push_range(ranges, fl, tok_start[i], tok_start[end]);
                             i = end;
-                            visits += 1;
                             continue;
                         }
                     }
@@ -729,7 +732,6 @@ fn walk(
                         let end = subtree_end[i] as usize;
                         push_range(&mut accepted, floor, tok_start[i], tok_start[end]);
                         i = end;
-                        visits += 1;
                         continue;
                     }
                     let Some(off) = dfa_tables.table(aut, e & !FINAL) else {
@@ -741,10 +743,6 @@ fn walk(
                     here.exit_here = e & FINAL != 0;
                     push_range(&mut accepted, floor, tok_start[i], tok_here_end[i]);
                     i += 1;
-                }
-                visits += 1;
-                if visits % DEADLINE_EVERY == 0 && deadline.expired() {
-                    return None;
                 }
             }
             if i >= n {

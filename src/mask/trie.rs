@@ -13,7 +13,7 @@ use crate::vocab::Vocabulary;
 const LONG_TOKEN: u16 = 32;
 
 /// Byte `b` as a set of [`TokenTrie::bytes_below`]: its own bit for ASCII bytes 1 to 127,
-/// bit 0 for byte 0 and the bytes from `80` on.
+/// bit 0 for byte 0 and the bytes from 0x80 on.
 pub(crate) fn byte_bit(b: u8) -> [u64; 2] {
     let b = if b >= 0x80 { 0 } else { b };
     let mut set = [0u64; 2];
@@ -81,9 +81,9 @@ pub struct TokenTrie {
     deepest: Vec<u16>,
     /// Per node: the bytes of its subtree, its own edge's included (bit `b % 64` of word
     /// `b / 64` for ASCII byte `b` from 1 to 127; bit 0 stands for byte 0 and every byte
-    /// from `80` on). A mask walk at a DFA node whose byte run holds every byte of a
+    /// from 0x80 on). A mask walk at a DFA node whose byte run holds every byte of a
     /// child's set, for as many bytes as the child's longest token, accepts the child's
-    /// whole subtree without a visit (`mask::cache::byte_run`). 16 bytes per node (5.3 MB
+    /// whole subtree without a visit (`mask::cache::tables::byte_run`). 16 bytes per node (5.3 MB
     /// on Qwen3's 333,009 nodes).
     bytes_below: Vec<[u64; 2]>,
     /// The children with a long token below ([`LONG_TOKEN`] bytes or more) of every node

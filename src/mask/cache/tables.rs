@@ -44,9 +44,13 @@ pub(super) struct DfaTables {
 /// faster, session 42.)
 pub(super) const TABLES_PER_CHUNK: usize = 16;
 
+/// A slot of a node not met yet in this walk.
 pub(super) const UNSEEN: u32 = u32::MAX;
+/// A slot of a node that is not a DFA node (the walk needs the chart there).
 pub(super) const NOT_DFA: u32 = u32::MAX - 1;
+/// A table entry of a byte the node has no edge on.
 pub(super) const NO_EDGE: u32 = u32::MAX;
+/// Set in a table entry whose target node is final.
 pub(super) const FINAL: u32 = 1 << 31;
 
 thread_local! {
@@ -84,6 +88,9 @@ impl DfaTables {
         holds
     }
 
+    /// The tables of a walk over `aut`, on a trie whose longest token is `max_depth`
+    /// bytes (a byte run that long takes every token): none made yet, the slots borrowed
+    /// from the thread's [`DFA_SLOTS`].
     pub(super) fn new(aut: &Automaton, max_depth: usize) -> Self {
         let max_depth = max_depth.min(u32::MAX as usize / 2) as u32;
         let nodes = aut.nodes.len();
@@ -210,7 +217,8 @@ fn run_holds(run: ([u64; 2], u32), below: [u64; 2], deepest: u16, d: usize) -> b
     below[0] & !run.0[0] == 0 && below[1] & !run.0[1] == 0 && (deepest as u32) < run.1 + d as u32
 }
 
-/// The ASCII bytes `lo..=hi`, from 1 to 127 only, as a [`TokenTrie::bytes_below`](super::TokenTrie::bytes_below) set.
+/// The ASCII bytes `lo..=hi`, from 1 to 127 only, as a set of
+/// [`TokenTrie::bytes_below`](super::TokenTrie::bytes_below).
 fn ascii_set(lo: u8, hi: u8) -> [u64; 2] {
     let (lo, hi) = (lo.max(1), hi.min(0x7F));
     if lo > hi {
@@ -234,7 +242,9 @@ fn ascii_set(lo: u8, hi: u8) -> [u64; 2] {
 /// those bytes of at most that many bytes is then accepted from `n`. A self-loop (a
 /// string body's `[^"\\]`), or a run `limit` long (the longest token), gives `limit`; a
 /// bounded repetition written out (a host name's label of at most 63 letters and digits),
-/// the bound left. Edges on several targets for one byte of the run end it.
+/// the bound left. A node whose edges on the run's bytes go to more than one node ends
+/// it, and so does a virtual node (it has no byte edges here). A chain that comes back to
+/// `n` or to its first node loops: `limit`.
 fn byte_run(aut: &Automaton, n: u32, limit: u32) -> ([u64; 2], u32) {
     let or = |a: [u64; 2], b: [u64; 2]| [a[0] | b[0], a[1] | b[1]];
     let and = |a: [u64; 2], b: [u64; 2]| [a[0] & b[0], a[1] & b[1]];
@@ -274,7 +284,7 @@ fn byte_run(aut: &Automaton, n: u32, limit: u32) -> ([u64; 2], u32) {
         }
         match next {
             Some(t) if covered == class => {
-                if t == at {
+                if t == at || t == n || t == first {
                     return (class, limit);
                 }
                 at = t;

@@ -41,10 +41,15 @@ fn with_stop(mut tokens: Vec<Vec<u8>>) -> Vocabulary {
 /// slice and no byte run taken whole).
 fn full_walk(g: &CompiledGrammar, n: u32) -> NodeMask {
     use crate::mask::cache::NO_BYTE_RUNS;
-    let before = NO_BYTE_RUNS.with(|x| x.replace(true));
-    let m = walk_with_slice(g, n, None);
-    NO_BYTE_RUNS.with(|x| x.set(before));
-    m
+    /// Gives the thread its setting back, also when the walk panics.
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            NO_BYTE_RUNS.with(|x| x.set(self.0));
+        }
+    }
+    let _restore = Restore(NO_BYTE_RUNS.with(|x| x.replace(true)));
+    walk_with_slice(g, n, None)
 }
 
 /// Node `n`'s mask by a walk of the trie that starts from `slice`'s token set when given
