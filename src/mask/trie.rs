@@ -14,7 +14,7 @@ const LONG_TOKEN: u16 = 32;
 
 /// Byte `b` as a set of [`TokenTrie::bytes_below`]: its own bit for ASCII bytes 1 to 127,
 /// bit 0 for byte 0 and the bytes from 0x80 on.
-pub(crate) fn byte_bit(b: u8) -> [u64; 2] {
+fn byte_bit(b: u8) -> [u64; 2] {
     let b = if b >= 0x80 { 0 } else { b };
     let mut set = [0u64; 2];
     set[(b >> 6) as usize] = 1 << (b & 63);

@@ -221,19 +221,11 @@ fn run_holds(run: ([u64; 2], u32), below: [u64; 2], deepest: u16, d: usize) -> b
 /// [`TokenTrie::bytes_below`](super::TokenTrie::bytes_below).
 fn ascii_set(lo: u8, hi: u8) -> [u64; 2] {
     let (lo, hi) = (lo.max(1), hi.min(0x7F));
-    if lo > hi {
-        return [0, 0];
+    let mut set = [0u64; 4];
+    if lo <= hi {
+        crate::automaton::add_range(&mut set, lo, hi);
     }
-    let span = |a: u32, z: u32| -> u64 {
-        // Bits a..=z of one word (a <= z < 64).
-        (u64::MAX >> (63 - z)) & (u64::MAX << a)
-    };
-    let (lo, hi) = (lo as u32, hi as u32);
-    match (lo < 64, hi < 64) {
-        (true, true) => [span(lo, hi), 0],
-        (true, false) => [span(lo, 63), span(0, hi - 64)],
-        _ => [0, span(lo - 64, hi - 64)],
-    }
+    [set[0], set[1]]
 }
 
 /// The *byte run* of real node `n`: the ASCII bytes (1 to 127) on which it steps to its
