@@ -90,6 +90,8 @@ pub struct InstanceRun {
 /// One schema under one engine.
 #[derive(Clone, Debug)]
 pub struct SchemaRun {
+    /// The schema (`<collection>/<file>`), so a report's runs can be read alone.
+    pub schema: String,
     /// ms from the schema to the first mask (compile, matcher, first fill); `None` when the
     /// engine refused the schema or failed on its first mask.
     pub compile_ms: Option<f64>,
@@ -130,6 +132,7 @@ pub fn run_case<E: Engine>(engine: &E, case: &Case, stop: u32) -> SchemaRun {
         Ok(g) => g,
         Err(e) => {
             return SchemaRun {
+                schema: case.name.clone(),
                 compile_ms: None,
                 error: Some(first_line(&e)),
                 memory_bytes: None,
@@ -142,6 +145,7 @@ pub fn run_case<E: Engine>(engine: &E, case: &Case, stop: u32) -> SchemaRun {
         instances.push(run_instance(engine, &grammar, &mut mask, ids, stop));
     }
     SchemaRun {
+        schema: case.name.clone(),
         compile_ms: Some(compile_ms),
         error: None,
         memory_bytes: engine.memory_bytes(&grammar),

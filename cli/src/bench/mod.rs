@@ -27,7 +27,7 @@ use tokensieve::{GrammarCompiler, JsonSchemaOptions, Precompute, Vocabulary};
 
 use engine::{Case, Engine, Outcome, SchemaRun};
 use records::Record;
-use stats::{Figures, RatioRow};
+use stats::{Figures, RatioRow, SchemaFigures};
 
 /// Arguments of `tokensieve bench`.
 #[derive(Args, Debug)]
@@ -228,6 +228,8 @@ pub struct EngineReport {
     pub wall_s: f64,
     /// Figures over every schema it compiled and every instance of those.
     pub figures: Figures,
+    /// Each schema's own figures, in the order of the run.
+    pub per_schema: Vec<SchemaFigures>,
     /// The raw runs (not serialised).
     #[serde(skip)]
     pub runs: Vec<SchemaRun>,
@@ -319,24 +321,25 @@ pub fn bench_engine<E: Engine>(
     let t = Instant::now();
     let runs = engine::run_all(engine, cases, stop, threads as usize, &progress)?;
     progress.finish_and_clear();
-    let figures = Figures::of(cases, &runs, |_| true, |_, _| true);
+    let figures = Figures::of(&runs, |_| true, |_, _| true);
     Ok(EngineReport {
         engine: engine.name(),
         wall_s: t.elapsed().as_secs_f64(),
         figures,
+        per_schema: runs.iter().map(SchemaFigures::of).collect(),
         runs,
     })
 }
 
 /// The comparison of two engines' runs: schemas both compiled, instances both accepted.
-pub fn compare(cases: &[Case], ts: &[SchemaRun], llg: &[SchemaRun]) -> Comparison {
+pub fn compare(ts: &[SchemaRun], llg: &[SchemaRun]) -> Comparison {
     let both_schema = |s: usize| ts[s].compile_ms.is_some() && llg[s].compile_ms.is_some();
     let both_instance = |s: usize, i: usize| {
         ts[s].instances[i].outcome == Outcome::Accepted
             && llg[s].instances[i].outcome == Outcome::Accepted
     };
-    let a = Figures::of(cases, ts, both_schema, both_instance);
-    let b = Figures::of(cases, llg, both_schema, both_instance);
+    let a = Figures::of(ts, both_schema, both_instance);
+    let b = Figures::of(llg, both_schema, both_instance);
     Comparison {
         note: format!(
             "only the {} schemas both engines compile, and of their instances the {} both \
@@ -470,7 +473,7 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<(), BenchError> {
             .push(bench_engine(&llg, &cases, stop, args.threads, args.quiet)?);
     }
     if let [a, b] = &report.engines[..] {
-        report.comparison = Some(compare(&cases, &a.runs, &b.runs));
+        report.comparison = Some(compare(&a.runs, &b.runs));
     }
     report.machine.load_after = read_trimmed("/proc/loadavg");
     let vocab = compiler.vocabulary();

@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use super::engine::{Case, Outcome, SchemaRun};
+use super::engine::{Outcome, SchemaRun};
 
 /// A distribution: count, mean and nearest-rank percentiles, in the unit of its samples.
 #[derive(Clone, Debug, Default, Serialize, PartialEq)]
@@ -43,6 +43,45 @@ impl Dist {
             p99: pct(0.99),
             p999: pct(0.999),
             max: samples[n - 1],
+        }
+    }
+}
+
+/// One schema's own figures, every schema of the run in order (the report's `per_schema`),
+/// so a slow schema can be followed across runs without the raw per-step times.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct SchemaFigures {
+    /// The schema (`<collection>/<file>`).
+    pub schema: String,
+    /// ms from the schema to the first mask; `None` when the engine refused it.
+    pub compile_ms: Option<f64>,
+    /// Masks computed over all its instances.
+    pub masks: usize,
+    /// Mean mask time, µs (0 when no mask was computed).
+    pub mask_mean_us: f64,
+    /// Slowest single mask, µs (0 when no mask was computed).
+    pub mask_max_us: f64,
+    /// Memory of the compiled grammar after its instances, KiB, when the engine says.
+    pub memory_kib: Option<f64>,
+}
+
+impl SchemaFigures {
+    /// The figures of one schema's run.
+    pub fn of(run: &SchemaRun) -> SchemaFigures {
+        let times = run.instances.iter().flat_map(|i| &i.mask_us);
+        let (mut sum, mut max, mut masks) = (0.0f64, 0.0f64, 0usize);
+        for &us in times {
+            sum += us as f64;
+            max = max.max(us as f64);
+            masks += 1;
+        }
+        SchemaFigures {
+            schema: run.schema.clone(),
+            compile_ms: run.compile_ms,
+            masks,
+            mask_mean_us: if masks == 0 { 0.0 } else { sum / masks as f64 },
+            mask_max_us: max,
+            memory_kib: run.memory_bytes.map(|b| b as f64 / 1024.0),
         }
     }
 }
@@ -127,7 +166,6 @@ impl Figures {
     /// Figures of `runs` (one per case) over the schemas `keep_schema` selects and, of
     /// their instances, those `keep_instance(schema, instance)` selects.
     pub fn of(
-        cases: &[Case],
         runs: &[SchemaRun],
         keep_schema: impl Fn(usize) -> bool,
         keep_instance: impl Fn(usize, usize) -> bool,
@@ -139,7 +177,7 @@ impl Figures {
         let mut worst_memory = vec![];
         let mut failures: std::collections::BTreeMap<String, usize> = Default::default();
         let mut has_memory = false;
-        for (s, (case, run)) in cases.iter().zip(runs).enumerate() {
+        for (s, run) in runs.iter().enumerate() {
             if !keep_schema(s) {
                 continue;
             }
@@ -153,7 +191,7 @@ impl Figures {
             f.compiled += 1;
             compile.push(ms);
             worst_compile.push(Worst {
-                schema: case.name.clone(),
+                schema: run.schema.clone(),
                 value: ms,
                 at: None,
             });
@@ -161,7 +199,7 @@ impl Figures {
                 has_memory = true;
                 memory.push(b as f64);
                 worst_memory.push(Worst {
-                    schema: case.name.clone(),
+                    schema: run.schema.clone(),
                     value: b as f64 / 1024.0,
                     at: None,
                 });
@@ -196,12 +234,12 @@ impl Figures {
             }
             if let Some((us, i, step)) = slowest {
                 worst_mask.push(Worst {
-                    schema: case.name.clone(),
+                    schema: run.schema.clone(),
                     value: us,
                     at: Some((i, step)),
                 });
                 worst_mean.push(Worst {
-                    schema: case.name.clone(),
+                    schema: run.schema.clone(),
                     value: sum / n as f64,
                     at: None,
                 });

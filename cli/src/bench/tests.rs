@@ -139,7 +139,7 @@ fn counts_are_exact() {
     assert_eq!(report.runs[2].compile_ms, None);
     // The enum `"yes"`: after `"`, `y`, `e` and `s` one byte is forced (steps 1..=4); the
     // first step allows whitespace or `"`, the last whitespace or the stop token.
-    let only_b = Figures::of(&cases, &report.runs, |s| s == 1, |_, _| true);
+    let only_b = Figures::of(&report.runs, |s| s == 1, |_, _| true);
     assert_eq!(only_b.total_masks, 6);
     assert_eq!(only_b.forced_mask_us.n, 4);
     assert_eq!(only_b.other_mask_us.n, 2);
@@ -147,6 +147,22 @@ fn counts_are_exact() {
         report.runs[1].instances[0].forced,
         [false, true, true, true, true, false]
     );
+    // Per schema, in the order of the cases: names, mask counts, the slowest mask.
+    let names: Vec<&str> = report
+        .per_schema
+        .iter()
+        .map(|p| p.schema.as_str())
+        .collect();
+    let case_names: Vec<&str> = cases.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, case_names);
+    let counts: Vec<usize> = report.per_schema.iter().map(|p| p.masks).collect();
+    assert_eq!(counts, [18 + 9, 6, 0, 5]);
+    assert_eq!(report.per_schema[2].compile_ms, None);
+    assert_eq!(report.per_schema[2].mask_max_us, 0.0);
+    let slowest = report.runs[3].instances.iter().flat_map(|i| &i.mask_us);
+    let slowest = slowest.fold(0.0f64, |m, &us| m.max(us as f64));
+    assert_eq!(report.per_schema[3].mask_max_us, slowest);
+    assert!(report.per_schema[3].mask_mean_us <= slowest);
 }
 
 #[test]
@@ -167,7 +183,7 @@ fn comparison_keeps_schemas_both_compile_and_instances_both_accept() {
     let lazy = Tokensieve::new(byte_compiler(Precompute::Lazy), schema_options());
     let a = bench_engine(&eager, &cases, STOP, 1, true).expect("bench");
     let b = bench_engine(&lazy, &cases, STOP, 1, true).expect("bench");
-    let c = compare(&cases, &a.runs, &b.runs);
+    let c = compare(&a.runs, &b.runs);
     // a, b and d compile under both; d's only instance is rejected by both.
     assert_eq!(c.schemas, 3);
     assert_eq!(c.instances, 3);
@@ -364,7 +380,7 @@ fn llguidance_runs_the_same_sequences() {
     assert_eq!(a.figures.compiled, 3, "{:?}", a.figures.failures);
     assert_eq!(b.figures.compiled, 3, "{:?}", b.figures.failures);
     assert_eq!(b.figures.mask_mismatches, 0);
-    let c = compare(&cases, &a.runs, &b.runs);
+    let c = compare(&a.runs, &b.runs);
     assert_eq!(c.schemas, 3);
     let outcomes = |r: &EngineReport| -> Vec<Vec<Outcome>> {
         r.runs
