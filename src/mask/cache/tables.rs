@@ -228,6 +228,11 @@ fn ascii_set(lo: u8, hi: u8) -> [u64; 2] {
     [set[0], set[1]]
 }
 
+/// The most nodes of a chain that [`byte_run`] follows (a loop found within them still
+/// gives the whole `limit`): a run this long takes every subtree whose longest token is
+/// at most this many bytes below its node.
+const CHAIN_MAX: u32 = 16;
+
 /// The *byte run* of real node `n`: the ASCII bytes (1 to 127) on which it steps to its
 /// most common such target, and how many of them in a row the automaton consumes from
 /// `n`, one path through nodes that each step all of them to one node: every string of
@@ -236,7 +241,8 @@ fn ascii_set(lo: u8, hi: u8) -> [u64; 2] {
 /// bounded repetition written out (a host name's label of at most 63 letters and digits),
 /// the bound left. A node whose edges on the run's bytes go to more than one node ends
 /// it, and so does a virtual node (it has no byte edges here). A chain that comes back to
-/// `n` or to its first node loops: `limit`.
+/// `n` or to its first node loops: `limit`. A chain is followed for at most
+/// [`CHAIN_MAX`] nodes.
 fn byte_run(aut: &Automaton, n: u32, limit: u32) -> ([u64; 2], u32) {
     let or = |a: [u64; 2], b: [u64; 2]| [a[0] | b[0], a[1] | b[1]];
     let and = |a: [u64; 2], b: [u64; 2]| [a[0] & b[0], a[1] & b[1]];
@@ -261,6 +267,12 @@ fn byte_run(aut: &Automaton, n: u32, limit: u32) -> ([u64; 2], u32) {
     };
     let (mut at, mut len) = (first, 1u32);
     while len < limit {
+        if len == CHAIN_MAX {
+            // Long enough for nearly every subtree; following a longer chain (a
+            // written-out `{0,254}`) would cost its length at each of its nodes a walk
+            // meets.
+            return (class, len);
+        }
         // Every byte of the class steps from `at` to one node.
         let (mut next, mut covered) = (None, [0u64; 2]);
         for e in aut.bytes_of(at) {
