@@ -569,7 +569,7 @@ mod tables;
 use tables::TABLES_PER_CHUNK;
 use tables::{DfaTables, FINAL, NO_EDGE};
 #[cfg(test)]
-pub(crate) use tables::{NO_BYTE_RUNS, RUN_TAKES};
+pub(crate) use tables::{CHAR_RUN_TAKES, NO_BYTE_RUNS, RUN_TAKES};
 
 /// Marks a depth whose state is in the chart rather than in `dfa`.
 const IN_CHART: u32 = u32::MAX;
@@ -611,6 +611,10 @@ struct Depth {
     sets: usize,
     /// The state is a set of the chart (not a lone DFA item stepped past it).
     real: bool,
+    /// For a set of the chart of several items: the table of the item whose DFA node has
+    /// the widest byte run ([`set_run`]), or [`IN_CHART`]. A token that one item's run
+    /// steps stays alive in the chart, so a subtree that run takes is accepted whole.
+    run: u32,
     /// The base rule could end after some k in 1..c bytes with byte k in its follow set.
     prefix_ok: bool,
     /// The base rule could end here.
@@ -654,11 +658,15 @@ fn walk(
             item: Item { node: 0, origin: 0 },
             sets: chart.len(),
             real: true,
+            run: IN_CHART,
             prefix_ok: false,
             exit_here: false,
         };
         depths
     ];
+    if start.is_none() {
+        at[0].run = set_run(&mut dfa_tables, aut, chart.current());
+    }
     at[0].dfa = start.unwrap_or(IN_CHART);
     let mut accepted: PositionRanges = Vec::new();
     let mut uncertain: Vec<u32> = Vec::new();
@@ -726,7 +734,8 @@ fn walk(
                             continue;
                         }
                     }
-                    if dfa_tables.run_takes(up.dfa, bytes_below[i], deepest[i], d) {
+                    let whole = || trie.whole_chars_below(i);
+                    if dfa_tables.run_takes(up.dfa, bytes_below[i], deepest[i], d, whole) {
                         // Every token below is bytes of the node's run, no longer than it:
                         // the subtree is accepted whole.
                         let end = subtree_end[i] as usize;
@@ -791,9 +800,12 @@ fn walk(
                 chart.truncate(up.sets);
             }
         }
-        if up.dfa != IN_CHART {
-            // A DFA node, or a lone item at one in the chart: the hot loop's byte runs.
-            if dfa_tables.run_takes(up.dfa, trie.bytes_below()[i], trie.deepest()[i], d) {
+        // A DFA node, or a lone item at one in the chart: the hot loop's byte runs; or a
+        // set of the chart with an item whose node has a run.
+        let run = if up.dfa != IN_CHART { up.dfa } else { up.run };
+        if run != IN_CHART {
+            let (below, deepest) = (trie.bytes_below()[i], trie.deepest()[i]);
+            if dfa_tables.run_takes(run, below, deepest, d, || trie.whole_chars_below(i)) {
                 let end = trie.subtree_end[i] as usize;
                 push_range(&mut accepted, floor, trie.tok_start[i], trie.tok_start[end]);
                 i = end;
@@ -836,11 +848,15 @@ fn walk(
                     here.dfa = IN_CHART;
                     here.real = true;
                     here.sets = chart.len();
-                    if let [one] = chart.current() {
-                        if let Some(off) = dfa_tables.table(aut, one.node) {
-                            here.dfa = off;
-                            here.item = *one;
+                    here.run = IN_CHART;
+                    match chart.current() {
+                        [one] => {
+                            if let Some(off) = dfa_tables.table(aut, one.node) {
+                                here.dfa = off;
+                                here.item = *one;
+                            }
                         }
+                        items => here.run = set_run(&mut dfa_tables, aut, items),
                     }
                     chart.can_exit()
                 })
@@ -875,10 +891,12 @@ fn walk(
                     None => {
                         chart.reset(aut, t);
                         chart_from = d;
+                        let run = set_run(&mut dfa_tables, aut, chart.current());
                         let here = &mut at[d];
                         here.dfa = IN_CHART;
                         here.real = true;
                         here.sets = chart.len();
+                        here.run = run;
                         chart.can_exit()
                     }
                 }
@@ -916,6 +934,28 @@ fn walk(
         uncertain,
         pure,
     })
+}
+
+/// Items of a chart set that [`set_run`] looks at: a set of more is a wide grammar's
+/// (a tag's tool names), where a look at every item would cost more than it saves.
+const SET_RUN_ITEMS: usize = 8;
+
+/// The table of the item of `items` (a chart set of at most [`SET_RUN_ITEMS`]) whose DFA
+/// node has the widest byte run, or [`IN_CHART`] when none has one.
+fn set_run(tables: &mut DfaTables, aut: &Automaton, items: &[Item]) -> u32 {
+    if items.len() > SET_RUN_ITEMS {
+        return IN_CHART;
+    }
+    let mut best = (IN_CHART, 0);
+    for it in items {
+        if let Some(off) = tables.table(aut, it.node) {
+            let width = tables.run_width(off);
+            if width > best.1 {
+                best = (off, width);
+            }
+        }
+    }
+    best.0
 }
 
 /// A subtree of [`walk`] being walked for the memo: its key, then where its accepted,

@@ -21,6 +21,32 @@ fn byte_bit(b: u8) -> [u64; 2] {
     set
 }
 
+/// States of [`utf8_step`]: 0 at a character boundary; 1, 2, 3 continuation bytes
+/// still to read (any of `80`–`BF`); 4 after `E0` (next `A0`–`BF`), 5 after `ED` (next
+/// `80`–`9F`), 6 after `F0` (next `90`–`BF`), 7 after `F4` (next `80`–`8F`).
+const UTF8_STATES: u8 = 8;
+
+/// One byte of a well-formed UTF-8 reading (Unicode Table 3-7) from state `s` (see
+/// [`UTF8_STATES`]), with ASCII bytes 1 to 127 allowed at a boundary: the next state, or
+/// `None` when the byte cannot come there (byte 0 neither).
+fn utf8_step(s: u8, b: u8) -> Option<u8> {
+    let cont = (0x80..=0xBF).contains(&b);
+    match (s, b) {
+        (0, 0x01..=0x7F) => Some(0),
+        (0, 0xC2..=0xDF) => Some(1),
+        (0, 0xE0) => Some(4),
+        (0, 0xE1..=0xEC | 0xEE..=0xEF) => Some(2),
+        (0, 0xED) => Some(5),
+        (0, 0xF0) => Some(6),
+        (0, 0xF1..=0xF3) => Some(3),
+        (0, 0xF4) => Some(7),
+        (1..=3, _) if cont => Some(s - 1),
+        (4, 0xA0..=0xBF) | (5, 0x80..=0x9F) => Some(1),
+        (6, 0x90..=0xBF) | (7, 0x80..=0x8F) => Some(2),
+        _ => None,
+    }
+}
+
 /// A byte trie over the vocabulary's text tokens.
 #[derive(Clone, Debug)]
 pub struct TokenTrie {
@@ -86,6 +112,12 @@ pub struct TokenTrie {
     /// whole subtree without a visit (`mask::cache::tables::byte_run`). 16 bytes per node (5.3 MB
     /// on Qwen3's 333,009 nodes).
     bytes_below: Vec<[u64; 2]>,
+    /// One bit per node: every token of its subtree, read from the node's own byte on, is
+    /// ASCII bytes 1 to 127 and well-formed UTF-8 characters (Unicode Table 3-7), the last
+    /// of which may be cut short. A walk at a node that loops on its run's ASCII bytes and
+    /// on every multibyte character takes such a subtree whole
+    /// ([`TokenTrie::whole_chars_below`]).
+    whole_chars: Vec<u64>,
     /// The children with a long token below ([`LONG_TOKEN`] bytes or more) of every node
     /// that has one below, end to end; `long_at` holds, ascending by node (the root:
     /// `u32::MAX`, last), each such node and the range of its children there
@@ -216,6 +248,7 @@ impl TokenTrie {
             slices: Vec::new(),
             deepest: Vec::new(),
             bytes_below: Vec::new(),
+            whole_chars: Vec::new(),
             long_children: Vec::new(),
             long_at: Vec::new(),
             text_ids: {
@@ -256,6 +289,7 @@ impl TokenTrie {
             .collect();
         trie.deepest = trie.subtree_depths();
         trie.bytes_below = trie.subtree_bytes();
+        trie.whole_chars = trie.subtree_whole_chars();
         trie.index_long_children();
         trie
     }
@@ -354,6 +388,42 @@ impl TokenTrie {
         below
     }
 
+    /// Whether every token below node `i`, from its byte on, is ASCII bytes 1 to 127 and
+    /// well-formed UTF-8 characters, the last maybe cut short (see the field).
+    #[inline]
+    pub(crate) fn whole_chars_below(&self, i: usize) -> bool {
+        self.whole_chars
+            .get(i / 64)
+            .is_some_and(|w| w >> (i % 64) & 1 != 0)
+    }
+
+    /// [`TokenTrie::whole_chars`], made like [`TokenTrie::subtree_depths`]: per node, the
+    /// UTF-8 decoder states ([`utf8_step`]) from which every token of its subtree reads
+    /// well, from its children's.
+    fn subtree_whole_chars(&self) -> Vec<u64> {
+        let n = self.byte.len();
+        let mut from = vec![0u8; n];
+        let mut bits = vec![0u64; n.div_ceil(64)];
+        for i in (0..n).rev() {
+            let mut ok = 0u8;
+            for s in 0..UTF8_STATES {
+                let Some(t) = utf8_step(s, self.byte[i]) else {
+                    continue;
+                };
+                let mut c = i + 1;
+                let mut all = true;
+                while all && c < self.subtree_end[i] as usize {
+                    all = from[c] >> t & 1 != 0;
+                    c = self.subtree_end[c] as usize;
+                }
+                ok |= (all as u8) << s;
+            }
+            from[i] = ok;
+            bits[i / 64] |= ((ok & 1) as u64) << (i % 64);
+        }
+        bits
+    }
+
     /// The children of node `t` (`None`: the root), in byte order: (byte, child).
     pub(crate) fn for_each_child(&self, t: Option<u32>, mut f: impl FnMut(u8, u32)) {
         match t {
@@ -426,6 +496,7 @@ impl TokenTrie {
             + self.byte.capacity()
             + (self.depth.capacity() + self.deepest.capacity() + self.leads.capacity()) * 2
             + self.bytes_below.capacity() * 16
+            + self.whole_chars.capacity() * 8
             + self.subtree_end.capacity() * 4
             + self.tok_start.capacity() * 4
             + self.tok_here_end.capacity() * 4

@@ -78,14 +78,35 @@ impl DfaTables {
     /// True when the byte run of the node whose table is at `off` (at depth `d - 1`) takes
     /// whole the subtree of a trie node at depth `d` with bytes `below` and longest token
     /// `deepest` ([`run_holds`]).
+    /// A subtree with a byte 0 or a byte from `80` on (bit 0 of `below`) is taken only by
+    /// a run that also loops on every multibyte character (bit 0 of its bytes) and when
+    /// `whole_chars` says its tokens are whole characters
+    /// ([`TokenTrie::whole_chars_below`](super::TokenTrie::whole_chars_below)).
     #[inline(always)]
-    pub(super) fn run_takes(&self, off: u32, below: [u64; 2], deepest: u16, d: usize) -> bool {
+    pub(super) fn run_takes(
+        &self,
+        off: u32,
+        below: [u64; 2],
+        deepest: u16,
+        d: usize,
+        whole_chars: impl FnOnce() -> bool,
+    ) -> bool {
         let run = self.runs[(off / 256) as usize];
-        let holds = run_holds(run, below, deepest, d);
+        let holds =
+            run_holds(run, below, deepest, d) && (below[0] & run.0[0] & 1 == 0 || whole_chars());
         if holds {
-            count_run_take(run.1, self.max_depth);
+            count_run_take(run.1, self.max_depth, below[0] & 1 != 0);
         }
         holds
+    }
+
+    /// How much the byte run of the table at `off` takes, to pick the widest of a chart
+    /// set's items: its ASCII bytes (and 128 more when it takes multibyte characters too)
+    /// times its length; 0 for no run.
+    pub(super) fn run_width(&self, off: u32) -> u64 {
+        let (bytes, len) = self.runs[(off / 256) as usize];
+        let chars = (bytes[0] & 1) * 128;
+        ((bytes[0] & !1).count_ones() as u64 + bytes[1].count_ones() as u64 + chars) * len as u64
     }
 
     /// The tables of a walk over `aut`, on a trie whose longest token is `max_depth`
@@ -179,6 +200,11 @@ impl DfaTables {
                 };
                 #[cfg(not(test))]
                 let run = byte_run(aut, n, self.max_depth);
+                let mut run = run;
+                if run.1 == self.max_depth && loops_on_every_character(aut, n, run.0) {
+                    // Bit 0 (never an ASCII byte of a run): multibyte characters too.
+                    run.0[0] |= 1;
+                }
                 self.runs.push(run);
                 (t * 256) as u32
             } else {
@@ -195,17 +221,22 @@ thread_local! {
     pub(crate) static NO_BYTE_RUNS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
     /// Subtrees walks on this thread took whole by a byte run: (all, by a bounded run).
     pub(crate) static RUN_TAKES: std::cell::Cell<(usize, usize)> = const { std::cell::Cell::new((0, 0)) };
+    /// Of those, the subtrees with multibyte characters.
+    pub(crate) static CHAR_RUN_TAKES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
 /// Counts a subtree taken whole by a run of length `len` of a walk whose runs hold every
-/// token at `limit` (tests only).
+/// token at `limit`, `_multibyte` when it has multibyte characters (tests only).
 #[inline]
-fn count_run_take(_len: u32, _limit: u32) {
+fn count_run_take(_len: u32, _limit: u32, _multibyte: bool) {
     #[cfg(test)]
-    RUN_TAKES.with(|t| {
-        let (all, bounded) = t.get();
-        t.set((all + 1, bounded + (_len < _limit) as usize));
-    });
+    {
+        RUN_TAKES.with(|t| {
+            let (all, bounded) = t.get();
+            t.set((all + 1, bounded + (_len < _limit) as usize));
+        });
+        CHAR_RUN_TAKES.with(|t| t.set(t.get() + _multibyte as usize));
+    }
 }
 
 /// True when a [`byte_run`] `(bytes, length)` of the node at depth `d - 1` takes whole the
@@ -215,6 +246,58 @@ fn count_run_take(_len: u32, _limit: u32) {
 #[inline(always)]
 fn run_holds(run: ([u64; 2], u32), below: [u64; 2], deepest: u16, d: usize) -> bool {
     below[0] & !run.0[0] == 0 && below[1] & !run.0[1] == 0 && (deepest as u32) < run.1 + d as u32
+}
+
+/// The well-formed UTF-8 multibyte characters (Unicode Table 3-7) as byte ranges, one
+/// row per shape.
+const MULTIBYTE: [&[(u8, u8)]; 8] = [
+    &[(0xC2, 0xDF), (0x80, 0xBF)],
+    &[(0xE0, 0xE0), (0xA0, 0xBF), (0x80, 0xBF)],
+    &[(0xE1, 0xEC), (0x80, 0xBF), (0x80, 0xBF)],
+    &[(0xED, 0xED), (0x80, 0x9F), (0x80, 0xBF)],
+    &[(0xEE, 0xEF), (0x80, 0xBF), (0x80, 0xBF)],
+    &[(0xF0, 0xF0), (0x90, 0xBF), (0x80, 0xBF), (0x80, 0xBF)],
+    &[(0xF1, 0xF3), (0x80, 0xBF), (0x80, 0xBF), (0x80, 0xBF)],
+    &[(0xF4, 0xF4), (0x80, 0x8F), (0x80, 0xBF), (0x80, 0xBF)],
+];
+
+/// Whether real node `n` steps every byte of `run` (its byte run's ASCII bytes) back to
+/// itself and every well-formed multibyte character back to itself too (each byte of it
+/// having an edge): then every token of those bytes and characters, the last maybe cut
+/// short, is accepted from `n`, and its run takes such a subtree whole. A string body's
+/// loop (`[^"\\]`, `\W`) is one; a class without some character (`.` without U+2028) is
+/// not.
+fn loops_on_every_character(aut: &Automaton, n: u32, run: [u64; 2]) -> bool {
+    let edges = aut.bytes_of(n);
+    let ascii_home = (1u8..0x80).all(|b| {
+        run[(b >> 6) as usize] >> (b & 63) & 1 == 0
+            || edges
+                .iter()
+                .any(|e| e.lo <= b && b <= e.hi && e.target == n)
+    });
+    ascii_home && MULTIBYTE.iter().all(|row| reads_home(aut, n, row, n))
+}
+
+/// Whether from `at` every byte string of the ranges `rows` (one range per byte) has an
+/// edge at each byte and ends at `home`.
+fn reads_home(aut: &Automaton, at: u32, rows: &[(u8, u8)], home: u32) -> bool {
+    let Some((&(lo, hi), rest)) = rows.split_first() else {
+        return at == home;
+    };
+    let mut next = lo as u16;
+    for e in aut.bytes_of(at) {
+        if (e.hi as u16) < next || e.lo > hi {
+            continue;
+        }
+        if e.lo as u16 > next || !reads_home(aut, e.target, rest, home) {
+            return false;
+        }
+        next = e.hi as u16 + 1;
+        if next > hi as u16 {
+            return true;
+        }
+    }
+    false
 }
 
 /// The ASCII bytes `lo..=hi`, from 1 to 127 only, as a set of

@@ -310,6 +310,76 @@ fn a_walk_taking_byte_runs_whole_equals_the_full_walk() {
     );
 }
 
+/// Byte runs that also take multibyte characters (a loop on ASCII bytes and on every
+/// well-formed character: a JSON string's body, a key pattern without `_`) give every
+/// node the mask of the walk without runs, over a vocabulary of ASCII bytes, whole
+/// characters of two to four bytes, characters cut short, stray continuation bytes,
+/// overlong and surrogate encodings, and U+2028 (which `.` and `[^\u2028]` leave out).
+#[test]
+fn a_walk_taking_multibyte_characters_in_byte_runs_equals_the_full_walk() {
+    use crate::mask::cache::{CHAR_RUN_TAKES, RUN_TAKES};
+    let units: [&[u8]; 16] = [
+        b"a",
+        b"_",
+        b"\"",
+        b" ",
+        "é".as_bytes(),
+        "中".as_bytes(),
+        "😀".as_bytes(),
+        "\u{2028}".as_bytes(),
+        &[0xC3],
+        &[0xE4, 0xB8],
+        &[0xF0, 0x9F, 0x98],
+        &[0xA9],
+        &[0xB8, 0xAD],
+        &[0xC0, 0x80],
+        &[0xED, 0xA0, 0x80],
+        &[0xF5, 0x80],
+    ];
+    let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+    let mut level: Vec<Vec<u8>> = vec![vec![]];
+    for _ in 0..3 {
+        level = level
+            .iter()
+            .flat_map(|t| units.iter().map(move |u| [&t[..], u].concat()))
+            .collect();
+        tokens.extend(level.iter().cloned());
+    }
+    tokens.sort();
+    tokens.dedup();
+    let compiler = GrammarCompiler::new(with_stop(tokens)).with_precompute(Precompute::Lazy);
+    let mut grammars = vec![
+        compiler.compile_regex(r"[a-zA-Z0-9\W]*x").unwrap(),
+        compiler.compile_regex(r".*x").unwrap(),
+        compiler
+            .compile_grammar(r#"root ::= [^"\\_]* "\"" | [^\u2028]* "_""#)
+            .unwrap(),
+    ];
+    let schema = serde_json::json!({
+        "type": "object",
+        "properties": {"text": {"type": "string"}, "short": {"type": "string", "maxLength": 2}},
+        "patternProperties": {"^[a-zA-Z0-9\\W]*$": {"type": "integer"}}
+    });
+    grammars.push(
+        compiler
+            .compile_json_schema(&schema, &crate::JsonSchemaOptions::default())
+            .unwrap(),
+    );
+    RUN_TAKES.with(|t| t.set((0, 0)));
+    CHAR_RUN_TAKES.with(|t| t.set(0));
+    for g in &grammars {
+        for n in 0..g.aut.nodes.len() as u32 {
+            let walked = walk_with_slice(g, n, None);
+            assert_full_walk_mask(g, n, &walked, "byte runs with characters");
+        }
+    }
+    let multibyte = CHAR_RUN_TAKES.with(|t| t.get());
+    assert!(
+        multibyte > 100,
+        "{multibyte} subtrees with characters taken"
+    );
+}
+
 /// The exploration that says how far a node consumes a slice's language answers as the
 /// exploration first written did (`slices::consumed_depth_reference`: cuts made per range,
 /// the edges scanned per byte piece, no early look at the first bytes), for every node of
