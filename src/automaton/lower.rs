@@ -13,8 +13,8 @@ use super::measure::{is_pure_bytes, nullable};
 use crate::grammar::{Expr, Grammar, Rule, RuleId, RulesView};
 use rustc_hash::FxHashMap;
 
-/// Repetitions of more than one copy whose inline expansion would exceed this many IR nodes
-/// become helper rules or a counted rule.
+/// Repetitions whose inline expansion would exceed this many IR nodes become helper rules
+/// or a counted rule (but one copy of a body that would be counted is written out).
 const INLINE_BUDGET: u64 = 512;
 /// Repetitions with more copies become helper rules or a counted rule (one of one ASCII
 /// class or byte may have [`INLINE_MAX_CLASS_COUNT`]).
@@ -148,10 +148,12 @@ impl Lowerer {
                 if copies > INLINE_MAX_COUNT && copies <= most {
                     self.long_class_written = true;
                 }
-                // One copy (`x?`, `x*`, `x+`) is built once whatever its size: nothing to
-                // count.
-                let fits = size(&inner).saturating_mul(copies as u64) <= INLINE_BUDGET;
-                if copies == 1 || (copies <= most && fits) {
+                // One copy (`x?`, `x*`, `x+`) of a body that would be counted is built
+                // once whatever its size: nothing to count. (Other large bodies stay helper
+                // rules, shared where they repeat.)
+                let within_budget = size(&inner).saturating_mul(copies as u64) <= INLINE_BUDGET;
+                let counted = is_pure_bytes(&inner) && !nullable(&inner);
+                if (copies == 1 && counted) || (copies <= most && within_budget) {
                     return Expr::Repeat {
                         expr: Box::new(inner),
                         min,

@@ -611,8 +611,8 @@ struct Depth {
     sets: usize,
     /// The state is a set of the chart (not a lone DFA item stepped past it).
     real: bool,
-    /// For a set of the chart of several items: the table of the item whose DFA node has
-    /// the widest byte run ([`set_run`]), or [`IN_CHART`]. A token that one item's run
+    /// For a set of the chart: the table of the item whose DFA node has the widest byte
+    /// run ([`set_run`]), or [`IN_CHART`] (a lone item steps by `dfa` instead). A token that one item's run
     /// steps stays alive in the chart, so a subtree that run takes is accepted whole.
     run: u32,
     /// The base rule could end after some k in 1..c bytes with byte k in its follow set.

@@ -53,7 +53,8 @@ impl Dist {
 pub struct SchemaFigures {
     /// The schema (`<collection>/<file>`).
     pub schema: String,
-    /// ms from the schema to the first mask; `None` when the engine refused it.
+    /// ms from the schema to the first mask; `None` when the engine refused it or failed
+    /// on its first mask.
     pub compile_ms: Option<f64>,
     /// Masks computed over all its instances.
     pub masks: usize,
@@ -163,7 +164,7 @@ fn failure_key(msg: &str) -> String {
 }
 
 impl Figures {
-    /// Figures of `runs` (one per case) over the schemas `keep_schema` selects and, of
+    /// Figures of `runs` (one per schema) over the schemas `keep_schema` selects and, of
     /// their instances, those `keep_instance(schema, instance)` selects.
     pub fn of(
         runs: &[SchemaRun],

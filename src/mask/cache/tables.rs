@@ -78,6 +78,7 @@ impl DfaTables {
     /// True when the byte run of the node whose table is at `off` (at depth `d - 1`) takes
     /// whole the subtree of a trie node at depth `d` with bytes `below` and longest token
     /// `deepest` ([`run_holds`]).
+    ///
     /// A subtree with a byte 0 or a byte from `80` on (bit 0 of `below`) is taken only by
     /// a run that also loops on every multibyte character (bit 0 of its bytes) and when
     /// `whole_chars` says its tokens are whole characters
@@ -350,12 +351,6 @@ fn byte_run(aut: &Automaton, n: u32, limit: u32) -> ([u64; 2], u32) {
     };
     let (mut at, mut len) = (first, 1u32);
     while len < limit {
-        if len == CHAIN_MAX {
-            // Long enough for nearly every subtree; following a longer chain (a
-            // written-out `{0,254}`) would cost its length at each of its nodes a walk
-            // meets.
-            return (class, len);
-        }
         // Every byte of the class steps from `at` to one node.
         let (mut next, mut covered) = (None, [0u64; 2]);
         for e in aut.bytes_of(at) {
@@ -373,6 +368,12 @@ fn byte_run(aut: &Automaton, n: u32, limit: u32) -> ([u64; 2], u32) {
             Some(t) if covered == class => {
                 if t == at || t == n || t == first {
                     return (class, limit);
+                }
+                if len == CHAIN_MAX {
+                    // Long enough for nearly every subtree; following a longer chain (a
+                    // written-out `{0,254}`) would cost its length at each of its nodes a
+                    // walk meets.
+                    return (class, len);
                 }
                 at = t;
                 len += 1;
